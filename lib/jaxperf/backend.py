@@ -1,0 +1,92 @@
+"""Choosing the backend a notebook runs on, before JAX starts it.
+
+On CPU the study forces N host devices (default 8, like a TPU v3-8), which
+only works before the CPU backend initialises (the first ``jax.devices()`` or
+the first op). A backend that is asked for but not present is an error, never
+simulated: the study reports it as not measured.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import bad_value, check_choice, check_int
+
+BACKENDS = ("auto", "cpu", "gpu", "tpu")
+# JAX's platform names for each study backend.
+_JAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda,rocm", "tpu": "tpu"}
+
+
+class BackendUnavailableError(RuntimeError):
+    """The requested backend is not present on this machine."""
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    backend: str          # "cpu", "gpu" or "tpu"
+    device_kind: str      # e.g. "cpu", "NVIDIA H200", "TPU v3"
+    device_count: int
+    platform_version: str
+
+
+def _backends_started() -> bool:
+    from jax._src import xla_bridge
+
+    return xla_bridge.backends_are_initialized()
+
+
+def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
+    """Select ``backend`` and, on CPU, force ``host_devices`` devices.
+
+    Must run before anything touches a JAX device. Raises ValueError for an
+    unknown backend or a bad device count, BackendUnavailableError when the
+    backend is not present, and RuntimeError when JAX already started with a
+    different configuration (restart the kernel).
+    """
+    check_choice("backend", backend, BACKENDS)
+    check_int("host_devices", host_devices, minimum=1)
+    import jax
+
+    if not _backends_started():
+        if backend != "auto":
+            jax.config.update("jax_platforms", _JAX_PLATFORMS[backend])
+        jax.config.update("jax_num_cpu_devices", host_devices)
+    try:
+        devices = jax.devices()
+    except RuntimeError as err:
+        raise BackendUnavailableError(
+            f"backend={backend!r} is not available on this machine ({err}); "
+            "it is reported as not measured, never simulated."
+        ) from err
+    actual = jax.default_backend()
+    actual = {"cuda": "gpu", "rocm": "gpu"}.get(actual, actual)
+    if backend != "auto" and actual != backend:
+        raise RuntimeError(
+            f"JAX already started on {actual!r}, but backend={backend!r} was asked for: "
+            "restart the kernel and call configure() first."
+        )
+    if actual == "cpu" and len(devices) != host_devices:
+        raise RuntimeError(
+            f"JAX's CPU backend already started with {len(devices)} devices, but "
+            f"host_devices={host_devices}: restart the kernel and call configure() first."
+        )
+    client = devices[0].client
+    return BackendInfo(
+        backend=actual,
+        device_kind=devices[0].device_kind,
+        device_count=len(devices),
+        platform_version=str(getattr(client, "platform_version", "")),
+    )
+
+
+def require_devices(n: int, info: BackendInfo, name: str = "devices") -> int:
+    """Check that ``n`` devices exist, with an error that says how many do."""
+    check_int(name, n, minimum=1)
+    if n > info.device_count:
+        raise bad_value(name, n, f"at most {info.device_count} (the {info.backend} devices present)")
+    return n
+
+
+def xla_flags() -> str:
+    return os.environ.get("XLA_FLAGS", "")

@@ -1,0 +1,110 @@
+"""What made a result: versions, devices, flags, commit, parameters.
+
+Every results file carries this as a JSON sidecar, every summary.md ends with
+it, and every executed notebook prints it near the top.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata as _md
+import os
+import platform
+import subprocess
+import sys
+from typing import Any
+
+from .paths import PROJECT_ROOT
+
+PACKAGES = (
+    "jax", "jaxlib", "equinox", "numpy", "pandas", "matplotlib", "seaborn",
+    "papermill", "jupyterlab", "ipykernel", "triton", "jax-cuda13-plugin", "libtpu",
+)
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """Installed version of each package; absent ones are left out."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = _md.version(name)
+        except _md.PackageNotFoundError:
+            continue
+    return versions
+
+
+def git_commit() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+
+    try:
+        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": "unknown", "dirty": None}
+
+
+def capture(parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Snapshot of the environment (JAX's backend must already be configured)."""
+    import jax
+
+    devices = jax.devices()
+    backend = jax.default_backend()
+    return {
+        "timestamp_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "backend": {"cuda": "gpu", "rocm": "gpu"}.get(backend, backend),
+        "device_kind": devices[0].device_kind,
+        "device_count": len(devices),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "jax_platforms": str(jax.config.jax_platforms or ""),
+        "packages": package_versions(),
+        "git": git_commit(),
+        "parameters": dict(parameters or {}),
+        "jax_environment_info": jax.print_environment_info(return_string=True),
+        "nvidia_smi": _nvidia_smi() if backend in ("gpu", "cuda") else None,
+    }
+
+
+def _nvidia_smi() -> str | None:
+    try:
+        return subprocess.run(["nvidia-smi"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def footer(prov: dict[str, Any]) -> str:
+    """One line for a figure: backend, device, versions, commit."""
+    pkgs = prov.get("packages", {})
+    commit = prov.get("git", {}).get("commit", "unknown")[:10]
+    return (
+        f"{prov.get('backend', '?')}: {prov.get('device_count', '?')} x {prov.get('device_kind', '?')} | "
+        f"jax {pkgs.get('jax', '?')}, jaxlib {pkgs.get('jaxlib', '?')}, equinox {pkgs.get('equinox', '?')}, "
+        f"python {prov.get('python', '?')} | {prov.get('timestamp_utc', '?')} | commit {commit}"
+    )
+
+
+def environment_block(prov: dict[str, Any]) -> str:
+    """Markdown block for summary.md and the top of each executed notebook."""
+    lines = [
+        "<details><summary>Environment</summary>",
+        "",
+        "```",
+        f"backend: {prov.get('backend')}  devices: {prov.get('device_count')} x {prov.get('device_kind')}",
+        f"python: {prov.get('python')}  platform: {prov.get('platform')}  cpus: {prov.get('cpu_count')}",
+        f"XLA_FLAGS: {prov.get('xla_flags') or '(unset)'}",
+        "packages: " + ", ".join(f"{k}=={v}" for k, v in prov.get("packages", {}).items()),
+        f"git: {prov.get('git', {}).get('commit')} (dirty={prov.get('git', {}).get('dirty')})",
+        f"recorded: {prov.get('timestamp_utc')}",
+        f"parameters: {prov.get('parameters')}",
+        "",
+        (prov.get("jax_environment_info") or "").strip(),
+    ]
+    if prov.get("nvidia_smi"):
+        lines += ["", prov["nvidia_smi"].strip()]
+    lines += ["```", "", "</details>"]
+    return "\n".join(lines)
