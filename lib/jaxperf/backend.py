@@ -90,3 +90,22 @@ def require_devices(n: int, info: BackendInfo, name: str = "devices") -> int:
 
 def xla_flags() -> str:
     return os.environ.get("XLA_FLAGS", "")
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m jaxperf.backend BACKEND [HOST_DEVICES]``: print the resolved backend."""
+    import sys
+
+    try:
+        info = configure(argv[0] if argv else "auto", int(argv[1]) if len(argv) > 1 else 8)
+    except (ValueError, BackendUnavailableError, RuntimeError) as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(info.backend)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,50 @@
+"""Shared test helpers. Tests run on CPU with 8 forced host devices, set before
+JAX starts (as the notebooks do), so multi-device code paths are exercised."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxperf.paths import NOTEBOOKS_DIR, PROJECT_ROOT
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cpu_backend():
+    from jaxperf import backend
+
+    return backend.configure("cpu", 8)
+
+
+def run_notebook(name: str, out_root: Path, timeout: int = 900, **parameters) -> Path:
+    """Execute notebooks/<name>.ipynb with papermill, outputs under ``out_root``.
+
+    Runs in a subprocess (a fresh kernel, as run_all.sh does) and returns the
+    executed notebook's path; raises with papermill's output if it failed.
+    """
+    src = NOTEBOOKS_DIR / f"{name}.ipynb"
+    executed = out_root / f"{name}.executed.ipynb"
+    cmd = [sys.executable, "-m", "papermill", str(src), str(executed), "-k", "jaxperf",
+           "--cwd", str(NOTEBOOKS_DIR), "-p", "output_root", str(out_root), "-p", "backend", "cpu"]
+    for key, value in parameters.items():
+        cmd += ["-y", json.dumps({key: value})]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=PROJECT_ROOT)
+    if proc.returncode != 0:
+        raise AssertionError(f"papermill failed for {name}:\n{proc.stderr[-6000:]}")
+    return executed
+
+
+def assert_clean_source(name: str) -> None:
+    """A committed source notebook carries no outputs or execution counts."""
+    nb = json.loads((NOTEBOOKS_DIR / f"{name}.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs"), f"{name}: a code cell carries outputs"
+            assert cell.get("execution_count") is None, f"{name}: a code cell carries an execution count"
