@@ -1,0 +1,186 @@
+"""The lowering matrix: does each (kernel, loop form, unroll) lower on each
+Pallas GPU/TPU compiler, and how big is the kernel IR? No accelerator needed.
+
+Each variant is exported with ``jax.export`` for a platform this machine does
+not have: ``platforms=['tpu']`` for Mosaic TPU; ``platforms=['cuda']`` inside
+an abstract mesh whose abstract device is an H100 for Triton and Mosaic GPU
+(Pallas' Triton lowering asks the device for its compute capability). The
+kernel's own module (Triton's ``tt`` IR, Mosaic's ``tpu`` IR) is what the
+exported program carries as opaque bytes; it is captured as text while the
+lowering rule runs, to count its lines and its loop ops (``scf.for``,
+``scf.while``). An error is recorded with its type and exact message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+import traceback
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from . import pallas_kernels
+from .errors import check_choice
+
+COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
+ABSTRACT_GPU = "NVIDIA H100 80GB HBM3"
+_LOOP_OP = re.compile(r"\bscf\.(for|while)\b")
+_LATE_UNROLL = re.compile(r"tpu\.late_unroll")
+
+
+@dataclass
+class Lowered:
+    kernel: str
+    loop_form: str
+    unroll: int
+    compiler: str
+    T: int
+    lowers: bool
+    error_type: str
+    error: str
+    lower_s: float
+    ir_lines: int        # lines of the kernel's own module (0 if it did not lower)
+    loop_ops: int        # scf.for + scf.while in that module
+    late_unroll: int     # loops Mosaic TPU marks tpu.late_unroll (unrolled after export)
+    export_lines: int    # lines of the exported StableHLO wrapper
+
+
+@contextlib.contextmanager
+def _capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
+    """Collect the kernel module's text while Pallas lowers it (restored after)."""
+    captured: list[str] = []
+    if compiler == "triton":
+        from jax._src.pallas.triton import lowering as mod
+
+        name = "lower_jaxpr_to_triton_module"
+        original = getattr(mod, name)
+
+        def hook(*args, **kwargs):
+            result = original(*args, **kwargs)
+            captured.append(str(result.module.operation))
+            return result
+    elif compiler == "mosaic_tpu":
+        from jax._src.pallas.mosaic import pallas_call_registration as mod
+
+        name = "_lower_to_custom_call"
+        original = getattr(mod, name)
+
+        def hook(*args, **kwargs):
+            captured.append(str(kwargs["mosaic_module"].operation))
+            return original(*args, **kwargs)
+    else:
+        yield captured
+        return
+    setattr(mod, name, hook)
+    try:
+        yield captured
+    finally:
+        setattr(mod, name, original)
+
+
+def _abstract_gpu_mesh():
+    from jax.sharding import AbstractDevice, AbstractMesh
+
+    device = AbstractDevice(device_kind=ABSTRACT_GPU, num_cores=None, platform="cuda")
+    return AbstractMesh((1,), ("x",), abstract_device=device)
+
+
+def export_variant(fn, args: tuple, compiler: str):
+    """``jax.export`` ``fn`` for ``compiler``'s platform (no such device needed)."""
+    import jax
+    from jax import export
+
+    check_choice("compiler", compiler, COMPILERS)
+    if compiler == "mosaic_tpu":
+        return export.export(fn, platforms=["tpu"])(*args)
+    checks = [export.DisabledSafetyCheck.custom_call(t) for t in ("__gpu$xla.gpu.triton", "mosaic_gpu", "mosaic_gpu_v2")]
+    with jax.sharding.use_abstract_mesh(_abstract_gpu_mesh()):
+        return export.export(fn, platforms=["cuda"], disabled_checks=checks)(*args)
+
+
+def _error_text(err: BaseException) -> str:
+    text = str(err).strip()
+    if text:
+        return text.splitlines()[0][:400]
+    # A bare exception (Triton's unroll, Mosaic GPU's missing rule): name where it was raised.
+    frame = traceback.extract_tb(err.__traceback__)[-1]
+    path = frame.filename.split("site-packages/")[-1]
+    return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
+
+
+def lower_one(
+    kernel: str, loop_form: str, unroll: int, compiler: str, *, T: int, D: int = 64, batch: int = 4,
+    dtype: Any = "float16", block_rows: int = pallas_kernels.SEED_BLOCK_ROWS,
+    out_rows: int = pallas_kernels.SEED_OUT_ROWS,
+) -> Lowered:
+    """Lower one variant for ``compiler``; never raises for a lowering failure."""
+    check_choice("compiler", compiler, COMPILERS)
+    fn, args = pallas_kernels.build(
+        kernel, loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype, block_rows=block_rows,
+        interpret=False, out_rows=out_rows, lowering=compiler,
+    )
+    start = time.perf_counter()
+    with _capture_kernel_ir(compiler) as captured:
+        try:
+            exported = export_variant(fn, args, compiler)
+        except Exception as err:  # noqa: BLE001 - the error text is the result
+            return Lowered(kernel, loop_form, unroll, compiler, T, False, type(err).__name__, _error_text(err),
+                           time.perf_counter() - start, 0, 0, 0, 0)
+    elapsed = time.perf_counter() - start
+    ir = captured[-1] if captured else ""
+    return Lowered(
+        kernel, loop_form, unroll, compiler, T, True, "", "", elapsed,
+        ir_lines=len(ir.splitlines()), loop_ops=len(_LOOP_OP.findall(ir)),
+        late_unroll=len(_LATE_UNROLL.findall(ir)), export_lines=len(exported.mlir_module().splitlines()),
+    )
+
+
+def variants(loop_forms: Iterable[str], unrolls: Iterable[int]) -> list[tuple[str, int]]:
+    """(loop form, unroll) pairs: the Python loop once, the others at every unroll."""
+    out = []
+    for form in loop_forms:
+        check_choice("loop_form", form, pallas_kernels.LOOP_FORMS)
+        out += [(form, 1)] if form == "python" else [(form, u) for u in unrolls]
+    return out
+
+
+def matrix(
+    kernels: Iterable[str] = pallas_kernels.KERNELS,
+    loop_forms: Iterable[str] = pallas_kernels.LOOP_FORMS,
+    unrolls: Iterable[int] = (1, 2, 4, 8),
+    compilers: Iterable[str] = COMPILERS,
+    Ts: Iterable[int] = (1024,),
+    *,
+    progress: Any = None,
+    **shape: Any,
+) -> pd.DataFrame:
+    """One row per (kernel, T, loop form, unroll, compiler): see :class:`Lowered`.
+
+    ``shape`` passes D, batch, dtype, block_rows, out_rows to :func:`lower_one`.
+    Mosaic TPU gets bfloat16 where ``dtype`` is float16 (TPUs have no float16).
+    """
+    rows = []
+    for kernel in kernels:
+        for T in Ts:
+            for form, unroll in variants(loop_forms, unrolls):
+                for compiler in compilers:
+                    kw = dict(shape)
+                    if compiler == "mosaic_tpu" and str(kw.get("dtype", "float16")) == "float16":
+                        kw["dtype"] = "bfloat16"
+                    rows.append(asdict(lower_one(kernel, form, unroll, compiler, T=T, **kw)))
+                    if progress is not None:
+                        progress.update(1)
+    return pd.DataFrame(rows)
+
+
+def verdicts(df: pd.DataFrame) -> pd.DataFrame:
+    """The matrix at a glance: per (loop form, unroll) x compiler, 'lowers' or the error type."""
+    cell = df.apply(lambda r: "lowers" if r["lowers"] else f"{r['error_type']}", axis=1)
+    table = df.assign(cell=cell).pivot_table(
+        index=["loop_form", "unroll"], columns="compiler", values="cell", aggfunc=lambda s: " / ".join(sorted(set(s)))
+    )
+    return table.reset_index()
