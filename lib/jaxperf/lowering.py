@@ -184,3 +184,10 @@ def verdicts(df: pd.DataFrame) -> pd.DataFrame:
         index=["loop_form", "unroll"], columns="compiler", values="cell", aggfunc=lambda s: " / ".join(sorted(set(s)))
     )
     return table.reset_index()
+
+
+def error_lines(df: pd.DataFrame) -> str:
+    """Markdown bullets: each distinct lowering error once, with where it first occurred."""
+    failed = df[~df["lowers"]].drop_duplicates(["compiler", "error"])
+    return "\n".join(f"- {e.compiler}, {e.loop_form} unroll={e.unroll}: `{e.error_type}: {e.error}`"
+                     for e in failed.itertuples())
