@@ -201,8 +201,11 @@ def build_runner(method: str, step: str, model: Any, opt_state: Any, x: jax.Arra
             loss, m, o = mapped_step(eqx.combine(p, static), xb, o)
             return loss, eqx.filter(m, eqx.is_array), o
 
+        # check_vma=False keeps pmap's semantics: with it on, the gradient of a
+        # replicated (P()) parameter is already psum-ed over devices, and the
+        # step's pmean would leave an 8x larger gradient than pmap's.
         fn = jax.jit(jax.shard_map(local_on_params, mesh=mesh, in_specs=(P(), P(AXIS), P()),
-                                   out_specs=(P(), P(), P())))
+                                   out_specs=(P(), P(), P()), check_vma=False))
     return Runner(method, fn, (params, x_s, opt_s),
                   lambda out: _canonical_global((out[0], eqx.combine(out[1], static), out[2])))
 
@@ -348,3 +351,67 @@ def breakdown(spec: ModelSpec, step: str, n_devices: int, calls: int = 30,
     profile = pd.DataFrame(rows).sort_values("self_ms_per_step", ascending=False).head(profile_top)
     return stages, profile.reset_index(drop=True), float(plain["wall_s_per_call"].median())
 
+
+
+# ---------------------------------------------------------------- the notebook's plan
+
+# One MLP past 100 leaves and the smallest transformer: every method and both
+# steps still run, in about a minute.
+QUICK = {"mlp_depths": [16], "transformer_layers": [1], "repeats": 3, "calls_per_repeat": 4,
+         "warmup": 1, "breakdown_calls": 5}
+
+
+@dataclass
+class Plan:
+    specs: list[ModelSpec]
+    steps: list[str]
+    methods: list[str]
+    timing: timing.TimingConfig
+    breakdown_specs: list[ModelSpec]
+    breakdown_calls: int
+
+
+def plan(*, quick: bool, mlp_depths: list[int], transformer_layers: list[int], steps: list[str],
+         methods: list[str], warmup: int, repeats: int, calls_per_repeat: int,
+         breakdown_calls: int) -> Plan:
+    """Validate the notebook's parameters (errors name the parameter) and apply quick mode."""
+    from .errors import check_ints
+
+    if not isinstance(quick, bool):
+        raise bad_value("quick", quick, "True or False")
+    if quick:
+        mlp_depths, transformer_layers = QUICK["mlp_depths"], QUICK["transformer_layers"]
+        warmup, repeats = QUICK["warmup"], QUICK["repeats"]
+        calls_per_repeat, breakdown_calls = QUICK["calls_per_repeat"], QUICK["breakdown_calls"]
+    mlp_depths = check_ints("mlp_depths", mlp_depths)
+    transformer_layers = check_ints("transformer_layers", transformer_layers) if transformer_layers else []
+    if not steps:
+        raise bad_value("steps", steps, f"a non-empty list drawn from {list(STEPS)}")
+    for s in steps:
+        check_choice("steps[...]", s, STEPS)
+    for m in methods:
+        check_choice("methods[...]", m, METHODS)
+    if BASELINE not in methods:
+        raise bad_value("methods", methods, f"a list that includes the baseline {BASELINE!r}")
+    check_int("breakdown_calls", breakdown_calls, minimum=1)
+    specs = [ModelSpec("mlp", d) for d in mlp_depths] + [ModelSpec("transformer", n) for n in transformer_layers]
+    breakdown_specs = [ModelSpec("mlp", d) for d in sorted({min(mlp_depths), max(mlp_depths)})]
+    breakdown_specs += [ModelSpec("transformer", n) for n in transformer_layers[:1]]
+    return Plan(specs=specs, steps=list(steps), methods=list(methods),
+                timing=timing.TimingConfig(warmup=warmup, repeats=repeats, number=calls_per_repeat),
+                breakdown_specs=breakdown_specs, breakdown_calls=breakdown_calls)
+
+
+def run_breakdowns(specs: list[ModelSpec], step: str, n_devices: int, calls: int
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Stage timers and cProfile for each spec: (stages, profile, whole-call medians)."""
+    stages, profiles, totals = [], [], []
+    for spec in specs:
+        model, opt_state = spec.build()
+        leaves = count_leaves(model, spec.batch(n_devices), opt_state)
+        s, prof, total = breakdown(spec, step, n_devices, calls)
+        stages.append(s.assign(model=spec.name, leaves=leaves))
+        profiles.append(prof.assign(model=spec.name, leaves=leaves))
+        totals.append({"model": spec.name, "leaves": leaves, "whole_call_ms": 1e3 * total,
+                       "sum_of_stages_ms": 1e3 * s.groupby("stage")["seconds"].median().sum()})
+    return pd.concat(stages, ignore_index=True), pd.concat(profiles, ignore_index=True), pd.DataFrame(totals)

@@ -86,7 +86,8 @@ def save(
     footer so a figure leads back to its code and data.
     """
     add_footer(fig, prov, extra=f"drawn by jaxperf.{drawn_by}; data: {name}.csv" + (f"; {note}" if note else ""))
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    # Leave room at the top for a figure-level legend (tight_layout ignores those).
+    fig.tight_layout(rect=(0, 0.05, 1, 0.86 if fig.legends else 1))
     figures_dir = Path(figures_dir)
     paths = {}
     for ext in ("png", "svg"):
