@@ -267,6 +267,7 @@ def summary_dict(head: pd.DataFrame, rec: pd.DataFrame, matrix: pd.DataFrame, no
         "lowering": lowers.to_dict(orient="records"),
         "lowering_errors": matrix[~matrix.lowers].drop_duplicates(["compiler", "error"])[
             ["compiler", "loop_form", "unroll", "error_type", "error"]].to_dict(orient="records"),
+        "lowering_warnings": sorted(set(matrix.loc[matrix["warning"] != "", "warning"])),
         "not_measured": not_measured_df.to_dict(orient="records"),
     }
 
@@ -297,7 +298,7 @@ def summary_markdown(head: pd.DataFrame, rec: pd.DataFrame, matrix: pd.DataFrame
                           markdown_table(r[cols]), ""]
     verdict = _lowering.verdicts(matrix)
     parts += ["### Which loop forms lower (jax.export, no accelerator needed)", "", markdown_table(verdict), "",
-              _lowering.error_lines(matrix)]
+              _lowering.error_lines(matrix), _lowering.warning_lines(matrix)]
     if len(not_measured_df):
         parts += ["", "Not measured here (never simulated):", ""]
         for _, n in not_measured_df.drop_duplicates(["mode", "reason"]).iterrows():

@@ -28,13 +28,16 @@ Body = Callable[[Any, Carry], Carry]
 
 
 def _is_static(value: Any) -> bool:
-    import jax.core
+    """A bound known at trace time: a Python/NumPy int or a concrete integer scalar."""
+    import jax
+    import numpy as np
 
-    if isinstance(value, bool):
+    if isinstance(value, bool) or isinstance(value, jax.core.Tracer):
         return False
-    if isinstance(value, int):
+    if isinstance(value, (int, np.integer)):
         return True
-    return jax.core.is_concrete(value) and getattr(value, "shape", ()) == ()
+    dtype = getattr(value, "dtype", None)
+    return getattr(value, "shape", None) == () and dtype is not None and np.issubdtype(dtype, np.integer)
 
 
 def check_unroll(unroll: Any) -> int:

@@ -17,6 +17,7 @@ import contextlib
 import re
 import time
 import traceback
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -47,6 +48,7 @@ class Lowered:
     loop_ops: int        # scf.for + scf.while in that module
     late_unroll: int     # loops Mosaic TPU marks tpu.late_unroll (unrolled after export)
     export_lines: int    # lines of the exported StableHLO wrapper
+    warning: str = ""    # the first warning the lowering raised (e.g. Triton's deprecation)
 
 
 @contextlib.contextmanager
@@ -112,6 +114,10 @@ def _error_text(err: BaseException) -> str:
     return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
 
 
+def _first_warning(caught: list) -> str:
+    return f"{caught[0].category.__name__}: {caught[0].message}"[:300] if caught else ""
+
+
 def lower_one(
     kernel: str, loop_form: str, unroll: int, compiler: str, *, T: int, D: int = 64, batch: int = 4,
     dtype: Any = "float16", block_rows: int = pallas_kernels.SEED_BLOCK_ROWS,
@@ -124,18 +130,20 @@ def lower_one(
         interpret=False, out_rows=out_rows, lowering=compiler,
     )
     start = time.perf_counter()
-    with _capture_kernel_ir(compiler) as captured:
+    with _capture_kernel_ir(compiler) as captured, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
             exported = export_variant(fn, args, compiler)
         except Exception as err:  # noqa: BLE001 - the error text is the result
             return Lowered(kernel, loop_form, unroll, compiler, T, False, type(err).__name__, _error_text(err),
-                           time.perf_counter() - start, 0, 0, 0, 0)
+                           time.perf_counter() - start, 0, 0, 0, 0, _first_warning(caught))
     elapsed = time.perf_counter() - start
     ir = captured[-1] if captured else ""
     return Lowered(
         kernel, loop_form, unroll, compiler, T, True, "", "", elapsed,
         ir_lines=len(ir.splitlines()), loop_ops=len(_LOOP_OP.findall(ir)),
         late_unroll=len(_LATE_UNROLL.findall(ir)), export_lines=len(exported.mlir_module().splitlines()),
+        warning=_first_warning(caught),
     )
 
 
@@ -191,3 +199,9 @@ def error_lines(df: pd.DataFrame) -> str:
     failed = df[~df["lowers"]].drop_duplicates(["compiler", "error"])
     return "\n".join(f"- {e.compiler}, {e.loop_form} unroll={e.unroll}: `{e.error_type}: {e.error}`"
                      for e in failed.itertuples())
+
+
+def warning_lines(df: pd.DataFrame) -> str:
+    """Markdown bullets: each distinct warning a compiler raised while lowering."""
+    warned = df[df["warning"] != ""].drop_duplicates(["compiler", "warning"])
+    return "\n".join(f"- {w.compiler} warns: `{w.warning}`" for w in warned.itertuples())

@@ -1,0 +1,105 @@
+"""Pins the lowering matrix of jax 0.12.0.1: a JAX upgrade that changes which
+loop forms lower on Triton, Mosaic GPU or Mosaic TPU fails here, on purpose.
+
+T=256 with 64-row blocks: 4 steps, so unroll 2 divides the trip count and
+unroll 8 exceeds it."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxperf import lowering
+
+SHAPE = dict(D=64, batch=2, dtype="float16", block_rows=64)
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return lowering.matrix(Ts=(256,), unrolls=(1, 2, 8), **SHAPE)
+
+
+def _row(matrix, kernel, form, unroll, compiler):
+    rows = matrix[(matrix.kernel == kernel) & (matrix.loop_form == form) & (matrix.unroll == unroll)
+                  & (matrix.compiler == compiler)]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+# (loop form, unroll) -> verdict per compiler, jax 0.12.0.1
+EXPECTED = {
+    ("python", 1): dict(triton=True, mosaic_gpu=False, mosaic_tpu=True),
+    ("fori", 1): dict(triton=True, mosaic_gpu=False, mosaic_tpu=True),
+    ("fori", 2): dict(triton=False, mosaic_gpu=False, mosaic_tpu=True),
+    ("fori", 8): dict(triton=False, mosaic_gpu=False, mosaic_tpu=True),
+    ("pl_loop", 1): dict(triton=True, mosaic_gpu=False, mosaic_tpu=True),
+    ("pl_loop", 2): dict(triton=False, mosaic_gpu=False, mosaic_tpu=True),
+    ("pl_loop", 8): dict(triton=False, mosaic_gpu=False, mosaic_tpu=True),
+    ("hand_unrolled", 1): dict(triton=True, mosaic_gpu=False, mosaic_tpu=True),
+    ("hand_unrolled", 2): dict(triton=True, mosaic_gpu=False, mosaic_tpu=True),
+    ("hand_unrolled", 8): dict(triton=True, mosaic_gpu=False, mosaic_tpu=True),
+}
+
+
+def test_matrix_covers_every_variant(matrix):
+    assert len(matrix) == 2 * len(EXPECTED) * 3
+    assert set(matrix.compiler) == set(lowering.COMPILERS)
+
+
+@pytest.mark.parametrize("kernel", ["seed", "attention"])
+@pytest.mark.parametrize("variant", list(EXPECTED))
+def test_which_variants_lower(matrix, kernel, variant):
+    for compiler, lowers in EXPECTED[variant].items():
+        row = _row(matrix, kernel, *variant, compiler)
+        assert bool(row.lowers) is lowers, (kernel, variant, compiler, row.error)
+
+
+def test_triton_rejects_unroll_in_fori_loop(matrix):
+    for form in ("fori", "pl_loop"):
+        row = _row(matrix, "attention", form, 2, "triton")
+        assert row.error_type == "NotImplementedError"
+        assert "triton/lowering.py" in row.error and "_scan_lowering_rule" in row.error and "unroll != 1" in row.error
+
+
+def test_mosaic_gpu_has_no_pallas_call_rule(matrix):
+    row = _row(matrix, "seed", "fori", 1, "mosaic_gpu")
+    assert row.error_type == "AssertionError"
+    assert "pallas_call.py" in row.error and "gpu_lowering" in row.error and "assert rule is not None" in row.error
+
+
+@pytest.mark.parametrize("compiler", ["triton", "mosaic_tpu"])
+def test_loop_ops_and_ir_size(matrix, compiler):
+    for kernel in ("seed", "attention"):
+        python = _row(matrix, kernel, "python", 1, compiler)
+        hand1 = _row(matrix, kernel, "hand_unrolled", 1, compiler)
+        hand2 = _row(matrix, kernel, "hand_unrolled", 2, compiler)
+        hand8 = _row(matrix, kernel, "hand_unrolled", 8, compiler)
+        fori1 = _row(matrix, kernel, "fori", 1, compiler)
+        assert python.loop_ops == 0 and fori1.loop_ops == 1 and hand1.loop_ops == 1 and hand2.loop_ops == 1
+        # unroll 8 > 4 steps: no outer loop, all 4 bodies inline, like the Python loop
+        assert hand8.loop_ops == 0 and hand8.ir_lines == python.ir_lines
+        assert fori1.ir_lines < hand2.ir_lines < python.ir_lines
+
+
+def test_mosaic_tpu_unrolls_fori_itself(matrix):
+    # Exported (forward-compatible) Mosaic TPU unrolls in the IR: 2 bodies in one loop; 8 >= 4 steps: no loop.
+    fori1, fori2, fori8 = (_row(matrix, "attention", "fori", u, "mosaic_tpu") for u in (1, 2, 8))
+    assert fori2.loop_ops == 1 and fori2.ir_lines > fori1.ir_lines
+    assert fori8.loop_ops == 0 and fori8.late_unroll == 0
+
+
+def test_unknown_compiler():
+    with pytest.raises(ValueError, match="compiler='rocm' is not allowed: expected one of 'triton'"):
+        lowering.lower_one("seed", "fori", 1, "rocm", T=256)
+
+
+def test_verdicts_table(matrix):
+    table = lowering.verdicts(matrix)
+    fori2 = table[(table.loop_form == "fori") & (table.unroll == 2)].iloc[0]
+    assert fori2["triton"] == "NotImplementedError" and fori2["mosaic_tpu"] == "lowers"
+    assert "triton, fori unroll=2" in lowering.error_lines(matrix)
+
+
+def test_triton_backend_is_deprecated(matrix):
+    # jax 0.12 warns that Pallas' Triton backend will be removed: the study must say so.
+    row = _row(matrix, "seed", "fori", 1, "triton")
+    assert row.warning.startswith("DeprecationWarning") and "Pallas Triton backend is deprecated" in row.warning
