@@ -1,0 +1,108 @@
+"""The harness on a fake clock: statistics, interleaving, warm-up not counted."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaxperf import timing
+
+
+class FakeClock:
+    """Advances only when a fake variant runs: each call costs its own known time."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.cpu_now = 0.0
+
+    def wall(self):
+        return self.now
+
+    def cpu(self):
+        return self.cpu_now
+
+
+def make_variants(clock, costs, log):
+    def variant(name):
+        def call():
+            log.append(name)
+            cost = costs[name](len([n for n in log if n == name]))
+            clock.now += cost
+            clock.cpu_now += cost / 2
+            return name
+        return call
+    return {name: variant(name) for name in costs}
+
+
+def test_warmup_calls_are_not_counted():
+    clock, log = FakeClock(), []
+    # The first 3 calls of "a" are 1000x slower (compilation); then 1 ms each.
+    costs = {"a": lambda i: 1.0 if i <= 3 else 0.001}
+    cfg = timing.TimingConfig(warmup=3, repeats=4, number=5, dispatch_only=False,
+                              clock=timing.Clock(clock.wall, clock.cpu))
+    df = timing.compare(make_variants(clock, costs, log), cfg, sync=lambda x: x)
+    assert len(log) == 3 + 4 * 5
+    assert np.allclose(df["wall_s_per_call"], 0.001)
+    assert np.allclose(df["cpu_s_per_call"], 0.0005)
+    assert np.allclose(df["it_per_s"], 1000.0)
+
+
+def test_interleaving_rotates_order_each_repeat():
+    clock, log = FakeClock(), []
+    costs = {"a": lambda i: 0.001, "b": lambda i: 0.002, "c": lambda i: 0.003}
+    cfg = timing.TimingConfig(warmup=0, repeats=3, number=1, dispatch_only=False,
+                              clock=timing.Clock(clock.wall, clock.cpu))
+    df = timing.compare(make_variants(clock, costs, log), cfg, sync=lambda x: x)
+    assert log == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert list(df["variant"]) == log
+    assert df.groupby("variant")["wall_s_per_call"].median().to_dict() == pytest.approx(
+        {"a": 0.001, "b": 0.002, "c": 0.003})
+
+
+def test_dispatch_only_excludes_the_final_block():
+    clock, log = FakeClock(), []
+    costs = {"a": lambda i: 0.001}
+    blocked = []
+
+    def slow_sync(x):  # blocking costs 1 s: counted per call end to end, never in dispatch-only
+        blocked.append(x)
+        clock.now += 1.0
+        return x
+
+    cfg = timing.TimingConfig(warmup=0, repeats=2, number=4, clock=timing.Clock(clock.wall, clock.cpu))
+    df = timing.compare(make_variants(clock, costs, log), cfg, sync=slow_sync)
+    assert np.allclose(df["dispatch_s_per_call"], 0.001)
+    assert np.allclose(df["wall_s_per_call"], 1.001)
+    assert isinstance(blocked[-1], list) and len(blocked[-1]) == 4  # one block after the loop
+
+
+def test_iqr_stats_and_summarize():
+    s = timing.iqr_stats([1, 2, 3, 4, 100])
+    assert s == {"median": 3.0, "q25": 2.0, "q75": 4.0, "n": 5}
+    df = pd.DataFrame({"g": ["x"] * 5 + ["y"] * 3, "v": [1, 2, 3, 4, 100, 7, 8, 9]})
+    out = timing.summarize(df, "v", ["g"]).set_index("g")
+    assert out.loc["x", "median"] == 3.0 and out.loc["y", "median"] == 8.0
+    assert out.loc["y", "q25"] == 7.5 and out.loc["y", "q75"] == 8.5
+
+
+def test_pair_ratios_match_repeats():
+    df = pd.DataFrame({
+        "variant": ["base", "fast", "base", "fast"],
+        "repeat": [0, 0, 1, 1],
+        "it_per_s": [10.0, 30.0, 20.0, 40.0],
+    })
+    r = timing.pair_ratios(df, "base")
+    fast = r[r["variant"] == "fast"].sort_values("repeat")["ratio"].tolist()
+    assert fast == [3.0, 2.0]  # paired per repeat, not median / median (=2.33)
+
+
+@pytest.mark.parametrize("field,value", [("repeats", 0), ("number", 0), ("warmup", -1), ("repeats", 2.5)])
+def test_bad_config_is_a_clear_error(field, value):
+    with pytest.raises(ValueError, match=field):
+        timing.TimingConfig(**{field: value})
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(ValueError, match="variants"):
+        timing.compare({}, timing.TimingConfig())
+    with pytest.raises(ValueError, match="baseline='nope'"):
+        timing.pair_ratios(pd.DataFrame({"variant": ["a"], "repeat": [0], "it_per_s": [1.0]}), "nope")
