@@ -5,7 +5,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
-extras="${JAXPERF_EXTRAS:-}"   # e.g. "gpu", "tpu", "triton", "gpu,triton"
+# Extras from pyproject.toml: "triton" (default: compiles Pallas kernels for NVIDIA
+# targets on a CPU), "gpu" (jax[cuda13]), "tpu" (jax[tpu]); comma-separated.
+# JAXPERF_EXTRAS= (empty) installs none.
+extras="${JAXPERF_EXTRAS-triton}"
 
 find_python() {
   local cand
@@ -34,12 +37,21 @@ py="$(find_python)" || {
   echo "setup: JAX 0.12 needs Python >= 3.12; none found. Set PYTHON=/path/to/python3.12." >&2
   exit 1
 }
-echo "setup: creating $venv with $py ($("$py" --version))" >&2
-[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade pip
+if [ -x "$venv/bin/python" ]; then
+  echo "setup: updating $venv (pyproject.toml or extras changed)" >&2
+else
+  echo "setup: creating $venv with $py ($("$py" --version)), extras: ${extras:-none}" >&2
+  "$py" -m venv "$venv"
+fi
+# pip's own chatter (and this machine's warnings about missing local indexes) go to a log.
+log="$venv/.jaxperf-install.log"
 spec="$root"
 [ -n "$extras" ] && spec="$root[$extras]"
-"$venv/bin/python" -m pip install -q -e "$spec"
+if ! { "$venv/bin/python" -m pip install -q --upgrade pip && "$venv/bin/python" -m pip install -q -e "$spec"; } >"$log" 2>&1; then
+  grep -v "^WARNING: Location" "$log" | tail -20 >&2
+  echo "setup: pip install failed (full log: $log)" >&2
+  exit 1
+fi
 "$venv/bin/python" -m ipykernel install --prefix "$venv" --name jaxperf \
   --display-name "Python (jaxperf)" >/dev/null
 printf '%s' "$stamp_value" > "$stamp_file"
