@@ -24,6 +24,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 py="$root/.venv/bin/python"
+nb_dir="${JAXPERF_NOTEBOOKS_DIR:-$root/notebooks}"   # overridable for run_all's own tests
 
 usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_all.sh: $*" >&2; echo >&2; usage >&2; exit 2; }
@@ -58,7 +59,7 @@ fi
 mkdir -p "$out_root" && out_root="$(cd "$out_root" && pwd)"
 
 # Which notebooks: all numbered ones; 03 (Equinox versions) only with --versions or --only.
-mapfile -t all_nbs < <(cd "$root/notebooks" && ls [0-9][0-9]_*.ipynb 2>/dev/null)
+mapfile -t all_nbs < <(cd "$nb_dir" && ls [0-9][0-9]_*.ipynb 2>/dev/null)
 selected=()
 for nb in "${all_nbs[@]}"; do
   num="${nb%%_*}"
@@ -93,8 +94,8 @@ for nb in "${selected[@]}"; do
   mkdir -p "$stage/results/$resolved"
   echo; echo "=== $name ($(date +%H:%M:%S))"
   start=$(date +%s)
-  JAXPERF_OUTPUT_ROOT="$stage" "$py" -m papermill "$root/notebooks/$nb" "$stage/results/$resolved/$nb" \
-      -k jaxperf --cwd "$root/notebooks" --log-output --progress-bar \
+  JAXPERF_OUTPUT_ROOT="$stage" "$py" -m papermill "$nb_dir/$nb" "$stage/results/$resolved/$nb" \
+      -k jaxperf --cwd "$nb_dir" --log-output --progress-bar \
       --execution-timeout "$timeout" \
       -p backend "$resolved" -p quick "$quick" -p output_root "$stage" -p host_devices "$host_devices"
   rc=$?
