@@ -74,13 +74,15 @@ def test_seed_table_format():
 
 def test_tiny_sweep_checks_and_times_every_variant():
     cfg = loop_study.SweepConfig(mode="pallas_interpret", Ts=[128], kernels=["attention"], unrolls=[1, 3],
-                                 D=16, batch=1, block_rows=32, out_rows=16, compile_repeats=1,
+                                 D=16, batch=1, block_rows=32, out_rows=16, compile_repeats=2,
                                  timing=timing.TimingConfig(warmup=1, repeats=2, number=1, dispatch_only=False),
-                                 target_s_per_batch=0.001)
+                                 target_s_per_batch=0.001, compile_budget_s=60.0)
     variants, timings = loop_study.sweep(cfg)
     assert set(variants.variant) == {"python", "fori u=1", "fori u=3", "pl_loop u=1", "pl_loop u=3",
                                      "hand_unrolled u=1", "hand_unrolled u=3"}
-    assert (variants.error_vs_tolerance <= 1.0).all() and (variants.compile_ms > 0).all()
+    assert (variants.error_vs_tolerance <= 1.0).all()
+    # Each compile is real (a jitted function caches its executable: a cached one takes microseconds).
+    assert (variants.compiles == 2).all() and (variants.compile_ms > 5.0).all() and (variants.lower_ms > 1.0).all()
     assert len(timings) == 7 * 2 and (timings.ms_per_call > 0).all()
 
 
@@ -93,6 +95,26 @@ def test_sweep_refuses_a_wrong_kernel(monkeypatch):
                                  batch=1, block_rows=32, out_rows=8, compile_repeats=1)
     with pytest.raises(AssertionError, match="differs from the float64 reference"):
         loop_study.sweep(cfg)
+
+
+def test_a_variant_that_does_not_lower_is_recorded_not_timed(monkeypatch):
+    # As Triton does for fori_loop(unroll=k) on a GPU.
+    real = loop_study._build
+
+    def build(cfg, kernel, loop_form, unroll, T):
+        if unroll > 1 and loop_form == "fori":
+            raise NotImplementedError
+        return real(cfg, kernel, loop_form, unroll, T)
+
+    monkeypatch.setattr(loop_study, "_build", build)
+    cfg = loop_study.SweepConfig(mode="xla", Ts=[64], kernels=["seed"], loop_forms=["fori", "hand_unrolled"],
+                                 unrolls=[1, 2], D=8, batch=1, block_rows=32, out_rows=8, compile_repeats=1,
+                                 timing=timing.TimingConfig(warmup=0, repeats=2, number=1, dispatch_only=False))
+    variants, timings = loop_study.sweep(cfg)
+    status = variants.set_index("variant")["status"]
+    assert status["fori u=2"].startswith("does not lower: NotImplementedError") and status["fori u=1"] == "timed"
+    assert "fori u=2" not in set(timings.variant) and "hand_unrolled u=2" in set(timings.variant)
+    assert "fori u=2" not in set(loop_study.headline(variants, timings).variant)
 
 
 def test_python_max_steps_is_reported_not_hidden():
@@ -137,10 +159,15 @@ def test_plan_on_cpu_reports_compiled_kernels_as_not_measured():
 
 
 def test_plan_on_gpu_uses_the_seed_sizes():
-    p = loop_study.settings(NOTEBOOK_PARAMS | dict(device_Ts=[256, 65536]))
-    configs, _ = loop_study.plan("gpu", p)
+    p = loop_study.settings(NOTEBOOK_PARAMS | dict(device_Ts=[256, 65536], python_max_steps={"seed": 4},
+                                                    device_python_max_steps={"attention": 256}))
+    configs, missing = loop_study.plan("gpu", p)
     assert configs[0].mode == "pallas" and configs[0].dtype == "float16" and configs[0].batch == 512
     assert list(configs[0].Ts) == [256, 65536]
+    # the seed's Python loop runs to T=65536 (1024 steps) on a device; attention's stops at 256 steps
+    assert ("python", 1) in configs[0].variants("seed", 65536)
+    assert ("python", 1) not in configs[0].variants("attention", 65536)
+    assert "no TPU" in missing.iloc[0]["reason"]
 
 
 def test_figures_draw_from_synthetic_data():

@@ -61,7 +61,7 @@ class SweepConfig:
     timing: timing.TimingConfig = field(default_factory=lambda: timing.TimingConfig(warmup=1, repeats=5, number=1, dispatch_only=False))
     target_s_per_batch: float = 0.05  # calls per repeat: enough for ~this many seconds
     compile_repeats: int = 3          # compile time is a median of up to this many compiles ...
-    compile_budget_s: float = 2.0     # ... stopping once a variant's compiles took this long
+    compile_budget_s: float = 1.0     # ... stopping once a variant's compiles took this long
     # Per kernel: skip (and report as not measured) Python loops of more steps than this.
     python_max_steps: dict[str, int] = field(default_factory=dict)
 
@@ -111,9 +111,10 @@ def measure_group(cfg: SweepConfig, kernel: str, T: int, *, seed: int = 0, progr
     """Lower, compile, check and time every variant of (kernel, T) together.
 
     Returns (variants, timings): one row per variant with lower_ms,
-    compile_ms and the worst error as a fraction of the tolerance; one row
-    per (variant, repeat) with ms_per_call. Raises AssertionError when a
-    variant's output is wrong (it is never timed).
+    compile_ms and the worst error as a fraction of the tolerance (status
+    "timed"), or the error where it does not lower or compile (status "does
+    not lower: ..."; not timed); one row per (variant, repeat) with
+    ms_per_call. Raises AssertionError when a variant's output is wrong.
     """
     import jax
 
@@ -121,28 +122,41 @@ def measure_group(cfg: SweepConfig, kernel: str, T: int, *, seed: int = 0, progr
     device_inputs = tuple(jax.device_put(a) for a in inputs)
     compiled, rows = {}, []
     for loop_form, unroll in cfg.variants(kernel, T):
-        fn, args = _build(cfg, kernel, loop_form, unroll, T)
-        t0 = time.perf_counter()
-        lowered = fn.lower(*args)
-        lower_s = time.perf_counter() - t0
-        compile_s = []
-        while len(compile_s) < cfg.compile_repeats and (not compile_s or sum(compile_s) < cfg.compile_budget_s):
-            t1 = time.perf_counter()
-            exe = lowered.compile()
-            compile_s.append(time.perf_counter() - t1)
+        # A jitted function caches its lowering and executable: each repeat builds
+        # a fresh one, so that every lower and compile is really done again.
+        lower_s, compile_s = [], []
+        name = variant_name(loop_form, unroll)
+        try:
+            while len(compile_s) < cfg.compile_repeats and (not compile_s or sum(compile_s) < cfg.compile_budget_s):
+                fn, args = _build(cfg, kernel, loop_form, unroll, T)
+                t0 = time.perf_counter()
+                lowered = fn.lower(*args)
+                t1 = time.perf_counter()
+                exe = lowered.compile()
+                t2 = time.perf_counter()
+                lower_s.append(t1 - t0)
+                compile_s.append(t2 - t1)
+        except Exception as err:  # noqa: BLE001 - e.g. Triton's unroll: recorded, not timed
+            rows.append(dict(mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name,
+                             status=f"does not lower: {type(err).__name__}: {_lowering._error_text(err)}"))
+            if progress is not None:
+                progress.update(1)
+            continue
         t2 = time.perf_counter()
         out = jax.block_until_ready(exe(*device_inputs))
         t3 = time.perf_counter()
         err = pk.check_close(kernel, out, inputs, block_rows=cfg.block_rows, out_rows=cfg.out_rows)
-        name = variant_name(loop_form, unroll)
         compiled[name] = exe
         rows.append(dict(mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name,
-                         lower_ms=lower_s * 1e3, compile_ms=float(np.median(compile_s)) * 1e3,
+                         status="timed",
+                         lower_ms=float(np.median(lower_s)) * 1e3, compile_ms=float(np.median(compile_s)) * 1e3,
                          compiles=len(compile_s), first_call_ms=(t3 - t2) * 1e3,
                          error_vs_tolerance=err))
         if progress is not None:
             progress.update(1)
-    slowest_s = max(r["first_call_ms"] for r in rows) / 1e3
+    if not compiled:
+        raise RuntimeError(f"no variant of kernel={kernel!r} at T={T} lowered in mode={cfg.mode!r}: {rows}")
+    slowest_s = max(r["first_call_ms"] for r in rows if r["status"] == "timed") / 1e3
     number = int(np.clip(cfg.target_s_per_batch / max(slowest_s, 1e-6), 1, max(cfg.timing.number, 1) * 20))
     tconf = timing.TimingConfig(warmup=cfg.timing.warmup, repeats=cfg.timing.repeats, number=number,
                                 dispatch_only=False, clock=cfg.timing.clock)
@@ -249,8 +263,10 @@ SEED_ISSUE_TABLE = pd.DataFrame({
 })
 
 
-def summary_dict(head: pd.DataFrame, rec: pd.DataFrame, matrix: pd.DataFrame, not_measured_df: pd.DataFrame) -> dict[str, Any]:
-    """summary.json's content: headline numbers per variant, recommendations, the lowering verdicts."""
+def summary_dict(head: pd.DataFrame, rec: pd.DataFrame, matrix: pd.DataFrame, not_measured_df: pd.DataFrame,
+                 variants_df: pd.DataFrame | None = None) -> dict[str, Any]:
+    """summary.json's content: headline numbers per variant, recommendations, the lowering verdicts,
+    and the timed-mode variants that did not lower (``variants_df`` rows whose status is not "timed")."""
     cols = ["mode", "kernel", "T", "loop_form", "unroll", "lower_ms", "compile_ms", "ms_per_call", "ms_q25", "ms_q75",
             "ms_vs_python", "compile_vs_fori1", "error_vs_tolerance"]
     goals = {}
@@ -269,6 +285,8 @@ def summary_dict(head: pd.DataFrame, rec: pd.DataFrame, matrix: pd.DataFrame, no
             ["compiler", "loop_form", "unroll", "error_type", "error"]].to_dict(orient="records"),
         "lowering_warnings": sorted(set(matrix.loc[matrix["warning"] != "", "warning"])),
         "not_measured": not_measured_df.to_dict(orient="records"),
+        "did_not_lower": ([] if variants_df is None else variants_df[variants_df["status"] != "timed"][
+            ["mode", "kernel", "T", "variant", "status"]].to_dict(orient="records")),
     }
 
 
@@ -431,8 +449,10 @@ def settings(parameters: dict[str, Any]) -> dict[str, Any]:
                 raise bad_value(f"{name}[...]", T, f"a multiple of block_rows={p['block_rows']}")
     if p["dtype"] != "auto":
         check_choice("dtype", p["dtype"], pk.DTYPES)
-    if not isinstance(p["python_max_steps"], dict):
-        raise bad_value("python_max_steps", p["python_max_steps"], "a dict {kernel: steps}")
+    for name in ("python_max_steps", "device_python_max_steps"):
+        p.setdefault(name, {})
+        if not isinstance(p[name], dict):
+            raise bad_value(name, p[name], "a dict {kernel: steps}")
     return p
 
 
@@ -446,9 +466,10 @@ def plan(backend: str, p: dict[str, Any]) -> tuple[list[SweepConfig], pd.DataFra
     check_choice("backend", backend, ("cpu", "gpu", "tpu"))
     dtype = DEFAULT_DTYPE[backend] if p["dtype"] == "auto" else p["dtype"]
     tconf = timing.TimingConfig(warmup=1, repeats=p["repeats"], number=1, dispatch_only=False)
+    limits = p["python_max_steps"] if backend == "cpu" else p["device_python_max_steps"]
     common = dict(kernels=p["kernels"], loop_forms=p["loop_forms"], unrolls=p["unrolls"], D=p["D"], dtype=dtype,
                   block_rows=p["block_rows"], timing=tconf, compile_repeats=p["compile_repeats"],
-                  python_max_steps=dict(p["python_max_steps"]))
+                  python_max_steps=dict(limits))
     configs = []
     if backend == "cpu":
         configs.append(SweepConfig(mode="xla", Ts=p["xla_Ts"], batch=p["cpu_batch"], **common))
