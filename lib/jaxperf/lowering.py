@@ -4,7 +4,9 @@ Pallas GPU/TPU compiler, and how big is the kernel IR? No accelerator needed.
 Each variant is exported with ``jax.export`` for a platform this machine does
 not have: ``platforms=['tpu']`` for Mosaic TPU; ``platforms=['cuda']`` inside
 an abstract mesh whose abstract device is an H100 for Triton and Mosaic GPU
-(Pallas' Triton lowering asks the device for its compute capability). The
+(Pallas' Triton lowering asks the device for its compute capability). Mosaic
+GPU goes through JAX's Mosaic GPU ``pallas_call`` shim, since jax 0.12's
+``pl.pallas_call`` registers no Mosaic GPU lowering rule. The
 kernel's own module (Triton's ``tt`` IR, Mosaic's ``tpu`` IR) is what the
 exported program carries as opaque bytes; it is captured as text while the
 lowering rule runs, to count its lines and its loop ops (``scf.for``,
@@ -75,8 +77,14 @@ def _capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
             captured.append(str(kwargs["mosaic_module"].operation))
             return original(*args, **kwargs)
     else:
-        yield captured
-        return
+        from jax._src.pallas.mosaic_gpu import pallas_call_registration as mod
+
+        name = "_emit_mosaic_gpu_custom_call"
+        original = getattr(mod, name)
+
+        def hook(ctx, args, lowering_result, *rest, **kwargs):
+            captured.append(str(lowering_result.module.operation))
+            return original(ctx, args, lowering_result, *rest, **kwargs)
     setattr(mod, name, hook)
     try:
         yield captured

@@ -120,6 +120,7 @@ def _seed(load: Callable, x, *, T: int, D: int, block_rows: int, out_rows: int, 
 
 def _attention(load: Callable, q, k, v, *, T: int, D: int, block_rows: int, out_rows: int, loop_form: str, unroll: int):
     import jax.numpy as jnp
+    from jax import lax
 
     precision = "highest" if q.dtype == jnp.float32 else None
     q = q * jnp.asarray(1.0 / math.sqrt(D), q.dtype)
@@ -128,7 +129,9 @@ def _attention(load: Callable, q, k, v, *, T: int, D: int, block_rows: int, out_
         m, l, acc = carry
         k_j = load(k, j * block_rows, block_rows)
         v_j = load(v, j * block_rows, block_rows)
-        s = jnp.dot(q, k_j.T, preferred_element_type=jnp.float32, precision=precision)
+        # q @ k_j.T as one dot_general: Mosaic GPU has no lowering for a transpose.
+        s = lax.dot_general(q, k_j, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32,
+                            precision=precision)
         m_new = jnp.maximum(m, jnp.max(s, axis=1, keepdims=True))
         alpha = jnp.exp(m - m_new)
         p = jnp.exp(s - m_new)
@@ -166,8 +169,6 @@ def _compiler_params(lowering: str):
 
         return pltriton.CompilerParams()
     if lowering == "mosaic_gpu":
-        # Registers Mosaic GPU's pallas_call lowering (else a bare AssertionError).
-        from jax._src.pallas.mosaic_gpu import pallas_call_registration  # noqa: F401
         from jax.experimental.pallas import mosaic_gpu as plgpu
 
         return plgpu.CompilerParams()
@@ -222,16 +223,20 @@ def build(
             o_ref[...] = body(_load_ref, in_refs[0], **static)
 
     in_specs = [pl.BlockSpec((None, *a.shape[1:]), lambda b: (b, 0, 0)) for a in args]
-    call = pl.pallas_call(
-        kernel_fn,
-        out_shape=jax.ShapeDtypeStruct((batch, out_rows, D), jax.numpy.float32),
-        grid=(batch,),
-        in_specs=in_specs,
-        out_specs=pl.BlockSpec((None, out_rows, D), lambda b: (b, 0, 0)),
-        interpret=interpret,
-        compiler_params=_compiler_params(lowering),
-        name=f"{kernel}_{loop_form}_u{unroll}",
-    )
+    out_shape = jax.ShapeDtypeStruct((batch, out_rows, D), jax.numpy.float32)
+    out_specs = pl.BlockSpec((None, out_rows, D), lambda b: (b, 0, 0))
+    if lowering == "mosaic_gpu" and not interpret:
+        # jax 0.12's pl.pallas_call has no Mosaic GPU lowering rule (a bare
+        # AssertionError); JAX's own pallas_call shim for Mosaic GPU (a private
+        # module, built on plgpu.kernel and emit_pipeline) runs the same kernel body.
+        from jax._src.pallas.mosaic_gpu.pallas_call import pallas_call as mosaic_gpu_pallas_call
+
+        call = mosaic_gpu_pallas_call(kernel_fn, out_shape, grid=(batch,), in_specs=in_specs, out_specs=out_specs,
+                                      compiler_params=_compiler_params(lowering))
+    else:
+        call = pl.pallas_call(kernel_fn, out_shape=out_shape, grid=(batch,), in_specs=in_specs, out_specs=out_specs,
+                              interpret=interpret, compiler_params=_compiler_params(lowering),
+                              name=f"{kernel}_{loop_form}_u{unroll}")
     return jax.jit(call), args
 
 
