@@ -19,7 +19,7 @@ def _synthetic(ms: dict[str, float], compile_ms: dict[str, float], T: int = 1024
     variants, rows = [], []
     for name, value in ms.items():
         form, unroll = ("python", 1) if name == "python" else (name.split(" u=")[0], int(name.split(" u=")[1]))
-        variants.append(dict(mode="xla", kernel="seed", T=T, loop_form=form, unroll=unroll, variant=name,
+        variants.append(dict(mode="xla", kernel="seed", T=T, loop_form=form, unroll=unroll, variant=name, status="timed",
                              lower_ms=1.0, compile_ms=compile_ms[name], error_vs_tolerance=0.01))
         for r in range(repeats):
             rows.append(dict(mode="xla", kernel="seed", T=T, variant=name, loop_form=form, unroll=unroll,
@@ -177,6 +177,9 @@ def test_figures_draw_from_synthetic_data():
                       loop_study.plot_unroll_heatmap(head, "xla")):
         assert len(data) > 0
         plt.close(fig)
+    # the curves: Python loop, fori u=1 and the hand-unrolled loop; the heatmap: every unrolled form
+    assert loop_study.key_variants(timings) == ["python", "fori u=1", "hand_unrolled u=1", "hand_unrolled u=2",
+                                                "hand_unrolled u=4"]
 
 
 @pytest.mark.notebook

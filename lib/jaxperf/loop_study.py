@@ -338,11 +338,20 @@ def _variant_order(df: pd.DataFrame) -> list[str]:
     return [v for _, _, v in sorted(pairs, key=lambda p: (pk.LOOP_FORMS.index(p[0]), p[1]))]
 
 
+def key_variants(df: pd.DataFrame) -> list[str]:
+    """The lines worth a curve: the Python loop, fori_loop(unroll=1) and the portable
+    hand-unrolled loop at every unroll (every form is in the heatmap)."""
+    keep = df[df.variant.isin(["python", "fori u=1"]) | (df.loop_form == "hand_unrolled")]
+    return _variant_order(keep)
+
+
 def plot_ms_vs_T(timings: pd.DataFrame, mode: str, variants: Sequence[str] | None = None):
-    """ms per kernel call vs T per loop form (log-log, the seed's curve); median line, IQR band."""
+    """ms per kernel call vs T per loop form (log-log, the seed's curve); median line, IQR band.
+
+    ``variants`` defaults to :func:`key_variants`.
+    """
     data = timings[timings["mode"] == mode]
-    if variants is not None:
-        data = data[data.variant.isin(variants)]
+    data = data[data.variant.isin(key_variants(data) if variants is None else variants)]
     kernels = list(dict.fromkeys(data.kernel))
     fig, axes = _facets(len(kernels))
     stats = []
@@ -356,10 +365,9 @@ def plot_ms_vs_T(timings: pd.DataFrame, mode: str, variants: Sequence[str] | Non
 
 
 def plot_compile_vs_T(variants_df: pd.DataFrame, mode: str, variants: Sequence[str] | None = None):
-    """Compile time (ms, one compile per variant) vs T per loop form, log-log."""
-    data = variants_df[variants_df["mode"] == mode]
-    if variants is not None:
-        data = data[data.variant.isin(variants)]
+    """Compile time (ms, median of the compiles) vs T per loop form, log-log; ``variants`` as in plot_ms_vs_T."""
+    data = variants_df[(variants_df["mode"] == mode) & (variants_df["status"] == "timed")]
+    data = data[data.variant.isin(key_variants(data) if variants is None else variants)]
     kernels = list(dict.fromkeys(data.kernel))
     fig, axes = _facets(len(kernels))
     for ax, kernel in zip(axes, kernels):
@@ -369,7 +377,7 @@ def plot_compile_vs_T(variants_df: pd.DataFrame, mode: str, variants: Sequence[s
             ax.plot(v["T"], v["compile_ms"], marker="o", ms=4, label=name)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set(title=f"{kernel}: {MODE_LABELS[mode]}", xlabel="T (sequence length)", ylabel="compile ms (one compile)")
+        ax.set(title=f"{kernel}: {MODE_LABELS[mode]}", xlabel="T (sequence length)", ylabel="compile ms (median)")
         ax.legend(fontsize=7)
     return fig, data[["mode", "kernel", "T", "variant", "loop_form", "unroll", "lower_ms", "compile_ms"]]
 
@@ -395,8 +403,9 @@ def plot_unroll_heatmap(head: pd.DataFrame, mode: str, loop_forms: Sequence[str]
 
 
 def plot_ir_size(matrix: pd.DataFrame):
-    """Kernel IR lines vs T per (loop form, unroll), one panel per compiler that lowered anything."""
+    """Kernel IR lines vs T for the key variants (:func:`key_variants`), per compiler and kernel."""
     data = matrix[matrix.lowers].assign(variant=lambda d: [variant_name(f, u) for f, u in zip(d.loop_form, d.unroll)])
+    data = data[data.variant.isin(key_variants(data))]
     compilers = list(dict.fromkeys(data.compiler))
     kernels = list(dict.fromkeys(data.kernel))
     import matplotlib.pyplot as plt

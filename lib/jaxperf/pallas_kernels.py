@@ -34,7 +34,7 @@ from .errors import bad_value, check_choice, check_int
 from .loops import LOOP_FORMS, check_unroll, run_loop
 
 KERNELS = ("seed", "attention")
-LOOP_FORMS = LOOP_FORMS
+LOOP_FORMS = LOOP_FORMS  # re-exported: the interface other studies import from here
 # How the pallas_call is compiled: "default" lets Pallas pick for the platform
 # (Triton on GPU, Mosaic on TPU); the others force a compiler's parameters.
 LOWERINGS = ("default", "triton", "mosaic_gpu", "mosaic_tpu")
@@ -307,9 +307,7 @@ def tolerance(kernel: str, inputs: tuple[np.ndarray, ...], *, block_rows: int, o
         return np.broadcast_to((factor * scale + 1e-6)[:, None, None], (batch, out_rows, D)).copy()
     check_choice("kernel", kernel, KERNELS)
     q, k, v = inputs
-    eps = float(np.finfo(np.dtype(v.dtype) if v.dtype != "bfloat16" else np.float32).eps)
-    if str(v.dtype) == "bfloat16":
-        eps = 2.0 ** -8
+    eps = 2.0 ** -8 if str(v.dtype) == "bfloat16" else float(np.finfo(v.dtype).eps)  # np.finfo lacks bfloat16
     vmax = np.abs(np.asarray(v, np.float64)).max(axis=(1, 2))[:, None, None]
     steps = trip_count(k.shape[1], block_rows)
     bound = (16 * eps + (steps + 64) * eps32) * vmax
