@@ -15,8 +15,9 @@ VARIANTS = [("python", 1)] + [(f, u) for f in ("fori", "pl_loop", "hand_unrolled
 
 
 def _inputs(kernel, dtype="float32", seed=0):
-    return pk.make_inputs(kernel, seed, T=SHAPE["T"], D=SHAPE["D"], batch=SHAPE["batch"], dtype=dtype,
-                          out_rows=SHAPE["out_rows"])
+    arrays = pk.make_inputs(kernel, seed, T=SHAPE["T"], D=SHAPE["D"], batch=SHAPE["batch"], dtype=dtype,
+                            out_rows=SHAPE["out_rows"])
+    return tuple(np.asarray(a) for a in arrays)
 
 
 @pytest.mark.parametrize("kernel", pk.KERNELS)
@@ -44,7 +45,7 @@ def test_the_kernels_depend_on_every_step():
     for kernel in pk.KERNELS:
         fn, _ = pk.build(kernel, "hand_unrolled", 2, dtype="float32", interpret=True, **SHAPE)
         inputs = _inputs(kernel)
-        changed = tuple(a.copy() for a in inputs)
+        changed = tuple(np.array(a) for a in inputs)
         changed[-1][:, -SHAPE["block_rows"]:, :] += 1.0
         assert not np.allclose(fn(*inputs), fn(*changed)), kernel
 
@@ -67,6 +68,16 @@ def test_seed_reference_counts_one_step_too_many_as_wrong():
     want = pk.reference("seed", inputs, block_rows=16, out_rows=16)
     with pytest.raises(AssertionError):
         pk.check_close("seed", want + 5.0, inputs, block_rows=16, out_rows=16)
+
+
+def test_check_close_on_a_batch_subset():
+    inputs = _inputs("attention")
+    want = pk.reference("attention", inputs, block_rows=16, out_rows=16)
+    wrong = want.copy()
+    wrong[1] += 1.0  # only the second batch element is wrong
+    assert pk.check_close("attention", wrong, inputs, block_rows=16, out_rows=16, max_batch=1) == 0.0
+    with pytest.raises(AssertionError):
+        pk.check_close("attention", wrong, inputs, block_rows=16, out_rows=16, max_batch=2)
 
 
 def test_example_args_are_shape_structs():
