@@ -72,6 +72,14 @@ def test_seed_table_format():
     assert table.iloc[0]["fori_loop compile / exec"] == "100 ms / 20.000 ms"
 
 
+def test_answer_lines_state_the_comparison():
+    head = loop_study.headline(*_synthetic(MS, COMPILE))
+    [line] = loop_study.answer_lines(head, loop_study.recommend(head))
+    assert "T=1024: fori_loop(unroll=1) takes 20 ms per call vs the Python loop's 10 ms (2x)" in line
+    assert "hand-unrolled loop (unroll=4) takes 10.2 ms (1.02x the Python loop)" in line
+    assert line.endswith("met at 1 of 1 T.")
+
+
 def test_tiny_sweep_checks_and_times_every_variant():
     cfg = loop_study.SweepConfig(mode="pallas_interpret", Ts=[128], kernels=["attention"], unrolls=[1, 3],
                                  D=16, batch=1, block_rows=32, out_rows=16, compile_repeats=2,

@@ -130,3 +130,13 @@ def test_triton_backend_is_deprecated(matrix):
     # jax 0.12 warns that Pallas' Triton backend will be removed: the study must say so.
     row = _row(matrix, "seed", "fori", 1, "triton")
     assert row.warning.startswith("DeprecationWarning") and "Pallas Triton backend is deprecated" in row.warning
+
+
+def test_lowering_answer_for_the_summary(matrix):
+    from jaxperf import loop_study
+
+    lines = loop_study.lowering_answer(matrix)
+    assert lines[0].startswith("- triton: `fori_loop`/`pl.loop` fail with unroll in {2, 8} (NotImplementedError)")
+    assert "hand-unrolled loop lowers in 6 of the 6 cases" in lines[0]
+    assert "fail with unroll in {8}" in lines[1] and "lowers in 3 of the 3 cases" in lines[1]
+    assert lines[2] == "- mosaic_tpu: every unroll of `fori_loop`/`pl.loop` lowers where unroll=1 does."

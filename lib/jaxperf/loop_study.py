@@ -293,6 +293,56 @@ def summary_dict(head: pd.DataFrame, rec: pd.DataFrame, matrix: pd.DataFrame, no
     }
 
 
+def lowering_answer(matrix: pd.DataFrame) -> list[str]:
+    """Bullets from the lowering matrix: where unroll > 1 fails, and whether the
+    hand-unrolled loop lowers wherever fori_loop(unroll=1) does."""
+    lines = []
+    keys = ["kernel", "compiler", "T"]
+    for compiler, g in matrix.groupby("compiler", sort=False):
+        base = g[(g.loop_form == "fori") & (g.unroll == 1) & g.lowers][keys]
+        # only failures caused by the unroll: where unroll=1 lowered for the same kernel and T
+        failing = g[(g.unroll > 1) & ~g.lowers & g.loop_form.isin(["fori", "pl_loop"])].merge(base, on=keys)
+        hand = g[g.loop_form == "hand_unrolled"].merge(base, on=keys)
+        if len(failing):
+            errors = ", ".join(sorted(set(failing.error_type)))
+            unrolls = ", ".join(map(str, sorted(set(failing.unroll))))
+            lines.append(f"- {compiler}: `fori_loop`/`pl.loop` fail with unroll in {{{unrolls}}} ({errors}) "
+                         f"in {len(failing)} of the cases where unroll=1 lowers; "
+                         f"the hand-unrolled loop lowers in {int(hand.lowers.sum())} of the {len(hand)} cases "
+                         "where `fori_loop(unroll=1)` does.")
+        else:
+            lines.append(f"- {compiler}: every unroll of `fori_loop`/`pl.loop` lowers where unroll=1 does.")
+    return lines
+
+
+def answer_lines(head: pd.DataFrame, rec: pd.DataFrame) -> list[str]:
+    """One bullet per (mode, kernel): the issue's comparison at the largest T with a Python
+    loop, and how often the hand-unrolled loop met the goal."""
+    lines = []
+    for (mode, kernel), g in head.groupby(["mode", "kernel"], sort=False):
+        with_python = g[g.variant == "python"]
+        if with_python.empty or "fori u=1" not in set(g.variant):
+            continue
+        T = int(with_python["T"].max())
+        at = g[g["T"] == T].set_index("variant")
+        py, f1 = at.loc["python"], at.loc["fori u=1"]
+        text = (f"- {MODE_LABELS[mode]}, `{kernel}`, T={T}: fori_loop(unroll=1) takes {_fmt(f1.ms_per_call)} ms "
+                f"per call vs the Python loop's {_fmt(py.ms_per_call)} ms ({_fmt(f1.ms_vs_python)}x), and compiles "
+                f"in {_fmt(f1.compile_ms)} ms vs {_fmt(py.compile_ms)} ms")
+        r = rec[(rec["mode"] == mode) & (rec["kernel"] == kernel) & (rec.loop_form == "hand_unrolled")]
+        hit = r[r["T"] == T]
+        if len(hit):
+            h = hit.iloc[0]
+            text += (f"; the hand-unrolled loop (unroll={int(h.unroll)}) takes {_fmt(h.ms_per_call)} ms "
+                     f"({_fmt(h.ms_vs_python)}x the Python loop), compiling in {_fmt(h.compile_vs_fori1)}x "
+                     f"fori_loop(unroll=1)'s time")
+        judged = [v for v in r["goal_met"] if v is not None and not pd.isna(v)]
+        if judged:
+            text += f". Goal (within 5% of the Python loop, within 1.5x the compile) met at {sum(map(bool, judged))} of {len(judged)} T"
+        lines.append(text + ".")
+    return lines
+
+
 def _fmt(v: Any) -> str:
     return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.3g}"
 
@@ -305,7 +355,9 @@ def summary_markdown(head: pd.DataFrame, rec: pd.DataFrame, matrix: pd.DataFrame
     parts = ["## Pallas loops: fori_loop vs a Python loop, and the unroll sweep (jax-ml/jax#20909)", "",
              f"Measured on: {device}.", "",
              "The issue's numbers (RTX A6000, jax 0.4.25, fp16, B=512, D=64; from jax-ml/jax#20909):", "",
-             markdown_table(SEED_ISSUE_TABLE), ""]
+             markdown_table(SEED_ISSUE_TABLE), "",
+             "### The answer, in numbers", "",
+             *lowering_answer(matrix), *answer_lines(head, rec), ""]
     for mode in dict.fromkeys(head["mode"]):
         for kernel in dict.fromkeys(head[head["mode"] == mode]["kernel"]):
             parts += [f"### {MODE_LABELS[mode]}, kernel `{kernel}`", "",
