@@ -192,19 +192,22 @@ def test_tabulate_and_summary_answer_the_question():
     table = versions.tabulate(matrix)
     row = table[(table["release"] == "0.9.2") & (table["model"] == "mlp")].iloc[0]
     assert row["extra_ms_median"] == pytest.approx(11.0, abs=1e-6)  # per-pair difference is exact here
+    assert row["extra_cpu_ms_median"] == pytest.approx(11.0, abs=1e-6)
     assert row["filter_pmap_ratio_median"] == pytest.approx(1 / 12, rel=0.1)
     assert row["pmap_cached_ratio_median"] == pytest.approx(1 / 0.9, rel=1e-6)
     summary, markdown = versions.summarize(table, matrix.environments, bench=versions.BenchConfig(), rounds=1,
                                            host_devices=8)
-    verdict = summary["fixed_jax_comparison"]["verdict"]
+    verdict = summary["verdict"]
     assert verdict["before"] == "0.9.2" and verdict["after"] == "0.10.2" and verdict["answer"] == "yes"
-    assert summary["fixed_jax_comparison"]["mlp: 0.9.2 -> 0.10.2"]["extra_ms_cut_fraction"] == pytest.approx(5 / 11)
+    change = summary["fixed_jax_comparisons"]["mlp: 0.9.2 -> 0.10.2"]
+    assert change["extra_cpu_ms"]["cut_fraction"] == pytest.approx(5 / 11)
+    assert change["extra_wall_ms"]["cut_fraction"] == pytest.approx(5 / 11)
     assert "Does 0.10 help? Yes" in markdown and "Today's release (0.13.8" in markdown
     assert "cannot be reproduced" in markdown
 
     fig, data = versions.plot_overhead_vs_release(table)
     assert list(data["release"].unique()) == ["0.7.1", "0.9.2", "0.10.2", "0.13.8"]
-    assert {"extra_ms_median", "filter_pmap_ratio_q75", "jax"} <= set(data.columns)
+    assert {"extra_cpu_ms_median", "extra_ms_median", "filter_pmap_ratio_q75", "jax"} <= set(data.columns)
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -215,7 +218,7 @@ def test_no_change_is_not_called_help():
     table = versions.tabulate(_synthetic_matrix({"0.9.2": 5e-3, "0.10.2": 5e-3}, jax_of))
     summary, markdown = versions.summarize(table, pd.DataFrame(columns=["status"]), bench=versions.BenchConfig(),
                                            rounds=1, host_devices=8)
-    assert summary["fixed_jax_comparison"]["verdict"]["answer"] == "no measurable change"
+    assert summary["verdict"]["answer"] == "no measurable change"
 
 
 def test_notebook_source_is_clean():
