@@ -134,7 +134,8 @@ def test_python_max_steps_is_reported_not_hidden():
 
 
 NOTEBOOK_PARAMS = dict(backend="cpu", quick=False, output_root="", host_devices=8, kernels=["seed", "attention"],
-                       loop_forms=["python", "fori", "pl_loop", "hand_unrolled"], unrolls=[1, 2], xla_Ts=[256],
+                       loop_forms=["python", "fori", "pl_loop", "hand_unrolled"],
+                       timed_loop_forms=["python", "fori", "hand_unrolled"], unrolls=[1, 2], xla_Ts=[256],
                        interpret_Ts=[256], device_Ts=[256], lowering_Ts=[256], D=64, cpu_batch=8, interpret_batch=2,
                        device_batch=512, dtype="auto", block_rows=64, python_max_steps={}, repeats=3,
                        compile_repeats=1)
@@ -147,6 +148,7 @@ NOTEBOOK_PARAMS = dict(backend="cpu", quick=False, output_root="", host_devices=
         (dict(xla_Ts=[100]), r"xla_Ts\[...\]=100 is not allowed: expected a multiple of block_rows=64"),
         (dict(unrolls=[0]), r"unrolls\[...\]=0 is not allowed"),
         (dict(loop_forms=["while"]), r"loop_forms\[...\]='while' is not allowed"),
+        (dict(timed_loop_forms=["scan"]), r"timed_loop_forms\[...\]='scan' is not allowed"),
         (dict(kernels="seed"), "kernels='seed' is not allowed"),
         (dict(dtype="float64"), "dtype='float64' is not allowed"),
         (dict(python_max_steps=64), "python_max_steps=64 is not allowed"),
@@ -161,6 +163,7 @@ def test_plan_on_cpu_reports_compiled_kernels_as_not_measured():
     configs, missing = loop_study.plan("cpu", loop_study.settings(NOTEBOOK_PARAMS))
     assert [c.mode for c in configs] == ["xla", "pallas_interpret"]
     assert configs[0].dtype == "float32" and configs[1].batch == 2
+    assert list(configs[0].loop_forms) == ["python", "fori", "hand_unrolled"]  # timed; all four are lowered
     assert set(missing["status"]) == {"not measured"} and "no GPU or TPU" in missing.iloc[0]["reason"]
     with pytest.raises(ValueError, match="backend='metal' is not allowed"):
         loop_study.plan("metal", loop_study.settings(NOTEBOOK_PARAMS))

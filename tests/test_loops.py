@@ -67,6 +67,14 @@ def test_hand_unrolled_emits_one_loop_with_k_bodies():
     assert len(inner_muls) >= 4
 
 
+@pytest.mark.parametrize("loop_form", ["fori", "pl_loop"])
+def test_fori_and_pl_loop_pass_unroll_to_one_scan(loop_form):
+    # pl.loop is fori_loop with the same unroll (so the sweep need not time both).
+    jaxpr = jax.make_jaxpr(lambda c: loops.run_loop(loop_form, 0, 12, lambda j, x: x * 2.0 + j, c, 4))(1.0)
+    [scan] = [e for e in jaxpr.eqns if e.primitive.name == "scan"]
+    assert scan.params["unroll"] == 4 and scan.params["length"] == 12
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -59,7 +59,7 @@ class SweepConfig:
     block_rows: int = pk.SEED_BLOCK_ROWS
     out_rows: int = pk.SEED_OUT_ROWS
     timing: timing.TimingConfig = field(default_factory=lambda: timing.TimingConfig(warmup=1, repeats=5, number=1, dispatch_only=False))
-    target_s_per_batch: float = 0.05  # calls per repeat: enough for ~this many seconds
+    target_s_per_batch: float = 0.1   # calls per repeat: enough for ~this many seconds
     check_batch: int = 8              # batch elements checked against the float64 reference
     compile_repeats: int = 3          # compile time is a median of up to this many compiles ...
     compile_budget_s: float = 1.0     # ... stopping once a variant's compiles took this long
@@ -497,7 +497,8 @@ def settings(parameters: dict[str, Any]) -> dict[str, Any]:
         raise bad_value("quick", p.get("quick"), "True or False")
     if p["quick"]:
         p.update(QUICK)
-    for name in ("kernels", "loop_forms"):
+    p.setdefault("timed_loop_forms", p.get("loop_forms"))
+    for name in ("kernels", "loop_forms", "timed_loop_forms"):
         allowed = pk.KERNELS if name == "kernels" else pk.LOOP_FORMS
         if isinstance(p[name], str) or not p[name]:
             raise bad_value(name, p[name], f"a non-empty list of {allowed}")
@@ -531,7 +532,7 @@ def plan(backend: str, p: dict[str, Any]) -> tuple[list[SweepConfig], pd.DataFra
     dtype = DEFAULT_DTYPE[backend] if p["dtype"] == "auto" else p["dtype"]
     tconf = timing.TimingConfig(warmup=1, repeats=p["repeats"], number=1, dispatch_only=False)
     limits = p["python_max_steps"] if backend == "cpu" else p["device_python_max_steps"]
-    common = dict(kernels=p["kernels"], loop_forms=p["loop_forms"], unrolls=p["unrolls"], D=p["D"], dtype=dtype,
+    common = dict(kernels=p["kernels"], loop_forms=p["timed_loop_forms"], unrolls=p["unrolls"], D=p["D"], dtype=dtype,
                   block_rows=p["block_rows"], timing=tconf, compile_repeats=p["compile_repeats"],
                   python_max_steps=dict(limits))
     configs = []
