@@ -72,6 +72,7 @@ def test_dispatch_only_excludes_the_final_block():
     df = timing.compare(make_variants(clock, costs, log), cfg, sync=slow_sync)
     assert np.allclose(df["dispatch_s_per_call"], 0.001)
     assert np.allclose(df["wall_s_per_call"], 1.001)
+    assert np.allclose(df["loop_it_per_s"], 1 / (0.001 + 1.0 / 4))  # one block shared by 4 calls
     assert isinstance(blocked[-1], list) and len(blocked[-1]) == 4  # one block after the loop
 
 
