@@ -11,7 +11,7 @@ T, repeat). Variants Pallas' Triton lowering rejects (``fori_loop`` and
 ``pl.loop`` with ``unroll > 1``) are recorded as "does not lower", never
 dropped. The Python loop's compile time grows with T (faster than linearly in
 Triton 3.9), so it stops at the first T whose predicted compile time (the
-previous T's, scaled by the T ratio) exceeds ``max_compile_s``; those points
+previous T's, scaled by the T ratio to the power 1.5) exceeds ``max_compile_s``; those points
 are recorded as "over budget", not measured. The other forms hold at most
 ``unroll`` body copies whatever T is, and are measured at every T.
 """
@@ -19,7 +19,7 @@ are recorded as "over budget", not measured. The other forms hold at most
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,10 @@ KERNELS = ("seed", "attention")
 LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled")
 # Forms whose program grows with T (the others hold at most `unroll` body copies).
 GROWS_WITH_T = ("python",)
+# The Python loop's compile time is predicted to grow as T**1.5 when deciding
+# whether the next T fits the budget: measured here it grows as T**1.1 to
+# T**1.4 from T=2048 to 8192 (its ttgir and llir stages grow faster than T).
+PREDICTED_GROWTH = 1.5
 STATUS_OK = "ok"
 STATUS_NO_LOWER = "does not lower"
 STATUS_OVER_BUDGET = "over budget"
@@ -114,7 +118,7 @@ def _default_build() -> Callable[..., Any]:
 
 def sweep(
     variant_list: Sequence[Variant],
-    sizes: Sequence[int],
+    sizes: Sequence[int] | Mapping[str, Sequence[int]],
     *,
     target: str = tc.DEFAULT_TARGET,
     repeats: int = 1,
@@ -125,11 +129,14 @@ def sweep(
 ) -> pd.DataFrame:
     """Compile every variant at every T; one tidy row per (variant, T, repeat).
 
+    ``sizes`` is one list of T for every kernel, or a dict kernel -> list
+    (the attention kernel costs ~10x more to compile than the seed's).
+
     T ascends; inside one T each repeat visits all variants, in an order
     rotated from repeat to repeat, so drift on a shared machine hits them
     alike. A variant that does not lower is recorded once per T. Once the
     Python loop's predicted compile time at the next T (this T's median,
-    scaled by the T ratio) exceeds ``max_compile_s``, its larger T are
+    scaled by the T ratio to the power 1.5) exceeds ``max_compile_s``, its larger T are
     recorded as "over budget". ``build(kernel, loop_form, unroll, T=..., ...)``
     defaults to :func:`jaxperf.pallas_kernels.build` with the Triton lowering.
     ``progress`` (a tqdm bar) advances once per (variant, T).
@@ -139,7 +146,7 @@ def sweep(
     check_int("repeats", repeats, minimum=1)
     if not (isinstance(max_compile_s, (int, float)) and max_compile_s > 0):
         raise bad_value("max_compile_s", max_compile_s, "a number of seconds > 0")
-    sizes = check_sizes(sizes, shape.block_rows)
+    per_kernel = _sizes_per_kernel(variant_list, sizes, shape.block_rows)
     tc.require()
     build = build or _default_build()
     rows: list[dict[str, Any]] = []
@@ -150,15 +157,17 @@ def sweep(
         return {"kernel": v.kernel, "loop_form": v.loop_form, "unroll": v.unroll, "variant": v.name,
                 "T": T, "steps": T // shape.block_rows, "target": target}
 
-    for T in sizes:
+    for T in sorted(set().union(*per_kernel.values())):
         active = []
         for v in variant_list:
+            if T not in per_kernel[v.kernel]:
+                continue
             if v.loop_form in GROWS_WITH_T and v in last and v not in stopped:
                 prev_T, prev_s = last[v]
-                predicted = prev_s * T / prev_T
+                predicted = prev_s * (T / prev_T) ** PREDICTED_GROWTH
                 if predicted > max_compile_s:
                     stopped[v] = (f"not measured: at T={prev_T} one compile took {prev_s:.1f} s, "
-                                  f"so T={T} would take >= {predicted:.0f} s > max_compile_s={max_compile_s:g}")
+                                  f"so T={T} is predicted at ~{predicted:.0f} s (x (T ratio)^{PREDICTED_GROWTH:g}) > max_compile_s={max_compile_s:g}")
             if v in stopped:
                 rows.append({**base(v, T), "repeat": 0, "status": STATUS_OVER_BUDGET, "error": stopped[v]})
                 if progress is not None:
@@ -200,9 +209,22 @@ def sweep(
     return df[columns + [c for c in df.columns if c not in columns]]
 
 
-def count_points(variant_list: Sequence[Variant], sizes: Sequence[int]) -> int:
+def _sizes_per_kernel(variant_list: Sequence[Variant], sizes: Sequence[int] | Mapping[str, Sequence[int]],
+                      block_rows: int = 64) -> dict[str, list[int]]:
+    kernels = list(dict.fromkeys(v.kernel for v in variant_list))
+    if isinstance(sizes, Mapping):
+        missing = [k for k in kernels if k not in sizes]
+        if missing:
+            raise bad_value("sizes", dict(sizes), f"a list of T for each kernel swept ({kernels})")
+        return {k: check_sizes(sizes[k], block_rows) for k in kernels}
+    checked = check_sizes(sizes, block_rows)
+    return {k: checked for k in kernels}
+
+
+def count_points(variant_list: Sequence[Variant], sizes: Sequence[int] | Mapping[str, Sequence[int]]) -> int:
     """How many (variant, T) points :func:`sweep` visits (for a progress bar)."""
-    return len(variant_list) * len(sizes)
+    per_kernel = _sizes_per_kernel(variant_list, sizes)
+    return sum(len(per_kernel[v.kernel]) for v in variant_list)
 
 
 # --------------------------------------------------------------------------
@@ -355,6 +377,10 @@ def summary_dict(df: pd.DataFrame, *, target: str, repeats: int, max_compile_s: 
         "compile_ms_definition": "jax.export (trace + Pallas->Triton + StableHLO) + Triton ttir passes, ttgir, llir, PTX, cubin (ptxas); median over compiles",
         "repeats": repeats,
         "max_compile_s": max_compile_s,
+        "plan": {k: {"T": sorted(int(t) for t in part["T"].unique()),
+                     "unrolls": sorted(int(u) for u in part["unroll"].unique()),
+                     "loop_forms": list(dict.fromkeys(part["loop_form"]))}
+                 for k, part in df.groupby("kernel", sort=False)},
         "seed_format_table": {k: seed_format_table(df, k, target=target).to_dict(orient="records") for k in KERNELS
                               if k in set(df.kernel)},
         "verdict": {k: verdict(df, k) for k in KERNELS if k in set(df.kernel)},
@@ -385,6 +411,8 @@ def summary_markdown(df: pd.DataFrame, summary: dict[str, Any]) -> str:
         "as SASS with cuobjdump. **Nothing was executed**: the exec column of the seed's table stays "
         "\"not executed\". Compile = " + summary["compile_ms_definition"] +
         f" (median of up to {summary['repeats']} compiles per point).",
+        "",
+        "Plan: " + "; ".join(f"`{k}` kernel: T in {v['T']}, unroll in {v['unrolls']}" for k, v in summary["plan"].items()) + ".",
         "",
         f"The seed's numbers: {summary['seed_source']}.",
     ]
@@ -557,8 +585,10 @@ def largest_T(df: pd.DataFrame) -> int | None:
 
 def settings(parameters: dict[str, Any]) -> dict[str, Any]:
     """Validate the notebook's parameters (papermill only warns on unknown
-    ones) and derive the sweep: quick mode swaps in ``quick_sizes`` and
-    ``quick_unrolls`` and one compile per point. Raises ValueError naming the
+    ones) and derive the sweep: ``sizes``/``unrolls`` for the seed kernel,
+    ``attention_sizes``/``attention_unrolls`` for the attention kernel (about
+    10x dearer to compile); quick mode swaps in ``quick_sizes``,
+    ``quick_attention_sizes`` and ``quick_unrolls``, one compile per point. Raises ValueError naming the
     parameter, its value and what is allowed."""
     from .backend import BACKENDS
 
@@ -576,17 +606,31 @@ def settings(parameters: dict[str, Any]) -> dict[str, Any]:
     loop_forms = p["loop_forms"]
     if isinstance(loop_forms, str) or not loop_forms:
         raise bad_value("loop_forms", loop_forms, f"a non-empty list drawn from {list(LOOP_FORMS)}")
-    sizes = check_sizes(p["quick_sizes"] if p["quick"] else p["sizes"])
-    check_sizes(p["sizes"])
-    unrolls = check_ints("unrolls", p["quick_unrolls"] if p["quick"] else p["unrolls"])
-    check_ints("unrolls", p["unrolls"])
+    for name in ("sizes", "attention_sizes", "quick_sizes", "quick_attention_sizes"):
+        if not isinstance(p[name], (list, tuple)):
+            raise bad_value(name, p[name], "a non-empty list of T, multiples of 64")
+        try:
+            check_sizes(p[name])
+        except ValueError as err:
+            raise bad_value(name, p[name], "a non-empty list of T, multiples of 64") from err
+    for name in ("unrolls", "attention_unrolls", "quick_unrolls"):
+        check_ints(name, p[name])
+    if p["quick"]:
+        sizes = {"seed": check_sizes(p["quick_sizes"]), "attention": check_sizes(p["quick_attention_sizes"])}
+        unrolls = {"seed": p["quick_unrolls"], "attention": p["quick_unrolls"]}
+    else:
+        sizes = {"seed": check_sizes(p["sizes"]), "attention": check_sizes(p["attention_sizes"])}
+        unrolls = {"seed": p["unrolls"], "attention": p["attention_unrolls"]}
     check_int("repeats", p["repeats"], minimum=1)
     if p["repeats"] > 5:
         raise bad_value("repeats", p["repeats"], "an integer from 1 to 5 (each compile costs seconds)")
     budget = p["max_compile_s"]
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
         raise bad_value("max_compile_s", budget, "a number of seconds > 0")
-    plan = variants(kernels, loop_forms, unrolls)
+    for kernel in kernels:
+        check_choice("kernels[...]", kernel, KERNELS)
+    plan = [v for kernel in kernels for v in variants([kernel], loop_forms, unrolls[kernel])]
+    sizes = {k: sizes[k] for k in dict.fromkeys(kernels)}
     return {
         "target": p["target"],
         "variants": plan,
