@@ -38,7 +38,7 @@ def test_pin_files_parse_and_pin_exact_versions():
     assert {known[r].jax for r in ("0.7.1", "0.9.2", "0.10.2")} == {"0.4.13"}
 
 
-def test_current_release_pins_match_the_project(monkeypatch):
+def test_current_release_pins_match_the_project():
     import importlib.metadata as md
 
     pins = versions.available_releases()[CURRENT]
@@ -235,4 +235,5 @@ def test_notebook_runs_on_the_current_release_only(tmp_path):
     summary = json.loads((tmp_path / "results" / "cpu" / "versions" / "summary.json").read_text())
     assert summary["releases_measured"] == [CURRENT] and summary["releases_failed"] == {}
     assert (tmp_path / "figures" / "cpu" / "versions_filter_pmap_overhead_vs_release.png").exists()
-    assert not (tmp_path / ".envs").exists()
+    environments = pd.read_csv(tmp_path / "results" / "cpu" / "versions" / "environments.csv")
+    assert environments["environment"].tolist() == ["project .venv"]  # nothing was built
