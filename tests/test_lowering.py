@@ -121,8 +121,10 @@ def test_unknown_compiler():
 
 def test_verdicts_table(matrix):
     table = lowering.verdicts(matrix)
+    assert list(table.columns) == ["loop_form", "unroll", "triton", "mosaic_gpu", "mosaic_tpu"]
     fori2 = table[(table.loop_form == "fori") & (table.unroll == 2)].iloc[0]
-    assert fori2["triton"] == "NotImplementedError" and fori2["mosaic_tpu"] == "lowers"
+    assert fori2["triton"] == "fails (NotImplementedError)" and fori2["mosaic_tpu"] == "lowers"
+    assert fori2["mosaic_gpu"] == "1/2 lower (NotImplementedError)"  # the seed lowers, attention does not
     assert "triton, fori unroll=2" in lowering.error_lines(matrix)
 
 
@@ -140,3 +142,10 @@ def test_lowering_answer_for_the_summary(matrix):
     assert "hand-unrolled loop lowers in 6 of the 6 cases" in lines[0]
     assert "fail with unroll in {8}" in lines[1] and "lowers in 3 of the 3 cases" in lines[1]
     assert lines[2] == "- mosaic_tpu: every unroll of `fori_loop`/`pl.loop` lowers where unroll=1 does."
+
+
+def test_mosaic_gpu_copies_at_most_256_rows():
+    # The kernel holds a batch element's whole [T, D] rows; Mosaic GPU's async copy takes <= 256 per dimension.
+    row = lowering.lower_one("seed", "fori", 1, "mosaic_gpu", T=1024, **SHAPE)
+    assert not row.lowers and row.error_type == "ValueError"
+    assert row.error == "Async copies only support copying <=256 elements along each dimension, got (1, 1024, 64)"

@@ -194,12 +194,21 @@ def matrix(
 
 
 def verdicts(df: pd.DataFrame) -> pd.DataFrame:
-    """The matrix at a glance: per (loop form, unroll) x compiler, 'lowers' or the error type."""
-    cell = df.apply(lambda r: "lowers" if r["lowers"] else f"{r['error_type']}", axis=1)
-    table = df.assign(cell=cell).pivot_table(
-        index=["loop_form", "unroll"], columns="compiler", values="cell", aggfunc=lambda s: " / ".join(sorted(set(s)))
-    )
-    return table.reset_index()
+    """The matrix at a glance, per (loop form, unroll) x compiler over kernels and T:
+    'lowers' when every case lowers, else 'k/n lower' and the error types."""
+
+    def cell(part: pd.DataFrame) -> str:
+        ok, n = int(part["lowers"].sum()), len(part)
+        if ok == n:
+            return "lowers"
+        errors = ", ".join(sorted(set(part.loc[~part["lowers"], "error_type"])))
+        return f"{ok}/{n} lower ({errors})" if ok else f"fails ({errors})"
+
+    rows = [{"loop_form": form, "unroll": unroll, "compiler": compiler, "cell": cell(part)}
+            for (form, unroll, compiler), part in df.groupby(["loop_form", "unroll", "compiler"], sort=False)]
+    table = pd.DataFrame(rows).pivot(index=["loop_form", "unroll"], columns="compiler", values="cell")
+    order = [c for c in COMPILERS if c in table.columns]
+    return table[order].reset_index().rename_axis(columns=None)
 
 
 def error_lines(df: pd.DataFrame) -> str:
