@@ -41,7 +41,7 @@ def test_bad_target_is_a_clear_error(bad):
 BASE_PARAMS = dict(backend="cpu", quick=False, output_root="", host_devices=8, target="sm_90",
                    kernels=["seed", "attention"], loop_forms=list(cs.LOOP_FORMS), sizes=list(cs.SEED_SIZES),
                    unrolls=[1, 2, 4, 8, 16], attention_sizes=[256, 8192, 65536], attention_unrolls=[1, 2, 4, 8],
-                   repeats=1, max_compile_s=30.0, quick_sizes=[256, 512], quick_attention_sizes=[256],
+                   repeats=3, repeat_below_s=0.5, max_compile_s=30.0, quick_sizes=[256, 512], quick_attention_sizes=[256],
                    quick_unrolls=[1, 2])
 
 
@@ -49,7 +49,7 @@ BASE_PARAMS = dict(backend="cpu", quick=False, output_root="", host_devices=8, t
     ("target", "sm_70"), ("kernels", "seed"), ("kernels", ["flash"]), ("loop_forms", ["while"]),
     ("sizes", [100]), ("sizes", []), ("sizes", 256), ("attention_sizes", [64, 96]), ("unrolls", [0]),
     ("attention_unrolls", []), ("repeats", 0), ("repeats", 9),
-    ("max_compile_s", 0), ("max_compile_s", True), ("quick", "yes"), ("backend", "cuda"),
+    ("max_compile_s", 0), ("max_compile_s", True), ("repeat_below_s", -1.0), ("quick", "yes"), ("backend", "cuda"),
 ])
 def test_settings_name_the_bad_parameter(name, value):
     with pytest.raises(ValueError, match=rf"{name}(\[\.\.\.\])?="):
@@ -196,9 +196,11 @@ def test_compile_for_sm80_uses_the_plain_ptxas():
 @needs_triton
 def test_sweep_records_what_does_not_lower_and_what_is_over_budget():
     plan = cs.variants(["seed"], ["python", "fori"], [1, 2])
-    df = cs.sweep(plan, [256, 512], max_compile_s=1e-3,
+    df = cs.sweep(plan, [256, 512], max_compile_s=1e-3, repeats=2, repeat_below_s=1e9,
                   shape=cs.Shape(batch=8))
     med = cs.point_medians(df).set_index(["variant", "T"])
+    assert med.loc[("fori u=1", 512), "compiles"] == 2  # cheap points are compiled `repeats` times
+    assert (df[df.status == cs.STATUS_NO_LOWER].repeat == 0).all()  # recorded once, not retried
     assert med.loc[("fori u=1", 256), "status"] == med.loc[("fori u=1", 512), "status"] == cs.STATUS_OK
     assert med.loc[("fori u=2", 256), "status"] == cs.STATUS_NO_LOWER
     assert med.loc[("python", 256), "status"] == cs.STATUS_OK
