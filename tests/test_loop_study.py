@@ -188,6 +188,13 @@ def test_figures_draw_from_synthetic_data():
                       loop_study.plot_unroll_heatmap(head, "xla")):
         assert len(data) > 0
         plt.close(fig)
+    matrix = pd.DataFrame([dict(kernel=k, compiler=c, T=T, loop_form=f, unroll=u, lowers=c != "mosaic_gpu" or k == "seed",
+                                ir_lines=100 * u + T // 64, loop_ops=1, lower_s=0.01)
+                           for k in ("seed", "attention") for c in ("triton", "mosaic_gpu") for T in (256, 1024)
+                           for f, u in (("python", 1), ("fori", 1), ("hand_unrolled", 2))])
+    fig, data = loop_study.plot_ir_size(matrix)
+    assert set(data.compiler) == {"triton", "mosaic_gpu"} and not ((data.kernel == "attention") & (data.compiler == "mosaic_gpu")).any()
+    plt.close(fig)
     # the curves: Python loop, fori u=1 and the hand-unrolled loop; the heatmap: every unrolled form
     assert loop_study.key_variants(timings) == ["python", "fori u=1", "hand_unrolled u=1", "hand_unrolled u=2",
                                                 "hand_unrolled u=4"]

@@ -470,6 +470,11 @@ def plot_ir_size(matrix: pd.DataFrame):
         for j, compiler in enumerate(compilers):
             ax = axes[i][j]
             part = data[(data.compiler == compiler) & (data.kernel == kernel)]
+            if part.empty:
+                ax.text(0.5, 0.5, "no variant lowers\n(errors in lowering_matrix.csv)", ha="center", va="center",
+                        transform=ax.transAxes, color="0.4")
+                ax.set(title=f"{kernel}: {compiler}", xticks=[], yticks=[])
+                continue
             for name in _variant_order(part):
                 v = part[part.variant == name].sort_values("T")
                 ax.plot(v["T"], v["ir_lines"], marker="o", ms=3, label=name)
