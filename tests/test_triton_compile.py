@@ -245,3 +245,31 @@ def test_notebook_quick_run(tmp_path):
         assert (records[records.status == "ok"].sass_instructions > 0).all()
     else:
         assert summary["measured"] is False and figures == []
+
+
+def test_verdict_fits_exponents_and_ignores_remainder_only_points():
+    rows = []
+    for T in (256, 1024, 4096, 16384):
+        steps = T // 64
+        rows.append(dict(kernel="seed", loop_form="python", unroll=1, variant="python", T=T, steps=steps,
+                         status="ok", error="", compile_ms=0.05 * T ** 1.3))
+        # a single noisy compile (2.5x) does not make a flat loop "grow"
+        rows.append(dict(kernel="seed", loop_form="fori", unroll=1, variant="fori u=1", T=T, steps=steps,
+                         status="ok", error="", compile_ms=500.0 if T == 1024 else 200.0))
+        # below trip == k the hand-unrolled loop is only remainder copies: cheap, and not the baseline
+        rows.append(dict(kernel="seed", loop_form="hand_unrolled", unroll=16, variant="hand_unrolled u=16", T=T,
+                         steps=steps, status="ok", error="", compile_ms=100.0 if steps < 16 else 900.0))
+    df = pd.DataFrame(rows)
+    for column in ["triton_ms", *cs.STAGE_COLUMNS, "triton_lowering_ms", "ttir_lines", "ptx_instructions",
+                   "sass_instructions", "registers", "spill_stores_bytes", "spill_loads_bytes",
+                   "local_memory_instructions", "backward_branches", "loop_present"]:
+        df[column] = 0
+    g = cs.growth(df).set_index("variant")
+    assert g.loc["python", "exponent"] == pytest.approx(1.3)
+    assert g.loc["hand_unrolled u=16", "T_ref"] == 1024 and g.loc["hand_unrolled u=16", "ratio"] == 1.0
+    v = cs.verdict(df)
+    assert v["reproduced"] is True and v["python_T_range"] == [256, 16384]
+    assert abs(v["loops_exponents"]["fori u=1"]) < 0.25
+    one_T = df[(df.variant != "python") | (df["T"] == 256)]
+    assert cs.verdict(one_T)["reproduced"] is None  # the Python loop at one T says nothing about growth
+    assert cs.seed_exponent() == pytest.approx(0.5, abs=0.02) and abs(cs.seed_exponent("fori")) < 0.01
