@@ -215,7 +215,8 @@ def test_sweep_records_what_does_not_lower_and_what_is_over_budget():
     assert summary["does_not_lower"][0]["variant"] == "fori u=2"
     table = cs.seed_format_table(df)
     assert list(table["T"]) == [256, 512] and table.iloc[0, 4] == "177 / 193 ms"
-    for plot in (cs.plot_compile_vs_T, cs.plot_sass_vs_T, cs.plot_stage_breakdown):
+    assert list(cs.stages_by_T(df)["T"]) == [256]
+    for plot in (cs.plot_compile_vs_T, cs.plot_sass_vs_T, cs.plot_stage_breakdown, cs.plot_python_stages_vs_T):
         fig, data = plot(df)
         assert isinstance(data, pd.DataFrame) and not data.empty
 
@@ -239,8 +240,8 @@ def test_notebook_quick_run(tmp_path):
         assert summary["measured"] is True
         assert summary["seed_format_table"]["seed"][0]["T"] == 256
         assert {r["variant"] for r in summary["does_not_lower"]} == {"fori u=2"}
-        assert figures == ["triton_compile_compile_ms_vs_T.png", "triton_compile_sass_instructions_vs_T.png",
-                           "triton_compile_stages_at_largest_T.png"]
+        assert figures == ["triton_compile_compile_ms_vs_T.png", "triton_compile_python_stages_vs_T.png",
+                           "triton_compile_sass_instructions_vs_T.png", "triton_compile_stages_at_largest_T.png"]
         records = pd.read_csv(out / "compile_records.csv")
         assert (records[records.status == "ok"].sass_instructions > 0).all()
     else:

@@ -294,20 +294,38 @@ def seed_format_table(df: pd.DataFrame, kernel: str = "seed", hand_unroll: int =
     return pd.DataFrame(rows)
 
 
-def stage_table(df: pd.DataFrame, T: int | None = None) -> pd.DataFrame:
+def stage_table(df: pd.DataFrame, T: int | None = None, *, include_short: bool = True) -> pd.DataFrame:
     """Median ms per stage for every variant that compiled at ``T`` (default:
-    each kernel's largest compiled T), plus where the time goes (the largest stage)."""
+    each kernel's largest compiled T, and with ``include_short`` a variant
+    that stopped short of it, like the Python loop, at its own largest T),
+    plus the largest stage."""
     med = point_medians(df)
     med = med[med.status == STATUS_OK]
     if med.empty:
         return pd.DataFrame()
-    if T is None:
+    if T is None and not include_short:
         part = med[med["T"] == med.groupby("kernel")["T"].transform("max")]
+    elif T is None:
+        largest = med[med["T"] == med.groupby("kernel")["T"].transform("max")]
+        # a variant that stopped short of the largest T (the Python loop) shows at its own largest T
+        own = med.loc[med.groupby(["kernel", "variant"], sort=False)["T"].idxmax()]
+        part = pd.concat([largest, own[~own.set_index(["kernel", "variant"]).index.isin(
+            largest.set_index(["kernel", "variant"]).index)]])
+        part = part.sort_values(["kernel", "loop_form", "unroll"], key=_sort_key)
     else:
         part = med[med["T"] == T]
     table = part[["kernel", "variant", "T", *STAGE_COLUMNS, "compile_ms"]].copy()
     table["largest stage"] = part[list(STAGE_COLUMNS)].idxmax(axis=1).map(STAGE_LABELS).values
     return table.reset_index(drop=True)
+
+
+def stages_by_T(df: pd.DataFrame, variant: str = "python") -> pd.DataFrame:
+    """Median ms per stage at every T one variant compiled at (default: the
+    Python loop, whose stages do not all grow alike)."""
+    med = point_medians(df)
+    med = med[(med.status == STATUS_OK) & (med.variant == variant)]
+    cols = ["kernel", "variant", "T", *STAGE_COLUMNS, "compile_ms", "ttir_lines", "sass_instructions"]
+    return med[cols].reset_index(drop=True)
 
 
 def code_table(df: pd.DataFrame, T: int | None = None) -> pd.DataFrame:
@@ -423,6 +441,7 @@ def summary_dict(df: pd.DataFrame, *, target: str, repeats: int, max_compile_s: 
         "verdict": {k: verdict(df, k) for k in KERNELS if k in set(df.kernel)},
         "growth": growth(df).to_dict(orient="records"),
         "stages_at_largest_T": stage_table(df).to_dict(orient="records"),
+        "python_stages_by_T": stages_by_T(df).to_dict(orient="records"),
         "code_at_largest_T": code_table(df).to_dict(orient="records"),
         "does_not_lower": does_not_lower(df).to_dict(orient="records"),
         "over_budget": med[med.status == STATUS_OVER_BUDGET][["kernel", "variant", "T"]].to_dict(orient="records"),
@@ -484,6 +503,10 @@ def summary_markdown(df: pd.DataFrame, summary: dict[str, Any]) -> str:
     if not stages.empty:
         lines += ["", "## Where compile time goes at each kernel's largest T (median ms per stage)", "",
                   _md(stages.rename(columns=STAGE_LABELS))]
+    python = stages_by_T(df)
+    if not python.empty:
+        lines += ["", "## The Python loop's stages as T grows (median ms)", "",
+                  _md(python.rename(columns=STAGE_LABELS))]
     code = code_table(df)
     if not code.empty:
         lines += ["", "## Machine code at each variant's largest compiled T", "",
@@ -596,7 +619,7 @@ def plot_sass_vs_T(df: pd.DataFrame, target: str = tc.DEFAULT_TARGET):
 def plot_stage_breakdown(df: pd.DataFrame, T: int | None = None, target: str = tc.DEFAULT_TARGET):
     """Stacked bars: median ms per compile stage for each variant at ``T``
     (default: each kernel's largest compiled T), one panel per kernel."""
-    table = stage_table(df, T)
+    table = stage_table(df, T, include_short=False)
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -620,6 +643,34 @@ def plot_stage_breakdown(df: pd.DataFrame, T: int | None = None, target: str = t
             ax.set_xlabel("ms (median per stage)\nnot compiled at this T: " + ", ".join(missing), fontsize=8)
         ax.legend(fontsize=6, loc="lower right", framealpha=0.9)
     fig.suptitle(f"Compile stages at the largest T ({label(target)})", fontsize=11)
+    return fig, table
+
+
+def plot_python_stages_vs_T(df: pd.DataFrame, target: str = tc.DEFAULT_TARGET):
+    """The Python loop's compile stages vs T (log-log, one line per stage),
+    one panel per kernel it compiled at two or more T for."""
+    table = stages_by_T(df)
+    kernels = [k for k in KERNELS if (table.kernel == k).sum() >= 2]
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if not kernels:
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.text(0.5, 0.5, "the Python loop compiled at fewer than two T", ha="center")
+        ax.set_axis_off()
+        return fig, table
+    fig, axes = _facets(len(kernels))
+    colors = dict(zip(STAGE_COLUMNS, sns.color_palette("Set2", n_colors=len(STAGE_COLUMNS))))
+    for ax, kernel in zip(axes, kernels):
+        part = table[table.kernel == kernel].sort_values("T")
+        for col in STAGE_COLUMNS:
+            ax.plot(part["T"], part[col], marker="o", ms=4, color=colors[col], label=STAGE_LABELS[col])
+        ax.plot(part["T"], part["compile_ms"], marker="s", ms=4, color="black", lw=1.5, label="total")
+        _T_axis(ax, part["T"])
+        ax.set_yscale("log")
+        ax.set(title=f"{kernel} kernel: Python loop", xlabel="T (sequence length)", ylabel="ms per stage (median)")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Where the Python loop's compile time grows\n({label(target)})", fontsize=10)
     return fig, table
 
 
