@@ -638,12 +638,24 @@ def plot_stage_breakdown(df: pd.DataFrame, T: int | None = None, target: str = t
             ax.barh(part["variant"], part[col], left=left, color=colors[col], label=STAGE_LABELS[col])
             left += part[col].to_numpy(float)
         ax.set(title=f"{kernel} kernel, T={T}", xlabel="ms (median per stage)")
-        missing = sorted(set(df[(df.kernel == kernel)].variant) - set(part.variant), key=str)
-        if missing:
-            ax.set_xlabel("ms (median per stage)\nnot compiled at this T: " + ", ".join(missing), fontsize=8)
-        ax.legend(fontsize=6, loc="lower right", framealpha=0.9)
+        absent = df[(df.kernel == kernel) & (df["T"] == T) & (df.status != STATUS_OK)].drop_duplicates("variant")
+        if not absent.empty:
+            ax.set_xlabel("ms (median per stage)\nnot compiled at this T:\n" + _compact(absent), fontsize=8)
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.9)
     fig.suptitle(f"Compile stages at the largest T ({label(target)})", fontsize=11)
     return fig, table
+
+
+def _compact(rows: pd.DataFrame) -> str:
+    """One line per status ('does not lower: fori u=2,4; pl_loop u=2,4') for the absent variants."""
+    parts = []
+    for status, by_status in rows.groupby("status", sort=False):
+        forms = []
+        for form, group in by_status.groupby("loop_form", sort=False):
+            unrolls = ",".join(str(u) for u in sorted(group.unroll))
+            forms.append(form if form == "python" else f"{form} u={unrolls}")
+        parts.append(f"{status}: " + "; ".join(forms))
+    return "\n".join(parts)
 
 
 def plot_python_stages_vs_T(df: pd.DataFrame, target: str = tc.DEFAULT_TARGET):
