@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg", force=False)  # headless unless a notebook already chose a backend
 import matplotlib.pyplot as plt
@@ -60,6 +61,12 @@ def median_iqr_lines(
         ax.fill_between(part[x], part["q25"], part["q75"], alpha=0.2, color=palette[name], linewidth=0)
     if logx if logx is not None else spans_decades(stats[x]):
         ax.set_xscale("log")
+        # Tick the swept values themselves: log minor-tick labels (3x10^1, 4x10^1, ...) collide.
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        swept = sorted(stats[x].unique())
+        if len(swept) <= 10:
+            ax.set_xticks(swept)
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     if logy if logy is not None else spans_decades(stats["median"]):
         ax.set_yscale("log")
     return stats
@@ -87,7 +94,8 @@ def save(
     """
     add_footer(fig, prov, extra=f"drawn by jaxperf.{drawn_by}; data: {name}.csv" + (f"; {note}" if note else ""))
     # Leave room at the top for a figure-level legend (tight_layout ignores those).
-    fig.tight_layout(rect=(0, 0.05, 1, 0.86 if fig.legends else 1))
+    height = fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.8 / height if fig.legends else 1))
     figures_dir = Path(figures_dir)
     paths = {}
     for ext in ("png", "svg"):
