@@ -105,6 +105,14 @@ def test_changed_structure_repartitions():
     assert f.stats["misses"] == 4 and f.stats["hits"] == 0
 
 
+def test_equal_but_different_static_leaves_do_not_share_a_cache_entry():
+    f = cached_filter_pmap(lambda x, s: (x, s))
+    x = jnp.ones((N, 2))
+    outs = [f(x, s)[1] for s in (1, 1.0, True)]  # equal and hash alike in Python
+    assert [type(o) for o in outs] == [int, float, bool]
+    assert f.stats["misses"] == 3
+
+
 def test_shape_dependent_static_output_is_not_stale():
     f = cached_filter_pmap(lambda x: (x, x.shape[-1]))
     assert f(jnp.ones((N, 2)))[1] == 2

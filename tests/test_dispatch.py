@@ -76,6 +76,11 @@ def test_bad_backend_and_device_counts():
         backend.configure("cpu", 4)  # JAX already started with 8
 
 
+def test_backend_cli_names_a_bad_device_count(capsys):
+    assert backend._main(["cpu", "eight"]) == 1
+    assert "host_devices='eight'" in capsys.readouterr().err
+
+
 def test_source_notebook_is_clean():
     assert_clean_source(NB)
 

@@ -80,7 +80,10 @@ def test_answer_lines_state_the_comparison():
     assert line.endswith("met at 1 of 1 T.")
 
 
-def test_tiny_sweep_checks_and_times_every_variant():
+def test_tiny_sweep_checks_and_times_every_variant(monkeypatch):
+    builds = []
+    real_build = loop_study._build
+    monkeypatch.setattr(loop_study, "_build", lambda *a: builds.append(a[2:4]) or real_build(*a))
     cfg = loop_study.SweepConfig(mode="pallas_interpret", Ts=[128], kernels=["attention"], unrolls=[1, 3],
                                  D=16, batch=1, block_rows=32, out_rows=16, compile_repeats=2,
                                  timing=timing.TimingConfig(warmup=1, repeats=2, number=1, dispatch_only=False),
@@ -89,8 +92,9 @@ def test_tiny_sweep_checks_and_times_every_variant():
     assert set(variants.variant) == {"python", "fori u=1", "fori u=3", "pl_loop u=1", "pl_loop u=3",
                                      "hand_unrolled u=1", "hand_unrolled u=3"}
     assert (variants.error_vs_tolerance <= 1.0).all()
-    # Each compile is real (a jitted function caches its executable: a cached one takes microseconds).
-    assert (variants.compiles == 2).all() and (variants.compile_ms > 5.0).all() and (variants.lower_ms > 1.0).all()
+    # Each compile is real: a jitted function caches its executable, so every repeat builds a fresh one.
+    assert (variants.compiles == 2).all()
+    assert all(builds.count(key) >= 2 for key in set(builds)) and len(set(builds)) == 7
     assert len(timings) == 7 * 2 and (timings.ms_per_call > 0).all()
 
 

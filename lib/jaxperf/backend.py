@@ -97,7 +97,10 @@ def _main(argv: list[str]) -> int:
     import sys
 
     try:
-        info = configure(argv[0] if argv else "auto", int(argv[1]) if len(argv) > 1 else 8)
+        devices = argv[1] if len(argv) > 1 else "8"
+        if not devices.isdigit():
+            raise bad_value("host_devices", devices, "a positive integer")
+        info = configure(argv[0] if argv else "auto", int(devices))
     except (ValueError, BackendUnavailableError, RuntimeError) as err:
         print(err, file=sys.stderr)
         return 1

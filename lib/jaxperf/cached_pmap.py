@@ -99,7 +99,8 @@ class CachedFilterPmap:
                 signature.append((leaf.shape, leaf.dtype))
             else:
                 static.append(leaf)
-                signature.append(None)
+                # The type too: 1, 1.0 and True are equal and hash alike, but trace differently.
+                signature.append(type(leaf))
         try:
             key = (treedef, tuple(static), tuple(signature))
             entry = self._cache.get(key)

@@ -227,9 +227,10 @@ def _sizes_per_kernel(variant_list: Sequence[Variant], sizes: Sequence[int] | Ma
     return {k: checked for k in kernels}
 
 
-def count_points(variant_list: Sequence[Variant], sizes: Sequence[int] | Mapping[str, Sequence[int]]) -> int:
+def count_points(variant_list: Sequence[Variant], sizes: Sequence[int] | Mapping[str, Sequence[int]],
+                 block_rows: int = 64) -> int:
     """How many (variant, T) points :func:`sweep` visits (for a progress bar)."""
-    per_kernel = _sizes_per_kernel(variant_list, sizes)
+    per_kernel = _sizes_per_kernel(variant_list, sizes, block_rows)
     return sum(len(per_kernel[v.kernel]) for v in variant_list)
 
 

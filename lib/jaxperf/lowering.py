@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import pallas_kernels
@@ -185,7 +186,7 @@ def matrix(
             for form, unroll in variants(loop_forms, unrolls):
                 for compiler in compilers:
                     kw = dict(shape)
-                    if compiler == "mosaic_tpu" and str(kw.get("dtype", "float16")) == "float16":
+                    if compiler == "mosaic_tpu" and np.dtype(kw.get("dtype", "float16")).name == "float16":
                         kw["dtype"] = "bfloat16"
                     rows.append(asdict(lower_one(kernel, form, unroll, compiler, T=T, **kw)))
                     if progress is not None:
