@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-import traceback
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -29,9 +28,10 @@ import pandas as pd
 
 from . import pallas_kernels
 from .errors import check_choice
+from .triton_compile import TARGETS, TRITON_CUSTOM_CALL, _cuda_export, _hook_triton_lowering, _raise_frame
 
 COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
-ABSTRACT_GPU = "NVIDIA H100 80GB HBM3"
+ABSTRACT_GPU = TARGETS["sm_90"][1]  # an H100: the device kind the GPU compilers see
 _LOOP_OP = re.compile(r"\bscf\.(for|while)\b")
 _LATE_UNROLL = re.compile(r"tpu\.late_unroll")
 
@@ -59,16 +59,10 @@ def _capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
     """Collect the kernel module's text while Pallas lowers it (restored after)."""
     captured: list[str] = []
     if compiler == "triton":
-        from jax._src.pallas.triton import lowering as mod
-
-        name = "lower_jaxpr_to_triton_module"
-        original = getattr(mod, name)
-
-        def hook(*args, **kwargs):
-            result = original(*args, **kwargs)
-            captured.append(str(result.module.operation))
-            return result
-    elif compiler == "mosaic_tpu":
+        with _hook_triton_lowering(lambda result, _seconds: captured.append(str(result.module.operation))):
+            yield captured
+        return
+    if compiler == "mosaic_tpu":
         from jax._src.pallas.mosaic import pallas_call_registration as mod
 
         name = "_lower_to_custom_call"
@@ -93,24 +87,15 @@ def _capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
         setattr(mod, name, original)
 
 
-def _abstract_gpu_mesh():
-    from jax.sharding import AbstractDevice, AbstractMesh
-
-    device = AbstractDevice(device_kind=ABSTRACT_GPU, num_cores=None, platform="cuda")
-    return AbstractMesh((1,), ("x",), abstract_device=device)
-
-
 def export_variant(fn, args: tuple, compiler: str):
     """``jax.export`` ``fn`` for ``compiler``'s platform (no such device needed)."""
-    import jax
     from jax import export
 
     check_choice("compiler", compiler, COMPILERS)
     if compiler == "mosaic_tpu":
         return export.export(fn, platforms=["tpu"])(*args)
-    checks = [export.DisabledSafetyCheck.custom_call(t) for t in ("__gpu$xla.gpu.triton", "mosaic_gpu", "mosaic_gpu_v2")]
-    with jax.sharding.use_abstract_mesh(_abstract_gpu_mesh()):
-        return export.export(fn, platforms=["cuda"], disabled_checks=checks)(*args)
+    with _cuda_export(ABSTRACT_GPU, (TRITON_CUSTOM_CALL, "mosaic_gpu", "mosaic_gpu_v2")) as cuda_export:
+        return cuda_export(fn)(*args)
 
 
 def _error_text(err: BaseException) -> str:
@@ -118,7 +103,7 @@ def _error_text(err: BaseException) -> str:
     if text:
         return text.splitlines()[0][:400]
     # A bare exception (Triton's unroll, Mosaic GPU's missing rule): name where it was raised.
-    frame = traceback.extract_tb(err.__traceback__)[-1]
+    frame = _raise_frame(err)
     path = frame.filename.split("site-packages/")[-1]
     return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
 

@@ -25,6 +25,7 @@ the target GPU, measured on the CPU of this machine.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import io
 import re
@@ -164,11 +165,12 @@ class CapturedModule:
 
 
 @contextlib.contextmanager
-def _hook_triton_lowering(sink: list[tuple[str, float]]) -> Iterator[None]:
-    """Record each module Pallas' Triton lowering builds, as text, with its time.
+def _hook_triton_lowering(on_module: Callable[[Any, float], None]) -> Iterator[None]:
+    """Call ``on_module(result, seconds)`` for each module Pallas' Triton lowering builds.
 
     No public API returns the module (the custom call carries it as MLIR
     bytecode only), so wrap the lowering function the registration calls.
+    Shared with :mod:`jaxperf.lowering`; needs JAX only, not triton.
     """
     from jax._src.pallas.triton import lowering
 
@@ -177,8 +179,7 @@ def _hook_triton_lowering(sink: list[tuple[str, float]]) -> Iterator[None]:
     def recording(*args: Any, **kwargs: Any):
         start = time.perf_counter()
         result = original(*args, **kwargs)
-        elapsed = time.perf_counter() - start
-        sink.append((result.module.operation.get_asm(enable_debug_info=False), elapsed))
+        on_module(result, time.perf_counter() - start)
         return result
 
     lowering.lower_jaxpr_to_triton_module = recording
@@ -188,9 +189,25 @@ def _hook_triton_lowering(sink: list[tuple[str, float]]) -> Iterator[None]:
         lowering.lower_jaxpr_to_triton_module = original
 
 
-def _where_raised(err: BaseException) -> str:
+@contextlib.contextmanager
+def _cuda_export(device_kind: str, custom_calls: Sequence[str] = (TRITON_CUSTOM_CALL,)) -> Iterator[Callable[..., Any]]:
+    """Inside an abstract one-device mesh of ``device_kind`` (no GPU needed), yield
+    ``jax.export.export`` bound to CUDA with ``custom_calls`` allowed. The caller
+    calls it, so the exported module's source locations stay the caller's."""
+    import jax
+    from jax.sharding import AbstractDevice, AbstractMesh
+
+    mesh = AbstractMesh((1,), ("x",), abstract_device=AbstractDevice(
+        device_kind=device_kind, num_cores=None, platform="cuda"))
+    checks = [jax.export.DisabledSafetyCheck.custom_call(name) for name in custom_calls]
+    with jax.sharding.use_abstract_mesh(mesh):
+        yield functools.partial(jax.export.export, platforms=["cuda"], disabled_checks=checks)
+
+
+def _raise_frame(err: BaseException) -> traceback.FrameSummary | None:
+    """The frame where ``err`` was raised (for JAX's bare NotImplementedErrors)."""
     frames = traceback.extract_tb(err.__traceback__)
-    return f"{Path(frames[-1].filename).name}:{frames[-1].name}" if frames else ""
+    return frames[-1] if frames else None
 
 
 def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET,
@@ -205,26 +222,25 @@ def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAUL
     rejects the kernel with NotImplementedError, ValueError for a bad target.
     """
     import jax
-    from jax.sharding import AbstractDevice, AbstractMesh
 
     check_target(target)
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
-    mesh = AbstractMesh((1,), ("x",), abstract_device=AbstractDevice(
-        device_kind=TARGETS[target][1], num_cores=None, platform="cuda"))
     if clear_caches:
         jax.clear_caches()
     sink: list[tuple[str, float]] = []
+
+    def record(result: Any, seconds: float) -> None:
+        sink.append((result.module.operation.get_asm(enable_debug_info=False), seconds))
+
     start = time.perf_counter()
     try:
-        with _hook_triton_lowering(sink), jax.sharding.use_abstract_mesh(mesh), warnings.catch_warnings():
+        with _hook_triton_lowering(record), _cuda_export(TARGETS[target][1]) as export, warnings.catch_warnings():
             # "The Pallas Triton backend is deprecated": known, said once in the notebook.
             warnings.filterwarnings("ignore", message=".*Pallas Triton backend is deprecated.*")
-            exported = jax.export.export(
-                jax.jit(fn), platforms=["cuda"],
-                disabled_checks=[jax.export.DisabledSafetyCheck.custom_call(TRITON_CUSTOM_CALL)],
-            )(*specs)
+            exported = export(jax.jit(fn))(*specs)
     except NotImplementedError as err:
-        where = _where_raised(err)
+        frame = _raise_frame(err)
+        where = f"{Path(frame.filename).name}:{frame.name}" if frame else ""
         raise DoesNotLower(
             f"Pallas' Triton lowering raised NotImplementedError({str(err)!r}) in {where}", where
         ) from err
