@@ -232,6 +232,18 @@ def check_runners(runners: dict[str, Runner], reference: str = "filter_pmap") ->
 
 # ---------------------------------------------------------------- sweep
 
+def _check_methods_and_steps(methods: list[str], steps: list[str]) -> None:
+    """Known methods including the baseline, and a non-empty list of known steps."""
+    if not steps:
+        raise bad_value("steps", steps, f"a non-empty list drawn from {list(STEPS)}")
+    for s in steps:
+        check_choice("steps[...]", s, STEPS)
+    for m in methods:
+        check_choice("methods[...]", m, METHODS)
+    if BASELINE not in methods:
+        raise bad_value("methods", methods, f"a list that includes the baseline {BASELINE!r}")
+
+
 @dataclass
 class SweepResult:
     timings: pd.DataFrame          # one row per (step, model, method, repeat)
@@ -247,12 +259,7 @@ def sweep(
     progress: Any = None,
 ) -> SweepResult:
     """For each step and model: build every method, prove equal outputs, then time them interleaved."""
-    for m in methods:
-        check_choice("methods[...]", m, METHODS)
-    for s in steps:
-        check_choice("steps[...]", s, STEPS)
-    if BASELINE not in methods:
-        raise bad_value("methods", methods, f"a list that includes the baseline {BASELINE!r}")
+    _check_methods_and_steps(methods, steps)
     frames, failures = [], []
     for step in steps:
         for spec in specs:
@@ -385,14 +392,7 @@ def plan(*, quick: bool, mlp_depths: list[int], transformer_layers: list[int], s
         calls_per_repeat, breakdown_calls = QUICK["calls_per_repeat"], QUICK["breakdown_calls"]
     mlp_depths = check_ints("mlp_depths", mlp_depths)
     transformer_layers = check_ints("transformer_layers", transformer_layers) if transformer_layers else []
-    if not steps:
-        raise bad_value("steps", steps, f"a non-empty list drawn from {list(STEPS)}")
-    for s in steps:
-        check_choice("steps[...]", s, STEPS)
-    for m in methods:
-        check_choice("methods[...]", m, METHODS)
-    if BASELINE not in methods:
-        raise bad_value("methods", methods, f"a list that includes the baseline {BASELINE!r}")
+    _check_methods_and_steps(methods, steps)
     check_int("breakdown_calls", breakdown_calls, minimum=1)
     specs = [ModelSpec("mlp", d) for d in mlp_depths] + [ModelSpec("transformer", n) for n in transformer_layers]
     breakdown_specs = [ModelSpec("mlp", d) for d in sorted({min(mlp_depths), max(mlp_depths)})]
