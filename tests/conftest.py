@@ -31,8 +31,23 @@ def run_notebook(name: str, out_root: Path, timeout: int = 900, **parameters) ->
     """
     src = NOTEBOOKS_DIR / f"{name}.ipynb"
     executed = out_root / f"{name}.executed.ipynb"
-    cmd = [sys.executable, "-m", "papermill", str(src), str(executed), "-k", "jaxperf",
-           "--cwd", str(NOTEBOOKS_DIR), "-p", "output_root", str(out_root), "-p", "backend", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "papermill",
+        str(src),
+        str(executed),
+        "-k",
+        "jaxperf",
+        "--cwd",
+        str(NOTEBOOKS_DIR),
+        "-p",
+        "output_root",
+        str(out_root),
+        "-p",
+        "backend",
+        "cpu",
+    ]
     for key, value in parameters.items():
         cmd += ["-y", json.dumps({key: value})]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=PROJECT_ROOT)

@@ -35,15 +35,16 @@ class Inner(eqx.Module):
 
 class Outer(eqx.Module):
     inner: Inner
-    act: object          # a function: a non-array leaf
-    maybe: object        # None or an array
+    act: object  # a function: a non-array leaf
+    maybe: object  # None or an array
     scale: float
 
 
 def make_outer(with_array=True):
     k = jax.random.PRNGKey(0)
-    return Outer(Inner(jax.random.normal(k, (3,)), "inner"), jax.nn.relu,
-                 jnp.ones((2,)) if with_array else None, 2.0)
+    return Outer(
+        Inner(jax.random.normal(k, (3,)), "inner"), jax.nn.relu, jnp.ones((2,)) if with_array else None, 2.0
+    )
 
 
 def apply(m, x, extra):
@@ -55,23 +56,44 @@ def apply(m, x, extra):
 
 CASES = {
     "nested modules, functions, None, python scalars": lambda: (
-        apply, (stacked(make_outer(False)), jnp.ones((N, 4)), ("static", 3)), {}),
+        apply,
+        (stacked(make_outer(False)), jnp.ones((N, 4)), ("static", 3)),
+        {},
+    ),
     "an array in place of None": lambda: (
-        apply, (stacked(make_outer(True)), jnp.arange(N * 4.0).reshape(N, 4), ["a", 1.5]), {}),
+        apply,
+        (stacked(make_outer(True)), jnp.arange(N * 4.0).reshape(N, 4), ["a", 1.5]),
+        {},
+    ),
     "the seed's no-op step on an MLP": lambda: (
         lambda model, x, opt: (0.0, model, opt),
-        (stacked(eqx.nn.MLP(4, 4, 8, 2, key=jax.random.PRNGKey(1))), jnp.ones((N, 2, 4)),
-         {"mu": jnp.zeros((N, 5)), "count": 0}), {}),
+        (
+            stacked(eqx.nn.MLP(4, 4, 8, 2, key=jax.random.PRNGKey(1))),
+            jnp.ones((N, 2, 4)),
+            {"mu": jnp.zeros((N, 5)), "count": 0},
+        ),
+        {},
+    ),
     "in_axes broadcast the model (None)": lambda: (
         lambda m, x: jax.vmap(m)(x),
         (eqx.nn.MLP(4, 4, 8, 2, key=jax.random.PRNGKey(2)), jnp.ones((N, 3, 4))),
-        {"in_axes": (None, 0)}),
+        {"in_axes": (None, 0)},
+    ),
     "in_axes if_array(1)": lambda: (
-        lambda x, y: (x * 2, y), (jnp.arange(3.0 * N).reshape(3, N), "label"), {"in_axes": eqx.if_array(1)}),
+        lambda x, y: (x * 2, y),
+        (jnp.arange(3.0 * N).reshape(3, N), "label"),
+        {"in_axes": eqx.if_array(1)},
+    ),
     "out_axes if_array(1)": lambda: (
-        lambda x: jnp.stack([x, x + 1]), (jnp.arange(N * 2.0).reshape(N, 2),), {"out_axes": eqx.if_array(1)}),
+        lambda x: jnp.stack([x, x + 1]),
+        (jnp.arange(N * 2.0).reshape(N, 2),),
+        {"out_axes": eqx.if_array(1)},
+    ),
     "axis_name with a collective": lambda: (
-        lambda x: jax.lax.psum(x, "i"), (jnp.arange(float(N)),), {"axis_name": "i"}),
+        lambda x: jax.lax.psum(x, "i"),
+        (jnp.arange(float(N)),),
+        {"axis_name": "i"},
+    ),
 }
 
 
@@ -97,10 +119,10 @@ def test_changed_structure_repartitions():
     f = cached_filter_pmap(lambda x, s: (jax.tree.map(lambda a: a * 2, x), s))
     x = jnp.ones((N, 2))
     assert f(x, "a")[1] == "a"
-    assert f(x, "b")[1] == "b"                       # new static leaf: not the stale "a"
-    out = f({"p": x, "q": x}, "b")[0]                # new treedef
+    assert f(x, "b")[1] == "b"  # new static leaf: not the stale "a"
+    out = f({"p": x, "q": x}, "b")[0]  # new treedef
     assert set(out) == {"p", "q"}
-    y = f(jnp.ones((N, 5)), "b")[0]                  # new shape
+    y = f(jnp.ones((N, 5)), "b")[0]  # new shape
     assert y.shape == (N, 5)
     assert f.stats["misses"] == 4 and f.stats["hits"] == 0
 
@@ -131,12 +153,15 @@ def test_keyword_arguments_fall_back_to_equinox():
     assert f.stats["fallbacks"] == 1
 
 
-@pytest.mark.parametrize("options", [
-    {"in_axes": {"x": 0}},           # by name
-    {"out_axes": (0, None)},         # not a single if_array
-    {"axis_size": N},
-    {"donate": "all"},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"in_axes": {"x": 0}},  # by name
+        {"out_axes": (0, None)},  # not a single if_array
+        {"axis_size": N},
+        {"donate": "all"},
+    ],
+)
 def test_options_outside_the_fast_path_fall_back(options):
     def fun(x):
         return x + 1, x.sum()
@@ -162,12 +187,12 @@ def test_unhashable_static_leaf_and_array_in_fun_fall_back():
     with pytest.raises(TypeError, match="unhashable") as expected:
         eqx.filter_pmap(fun)(jnp.ones(N), Unhashable())
     f = cached_filter_pmap(fun)
-    with pytest.raises(TypeError, match="unhashable") as got:   # Equinox's own error, via the fallback
+    with pytest.raises(TypeError, match="unhashable") as got:  # Equinox's own error, via the fallback
         f(jnp.ones(N), Unhashable())
     assert str(got.value) == str(expected.value)
     assert f.stats["fallbacks"] == 1
 
-    bound = eqx.nn.Linear(2, 2, key=jax.random.PRNGKey(0))   # fun with array leaves
+    bound = eqx.nn.Linear(2, 2, key=jax.random.PRNGKey(0))  # fun with array leaves
     g = cached_filter_pmap(bound)
     assert_same(eqx.filter_pmap(bound)(jnp.ones((N, 2))), g(jnp.ones((N, 2))))
     assert g.stats["fallbacks"] == 1

@@ -4,10 +4,10 @@ are clear errors, and the notebook writes what it promises."""
 import json
 
 import pytest
+from conftest import assert_clean_source, run_notebook
 
 from jaxperf import backend, dispatch, timing
 from jaxperf.models import ModelSpec, count_leaves
-from conftest import assert_clean_source, run_notebook
 
 NB = "01_filter_pmap_dispatch"
 
@@ -33,8 +33,9 @@ def test_check_runners_catches_a_wrong_method():
 
 def test_transformer_static_argnums_is_reported_not_raised():
     cfg = timing.TimingConfig(warmup=0, repeats=1, number=1)
-    result = dispatch.sweep([ModelSpec("transformer", 1)], ["pmap_params", "pmap_static_argnums"],
-                            ["noop"], 8, cfg)
+    result = dispatch.sweep(
+        [ModelSpec("transformer", 1)], ["pmap_params", "pmap_static_argnums"], ["noop"], 8, cfg
+    )
     assert list(result.failures["method"]) == ["pmap_static_argnums"]
     assert "Non-hashable static arguments" in result.failures["error"].iloc[0]
     assert set(result.timings["method"]) == {"pmap_params"}
@@ -45,18 +46,29 @@ def test_leaf_counts_grow_with_depth():
     assert counts == [13, 19, 31]  # (depth+1) Linear layers x (w, b) x (param, mu, nu) + count
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"methods": ["filter_pmap", "pmap_params", "warp_drive"]}, "methods\\[...\\]='warp_drive'"),
-    ({"methods": ["filter_pmap"]}, "baseline 'pmap_params'"),
-    ({"steps": ["noop", "sleep"]}, "steps\\[...\\]='sleep'"),
-    ({"repeats": 0}, "repeats=0"),
-    ({"mlp_depths": [4, 0]}, "mlp_depths"),
-    ({"quick": "yes"}, "quick='yes'"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"methods": ["filter_pmap", "pmap_params", "warp_drive"]}, "methods\\[...\\]='warp_drive'"),
+        ({"methods": ["filter_pmap"]}, "baseline 'pmap_params'"),
+        ({"steps": ["noop", "sleep"]}, "steps\\[...\\]='sleep'"),
+        ({"repeats": 0}, "repeats=0"),
+        ({"mlp_depths": [4, 0]}, "mlp_depths"),
+        ({"quick": "yes"}, "quick='yes'"),
+    ],
+)
 def test_bad_parameters_are_clear_errors(kwargs, match):
-    params = dict(quick=False, mlp_depths=[1], transformer_layers=[], steps=["noop"],
-                  methods=["filter_pmap", "pmap_params"], warmup=0, repeats=1, calls_per_repeat=1,
-                  breakdown_calls=1)
+    params = dict(
+        quick=False,
+        mlp_depths=[1],
+        transformer_layers=[],
+        steps=["noop"],
+        methods=["filter_pmap", "pmap_params"],
+        warmup=0,
+        repeats=1,
+        calls_per_repeat=1,
+        breakdown_calls=1,
+    )
     params.update(kwargs)
     with pytest.raises(ValueError, match=match):
         dispatch.plan(**params)

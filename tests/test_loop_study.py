@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import assert_clean_source, run_notebook
+
 from jaxperf import loop_study, timing
 
 
@@ -18,19 +17,57 @@ def _synthetic(ms: dict[str, float], compile_ms: dict[str, float], T: int = 1024
     """variants + timings frames as measure_group returns them, with chosen medians."""
     variants, rows = [], []
     for name, value in ms.items():
-        form, unroll = ("python", 1) if name == "python" else (name.split(" u=")[0], int(name.split(" u=")[1]))
-        variants.append(dict(mode="xla", kernel="seed", T=T, loop_form=form, unroll=unroll, variant=name, status="timed",
-                             lower_ms=1.0, compile_ms=compile_ms[name], error_vs_tolerance=0.01))
+        form, unroll = (
+            ("python", 1) if name == "python" else (name.split(" u=")[0], int(name.split(" u=")[1]))
+        )
+        variants.append(
+            dict(
+                mode="xla",
+                kernel="seed",
+                T=T,
+                loop_form=form,
+                unroll=unroll,
+                variant=name,
+                status="timed",
+                lower_ms=1.0,
+                compile_ms=compile_ms[name],
+                error_vs_tolerance=0.01,
+            )
+        )
         for r in range(repeats):
-            rows.append(dict(mode="xla", kernel="seed", T=T, variant=name, loop_form=form, unroll=unroll,
-                             repeat=r, ms_per_call=value * (1 + 0.01 * (r - 1))))
+            rows.append(
+                dict(
+                    mode="xla",
+                    kernel="seed",
+                    T=T,
+                    variant=name,
+                    loop_form=form,
+                    unroll=unroll,
+                    repeat=r,
+                    ms_per_call=value * (1 + 0.01 * (r - 1)),
+                )
+            )
     return pd.DataFrame(variants), pd.DataFrame(rows)
 
 
-MS = {"python": 10.0, "fori u=1": 20.0, "fori u=2": 10.4, "fori u=4": 10.0, "hand_unrolled u=1": 20.0,
-      "hand_unrolled u=2": 12.0, "hand_unrolled u=4": 10.2}
-COMPILE = {"python": 900.0, "fori u=1": 100.0, "fori u=2": 120.0, "fori u=4": 200.0, "hand_unrolled u=1": 100.0,
-           "hand_unrolled u=2": 130.0, "hand_unrolled u=4": 140.0}
+MS = {
+    "python": 10.0,
+    "fori u=1": 20.0,
+    "fori u=2": 10.4,
+    "fori u=4": 10.0,
+    "hand_unrolled u=1": 20.0,
+    "hand_unrolled u=2": 12.0,
+    "hand_unrolled u=4": 10.2,
+}
+COMPILE = {
+    "python": 900.0,
+    "fori u=1": 100.0,
+    "fori u=2": 120.0,
+    "fori u=4": 200.0,
+    "hand_unrolled u=1": 100.0,
+    "hand_unrolled u=2": 130.0,
+    "hand_unrolled u=4": 140.0,
+}
 
 
 def test_headline_ratios():
@@ -84,13 +121,30 @@ def test_tiny_sweep_checks_and_times_every_variant(monkeypatch):
     builds = []
     real_build = loop_study._build
     monkeypatch.setattr(loop_study, "_build", lambda *a: builds.append(a[2:4]) or real_build(*a))
-    cfg = loop_study.SweepConfig(mode="pallas_interpret", Ts=[128], kernels=["attention"], unrolls=[1, 3],
-                                 D=16, batch=1, block_rows=32, out_rows=16, compile_repeats=2,
-                                 timing=timing.TimingConfig(warmup=1, repeats=2, number=1, dispatch_only=False),
-                                 target_s_per_batch=0.001, compile_budget_s=60.0)
+    cfg = loop_study.SweepConfig(
+        mode="pallas_interpret",
+        Ts=[128],
+        kernels=["attention"],
+        unrolls=[1, 3],
+        D=16,
+        batch=1,
+        block_rows=32,
+        out_rows=16,
+        compile_repeats=2,
+        timing=timing.TimingConfig(warmup=1, repeats=2, number=1, dispatch_only=False),
+        target_s_per_batch=0.001,
+        compile_budget_s=60.0,
+    )
     variants, timings = loop_study.sweep(cfg)
-    assert set(variants.variant) == {"python", "fori u=1", "fori u=3", "pl_loop u=1", "pl_loop u=3",
-                                     "hand_unrolled u=1", "hand_unrolled u=3"}
+    assert set(variants.variant) == {
+        "python",
+        "fori u=1",
+        "fori u=3",
+        "pl_loop u=1",
+        "pl_loop u=3",
+        "hand_unrolled u=1",
+        "hand_unrolled u=3",
+    }
     assert (variants.error_vs_tolerance <= 1.0).all()
     # Each compile is real: a jitted function caches its executable, so every repeat builds a fresh one.
     assert (variants.compiles == 2).all()
@@ -103,8 +157,18 @@ def test_sweep_refuses_a_wrong_kernel(monkeypatch):
 
     real = pk.reference
     monkeypatch.setattr(pk, "reference", lambda kernel, inputs, **kw: real(kernel, inputs, **kw) + 1.0)
-    cfg = loop_study.SweepConfig(mode="xla", Ts=[64], kernels=["seed"], loop_forms=["fori"], unrolls=[1], D=8,
-                                 batch=1, block_rows=32, out_rows=8, compile_repeats=1)
+    cfg = loop_study.SweepConfig(
+        mode="xla",
+        Ts=[64],
+        kernels=["seed"],
+        loop_forms=["fori"],
+        unrolls=[1],
+        D=8,
+        batch=1,
+        block_rows=32,
+        out_rows=8,
+        compile_repeats=1,
+    )
     with pytest.raises(AssertionError, match="differs from the float64 reference"):
         loop_study.sweep(cfg)
 
@@ -119,30 +183,69 @@ def test_a_variant_that_does_not_lower_is_recorded_not_timed(monkeypatch):
         return real(cfg, kernel, loop_form, unroll, T)
 
     monkeypatch.setattr(loop_study, "_build", build)
-    cfg = loop_study.SweepConfig(mode="xla", Ts=[64], kernels=["seed"], loop_forms=["fori", "hand_unrolled"],
-                                 unrolls=[1, 2], D=8, batch=1, block_rows=32, out_rows=8, compile_repeats=1,
-                                 timing=timing.TimingConfig(warmup=0, repeats=2, number=1, dispatch_only=False))
+    cfg = loop_study.SweepConfig(
+        mode="xla",
+        Ts=[64],
+        kernels=["seed"],
+        loop_forms=["fori", "hand_unrolled"],
+        unrolls=[1, 2],
+        D=8,
+        batch=1,
+        block_rows=32,
+        out_rows=8,
+        compile_repeats=1,
+        timing=timing.TimingConfig(warmup=0, repeats=2, number=1, dispatch_only=False),
+    )
     variants, timings = loop_study.sweep(cfg)
     status = variants.set_index("variant")["status"]
-    assert status["fori u=2"].startswith("does not lower: NotImplementedError") and status["fori u=1"] == "timed"
+    assert (
+        status["fori u=2"].startswith("does not lower: NotImplementedError") and status["fori u=1"] == "timed"
+    )
     assert "fori u=2" not in set(timings.variant) and "hand_unrolled u=2" in set(timings.variant)
     assert "fori u=2" not in set(loop_study.headline(variants, timings).variant)
 
 
 def test_python_max_steps_is_reported_not_hidden():
-    cfg = loop_study.SweepConfig(mode="xla", Ts=[64, 256], kernels=["attention"], unrolls=[1],
-                                 python_max_steps={"attention": 2}, block_rows=64)
-    assert ("python", 1) in cfg.variants("attention", 64) and ("python", 1) not in cfg.variants("attention", 256)
+    cfg = loop_study.SweepConfig(
+        mode="xla",
+        Ts=[64, 256],
+        kernels=["attention"],
+        unrolls=[1],
+        python_max_steps={"attention": 2},
+        block_rows=64,
+    )
+    assert ("python", 1) in cfg.variants("attention", 64) and ("python", 1) not in cfg.variants(
+        "attention", 256
+    )
     skipped = cfg.skipped()
-    assert list(skipped["T"]) == [256] and "exceeds python_max_steps['attention']=2" in skipped.iloc[0]["reason"]
+    assert (
+        list(skipped["T"]) == [256] and "exceeds python_max_steps['attention']=2" in skipped.iloc[0]["reason"]
+    )
 
 
-NOTEBOOK_PARAMS = dict(backend="cpu", quick=False, output_root="", host_devices=8, kernels=["seed", "attention"],
-                       loop_forms=["python", "fori", "pl_loop", "hand_unrolled"],
-                       timed_loop_forms=["python", "fori", "hand_unrolled"], unrolls=[1, 2], xla_Ts=[256],
-                       interpret_Ts=[256], device_Ts=[256], lowering_Ts=[256], D=64, cpu_batch=8, interpret_batch=2,
-                       device_batch=512, dtype="auto", block_rows=64, python_max_steps={}, repeats=3,
-                       compile_repeats=1)
+NOTEBOOK_PARAMS = dict(
+    backend="cpu",
+    quick=False,
+    output_root="",
+    host_devices=8,
+    kernels=["seed", "attention"],
+    loop_forms=["python", "fori", "pl_loop", "hand_unrolled"],
+    timed_loop_forms=["python", "fori", "hand_unrolled"],
+    unrolls=[1, 2],
+    xla_Ts=[256],
+    interpret_Ts=[256],
+    device_Ts=[256],
+    lowering_Ts=[256],
+    D=64,
+    cpu_batch=8,
+    interpret_batch=2,
+    device_batch=512,
+    dtype="auto",
+    block_rows=64,
+    python_max_steps={},
+    repeats=3,
+    compile_repeats=1,
+)
 
 
 @pytest.mark.parametrize(
@@ -174,8 +277,12 @@ def test_plan_on_cpu_reports_compiled_kernels_as_not_measured():
 
 
 def test_plan_on_gpu_uses_the_seed_sizes():
-    p = loop_study.settings(NOTEBOOK_PARAMS | dict(device_Ts=[256, 65536], python_max_steps={"seed": 4},
-                                                    device_python_max_steps={"attention": 256}))
+    p = loop_study.settings(
+        NOTEBOOK_PARAMS
+        | dict(
+            device_Ts=[256, 65536], python_max_steps={"seed": 4}, device_python_max_steps={"attention": 256}
+        )
+    )
     configs, missing = loop_study.plan("gpu", p)
     assert configs[0].mode == "pallas" and configs[0].dtype == "float16" and configs[0].batch == 512
     assert list(configs[0].Ts) == [256, 65536]
@@ -188,20 +295,46 @@ def test_plan_on_gpu_uses_the_seed_sizes():
 def test_figures_draw_from_synthetic_data():
     variants, timings = _synthetic(MS, COMPILE)
     head = loop_study.headline(variants, timings)
-    for fig, data in (loop_study.plot_ms_vs_T(timings, "xla"), loop_study.plot_compile_vs_T(variants, "xla"),
-                      loop_study.plot_unroll_heatmap(head, "xla")):
+    for fig, data in (
+        loop_study.plot_ms_vs_T(timings, "xla"),
+        loop_study.plot_compile_vs_T(variants, "xla"),
+        loop_study.plot_unroll_heatmap(head, "xla"),
+    ):
         assert len(data) > 0
         plt.close(fig)
-    matrix = pd.DataFrame([dict(kernel=k, compiler=c, T=T, loop_form=f, unroll=u, lowers=c != "mosaic_gpu" or k == "seed",
-                                ir_lines=100 * u + T // 64, loop_ops=1, lower_s=0.01)
-                           for k in ("seed", "attention") for c in ("triton", "mosaic_gpu") for T in (256, 1024)
-                           for f, u in (("python", 1), ("fori", 1), ("hand_unrolled", 2))])
+    matrix = pd.DataFrame(
+        [
+            dict(
+                kernel=k,
+                compiler=c,
+                T=T,
+                loop_form=f,
+                unroll=u,
+                lowers=c != "mosaic_gpu" or k == "seed",
+                ir_lines=100 * u + T // 64,
+                loop_ops=1,
+                lower_s=0.01,
+            )
+            for k in ("seed", "attention")
+            for c in ("triton", "mosaic_gpu")
+            for T in (256, 1024)
+            for f, u in (("python", 1), ("fori", 1), ("hand_unrolled", 2))
+        ]
+    )
     fig, data = loop_study.plot_ir_size(matrix)
-    assert set(data.compiler) == {"triton", "mosaic_gpu"} and not ((data.kernel == "attention") & (data.compiler == "mosaic_gpu")).any()
+    assert (
+        set(data.compiler) == {"triton", "mosaic_gpu"}
+        and not ((data.kernel == "attention") & (data.compiler == "mosaic_gpu")).any()
+    )
     plt.close(fig)
     # the curves: Python loop, fori u=1 and the hand-unrolled loop; the heatmap: every unrolled form
-    assert loop_study.key_variants(timings) == ["python", "fori u=1", "hand_unrolled u=1", "hand_unrolled u=2",
-                                                "hand_unrolled u=4"]
+    assert loop_study.key_variants(timings) == [
+        "python",
+        "fori u=1",
+        "hand_unrolled u=1",
+        "hand_unrolled u=2",
+        "hand_unrolled u=4",
+    ]
 
 
 @pytest.mark.notebook
@@ -214,10 +347,15 @@ def test_notebook_quick_run(tmp_path):
     modes = {row["mode"] for row in summary["headline"]}
     assert modes == {"xla", "pallas_interpret"}
     assert {row["unroll"] for row in summary["headline"]} == set(loop_study.QUICK["unrolls"])
-    assert {row["T"] for row in summary["headline"] if row["mode"] == "xla"} == set(loop_study.QUICK["xla_Ts"])
+    assert {row["T"] for row in summary["headline"] if row["mode"] == "xla"} == set(
+        loop_study.QUICK["xla_Ts"]
+    )
     assert all(row["error_vs_tolerance"] <= 1.0 for row in summary["headline"])
     assert all(row["ms_per_call"] > 0 for row in summary["headline"])
-    assert any(e["compiler"] == "triton" and e["error_type"] == "NotImplementedError" for e in summary["lowering_errors"])
+    assert any(
+        e["compiler"] == "triton" and e["error_type"] == "NotImplementedError"
+        for e in summary["lowering_errors"]
+    )
     assert summary["not_measured"][0]["status"] == "not measured"
     assert "xla/seed" in summary["goals_hand_unrolled"]
     md = (results / "summary.md").read_text()
@@ -225,7 +363,12 @@ def test_notebook_quick_run(tmp_path):
     for name in ("lowering_matrix", "variants", "timings", "headline", "recommendation", "not_measured"):
         assert (results / f"{name}.csv").exists() and (results / f"{name}.json").exists(), name
     figures = tmp_path / "figures" / "cpu"
-    for name in ("ms_per_call_vs_T_xla", "compile_ms_vs_T_xla", "unroll_heatmap_xla",
-                 "ms_per_call_vs_T_pallas_interpret", "ir_lines_vs_T"):
+    for name in (
+        "ms_per_call_vs_T_xla",
+        "compile_ms_vs_T_xla",
+        "unroll_heatmap_xla",
+        "ms_per_call_vs_T_pallas_interpret",
+        "ir_lines_vs_T",
+    ):
         for ext in ("png", "svg", "csv"):
             assert (figures / f"loops_{name}.{ext}").exists(), f"{name}.{ext}"

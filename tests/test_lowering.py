@@ -19,8 +19,12 @@ def matrix():
 
 
 def _row(matrix, kernel, form, unroll, compiler):
-    rows = matrix[(matrix.kernel == kernel) & (matrix.loop_form == form) & (matrix.unroll == unroll)
-                  & (matrix.compiler == compiler)]
+    rows = matrix[
+        (matrix.kernel == kernel)
+        & (matrix.loop_form == form)
+        & (matrix.unroll == unroll)
+        & (matrix.compiler == compiler)
+    ]
     assert len(rows) == 1
     return rows.iloc[0]
 
@@ -58,14 +62,23 @@ def test_matrix_covers_every_variant(matrix):
 def test_which_variants_lower(matrix, kernel, variant):
     for compiler in lowering.COMPILERS:
         row = _row(matrix, kernel, *variant, compiler)
-        assert bool(row.lowers) is _expected(kernel, variant, compiler), (kernel, variant, compiler, row.error)
+        assert bool(row.lowers) is _expected(kernel, variant, compiler), (
+            kernel,
+            variant,
+            compiler,
+            row.error,
+        )
 
 
 def test_triton_rejects_unroll_in_fori_loop(matrix):
     for form in ("fori", "pl_loop"):
         row = _row(matrix, "attention", form, 2, "triton")
         assert row.error_type == "NotImplementedError"
-        assert "triton/lowering.py" in row.error and "_scan_lowering_rule" in row.error and "unroll != 1" in row.error
+        assert (
+            "triton/lowering.py" in row.error
+            and "_scan_lowering_rule" in row.error
+            and "unroll != 1" in row.error
+        )
 
 
 def test_mosaic_gpu_errors(matrix):
@@ -131,14 +144,18 @@ def test_verdicts_table(matrix):
 def test_triton_backend_is_deprecated(matrix):
     # jax 0.12 warns that Pallas' Triton backend will be removed: the study must say so.
     row = _row(matrix, "seed", "fori", 1, "triton")
-    assert row.warning.startswith("DeprecationWarning") and "Pallas Triton backend is deprecated" in row.warning
+    assert (
+        row.warning.startswith("DeprecationWarning") and "Pallas Triton backend is deprecated" in row.warning
+    )
 
 
 def test_lowering_answer_for_the_summary(matrix):
     from jaxperf import loop_study
 
     lines = loop_study.lowering_answer(matrix)
-    assert lines[0].startswith("- triton: `fori_loop`/`pl.loop` fail with unroll in {2, 8} (NotImplementedError)")
+    assert lines[0].startswith(
+        "- triton: `fori_loop`/`pl.loop` fail with unroll in {2, 8} (NotImplementedError)"
+    )
     assert "hand-unrolled loop lowers in 6 of the 6 cases" in lines[0]
     assert "fail with unroll in {8}" in lines[1] and "lowers in 3 of the 3 cases" in lines[1]
     assert lines[2] == "- mosaic_tpu: every unroll of `fori_loop`/`pl.loop` lowers where unroll=1 does."
@@ -148,4 +165,7 @@ def test_mosaic_gpu_copies_at_most_256_rows():
     # The kernel holds a batch element's whole [T, D] rows; Mosaic GPU's async copy takes <= 256 per dimension.
     row = lowering.lower_one("seed", "fori", 1, "mosaic_gpu", T=1024, **SHAPE)
     assert not row.lowers and row.error_type == "ValueError"
-    assert row.error == "Async copies only support copying <=256 elements along each dimension, got (1, 1024, 64)"
+    assert (
+        row.error
+        == "Async copies only support copying <=256 elements along each dimension, got (1, 1024, 64)"
+    )

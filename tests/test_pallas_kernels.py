@@ -15,8 +15,15 @@ VARIANTS = [("python", 1)] + [(f, u) for f in ("fori", "pl_loop", "hand_unrolled
 
 
 def _inputs(kernel, dtype="float32", seed=0):
-    arrays = pk.make_inputs(kernel, seed, T=SHAPE["T"], D=SHAPE["D"], batch=SHAPE["batch"], dtype=dtype,
-                            out_rows=SHAPE["out_rows"])
+    arrays = pk.make_inputs(
+        kernel,
+        seed,
+        T=SHAPE["T"],
+        D=SHAPE["D"],
+        batch=SHAPE["batch"],
+        dtype=dtype,
+        out_rows=SHAPE["out_rows"],
+    )
     return tuple(np.asarray(a) for a in arrays)
 
 
@@ -32,7 +39,9 @@ def test_interpret_mode_matches_reference(kernel, loop_form, unroll):
 
 
 @pytest.mark.parametrize("kernel", pk.KERNELS)
-@pytest.mark.parametrize("loop_form, unroll", [("python", 1), ("fori", 4), ("pl_loop", 2), ("hand_unrolled", 3)])
+@pytest.mark.parametrize(
+    "loop_form, unroll", [("python", 1), ("fori", 4), ("pl_loop", 2), ("hand_unrolled", 3)]
+)
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_plain_jit_matches_reference(kernel, loop_form, unroll, dtype):
     fn, _ = pk.build_xla(kernel, loop_form, unroll, dtype=dtype, **SHAPE)
@@ -46,7 +55,7 @@ def test_the_kernels_depend_on_every_step():
         fn, _ = pk.build(kernel, "hand_unrolled", 2, dtype="float32", interpret=True, **SHAPE)
         inputs = _inputs(kernel)
         changed = tuple(np.array(a) for a in inputs)
-        changed[-1][:, -SHAPE["block_rows"]:, :] += 1.0
+        changed[-1][:, -SHAPE["block_rows"] :, :] += 1.0
         assert not np.allclose(fn(*inputs), fn(*changed)), kernel
 
 
@@ -55,7 +64,10 @@ def test_check_close_catches_a_wrong_answer(kernel):
     inputs = _inputs(kernel)
     want = pk.reference(kernel, inputs, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"])
     tol = pk.tolerance(kernel, inputs, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"])
-    assert pk.check_close(kernel, want, inputs, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"]) == 0.0
+    assert (
+        pk.check_close(kernel, want, inputs, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"])
+        == 0.0
+    )
     wrong = want.copy()
     wrong[1, 3, 5] += 3 * tol[1, 3, 5]
     with pytest.raises(AssertionError, match="differs from the float64 reference"):
@@ -82,12 +94,24 @@ def test_check_close_on_a_batch_subset():
 
 def test_example_args_are_shape_structs():
     args = pk.example_args("attention", T=256, D=64, batch=3, dtype="float16", block_rows=64)
-    assert [(a.shape, str(a.dtype)) for a in args] == [((3, 128, 64), "float16"), ((3, 256, 64), "float16"),
-                                                      ((3, 256, 64), "float16")]
+    assert [(a.shape, str(a.dtype)) for a in args] == [
+        ((3, 128, 64), "float16"),
+        ((3, 256, 64), "float16"),
+        ((3, 256, 64), "float16"),
+    ]
 
 
-GOOD = dict(kernel="seed", loop_form="fori", unroll=1, T=256, D=64, batch=2, dtype="float32", block_rows=64,
-            interpret=True)
+GOOD = dict(
+    kernel="seed",
+    loop_form="fori",
+    unroll=1,
+    T=256,
+    D=64,
+    batch=2,
+    dtype="float32",
+    block_rows=64,
+    interpret=True,
+)
 
 
 @pytest.mark.parametrize(
@@ -113,5 +137,7 @@ def test_bad_parameters_raise_clear_errors(change, match):
 def test_interface_for_the_triton_compile_study():
     assert pk.KERNELS == ("seed", "attention")
     assert pk.LOOP_FORMS == ("python", "fori", "pl_loop", "hand_unrolled")
-    fn, args = pk.build("seed", "fori", 1, T=128, D=16, batch=1, dtype="float16", block_rows=64, interpret=False)
+    fn, args = pk.build(
+        "seed", "fori", 1, T=128, D=16, batch=1, dtype="float16", block_rows=64, interpret=False
+    )
     assert callable(fn.lower) and all(hasattr(a, "shape") for a in args)

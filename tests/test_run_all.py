@@ -15,16 +15,20 @@ RUN_ALL = str(PROJECT_ROOT / "run_all.sh")
 
 
 def run(*args, env=None, timeout=300):
-    return subprocess.run([RUN_ALL, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [RUN_ALL, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--bogus"], "unknown option '--bogus'"),
-    (["--backend", "quantum"], "--backend 'quantum' is not one of auto, cpu, gpu, tpu"),
-    (["--timeout", "soon"], "--timeout 'soon' is not a positive integer"),
-    (["--only", "99"], "--only '99' matches no notebook"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--bogus"], "unknown option '--bogus'"),
+        (["--backend", "quantum"], "--backend 'quantum' is not one of auto, cpu, gpu, tpu"),
+        (["--timeout", "soon"], "--timeout 'soon' is not a positive integer"),
+        (["--only", "99"], "--only '99' matches no notebook"),
+    ],
+)
 def test_bad_options_print_usage_and_fail(args, message):
     proc = run(*args)
     assert proc.returncode == 2
@@ -44,11 +48,15 @@ def _notebook(path: Path, body: str) -> None:
 def test_failing_notebook_does_not_stop_others_or_touch_results(tmp_path):
     nbs, out = tmp_path / "nbs", tmp_path / "out"
     nbs.mkdir()
-    write = ("from pathlib import Path\n"
-             "d = Path(output_root) / 'results' / backend / '{name}'\n"
-             "d.mkdir(parents=True, exist_ok=True)\n"
-             "(d / 'value.txt').write_text('{value}')\n")
-    _notebook(nbs / "01_breaks.ipynb", write.format(name="breaks", value="new") + "raise RuntimeError('boom')")
+    write = (
+        "from pathlib import Path\n"
+        "d = Path(output_root) / 'results' / backend / '{name}'\n"
+        "d.mkdir(parents=True, exist_ok=True)\n"
+        "(d / 'value.txt').write_text('{value}')\n"
+    )
+    _notebook(
+        nbs / "01_breaks.ipynb", write.format(name="breaks", value="new") + "raise RuntimeError('boom')"
+    )
     _notebook(nbs / "02_works.ipynb", write.format(name="works", value="new"))
     committed = out / "results" / "cpu" / "breaks" / "value.txt"
     committed.parent.mkdir(parents=True)
@@ -56,12 +64,12 @@ def test_failing_notebook_does_not_stop_others_or_touch_results(tmp_path):
 
     proc = run("--backend", "cpu", "--output-root", str(out), env={"JAXPERF_NOTEBOOKS_DIR": str(nbs)})
     assert proc.returncode == 1, proc.stderr[-3000:]
-    assert committed.read_text() == "committed"                       # the failed run left it alone
+    assert committed.read_text() == "committed"  # the failed run left it alone
     assert (out / "results" / "cpu" / "works" / "value.txt").read_text() == "new"
     executed = json.loads((out / "results" / "cpu" / "02_works.ipynb").read_text())
     assert "".join(executed["cells"][-1]["source"]).startswith("from pathlib")  # executed copy moved too
     assert all(c.get("execution_count") for c in executed["cells"] if c["cell_type"] == "code")
-    table = proc.stdout[proc.stdout.index("=== summary"):]
+    table = proc.stdout[proc.stdout.index("=== summary") :]
     assert "01_breaks" in table and "FAILED" in table
     assert "02_works" in table and " ok " in table
     assert "1 notebook(s) failed" in proc.stderr

@@ -29,7 +29,9 @@ def make_variants(clock, costs, log):
             clock.now += cost
             clock.cpu_now += cost / 2
             return name
+
         return call
+
     return {name: variant(name) for name in costs}
 
 
@@ -37,8 +39,9 @@ def test_warmup_calls_are_not_counted():
     clock, log = FakeClock(), []
     # The first 3 calls of "a" are 1000x slower (compilation); then 1 ms each.
     costs = {"a": lambda i: 1.0 if i <= 3 else 0.001}
-    cfg = timing.TimingConfig(warmup=3, repeats=4, number=5, dispatch_only=False,
-                              clock=timing.Clock(clock.wall, clock.cpu))
+    cfg = timing.TimingConfig(
+        warmup=3, repeats=4, number=5, dispatch_only=False, clock=timing.Clock(clock.wall, clock.cpu)
+    )
     df = timing.compare(make_variants(clock, costs, log), cfg, sync=lambda x: x)
     assert len(log) == 3 + 4 * 5
     assert np.allclose(df["wall_s_per_call"], 0.001)
@@ -49,13 +52,15 @@ def test_warmup_calls_are_not_counted():
 def test_interleaving_rotates_order_each_repeat():
     clock, log = FakeClock(), []
     costs = {"a": lambda i: 0.001, "b": lambda i: 0.002, "c": lambda i: 0.003}
-    cfg = timing.TimingConfig(warmup=0, repeats=3, number=1, dispatch_only=False,
-                              clock=timing.Clock(clock.wall, clock.cpu))
+    cfg = timing.TimingConfig(
+        warmup=0, repeats=3, number=1, dispatch_only=False, clock=timing.Clock(clock.wall, clock.cpu)
+    )
     df = timing.compare(make_variants(clock, costs, log), cfg, sync=lambda x: x)
     assert log == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert list(df["variant"]) == log
     assert df.groupby("variant")["wall_s_per_call"].median().to_dict() == pytest.approx(
-        {"a": 0.001, "b": 0.002, "c": 0.003})
+        {"a": 0.001, "b": 0.002, "c": 0.003}
+    )
 
 
 def test_dispatch_only_excludes_the_final_block():
@@ -86,11 +91,13 @@ def test_iqr_stats_and_summarize():
 
 
 def test_pair_ratios_match_repeats():
-    df = pd.DataFrame({
-        "variant": ["base", "fast", "base", "fast"],
-        "repeat": [0, 0, 1, 1],
-        "it_per_s": [10.0, 30.0, 20.0, 40.0],
-    })
+    df = pd.DataFrame(
+        {
+            "variant": ["base", "fast", "base", "fast"],
+            "repeat": [0, 0, 1, 1],
+            "it_per_s": [10.0, 30.0, 20.0, 40.0],
+        }
+    )
     r = timing.pair_ratios(df, "base")
     fast = r[r["variant"] == "fast"].sort_values("repeat")["ratio"].tolist()
     assert fast == [3.0, 2.0]  # paired per repeat, not median / median (=2.33)

@@ -10,8 +10,8 @@ import sys
 
 import pandas as pd
 import pytest
-
 from conftest import assert_clean_source, run_notebook
+
 from jaxperf import compile_study as cs
 from jaxperf import pallas_kernels as pk
 from jaxperf import triton_compile as tc
@@ -27,6 +27,7 @@ def _seed(loop_form: str, unroll: int = 1, **overrides):
 
 # --- targets and parameters -------------------------------------------------
 
+
 @pytest.mark.parametrize("bad", ["sm_75", "sm90", 90, "", None])
 def test_bad_target_is_a_clear_error(bad):
     with pytest.raises(ValueError, match=r"target=.*not allowed.*'sm_90', 'sm_86', 'sm_80'"):
@@ -38,19 +39,49 @@ def test_bad_target_is_a_clear_error(bad):
         tc.capture(fn, args, target=bad)
 
 
-BASE_PARAMS = dict(backend="cpu", quick=False, output_root="", host_devices=8, target="sm_90",
-                   kernels=["seed", "attention"], loop_forms=list(cs.LOOP_FORMS), sizes=list(cs.SEED_SIZES),
-                   unrolls=[1, 2, 4, 8, 16], attention_sizes=[256, 8192, 65536], attention_unrolls=[1, 2, 4, 8],
-                   repeats=3, repeat_below_s=0.5, max_compile_s=30.0, quick_sizes=[256, 512], quick_attention_sizes=[256],
-                   quick_unrolls=[1, 2])
+BASE_PARAMS = dict(
+    backend="cpu",
+    quick=False,
+    output_root="",
+    host_devices=8,
+    target="sm_90",
+    kernels=["seed", "attention"],
+    loop_forms=list(cs.LOOP_FORMS),
+    sizes=list(cs.SEED_SIZES),
+    unrolls=[1, 2, 4, 8, 16],
+    attention_sizes=[256, 8192, 65536],
+    attention_unrolls=[1, 2, 4, 8],
+    repeats=3,
+    repeat_below_s=0.5,
+    max_compile_s=30.0,
+    quick_sizes=[256, 512],
+    quick_attention_sizes=[256],
+    quick_unrolls=[1, 2],
+)
 
 
-@pytest.mark.parametrize("name, value", [
-    ("target", "sm_70"), ("kernels", "seed"), ("kernels", ["flash"]), ("loop_forms", ["while"]),
-    ("sizes", [100]), ("sizes", []), ("sizes", 256), ("attention_sizes", [64, 96]), ("unrolls", [0]),
-    ("attention_unrolls", []), ("repeats", 0), ("repeats", 9),
-    ("max_compile_s", 0), ("max_compile_s", True), ("repeat_below_s", -1.0), ("quick", "yes"), ("backend", "cuda"),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("target", "sm_70"),
+        ("kernels", "seed"),
+        ("kernels", ["flash"]),
+        ("loop_forms", ["while"]),
+        ("sizes", [100]),
+        ("sizes", []),
+        ("sizes", 256),
+        ("attention_sizes", [64, 96]),
+        ("unrolls", [0]),
+        ("attention_unrolls", []),
+        ("repeats", 0),
+        ("repeats", 9),
+        ("max_compile_s", 0),
+        ("max_compile_s", True),
+        ("repeat_below_s", -1.0),
+        ("quick", "yes"),
+        ("backend", "cuda"),
+    ],
+)
 def test_settings_name_the_bad_parameter(name, value):
     with pytest.raises(ValueError, match=rf"{name}(\[\.\.\.\])?="):
         cs.settings({**BASE_PARAMS, name: value})
@@ -70,6 +101,7 @@ def test_settings_plan():
 
 
 # --- absence of the extra ---------------------------------------------------
+
 
 def test_absent_triton_is_reported_not_crashed(monkeypatch):
     monkeypatch.setitem(sys.modules, "triton", None)  # import triton -> ImportError
@@ -93,6 +125,7 @@ def test_absent_triton_is_reported_not_crashed(monkeypatch):
 
 
 # --- capture ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("loop_form, unroll", [(f, 1) for f in pk.LOOP_FORMS] + [("hand_unrolled", 2)])
 def test_capture_gives_a_triton_module_for_each_loop_form(loop_form, unroll):
@@ -169,6 +202,7 @@ $L__BB0_1:
 
 # --- compiling (needs the triton extra) ---------------------------------------
 
+
 @needs_triton
 def test_small_compile_yields_sass():
     fn, args = _seed("fori")
@@ -194,15 +228,18 @@ def test_compile_for_sm80_uses_the_plain_ptxas():
 @needs_triton
 def test_sweep_records_what_does_not_lower_and_what_is_over_budget():
     plan = cs.variants(["seed"], ["python", "fori"], [1, 2])
-    df = cs.sweep(plan, [256, 512], max_compile_s=1e-3, repeats=2, repeat_below_s=1e9,
-                  shape=cs.Shape(batch=8))
+    df = cs.sweep(
+        plan, [256, 512], max_compile_s=1e-3, repeats=2, repeat_below_s=1e9, shape=cs.Shape(batch=8)
+    )
     med = cs.point_medians(df).set_index(["variant", "T"])
     assert med.loc[("fori u=1", 512), "compiles"] == 2  # cheap points are compiled `repeats` times
     assert (df[df.status == cs.STATUS_NO_LOWER].repeat == 0).all()  # recorded once, not retried
     assert med.loc[("fori u=1", 256), "status"] == med.loc[("fori u=1", 512), "status"] == cs.STATUS_OK
     assert med.loc[("fori u=2", 256), "status"] == cs.STATUS_NO_LOWER
     assert med.loc[("python", 256), "status"] == cs.STATUS_OK
-    assert med.loc[("python", 512), "status"] == cs.STATUS_OVER_BUDGET  # the budget applies to the Python loop only
+    assert (
+        med.loc[("python", 512), "status"] == cs.STATUS_OVER_BUDGET
+    )  # the budget applies to the Python loop only
     ok = df[df.status == cs.STATUS_OK]
     assert (ok.sass_instructions > 0).all()
     summary = cs.summary_dict(df, target="sm_90", repeats=1, max_compile_s=1e-3, status=TRITON)
@@ -214,12 +251,18 @@ def test_sweep_records_what_does_not_lower_and_what_is_over_budget():
     table = cs.seed_format_table(df)
     assert list(table["T"]) == [256, 512] and table.iloc[0, 4] == "177 / 193 ms"
     assert list(cs.stages_by_T(df)["T"]) == [256]
-    for plot in (cs.plot_compile_vs_T, cs.plot_sass_vs_T, cs.plot_stage_breakdown, cs.plot_python_stages_vs_T):
+    for plot in (
+        cs.plot_compile_vs_T,
+        cs.plot_sass_vs_T,
+        cs.plot_stage_breakdown,
+        cs.plot_python_stages_vs_T,
+    ):
         fig, data = plot(df)
         assert isinstance(data, pd.DataFrame) and not data.empty
 
 
 # --- the notebook ---------------------------------------------------------------
+
 
 def test_notebook_source_is_clean():
     assert_clean_source("04_triton_compile")
@@ -227,8 +270,15 @@ def test_notebook_source_is_clean():
 
 @pytest.mark.notebook
 def test_notebook_quick_run(tmp_path):
-    run_notebook("04_triton_compile", tmp_path, quick=True, kernels=["seed"],
-                 loop_forms=["python", "fori", "hand_unrolled"], quick_sizes=[256], quick_unrolls=[1, 2])
+    run_notebook(
+        "04_triton_compile",
+        tmp_path,
+        quick=True,
+        kernels=["seed"],
+        loop_forms=["python", "fori", "hand_unrolled"],
+        quick_sizes=[256],
+        quick_unrolls=[1, 2],
+    )
     out = tmp_path / "results" / "cpu" / "triton_compile"
     summary = json.loads((out / "summary.json").read_text())
     markdown = (out / "summary.md").read_text()
@@ -238,8 +288,12 @@ def test_notebook_quick_run(tmp_path):
         assert summary["measured"] is True
         assert summary["seed_format_table"]["seed"][0]["T"] == 256
         assert {r["variant"] for r in summary["does_not_lower"]} == {"fori u=2"}
-        assert figures == ["triton_compile_compile_ms_vs_T.png", "triton_compile_python_stages_vs_T.png",
-                           "triton_compile_sass_instructions_vs_T.png", "triton_compile_stages_at_largest_T.png"]
+        assert figures == [
+            "triton_compile_compile_ms_vs_T.png",
+            "triton_compile_python_stages_vs_T.png",
+            "triton_compile_sass_instructions_vs_T.png",
+            "triton_compile_stages_at_largest_T.png",
+        ]
         records = pd.read_csv(out / "compile_records.csv")
         assert (records[records.status == "ok"].sass_instructions > 0).all()
     else:
@@ -250,18 +304,62 @@ def test_verdict_fits_exponents_and_ignores_remainder_only_points():
     rows = []
     for T in (256, 1024, 4096, 16384):
         steps = T // 64
-        rows.append(dict(kernel="seed", loop_form="python", unroll=1, variant="python", T=T, steps=steps,
-                         status="ok", error="", compile_ms=0.05 * T ** 1.3))
+        rows.append(
+            dict(
+                kernel="seed",
+                loop_form="python",
+                unroll=1,
+                variant="python",
+                T=T,
+                steps=steps,
+                status="ok",
+                error="",
+                compile_ms=0.05 * T**1.3,
+            )
+        )
         # a single noisy compile (2.5x) does not make a flat loop "grow"
-        rows.append(dict(kernel="seed", loop_form="fori", unroll=1, variant="fori u=1", T=T, steps=steps,
-                         status="ok", error="", compile_ms=500.0 if T == 1024 else 200.0))
+        rows.append(
+            dict(
+                kernel="seed",
+                loop_form="fori",
+                unroll=1,
+                variant="fori u=1",
+                T=T,
+                steps=steps,
+                status="ok",
+                error="",
+                compile_ms=500.0 if T == 1024 else 200.0,
+            )
+        )
         # below trip == k the hand-unrolled loop is only remainder copies: cheap, and not the baseline
-        rows.append(dict(kernel="seed", loop_form="hand_unrolled", unroll=16, variant="hand_unrolled u=16", T=T,
-                         steps=steps, status="ok", error="", compile_ms=100.0 if steps < 16 else 900.0))
+        rows.append(
+            dict(
+                kernel="seed",
+                loop_form="hand_unrolled",
+                unroll=16,
+                variant="hand_unrolled u=16",
+                T=T,
+                steps=steps,
+                status="ok",
+                error="",
+                compile_ms=100.0 if steps < 16 else 900.0,
+            )
+        )
     df = pd.DataFrame(rows)
-    for column in ["triton_ms", *cs.STAGE_COLUMNS, "triton_lowering_ms", "ttir_lines", "ptx_instructions",
-                   "sass_instructions", "registers", "spill_stores_bytes", "spill_loads_bytes",
-                   "local_memory_instructions", "backward_branches", "loop_present"]:
+    for column in [
+        "triton_ms",
+        *cs.STAGE_COLUMNS,
+        "triton_lowering_ms",
+        "ttir_lines",
+        "ptx_instructions",
+        "sass_instructions",
+        "registers",
+        "spill_stores_bytes",
+        "spill_loads_bytes",
+        "local_memory_instructions",
+        "backward_branches",
+        "loop_present",
+    ]:
         df[column] = 0
     g = cs.growth(df).set_index("variant")
     assert g.loc["python", "exponent"] == pytest.approx(1.3)

@@ -15,12 +15,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from jaxperf import versions
 from conftest import assert_clean_source, run_notebook
 
-TINY = versions.BenchConfig(warmup=1, repeats=2, number=2, mlp_depth=2, mlp_width=16, d_model=16, blocks=1,
-                            heads=2, seq_len=4, vocab=32, batch=1)
+from jaxperf import versions
+
+TINY = versions.BenchConfig(
+    warmup=1,
+    repeats=2,
+    number=2,
+    mlp_depth=2,
+    mlp_width=16,
+    d_model=16,
+    blocks=1,
+    heads=2,
+    seq_len=4,
+    vocab=32,
+    batch=1,
+)
 CURRENT = "0.13.8"
 
 
@@ -46,12 +57,15 @@ def test_current_release_pins_match_the_project():
         assert md.version(name) == pins.pins[name], "pyproject.toml and pins/0.13.8.txt disagree"
 
 
-@pytest.mark.parametrize("text, match", [
-    ("# python: 3.10\nequinox==0.7.1\nnumpy<2\n", "not an exact pin"),
-    ("equinox==0.7.1\n", "no '# python: X.Y' line"),
-    ("# python: 3.10\njax==0.4.13\n", "no 'equinox==...' pin"),
-    ("# python: 3.10\nequinox==0.9.2\n", "named for 0.7.1"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("# python: 3.10\nequinox==0.7.1\nnumpy<2\n", "not an exact pin"),
+        ("equinox==0.7.1\n", "no '# python: X.Y' line"),
+        ("# python: 3.10\njax==0.4.13\n", "no 'equinox==...' pin"),
+        ("# python: 3.10\nequinox==0.9.2\n", "named for 0.7.1"),
+    ],
+)
 def test_read_pins_rejects_anything_but_exact_pins(tmp_path, text, match):
     path = tmp_path / "0.7.1.txt"
     path.write_text(text)
@@ -106,7 +120,9 @@ def _fake_python(tmp_path: Path, body: str) -> Path:
 
 
 def test_child_failure_surfaces_its_stderr(tmp_path):
-    broken = _fake_python(tmp_path, 'echo "ImportError: no module named equinox (from the child)" >&2; exit 3')
+    broken = _fake_python(
+        tmp_path, 'echo "ImportError: no module named equinox (from the child)" >&2; exit 3'
+    )
     with pytest.raises(versions.BenchmarkError, match="(?s)exited 3.*no module named equinox"):
         versions.run_bench(broken, TINY)
 
@@ -120,8 +136,12 @@ def test_child_printing_no_json_is_an_error(tmp_path):
 def test_bench_old_rejects_bad_flags():
     import subprocess
 
-    proc = subprocess.run([sys.executable, str(versions.BENCH_SCRIPT), "--models", "resnet"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(versions.BENCH_SCRIPT), "--models", "resnet"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0 and proc.stdout == ""
     assert "--models" in proc.stderr and "resnet" in proc.stderr
 
@@ -148,8 +168,9 @@ def test_failed_environment_is_reported_not_raised(tmp_path):
     broken = versions.PINS_DIR.joinpath("0.7.1.txt").read_text().replace("# python: 3.10", "# python: 2.1")
     (pins_dir / "0.7.1.txt").write_text(broken)
     logged = []
-    matrix = versions.gather(["0.7.1", CURRENT], TINY, envs_dir=tmp_path / "envs", pins_dir=pins_dir,
-                             log=logged.append)
+    matrix = versions.gather(
+        ["0.7.1", CURRENT], TINY, envs_dir=tmp_path / "envs", pins_dir=pins_dir, log=logged.append
+    )
     envs = matrix.environments.set_index("release")
     assert envs.loc["0.7.1", "status"] == "failed"
     assert "Python 2.1" in envs.loc["0.7.1", "error"] and "JAXPERF_PYTHON_2_1" in envs.loc["0.7.1", "error"]
@@ -167,7 +188,9 @@ def test_failed_environment_is_reported_not_raised(tmp_path):
     assert "Environments that failed" in markdown and "Not answered in this run" in markdown
 
 
-def _synthetic_matrix(extra_s: dict[str, float], jax_of: dict[str, str], repeats: int = 8) -> versions.VersionMatrix:
+def _synthetic_matrix(
+    extra_s: dict[str, float], jax_of: dict[str, str], repeats: int = 8
+) -> versions.VersionMatrix:
     """filter_pmap costs ``extra_s`` more per call than jax.pmap (1 ms), with a little jitter."""
     rng = np.random.default_rng(0)
     rows = []
@@ -175,14 +198,47 @@ def _synthetic_matrix(extra_s: dict[str, float], jax_of: dict[str, str], repeats
         for model in versions.MODELS:
             for repeat in range(repeats):
                 base = 1e-3 * (1 + 0.05 * rng.standard_normal())
-                for variant, wall in (("pmap_params", base), ("filter_pmap", base + extra), ("pmap_cached", 0.9 * base)):
-                    rows.append({"release": release, "equinox": release, "jax": jax_of[release], "python": "3.10",
-                                 "round": 0, "model": model, "variant": variant, "repeat": repeat, "position": 0,
-                                 "calls": 10, "wall_s_per_call": wall, "cpu_s_per_call": wall,
-                                 "it_per_s": 1 / wall, "dispatch_s_per_call": wall / 2})
-    envs = pd.DataFrame([{"release": r, "python": "3.10", "jax": jax_of[r], "jaxlib": jax_of[r], "numpy": "1.26.4",
-                          "environment": "cached", "build_s": 0.0, "bench_wall_s": 1.0, "rounds_run": 1,
-                          "status": "ok", "error": ""} for r in extra_s])
+                for variant, wall in (
+                    ("pmap_params", base),
+                    ("filter_pmap", base + extra),
+                    ("pmap_cached", 0.9 * base),
+                ):
+                    rows.append(
+                        {
+                            "release": release,
+                            "equinox": release,
+                            "jax": jax_of[release],
+                            "python": "3.10",
+                            "round": 0,
+                            "model": model,
+                            "variant": variant,
+                            "repeat": repeat,
+                            "position": 0,
+                            "calls": 10,
+                            "wall_s_per_call": wall,
+                            "cpu_s_per_call": wall,
+                            "it_per_s": 1 / wall,
+                            "dispatch_s_per_call": wall / 2,
+                        }
+                    )
+    envs = pd.DataFrame(
+        [
+            {
+                "release": r,
+                "python": "3.10",
+                "jax": jax_of[r],
+                "jaxlib": jax_of[r],
+                "numpy": "1.26.4",
+                "environment": "cached",
+                "build_s": 0.0,
+                "bench_wall_s": 1.0,
+                "rounds_run": 1,
+                "status": "ok",
+                "error": "",
+            }
+            for r in extra_s
+        ]
+    )
     return versions.VersionMatrix(timings=pd.DataFrame(rows), environments=envs, documents={})
 
 
@@ -195,8 +251,9 @@ def test_tabulate_and_summary_answer_the_question():
     assert row["extra_cpu_ms_median"] == pytest.approx(11.0, abs=1e-6)
     assert row["filter_pmap_ratio_median"] == pytest.approx(1 / 12, rel=0.1)
     assert row["pmap_cached_ratio_median"] == pytest.approx(1 / 0.9, rel=1e-6)
-    summary, markdown = versions.summarize(table, matrix.environments, bench=versions.BenchConfig(), rounds=1,
-                                           host_devices=8)
+    summary, markdown = versions.summarize(
+        table, matrix.environments, bench=versions.BenchConfig(), rounds=1, host_devices=8
+    )
     verdict = summary["verdict"]
     assert verdict["before"] == "0.9.2" and verdict["after"] == "0.10.2" and verdict["answer"] == "yes"
     change = summary["fixed_jax_comparisons"]["mlp: 0.9.2 -> 0.10.2"]
@@ -216,8 +273,9 @@ def test_tabulate_and_summary_answer_the_question():
 def test_no_change_is_not_called_help():
     jax_of = {"0.9.2": "0.4.13", "0.10.2": "0.4.13"}
     table = versions.tabulate(_synthetic_matrix({"0.9.2": 5e-3, "0.10.2": 5e-3}, jax_of))
-    summary, markdown = versions.summarize(table, pd.DataFrame(columns=["status"]), bench=versions.BenchConfig(),
-                                           rounds=1, host_devices=8)
+    summary, markdown = versions.summarize(
+        table, pd.DataFrame(columns=["status"]), bench=versions.BenchConfig(), rounds=1, host_devices=8
+    )
     assert summary["verdict"]["answer"] == "no measurable change"
 
 
@@ -230,8 +288,9 @@ def test_notebook_runs_on_the_current_release_only(tmp_path):
     """Quick mode restricted to today's release: no old environment is built."""
     import json
 
-    run_notebook("03_equinox_versions", tmp_path, quick=True, quick_releases=[CURRENT], repeats=2, number=2,
-                 warmup=1)
+    run_notebook(
+        "03_equinox_versions", tmp_path, quick=True, quick_releases=[CURRENT], repeats=2, number=2, warmup=1
+    )
     summary = json.loads((tmp_path / "results" / "cpu" / "versions" / "summary.json").read_text())
     assert summary["releases_measured"] == [CURRENT] and summary["releases_failed"] == {}
     assert (tmp_path / "figures" / "cpu" / "versions_filter_pmap_overhead_vs_release.png").exists()

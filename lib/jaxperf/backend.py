@@ -24,8 +24,8 @@ class BackendUnavailableError(RuntimeError):
 
 @dataclass(frozen=True)
 class BackendInfo:
-    backend: str          # "cpu", "gpu" or "tpu"
-    device_kind: str      # e.g. "cpu", "NVIDIA H200", "TPU v3"
+    backend: str  # "cpu", "gpu" or "tpu"
+    device_kind: str  # e.g. "cpu", "NVIDIA H200", "TPU v3"
     device_count: int
     platform_version: str
 

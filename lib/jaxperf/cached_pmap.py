@@ -58,15 +58,31 @@ def _is_axis_leaf(x: Any) -> bool:
 class CachedFilterPmap:
     """The wrapper ``cached_filter_pmap`` returns. ``stats`` counts hits and misses."""
 
-    def __init__(self, fun: Callable, *, in_axes: Any, out_axes: Any, axis_name: Hashable,
-                 axis_size: int | None, donate: str, **pmapkwargs: Any):
+    def __init__(
+        self,
+        fun: Callable,
+        *,
+        in_axes: Any,
+        out_axes: Any,
+        axis_name: Hashable,
+        axis_size: int | None,
+        donate: str,
+        **pmapkwargs: Any,
+    ):
         self.__wrapped__ = fun
         functools.update_wrapper(self, fun, updated=())
         self._fun = fun
         self._in_axes = in_axes
         self._axis_name = axis_name
-        self._fallback = eqx.filter_pmap(fun, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
-                                         axis_size=axis_size, donate=donate, **pmapkwargs)
+        self._fallback = eqx.filter_pmap(
+            fun,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            axis_name=axis_name,
+            axis_size=axis_size,
+            donate=donate,
+            **pmapkwargs,
+        )
         self._cache: dict[Hashable, _Entry] = {}
         self.stats = {"hits": 0, "misses": 0, "fallbacks": 0}
         fast = (
@@ -151,7 +167,9 @@ class CachedFilterPmap:
         # One int when every leaf shares it: a per-leaf list would make jax.pmap
         # broadcast it against the arguments again on every call.
         in_axes = axes[0] if len(set(axes)) == 1 else axes
-        entry.pmapped = jax.pmap(inner, in_axes=(in_axes,), out_axes=self._out_axis, axis_name=self._axis_name)
+        entry.pmapped = jax.pmap(
+            inner, in_axes=(in_axes,), out_axes=self._out_axis, axis_name=self._axis_name
+        )
         return entry
 
 
@@ -169,7 +187,21 @@ def cached_filter_pmap(
     caching the partition per input structure. Usable as a decorator with or
     without arguments."""
     if fun is _sentinel:
-        return functools.partial(cached_filter_pmap, in_axes=in_axes, out_axes=out_axes,
-                                 axis_name=axis_name, axis_size=axis_size, donate=donate, **pmapkwargs)
-    return CachedFilterPmap(fun, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
-                            axis_size=axis_size, donate=donate, **pmapkwargs)
+        return functools.partial(
+            cached_filter_pmap,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            axis_name=axis_name,
+            axis_size=axis_size,
+            donate=donate,
+            **pmapkwargs,
+        )
+    return CachedFilterPmap(
+        fun,
+        in_axes=in_axes,
+        out_axes=out_axes,
+        axis_name=axis_name,
+        axis_size=axis_size,
+        donate=donate,
+        **pmapkwargs,
+    )

@@ -33,11 +33,13 @@ from .errors import bad_value, check_choice, check_int, check_ints
 SEED_ISSUE = "jax-ml/jax#20909"
 SEED_SETUP = "RTX A6000 (sm_86), jax 0.4.25, fp16, B=512, D=64, 128-row carry, 64-row steps"
 # The seed's compile column (ms), from the issue's table.
-SEED_COMPILE_MS = pd.DataFrame({
-    "T": [256, 2048, 8192, 16384, 32768, 65536],
-    "python": [177, 242, 473, 776, 1460, 2978],
-    "fori": [193, 200, 194, 198, 200, 195],
-})
+SEED_COMPILE_MS = pd.DataFrame(
+    {
+        "T": [256, 2048, 8192, 16384, 32768, 65536],
+        "python": [177, 242, 473, 776, 1460, 2978],
+        "fori": [193, 200, 194, 198, 200, 195],
+    }
+)
 SEED_SIZES = tuple(SEED_COMPILE_MS["T"])
 KERNELS = ("seed", "attention")
 LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled")
@@ -52,8 +54,14 @@ STATUS_NO_LOWER = "does not lower"
 STATUS_OVER_BUDGET = "over budget"
 STATUS_FAILED = "failed"
 STAGE_COLUMNS = ("export_ms", *(f"{s}_ms" for s in tc.STAGES))
-STAGE_LABELS = {"export_ms": "JAX export (trace + Pallas->Triton)", "ttir_ms": "ttir passes",
-                "ttgir_ms": "ttgir", "llir_ms": "llir", "ptx_ms": "PTX (LLVM)", "cubin_ms": "cubin (ptxas)"}
+STAGE_LABELS = {
+    "export_ms": "JAX export (trace + Pallas->Triton)",
+    "ttir_ms": "ttir passes",
+    "ttgir_ms": "ttgir",
+    "llir_ms": "llir",
+    "ptx_ms": "PTX (LLVM)",
+    "cubin_ms": "cubin (ptxas)",
+}
 
 
 def label(target: str = tc.DEFAULT_TARGET) -> str:
@@ -76,8 +84,11 @@ class Variant:
         return variant_name(self.loop_form, self.unroll)
 
 
-def variants(kernels: Iterable[str] = KERNELS, loop_forms: Iterable[str] = LOOP_FORMS,
-             unrolls: Iterable[int] = (1, 2, 4, 8, 16)) -> list[Variant]:
+def variants(
+    kernels: Iterable[str] = KERNELS,
+    loop_forms: Iterable[str] = LOOP_FORMS,
+    unrolls: Iterable[int] = (1, 2, 4, 8, 16),
+) -> list[Variant]:
     """Every (kernel, loop form, unroll); the Python loop only with unroll=1
     (it is already fully unrolled). ``fori``/``pl_loop`` with unroll > 1 are
     kept: the sweep records that they do not lower."""
@@ -87,7 +98,7 @@ def variants(kernels: Iterable[str] = KERNELS, loop_forms: Iterable[str] = LOOP_
     out = []
     for kernel in kernels:
         for form in loop_forms:
-            for unroll in ([1] if form == "python" else unrolls):
+            for unroll in [1] if form == "python" else unrolls:
                 out.append(Variant(kernel, form, unroll))
     return out
 
@@ -160,8 +171,15 @@ def sweep(
     last: dict[Variant, tuple[int, float]] = {}
 
     def base(v: Variant, T: int) -> dict[str, Any]:
-        return {"kernel": v.kernel, "loop_form": v.loop_form, "unroll": v.unroll, "variant": v.name,
-                "T": T, "steps": T // shape.block_rows, "target": target}
+        return {
+            "kernel": v.kernel,
+            "loop_form": v.loop_form,
+            "unroll": v.unroll,
+            "variant": v.name,
+            "T": T,
+            "steps": T // shape.block_rows,
+            "target": target,
+        }
 
     for T in sorted(set().union(*per_kernel.values())):
         active = []
@@ -172,8 +190,10 @@ def sweep(
                 prev_T, prev_s = last[v]
                 predicted = prev_s * (T / prev_T) ** PREDICTED_GROWTH
                 if predicted > max_compile_s:
-                    stopped[v] = (f"not measured: at T={prev_T} one compile took {prev_s:.1f} s, "
-                                  f"so T={T} is predicted at ~{predicted:.0f} s (x (T ratio)^{PREDICTED_GROWTH:g}) > max_compile_s={max_compile_s:g}")
+                    stopped[v] = (
+                        f"not measured: at T={prev_T} one compile took {prev_s:.1f} s, "
+                        f"so T={T} is predicted at ~{predicted:.0f} s (x (T ratio)^{PREDICTED_GROWTH:g}) > max_compile_s={max_compile_s:g}"
+                    )
             if v in stopped:
                 rows.append({**base(v, T), "repeat": 0, "status": STATUS_OVER_BUDGET, "error": stopped[v]})
                 if progress is not None:
@@ -187,8 +207,18 @@ def sweep(
             for v in active[shift:] + active[:shift]:
                 if v in no_lower or (repeat > 0 and not (times[v] and times[v][0] < repeat_below_s)):
                     continue
-                fn, args = build(v.kernel, v.loop_form, v.unroll, T=T, D=shape.D, batch=shape.batch,
-                                 dtype=shape.dtype, block_rows=shape.block_rows, interpret=False, lowering="triton")
+                fn, args = build(
+                    v.kernel,
+                    v.loop_form,
+                    v.unroll,
+                    T=T,
+                    D=shape.D,
+                    batch=shape.batch,
+                    dtype=shape.dtype,
+                    block_rows=shape.block_rows,
+                    interpret=False,
+                    lowering="triton",
+                )
                 start = time.perf_counter()
                 try:
                     (row,) = tc.measure(fn, args, target=target, repeats=1)
@@ -198,11 +228,16 @@ def sweep(
                 except tc.TritonUnavailableError:
                     raise
                 except Exception as err:  # a compiler crash is a result; record it and go on
-                    rows.append({**base(v, T), "repeat": repeat, "status": STATUS_FAILED,
-                                 "error": f"{type(err).__name__}: {str(err)[:500]}"})
+                    rows.append(
+                        {
+                            **base(v, T),
+                            "repeat": repeat,
+                            "status": STATUS_FAILED,
+                            "error": f"{type(err).__name__}: {str(err)[:500]}",
+                        }
+                    )
                 else:
-                    row.update(repeat=repeat, status=STATUS_OK, error="",
-                               wall_s=time.perf_counter() - start)
+                    row.update(repeat=repeat, status=STATUS_OK, error="", wall_s=time.perf_counter() - start)
                     rows.append({**base(v, T), **row})
                     times[v].append(row["compile_ms"] / 1e3)
                 if progress is not None and repeat == 0:
@@ -211,12 +246,24 @@ def sweep(
             if secs:
                 last[v] = (T, float(np.median(secs)))
     df = pd.DataFrame(rows)
-    columns = ["kernel", "loop_form", "unroll", "variant", "T", "steps", "target", "repeat", "status", "error"]
+    columns = [
+        "kernel",
+        "loop_form",
+        "unroll",
+        "variant",
+        "T",
+        "steps",
+        "target",
+        "repeat",
+        "status",
+        "error",
+    ]
     return df[columns + [c for c in df.columns if c not in columns]]
 
 
-def _sizes_per_kernel(variant_list: Sequence[Variant], sizes: Sequence[int] | Mapping[str, Sequence[int]],
-                      block_rows: int = 64) -> dict[str, list[int]]:
+def _sizes_per_kernel(
+    variant_list: Sequence[Variant], sizes: Sequence[int] | Mapping[str, Sequence[int]], block_rows: int = 64
+) -> dict[str, list[int]]:
     kernels = list(dict.fromkeys(v.kernel for v in variant_list))
     if isinstance(sizes, Mapping):
         missing = [k for k in kernels if k not in sizes]
@@ -227,8 +274,9 @@ def _sizes_per_kernel(variant_list: Sequence[Variant], sizes: Sequence[int] | Ma
     return {k: checked for k in kernels}
 
 
-def count_points(variant_list: Sequence[Variant], sizes: Sequence[int] | Mapping[str, Sequence[int]],
-                 block_rows: int = 64) -> int:
+def count_points(
+    variant_list: Sequence[Variant], sizes: Sequence[int] | Mapping[str, Sequence[int]], block_rows: int = 64
+) -> int:
     """How many (variant, T) points :func:`sweep` visits (for a progress bar)."""
     per_kernel = _sizes_per_kernel(variant_list, sizes, block_rows)
     return sum(len(per_kernel[v.kernel]) for v in variant_list)
@@ -244,15 +292,26 @@ def point_medians(df: pd.DataFrame) -> pd.DataFrame:
     keys = ["kernel", "loop_form", "unroll", "variant", "T", "steps"]
     ok = df[df.status == STATUS_OK]
     timed = ["compile_ms", "triton_ms", *STAGE_COLUMNS, "triton_lowering_ms"]
-    code = ["ttir_lines", "ptx_instructions", "sass_instructions", "registers", "spill_stores_bytes",
-            "spill_loads_bytes", "local_memory_instructions", "backward_branches", "loop_present"]
+    code = [
+        "ttir_lines",
+        "ptx_instructions",
+        "sass_instructions",
+        "registers",
+        "spill_stores_bytes",
+        "spill_loads_bytes",
+        "local_memory_instructions",
+        "backward_branches",
+        "loop_present",
+    ]
     if ok.empty:
         med = pd.DataFrame(columns=keys + timed + code + ["compiles"])
     else:
         med = ok.groupby(keys, sort=False)[timed].median().reset_index()
         med = med.merge(ok.groupby(keys, sort=False)[code].first().reset_index(), on=keys)
         med = med.merge(ok.groupby(keys, sort=False).size().rename("compiles").reset_index(), on=keys)
-    status = df.groupby(keys, sort=False).agg(status=("status", "first"), error=("error", "first")).reset_index()
+    status = (
+        df.groupby(keys, sort=False).agg(status=("status", "first"), error=("error", "first")).reset_index()
+    )
     out = status.merge(med, on=keys, how="left")
     return out.sort_values(["kernel", "loop_form", "unroll", "T"], key=_sort_key).reset_index(drop=True)
 
@@ -275,8 +334,9 @@ def _cell(med: pd.DataFrame, kernel: str, variant: str, T: int) -> str:
     return f"{row.compile_ms:.0f} ms / not executed"
 
 
-def seed_format_table(df: pd.DataFrame, kernel: str = "seed", hand_unroll: int = 4,
-                      target: str = tc.DEFAULT_TARGET) -> pd.DataFrame:
+def seed_format_table(
+    df: pd.DataFrame, kernel: str = "seed", hand_unroll: int = 4, target: str = tc.DEFAULT_TARGET
+) -> pd.DataFrame:
     """The seed's table layout (T | Python loop compile / exec | fori_loop
     compile / exec), plus the hand-unrolled loop and the seed's A6000
     compile numbers beside ours. Compile = JAX export + Triton ttir->cubin."""
@@ -284,14 +344,21 @@ def seed_format_table(df: pd.DataFrame, kernel: str = "seed", hand_unroll: int =
     seed = SEED_COMPILE_MS.set_index("T")
     rows = []
     for T in sorted(med[med.kernel == kernel]["T"].unique()):
-        rows.append({
-            "T": int(T),
-            f"Python loop compile / exec ({target}, CPU)": _cell(med, kernel, "python", T),
-            f"fori_loop compile / exec ({target}, CPU)": _cell(med, kernel, "fori u=1", T),
-            f"hand-unrolled k={hand_unroll} compile / exec ({target}, CPU)": _cell(med, kernel, f"hand_unrolled u={hand_unroll}", T),
-            "seed A6000 Python / fori compile": (f"{seed.loc[T, 'python']} / {seed.loc[T, 'fori']} ms"
-                                                 if kernel == "seed" and T in seed.index else "-"),
-        })
+        rows.append(
+            {
+                "T": int(T),
+                f"Python loop compile / exec ({target}, CPU)": _cell(med, kernel, "python", T),
+                f"fori_loop compile / exec ({target}, CPU)": _cell(med, kernel, "fori u=1", T),
+                f"hand-unrolled k={hand_unroll} compile / exec ({target}, CPU)": _cell(
+                    med, kernel, f"hand_unrolled u={hand_unroll}", T
+                ),
+                "seed A6000 Python / fori compile": (
+                    f"{seed.loc[T, 'python']} / {seed.loc[T, 'fori']} ms"
+                    if kernel == "seed" and T in seed.index
+                    else "-"
+                ),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -310,8 +377,16 @@ def stage_table(df: pd.DataFrame, T: int | None = None, *, include_short: bool =
         largest = med[med["T"] == med.groupby("kernel")["T"].transform("max")]
         # a variant that stopped short of the largest T (the Python loop) shows at its own largest T
         own = med.loc[med.groupby(["kernel", "variant"], sort=False)["T"].idxmax()]
-        part = pd.concat([largest, own[~own.set_index(["kernel", "variant"]).index.isin(
-            largest.set_index(["kernel", "variant"]).index)]])
+        part = pd.concat(
+            [
+                largest,
+                own[
+                    ~own.set_index(["kernel", "variant"]).index.isin(
+                        largest.set_index(["kernel", "variant"]).index
+                    )
+                ],
+            ]
+        )
         part = part.sort_values(["kernel", "loop_form", "unroll"], key=_sort_key)
     else:
         part = med[med["T"] == T]
@@ -340,8 +415,18 @@ def code_table(df: pd.DataFrame, T: int | None = None) -> pd.DataFrame:
         med = med.loc[med.groupby(["kernel", "variant"], sort=False)["T"].idxmax()]
     else:
         med = med[med["T"] == T]
-    cols = ["kernel", "variant", "T", "ttir_lines", "ptx_instructions", "sass_instructions", "registers",
-            "spill_stores_bytes", "spill_loads_bytes", "loop_present"]
+    cols = [
+        "kernel",
+        "variant",
+        "T",
+        "ttir_lines",
+        "ptx_instructions",
+        "sass_instructions",
+        "registers",
+        "spill_stores_bytes",
+        "spill_loads_bytes",
+        "loop_present",
+    ]
     return med[cols].reset_index(drop=True)
 
 
@@ -363,14 +448,26 @@ def growth(df: pd.DataFrame) -> pd.DataFrame:
         full = part[(part.loop_form == "python") | (part.steps >= part.unroll)]
         full = full if not full.empty else part
         first, last = full.iloc[0], part.iloc[-1]
-        slope = (float(np.polyfit(np.log(full["T"].astype(float)), np.log(full.compile_ms.astype(float)), 1)[0])
-                 if len(full) >= 2 else float("nan"))
-        rows.append({"kernel": kernel, "variant": variant, "T_ref": int(first["T"]), "T_max": int(last["T"]),
-                     "compile_ms_at_T_ref": first.compile_ms, "compile_ms_at_T_max": last.compile_ms,
-                     "ratio": last.compile_ms / first.compile_ms,
-                     "exponent": slope, "points": len(full),
-                     "max_over_min": part.compile_ms[part["T"] >= first["T"]].max()
-                     / part.compile_ms[part["T"] >= first["T"]].min()})
+        slope = (
+            float(np.polyfit(np.log(full["T"].astype(float)), np.log(full.compile_ms.astype(float)), 1)[0])
+            if len(full) >= 2
+            else float("nan")
+        )
+        rows.append(
+            {
+                "kernel": kernel,
+                "variant": variant,
+                "T_ref": int(first["T"]),
+                "T_max": int(last["T"]),
+                "compile_ms_at_T_ref": first.compile_ms,
+                "compile_ms_at_T_max": last.compile_ms,
+                "ratio": last.compile_ms / first.compile_ms,
+                "exponent": slope,
+                "points": len(full),
+                "max_over_min": part.compile_ms[part["T"] >= first["T"]].max()
+                / part.compile_ms[part["T"] >= first["T"]].min(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -395,11 +492,14 @@ def verdict(df: pd.DataFrame, kernel: str = "seed", grows: float = 0.5, flat: fl
         # None: the Python loop compiled at one T only (larger T over budget), so growth is not measured.
         "reproduced": None if one_T else python_grows and loops_flat,
         "python_ratio": float(python.ratio.iloc[0]) if not python.empty else None,
-        "python_T_range": [int(python.T_ref.iloc[0]), int(python.T_max.iloc[0])] if not python.empty else None,
+        "python_T_range": [int(python.T_ref.iloc[0]), int(python.T_max.iloc[0])]
+        if not python.empty
+        else None,
         "python_exponent": float(python.exponent.iloc[0]) if not python.empty else None,
         "loops_max_ratio": float(loops.ratio.max()) if not loops.empty else None,
-        "loops_exponents": {r.variant: (None if np.isnan(r.exponent) else float(r.exponent))
-                            for r in loops.itertuples()},
+        "loops_exponents": {
+            r.variant: (None if np.isnan(r.exponent) else float(r.exponent)) for r in loops.itertuples()
+        },
         "loops_T_max": int(loops.T_max.min()) if not loops.empty else None,
         "thresholds": {"python_exponent_at_least": grows, "loops_abs_exponent_at_most": flat},
     }
@@ -413,12 +513,22 @@ def seed_exponent(column: str = "python", T_from: int = 256) -> float:
 
 def does_not_lower(df: pd.DataFrame) -> pd.DataFrame:
     bad = df[df.status == STATUS_NO_LOWER]
-    return (bad.groupby(["kernel", "variant"], sort=False)
-            .agg(T=("T", lambda s: ", ".join(str(t) for t in sorted(s))), error=("error", "first")).reset_index())
+    return (
+        bad.groupby(["kernel", "variant"], sort=False)
+        .agg(T=("T", lambda s: ", ".join(str(t) for t in sorted(s))), error=("error", "first"))
+        .reset_index()
+    )
 
 
-def summary_dict(df: pd.DataFrame, *, target: str, repeats: int, max_compile_s: float,
-                 status: tc.TritonStatus, repeat_below_s: float = float("inf")) -> dict[str, Any]:
+def summary_dict(
+    df: pd.DataFrame,
+    *,
+    target: str,
+    repeats: int,
+    max_compile_s: float,
+    status: tc.TritonStatus,
+    repeat_below_s: float = float("inf"),
+) -> dict[str, Any]:
     """Headline numbers for summary.json."""
     med = point_medians(df)
     return {
@@ -433,20 +543,31 @@ def summary_dict(df: pd.DataFrame, *, target: str, repeats: int, max_compile_s: 
         "repeats": repeats,
         "repeat_below_s": repeat_below_s if np.isfinite(repeat_below_s) else None,
         "max_compile_s": max_compile_s,
-        "plan": {k: {"T": sorted(int(t) for t in part["T"].unique()),
-                     "unrolls": sorted(int(u) for u in part["unroll"].unique()),
-                     "loop_forms": list(dict.fromkeys(part["loop_form"]))}
-                 for k, part in df.groupby("kernel", sort=False)},
-        "seed_format_table": {k: seed_format_table(df, k, target=target).to_dict(orient="records") for k in KERNELS
-                              if k in set(df.kernel)},
+        "plan": {
+            k: {
+                "T": sorted(int(t) for t in part["T"].unique()),
+                "unrolls": sorted(int(u) for u in part["unroll"].unique()),
+                "loop_forms": list(dict.fromkeys(part["loop_form"])),
+            }
+            for k, part in df.groupby("kernel", sort=False)
+        },
+        "seed_format_table": {
+            k: seed_format_table(df, k, target=target).to_dict(orient="records")
+            for k in KERNELS
+            if k in set(df.kernel)
+        },
         "verdict": {k: verdict(df, k) for k in KERNELS if k in set(df.kernel)},
         "growth": growth(df).to_dict(orient="records"),
         "stages_at_largest_T": stage_table(df).to_dict(orient="records"),
         "python_stages_by_T": stages_by_T(df).to_dict(orient="records"),
         "code_at_largest_T": code_table(df).to_dict(orient="records"),
         "does_not_lower": does_not_lower(df).to_dict(orient="records"),
-        "over_budget": med[med.status == STATUS_OVER_BUDGET][["kernel", "variant", "T"]].to_dict(orient="records"),
-        "failed": med[med.status == STATUS_FAILED][["kernel", "variant", "T", "error"]].to_dict(orient="records"),
+        "over_budget": med[med.status == STATUS_OVER_BUDGET][["kernel", "variant", "T"]].to_dict(
+            orient="records"
+        ),
+        "failed": med[med.status == STATUS_FAILED][["kernel", "variant", "T", "error"]].to_dict(
+            orient="records"
+        ),
         "points": int(len(med)),
         "compiles": int((df.status == STATUS_OK).sum()),
     }
@@ -466,21 +587,36 @@ def summary_markdown(df: pd.DataFrame, summary: dict[str, Any]) -> str:
         f"Every Pallas loop form of {SEED_ISSUE} exported for CUDA on this CPU-only machine and compiled by "
         f"triton {summary['triton']} for {target} through ttir, ttgir, llir, PTX and cubin (ptxas), then read "
         "as SASS with cuobjdump. **Nothing was executed**: the exec column of the seed's table stays "
-        "\"not executed\". Compile = " + summary["compile_ms_definition"] +
-        (f" (median of {summary['repeats']} compiles for points whose first compile took under "
-         f"{summary['repeat_below_s']:g} s, else one compile)." if summary["repeat_below_s"] is not None
-         else f" (median of {summary['repeats']} compiles per point)."),
+        '"not executed". Compile = '
+        + summary["compile_ms_definition"]
+        + (
+            f" (median of {summary['repeats']} compiles for points whose first compile took under "
+            f"{summary['repeat_below_s']:g} s, else one compile)."
+            if summary["repeat_below_s"] is not None
+            else f" (median of {summary['repeats']} compiles per point)."
+        ),
         "",
-        "Plan: " + "; ".join(f"`{k}` kernel: T in {v['T']}, unroll in {v['unrolls']}" for k, v in summary["plan"].items()) + ".",
+        "Plan: "
+        + "; ".join(
+            f"`{k}` kernel: T in {v['T']}, unroll in {v['unrolls']}" for k, v in summary["plan"].items()
+        )
+        + ".",
         "",
         f"The seed's numbers: {summary['seed_source']}; its Python loop compiled as T^{summary['seed_python_exponent']:.2f} "
         f"over T=256-65536 (T^{seed_exponent(T_from=8192):.2f} from T=8192 on), its fori_loop flat.",
     ]
     for kernel, rows in summary["seed_format_table"].items():
         v = summary["verdict"][kernel]
-        lines += ["", f"## `{kernel}` kernel: compile time ({label(target)})", "",
-                  _md(pd.DataFrame(rows)), ""]
-        exps = ", ".join(f"{name} {b:+.2f}" for name, b in v.get("loops_exponents", {}).items() if b is not None)
+        lines += [
+            "",
+            f"## `{kernel}` kernel: compile time ({label(target)})",
+            "",
+            _md(pd.DataFrame(rows)),
+            "",
+        ]
+        exps = ", ".join(
+            f"{name} {b:+.2f}" for name, b in v.get("loops_exponents", {}).items() if b is not None
+        )
         if v.get("reproduced") is None and v.get("python_T_range"):
             lines.append(
                 f"The Python loop compiled only at T={v['python_T_range'][0]} within the budget, so its growth is not "
@@ -498,39 +634,71 @@ def summary_markdown(df: pd.DataFrame, summary: dict[str, Any]) -> str:
                 f"**{v['reproduced']}**."
             )
     if summary["over_budget"]:
-        lines += ["", f"Not measured (a single compile predicted over max_compile_s={summary['max_compile_s']:g} s): "
-                  + "; ".join(f"{r['kernel']} {r['variant']} T={r['T']}" for r in summary["over_budget"]) + "."]
+        lines += [
+            "",
+            f"Not measured (a single compile predicted over max_compile_s={summary['max_compile_s']:g} s): "
+            + "; ".join(f"{r['kernel']} {r['variant']} T={r['T']}" for r in summary["over_budget"])
+            + ".",
+        ]
     stages = stage_table(df)
     if not stages.empty:
-        lines += ["", "## Where compile time goes at each kernel's largest T (median ms per stage)", "",
-                  _md(stages.rename(columns=STAGE_LABELS))]
+        lines += [
+            "",
+            "## Where compile time goes at each kernel's largest T (median ms per stage)",
+            "",
+            _md(stages.rename(columns=STAGE_LABELS)),
+        ]
     python = stages_by_T(df)
     if not python.empty:
-        lines += ["", "## The Python loop's stages as T grows (median ms)", "",
-                  _md(python.rename(columns=STAGE_LABELS))]
+        lines += [
+            "",
+            "## The Python loop's stages as T grows (median ms)",
+            "",
+            _md(python.rename(columns=STAGE_LABELS)),
+        ]
     code = code_table(df)
     if not code.empty:
-        lines += ["", "## Machine code at each variant's largest compiled T", "",
-                  "`loop_present`: a backward branch survives in SASS (the loop was not fully unrolled by ptxas).", "",
-                  _md(code)]
+        lines += [
+            "",
+            "## Machine code at each variant's largest compiled T",
+            "",
+            "`loop_present`: a backward branch survives in SASS (the loop was not fully unrolled by ptxas).",
+            "",
+            _md(code),
+        ]
     bad = does_not_lower(df)
     if not bad.empty:
-        lines += ["", "## Does not lower (Pallas' Triton lowering rejects it)", "",
-                  "`fori_loop(unroll=k>1)` and `pl.loop(unroll=k>1)` raise a bare NotImplementedError in "
-                  "`_scan_lowering_rule`; the hand-unrolled loop is the portable way to unroll.", "", _md(bad)]
+        lines += [
+            "",
+            "## Does not lower (Pallas' Triton lowering rejects it)",
+            "",
+            "`fori_loop(unroll=k>1)` and `pl.loop(unroll=k>1)` raise a bare NotImplementedError in "
+            "`_scan_lowering_rule`; the hand-unrolled loop is the portable way to unroll.",
+            "",
+            _md(bad),
+        ]
     if summary["failed"]:
         lines += ["", "## Failed compiles", "", _md(pd.DataFrame(summary["failed"]))]
     return "\n".join(lines) + "\n"
 
 
-def not_measured_summary(status: tc.TritonStatus, target: str = tc.DEFAULT_TARGET) -> tuple[dict[str, Any], str]:
+def not_measured_summary(
+    status: tc.TritonStatus, target: str = tc.DEFAULT_TARGET
+) -> tuple[dict[str, Any], str]:
     """summary.json / summary.md when the triton extra is absent: say so, no fake data."""
-    summary = {"measured": False, "reason": status.reason, "label": label(target), "target": target,
-               "seed_source": f"{SEED_ISSUE}: {SEED_SETUP}",
-               "seed_compile_ms": SEED_COMPILE_MS.to_dict(orient="records")}
-    markdown = (f"# Triton compile time and machine code ({label(target)})\n\n"
-                f"**{tc.NOT_INSTALLED}.** {status.reason}\n\n"
-                f"Nothing was compiled; the seed's compile column ({SEED_ISSUE}, {SEED_SETUP}) is not reproduced here.\n")
+    summary = {
+        "measured": False,
+        "reason": status.reason,
+        "label": label(target),
+        "target": target,
+        "seed_source": f"{SEED_ISSUE}: {SEED_SETUP}",
+        "seed_compile_ms": SEED_COMPILE_MS.to_dict(orient="records"),
+    }
+    markdown = (
+        f"# Triton compile time and machine code ({label(target)})\n\n"
+        f"**{tc.NOT_INSTALLED}.** {status.reason}\n\n"
+        f"Nothing was compiled; the seed's compile column ({SEED_ISSUE}, {SEED_SETUP}) is not reproduced here.\n"
+    )
     return summary, markdown
 
 
@@ -570,19 +738,37 @@ def plot_compile_vs_T(df: pd.DataFrame, target: str = tc.DEFAULT_TARGET):
     stats = []
     for ax, kernel in zip(axes, kernels):
         part = ok[ok.kernel == kernel]
-        s = plots.median_iqr_lines(ax, part, "T", "compile_ms", "variant", hue_order=_variant_order(part),
-                                   logx=True, logy=True)
+        s = plots.median_iqr_lines(
+            ax, part, "T", "compile_ms", "variant", hue_order=_variant_order(part), logx=True, logy=True
+        )
         stats.append(s.assign(kernel=kernel, source=f"this study ({label(target)})"))
         if kernel == "seed":
             for col, style in (("python", "--"), ("fori", ":")):
-                ax.plot(SEED_COMPILE_MS["T"], SEED_COMPILE_MS[col], style, color="black", lw=1.5,
-                        label=f"{SEED_ISSUE} A6000: {'Python loop' if col == 'python' else 'fori_loop'}")
-                stats.append(pd.DataFrame({"variant": f"{SEED_ISSUE} A6000 {col}", "T": SEED_COMPILE_MS["T"],
-                                           "median": SEED_COMPILE_MS[col].astype(float), "kernel": kernel,
-                                           "source": f"{SEED_ISSUE} ({SEED_SETUP})"}))
+                ax.plot(
+                    SEED_COMPILE_MS["T"],
+                    SEED_COMPILE_MS[col],
+                    style,
+                    color="black",
+                    lw=1.5,
+                    label=f"{SEED_ISSUE} A6000: {'Python loop' if col == 'python' else 'fori_loop'}",
+                )
+                stats.append(
+                    pd.DataFrame(
+                        {
+                            "variant": f"{SEED_ISSUE} A6000 {col}",
+                            "T": SEED_COMPILE_MS["T"],
+                            "median": SEED_COMPILE_MS[col].astype(float),
+                            "kernel": kernel,
+                            "source": f"{SEED_ISSUE} ({SEED_SETUP})",
+                        }
+                    )
+                )
         _T_axis(ax, set(part["T"]) | (set(SEED_COMPILE_MS["T"]) if kernel == "seed" else set()))
-        ax.set(title=f"{kernel} kernel", xlabel="T (sequence length)",
-               ylabel="compile ms (median, IQR band)\nJAX export + Triton ttir->cubin")
+        ax.set(
+            title=f"{kernel} kernel",
+            xlabel="T (sequence length)",
+            ylabel="compile ms (median, IQR band)\nJAX export + Triton ttir->cubin",
+        )
         ax.legend(fontsize=7)
     fig.suptitle(f"Compile time vs T per loop form: {label(target)}", fontsize=11)
     return fig, pd.concat(stats, ignore_index=True)
@@ -605,15 +791,31 @@ def plot_sass_vs_T(df: pd.DataFrame, target: str = tc.DEFAULT_TARGET):
             ax.plot(v["T"], v["sass_instructions"], color=palette[name], label=name, lw=1.2)
             loop = v.loop_present.astype(bool)
             ax.scatter(v["T"][loop], v["sass_instructions"][loop], color=palette[name], s=22, zorder=3)
-            ax.scatter(v["T"][~loop], v["sass_instructions"][~loop], facecolors="white",
-                       edgecolors=palette[name], s=22, zorder=3)
+            ax.scatter(
+                v["T"][~loop],
+                v["sass_instructions"][~loop],
+                facecolors="white",
+                edgecolors=palette[name],
+                s=22,
+                zorder=3,
+            )
         _T_axis(ax, part["T"])
         ax.set_yscale("log")
-        ax.set(title=f"{kernel} kernel", xlabel="T (sequence length)", ylabel="SASS instructions (NOPs excluded)")
+        ax.set(
+            title=f"{kernel} kernel", xlabel="T (sequence length)", ylabel="SASS instructions (NOPs excluded)"
+        )
         ax.legend(fontsize=7)
     fig.suptitle(f"SASS size vs T ({label(target)}); hollow marker = no loop left in SASS", fontsize=11)
-    cols = ["kernel", "variant", "T", "sass_instructions", "ptx_instructions", "registers",
-            "spill_stores_bytes", "loop_present"]
+    cols = [
+        "kernel",
+        "variant",
+        "T",
+        "sass_instructions",
+        "ptx_instructions",
+        "registers",
+        "spill_stores_bytes",
+        "loop_present",
+    ]
     return fig, med[cols].reset_index(drop=True)
 
 
@@ -639,7 +841,9 @@ def plot_stage_breakdown(df: pd.DataFrame, T: int | None = None, target: str = t
             ax.barh(part["variant"], part[col], left=left, color=colors[col], label=STAGE_LABELS[col])
             left += part[col].to_numpy(float)
         ax.set(title=f"{kernel} kernel, T={T}", xlabel="ms (median per stage)")
-        absent = df[(df.kernel == kernel) & (df["T"] == T) & (df.status != STATUS_OK)].drop_duplicates("variant")
+        absent = df[(df.kernel == kernel) & (df["T"] == T) & (df.status != STATUS_OK)].drop_duplicates(
+            "variant"
+        )
         if not absent.empty:
             ax.set_xlabel("ms (median per stage)\nnot compiled at this T:\n" + _compact(absent), fontsize=8)
     axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.9)
@@ -681,7 +885,11 @@ def plot_python_stages_vs_T(df: pd.DataFrame, target: str = tc.DEFAULT_TARGET):
         ax.plot(part["T"], part["compile_ms"], marker="s", ms=4, color="black", lw=1.5, label="total")
         _T_axis(ax, part["T"])
         ax.set_yscale("log")
-        ax.set(title=f"{kernel} kernel: Python loop", xlabel="T (sequence length)", ylabel="ms per stage (median)")
+        ax.set(
+            title=f"{kernel} kernel: Python loop",
+            xlabel="T (sequence length)",
+            ylabel="ms per stage (median)",
+        )
         ax.legend(fontsize=7)
     fig.suptitle(f"Where the Python loop's compile time grows\n({label(target)})", fontsize=10)
     return fig, table
@@ -690,7 +898,6 @@ def plot_python_stages_vs_T(df: pd.DataFrame, target: str = tc.DEFAULT_TARGET):
 def largest_T(df: pd.DataFrame) -> int | None:
     ok = df[df.status == STATUS_OK]
     return int(ok["T"].max()) if not ok.empty else None
-
 
 
 # --------------------------------------------------------------------------

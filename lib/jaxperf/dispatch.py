@@ -21,7 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from . import timing
 from .cached_pmap import cached_filter_pmap
@@ -46,6 +47,7 @@ STEPS = ("noop", "train")
 
 
 # ---------------------------------------------------------------- steps
+
 
 def noop_step(model: Any, x: jax.Array, opt_state: Any) -> tuple[Any, Any, Any]:
     """The seed's step from equinox#192: touches nothing, returns its inputs."""
@@ -74,6 +76,7 @@ def get_step(step: str, axis_name: str | None) -> Callable:
 
 
 # ---------------------------------------------------------------- placement
+
 
 def _stack(tree: Any, n: int) -> Any:
     return jax.tree.map(lambda a: jnp.broadcast_to(a, (n, *a.shape)) if eqx.is_array(a) else a, tree)
@@ -142,21 +145,30 @@ def build_runner(method: str, step: str, model: Any, opt_state: Any, x: jax.Arra
             return Runner(method, fn, (model_r, x_r, opt_r), _canonical_mapped)
         params, static = eqx.partition(model_r, eqx.is_array)
         if method == "pmap_params":
+
             def on_params(p, xb, o):
                 loss, m, o = mapped_step(eqx.combine(p, static), xb, o)
                 return loss, eqx.filter(m, eqx.is_array), o
 
             fn = jax.pmap(on_params, axis_name=AXIS, devices=devices)
-            return Runner(method, fn, (params, x_r, opt_r),
-                          lambda out: _canonical_mapped((out[0], eqx.combine(out[1], static), out[2])))
+            return Runner(
+                method,
+                fn,
+                (params, x_r, opt_r),
+                lambda out: _canonical_mapped((out[0], eqx.combine(out[1], static), out[2])),
+            )
 
         def with_static(p, s, xb, o):
             loss, m, o = mapped_step(eqx.combine(p, s), xb, o)
             return loss, eqx.filter(m, eqx.is_array), o
 
         fn = jax.pmap(with_static, axis_name=AXIS, static_broadcasted_argnums=(1,), devices=devices)
-        return Runner(method, fn, (params, static, x_r, opt_r),
-                      lambda out: _canonical_mapped((out[0], eqx.combine(out[1], static), out[2])))
+        return Runner(
+            method,
+            fn,
+            (params, static, x_r, opt_r),
+            lambda out: _canonical_mapped((out[0], eqx.combine(out[1], static), out[2])),
+        )
 
     if method == "jit_single_device":
         dev = devices[0]
@@ -168,8 +180,12 @@ def build_runner(method: str, step: str, model: Any, opt_state: Any, x: jax.Arra
             loss, m, o = global_step(eqx.combine(p, static), xb, o)
             return loss, eqx.filter(m, eqx.is_array), o
 
-        return Runner(method, single, (params, x1, opt1),
-                      lambda out: _canonical_global((out[0], eqx.combine(out[1], static), out[2])))
+        return Runner(
+            method,
+            single,
+            (params, x1, opt1),
+            lambda out: _canonical_global((out[0], eqx.combine(out[1], static), out[2])),
+        )
 
     mesh = Mesh(np.array(devices), (AXIS,))
     replicated, batch_sharded = NamedSharding(mesh, P()), NamedSharding(mesh, P(AXIS))
@@ -190,13 +206,18 @@ def build_runner(method: str, step: str, model: Any, opt_state: Any, x: jax.Arra
     params, static = eqx.partition(model, eqx.is_array)
     params = jax.device_put(params, replicated)
     if method == "jit_named_sharding":
+
         def global_on_params(p, xb, o):
             loss, m, o = global_step(eqx.combine(p, static), xb, o)
             return loss, eqx.filter(m, eqx.is_array), o
 
-        fn = jax.jit(global_on_params, in_shardings=(replicated, batch_sharded, replicated),
-                     out_shardings=(replicated, replicated, replicated))
+        fn = jax.jit(
+            global_on_params,
+            in_shardings=(replicated, batch_sharded, replicated),
+            out_shardings=(replicated, replicated, replicated),
+        )
     else:  # jit_shard_map
+
         def local_on_params(p, xb, o):
             loss, m, o = mapped_step(eqx.combine(p, static), xb, o)
             return loss, eqx.filter(m, eqx.is_array), o
@@ -204,13 +225,25 @@ def build_runner(method: str, step: str, model: Any, opt_state: Any, x: jax.Arra
         # check_vma=False keeps pmap's semantics: with it on, the gradient of a
         # replicated (P()) parameter is already psum-ed over devices, and the
         # step's pmean would leave an 8x larger gradient than pmap's.
-        fn = jax.jit(jax.shard_map(local_on_params, mesh=mesh, in_specs=(P(), P(AXIS), P()),
-                                   out_specs=(P(), P(), P()), check_vma=False))
-    return Runner(method, fn, (params, x_s, opt_s),
-                  lambda out: _canonical_global((out[0], eqx.combine(out[1], static), out[2])))
+        fn = jax.jit(
+            jax.shard_map(
+                local_on_params,
+                mesh=mesh,
+                in_specs=(P(), P(AXIS), P()),
+                out_specs=(P(), P(), P()),
+                check_vma=False,
+            )
+        )
+    return Runner(
+        method,
+        fn,
+        (params, x_s, opt_s),
+        lambda out: _canonical_global((out[0], eqx.combine(out[1], static), out[2])),
+    )
 
 
 # ---------------------------------------------------------------- correctness
+
 
 def same_result(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
     """Pytree equality: same structure, allclose leaves."""
@@ -232,6 +265,7 @@ def check_runners(runners: dict[str, Runner], reference: str = "filter_pmap") ->
 
 # ---------------------------------------------------------------- sweep
 
+
 def _check_methods_and_steps(methods: list[str], steps: list[str]) -> None:
     """Known methods including the baseline, and a non-empty list of known steps."""
     if not steps:
@@ -246,8 +280,8 @@ def _check_methods_and_steps(methods: list[str], steps: list[str]) -> None:
 
 @dataclass
 class SweepResult:
-    timings: pd.DataFrame          # one row per (step, model, method, repeat)
-    failures: pd.DataFrame         # methods that could not run a model, with the error
+    timings: pd.DataFrame  # one row per (step, model, method, repeat)
+    failures: pd.DataFrame  # methods that could not run a model, with the error
 
 
 def sweep(
@@ -273,11 +307,25 @@ def sweep(
                     timing.block(runners[method].call())  # compile now, and surface errors here
                 except Exception as err:  # noqa: BLE001 -- recorded, shown in the notebook
                     runners.pop(method, None)
-                    failures.append({"step": step, "model": spec.name, "method": method,
-                                     "error": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"})
+                    failures.append(
+                        {
+                            "step": step,
+                            "model": spec.name,
+                            "method": method,
+                            "error": f"{type(err).__name__}: {str(err).splitlines()[0][:300]}",
+                        }
+                    )
             check_runners(runners, reference=BASELINE)
-            df = timing.compare({m: r.call for m, r in runners.items()}, config, progress=progress,
-                                step=step, model=spec.name, kind=spec.kind, size=spec.size, leaves=leaves)
+            df = timing.compare(
+                {m: r.call for m, r in runners.items()},
+                config,
+                progress=progress,
+                step=step,
+                model=spec.name,
+                kind=spec.kind,
+                size=spec.size,
+                leaves=leaves,
+            )
             frames.append(df)
     timings = pd.concat(frames, ignore_index=True).rename(columns={"variant": "method"})
     return SweepResult(timings, pd.DataFrame(failures, columns=["step", "model", "method", "error"]))
@@ -290,23 +338,35 @@ def add_derived(df: pd.DataFrame) -> pd.DataFrame:
     out["cpu_us_per_call"] = out["cpu_s_per_call"] * 1e6
     if "dispatch_s_per_call" in out:
         out["dispatch_us_per_call"] = out["dispatch_s_per_call"] * 1e6
-    ratios = timing.pair_ratios(out.rename(columns={"method": "variant"}), BASELINE, "it_per_s",
-                                by=["step", "model"])
+    ratios = timing.pair_ratios(
+        out.rename(columns={"method": "variant"}), BASELINE, "it_per_s", by=["step", "model"]
+    )
     out["ratio_to_pmap_params"] = ratios["ratio"].to_numpy()
     return out
 
 
 # ---------------------------------------------------------------- where the time goes
 
-BREAKDOWN_STAGES = ("axis resolution", "partition", "ShapeDtypeStruct", "cache lookup",
-                    "inner pmap call (+execution)", "combine")
+BREAKDOWN_STAGES = (
+    "axis resolution",
+    "partition",
+    "ShapeDtypeStruct",
+    "cache lookup",
+    "inner pmap call (+execution)",
+    "combine",
+)
 
 
 def filter_pmap_stages(fn: Any, args: tuple, calls: int = 30) -> pd.DataFrame:
     """Time each stage of ``eqx.filter_pmap``'s call path, mirroring equinox 0.13's
     ``_PmapWrapper._call`` with stage timers. One row per (stage, call), seconds."""
-    from equinox._vmap_pmap import (_common_preprocess, _filter_pmap_cache, _named_in_axes,
-                                    _postprocess, _resolve_axes)
+    from equinox._vmap_pmap import (
+        _common_preprocess,
+        _filter_pmap_cache,
+        _named_in_axes,
+        _postprocess,
+        _resolve_axes,
+    )
 
     check_int("calls", calls, minimum=1)
     rows = []
@@ -320,30 +380,35 @@ def filter_pmap_stages(fn: Any, args: tuple, calls: int = 30) -> pd.DataFrame:
         t2 = time.perf_counter()
         struct = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), dynamic)
         t3 = time.perf_counter()
-        cached = _filter_pmap_cache(fn._fun, static, struct, in_axes, fn._axis_name, fn._axis_size,
-                                    fn._pmapkwargs)
+        cached = _filter_pmap_cache(
+            fn._fun, static, struct, in_axes, fn._axis_name, fn._axis_size, fn._pmapkwargs
+        )
         t4 = time.perf_counter()
         out = timing.block(cached(dynamic))
         t5 = time.perf_counter()
         _postprocess(out)
         t6 = time.perf_counter()
         if call >= 3:  # warm-up excluded
-            for stage, seconds in zip(BREAKDOWN_STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
+            for stage, seconds in zip(
+                BREAKDOWN_STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)
+            ):
                 rows.append({"stage": stage, "call": call - 3, "seconds": seconds})
     return pd.DataFrame(rows)
 
 
-def breakdown(spec: ModelSpec, step: str, n_devices: int, calls: int = 30,
-              profile_top: int = 15) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+def breakdown(
+    spec: ModelSpec, step: str, n_devices: int, calls: int = 30, profile_top: int = 15
+) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     """Stage times of one filter_pmap call, cProfile's top functions by self time,
     and the median wall time of an ordinary (untimed-stage) call for comparison."""
     model, opt_state = spec.build()
     runner = build_runner("filter_pmap", step, model, opt_state, spec.batch(n_devices), n_devices)
     fn, args = runner.fn, runner.args
     stages = filter_pmap_stages(fn, args, calls)
-    plain = timing.compare({"filter_pmap": lambda: fn(*args)},
-                           timing.TimingConfig(warmup=2, repeats=5, number=max(calls // 5, 1),
-                                               dispatch_only=False))
+    plain = timing.compare(
+        {"filter_pmap": lambda: fn(*args)},
+        timing.TimingConfig(warmup=2, repeats=5, number=max(calls // 5, 1), dispatch_only=False),
+    )
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(calls):
@@ -352,20 +417,30 @@ def breakdown(spec: ModelSpec, step: str, n_devices: int, calls: int = 30,
     stats = pstats.Stats(profiler)
     rows = []
     for (filename, line, func), (_cc, ncalls, tottime, cumtime, _callers) in stats.stats.items():
-        rows.append({"function": f"{func} ({filename.split('site-packages/')[-1]}:{line})",
-                     "calls_per_step": ncalls / calls, "self_ms_per_step": 1e3 * tottime / calls,
-                     "cumulative_ms_per_step": 1e3 * cumtime / calls})
+        rows.append(
+            {
+                "function": f"{func} ({filename.split('site-packages/')[-1]}:{line})",
+                "calls_per_step": ncalls / calls,
+                "self_ms_per_step": 1e3 * tottime / calls,
+                "cumulative_ms_per_step": 1e3 * cumtime / calls,
+            }
+        )
     profile = pd.DataFrame(rows).sort_values("self_ms_per_step", ascending=False).head(profile_top)
     return stages, profile.reset_index(drop=True), float(plain["wall_s_per_call"].median())
-
 
 
 # ---------------------------------------------------------------- the notebook's plan
 
 # One MLP past 100 leaves and the smallest transformer: every method and both
 # steps still run, in about a minute.
-QUICK = {"mlp_depths": [16], "transformer_layers": [1], "repeats": 3, "calls_per_repeat": 4,
-         "warmup": 1, "breakdown_calls": 5}
+QUICK = {
+    "mlp_depths": [16],
+    "transformer_layers": [1],
+    "repeats": 3,
+    "calls_per_repeat": 4,
+    "warmup": 1,
+    "breakdown_calls": 5,
+}
 
 
 @dataclass
@@ -378,9 +453,18 @@ class Plan:
     breakdown_calls: int
 
 
-def plan(*, quick: bool, mlp_depths: list[int], transformer_layers: list[int], steps: list[str],
-         methods: list[str], warmup: int, repeats: int, calls_per_repeat: int,
-         breakdown_calls: int) -> Plan:
+def plan(
+    *,
+    quick: bool,
+    mlp_depths: list[int],
+    transformer_layers: list[int],
+    steps: list[str],
+    methods: list[str],
+    warmup: int,
+    repeats: int,
+    calls_per_repeat: int,
+    breakdown_calls: int,
+) -> Plan:
     """Validate the notebook's parameters (errors name the parameter) and apply quick mode."""
     from .errors import check_ints
 
@@ -394,16 +478,24 @@ def plan(*, quick: bool, mlp_depths: list[int], transformer_layers: list[int], s
     transformer_layers = check_ints("transformer_layers", transformer_layers) if transformer_layers else []
     _check_methods_and_steps(methods, steps)
     check_int("breakdown_calls", breakdown_calls, minimum=1)
-    specs = [ModelSpec("mlp", d) for d in mlp_depths] + [ModelSpec("transformer", n) for n in transformer_layers]
+    specs = [ModelSpec("mlp", d) for d in mlp_depths] + [
+        ModelSpec("transformer", n) for n in transformer_layers
+    ]
     breakdown_specs = [ModelSpec("mlp", d) for d in sorted({min(mlp_depths), max(mlp_depths)})]
     breakdown_specs += [ModelSpec("transformer", n) for n in transformer_layers[:1]]
-    return Plan(specs=specs, steps=list(steps), methods=list(methods),
-                timing=timing.TimingConfig(warmup=warmup, repeats=repeats, number=calls_per_repeat),
-                breakdown_specs=breakdown_specs, breakdown_calls=breakdown_calls)
+    return Plan(
+        specs=specs,
+        steps=list(steps),
+        methods=list(methods),
+        timing=timing.TimingConfig(warmup=warmup, repeats=repeats, number=calls_per_repeat),
+        breakdown_specs=breakdown_specs,
+        breakdown_calls=breakdown_calls,
+    )
 
 
-def run_breakdowns(specs: list[ModelSpec], step: str, n_devices: int, calls: int
-                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def run_breakdowns(
+    specs: list[ModelSpec], step: str, n_devices: int, calls: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Stage timers and cProfile for each spec: (stages, profile, whole-call medians)."""
     stages, profiles, totals = [], [], []
     for spec in specs:
@@ -412,6 +504,12 @@ def run_breakdowns(specs: list[ModelSpec], step: str, n_devices: int, calls: int
         s, prof, total = breakdown(spec, step, n_devices, calls)
         stages.append(s.assign(model=spec.name, leaves=leaves))
         profiles.append(prof.assign(model=spec.name, leaves=leaves))
-        totals.append({"model": spec.name, "leaves": leaves, "whole_call_ms": 1e3 * total,
-                       "sum_of_stages_ms": 1e3 * s.groupby("stage")["seconds"].median().sum()})
+        totals.append(
+            {
+                "model": spec.name,
+                "leaves": leaves,
+                "whole_call_ms": 1e3 * total,
+                "sum_of_stages_ms": 1e3 * s.groupby("stage")["seconds"].median().sum(),
+            }
+        )
     return pd.concat(stages, ignore_index=True), pd.concat(profiles, ignore_index=True), pd.DataFrame(totals)

@@ -65,8 +65,8 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
     not divide the trip count, when it exceeds it, and for zero or negative
     trip counts (no steps, like ``fori_loop``).
     """
-    from jax import lax
     import jax.numpy as jnp
+    from jax import lax
 
     check_unroll(unroll)
     static = _is_static(lower) and _is_static(upper)

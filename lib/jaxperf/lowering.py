@@ -47,11 +47,11 @@ class Lowered:
     error_type: str
     error: str
     lower_s: float
-    ir_lines: int        # lines of the kernel's own module (0 if it did not lower)
-    loop_ops: int        # scf.for + scf.while in that module
-    late_unroll: int     # loops Mosaic TPU marks tpu.late_unroll (unrolled after export)
-    export_lines: int    # lines of the exported StableHLO wrapper
-    warning: str = ""    # the first warning the lowering raised (e.g. Triton's deprecation)
+    ir_lines: int  # lines of the kernel's own module (0 if it did not lower)
+    loop_ops: int  # scf.for + scf.while in that module
+    late_unroll: int  # loops Mosaic TPU marks tpu.late_unroll (unrolled after export)
+    export_lines: int  # lines of the exported StableHLO wrapper
+    warning: str = ""  # the first warning the lowering raised (e.g. Triton's deprecation)
 
 
 @contextlib.contextmanager
@@ -80,6 +80,7 @@ def _capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
         def hook(ctx, args, lowering_result, *rest, **kwargs):
             captured.append(str(lowering_result.module.operation))
             return original(ctx, args, lowering_result, *rest, **kwargs)
+
     setattr(mod, name, hook)
     try:
         yield captured
@@ -113,15 +114,32 @@ def _first_warning(caught: list) -> str:
 
 
 def lower_one(
-    kernel: str, loop_form: str, unroll: int, compiler: str, *, T: int, D: int = 64, batch: int = 4,
-    dtype: Any = "float16", block_rows: int = pallas_kernels.SEED_BLOCK_ROWS,
+    kernel: str,
+    loop_form: str,
+    unroll: int,
+    compiler: str,
+    *,
+    T: int,
+    D: int = 64,
+    batch: int = 4,
+    dtype: Any = "float16",
+    block_rows: int = pallas_kernels.SEED_BLOCK_ROWS,
     out_rows: int = pallas_kernels.SEED_OUT_ROWS,
 ) -> Lowered:
     """Lower one variant for ``compiler``; never raises for a lowering failure."""
     check_choice("compiler", compiler, COMPILERS)
     fn, args = pallas_kernels.build(
-        kernel, loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype, block_rows=block_rows,
-        interpret=False, out_rows=out_rows, lowering=compiler,
+        kernel,
+        loop_form,
+        unroll,
+        T=T,
+        D=D,
+        batch=batch,
+        dtype=dtype,
+        block_rows=block_rows,
+        interpret=False,
+        out_rows=out_rows,
+        lowering=compiler,
     )
     start = time.perf_counter()
     with _capture_kernel_ir(compiler) as captured, warnings.catch_warnings(record=True) as caught:
@@ -129,14 +147,38 @@ def lower_one(
         try:
             exported = export_variant(fn, args, compiler)
         except Exception as err:  # noqa: BLE001 - the error text is the result
-            return Lowered(kernel, loop_form, unroll, compiler, T, False, type(err).__name__, _error_text(err),
-                           time.perf_counter() - start, 0, 0, 0, 0, _first_warning(caught))
+            return Lowered(
+                kernel,
+                loop_form,
+                unroll,
+                compiler,
+                T,
+                False,
+                type(err).__name__,
+                _error_text(err),
+                time.perf_counter() - start,
+                0,
+                0,
+                0,
+                0,
+                _first_warning(caught),
+            )
     elapsed = time.perf_counter() - start
     ir = captured[-1] if captured else ""
     return Lowered(
-        kernel, loop_form, unroll, compiler, T, True, "", "", elapsed,
-        ir_lines=len(ir.splitlines()), loop_ops=len(_LOOP_OP.findall(ir)),
-        late_unroll=len(_LATE_UNROLL.findall(ir)), export_lines=len(exported.mlir_module().splitlines()),
+        kernel,
+        loop_form,
+        unroll,
+        compiler,
+        T,
+        True,
+        "",
+        "",
+        elapsed,
+        ir_lines=len(ir.splitlines()),
+        loop_ops=len(_LOOP_OP.findall(ir)),
+        late_unroll=len(_LATE_UNROLL.findall(ir)),
+        export_lines=len(exported.mlir_module().splitlines()),
         warning=_first_warning(caught),
     )
 
@@ -190,8 +232,10 @@ def verdicts(df: pd.DataFrame) -> pd.DataFrame:
         errors = ", ".join(sorted(set(part.loc[~part["lowers"], "error_type"])))
         return f"{ok}/{n} lower ({errors})" if ok else f"fails ({errors})"
 
-    rows = [{"loop_form": form, "unroll": unroll, "compiler": compiler, "cell": cell(part)}
-            for (form, unroll, compiler), part in df.groupby(["loop_form", "unroll", "compiler"], sort=False)]
+    rows = [
+        {"loop_form": form, "unroll": unroll, "compiler": compiler, "cell": cell(part)}
+        for (form, unroll, compiler), part in df.groupby(["loop_form", "unroll", "compiler"], sort=False)
+    ]
     table = pd.DataFrame(rows).pivot(index=["loop_form", "unroll"], columns="compiler", values="cell")
     order = [c for c in COMPILERS if c in table.columns]
     return table[order].reset_index().rename_axis(columns=None)
@@ -200,8 +244,10 @@ def verdicts(df: pd.DataFrame) -> pd.DataFrame:
 def error_lines(df: pd.DataFrame) -> str:
     """Markdown bullets: each distinct lowering error once, with where it first occurred."""
     failed = df[~df["lowers"]].drop_duplicates(["compiler", "error"])
-    return "\n".join(f"- {e.compiler}, {e.loop_form} unroll={e.unroll}: `{e.error_type}: {e.error}`"
-                     for e in failed.itertuples())
+    return "\n".join(
+        f"- {e.compiler}, {e.loop_form} unroll={e.unroll}: `{e.error_type}: {e.error}`"
+        for e in failed.itertuples()
+    )
 
 
 def warning_lines(df: pd.DataFrame) -> str:

@@ -72,8 +72,15 @@ def adam_init(model: Any) -> AdamState:
     return AdamState(count=jnp.zeros((), jnp.int32), mu=zeros, nu=zeros)
 
 
-def adam_update(model: Any, grads: Any, state: AdamState, lr: float = 1e-3,
-                b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> tuple[Any, AdamState]:
+def adam_update(
+    model: Any,
+    grads: Any,
+    state: AdamState,
+    lr: float = 1e-3,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+) -> tuple[Any, AdamState]:
     count = state.count + 1
     mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
     nu = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, state.nu, grads)

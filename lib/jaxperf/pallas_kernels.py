@@ -39,7 +39,7 @@ LOOP_FORMS = LOOP_FORMS  # re-exported: the interface other studies import from 
 # (Triton on GPU, Mosaic on TPU); the others force a compiler's parameters.
 LOWERINGS = ("default", "triton", "mosaic_gpu", "mosaic_tpu")
 DTYPES = ("float16", "bfloat16", "float32")
-SEED_OUT_ROWS = 128   # the seed's [128, D] carry
+SEED_OUT_ROWS = 128  # the seed's [128, D] carry
 SEED_BLOCK_ROWS = 64  # the seed's 64-row steps: T / 64 of them
 
 
@@ -55,8 +55,16 @@ def _check_dtype(dtype: Any) -> np.dtype:
 
 
 def check_params(
-    kernel: str, loop_form: str, unroll: int, *, T: int, D: int, batch: int, dtype: Any,
-    block_rows: int, out_rows: int = SEED_OUT_ROWS,
+    kernel: str,
+    loop_form: str,
+    unroll: int,
+    *,
+    T: int,
+    D: int,
+    batch: int,
+    dtype: Any,
+    block_rows: int,
+    out_rows: int = SEED_OUT_ROWS,
 ) -> np.dtype:
     """Validate a variant; raise ValueError naming the parameter, value and what is allowed."""
     check_choice("kernel", kernel, KERNELS)
@@ -64,7 +72,13 @@ def check_params(
     check_unroll(unroll)
     if loop_form == "python" and unroll != 1:
         raise bad_value("unroll", unroll, "1 for loop_form='python' (a Python loop is fully unrolled)")
-    for name, value in (("T", T), ("D", D), ("batch", batch), ("block_rows", block_rows), ("out_rows", out_rows)):
+    for name, value in (
+        ("T", T),
+        ("D", D),
+        ("batch", batch),
+        ("block_rows", block_rows),
+        ("out_rows", out_rows),
+    ):
         check_int(name, value, minimum=1)
     if T % block_rows:
         raise bad_value("T", T, f"a multiple of block_rows={block_rows}")
@@ -75,25 +89,45 @@ def trip_count(T: int, block_rows: int) -> int:
     return T // block_rows
 
 
-def input_shapes(kernel: str, *, T: int, D: int, batch: int, out_rows: int = SEED_OUT_ROWS) -> tuple[tuple[int, ...], ...]:
+def input_shapes(
+    kernel: str, *, T: int, D: int, batch: int, out_rows: int = SEED_OUT_ROWS
+) -> tuple[tuple[int, ...], ...]:
     check_choice("kernel", kernel, KERNELS)
     if kernel == "seed":
         return ((batch, T, D),)
-    return ((batch, out_rows, D), (batch, T, D), (batch, T, D))   # q, k, v
+    return ((batch, out_rows, D), (batch, T, D), (batch, T, D))  # q, k, v
 
 
 def example_args(
-    kernel: str, *, T: int, D: int, batch: int, dtype: Any, block_rows: int, out_rows: int = SEED_OUT_ROWS,
+    kernel: str,
+    *,
+    T: int,
+    D: int,
+    batch: int,
+    dtype: Any,
+    block_rows: int,
+    out_rows: int = SEED_OUT_ROWS,
 ) -> tuple[Any, ...]:
     """``jax.ShapeDtypeStruct`` for each input (enough to lower or export)."""
     import jax
 
-    dtype = check_params(kernel, "fori", 1, T=T, D=D, batch=batch, dtype=dtype, block_rows=block_rows, out_rows=out_rows)
-    return tuple(jax.ShapeDtypeStruct(s, dtype) for s in input_shapes(kernel, T=T, D=D, batch=batch, out_rows=out_rows))
+    dtype = check_params(
+        kernel, "fori", 1, T=T, D=D, batch=batch, dtype=dtype, block_rows=block_rows, out_rows=out_rows
+    )
+    return tuple(
+        jax.ShapeDtypeStruct(s, dtype) for s in input_shapes(kernel, T=T, D=D, batch=batch, out_rows=out_rows)
+    )
 
 
 def make_inputs(
-    kernel: str, seed: int = 0, *, T: int, D: int, batch: int, dtype: Any, out_rows: int = SEED_OUT_ROWS,
+    kernel: str,
+    seed: int = 0,
+    *,
+    T: int,
+    D: int,
+    batch: int,
+    dtype: Any,
+    out_rows: int = SEED_OUT_ROWS,
 ) -> tuple[Any, ...]:
     """Standard-normal inputs in ``dtype``, made on the default device with
     ``jax.random`` (at the seed's sizes, B=512 x T=65536 x D=64, they would
@@ -108,6 +142,7 @@ def make_inputs(
 
 # --- the loop bodies, written once for refs (Pallas) and arrays (plain jit) ---
 
+
 def _seed(load: Callable, x, *, T: int, D: int, block_rows: int, out_rows: int, loop_form: str, unroll: int):
     import jax.numpy as jnp
     from jax import lax
@@ -120,7 +155,9 @@ def _seed(load: Callable, x, *, T: int, D: int, block_rows: int, out_rows: int, 
     return run_loop(loop_form, 0, trip_count(T, block_rows), body, init, unroll)
 
 
-def _attention(load: Callable, q, k, v, *, T: int, D: int, block_rows: int, out_rows: int, loop_form: str, unroll: int):
+def _attention(
+    load: Callable, q, k, v, *, T: int, D: int, block_rows: int, out_rows: int, loop_form: str, unroll: int
+):
     import jax.numpy as jnp
     from jax import lax
 
@@ -132,8 +169,9 @@ def _attention(load: Callable, q, k, v, *, T: int, D: int, block_rows: int, out_
         k_j = load(k, j * block_rows, block_rows)
         v_j = load(v, j * block_rows, block_rows)
         # q @ k_j.T as one dot_general: Mosaic GPU has no lowering for a transpose.
-        s = lax.dot_general(q, k_j, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32,
-                            precision=precision)
+        s = lax.dot_general(
+            q, k_j, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32, precision=precision
+        )
         m_new = jnp.maximum(m, jnp.max(s, axis=1, keepdims=True))
         alpha = jnp.exp(m - m_new)
         p = jnp.exp(s - m_new)
@@ -208,7 +246,17 @@ def build(
     import jax
     from jax.experimental import pallas as pl
 
-    check_params(kernel, loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype, block_rows=block_rows, out_rows=out_rows)
+    check_params(
+        kernel,
+        loop_form,
+        unroll,
+        T=T,
+        D=D,
+        batch=batch,
+        dtype=dtype,
+        block_rows=block_rows,
+        out_rows=out_rows,
+    )
     check_choice("lowering", lowering, LOWERINGS)
     if not isinstance(interpret, bool):
         raise bad_value("interpret", interpret, "True or False")
@@ -233,12 +281,25 @@ def build(
         # module, built on plgpu.kernel and emit_pipeline) runs the same kernel body.
         from jax._src.pallas.mosaic_gpu.pallas_call import pallas_call as mosaic_gpu_pallas_call
 
-        call = mosaic_gpu_pallas_call(kernel_fn, out_shape, grid=(batch,), in_specs=in_specs, out_specs=out_specs,
-                                      compiler_params=_compiler_params(lowering))
+        call = mosaic_gpu_pallas_call(
+            kernel_fn,
+            out_shape,
+            grid=(batch,),
+            in_specs=in_specs,
+            out_specs=out_specs,
+            compiler_params=_compiler_params(lowering),
+        )
     else:
-        call = pl.pallas_call(kernel_fn, out_shape=out_shape, grid=(batch,), in_specs=in_specs, out_specs=out_specs,
-                              interpret=interpret, compiler_params=_compiler_params(lowering),
-                              name=f"{kernel}_{loop_form}_u{unroll}")
+        call = pl.pallas_call(
+            kernel_fn,
+            out_shape=out_shape,
+            grid=(batch,),
+            in_specs=in_specs,
+            out_specs=out_specs,
+            interpret=interpret,
+            compiler_params=_compiler_params(lowering),
+            name=f"{kernel}_{loop_form}_u{unroll}",
+        )
     return jax.jit(call), args
 
 
@@ -257,7 +318,17 @@ def build_xla(
     """The same kernel math and loop form in plain ``jax.jit`` (vmapped over batch)."""
     import jax
 
-    check_params(kernel, loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype, block_rows=block_rows, out_rows=out_rows)
+    check_params(
+        kernel,
+        loop_form,
+        unroll,
+        T=T,
+        D=D,
+        batch=batch,
+        dtype=dtype,
+        block_rows=block_rows,
+        out_rows=out_rows,
+    )
     args = example_args(kernel, T=T, D=D, batch=batch, dtype=dtype, block_rows=block_rows, out_rows=out_rows)
     body = _BODIES[kernel]
     static = dict(T=T, D=D, block_rows=block_rows, out_rows=out_rows, loop_form=loop_form, unroll=unroll)
@@ -271,7 +342,9 @@ def build_xla(
     return jax.jit(jax.vmap(one)), args
 
 
-def reference(kernel: str, inputs: tuple[Any, ...], *, block_rows: int, out_rows: int = SEED_OUT_ROWS) -> np.ndarray:
+def reference(
+    kernel: str, inputs: tuple[Any, ...], *, block_rows: int, out_rows: int = SEED_OUT_ROWS
+) -> np.ndarray:
     """The kernel's answer in float64 NumPy, from the (dtype-rounded) inputs."""
     check_choice("kernel", kernel, KERNELS)
     if kernel == "seed":
@@ -287,7 +360,9 @@ def reference(kernel: str, inputs: tuple[Any, ...], *, block_rows: int, out_rows
     return np.einsum("bqk,bkd->bqd", p / p.sum(axis=-1, keepdims=True), v)
 
 
-def tolerance(kernel: str, inputs: tuple[np.ndarray, ...], *, block_rows: int, out_rows: int = SEED_OUT_ROWS) -> np.ndarray:
+def tolerance(
+    kernel: str, inputs: tuple[np.ndarray, ...], *, block_rows: int, out_rows: int = SEED_OUT_ROWS
+) -> np.ndarray:
     """Elementwise absolute tolerance that allows for any summation order.
 
     seed: float32 recursive summation of n terms errs by at most about
@@ -309,15 +384,22 @@ def tolerance(kernel: str, inputs: tuple[np.ndarray, ...], *, block_rows: int, o
         return np.broadcast_to((factor * scale + 1e-6)[:, None, None], (batch, out_rows, D)).copy()
     check_choice("kernel", kernel, KERNELS)
     q, k, v = inputs
-    eps = 2.0 ** -8 if str(v.dtype) == "bfloat16" else float(np.finfo(v.dtype).eps)  # np.finfo lacks bfloat16
+    eps = 2.0**-8 if str(v.dtype) == "bfloat16" else float(np.finfo(v.dtype).eps)  # np.finfo lacks bfloat16
     vmax = np.abs(np.asarray(v, np.float64)).max(axis=(1, 2))[:, None, None]
     steps = trip_count(k.shape[1], block_rows)
     bound = (16 * eps + (steps + 64) * eps32) * vmax
     return np.broadcast_to(bound, (q.shape[0], out_rows, q.shape[2])).copy()
 
 
-def check_close(kernel: str, out: Any, inputs: tuple[Any, ...], *, block_rows: int, out_rows: int = SEED_OUT_ROWS,
-                max_batch: int | None = None) -> float:
+def check_close(
+    kernel: str,
+    out: Any,
+    inputs: tuple[Any, ...],
+    *,
+    block_rows: int,
+    out_rows: int = SEED_OUT_ROWS,
+    max_batch: int | None = None,
+) -> float:
     """Raise AssertionError unless ``out`` matches the float64 reference; return the worst error/tolerance.
 
     ``max_batch`` checks only the first batch elements (the attention

@@ -92,7 +92,9 @@ def save(
     ``drawn_by`` names the function that drew the figure, recorded in the
     footer so a figure leads back to its code and data.
     """
-    add_footer(fig, prov, extra=f"drawn by jaxperf.{drawn_by}; data: {name}.csv" + (f"; {note}" if note else ""))
+    add_footer(
+        fig, prov, extra=f"drawn by jaxperf.{drawn_by}; data: {name}.csv" + (f"; {note}" if note else "")
+    )
     # Leave room at the top for a figure-level legend (tight_layout ignores those).
     height = fig.get_size_inches()[1]
     fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.8 / height if fig.legends else 1))

@@ -17,8 +17,19 @@ from typing import Any
 from .paths import PROJECT_ROOT
 
 PACKAGES = (
-    "jax", "jaxlib", "equinox", "numpy", "pandas", "matplotlib", "seaborn",
-    "papermill", "jupyterlab", "ipykernel", "triton", "jax-cuda13-plugin", "libtpu",
+    "jax",
+    "jaxlib",
+    "equinox",
+    "numpy",
+    "pandas",
+    "matplotlib",
+    "seaborn",
+    "papermill",
+    "jupyterlab",
+    "ipykernel",
+    "triton",
+    "jax-cuda13-plugin",
+    "libtpu",
 )
 
 
@@ -40,7 +51,10 @@ def git_commit() -> dict[str, Any]:
         ).stdout.strip()
 
     try:
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+        return {
+            "commit": git("rev-parse", "HEAD"),
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        }
     except (OSError, subprocess.SubprocessError):
         return {"commit": "unknown", "dirty": None}
 
@@ -52,7 +66,7 @@ def capture(parameters: dict[str, Any] | None = None) -> dict[str, Any]:
     devices = jax.devices()
     backend = jax.default_backend()
     return {
-        "timestamp_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "timestamp_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "machine": platform.machine(),

@@ -54,7 +54,10 @@ def write_records(df: pd.DataFrame, path: Path, provenance: dict[str, Any]) -> P
     """Write ``df`` as ``path`` (.csv) and its provenance as ``path``.json."""
     path = Path(path).with_suffix(".csv")
     _atomic_write(path, df.to_csv(index=False).encode())
-    write_json(path.with_suffix(".json"), {"data": path.name, "columns": list(df.columns), "rows": len(df), "provenance": provenance})
+    write_json(
+        path.with_suffix(".json"),
+        {"data": path.name, "columns": list(df.columns), "rows": len(df), "provenance": provenance},
+    )
     return path
 
 
@@ -71,6 +74,7 @@ def write_summary(study_dir: Path, summary: dict[str, Any], markdown: str) -> tu
 
 def markdown_table(df: pd.DataFrame, floatfmt: str = "{:.3g}") -> str:
     """A GitHub-flavoured Markdown table (no tabulate dependency)."""
+
     def cell(v: Any) -> str:
         if isinstance(v, float):
             return "n/a" if math.isnan(v) else floatfmt.format(v)

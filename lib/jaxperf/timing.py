@@ -49,7 +49,7 @@ def block(tree: Any) -> Any:
 class TimingConfig:
     warmup: int = 3
     repeats: int = 7
-    number: int = 20          # calls per repeat
+    number: int = 20  # calls per repeat
     dispatch_only: bool = True
     clock: Clock = field(default_factory=Clock)
 

@@ -81,8 +81,8 @@ class DoesNotLower(NotImplementedError):
 class TritonStatus:
     available: bool
     version: str | None
-    reason: str                 # why not, or "" when available
-    ptxas: dict[str, str] = field(default_factory=dict)   # target -> ptxas path
+    reason: str  # why not, or "" when available
+    ptxas: dict[str, str] = field(default_factory=dict)  # target -> ptxas path
     cuobjdump: str | None = None
 
     def describe(self) -> str:
@@ -110,7 +110,9 @@ def status() -> TritonStatus:
     except ImportError as err:
         return TritonStatus(False, None, f"{NOT_INSTALLED} ({err}); install with {INSTALL_HINT}")
     except Exception as err:  # a broken install is as absent as a missing one
-        return TritonStatus(False, None, f"not measured: triton failed to import ({type(err).__name__}: {err})")
+        return TritonStatus(
+            False, None, f"not measured: triton failed to import ({type(err).__name__}: {err})"
+        )
     try:
         from triton.backends.nvidia.compiler import get_ptxas
         from triton.knobs import nvidia
@@ -118,10 +120,16 @@ def status() -> TritonStatus:
         ptxas = {name: get_ptxas(cap).path for name, (cap, _) in TARGETS.items()}
         cuobjdump = nvidia.cuobjdump.path
     except Exception as err:
-        return TritonStatus(False, triton.__version__, f"not measured: triton {triton.__version__} has no usable ptxas/cuobjdump ({err})")
+        return TritonStatus(
+            False,
+            triton.__version__,
+            f"not measured: triton {triton.__version__} has no usable ptxas/cuobjdump ({err})",
+        )
     missing = [p for p in [*ptxas.values(), cuobjdump] if not p or not Path(p).exists()]
     if missing:
-        return TritonStatus(False, triton.__version__, f"not measured: triton {triton.__version__} lacks {missing}")
+        return TritonStatus(
+            False, triton.__version__, f"not measured: triton {triton.__version__} lacks {missing}"
+        )
     return TritonStatus(True, triton.__version__, "", ptxas, cuobjdump)
 
 
@@ -145,14 +153,14 @@ def check_target(target: str) -> int:
 
 @dataclass(frozen=True)
 class CapturedModule:
-    ttir: str                   # the Triton module as text (MLIR assembly)
-    name: str                   # kernel name in the custom call
+    ttir: str  # the Triton module as text (MLIR assembly)
+    name: str  # kernel name in the custom call
     num_warps: int
     num_stages: int
     grid: tuple[int, int, int]
     target: str
-    export_ms: float            # jax.export end to end: trace, Pallas->Triton, StableHLO
-    triton_lowering_ms: float   # the Pallas->Triton module part of it
+    export_ms: float  # jax.export end to end: trace, Pallas->Triton, StableHLO
+    triton_lowering_ms: float  # the Pallas->Triton module part of it
 
     @property
     def ttir_lines(self) -> int:
@@ -190,15 +198,18 @@ def _hook_triton_lowering(on_module: Callable[[Any, float], None]) -> Iterator[N
 
 
 @contextlib.contextmanager
-def _cuda_export(device_kind: str, custom_calls: Sequence[str] = (TRITON_CUSTOM_CALL,)) -> Iterator[Callable[..., Any]]:
+def _cuda_export(
+    device_kind: str, custom_calls: Sequence[str] = (TRITON_CUSTOM_CALL,)
+) -> Iterator[Callable[..., Any]]:
     """Inside an abstract one-device mesh of ``device_kind`` (no GPU needed), yield
     ``jax.export.export`` bound to CUDA with ``custom_calls`` allowed. The caller
     calls it, so the exported module's source locations stay the caller's."""
     import jax
     from jax.sharding import AbstractDevice, AbstractMesh
 
-    mesh = AbstractMesh((1,), ("x",), abstract_device=AbstractDevice(
-        device_kind=device_kind, num_cores=None, platform="cuda"))
+    mesh = AbstractMesh(
+        (1,), ("x",), abstract_device=AbstractDevice(device_kind=device_kind, num_cores=None, platform="cuda")
+    )
     checks = [jax.export.DisabledSafetyCheck.custom_call(name) for name in custom_calls]
     with jax.sharding.use_abstract_mesh(mesh):
         yield functools.partial(jax.export.export, platforms=["cuda"], disabled_checks=checks)
@@ -210,8 +221,9 @@ def _raise_frame(err: BaseException) -> traceback.FrameSummary | None:
     return frames[-1] if frames else None
 
 
-def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET,
-            clear_caches: bool = True) -> CapturedModule:
+def capture(
+    fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET, clear_caches: bool = True
+) -> CapturedModule:
     """Export ``fn(*args)`` (which holds one Triton ``pallas_call``) for CUDA and
     return the Triton module Pallas built for it.
 
@@ -234,7 +246,11 @@ def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAUL
 
     start = time.perf_counter()
     try:
-        with _hook_triton_lowering(record), _cuda_export(TARGETS[target][1]) as export, warnings.catch_warnings():
+        with (
+            _hook_triton_lowering(record),
+            _cuda_export(TARGETS[target][1]) as export,
+            warnings.catch_warnings(),
+        ):
             # "The Pallas Triton backend is deprecated": known, said once in the notebook.
             warnings.filterwarnings("ignore", message=".*Pallas Triton backend is deprecated.*")
             exported = export(jax.jit(fn))(*specs)
@@ -246,7 +262,9 @@ def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAUL
         ) from err
     export_ms = (time.perf_counter() - start) * 1e3
     if len(sink) != 1:
-        raise ValueError(f"fn={fn!r} is not allowed: expected exactly one Triton pallas_call, found {len(sink)}.")
+        raise ValueError(
+            f"fn={fn!r} is not allowed: expected exactly one Triton pallas_call, found {len(sink)}."
+        )
     text = exported.mlir_module()
     config = dict(re.findall(r"\b(grid_[xyz]|num_warps|num_stages) = (\d+) : i32", text))
     name = re.search(r'\bname = "([^"]+)"', text)
@@ -269,12 +287,12 @@ def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAUL
 
 @dataclass(frozen=True)
 class SassStats:
-    instructions: int           # SASS instructions, NOP padding excluded
+    instructions: int  # SASS instructions, NOP padding excluded
     registers: int
     spill_stores_bytes: int
     spill_loads_bytes: int
-    local_memory_instructions: int   # STL/LDL: where spills show up in the code
-    backward_branches: int      # branches to a lower address (the trailing BRA-to-self excluded)
+    local_memory_instructions: int  # STL/LDL: where spills show up in the code
+    backward_branches: int  # branches to a lower address (the trailing BRA-to-self excluded)
     shared_bytes: int | None = None
 
     @property
@@ -286,10 +304,10 @@ class SassStats:
 class CompileResult:
     target: str
     stage_ms: dict[str, float]  # per stage in STAGES, wall clock
-    parse_ms: float             # reading the .ttir text into MLIR (not a compile stage)
+    parse_ms: float  # reading the .ttir text into MLIR (not a compile stage)
     ptx: str
     cubin: bytes
-    sass: str                   # cuobjdump -sass output
+    sass: str  # cuobjdump -sass output
     ptxas_log: str
     sass_stats: SassStats
     ptx_instructions: int
@@ -300,7 +318,9 @@ class CompileResult:
         return sum(self.stage_ms.values())
 
 
-def compile_ttir(ttir: str, *, target: str = DEFAULT_TARGET, num_warps: int = 4, num_stages: int = 3) -> CompileResult:
+def compile_ttir(
+    ttir: str, *, target: str = DEFAULT_TARGET, num_warps: int = 4, num_stages: int = 3
+) -> CompileResult:
     """Compile a Triton module (text .ttir) for ``target`` through every stage.
 
     Mirrors ``triton.compile`` for a Python-language kernel: unlike
@@ -320,8 +340,9 @@ def compile_ttir(ttir: str, *, target: str = DEFAULT_TARGET, num_warps: int = 4,
 
     gpu = GPUTarget("cuda", capability, 32)
     backend = make_backend(gpu)
-    options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages, "num_ctas": 1,
-                                     "enable_fp_fusion": True})
+    options = backend.parse_options(
+        {"num_warps": num_warps, "num_stages": num_stages, "num_ctas": 1, "enable_fp_fusion": True}
+    )
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
@@ -358,10 +379,23 @@ def compile_ttir(ttir: str, *, target: str = DEFAULT_TARGET, num_warps: int = 4,
     sass = disassemble(cubin)
     stats = sass_stats(sass, log.getvalue(), shared_bytes=metadata.get("shared"))
     return CompileResult(
-        target=target, stage_ms=stage_ms, parse_ms=parse_ms, ptx=ptx, cubin=cubin, sass=sass,
-        ptxas_log=log.getvalue(), sass_stats=stats, ptx_instructions=ptx_stats(ptx)["instructions"],
-        options={"num_warps": num_warps, "num_stages": num_stages, "num_ctas": 1, "enable_fp_fusion": True,
-                 "arch": options.arch, "ptx_version": _ptx_version(ptx)},
+        target=target,
+        stage_ms=stage_ms,
+        parse_ms=parse_ms,
+        ptx=ptx,
+        cubin=cubin,
+        sass=sass,
+        ptxas_log=log.getvalue(),
+        sass_stats=stats,
+        ptx_instructions=ptx_stats(ptx)["instructions"],
+        options={
+            "num_warps": num_warps,
+            "num_stages": num_stages,
+            "num_ctas": 1,
+            "enable_fp_fusion": True,
+            "arch": options.arch,
+            "ptx_version": _ptx_version(ptx),
+        },
     )
 
 
@@ -380,7 +414,9 @@ def disassemble(cubin: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
         handle.write(cubin)
         handle.flush()
-        proc = subprocess.run([st.cuobjdump, "-sass", handle.name], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [st.cuobjdump, "-sass", handle.name], capture_output=True, text=True, timeout=300
+        )
     if proc.returncode != 0:
         raise RuntimeError(f"cuobjdump -sass failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return proc.stdout
@@ -440,8 +476,9 @@ def ptx_stats(ptx: str) -> dict[str, int]:
 # One measurement point
 
 
-def measure(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET,
-            repeats: int = 1) -> list[dict[str, Any]]:
+def measure(
+    fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET, repeats: int = 1
+) -> list[dict[str, Any]]:
     """Capture once per repeat and compile it: one flat row per repeat.
 
     Each row holds ``export_ms`` (JAX: trace + Pallas->Triton + StableHLO),
@@ -457,37 +494,56 @@ def measure(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAUL
     rows = []
     for repeat in range(repeats):
         captured = capture(fn, args, target=target)
-        result = compile_ttir(captured.ttir, target=target, num_warps=captured.num_warps,
-                              num_stages=captured.num_stages)
+        result = compile_ttir(
+            captured.ttir, target=target, num_warps=captured.num_warps, num_stages=captured.num_stages
+        )
         stats = result.sass_stats
-        rows.append({
-            "repeat": repeat,
-            "target": target,
-            "export_ms": captured.export_ms,
-            "triton_lowering_ms": captured.triton_lowering_ms,
-            "parse_ms": result.parse_ms,
-            **{f"{stage}_ms": ms for stage, ms in result.stage_ms.items()},
-            "triton_ms": result.total_ms,
-            "compile_ms": captured.export_ms + result.total_ms,
-            "ttir_lines": captured.ttir_lines,
-            "ptx_instructions": result.ptx_instructions,
-            "sass_instructions": stats.instructions,
-            "registers": stats.registers,
-            "spill_stores_bytes": stats.spill_stores_bytes,
-            "spill_loads_bytes": stats.spill_loads_bytes,
-            "local_memory_instructions": stats.local_memory_instructions,
-            "backward_branches": stats.backward_branches,
-            "loop_present": stats.loop_present,
-            "shared_bytes": stats.shared_bytes,
-            "num_warps": captured.num_warps,
-            "num_stages": captured.num_stages,
-            "ptx_version": result.options["ptx_version"],
-        })
+        rows.append(
+            {
+                "repeat": repeat,
+                "target": target,
+                "export_ms": captured.export_ms,
+                "triton_lowering_ms": captured.triton_lowering_ms,
+                "parse_ms": result.parse_ms,
+                **{f"{stage}_ms": ms for stage, ms in result.stage_ms.items()},
+                "triton_ms": result.total_ms,
+                "compile_ms": captured.export_ms + result.total_ms,
+                "ttir_lines": captured.ttir_lines,
+                "ptx_instructions": result.ptx_instructions,
+                "sass_instructions": stats.instructions,
+                "registers": stats.registers,
+                "spill_stores_bytes": stats.spill_stores_bytes,
+                "spill_loads_bytes": stats.spill_loads_bytes,
+                "local_memory_instructions": stats.local_memory_instructions,
+                "backward_branches": stats.backward_branches,
+                "loop_present": stats.loop_present,
+                "shared_bytes": stats.shared_bytes,
+                "num_warps": captured.num_warps,
+                "num_stages": captured.num_stages,
+                "ptx_version": result.options["ptx_version"],
+            }
+        )
     return rows
 
 
 __all__ = [
-    "TARGETS", "DEFAULT_TARGET", "STAGES", "NOT_INSTALLED", "TritonUnavailableError", "DoesNotLower",
-    "TritonStatus", "status", "require", "check_target", "CapturedModule", "capture", "SassStats",
-    "CompileResult", "compile_ttir", "disassemble", "sass_stats", "ptx_stats", "measure",
+    "TARGETS",
+    "DEFAULT_TARGET",
+    "STAGES",
+    "NOT_INSTALLED",
+    "TritonUnavailableError",
+    "DoesNotLower",
+    "TritonStatus",
+    "status",
+    "require",
+    "check_target",
+    "CapturedModule",
+    "capture",
+    "SassStats",
+    "CompileResult",
+    "compile_ttir",
+    "disassemble",
+    "sass_stats",
+    "ptx_stats",
+    "measure",
 ]

@@ -33,6 +33,13 @@ from .bench import (
     gather,
     run_bench,
 )
-from .envs import ENVS_DIR, STAMP_NAME, EnvStatus, _stamp, ensure_env, find_python  # _stamp: the tests fake a cached env
+from .envs import (
+    ENVS_DIR,
+    STAMP_NAME,
+    EnvStatus,
+    _stamp,
+    ensure_env,
+    find_python,
+)  # _stamp: the tests fake a cached env
 from .releases import PINS_DIR, Release, available_releases, check_releases, read_pins, release_table
 from .report import EXTRA_MEASURES, display_table, plot_overhead_vs_release, summarize, tabulate

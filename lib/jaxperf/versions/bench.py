@@ -91,10 +91,14 @@ def run_bench(
     env.pop("PYTHONPATH", None)  # the child sees only its own environment's packages
     cmd = [str(python_executable), str(BENCH_SCRIPT), "--host-devices", str(host_devices), *config.argv()]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=PROJECT_ROOT)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=PROJECT_ROOT
+        )
     except subprocess.TimeoutExpired as err:
         stderr = err.stderr.decode() if isinstance(err.stderr, bytes) else (err.stderr or "")
-        raise BenchmarkError(f"bench_old.py timed out after {timeout_s} s in {python_executable}:\n{stderr[-4000:]}") from err
+        raise BenchmarkError(
+            f"bench_old.py timed out after {timeout_s} s in {python_executable}:\n{stderr[-4000:]}"
+        ) from err
     except OSError as err:
         raise BenchmarkError(f"could not start {python_executable}: {err}") from err
     if proc.returncode != 0:
@@ -148,7 +152,11 @@ def gather(
     statuses: dict[str, EnvStatus] = {}
     for release in releases:
         statuses[release] = ensure_env(
-            known[release], envs_dir=envs_dir, reuse_project_env=reuse_project_env, timeout_s=env_timeout_s, log=log
+            known[release],
+            envs_dir=envs_dir,
+            reuse_project_env=reuse_project_env,
+            timeout_s=env_timeout_s,
+            log=log,
         )
     frames, documents, bench_wall = [], {r: [] for r in releases}, {r: 0.0 for r in releases}
     for round_index in range(rounds):
@@ -156,7 +164,9 @@ def gather(
             status = statuses[release]
             if status.ok:
                 try:
-                    doc = run_bench(status.python_executable, bench, host_devices=host_devices, timeout_s=bench_timeout_s)
+                    doc = run_bench(
+                        status.python_executable, bench, host_devices=host_devices, timeout_s=bench_timeout_s
+                    )
                 except BenchmarkError as err:
                     status.error = f"BenchmarkError: {err}"
                     log(f"versions: equinox {release} benchmark failed: {err}")
@@ -175,21 +185,27 @@ def gather(
     env_rows = []
     for release in releases:
         status, pins = statuses[release], known[release]
-        env_rows.append({
-            "release": release,
-            "python": pins.python,
-            "jax": pins.jax,
-            "jaxlib": pins.pins.get("jaxlib", "?"),
-            "numpy": pins.pins.get("numpy", "?"),
-            "environment": status.kind or "-",
-            "build_s": round(status.build_s, 1),
-            "bench_wall_s": round(bench_wall[release], 1),
-            "rounds_run": len(documents[release]),
-            "status": "ok" if status.ok else "failed",
-            "error": status.error or "",
-        })
-    timings = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["release", "equinox", "jax", "python", "round", "model", "variant", "repeat"]
+        env_rows.append(
+            {
+                "release": release,
+                "python": pins.python,
+                "jax": pins.jax,
+                "jaxlib": pins.pins.get("jaxlib", "?"),
+                "numpy": pins.pins.get("numpy", "?"),
+                "environment": status.kind or "-",
+                "build_s": round(status.build_s, 1),
+                "bench_wall_s": round(bench_wall[release], 1),
+                "rounds_run": len(documents[release]),
+                "status": "ok" if status.ok else "failed",
+                "error": status.error or "",
+            }
+        )
+    timings = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(
+            columns=["release", "equinox", "jax", "python", "round", "model", "variant", "repeat"]
+        )
     )
     return VersionMatrix(timings=timings, environments=pd.DataFrame(env_rows), documents=documents)
 
@@ -199,9 +215,16 @@ def documents_table(matrix: VersionMatrix) -> pd.DataFrame:
     rows = []
     for release, docs in matrix.documents.items():
         for round_index, doc in enumerate(docs):
-            row = {"release": release, "round": round_index, **{f"{k}_version": v for k, v in doc["versions"].items()},
-                   "executable": doc["executable"], "backend": doc["backend"], "device_count": doc["device_count"],
-                   "xla_flags": doc["xla_flags"], "bench_wall_s": round(doc["wall_s"], 2)}
+            row = {
+                "release": release,
+                "round": round_index,
+                **{f"{k}_version": v for k, v in doc["versions"].items()},
+                "executable": doc["executable"],
+                "backend": doc["backend"],
+                "device_count": doc["device_count"],
+                "xla_flags": doc["xla_flags"],
+                "bench_wall_s": round(doc["wall_s"], 2),
+            }
             for model, info in doc["models"].items():
                 row[f"{model}_param_arrays"] = info["param_arrays"]
                 row[f"{model}_arrays_per_call"] = info["arrays_per_call"]

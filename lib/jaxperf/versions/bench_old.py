@@ -83,8 +83,19 @@ def parse_args(argv):
     if not models:
         parser.error("--models: expected at least one of %s" % ", ".join(MODELS))
     args.models = models
-    for name in ("host_devices", "repeats", "number", "mlp_width", "mlp_depth", "d_model",
-                 "blocks", "heads", "seq_len", "vocab", "batch"):
+    for name in (
+        "host_devices",
+        "repeats",
+        "number",
+        "mlp_width",
+        "mlp_depth",
+        "d_model",
+        "blocks",
+        "heads",
+        "seq_len",
+        "vocab",
+        "batch",
+    ):
         if getattr(args, name) < 1:
             parser.error("--%s must be >= 1" % name.replace("_", "-"))
     if args.warmup < 0:
@@ -185,7 +196,9 @@ def run(args):
     shard = jax.pmap(lambda t: t)  # host arrays -> arrays sharded over the devices, as pmap outputs are
 
     def replicate(t):
-        return shard(tree.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n_dev,) + np.shape(a)).copy(), t))
+        return shard(
+            tree.tree_map(lambda a: np.broadcast_to(np.asarray(a), (n_dev,) + np.shape(a)).copy(), t)
+        )
 
     def block(out):
         for leaf in tree.tree_leaves(out):
@@ -304,20 +317,24 @@ def run(args):
                     outs.append(call())
                 dispatch = (clock_wall() - wall0) / args.number
                 block(outs)
-                rows.append({
-                    "model": model_name,
-                    "variant": name,
-                    "repeat": repeat,
-                    "position": position,
-                    "calls": args.number,
-                    "wall_s_per_call": wall,
-                    "cpu_s_per_call": cpu,
-                    "it_per_s": 1.0 / wall if wall > 0 else None,
-                    "dispatch_s_per_call": dispatch,
-                })
+                rows.append(
+                    {
+                        "model": model_name,
+                        "variant": name,
+                        "repeat": repeat,
+                        "position": position,
+                        "calls": args.number,
+                        "wall_s_per_call": wall,
+                        "cpu_s_per_call": cpu,
+                        "it_per_s": 1.0 / wall if wall > 0 else None,
+                        "dispatch_s_per_call": dispatch,
+                    }
+                )
 
     def version(module):
-        return getattr(module, "__version__", None) or getattr(getattr(module, "version", None), "__version__", None)
+        return getattr(module, "__version__", None) or getattr(
+            getattr(module, "version", None), "__version__", None
+        )
 
     return {
         "protocol": PROTOCOL,
@@ -334,10 +351,19 @@ def run(args):
         "device_count": n_dev,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "config": {
-            "warmup": args.warmup, "repeats": args.repeats, "number": args.number,
-            "mlp_width": args.mlp_width, "mlp_depth": args.mlp_depth, "d_model": args.d_model,
-            "blocks": args.blocks, "heads": args.heads, "seq_len": args.seq_len, "vocab": args.vocab,
-            "batch": args.batch, "models": args.models, "variants": list(VARIANTS),
+            "warmup": args.warmup,
+            "repeats": args.repeats,
+            "number": args.number,
+            "mlp_width": args.mlp_width,
+            "mlp_depth": args.mlp_depth,
+            "d_model": args.d_model,
+            "blocks": args.blocks,
+            "heads": args.heads,
+            "seq_len": args.seq_len,
+            "vocab": args.vocab,
+            "batch": args.batch,
+            "models": args.models,
+            "variants": list(VARIANTS),
         },
         "models": model_info,
         "rows": rows,

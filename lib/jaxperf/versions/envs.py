@@ -31,7 +31,9 @@ def _python_version_of(executable: str) -> str | None:
     try:
         out = subprocess.run(
             [executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True, text=True, timeout=30,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -65,7 +67,7 @@ class EnvStatus:
 
     release: str
     python_executable: Path | None = None
-    kind: str = ""             # "built", "cached" or "project .venv"
+    kind: str = ""  # "built", "cached" or "project .venv"
     build_s: float = 0.0
     error: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
@@ -81,7 +83,7 @@ def _stamp(release: Release, base_python: Path) -> str:
 
 def _current_matches(release: Release) -> bool:
     """The running interpreter has exactly the pinned versions (and Python)."""
-    if "%d.%d" % sys.version_info[:2] != release.python:
+    if "{}.{}".format(*sys.version_info[:2]) != release.python:
         return False
     for name, version in release.pins.items():
         try:
@@ -145,9 +147,20 @@ def ensure_env(
             env.parent.mkdir(parents=True, exist_ok=True)
             _run_logged([str(base), "-m", "venv", str(env)], log_file, timeout_s)
             _run_logged(
-                [str(executable), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                 "--prefer-binary", "-r", str(release.pin_file)],
-                log_file, timeout_s, append=True,
+                [
+                    str(executable),
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "--prefer-binary",
+                    "-r",
+                    str(release.pin_file),
+                ],
+                log_file,
+                timeout_s,
+                append=True,
             )
             status.kind, status.build_s = "built", time.perf_counter() - started
         status.versions = _import_check(executable, release)
@@ -168,5 +181,6 @@ def _run_logged(cmd: list[str], log_file: Path, timeout_s: int, append: bool = F
         lines = log_file.read_text().strip().splitlines()
         errors = [line for line in lines if line.startswith("ERROR")] or lines[-5:]
         raise RuntimeError(
-            f"{Path(cmd[0]).name} {' '.join(cmd[1:3])} exited {proc.returncode} (log: {log_file}): " + " | ".join(errors[-4:])
+            f"{Path(cmd[0]).name} {' '.join(cmd[1:3])} exited {proc.returncode} (log: {log_file}): "
+            + " | ".join(errors[-4:])
         )

@@ -30,8 +30,8 @@ class Release:
     """One Equinox release's environment, as its pin file describes it."""
 
     equinox: str
-    python: str                  # "3.10"
-    pins: dict[str, str]         # normalised package name -> exact version
+    python: str  # "3.10"
+    pins: dict[str, str]  # normalised package name -> exact version
     pin_file: Path
     notes: tuple[str, ...] = ()  # the pin file's comment lines, for the table
 
@@ -82,7 +82,9 @@ def read_pins(path: str | os.PathLike) -> Release:
     if "equinox" not in pins:
         raise ValueError(f"{path.name}: no 'equinox==...' pin.")
     if pins["equinox"] != path.stem:
-        raise ValueError(f"{path.name}: pins equinox=={pins['equinox']}, but the file is named for {path.stem}.")
+        raise ValueError(
+            f"{path.name}: pins equinox=={pins['equinox']}, but the file is named for {path.stem}."
+        )
     return Release(equinox=pins["equinox"], python=python, pins=pins, pin_file=path, notes=tuple(notes))
 
 
@@ -111,9 +113,18 @@ def check_releases(
 def release_table(releases: Sequence[str], pins_dir: str | os.PathLike = PINS_DIR) -> pd.DataFrame:
     """The pinned versions of each release, with its pin file's first note."""
     known = available_releases(pins_dir)
-    return pd.DataFrame([
-        {"equinox": r, "python": known[r].python, "jax": known[r].jax, "jaxlib": known[r].pins.get("jaxlib", "?"),
-         "numpy": known[r].pins.get("numpy", "?"), "pins": len(known[r].pins), "pin file": known[r].pin_file.name,
-         "note": known[r].notes[0] if known[r].notes else ""}
-        for r in releases
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "equinox": r,
+                "python": known[r].python,
+                "jax": known[r].jax,
+                "jaxlib": known[r].pins.get("jaxlib", "?"),
+                "numpy": known[r].pins.get("numpy", "?"),
+                "pins": len(known[r].pins),
+                "pin file": known[r].pin_file.name,
+                "note": known[r].notes[0] if known[r].notes else "",
+            }
+            for r in releases
+        ]
+    )

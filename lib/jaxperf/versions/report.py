@@ -37,8 +37,11 @@ def _fmt(stats: dict[str, float], digits: int = 2) -> str:
 
 # filter_pmap's extra cost over jax.pmap, per pair, three ways: the dispatching thread's CPU time (Equinox's
 # host work, steadiest on a shared machine), blocked wall time (what a training loop feels), enqueue-only time.
-EXTRA_MEASURES = {"extra_cpu_ms": "cpu_s_per_call", "extra_ms": "wall_s_per_call",
-                  "extra_dispatch_ms": "dispatch_s_per_call"}
+EXTRA_MEASURES = {
+    "extra_cpu_ms": "cpu_s_per_call",
+    "extra_ms": "wall_s_per_call",
+    "extra_dispatch_ms": "dispatch_s_per_call",
+}
 
 
 def tabulate(matrix: VersionMatrix) -> pd.DataFrame:
@@ -53,18 +56,35 @@ def tabulate(matrix: VersionMatrix) -> pd.DataFrame:
     for env in matrix.environments.itertuples(index=False):
         part = timings[timings["release"] == env.release] if len(timings) else timings
         if part.empty:
-            rows.append({"release": env.release, "jax": env.jax, "python": env.python, "model": "-",
-                         "status": env.status, "error": env.error})
+            rows.append(
+                {
+                    "release": env.release,
+                    "jax": env.jax,
+                    "python": env.python,
+                    "model": "-",
+                    "status": env.status,
+                    "error": env.error,
+                }
+            )
             continue
         ratios = pair_ratios(part, BASELINE, "it_per_s", by=by)
-        extras = {stem: _paired_difference(part, BASELINE, column, by=by) for stem, column in EXTRA_MEASURES.items()}
+        extras = {
+            stem: _paired_difference(part, BASELINE, column, by=by) for stem, column in EXTRA_MEASURES.items()
+        }
         for model in [m for m in MODELS if m in set(part["model"])]:
-            row: dict[str, Any] = {"release": env.release, "jax": env.jax, "python": env.python, "model": model}
+            row: dict[str, Any] = {
+                "release": env.release,
+                "jax": env.jax,
+                "python": env.python,
+                "model": model,
+            }
             for variant in ("filter_pmap", "pmap_cached"):
                 r = iqr_stats(ratios[(ratios["model"] == model) & (ratios["variant"] == variant)]["ratio"])
                 row.update({f"{variant}_ratio_{k}": r[k] for k in ("median", "q25", "q75")})
             for stem, diffs in extras.items():
-                e = iqr_stats(1e3 * diffs[(diffs["model"] == model) & (diffs["variant"] == "filter_pmap")]["difference"])
+                e = iqr_stats(
+                    1e3 * diffs[(diffs["model"] == model) & (diffs["variant"] == "filter_pmap")]["difference"]
+                )
                 row.update({f"{stem}_{k}": e[k] for k in ("median", "q25", "q75")})
             row["pairs"] = e["n"]
             for variant in VARIANTS:
@@ -82,21 +102,39 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
     out = []
     for r in table.to_dict("records"):
         if r.get("model", "-") == "-":
-            out.append({"equinox": r["release"], "jax": r["jax"], "model": "-",
-                        "filter_pmap / pmap it/s": "failed", "extra CPU ms/call": "-", "extra wall ms/call": "-",
-                        "cached fix / pmap it/s": "-", "pmap ms/call": "-", "filter_pmap ms/call": "-",
-                        "note": _short_error(r.get("error", ""))})
+            out.append(
+                {
+                    "equinox": r["release"],
+                    "jax": r["jax"],
+                    "model": "-",
+                    "filter_pmap / pmap it/s": "failed",
+                    "extra CPU ms/call": "-",
+                    "extra wall ms/call": "-",
+                    "cached fix / pmap it/s": "-",
+                    "pmap ms/call": "-",
+                    "filter_pmap ms/call": "-",
+                    "note": _short_error(r.get("error", "")),
+                }
+            )
             continue
-        out.append({
-            "equinox": r["release"], "jax": r["jax"], "model": r["model"],
-            "filter_pmap / pmap it/s": _fmt({k: r[f"filter_pmap_ratio_{k}"] for k in ("median", "q25", "q75")}),
-            "extra CPU ms/call": _fmt({k: r[f"extra_cpu_ms_{k}"] for k in ("median", "q25", "q75")}, 1),
-            "extra wall ms/call": _fmt({k: r[f"extra_ms_{k}"] for k in ("median", "q25", "q75")}, 1),
-            "cached fix / pmap it/s": _fmt({k: r[f"pmap_cached_ratio_{k}"] for k in ("median", "q25", "q75")}),
-            "pmap ms/call": f"{r['pmap_params_ms_per_call']:.2f}",
-            "filter_pmap ms/call": f"{r['filter_pmap_ms_per_call']:.2f}",
-            "note": "",
-        })
+        out.append(
+            {
+                "equinox": r["release"],
+                "jax": r["jax"],
+                "model": r["model"],
+                "filter_pmap / pmap it/s": _fmt(
+                    {k: r[f"filter_pmap_ratio_{k}"] for k in ("median", "q25", "q75")}
+                ),
+                "extra CPU ms/call": _fmt({k: r[f"extra_cpu_ms_{k}"] for k in ("median", "q25", "q75")}, 1),
+                "extra wall ms/call": _fmt({k: r[f"extra_ms_{k}"] for k in ("median", "q25", "q75")}, 1),
+                "cached fix / pmap it/s": _fmt(
+                    {k: r[f"pmap_cached_ratio_{k}"] for k in ("median", "q25", "q75")}
+                ),
+                "pmap ms/call": f"{r['pmap_params_ms_per_call']:.2f}",
+                "filter_pmap ms/call": f"{r['filter_pmap_ms_per_call']:.2f}",
+                "note": "",
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -128,10 +166,19 @@ def plot_overhead_vs_release(table: pd.DataFrame):
     colors = dict(zip(models, sns.color_palette("tab10", n_colors=len(models))))
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     panels = [
-        ("extra_cpu_ms", "filter_pmap's extra host-CPU ms per call over jax.pmap\n"
-                         "(dispatching thread; per-pair median, IQR bars)"),
-        ("extra_ms", "filter_pmap's extra wall ms per call over jax.pmap\n(blocked calls; per-pair median, IQR bars)"),
-        ("filter_pmap_ratio", "filter_pmap it/s ÷ jax.pmap it/s\n(per-pair median, IQR bars; 1 = no overhead)"),
+        (
+            "extra_cpu_ms",
+            "filter_pmap's extra host-CPU ms per call over jax.pmap\n"
+            "(dispatching thread; per-pair median, IQR bars)",
+        ),
+        (
+            "extra_ms",
+            "filter_pmap's extra wall ms per call over jax.pmap\n(blocked calls; per-pair median, IQR bars)",
+        ),
+        (
+            "filter_pmap_ratio",
+            "filter_pmap it/s ÷ jax.pmap it/s\n(per-pair median, IQR bars; 1 = no overhead)",
+        ),
     ]
     offsets = {m: (i - (len(models) - 1) / 2) * 0.12 for i, m in enumerate(models)}
     for ax, (stem, label) in zip(axes, panels):
@@ -139,16 +186,31 @@ def plot_overhead_vs_release(table: pd.DataFrame):
             group = [i for i, r in enumerate(order) if jax_of[r] == jax_version]
             if len(group) > 1:
                 ax.axvspan(min(group) - 0.4, max(group) + 0.4, color="0.92", zorder=0)
-                ax.text((min(group) + max(group)) / 2, 0.98, f"same jax {jax_version}:\nEquinox's change only",
-                        transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8, color="0.3")
+                ax.text(
+                    (min(group) + max(group)) / 2,
+                    0.98,
+                    f"same jax {jax_version}:\nEquinox's change only",
+                    transform=ax.get_xaxis_transform(),
+                    ha="center",
+                    va="top",
+                    fontsize=8,
+                    color="0.3",
+                )
         for model in models:
             part = data[data["model"] == model].sort_values("x")
             xs = part["x"] + offsets[model]
             ax.plot(xs, part[f"{stem}_median"], color=colors[model], lw=1, alpha=0.6)
             for x, row in zip(xs, part.itertuples(index=False)):
                 med, lo, hi = (getattr(row, f"{stem}_{k}") for k in ("median", "q25", "q75"))
-                ax.errorbar([x], [med], yerr=[[med - lo], [hi - med]], fmt=markers[row.jax], color=colors[model],
-                            ms=6, capsize=3)
+                ax.errorbar(
+                    [x],
+                    [med],
+                    yerr=[[med - lo], [hi - med]],
+                    fmt=markers[row.jax],
+                    color=colors[model],
+                    ms=6,
+                    capsize=3,
+                )
         if stem == "filter_pmap_ratio":
             ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
         else:
@@ -166,8 +228,12 @@ def plot_overhead_vs_release(table: pd.DataFrame):
     handles = [Line2D([], [], color=colors[m], lw=2, label=m) for m in models]
     handles += [Line2D([], [], color="0.3", marker=markers[j], ls="", label=f"jax {j}") for j in jax_versions]
     axes[-1].legend(handles=handles, fontsize=7, loc="upper right", ncol=1, framealpha=0.9)
-    fig.suptitle("Does Equinox 0.10 make filter_pmap cheaper? (equinox#192; no-op step, 8 host devices)", fontsize=11)
-    cols = ["release", "jax", "model", "x"] + [f"{s}_{k}" for s, _ in panels for k in ("median", "q25", "q75")]
+    fig.suptitle(
+        "Does Equinox 0.10 make filter_pmap cheaper? (equinox#192; no-op step, 8 host devices)", fontsize=11
+    )
+    cols = ["release", "jax", "model", "x"] + [
+        f"{s}_{k}" for s, _ in panels for k in ("median", "q25", "q75")
+    ]
     return fig, data[cols].reset_index(drop=True)
 
 
@@ -192,12 +258,15 @@ def _change(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]
 def _change_text(change: dict[str, Any], unit: str = " ms per call") -> str:
     cut = change["cut_fraction"]
     how = "n/a" if cut is None else (f"{cut:.0%} less" if cut >= 0 else f"{-cut:.0%} more")
-    return (f"{_fmt(change['before'], 1)} -> {_fmt(change['after'], 1)}{unit} ({how}; IQRs "
-            f"{'overlap' if change['iqr_overlap'] else 'do not overlap'})")
+    return (
+        f"{_fmt(change['before'], 1)} -> {_fmt(change['after'], 1)}{unit} ({how}; IQRs "
+        f"{'overlap' if change['iqr_overlap'] else 'do not overlap'})"
+    )
 
 
-def summarize(table: pd.DataFrame, environments: pd.DataFrame, *, bench: BenchConfig, rounds: int,
-              host_devices: int) -> tuple[dict[str, Any], str]:
+def summarize(
+    table: pd.DataFrame, environments: pd.DataFrame, *, bench: BenchConfig, rounds: int, host_devices: int
+) -> tuple[dict[str, Any], str]:
     """summary.json's content and an issue-ready summary.md for equinox#192.
 
     The verdict on 0.10 compares the last pre-0.10 release with the 0.10 release
@@ -239,52 +308,87 @@ def summarize(table: pd.DataFrame, environments: pd.DataFrame, *, bench: BenchCo
             for model in models:
                 rb, ra = _row(measured, b, model), _row(measured, a, model)
                 comparisons[f"{model}: {b} -> {a}"] = {
-                    "model": model, "before": b, "after": a, "jax": jax_of[a],
+                    "model": model,
+                    "before": b,
+                    "after": a,
+                    "jax": jax_of[a],
                     "extra_cpu_ms": _change(_stats(rb, "extra_cpu_ms"), _stats(ra, "extra_cpu_ms")),
                     "extra_wall_ms": _change(_stats(rb, "extra_ms"), _stats(ra, "extra_ms")),
-                    "it_per_s_ratio": _change(_stats(rb, "filter_pmap_ratio"), _stats(ra, "filter_pmap_ratio")),
+                    "it_per_s_ratio": _change(
+                        _stats(rb, "filter_pmap_ratio"), _stats(ra, "filter_pmap_ratio")
+                    ),
                 }
         # The maintainer's question is about the step into 0.10: judge it against the last release before it.
         b, a = pairs[-1]
         judged = [v for v in comparisons.values() if v["before"] == b and v["after"] == a]
-        helped = [v["model"] for v in judged
-                  if (v["extra_cpu_ms"]["cut_fraction"] or 0) > 0 and not v["extra_cpu_ms"]["iqr_overlap"]]
+        helped = [
+            v["model"]
+            for v in judged
+            if (v["extra_cpu_ms"]["cut_fraction"] or 0) > 0 and not v["extra_cpu_ms"]["iqr_overlap"]
+        ]
         answer = "yes" if len(helped) == len(judged) else ("partly" if helped else "no measurable change")
-        verdict = {"before": b, "after": a, "jax": jax_of[a], "answer": answer, "helped_models": helped,
-                   "judged_by": "extra host-CPU ms per call, per pair, non-overlapping IQRs"}
-        lines += [f"**Does 0.10 help? {answer[0].upper() + answer[1:]}.** Equinox {b} -> {a}, both on jax "
-                  f"{jax_of[a]}, so the change is Equinox's alone:", ""]
+        verdict = {
+            "before": b,
+            "after": a,
+            "jax": jax_of[a],
+            "answer": answer,
+            "helped_models": helped,
+            "judged_by": "extra host-CPU ms per call, per pair, non-overlapping IQRs",
+        }
+        lines += [
+            f"**Does 0.10 help? {answer[0].upper() + answer[1:]}.** Equinox {b} -> {a}, both on jax "
+            f"{jax_of[a]}, so the change is Equinox's alone:",
+            "",
+        ]
         for v in judged:
-            lines.append(f"- {v['model']}: extra CPU {_change_text(v['extra_cpu_ms'])}; extra wall "
-                         f"{_change_text(v['extra_wall_ms'])}; it/s vs `jax.pmap` "
-                         f"{_fmt(v['it_per_s_ratio']['before'])} -> {_fmt(v['it_per_s_ratio']['after'])}.")
+            lines.append(
+                f"- {v['model']}: extra CPU {_change_text(v['extra_cpu_ms'])}; extra wall "
+                f"{_change_text(v['extra_wall_ms'])}; it/s vs `jax.pmap` "
+                f"{_fmt(v['it_per_s_ratio']['before'])} -> {_fmt(v['it_per_s_ratio']['after'])}."
+            )
         others = [v for v in comparisons.values() if (v["before"], v["after"]) != (b, a)]
         if others:
             lines += ["", "Earlier releases on the same JAX (0.7.1 was current when #192 was filed):", ""]
             for v in others:
-                lines.append(f"- {v['model']}, {v['before']} -> {v['after']}: extra CPU "
-                             f"{_change_text(v['extra_cpu_ms'])}; extra wall "
-                             f"{_change_text(v['extra_wall_ms'])}.")
+                lines.append(
+                    f"- {v['model']}, {v['before']} -> {v['after']}: extra CPU "
+                    f"{_change_text(v['extra_cpu_ms'])}; extra wall "
+                    f"{_change_text(v['extra_wall_ms'])}."
+                )
         if any(v["extra_wall_ms"]["iqr_overlap"] for v in judged):
-            lines += ["", "In blocked wall time the change is within this shared machine's noise for some model "
-                          "(IQRs overlap): the wall clock also carries the 8-device execution on 2 cores and other "
-                          "processes; the thread-CPU measure isolates the host work that Equinox changed."]
+            lines += [
+                "",
+                "In blocked wall time the change is within this shared machine's noise for some model "
+                "(IQRs overlap): the wall clock also carries the 8-device execution on 2 cores and other "
+                "processes; the thread-CPU measure isolates the host work that Equinox changed.",
+            ]
         after_ratios = [v["it_per_s_ratio"]["after"]["median"] for v in judged]
-        lines += ["", f"0.10 does not close the gap: after it, `filter_pmap` still runs at "
-                      f"{min(after_ratios):.2f}-{max(after_ratios):.2f}x the it/s of `jax.pmap` on params here."
-                  if max(after_ratios) < 0.9 else "After 0.10, `filter_pmap` is within 10% of `jax.pmap`'s it/s."]
+        lines += [
+            "",
+            f"0.10 does not close the gap: after it, `filter_pmap` still runs at "
+            f"{min(after_ratios):.2f}-{max(after_ratios):.2f}x the it/s of `jax.pmap` on params here."
+            if max(after_ratios) < 0.9
+            else "After 0.10, `filter_pmap` is within 10% of `jax.pmap`'s it/s.",
+        ]
     else:
-        lines += ["**Not answered in this run:** it did not measure a pre-0.10 and a 0.10 release on the same JAX "
-                  "(the full run does: 0.7.1, 0.9.2 and 0.10.2 all on jax 0.4.13)."]
+        lines += [
+            "**Not answered in this run:** it did not measure a pre-0.10 and a 0.10 release on the same JAX "
+            "(the full run does: 0.7.1, 0.9.2 and 0.10.2 all on jax 0.4.13)."
+        ]
     lines.append("")
     today: dict[str, Any] = {}
     if len(releases) > 1:
         newest, oldest = releases[-1], releases[0]
-        lines += [f"**Today's release ({newest}, jax {jax_of[newest]}) against {oldest} (jax {jax_of[oldest]}):**", ""]
+        lines += [
+            f"**Today's release ({newest}, jax {jax_of[newest]}) against {oldest} (jax {jax_of[oldest]}):**",
+            "",
+        ]
         for model in models:
             rn, ro = _row(measured, newest, model), _row(measured, oldest, model)
             today[model] = {
-                "release": newest, "jax": jax_of[newest], "against": oldest,
+                "release": newest,
+                "jax": jax_of[newest],
+                "against": oldest,
                 "extra_cpu_ms": _change(_stats(ro, "extra_cpu_ms"), _stats(rn, "extra_cpu_ms")),
                 "extra_wall_ms": _change(_stats(ro, "extra_ms"), _stats(rn, "extra_ms")),
                 "it_per_s_ratio": _stats(rn, "filter_pmap_ratio"),
@@ -327,7 +431,9 @@ def summarize(table: pd.DataFrame, environments: pd.DataFrame, *, bench: BenchCo
     ]
     if len(failed):
         lines += ["", "**Environments that failed** (reported, not measured):", ""]
-        lines += [f"- equinox {r.release}: {_short_error(r.error, 400)}" for r in failed.itertuples(index=False)]
+        lines += [
+            f"- equinox {r.release}: {_short_error(r.error, 400)}" for r in failed.itertuples(index=False)
+        ]
     summary = {
         "question": "equinox#192: does Equinox 0.10 make filter_pmap faster at a fixed JAX, and how does today's release compare?",
         "method_note": " ".join(method).strip(),
