@@ -8,7 +8,7 @@ venv="$root/.venv"
 # Extras from pyproject.toml: "triton" (default: compiles Pallas kernels for NVIDIA
 # targets on a CPU), "gpu" (jax[cuda13]), "tpu" (jax[tpu]); comma-separated.
 # JAXPERF_EXTRAS= (empty) installs none.
-extras="${JAXPERF_EXTRAS-triton}"
+extras="${JAXPERF_EXTRAS-triton,tpu}"
 
 find_python() {
   local cand
