@@ -1,0 +1,14 @@
+"""The dispatch study across processes (issue 14): N local processes joined by
+``jax.distributed`` on 127.0.0.1, the dispatch methods checked and timed
+across them, Equinox's multi-process ``filter_pmap`` bug reproduced with its
+fix, and a scaling model for a pod.
+
+Modules: ``launch`` (parent: start, watch, tear down), ``runtime`` (child:
+join the job, write results), ``worker`` (the child's tasks), ``methods``
+(each dispatch method across processes), ``bug`` (the Equinox report and its
+patch), ``scaling`` (the pod model), ``run`` (parent: one launch per process
+count, results gathered), ``report``, ``figures``, ``settings``.
+"""
+
+from . import launch
+from .launch import LaunchError, LaunchResult
