@@ -1,8 +1,18 @@
 """Where everything lives. Every path in the study hangs off PROJECT_ROOT.
 
-Notebooks write under an *output root*: the project itself when run by hand in
-JupyterLab, or a staging folder when ``run_all.sh`` runs them, so that a failed
-run never touches the committed ``results/`` and ``figures/``.
+Notebooks write ``results/`` and ``figures/`` under an *output root*, chosen in
+this order (:func:`output_root`):
+
+1. the notebook's ``output_root`` parameter, when not empty: ``"."`` or
+   ``"project"`` name the project itself (the committed results: only on
+   purpose), any other relative path is taken relative to PROJECT_ROOT;
+2. the ``JAXPERF_OUTPUT_ROOT`` environment variable: ``run_all.sh`` sets it to
+   its staging folder, whose contents it publishes only when a notebook succeeds;
+3. otherwise ``.scratch/`` in the project, which git ignores: a notebook run by
+   hand in JupyterLab can never overwrite committed results.
+
+What an executed notebook prints should not name the machine that ran it:
+:func:`relative` turns a path into the form to show.
 """
 
 from __future__ import annotations
@@ -10,29 +20,69 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import bad_value
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+SCRATCH_ROOT = PROJECT_ROOT / ".scratch"
+ENV_VAR = "JAXPERF_OUTPUT_ROOT"
+# Names that choose the project itself, i.e. the committed results/ and figures/.
+PROJECT_NAMES = (".", "project")
+
+_ALLOWED = f'"" (scratch), "." or "project" (the committed results), or a folder path; ${ENV_VAR} when ""'
 
 
-def output_root(override: str | os.PathLike | None = None) -> Path:
-    """The folder that holds ``results/`` and ``figures/`` for this run.
+def output_root(override: str | os.PathLike[str] | None = None) -> Path:
+    """The folder that holds ``results/`` and ``figures/`` for this run (see the module
+    docstring for the order). Raises ValueError naming ``output_root`` when the
+    override is not a path (a number, a list, a string with a NUL byte)."""
+    if override is not None and not isinstance(override, (str, os.PathLike)):
+        raise bad_value("output_root", override, _ALLOWED)
+    chosen = os.fspath(override) if override is not None else ""
+    if "\0" in chosen:
+        raise bad_value("output_root", override, _ALLOWED)
+    if chosen.strip() in PROJECT_NAMES:
+        return PROJECT_ROOT
+    if chosen:
+        return (PROJECT_ROOT / Path(chosen).expanduser()).resolve()
+    from_env = os.environ.get(ENV_VAR, "")
+    if from_env:
+        return Path(from_env).expanduser().resolve()
+    return SCRATCH_ROOT
 
-    Order: the explicit ``override`` (a notebook parameter), then the
-    ``JAXPERF_OUTPUT_ROOT`` environment variable, then PROJECT_ROOT.
-    """
-    chosen = override or os.environ.get("JAXPERF_OUTPUT_ROOT") or PROJECT_ROOT
-    return Path(chosen).resolve()
+
+def _make(path: Path, override: str | os.PathLike[str] | None) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(
+            f"output_root={override!r}: cannot create {relative(path)} ({err.strerror or err}); "
+            f"expected {_ALLOWED}, writable."
+        ) from err
+    return path
 
 
-def results_dir(backend: str, study: str, root: str | os.PathLike | None = None) -> Path:
+def results_dir(backend: str, study: str, root: str | os.PathLike[str] | None = None) -> Path:
     """``<root>/results/<backend>/<study>/``, created if missing."""
-    path = output_root(root) / "results" / backend / study
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _make(output_root(root) / "results" / backend / study, root)
 
 
-def figures_dir(backend: str, root: str | os.PathLike | None = None) -> Path:
+def figures_dir(backend: str, root: str | os.PathLike[str] | None = None) -> Path:
     """``<root>/figures/<backend>/``, created if missing."""
-    path = output_root(root) / "figures" / backend
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _make(output_root(root) / "figures" / backend, root)
+
+
+def relative(path: str | os.PathLike[str]) -> str:
+    """``path`` as an executed notebook should show it, naming no folder of this machine.
+
+    Under ``$JAXPERF_OUTPUT_ROOT`` (run_all.sh's staging folder) it is relative to that
+    root, i.e. where the file lands once published (``results/cpu/...``); under the project
+    it is relative to PROJECT_ROOT (``.scratch/results/cpu/...``); elsewhere it is ``path``
+    unchanged.
+    """
+    resolved = Path(path).expanduser().resolve()
+    roots = [Path(os.environ[ENV_VAR]).expanduser().resolve()] if os.environ.get(ENV_VAR) else []
+    for root in [*roots, PROJECT_ROOT]:
+        if resolved.is_relative_to(root):
+            return resolved.relative_to(root).as_posix() or "."
+    return os.fspath(path)

@@ -1,23 +1,34 @@
 """Figures: seaborn, median line with an interquartile band, log axes where a
 sweep spans decades, a footer naming backend, device and versions; each figure
-saved as PNG + SVG with a CSV of the same name holding the plotted data."""
+saved as PNG + SVG with a CSV of the same name holding the plotted data.
+
+This module never chooses matplotlib's backend: a notebook kernel draws with
+the inline backend (forcing Agg here would make every figure vanish from the
+notebooks), and a headless script gets Agg by default (or ``MPLBACKEND``).
+
+A plotting function is marked with :func:`draws`, which tags every figure it
+returns with the function's own name, so ``Study.figure`` can record who drew
+a figure without anyone retyping it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-import matplotlib
-import matplotlib.ticker
-
-matplotlib.use("Agg", force=False)  # headless unless a notebook already chose a backend
+import matplotlib.axes
+import matplotlib.figure
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from . import provenance as _prov
+from .errors import bad_value
 from .records import _atomic_write
 
 sns.set_theme(context="notebook", style="whitegrid")
@@ -30,7 +41,7 @@ def spans_decades(values: Any, decades: float = 1.5) -> bool:
 
 
 def median_iqr_lines(
-    ax: plt.Axes,
+    ax: matplotlib.axes.Axes,
     data: pd.DataFrame,
     x: str,
     y: str,
@@ -72,39 +83,115 @@ def median_iqr_lines(
     return stats
 
 
-def add_footer(fig: plt.Figure, prov: dict[str, Any], extra: str = "") -> None:
+def add_footer(fig: matplotlib.figure.Figure, prov: dict[str, Any], extra: str = "") -> None:
     text = _prov.footer(prov) + (f"\n{extra}" if extra else "")
     fig.text(0.01, 0.005, text, fontsize=7, color="0.35", ha="left", va="bottom")
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+_DRAWN_BY = "_jaxperf_drawn_by"
+
+
+def function_name(fn: Callable[..., Any]) -> str:
+    """``module.qualname`` of a function: how a figure names the code that drew it."""
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def draws(fn: Callable[P, R]) -> Callable[P, R]:
+    """Mark ``fn`` as a plotting function: every Figure it returns (alone or inside a
+    returned tuple) is tagged with ``fn``'s name, which :func:`who_drew` reads back."""
+    name = function_name(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        out = fn(*args, **kwargs)
+        for item in out if isinstance(out, tuple) else (out,):
+            if isinstance(item, matplotlib.figure.Figure):
+                setattr(item, _DRAWN_BY, name)
+        return out
+
+    return wrapper
+
+
+def who_drew(fig: matplotlib.figure.Figure, given: str | Callable[..., Any] | None = None) -> str:
+    """Who drew ``fig``: the function passed as ``given``, else the tag :func:`draws` left on
+    the figure, else a name typed as a string (``"dispatch.report.plot_x"``, read as a
+    ``jaxperf`` module). Raises ValueError when none of them says."""
+    if callable(given):
+        return function_name(given)
+    if isinstance(given, str) and given:
+        return given if given.startswith("jaxperf.") else f"jaxperf.{given}"
+    tagged = getattr(fig, _DRAWN_BY, None)
+    if given is None and tagged:
+        return str(tagged)
+    raise bad_value(
+        "drawn_by",
+        given,
+        "the plotting function itself (or its name), unless it was drawn by a function marked @plots.draws",
+    )
+
+
+@dataclass(frozen=True)
+class SavedFigure:
+    """The three files of one figure and the function that drew it."""
+
+    name: str
+    png: Path
+    svg: Path
+    csv: Path
+    drawn_by: str
+
+    def files(self) -> tuple[Path, Path, Path]:
+        return self.png, self.svg, self.csv
+
+
 def save(
-    fig: plt.Figure,
+    fig: matplotlib.figure.Figure,
     figures_dir: Path,
     name: str,
     data: pd.DataFrame,
     prov: dict[str, Any],
     *,
-    drawn_by: str,
+    drawn_by: str | Callable[..., Any] | None = None,
     note: str = "",
-) -> dict[str, Path]:
+) -> SavedFigure:
     """Save ``name``.png/.svg plus ``name``.csv (the plotted data) under ``figures_dir``.
 
-    ``drawn_by`` names the function that drew the figure, recorded in the
-    footer so a figure leads back to its code and data.
+    The footer names the function that drew the figure (see :func:`who_drew` for how it
+    is found) and the data file, so figure, data and code lead to one another. Each file
+    is written to a temporary name and renamed, so a reader never sees half a file.
+    The figure stays open: showing or closing it is the caller's choice.
     """
-    add_footer(
-        fig, prov, extra=f"drawn by jaxperf.{drawn_by}; data: {name}.csv" + (f"; {note}" if note else "")
-    )
+    author = who_drew(fig, drawn_by)
+    add_footer(fig, prov, extra=f"drawn by {author}; data: {name}.csv" + (f"; {note}" if note else ""))
     # Leave room at the top for a figure-level legend (tight_layout ignores those).
     height = fig.get_size_inches()[1]
     fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.8 / height if fig.legends else 1))
     figures_dir = Path(figures_dir)
-    paths = {}
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    images = {}
     for ext in ("png", "svg"):
         path = figures_dir / f"{name}.{ext}"
         tmp = figures_dir / f".{name}.tmp.{ext}"
         fig.savefig(tmp, dpi=130, format=ext)
         tmp.replace(path)
-        paths[ext] = path
-    paths["csv"] = _atomic_write(figures_dir / f"{name}.csv", data.to_csv(index=False).encode())
-    return paths
+        images[ext] = path
+    csv = _atomic_write(figures_dir / f"{name}.csv", data.to_csv(index=False).encode())
+    return SavedFigure(name=name, png=images["png"], svg=images["svg"], csv=csv, drawn_by=author)
+
+
+def show(fig: matplotlib.figure.Figure) -> None:
+    """Show ``fig`` once where the notebook cell draws it, then close it.
+
+    In a notebook kernel the figure is displayed now (so it lands in the cell's outputs,
+    in order, and in papermill's executed copy) and closed, so the inline backend does not
+    show it a second time at the end of the cell. Outside a kernel it is only closed.
+    """
+    from IPython import get_ipython
+    from IPython.display import display
+
+    shell = get_ipython()
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        display(fig)
+    plt.close(fig)

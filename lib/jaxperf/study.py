@@ -1,86 +1,227 @@
 """A notebook's frame: start (backend, provenance, output folders), then write
 records, figures and the summary through one object.
 
-    study = jaxperf.study.start("dispatch", parameters, backend="auto", host_devices=8)
+    settings = DispatchSettings.from_parameters(globals())
+    study = jaxperf.study.start("dispatch", settings)
     study.records(df, "timings")
-    study.figure(fig, "dispatch_it_per_s_vs_leaves", data, drawn_by="dispatch.plot_it_per_s")
+    fig, data = report.plot_it_per_s(df)       # a function marked @plots.draws
+    study.figure(fig, "it_per_s_vs_leaves", data)  # saved, then shown inline
     study.summary(summary_dict, markdown_text)
+
+Long loops report progress with :func:`progress` or :func:`track`: a widget in
+JupyterLab, plain text lines on stdout under papermill and in scripts.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import matplotlib.figure
 import pandas as pd
 
 from . import backend as _backend
 from . import paths, plots, provenance, records
+from .errors import bad_value
+from .settings import StudySettings
 
-
-def progress(total: int, desc: str, **kwargs: Any):
-    """A text progress bar on stderr: readable in JupyterLab and in run_all.sh's log."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, file=sys.stderr, mininterval=2.0, ascii=True, **kwargs)
+T = TypeVar("T")
+PROGRESS_ENV = "JAXPERF_PROGRESS"  # "widget", "text" or "auto" (the default)
+TEXT_INTERVAL_S = 10.0
 
 
 @dataclass
 class Study:
+    """What a notebook writes through: its folders, its provenance, what it saved."""
+
     name: str
     info: _backend.BackendInfo
     parameters: dict[str, Any]
     provenance: dict[str, Any]
     results_dir: Path
     figures_dir: Path
-    written: list[Path] = field(default_factory=list)
+    settings: StudySettings | None = None
+    figures: dict[str, plots.SavedFigure] = field(default_factory=dict)
 
     @property
     def backend(self) -> str:
         return self.info.backend
 
     def records(self, df: pd.DataFrame, name: str) -> Path:
-        path = records.write_records(df, self.results_dir / name, self.provenance)
-        self.written += [path, path.with_suffix(".json")]
-        return path
+        """Write ``df`` as ``results/<backend>/<study>/<name>.csv`` with its provenance sidecar."""
+        return records.write_records(df, self.results_dir / name, self.provenance)
 
-    def figure(self, fig, name: str, data: pd.DataFrame, *, drawn_by: str, note: str = "") -> dict[str, Path]:
-        """Save a figure under figures/<backend>/, prefixed with the study's name."""
+    def figure(
+        self,
+        fig: matplotlib.figure.Figure,
+        name: str,
+        data: pd.DataFrame,
+        *,
+        drawn_by: str | Callable[..., Any] | None = None,
+        note: str = "",
+    ) -> None:
+        """Save ``fig`` under ``figures/<backend>/`` (PNG + SVG + ``data`` as CSV, the name
+        prefixed with the study's), then show it inline where the cell draws it.
+
+        ``drawn_by`` is the plotting function itself; leave it out when that function is
+        marked ``@plots.draws`` (a string naming it still works). The saved files and the
+        function are kept in ``study.figures[name]`` and listed in summary.json.
+        """
         full = name if name.startswith(self.name) else f"{self.name}_{name}"
-        out = plots.save(fig, self.figures_dir, full, data, self.provenance, drawn_by=drawn_by, note=note)
-        self.written += list(out.values())
-        return out
+        self.figures[full] = plots.save(
+            fig, self.figures_dir, full, data, self.provenance, drawn_by=drawn_by, note=note
+        )
+        plots.show(fig)
 
     def summary(self, summary: dict[str, Any], markdown: str) -> tuple[Path, Path]:
-        """Write summary.json (with provenance) and summary.md (with the environment block)."""
-        payload = {"study": self.name, "backend": self.backend, **summary, "provenance": self.provenance}
+        """Write summary.json (with the figures drawn so far and provenance) and summary.md
+        (with the environment block)."""
+        figures = {
+            name: {
+                "files": [paths.relative(p) for p in saved.files()],
+                "drawn_by": saved.drawn_by,
+            }
+            for name, saved in self.figures.items()
+        }
+        payload = {
+            "study": self.name,
+            "backend": self.backend,
+            **summary,
+            "figures": figures,
+            "provenance": self.provenance,
+        }
         text = markdown.rstrip() + "\n\n" + provenance.environment_block(self.provenance) + "\n"
-        out = records.write_summary(self.results_dir, payload, text)
-        self.written += list(out)
-        return out
+        return records.write_summary(self.results_dir, payload, text)
 
     def environment(self) -> str:
         return provenance.environment_block(self.provenance)
 
+    def where(self) -> str:
+        """The output root as a notebook should print it (no machine paths)."""
+        return paths.relative(self.results_dir.parents[2])
+
 
 def start(
     name: str,
-    parameters: dict[str, Any],
+    settings: StudySettings | Mapping[str, Any],
     *,
-    backend: str = "auto",
-    host_devices: int = 8,
+    backend: str | None = None,
+    host_devices: int | None = None,
     output_root: str | None = None,
 ) -> Study:
-    """Configure the backend (before JAX starts), capture provenance, make folders."""
-    info = _backend.configure(backend, host_devices)
+    """Configure the backend (before JAX starts), capture provenance, make the folders.
+
+    ``settings`` is the study's :class:`~jaxperf.settings.StudySettings` (preferred: its
+    ``backend``, ``host_devices`` and ``output_root`` are used, and ``settings.as_dict()``
+    is recorded as the parameters that ran) or a plain dict of parameters (older
+    notebooks; then the keyword arguments say where to run, defaulting to auto, 8 host
+    devices and the default output root). A keyword given explicitly wins over the
+    settings' field. The recorded ``output_root`` never names a folder of this machine.
+    """
+    if isinstance(settings, StudySettings):
+        parameters = settings.as_dict()
+        backend = settings.backend if backend is None else backend
+        host_devices = settings.host_devices if host_devices is None else host_devices
+        output_root = settings.output_root if output_root is None else output_root
+    elif isinstance(settings, Mapping):
+        parameters = dict(settings)
+    else:
+        raise bad_value("settings", settings, "a StudySettings (or a dict of the notebook's parameters)")
+    root = paths.output_root(output_root or None)  # validates before any work
+    if parameters.get("output_root"):
+        parameters["output_root"] = paths.relative(str(parameters["output_root"]))
+    info = _backend.configure(backend or "auto", 8 if host_devices is None else host_devices)
     prov = provenance.capture(parameters)
     return Study(
         name=name,
         info=info,
-        parameters=dict(parameters),
+        parameters=parameters,
         provenance=prov,
-        results_dir=paths.results_dir(info.backend, name, output_root),
-        figures_dir=paths.figures_dir(info.backend, output_root),
+        results_dir=paths.results_dir(info.backend, name, root),
+        figures_dir=paths.figures_dir(info.backend, root),
+        settings=settings if isinstance(settings, StudySettings) else None,
     )
+
+
+def _in_kernel() -> bool:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _under_papermill() -> bool:
+    """papermill (and nbclient) start the kernel as their own child process."""
+    try:
+        cmdline = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"papermill" in cmdline or b"nbclient" in cmdline
+
+
+def progress_mode() -> str:
+    """``"widget"`` in an interactive notebook (JupyterLab) with ipywidgets installed,
+    ``"text"`` elsewhere (papermill, scripts, tests); ``$JAXPERF_PROGRESS`` overrides."""
+    chosen = os.environ.get(PROGRESS_ENV, "auto") or "auto"
+    if chosen not in ("auto", "widget", "text"):
+        raise bad_value(PROGRESS_ENV, chosen, '"auto", "widget" or "text"')
+    if chosen != "auto":
+        return chosen
+    if not _in_kernel() or _under_papermill():
+        return "text"
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return "text"
+    return "widget"
+
+
+class _Lines:
+    """A stream for tqdm that turns its carriage-return redraws into whole lines on
+    stdout: readable in an executed notebook, in run_all.sh's log and in a terminal."""
+
+    def write(self, text: str) -> None:
+        line = text.strip("\r\n ")
+        if line:
+            sys.stdout.write(line + "\n")
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+def progress(total: int, desc: str, **kwargs: Any) -> Any:
+    """A progress bar for ``total`` steps (use as a context manager, call ``update()``).
+
+    A widget in JupyterLab; under papermill and in scripts a plain text line on stdout at
+    most every 10 s and at the end (never on stderr, which notebooks show as an error box).
+    """
+    if progress_mode() == "widget":
+        from tqdm.notebook import tqdm as notebook_tqdm
+
+        return notebook_tqdm(total=total, desc=desc, **kwargs)
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc=desc,
+        file=_Lines(),
+        mininterval=TEXT_INTERVAL_S,
+        ascii=True,
+        dynamic_ncols=False,
+        ncols=100,
+        **kwargs,
+    )
+
+
+def track(items: Iterable[T], desc: str, total: int | None = None) -> Iterator[T]:
+    """Yield from ``items`` with a :func:`progress` bar (``total`` defaults to ``len(items)``)."""
+    if total is None:
+        total = len(items) if hasattr(items, "__len__") else 0  # type: ignore[arg-type]
+    with progress(total, desc) as bar:
+        for item in items:
+            yield item
+            bar.update(1)
