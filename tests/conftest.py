@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxperf.paths import NOTEBOOKS_DIR, PROJECT_ROOT
+from jaxperf.paths import ENV_VAR, NOTEBOOKS_DIR, PROJECT_ROOT
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -26,8 +26,9 @@ def _cpu_backend():
 def run_notebook(name: str, out_root: Path, timeout: int = 900, **parameters) -> Path:
     """Execute notebooks/<name>.ipynb with papermill, outputs under ``out_root``.
 
-    Runs in a subprocess (a fresh kernel, as run_all.sh does) and returns the
-    executed notebook's path; raises with papermill's output if it failed.
+    Runs in a subprocess (a fresh kernel, as run_all.sh does) with ``out_root`` as
+    ``$JAXPERF_OUTPUT_ROOT``, and returns the executed notebook's path; raises with
+    papermill's output if it failed. An explicit ``output_root`` parameter still wins.
     """
     src = NOTEBOOKS_DIR / f"{name}.ipynb"
     executed = out_root / f"{name}.executed.ipynb"
@@ -42,15 +43,15 @@ def run_notebook(name: str, out_root: Path, timeout: int = 900, **parameters) ->
         "--cwd",
         str(NOTEBOOKS_DIR),
         "-p",
-        "output_root",
-        str(out_root),
-        "-p",
         "backend",
         "cpu",
     ]
     for key, value in parameters.items():
         cmd += ["-y", json.dumps({key: value})]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=PROJECT_ROOT)
+    # The output root travels in the environment, as run_all.sh passes it: an injected
+    # parameter would print this machine's path in the executed notebook.
+    env = {**os.environ, ENV_VAR: str(out_root)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=PROJECT_ROOT, env=env)
     if proc.returncode != 0:
         raise AssertionError(f"papermill failed for {name}:\n{proc.stderr[-6000:]}")
     return executed

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..markdown import fmt_stat
 from ..timing import iqr_stats, pair_ratios
 from .bench import BASELINE, MODELS, VARIANTS, BenchConfig, VersionMatrix
 from .releases import release_key
@@ -29,10 +30,6 @@ def _paired_difference(df: pd.DataFrame, baseline: str, value: str, by: list[str
     merged = df.merge(base, on=keys, how="inner")
     merged["difference"] = merged[value] - merged["_base"]
     return merged.drop(columns="_base")
-
-
-def _fmt(stats: dict[str, float], digits: int = 2) -> str:
-    return f"{stats['median']:.{digits}f} [{stats['q25']:.{digits}f}, {stats['q75']:.{digits}f}]"
 
 
 # filter_pmap's extra cost over jax.pmap, per pair, three ways: the dispatching thread's CPU time (Equinox's
@@ -122,12 +119,14 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
                 "equinox": r["release"],
                 "jax": r["jax"],
                 "model": r["model"],
-                "filter_pmap / pmap it/s": _fmt(
+                "filter_pmap / pmap it/s": fmt_stat(
                     {k: r[f"filter_pmap_ratio_{k}"] for k in ("median", "q25", "q75")}
                 ),
-                "extra CPU ms/call": _fmt({k: r[f"extra_cpu_ms_{k}"] for k in ("median", "q25", "q75")}, 1),
-                "extra wall ms/call": _fmt({k: r[f"extra_ms_{k}"] for k in ("median", "q25", "q75")}, 1),
-                "cached fix / pmap it/s": _fmt(
+                "extra CPU ms/call": fmt_stat(
+                    {k: r[f"extra_cpu_ms_{k}"] for k in ("median", "q25", "q75")}, 1
+                ),
+                "extra wall ms/call": fmt_stat({k: r[f"extra_ms_{k}"] for k in ("median", "q25", "q75")}, 1),
+                "cached fix / pmap it/s": fmt_stat(
                     {k: r[f"pmap_cached_ratio_{k}"] for k in ("median", "q25", "q75")}
                 ),
                 "pmap ms/call": f"{r['pmap_params_ms_per_call']:.2f}",
@@ -259,7 +258,7 @@ def _change_text(change: dict[str, Any], unit: str = " ms per call") -> str:
     cut = change["cut_fraction"]
     how = "n/a" if cut is None else (f"{cut:.0%} less" if cut >= 0 else f"{-cut:.0%} more")
     return (
-        f"{_fmt(change['before'], 1)} -> {_fmt(change['after'], 1)}{unit} ({how}; IQRs "
+        f"{fmt_stat(change['before'], 1)} -> {fmt_stat(change['after'], 1)}{unit} ({how}; IQRs "
         f"{'overlap' if change['iqr_overlap'] else 'do not overlap'})"
     )
 
@@ -344,7 +343,7 @@ def summarize(
             lines.append(
                 f"- {v['model']}: extra CPU {_change_text(v['extra_cpu_ms'])}; extra wall "
                 f"{_change_text(v['extra_wall_ms'])}; it/s vs `jax.pmap` "
-                f"{_fmt(v['it_per_s_ratio']['before'])} -> {_fmt(v['it_per_s_ratio']['after'])}."
+                f"{fmt_stat(v['it_per_s_ratio']['before'])} -> {fmt_stat(v['it_per_s_ratio']['after'])}."
             )
         others = [v for v in comparisons.values() if (v["before"], v["after"]) != (b, a)]
         if others:
@@ -401,11 +400,11 @@ def summarize(
             slower_pmap = rn["pmap_params_cpu_ms_per_call"] > 1.1 * ro["pmap_params_cpu_ms_per_call"]
             lines.append(
                 f"- {model}: extra CPU {_change_text(today[model]['extra_cpu_ms'])}; extra wall "
-                f"{_change_text(today[model]['extra_wall_ms'])}; it/s vs `jax.pmap` {_fmt(_stats(rn, 'filter_pmap_ratio'))} "
-                f"(was {_fmt(_stats(ro, 'filter_pmap_ratio'))}). `jax.pmap` on params itself: "
+                f"{_change_text(today[model]['extra_wall_ms'])}; it/s vs `jax.pmap` {fmt_stat(_stats(rn, 'filter_pmap_ratio'))} "
+                f"(was {fmt_stat(_stats(ro, 'filter_pmap_ratio'))}). `jax.pmap` on params itself: "
                 f"{rn['pmap_params_cpu_ms_per_call']:.2f} host-CPU ms per call (was {ro['pmap_params_cpu_ms_per_call']:.2f})"
                 + (", slower, so part of a better ratio is a slower baseline" if slower_pmap else "")
-                + f". The cached fix: {_fmt(_stats(rn, 'pmap_cached_ratio'))}x `jax.pmap`'s it/s."
+                + f". The cached fix: {fmt_stat(_stats(rn, 'pmap_cached_ratio'))}x `jax.pmap`'s it/s."
             )
         lines.append("")
     failed = environments[environments["status"] != "ok"] if "status" in environments else environments

@@ -1,0 +1,104 @@
+"""Markdown for summaries that are pasted into GitHub issues: one number format,
+escaping that survives GitHub's renderer, and the smoke-run notice.
+
+GitHub renders Markdown as CommonMark plus tables (GFM), and drops HTML tags it
+does not know. So a cProfile row such as ``Module.__getattribute__`` turns
+bold and ``<generated_flatten_Linear>`` vanishes unless escaped: every cell of
+:func:`table` goes through :func:`escape`, and ``tests/test_markdown.py``
+checks the result through markdown-it-py, a CommonMark renderer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+# CommonMark lets any ASCII punctuation be backslash-escaped; these are the ones that
+# start emphasis, code, links, HTML, entities or strikethrough, or split a table cell.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
+
+SMOKE_NOTICE = (
+    "**Smoke run** (quick mode: small sizes and few repeats). These numbers show that the "
+    "study runs end to end; they measure nothing, and **the goals are not judged**."
+)
+NOT_JUDGED = "not judged (smoke run)"
+
+
+def fmt_stat(stats: Mapping[str, Any], digits: int = 2) -> str:
+    """``median [q25, q75]`` with ``digits`` decimals; ``n/a`` when the median is missing.
+
+    ``stats`` is any mapping (dict, pandas row) with ``median``, ``q25`` and ``q75``.
+    """
+    median = _number(stats.get("median"))
+    if median is None:
+        return "n/a"
+    q25, q75 = _number(stats.get("q25")), _number(stats.get("q75"))
+    if q25 is None or q75 is None:
+        return f"{median:.{digits}f}"
+    return f"{median:.{digits}f} [{q25:.{digits}f}, {q75:.{digits}f}]"
+
+
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def escape(text: Any) -> str:
+    """``text`` as literal Markdown: emphasis, code, link, HTML and table characters are
+    backslash-escaped, and line breaks become spaces (a table cell is one line)."""
+    flat = " ".join(str(text).splitlines())
+    return _SPECIAL.sub(r"\\\1", flat)
+
+
+class Raw(str):
+    """A cell that already is Markdown (a code span, a link): :func:`table` keeps it,
+    escaping only its pipes (which would split the cell, even inside a code span)."""
+
+
+def code(text: Any) -> Raw:
+    """``text`` as an inline code span (usable as a table cell)."""
+    body = " ".join(str(text).splitlines())
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return Raw(f"{fence}{pad}{body}{pad}{fence}")
+
+
+def cell(value: Any, floatfmt: str = "{:.3g}") -> str:
+    """One table cell: floats formatted (NaN as ``n/a``), Raw kept, everything else escaped."""
+    if isinstance(value, Raw):
+        return " ".join(value.splitlines()).replace("|", "\\|")
+    if isinstance(value, float):
+        return "n/a" if math.isnan(value) else floatfmt.format(value)
+    return escape(value)
+
+
+def table(df: pd.DataFrame, floatfmt: str = "{:.3g}") -> str:
+    """A GitHub-flavoured Markdown table of ``df``, every header and cell escaped."""
+    header = "| " + " | ".join(cell(str(c)) for c in df.columns) + " |"
+    rule = "|" + "|".join("---" for _ in df.columns) + "|"
+    body = ["| " + " | ".join(cell(v, floatfmt) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+def smoke_notice(quick: bool) -> str:
+    """The paragraph a summary starts with in a smoke run ("" in a full run)."""
+    return SMOKE_NOTICE if quick else ""
+
+
+def verdict(met: bool | None, quick: bool, *, met_text: str = "met", missed_text: str = "not met") -> str:
+    """A goal's verdict: never judged in a smoke run, ``n/a`` when nothing was measured."""
+    if quick:
+        return NOT_JUDGED
+    if met is None:
+        return "n/a (not measured)"
+    return met_text if met else missed_text

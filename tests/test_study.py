@@ -1,0 +1,143 @@
+"""The study frame: what start() records, where it writes, what figure() and
+summary() leave behind, and how progress shows in a kernel and in text."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from typing import Any, ClassVar
+
+import matplotlib.pyplot as plt
+import nbformat
+import pandas as pd
+import pytest
+
+import jaxperf.study
+from jaxperf import plots
+from jaxperf.paths import ENV_VAR, PROJECT_ROOT
+from jaxperf.settings import StudySettings
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoSettings(StudySettings):
+    sizes: tuple[int, ...] = (1, 10, 100)
+    repeats: int = 7
+    QUICK: ClassVar[dict[str, Any]] = {"sizes": (1, 10), "repeats": 2}
+
+
+@pytest.fixture
+def root(monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    return tmp_path
+
+
+@plots.draws
+def _draw() -> tuple[plt.Figure, pd.DataFrame]:
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([1, 2], [3, 4])
+    return fig, pd.DataFrame({"x": [1, 2], "y": [3, 4]})
+
+
+def test_start_records_the_settings_that_ran(root):
+    settings = DemoSettings.from_parameters({"backend": "cpu", "quick": True, "sizes": [5, 6, 7]})
+    study = jaxperf.study.start("demo", settings)
+    assert study.settings is settings
+    assert study.parameters == settings.as_dict()
+    assert study.provenance["parameters"]["sizes"] == [1, 10]  # the quick preset, not the request
+    assert study.provenance["parameters"]["repeats"] == 2
+    assert study.results_dir == root / "results" / "cpu" / "demo"
+    assert study.figures_dir == root / "figures" / "cpu"
+    assert study.where() == "."
+
+
+def test_start_still_takes_a_dict(root):
+    study = jaxperf.study.start("demo", {"repeats": 3}, backend="cpu", host_devices=8)
+    assert study.parameters == {"repeats": 3}
+    assert study.settings is None
+
+
+def test_start_records_no_machine_path_for_the_output_root(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    inside = PROJECT_ROOT / ".scratch" / "test_study_root"
+    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", output_root=str(inside)))
+    assert study.parameters["output_root"] == ".scratch/test_study_root"
+    assert str(PROJECT_ROOT) not in json.dumps(study.provenance["parameters"])
+    shutil.rmtree(inside)
+
+
+@pytest.mark.parametrize("bad", [["backend", "cpu"], 3, "cpu"])
+def test_start_rejects_settings_of_the_wrong_type(bad, root):
+    with pytest.raises(ValueError, match="settings="):
+        jaxperf.study.start("demo", bad)
+
+
+def test_start_rejects_a_non_path_output_root_before_any_work(root):
+    with pytest.raises(ValueError, match="output_root=3"):
+        jaxperf.study.start("demo", {"a": 1}, backend="cpu", output_root=3)  # type: ignore[arg-type]
+
+
+def test_figure_and_summary_link_figure_data_and_function(root):
+    study = jaxperf.study.start("demo", DemoSettings(backend="cpu"))
+    fig, data = _draw()
+    assert study.figure(fig, "line", data) is None  # nothing to print under the image
+    assert not plt.fignum_exists(fig.number)
+    saved = study.figures["demo_line"]
+    assert saved.drawn_by == "test_study._draw"
+    json_path, md_path = study.summary({"answer": 42}, "## Demo")
+    payload = json.loads(json_path.read_text())
+    assert payload["answer"] == 42
+    assert payload["figures"]["demo_line"] == {
+        "files": ["figures/cpu/demo_line.png", "figures/cpu/demo_line.svg", "figures/cpu/demo_line.csv"],
+        "drawn_by": "test_study._draw",
+    }
+    assert md_path.read_text().startswith("## Demo\n\n<details><summary>Environment</summary>")
+
+
+def test_text_progress_goes_to_stdout_as_lines(capsys, monkeypatch):
+    monkeypatch.setenv(jaxperf.study.PROGRESS_ENV, "auto")  # outside a kernel: text
+    assert list(jaxperf.study.track(range(3), "steps")) == [0, 1, 2]
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "steps: 100%" in out and "3/3" in out
+    assert "\r" not in out
+
+
+def test_a_bad_progress_mode_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv(jaxperf.study.PROGRESS_ENV, "fancy")
+    with pytest.raises(ValueError, match="JAXPERF_PROGRESS='fancy'"):
+        jaxperf.study.progress_mode()
+
+
+KERNEL_CELLS = [
+    "import os, pandas as pd, matplotlib.pyplot as plt, jaxperf.study\n"
+    "from jaxperf.settings import StudySettings\n"
+    "study = jaxperf.study.start('demo', StudySettings(backend='cpu', host_devices=8))",
+    "def draw():\n"
+    "    fig, ax = plt.subplots(figsize=(3, 2)); ax.plot([1, 2], [3, 4]); return fig\n"
+    "study.figure(draw(), 'line', pd.DataFrame({'x': [1, 2]}), drawn_by=draw)\n"
+    "print('after the figure')",
+    "for _ in jaxperf.study.track(range(3), 'widget steps'): pass",
+    "os.environ['JAXPERF_PROGRESS'] = 'text'\nfor _ in jaxperf.study.track(range(3), 'text steps'): pass",
+]
+
+
+def test_in_a_kernel_a_figure_shows_once_inline_and_progress_is_not_on_stderr(root, monkeypatch):
+    from nbclient import NotebookClient
+
+    monkeypatch.delenv(jaxperf.study.PROGRESS_ENV, raising=False)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in KERNEL_CELLS])
+    NotebookClient(
+        nb, kernel_name="jaxperf", timeout=300, resources={"metadata": {"path": str(root)}}
+    ).execute()
+    outputs = [cell.outputs for cell in nb.cells]
+    for cell_outputs in outputs:
+        assert not [o for o in cell_outputs if o.get("name") == "stderr" or o.output_type == "error"]
+    figure = outputs[1]
+    assert [o.output_type for o in figure] == ["display_data", "stream"]
+    assert "image/png" in figure[0].data
+    assert figure[1].text == "after the figure\n"
+    assert (root / "figures" / "cpu" / "demo_line.png").exists()
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs[2])
+    text = "".join(o.get("text", "") for o in outputs[3])
+    assert "text steps: 100%" in text
