@@ -1,0 +1,212 @@
+"""run_all.sh's study run: check everything, lock the output root, run each
+notebook into staging, publish each success all or nothing, print a table.
+
+Exit codes: 0 all ran; 1 a notebook failed; 2 bad option (before any work);
+3 environment setup failed; 4 backend not present; 5 output root busy;
+130/143 interrupted by SIGINT/SIGTERM (nothing partial published).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import execute, notebooks, publish, pyenv
+from .options import USAGE, Options, UsageError, parse, resolve_root
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def warn(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _backend(python: str, opts: Options) -> str:
+    proc = subprocess.run(
+        [python, "-m", "jaxperf.backend", opts.backend, str(opts.host_devices)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["no reason given"])[-1]
+        warn(f"run_all.sh: backend '{opts.backend}' is not available here: {reason}")
+        warn("run_all.sh: nothing was run; that backend is reported as not measured.")
+        raise SystemExit(4)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def _papermill(python: str, nb: notebooks.Notebook, executed: Path, params: dict, opts: Options) -> list[str]:
+    """papermill's command: parameters as YAML (JSON is YAML), only those the notebook declares."""
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [python, "-m", "papermill", str(nb.path), str(executed), "-k", "jaxperf"]
+    cmd += ["--cwd", str(nb.path.parent), "--log-output", "--progress-bar"]
+    cmd += ["--execution-timeout", str(opts.timeout)]
+    for name, value in params.items():
+        cmd += ["-y", json.dumps({name: value})]
+    return cmd
+
+
+def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path]:
+    """Everything that can be refused is refused here, before any work."""
+    nb_dir = Path(os.environ.get("JAXPERF_NOTEBOOKS_DIR") or PROJECT / "notebooks")
+    selected = notebooks.select(notebooks.discover(nb_dir), opts)
+    if not selected:
+        raise UsageError(f"no notebook to run in {nb_dir}")
+    notebooks.check_params(selected, opts)
+    python = pyenv.check_python(opts.python) if opts.python else ""
+    root = publish.check_root(resolve_root(opts, PROJECT))
+    return python, selected, root
+
+
+def run(argv: list[str]) -> int:
+    opts = parse(argv)
+    python, selected, root = _prepare(opts)
+    command = "./run_all.sh " + shlex.join(argv)
+    lock = publish.RootLock(root, command)
+    try:
+        lock.acquire(opts.wait, on_wait=say)
+    except publish.LockedError as err:
+        warn(f"run_all.sh: {err}")
+        return 5
+    try:
+        publish.recover(root, say)
+        publish.clean_stale(root, say=say)
+        return _run_locked(opts, python, selected, root)
+    finally:
+        lock.release()
+
+
+def _run_locked(opts: Options, python: str, selected: list[notebooks.Notebook], root: Path) -> int:
+    try:
+        if python:
+            pyenv.prepare_external(python, PROJECT, say)
+        else:
+            python = pyenv.project_python(PROJECT)
+    except pyenv.SetupError as err:
+        warn(f"run_all.sh: {err}")
+        return 3
+    differ = pyenv.pin_report(python, PROJECT)
+    checks = [
+        {
+            "name": nb.name,
+            "source": nb.source,
+            "injected": notebooks.parameters(nb, opts, "cpu"),
+            "imports": nb.settings_imports,
+            "cls": nb.settings_class,
+        }
+        for nb in selected
+        if nb.settings_class and nb.settings_imports
+    ]
+    pyenv.preflight(python, checks)
+    backend = _backend(python, opts)
+    say(f"run_all.sh: backend={backend} quick={opts.quick} output root={root} python={python}")
+    say(f"run_all.sh: notebooks: {' '.join(nb.name for nb in selected)}")
+    if differ:
+        say(
+            "run_all.sh: NOTE: this environment differs from the pins in pyproject.toml: " + "; ".join(differ)
+        )
+    run_dir = publish.new_run_dir(root)
+    env = dict(os.environ)
+    env["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [str(pyenv.kernelspec(run_dir / "jupyter", python)), os.environ.get("JUPYTER_PATH")])
+    )
+    if differ:
+        env["JAXPERF_PIN_DIFFERENCES"] = "; ".join(differ)
+    table, failed = [], 0
+    try:
+        for nb in selected:
+            ok, row = _one(nb, python, backend, opts, root, run_dir, env)
+            table.append(row)
+            failed += not ok
+    except execute.Interrupted as sig:
+        warn(f"run_all.sh: interrupted by {sig}: stopped the running notebook; published nothing from it")
+        for row in table:
+            warn("  " + row)
+        return 128 + sig.signum
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    say(f"\n=== summary (backend={backend}, quick={opts.quick}, output root={root})")
+    say(f"{'notebook':<32} {'status':<7} {'wall':>7}  outputs")
+    for row in table:
+        say(row)
+    if differ:
+        say("versions that ran differ from the pins: " + "; ".join(differ))
+    if failed:
+        warn(f"run_all.sh: {failed} notebook(s) failed")
+    return 1 if failed else 0
+
+
+def _one(
+    nb: notebooks.Notebook, python: str, backend: str, opts: Options, root: Path, run_dir: Path, env: dict
+) -> tuple[bool, str]:
+    """Run one notebook into staging; publish it only if it succeeded. Returns (ok, table row)."""
+    stage = run_dir / nb.name
+    executed = f"results/{backend}/{nb.path.name}"
+    cmd = _papermill(python, nb, stage / executed, notebooks.parameters(nb, opts, backend), opts)
+    say(f"\n=== {nb.name} ({time.strftime('%H:%M:%S')})")
+    start = time.monotonic()
+    rc = execute.run_papermill(cmd, {**env, "JAXPERF_OUTPUT_ROOT": str(stage)})
+    secs = round(time.monotonic() - start)
+    if rc != 0:
+        kept = publish.keep_failed(root, stage / executed)
+        where = f"executed copy kept in {kept}" if kept else "no executed copy"
+        return False, f"{nb.name:<32} {'FAILED':<7} {secs:>6}s  {where} (results untouched)"
+    crash = os.environ.get("JAXPERF_TEST_CRASH_IN_PUBLISH")  # tests only: a SIGKILL mid-publish
+    with execute.deferred_signals():
+        files = publish.publish(root, stage, nb.name, executed, int(crash) if crash else None)
+    shown = " ".join(f for f in files if f.endswith(("summary.md", ".ipynb")))
+    return True, f"{nb.name:<32} {'ok':<7} {secs:>6}s  {len(files)} files: {shown}"
+
+
+def clean(argv: list[str]) -> int:
+    """``clean [--output-root DIR]``: finish interrupted publishes, remove staging."""
+    opts = parse(argv)
+    if argv and argv[0] != "--output-root" or len(argv) not in (0, 2):
+        raise UsageError("clean takes only --output-root DIR")
+    root = resolve_root(opts, PROJECT)
+    if not (root / publish.STAGING).is_dir():
+        say(f"run_all.sh: nothing to clean in {root}")
+        return 0
+    lock = publish.RootLock(root, "./run_all.sh clean " + shlex.join(argv))
+    try:
+        lock.acquire(wait=False)
+    except publish.LockedError as err:
+        warn(f"run_all.sh: {err}")
+        return 5
+    try:
+        publish.recover(root, say)
+        publish.clean_stale(root, say=lambda m: None)
+        shutil.rmtree(root / publish.STAGING / "failed", ignore_errors=True)
+        say(f"run_all.sh: cleaned {root / publish.STAGING}")
+        return 0
+    finally:
+        lock.release()
+
+
+def main(argv: list[str]) -> int:
+    """Entry point: ``[lab|clean] ARGS`` or a study run's options."""
+    if argv[:1] == ["lab"]:
+        from .lab import run_lab
+
+        return run_lab(argv[1:], PROJECT, Path(sys.executable).parent)
+    execute.install_handlers()
+    try:
+        if argv[:1] == ["clean"]:
+            return clean(argv[1:])
+        return run(argv)
+    except UsageError as err:
+        warn(f"run_all.sh: {err}\n\n{USAGE}")
+        return 2
+    except execute.Interrupted as sig:
+        warn(f"run_all.sh: interrupted by {sig} before any notebook ran; nothing was published")
+        return 128 + sig.signum

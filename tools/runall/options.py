@@ -1,0 +1,161 @@
+"""run_all.sh's options: parsed and checked before any work or any write.
+
+Every error names the option, the value given and what is allowed, and exits
+with status 2 after the usage text (``UsageError``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+USAGE = """\
+Regenerate the study headless, or run its tests.
+
+  ./run_all.sh [options]          run the notebooks (creates .venv on first use)
+  ./run_all.sh test [pytest args] run the tests (creates .venv on first use)
+  ./run_all.sh setup              only create/refresh .venv and the Jupyter kernel
+  ./run_all.sh lab [jupyter args] JupyterLab on the project, headless: prints the URL
+  ./run_all.sh clean [--output-root DIR]  remove staging left by interrupted runs
+
+Options for a study run:
+  --backend auto|cpu|gpu|tpu  where to run (default auto: the best present)
+  --quick                     small sizes, for smoke runs; writes under .quick/
+                              unless --output-root is given, so a smoke run
+                              never replaces the committed full results
+  --only LIST                 comma-separated notebook numbers or names (01,02)
+  --versions                  also run 03 (builds one venv per Equinox release)
+  --output-root DIR           where results/ and figures/ go (default: here)
+  --timeout SECONDS           per-cell timeout (default 1800)
+  --host-devices N            forced CPU devices (default 8, like a TPU v3-8)
+  --processes N               local processes for notebooks that declare
+                              `processes` (06); default: the notebook's own
+  -p NAME VALUE               set a notebook parameter (a Python literal) in
+                              the selected notebooks that declare NAME
+  --python PATH               run inside an existing Python environment (its
+                              own jax/jaxlib, never touched); also JAXPERF_PYTHON
+  --wait                      if another run holds the output root, wait for it
+  -h, --help                  this text
+
+Each notebook runs through papermill into a staging folder under
+<output root>/.staging/; its outputs are published only when it succeeded, all
+of them or none (a journal finishes an interrupted publish on the next run).
+One failing notebook does not stop the others; the exit code is non-zero if
+any failed. SIGINT/SIGTERM stop the running notebook, publish nothing from it
+and exit 130/143. One run at a time per output root (a lock).
+"""
+
+BACKENDS = ("auto", "cpu", "gpu", "tpu")
+# Parameters run_all.sh sets itself: -p cannot set them (use the option instead).
+RESERVED = {
+    "backend": "--backend",
+    "quick": "--quick",
+    "host_devices": "--host-devices",
+    "processes": "--processes",
+    "output_root": "--output-root",
+}
+
+
+class UsageError(Exception):
+    """A bad option: run_all.sh prints it with the usage text and exits 2."""
+
+
+@dataclass
+class Options:
+    backend: str = "auto"
+    quick: bool = False
+    only: list[str] | None = None  # None: the default set
+    versions: bool = False
+    output_root: str | None = None
+    timeout: int = 1800
+    host_devices: int = 8
+    processes: int | None = None
+    params: list[tuple[str, str]] = field(default_factory=list)
+    python: str | None = None
+    wait: bool = False
+
+
+def _positive_int(option: str, value: str, what: str) -> int:
+    text = value.strip()
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"{option} '{value}' is not a positive integer ({what})")
+    if int(text) > 10**7:
+        raise UsageError(f"{option} '{value}' is out of range ({what}, at most 10000000)")
+    return int(text)
+
+
+def _only(value: str) -> list[str]:
+    items = [w.strip() for w in value.split(",")]
+    if not value.strip() or any(not w for w in items):
+        raise UsageError(f"--only '{value}' has an empty name: give notebook numbers or names, e.g. 01,02")
+    seen: list[str] = []
+    for w in items:
+        if w in seen:
+            raise UsageError(f"--only '{value}' names '{w}' twice")
+        seen.append(w)
+    return seen
+
+
+def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
+    """Parse a study run's options (no file is touched). Raises UsageError."""
+    env = os.environ if env is None else env
+    opts = Options(python=env.get("JAXPERF_PYTHON") or None)
+    args = list(argv)
+
+    def value(option: str) -> str:
+        if not args or (args[0].startswith("--") and args[0] != "--"):
+            raise UsageError(f"{option} needs a value")
+        return args.pop(0)
+
+    while args:
+        arg = args.pop(0)
+        if "=" in arg and arg.startswith("--"):
+            arg, rest = arg.split("=", 1)
+            args.insert(0, rest)
+        if arg == "--backend":
+            opts.backend = value(arg)
+            if opts.backend not in BACKENDS:
+                raise UsageError(f"--backend '{opts.backend}' is not one of {', '.join(BACKENDS)}")
+        elif arg == "--quick":
+            opts.quick = True
+        elif arg == "--only":
+            opts.only = _only(value(arg))
+        elif arg == "--versions":
+            opts.versions = True
+        elif arg == "--output-root":
+            opts.output_root = value(arg)
+            if not opts.output_root.strip():
+                raise UsageError("--output-root '' is empty: give a folder")
+        elif arg == "--timeout":
+            opts.timeout = _positive_int(arg, value(arg), "seconds per cell")
+        elif arg == "--host-devices":
+            opts.host_devices = _positive_int(arg, value(arg), "forced CPU devices")
+        elif arg == "--processes":
+            opts.processes = _positive_int(arg, value(arg), "local processes")
+        elif arg == "-p":
+            name = value(arg)
+            if not args:
+                raise UsageError(f"-p {name} needs a value: -p NAME VALUE")
+            if not name.isidentifier():
+                raise UsageError(f"-p '{name}' is not a parameter name")
+            if name in RESERVED:
+                raise UsageError(f"-p {name}: use {RESERVED[name]} instead")
+            opts.params.append((name, args.pop(0)))
+        elif arg == "--python":
+            opts.python = value(arg)
+            if not opts.python.strip():
+                raise UsageError("--python '' is empty: give the path of a Python executable")
+        elif arg == "--wait":
+            opts.wait = True
+        else:
+            raise UsageError(f"unknown option '{arg}'")
+    return opts
+
+
+def resolve_root(opts: Options, project: Path) -> Path:
+    """The output root as an absolute path: the option (relative to the current
+    folder), else ``.quick/`` for a quick run, else the project itself."""
+    if opts.output_root is None:
+        return project / ".quick" if opts.quick else project
+    return Path(os.path.abspath(os.path.expanduser(opts.output_root)))
