@@ -153,10 +153,10 @@ def test_tiny_sweep_checks_and_times_every_variant(monkeypatch):
 
 
 def test_sweep_refuses_a_wrong_kernel(monkeypatch):
-    from jaxperf import pallas_kernels as pk
+    from jaxperf.loops import reference as ref
 
-    real = pk.reference
-    monkeypatch.setattr(pk, "reference", lambda kernel, inputs, **kw: real(kernel, inputs, **kw) + 1.0)
+    real = ref.reference
+    monkeypatch.setattr(ref, "reference", lambda kernel, inputs, **kw: real(kernel, inputs, **kw) + 1.0)
     cfg = loop_study.SweepConfig(
         mode="xla",
         Ts=[64],

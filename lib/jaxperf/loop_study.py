@@ -25,9 +25,12 @@ import numpy as np
 import pandas as pd
 
 from . import lowering as _lowering
-from . import pallas_kernels as pk
 from . import plots, timing
 from .errors import bad_value, check_choice, check_int, check_ints
+from .loops import inputs as _inputs
+from .loops import kernels as _kernels
+from .loops import reference as _reference
+from .loops import vocab as _vocab
 
 MODES = ("xla", "pallas_interpret", "pallas")
 MODE_LABELS = {
@@ -50,14 +53,14 @@ class SweepConfig:
 
     mode: str
     Ts: Sequence[int]
-    kernels: Sequence[str] = pk.KERNELS
-    loop_forms: Sequence[str] = pk.LOOP_FORMS
+    kernels: Sequence[str] = _vocab.KERNELS
+    loop_forms: Sequence[str] = _vocab.LOOP_FORMS
     unrolls: Sequence[int] = (1, 2, 4, 8, 16)
     D: int = 64
     batch: int = 8
     dtype: str = "float32"
-    block_rows: int = pk.SEED_BLOCK_ROWS
-    out_rows: int = pk.SEED_OUT_ROWS
+    block_rows: int = _kernels.SEED_BLOCK_ROWS
+    out_rows: int = _kernels.SEED_OUT_ROWS
     timing: timing.TimingConfig = field(
         default_factory=lambda: timing.TimingConfig(warmup=1, repeats=5, number=1, dispatch_only=False)
     )
@@ -74,16 +77,16 @@ class SweepConfig:
         if not isinstance(self.python_max_steps, dict):
             raise bad_value("python_max_steps", self.python_max_steps, "a dict {kernel: steps}")
         for k, steps in self.python_max_steps.items():
-            check_choice("python_max_steps key", k, pk.KERNELS)
+            check_choice("python_max_steps key", k, _vocab.KERNELS)
             check_int(f"python_max_steps[{k!r}]", steps, minimum=1)
         self.Ts = check_ints("Ts", self.Ts)
         self.unrolls = check_ints("unrolls", self.unrolls)
         for k in self.kernels:
-            check_choice("kernels[...]", k, pk.KERNELS)
+            check_choice("kernels[...]", k, _vocab.KERNELS)
         for f in self.loop_forms:
-            check_choice("loop_forms[...]", f, pk.LOOP_FORMS)
+            check_choice("loop_forms[...]", f, _vocab.LOOP_FORMS)
         for T in self.Ts:
-            pk.check_params(
+            _kernels.check_params(
                 self.kernels[0],
                 "fori",
                 1,
@@ -99,13 +102,13 @@ class SweepConfig:
         """(loop form, unroll) pairs timed for (kernel, T) (long Python loops left out, see skipped())."""
         return [
             v
-            for v in _lowering.variants(self.loop_forms, self.unrolls)
+            for v in _lowering.variants(self.loop_forms, self.unrolls, kernel)
             if not self._too_long(kernel, v[0], T)
         ]
 
     def _too_long(self, kernel: str, loop_form: str, T: int) -> bool:
         limit = self.python_max_steps.get(kernel)
-        return loop_form == "python" and limit is not None and pk.trip_count(T, self.block_rows) > limit
+        return loop_form == "python" and limit is not None and _kernels.trip_count(T, self.block_rows) > limit
 
     def skipped(self) -> pd.DataFrame:
         """The variants left out, and why: reported as not measured."""
@@ -116,7 +119,7 @@ class SweepConfig:
                 T=T,
                 variant="python",
                 status="not measured",
-                reason=f"a Python loop of {pk.trip_count(T, self.block_rows)} steps exceeds "
+                reason=f"a Python loop of {_kernels.trip_count(T, self.block_rows)} steps exceeds "
                 f"python_max_steps[{k!r}]={self.python_max_steps[k]} (its compile would dominate the run)",
             )
             for k in self.kernels
@@ -131,8 +134,8 @@ def _build(cfg: SweepConfig, kernel: str, loop_form: str, unroll: int, T: int):
         T=T, D=cfg.D, batch=cfg.batch, dtype=cfg.dtype, block_rows=cfg.block_rows, out_rows=cfg.out_rows
     )
     if cfg.mode == "xla":
-        return pk.build_xla(kernel, loop_form, unroll, **shape)
-    return pk.build(kernel, loop_form, unroll, interpret=cfg.mode == "pallas_interpret", **shape)
+        return _kernels.build_xla(kernel, loop_form, unroll, **shape)
+    return _kernels.build(kernel, loop_form, unroll, interpret=cfg.mode == "pallas_interpret", **shape)
 
 
 def measure_group(
@@ -148,7 +151,7 @@ def measure_group(
     """
     import jax
 
-    device_inputs = pk.make_inputs(
+    device_inputs = _inputs.make_inputs(
         kernel, seed, T=T, D=cfg.D, batch=cfg.batch, dtype=cfg.dtype, out_rows=cfg.out_rows
     )
     # The reference is float64 NumPy: checking a few batch elements is enough to catch a wrong loop.
@@ -189,7 +192,7 @@ def measure_group(
         t2 = time.perf_counter()
         out = jax.block_until_ready(exe(*device_inputs))
         t3 = time.perf_counter()
-        err = pk.check_close(
+        err = _reference.check_close(
             kernel, out[: cfg.check_batch], check_inputs, block_rows=cfg.block_rows, out_rows=cfg.out_rows
         )
         compiled[name] = exe
@@ -241,7 +244,7 @@ def sweep(cfg: SweepConfig, *, progress: Any = None) -> tuple[pd.DataFrame, pd.D
     return pd.concat(metas, ignore_index=True), pd.concat(times, ignore_index=True)
 
 
-def not_measured(mode: str, reason: str, kernels: Iterable[str] = pk.KERNELS) -> pd.DataFrame:
+def not_measured(mode: str, reason: str, kernels: Iterable[str] = _vocab.KERNELS) -> pd.DataFrame:
     """Rows saying a mode was not measured here, and why (never simulated)."""
     return pd.DataFrame([dict(mode=mode, kernel=k, status="not measured", reason=reason) for k in kernels])
 
@@ -564,7 +567,7 @@ def _facets(n: int, width: float = 5.0, height: float = 3.8):
 
 def _variant_order(df: pd.DataFrame) -> list[str]:
     pairs = df.drop_duplicates("variant")[["loop_form", "unroll", "variant"]].itertuples(index=False)
-    return [v for _, _, v in sorted(pairs, key=lambda p: (pk.LOOP_FORMS.index(p[0]), p[1]))]
+    return [v for _, _, v in sorted(pairs, key=lambda p: (_vocab.LOOP_FORMS.index(p[0]), p[1]))]
 
 
 def key_variants(df: pd.DataFrame) -> list[str]:
@@ -719,7 +722,7 @@ def settings(parameters: dict[str, Any]) -> dict[str, Any]:
         p.update(QUICK)
     p.setdefault("timed_loop_forms", p.get("loop_forms"))
     for name in ("kernels", "loop_forms", "timed_loop_forms"):
-        allowed = pk.KERNELS if name == "kernels" else pk.LOOP_FORMS
+        allowed = _vocab.KERNELS if name == "kernels" else _vocab.LOOP_FORMS
         if isinstance(p[name], str) or not p[name]:
             raise bad_value(name, p[name], f"a non-empty list of {allowed}")
         for v in p[name]:
@@ -741,7 +744,7 @@ def settings(parameters: dict[str, Any]) -> dict[str, Any]:
             if T % p["block_rows"]:
                 raise bad_value(f"{name}[...]", T, f"a multiple of block_rows={p['block_rows']}")
     if p["dtype"] != "auto":
-        check_choice("dtype", p["dtype"], pk.DTYPES)
+        check_choice("dtype", p["dtype"], _inputs.DTYPES)
     for name in ("python_max_steps", "device_python_max_steps"):
         p.setdefault(name, {})
         if not isinstance(p[name], dict):

@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import pallas_kernels
 from .errors import check_choice
+from .loops import kernels as pallas_kernels
+from .loops import vocab
 from .triton_compile import TARGETS, TRITON_CUSTOM_CALL, _cuda_export, _hook_triton_lowering, _raise_frame
 
 COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
@@ -183,18 +184,16 @@ def lower_one(
     )
 
 
-def variants(loop_forms: Iterable[str], unrolls: Iterable[int]) -> list[tuple[str, int]]:
-    """(loop form, unroll) pairs: the Python loop once, the others at every unroll."""
-    out = []
-    for form in loop_forms:
-        check_choice("loop_form", form, pallas_kernels.LOOP_FORMS)
-        out += [(form, 1)] if form == "python" else [(form, u) for u in unrolls]
-    return out
+def variants(
+    loop_forms: Iterable[str], unrolls: Iterable[int], kernel: str | None = None
+) -> list[tuple[str, int]]:
+    """(loop form, unroll) pairs for ``kernel``: see :func:`jaxperf.loops.vocab.variants`."""
+    return vocab.variants(loop_forms, unrolls, kernel)
 
 
 def matrix(
-    kernels: Iterable[str] = pallas_kernels.KERNELS,
-    loop_forms: Iterable[str] = pallas_kernels.LOOP_FORMS,
+    kernels: Iterable[str] = vocab.KERNELS,
+    loop_forms: Iterable[str] = vocab.LOOP_FORMS,
     unrolls: Iterable[int] = (1, 2, 4, 8),
     compilers: Iterable[str] = COMPILERS,
     Ts: Iterable[int] = (1024,),
@@ -210,7 +209,7 @@ def matrix(
     rows = []
     for kernel in kernels:
         for T in Ts:
-            for form, unroll in variants(loop_forms, unrolls):
+            for form, unroll in variants(loop_forms, unrolls, kernel):
                 for compiler in compilers:
                     kw = dict(shape)
                     if compiler == "mosaic_tpu" and np.dtype(kw.get("dtype", "float16")).name == "float16":

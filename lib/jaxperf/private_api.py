@@ -18,7 +18,94 @@ from typing import Any
 
 # --- dispatch study (equinox#192) -----------------------------------------
 
+EQUINOX_ARRAY_TYPES = ("equinox._filters", "_ARRAY_TYPES")
+#: the helpers ``_PmapWrapper._call`` runs, in its order (the stage timers copy that call)
+EQUINOX_PMAP_STAGE_HELPERS = (
+    "_common_preprocess",
+    "_named_in_axes",
+    "_resolve_axes",
+    "_filter_pmap_cache",
+    "_postprocess",
+)
+JAX_BROADCAST_PREFIX = ("jax._src.tree_util", "broadcast_prefix")
+JAX_TRACE_CONTEXT = ("jax._src.config", "trace_context")
+
+
+def equinox_array_types() -> tuple[type, ...]:
+    """The types ``eqx.is_array`` tests for (numpy arrays and scalars, ``jax.Array`` and
+    JAX's literal array types), for an inline ``isinstance`` on a hot path."""
+    module, name = EQUINOX_ARRAY_TYPES
+    return tuple(getattr(importlib.import_module(module), name))
+
+
+def equinox_pmap_stage_helpers() -> dict[str, Callable[..., Any]]:
+    """The private helpers of Equinox 0.13's ``_PmapWrapper._call``, by name: the dispatch
+    study's stage timers call them one by one to time each stage of a filter_pmap call."""
+    module = importlib.import_module(EQUINOX_PMAP_MODULE)
+    return {name: getattr(module, name) for name in EQUINOX_PMAP_STAGE_HELPERS}
+
+
+def jax_broadcast_prefix() -> Callable[..., list[Any]]:
+    """``jax._src.tree_util.broadcast_prefix``: what ``jax.pmap`` itself uses to expand an
+    ``in_axes`` prefix to one axis per leaf."""
+    module, name = JAX_BROADCAST_PREFIX
+    return getattr(importlib.import_module(module), name)
+
+
+def jax_trace_context() -> Callable[[], Any]:
+    """``jax._src.config.trace_context``: the hashable tuple of every config value that makes
+    JAX retrace (x64, default device, matmul precision, ...), as JAX's own caches key on it."""
+    module, name = JAX_TRACE_CONTEXT
+    return getattr(importlib.import_module(module), name)
+
+
 # --- loop study (jax#20909) -----------------------------------------------
+
+MOSAIC_GPU_PALLAS_CALL_MODULE = "jax._src.pallas.mosaic_gpu.pallas_call"
+MOSAIC_TPU_REGISTRATION = ("jax._src.pallas.mosaic.pallas_call_registration", "_lower_to_custom_call")
+MOSAIC_GPU_REGISTRATION = (
+    "jax._src.pallas.mosaic_gpu.pallas_call_registration",
+    "_emit_mosaic_gpu_custom_call",
+)
+
+
+def mosaic_gpu_pallas_call() -> Callable[..., Any]:
+    """JAX's Mosaic GPU ``pallas_call`` shim (built on ``plgpu.kernel``).
+
+    jax 0.12's ``pl.pallas_call`` registers no Mosaic GPU lowering rule (a
+    bare AssertionError); this private module runs the same kernel body.
+    """
+    return importlib.import_module(MOSAIC_GPU_PALLAS_CALL_MODULE).pallas_call
+
+
+@contextlib.contextmanager
+def mosaic_lowering_hook(compiler: str, on_module: Callable[[Any], None]) -> Iterator[None]:
+    """Call ``on_module(mlir_module)`` with the kernel module each Mosaic lowering emits.
+
+    ``compiler`` is ``"mosaic_tpu"`` or ``"mosaic_gpu"``. Wraps the function
+    Pallas' registration calls to emit the custom call (the module is only
+    carried as bytes otherwise), for the duration; restored after.
+    """
+    if compiler not in ("mosaic_tpu", "mosaic_gpu"):
+        raise ValueError(f"compiler={compiler!r} is not allowed: expected 'mosaic_tpu' or 'mosaic_gpu'.")
+    module_name, name = MOSAIC_TPU_REGISTRATION if compiler == "mosaic_tpu" else MOSAIC_GPU_REGISTRATION
+    module = importlib.import_module(module_name)
+    original = getattr(module, name)
+
+    def tpu_hook(*args: Any, **kwargs: Any) -> Any:
+        on_module(kwargs["mosaic_module"])
+        return original(*args, **kwargs)
+
+    def gpu_hook(ctx: Any, args: Any, lowering_result: Any, *rest: Any, **kwargs: Any) -> Any:
+        on_module(lowering_result.module)
+        return original(ctx, args, lowering_result, *rest, **kwargs)
+
+    setattr(module, name, tpu_hook if compiler == "mosaic_tpu" else gpu_hook)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
 
 # --- Triton compile study -------------------------------------------------
 
@@ -54,3 +141,31 @@ def triton_lowering_hook(on_module: Callable[[Any, float], None]) -> Iterator[No
 
 
 # --- TPU compile study ------------------------------------------------------
+
+
+# --- multiprocess study (issue 14) --------------------------------------------
+
+EQUINOX_PMAP_MODULE = "equinox._vmap_pmap"
+EQUINOX_PMAP_CACHE = "_filter_pmap_cache"
+
+
+def equinox_pmap_cache() -> Callable[..., Any]:
+    """Equinox's ``_filter_pmap_cache``: builds the ``jax.pmap`` that ``eqx.filter_pmap``
+    calls (and, in 0.13.8, the ``out_axes`` list that multi-process ``jax.pmap`` rejects)."""
+    return getattr(importlib.import_module(EQUINOX_PMAP_MODULE), EQUINOX_PMAP_CACHE)
+
+
+@contextlib.contextmanager
+def equinox_pmap_cache_replaced(replacement: Callable[..., Any]) -> Iterator[None]:
+    """Swap ``_filter_pmap_cache`` for ``replacement`` for the duration; restored after.
+
+    ``_PmapWrapper._call`` looks the name up in its module on every call, so
+    every ``eqx.filter_pmap`` called inside the block uses the replacement.
+    """
+    module = importlib.import_module(EQUINOX_PMAP_MODULE)
+    original = getattr(module, EQUINOX_PMAP_CACHE)
+    setattr(module, EQUINOX_PMAP_CACHE, replacement)
+    try:
+        yield
+    finally:
+        setattr(module, EQUINOX_PMAP_CACHE, original)

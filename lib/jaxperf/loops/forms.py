@@ -1,0 +1,144 @@
+"""The loop forms of the jax#20909 study, usable inside a Pallas kernel and in plain ``jax.jit``.
+
+Every form runs ``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``
+(names and meanings in :mod:`jaxperf.loops.vocab`). :func:`hand_unrolled_fori`
+is also public as ``jaxperf.hand_unrolled_fori``: a drop-in for
+``lax.fori_loop`` that unrolls by hand, using only ``fori_loop(unroll=1)``,
+which every Pallas backend lowers (Triton rejects ``fori_loop(unroll=k>1)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..errors import bad_value, check_choice, check_int
+from .vocab import LOOP_FORMS
+
+Carry = TypeVar("Carry")
+Body = Callable[[Any, Carry], Carry]
+
+
+def check_unroll(unroll: Any) -> int:
+    """``unroll`` must be an int >= 1 (``True``/``False`` are not accepted)."""
+    return check_int("unroll", unroll, minimum=1)
+
+
+def static_bounds(lower: Any, upper: Any) -> tuple[int, int] | None:
+    """``(int(lower), int(upper))`` when both are known at trace time, as
+    ``lax.fori_loop`` decides it (then it unrolls and differentiates as a scan); else None."""
+    import jax
+
+    if isinstance(lower, jax.core.Tracer) or isinstance(upper, jax.core.Tracer):
+        return None
+    try:
+        return int(lower), int(upper)
+    except TypeError:  # includes jax.errors.ConcretizationTypeError
+        return None
+
+
+def index_dtype(lower: Any, upper: Any) -> Any:
+    """The loop index dtype ``lax.fori_loop`` uses for traced bounds (same rule, same TypeError):
+    equal dtypes, or a weakly typed signed int (a Python int) takes the other's dtype."""
+    import jax
+    import numpy as np
+
+    lo, up = jax.typeof(lower), jax.typeof(upper)
+    if lo.dtype == up.dtype:
+        return lo.dtype
+    if np.issubdtype(lo.dtype, np.signedinteger) and np.issubdtype(up.dtype, np.signedinteger):
+        if lo.weak_type and not up.weak_type:
+            return up.dtype
+        if up.weak_type and not lo.weak_type:
+            return lo.dtype
+    raise TypeError(
+        f"lower and upper arguments to fori_loop must have equal types, got {lo.dtype.name} and {up.dtype.name}"
+    )
+
+
+def python_loop(lower: int, upper: int, body: Body, init: Carry) -> Carry:
+    """``body`` traced once per step with a Python int ``j`` (the bounds must be static)."""
+    bounds = static_bounds(lower, upper)
+    if bounds is None:
+        raise bad_value("lower/upper", (lower, upper), "static ints for loop_form='python'")
+    carry = init
+    for j in range(*bounds):
+        carry = body(j, carry)
+    return carry
+
+
+def _copies(body: Body, start: Any, unroll: int, count: int) -> Body:
+    """A loop body running ``count`` copies of ``body`` from index ``start + i * unroll``."""
+
+    def run(i: Any, carry: Any) -> Any:
+        base = start + i * unroll
+        for r in range(count):
+            carry = body(base + r, carry)
+        return carry
+
+    return run
+
+
+def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: int = 1) -> Carry:
+    """``lax.fori_loop(lower, upper, body, init)``, partially unrolled by hand.
+
+    An outer ``fori_loop(unroll=1)`` runs ``trip // unroll`` times, calling
+    ``body`` ``unroll`` times per iteration; the ``trip % unroll`` remaining
+    steps follow in a one-trip loop (static bounds) or a second
+    ``fori_loop`` (traced bounds). The body always receives a traced index of
+    the dtype ``fori_loop`` would give it (a weakly typed int32 for static
+    bounds; :func:`index_dtype` for traced ones), so code that works in
+    ``fori_loop`` works here. Zero or negative trip counts run no step.
+    Static bounds differentiate in reverse mode (a scan), traced bounds do not
+    (a while loop: the same error as ``fori_loop``). ``unroll=1`` is
+    ``lax.fori_loop`` itself. Raises ValueError for ``unroll`` not an int >= 1.
+    """
+    from jax import lax
+
+    check_unroll(unroll)
+    if unroll == 1:
+        return lax.fori_loop(lower, upper, body, init)
+    bounds = static_bounds(lower, upper)
+    if bounds is not None:
+        index_dtype(lower, upper)  # fori_loop's TypeError for mismatched bound types
+        start, stop = bounds
+        outer, rest = divmod(max(stop - start, 0), unroll)
+        carry = init
+        if outer:
+            carry = lax.fori_loop(0, outer, _copies(body, start, unroll, unroll), carry)
+        if rest:
+            carry = lax.fori_loop(0, 1, _copies(body, start + outer * unroll, unroll, rest), carry)
+        return carry
+    import jax.numpy as jnp
+
+    dtype = index_dtype(lower, upper)
+    lower = lax.convert_element_type(lower, dtype)
+    upper = lax.convert_element_type(upper, dtype)
+    outer = jnp.maximum(upper - lower, jnp.zeros((), dtype)) // jnp.asarray(unroll, dtype)
+    carry = lax.fori_loop(jnp.zeros((), dtype), outer, _copies(body, lower, unroll, unroll), init)
+    return lax.fori_loop(lower + outer * jnp.asarray(unroll, dtype), upper, body, carry)
+
+
+def run_loop(loop_form: str, lower: Any, upper: Any, body: Body, init: Carry, unroll: int = 1) -> Carry:
+    """Run ``body`` from ``lower`` to ``upper`` in the chosen ``loop_form``.
+
+    ``unroll`` must be 1 for ``python`` (already fully unrolled); for the
+    others it is the number of body copies per loop iteration. ``hoisted``
+    runs the loop as ``hand_unrolled``: hoisting is the kernel's job (it
+    passes a body without the invariant), see :mod:`jaxperf.loops.kernels`.
+    """
+    from jax import lax
+
+    check_choice("loop_form", loop_form, LOOP_FORMS)
+    check_unroll(unroll)
+    if loop_form == "python":
+        if unroll != 1:
+            raise bad_value("unroll", unroll, "1 for loop_form='python' (a Python loop is fully unrolled)")
+        return python_loop(lower, upper, body, init)
+    if loop_form == "fori":
+        return lax.fori_loop(lower, upper, body, init, unroll=unroll)
+    if loop_form == "pl_loop":
+        from jax.experimental import pallas as pl
+
+        return pl.loop(lower, upper, init_carry=init, unroll=unroll)(body)
+    return hand_unrolled_fori(lower, upper, body, init, unroll)
