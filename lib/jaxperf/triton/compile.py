@@ -1,0 +1,135 @@
+"""Compile a captured Triton module for an NVIDIA target on a CPU: ttir -> cubin.
+
+:func:`compile_ttir` mirrors ``triton.compile`` for a Python-language kernel:
+unlike ``triton.compile`` on an IR file (which skips them), the ``make_ttir``
+passes run, then ttgir, llir, PTX and cubin (ptxas), each timed, and the text
+of every stage is kept for :mod:`jaxperf.triton.mechanism`. It drives
+triton's own stage functions (``make_backend(...).add_stages``): triton's
+internal compile pipeline, checked stage by stage against :data:`STAGES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import check_int
+from .sass import SassStats, disassemble, ptx_instructions, sass_stats
+from .toolchain import DEFAULT_TARGET, TritonUnavailableError, check_target, require
+
+# The stages of triton.compile for a Triton-language kernel, in order.
+STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """Everything one compile produced: per-stage wall time, each stage's text, the machine code."""
+
+    target: str
+    stage_ms: dict[str, float]  # per stage in STAGES, wall clock
+    parse_ms: float  # reading the .ttir text into MLIR (not a compile stage)
+    texts: dict[str, str]  # stage -> its output as text (ttir after passes, ttgir, llir, ptx)
+    cubin: bytes
+    sass: str  # cuobjdump -sass output
+    ptxas_log: str
+    sass_stats: SassStats
+    ptx_instructions: int
+    options: dict[str, Any]
+
+    @property
+    def ptx(self) -> str:
+        return self.texts["ptx"]
+
+    @property
+    def total_ms(self) -> float:
+        return sum(self.stage_ms.values())
+
+
+def compile_ttir(
+    ttir: str, *, target: str = DEFAULT_TARGET, num_warps: int = 4, num_stages: int = 3
+) -> CompileResult:
+    """Compile a Triton module (text .ttir) for ``target`` through every stage.
+
+    No compile cache is used, so each call compiles. Raises ValueError for a
+    bad target or option, TritonUnavailableError without the triton extra.
+    """
+    capability = check_target(target)
+    check_int("num_warps", num_warps, minimum=1)
+    check_int("num_stages", num_stages, minimum=1)
+    require()
+    from triton import knobs
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget, Language
+    from triton.compiler.compiler import make_backend
+
+    gpu = GPUTarget("cuda", capability, 32)
+    backend = make_backend(gpu)
+    options = backend.parse_options(
+        {"num_warps": num_warps, "num_stages": num_stages, "num_ctas": 1, "enable_fp_fusion": True}
+    )
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="jaxperf-ttir-") as tmp:
+        path = Path(tmp) / "kernel.ttir"
+        path.write_text(ttir)
+        module = ir.parse_mlir_module(str(path), context)
+    module.context = context
+    parse_ms = (time.perf_counter() - start) * 1e3
+
+    stages: dict[str, Callable[[Any, dict], Any]] = {}
+    backend.add_stages(stages, options, Language.TRITON)
+    if tuple(stages) != STAGES:
+        raise TritonUnavailableError(f"triton's stages {tuple(stages)} differ from the expected {STAGES}")
+    metadata: dict[str, Any] = {"hash": "jaxperf", "target": gpu, **options.__dict__}
+    stage_ms: dict[str, float] = {}
+    texts: dict[str, str] = {}
+    log = io.StringIO()
+    saved_dump = knobs.nvidia.dump_ptxas_log
+    try:
+        knobs.nvidia.dump_ptxas_log = True  # make_cubin prints ptxas -v (registers, spills)
+        for stage, run in stages.items():
+            redirect = contextlib.redirect_stdout(log) if stage == "cubin" else contextlib.nullcontext()
+            start = time.perf_counter()
+            with redirect:
+                module = run(module, metadata)
+            stage_ms[stage] = (time.perf_counter() - start) * 1e3
+            if stage != "cubin":
+                texts[stage] = module if isinstance(module, str) else str(module)
+    finally:
+        knobs.nvidia.dump_ptxas_log = saved_dump
+    cubin: bytes = module
+    sass = disassemble(cubin)
+    ptx = texts["ptx"]
+    return CompileResult(
+        target=target,
+        stage_ms=stage_ms,
+        parse_ms=parse_ms,
+        texts=texts,
+        cubin=cubin,
+        sass=sass,
+        ptxas_log=log.getvalue(),
+        sass_stats=sass_stats(sass, log.getvalue(), shared_bytes=metadata.get("shared")),
+        ptx_instructions=ptx_instructions(ptx),
+        options={
+            "num_warps": num_warps,
+            "num_stages": num_stages,
+            "num_ctas": 1,
+            "enable_fp_fusion": True,
+            "arch": options.arch,
+            "ptx_version": _ptx_version(ptx),
+        },
+    )
+
+
+def _ptx_version(ptx: str) -> str | None:
+    found = re.search(r"^\.version (\d+\.\d+)", ptx, re.MULTILINE)
+    return found.group(1) if found else None

@@ -1,0 +1,135 @@
+"""A static GPU estimate without a GPU: dynamic SASS instructions per kernel call.
+
+**A static estimate from SASS compiled on a CPU, never a measurement.** For
+one compiled kernel, every instruction outside loops counts once, every
+instruction inside a loop counts as many times as the loops around it run
+(nested loops multiply; trip counts read from the loop counter in the machine
+code, :func:`jaxperf.triton.sass.loops`). Per program that is the
+instruction stream one warp issues; per kernel call it is multiplied by the
+warps per program and the programs in the grid. Latency, memory traffic,
+occupancy and dual issue are ignored: the ratio of two forms' counts says how
+much more work one issues, not how much longer it runs.
+
+:func:`dynamic_counts` reads one kernel's SASS; :func:`table` turns sweep rows
+(:func:`jaxperf.triton.sweep.sweep`) into the estimate per form, T and target;
+:func:`ratios` puts the predicted fori/Python ratio beside the reporter's
+measured one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..loops import vocab
+from . import sass as _sass
+
+LABEL = "static estimate from SASS compiled on a CPU (not a measurement)"
+
+
+@dataclass(frozen=True)
+class DynamicCounts:
+    """One kernel's SASS, counted statically (per program, i.e. per warp's instruction stream)."""
+
+    outside_loops: int  # instructions outside every loop
+    in_loops: int  # instructions inside some loop (static count)
+    loops: int
+    loop_trips: tuple[int | None, ...]  # per loop, in address order
+    per_program: (
+        int | None
+    )  # outside + each in-loop instruction x the trips of its loops; None if a trip is unknown
+    how: str  # how the trips were read, or why one was not
+    by_category: dict[str, int | None]  # per_program split by jaxperf.triton.sass.category
+
+    @property
+    def resolved(self) -> bool:
+        return self.per_program is not None
+
+
+def dynamic_counts(sass_text: str) -> DynamicCounts:
+    """Count ``sass_text`` (``cuobjdump -sass``) statically: see the module docstring."""
+    code = _sass.parse(sass_text)
+    found = _sass.loops(code)
+    by_category: dict[str, int | None] = dict.fromkeys(_sass.CATEGORIES, 0)
+    in_loops = 0
+    for ins in code:
+        around = [lp for lp in found if lp.contains(ins.address)]
+        in_loops += bool(around)
+        trips = [lp.trips for lp in around]
+        kind = _sass.category(ins)
+        if None in trips or by_category[kind] is None:
+            by_category[kind] = None
+        else:
+            by_category[kind] += math.prod(trips)
+    unknown = any(v is None for v in by_category.values())
+    return DynamicCounts(
+        outside_loops=len(code) - in_loops,
+        in_loops=in_loops,
+        loops=len(found),
+        loop_trips=tuple(lp.trips for lp in found),
+        per_program=None if unknown else sum(by_category.values()),
+        how="; ".join(lp.how for lp in found) or "no loop in SASS",
+        by_category=by_category,
+    )
+
+
+def columns(counts: DynamicCounts, *, num_warps: int, programs: int) -> dict[str, Any]:
+    """The estimate's columns for one sweep row."""
+    per_call = None if counts.per_program is None else counts.per_program * num_warps * programs
+    return {
+        "sass_outside_loops": counts.outside_loops,
+        "sass_in_loops": counts.in_loops,
+        "sass_loop_trips": ",".join("?" if t is None else str(t) for t in counts.loop_trips),
+        "sass_dynamic_per_program": counts.per_program,
+        "sass_dynamic_per_call": per_call,
+        "sass_trips_how": counts.how,
+    }
+
+
+ESTIMATE_COLUMNS = (
+    "sass_outside_loops",
+    "sass_in_loops",
+    "sass_loop_trips",
+    "sass_dynamic_per_program",
+    "sass_dynamic_per_call",
+)
+
+
+def table(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
+    """One row per (target, variant, T) of ``kernel``: the static counts (first compile of each point)."""
+    ok = rows[(rows.status == "ok") & (rows.kernel == kernel)]
+    if ok.empty:
+        return pd.DataFrame(columns=["target", "variant", "T", *ESTIMATE_COLUMNS])
+    first = ok.sort_values("repeat").drop_duplicates(["target", "variant", "T"])
+    keys = ["target", "loop_form", "unroll", "variant", "T", "steps", "programs", "num_warps"]
+    out = first[keys + list(ESTIMATE_COLUMNS)].copy()
+    order = {name: i for i, name in enumerate(vocab.frame_variant_order(out))}
+    return out.sort_values(
+        ["target", "variant", "T"], key=lambda c: c.map(order) if c.name == "variant" else c
+    ).reset_index(drop=True)
+
+
+def ratios(rows: pd.DataFrame, kernel: str = "seed", against: str = "fori u=1") -> pd.DataFrame:
+    """Predicted ``against``/Python ratio of dynamic instructions per call, per target and T,
+    beside the reporter's measured fori/Python ratio of ms per kernel call (A6000, sm_86)."""
+    est = table(rows, kernel)
+    measured = {r["T"]: r["ratio"] for r in vocab.seed_records()}
+    out = []
+    for (target, T), part in est.groupby(["target", "T"], sort=True):
+        by = part.set_index("variant")["sass_dynamic_per_call"]
+        python, other = by.get("python"), by.get(against)
+        known = python is not None and other is not None and pd.notna(python) and pd.notna(other)
+        out.append(
+            {
+                "target": target,
+                "T": int(T),
+                "python_per_call": python,
+                f"{against}_per_call": other,
+                "predicted_ratio": float(other) / float(python) if known else None,
+                "reporter_measured_ratio": measured.get(int(T)),
+            }
+        )
+    return pd.DataFrame(out)

@@ -1,0 +1,275 @@
+"""Why fori_loop is slower on Triton (jax#20909), read from the compiler's own output.
+
+For each loop form of a kernel, compiled on a CPU for one target at two T,
+every level of the Triton pipeline is counted inside and outside its loops:
+
+- ``ttir (JAX)``: the Triton module Pallas hands to Triton; ``ttir``, ``ttgir``:
+  after Triton's passes; ops by kind (``tt.reduce``, loads, tensor and scalar
+  arithmetic, splats), the ops inside a ``tt.reduce`` combiner not counted apart;
+- ``llir``: LLVM IR; loops are back edges between basic blocks; warp shuffles,
+  barriers, global loads/stores and floating-point operations (a ``<64 x half>``
+  add counts 64);
+- ``sass``: machine code; loops are backward branches; the instruction mix of
+  :data:`jaxperf.triton.sass.CATEGORIES`.
+
+"Reduction inside the loop body" is then a count, per level: ``tt.reduce`` in
+the ``scf.for``, shuffles in an LLVM loop, ``SHFL`` in a SASS loop. The
+instructions each extra loop step costs come from the two T: the static
+dynamic counts of :mod:`jaxperf.triton.estimate` at T2 minus those at T1,
+divided by the extra steps (for a Python loop, which has no loop in SASS,
+that is what each traced step added). Compiled, never executed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from . import estimate
+from . import sass as _sass
+from .capture import capture
+from .compile import compile_ttir
+from .sweep import Shape, Variant, build_variant
+from .toolchain import DEFAULT_TARGET, check_target, label
+
+LEVELS = ("ttir (JAX)", "ttir", "ttgir", "llir", "sass")
+# What "the reduction" is at each level.
+REDUCTION = {
+    "ttir (JAX)": "reduce",
+    "ttir": "reduce",
+    "ttgir": "reduce",
+    "llir": "shuffle",
+    "sass": "shuffle",
+}
+IN_LOOP, OUTSIDE = "in loop", "outside loops"
+
+_MLIR_OP = re.compile(r'^\s*(?:%[^=]+=\s*)?"?([a-z_]+\.[a-z_.]+)"?')
+_MLIR_KINDS = {"tt.reduce": "reduce", "tt.load": "load", "tt.store": "store", "tt.splat": "splat/broadcast"}
+_LL_LABEL = re.compile(r"^([\w.]+):")
+_LL_BRANCH = re.compile(r"label %([\w.]+)")
+_LL_FP = re.compile(r"=\s*(?:fast\s+)?(fadd|fsub|fmul|fdiv|fneg)\b[^<]*(?:<(\d+) x)?|@llvm\.fma")
+
+
+def mlir_counts(text: str) -> tuple[Counter, Counter, int]:
+    """Ops by kind inside and outside ``scf.for``/``scf.while`` bodies, and the number of loops."""
+    inside, outside = Counter(), Counter()
+    stack: list[str] = []
+    loops = 0
+    for raw in text.splitlines():
+        line = re.sub(r"\s+loc\(.*$", "", raw).rstrip()
+        stripped = line.strip()
+        if stripped.startswith("}"):
+            if stack:
+                stack.pop()
+            if not stripped.endswith("{"):
+                continue
+        match = _MLIR_OP.match(line)
+        op = match.group(1) if match else ""
+        if op and "combiner" not in stack and op not in ("arith.constant", "scf.yield", "tt.reduce.return"):
+            kind = _MLIR_KINDS.get(op, op.split(".")[0] if op.startswith(("ttg.", "ttng.")) else "")
+            if op.startswith("arith."):
+                kind = "tensor arithmetic" if "tensor<" in line.split(":")[-1] else "scalar arithmetic"
+            if op.startswith("tt.broadcast"):
+                kind = "splat/broadcast"
+            (inside if "loop" in stack else outside)[kind or "other"] += 1
+        if stripped.endswith("{") and not stripped.startswith("}"):
+            if op in ("scf.for", "scf.while"):
+                loops += 1
+                stack.append("loop")
+            else:
+                stack.append("combiner" if op in ("tt.reduce", "tt.scan") else "region")
+    return inside, outside, loops
+
+
+def llir_counts(text: str) -> tuple[Counter, Counter, int]:
+    """LLVM IR of the kernel: operations by kind inside and outside loops (back edges)."""
+    blocks: list[tuple[str, list[str]]] = [("entry", [])]
+    for line in text.split("\ndefine", 1)[-1].split("\n}\n", 1)[0].splitlines()[1:]:
+        label_match = _LL_LABEL.match(line)
+        if label_match:
+            blocks.append((label_match.group(1), []))
+        elif line.startswith("  "):
+            blocks[-1][1].append(line)
+    index = {name: i for i, (name, _) in enumerate(blocks)}
+    in_loop = [False] * len(blocks)
+    loops = 0
+    for i, (_, lines) in enumerate(blocks):
+        for target in (
+            t for line in lines if line.lstrip().startswith("br ") for t in _LL_BRANCH.findall(line)
+        ):
+            if index.get(target, len(blocks)) <= i:
+                loops += 1
+                for j in range(index[target], i + 1):
+                    in_loop[j] = True
+    inside, outside = Counter(), Counter()
+    for i, (_, lines) in enumerate(blocks):
+        counts = inside if in_loop[i] else outside
+        for line in lines:
+            fp = _LL_FP.search(line)
+            if "shfl.sync" in line:
+                counts["shuffle"] += 1
+            elif "barrier" in line:
+                counts["barrier"] += 1
+            elif "ld.global" in line or re.search(r"= load .* addrspace\(1\)", line):
+                counts["global load"] += 1
+            elif "st.global" in line or re.search(r"store .* addrspace\(1\)", line):
+                counts["global store"] += 1
+            elif "llvm.vector.reduce" in line:
+                counts["vector reduce"] += 1
+            elif fp:
+                counts["fp operations (elements)"] += int(fp.group(2) or 1) if fp.group(1) else 1
+    return inside, outside, loops
+
+
+def sass_counts(text: str) -> tuple[Counter, Counter, int]:
+    """SASS instructions by category inside and outside loops (static counts)."""
+    code = _sass.parse(text)
+    found = _sass.loops(code)
+    inside, outside = Counter(), Counter()
+    for ins in code:
+        (inside if any(lp.contains(ins.address) for lp in found) else outside)[_sass.category(ins)] += 1
+    return inside, outside, len(found)
+
+
+def _levels(ttir_jax: str, texts: dict[str, str], sass_text: str) -> dict[str, tuple[Counter, Counter, int]]:
+    return {
+        "ttir (JAX)": mlir_counts(ttir_jax),
+        "ttir": mlir_counts(texts["ttir"]),
+        "ttgir": mlir_counts(texts["ttgir"]),
+        "llir": llir_counts(texts["llir"]),
+        "sass": sass_counts(sass_text),
+    }
+
+
+def evidence(
+    variants: Sequence[Variant],
+    sizes: Sequence[int] = (8192, 16384),
+    *,
+    target: str = DEFAULT_TARGET,
+    shape: Shape = Shape(),
+    build: Callable[..., Any] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Compile each variant at both ``sizes`` (T1 < T2) and count.
+
+    Returns ``(counts, per_step)``: ``counts`` is tidy, one row per (variant, T,
+    level, place, kind) with ``count`` and the level's ``loops``; ``per_step`` has
+    one row per variant: the SASS instructions each extra loop step adds, by
+    category (static estimate), with the SHFL and BAR totals at T1.
+    """
+    check_target(target)
+    if len(sizes) != 2 or not sizes[0] < sizes[1]:
+        raise ValueError(f"sizes={list(sizes)!r} is not allowed: expected two T, the smaller first.")
+    rows, steps = [], []
+    for v in variants:
+        dynamic = {}
+        for T in sizes:
+            fn, args = build_variant(v, T, shape, build)
+            captured = capture(fn, args, target=target)
+            result = compile_ttir(
+                captured.ttir, target=target, num_warps=captured.num_warps, num_stages=captured.num_stages
+            )
+            for level, (inside, outside, loops) in _levels(captured.ttir, result.texts, result.sass).items():
+                for where, counts in ((IN_LOOP, inside), (OUTSIDE, outside)):
+                    rows += [
+                        dict(
+                            kernel=v.kernel,
+                            variant=v.name,
+                            T=T,
+                            level=level,
+                            place=where,
+                            kind=k,
+                            count=n,
+                            loops=loops,
+                        )
+                        for k, n in counts.items()
+                    ]
+            dynamic[T] = estimate.dynamic_counts(result.sass)
+        extra = (sizes[1] - sizes[0]) // shape.block_rows
+        first, second = dynamic[sizes[0]], dynamic[sizes[1]]
+        per_cat = {
+            k: (
+                None
+                if second.by_category[k] is None or first.by_category[k] is None
+                else (second.by_category[k] - first.by_category[k]) / extra
+            )
+            for k in _sass.CATEGORIES
+        }
+        total = None if None in per_cat.values() else sum(per_cat.values())
+        steps.append(
+            {
+                "kernel": v.kernel,
+                "variant": v.name,
+                "T1": sizes[0],
+                "T2": sizes[1],
+                "per_step_total": total,
+                **per_cat,
+            }
+        )
+    return pd.DataFrame(rows), pd.DataFrame(steps)
+
+
+def reduction_table(counts: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and level: the reduction's ops inside and outside loops (at the smaller T)."""
+    T1 = counts["T"].min()
+    part = counts[counts["T"] == T1]
+    out = []
+    for (variant, level), group in part.groupby(["variant", "level"], sort=False):
+        kind = REDUCTION[level]
+        pick = group[group.kind == kind]
+        out.append(
+            {
+                "variant": variant,
+                "level": level,
+                "reduction op": "tt.reduce"
+                if kind == "reduce"
+                else ("SHFL" if level == "sass" else "shfl.sync"),
+                IN_LOOP: int(pick[pick.place == IN_LOOP]["count"].sum()),
+                OUTSIDE: int(pick[pick.place == OUTSIDE]["count"].sum()),
+                "loops": int(group["loops"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def verdict(counts: pd.DataFrame, per_step: pd.DataFrame, target: str = DEFAULT_TARGET) -> dict[str, Any]:
+    """The one-line Triton verdict of jax#20909, with the counts behind it."""
+    red = reduction_table(counts)
+    sass_red = red[red.level == "sass"].set_index("variant")
+    shfl_total = (sass_red[IN_LOOP] + sass_red[OUTSIDE]).to_dict()
+    reduce_in_loop = {lv: red[(red.level == lv)].set_index("variant")[IN_LOOP].to_dict() for lv in LEVELS}
+    steps = per_step.set_index("variant")
+    fp_per_step = steps["fp arithmetic"].to_dict()
+    total_per_step = steps["per_step_total"].to_dict()
+    python, fori = "python", "fori u=1"
+    line = (
+        f"Triton ({label(target)}): "
+        + (
+            "the reduction runs once in every form"
+            if len(set(shfl_total.values())) == 1
+            else "the forms' reductions differ"
+        )
+        + f" ({', '.join(f'{v} {n} SHFL' for v, n in shfl_total.items())}; SHFL inside a SASS loop: "
+        + ", ".join(f"{v} {n}" for v, n in reduce_in_loop["sass"].items())
+        + f"; tt.reduce inside scf.for in JAX's TTIR: fori {reduce_in_loop['ttir (JAX)'].get(fori)}, after Triton's passes: "
+        + f"{reduce_in_loop['ttgir'].get(fori)}). Each extra loop step costs {_num(total_per_step.get(fori))} SASS instructions in "
+        + f"fori_loop ({_num(fp_per_step.get(fori))} fp arithmetic: the [128, D] carry, added to in full every step) against "
+        + f"{_num(total_per_step.get(python))} in the Python loop ({_num(fp_per_step.get(python))} fp: the add happens on one scalar, "
+        + "broadcast once at the end)."
+    )
+    return {
+        "target": target,
+        "sizes": sorted(int(t) for t in counts["T"].unique()),
+        "shfl_total": shfl_total,
+        "reduction_in_loop": reduce_in_loop,
+        "sass_per_step": total_per_step,
+        "sass_fp_per_step": fp_per_step,
+        "line": line,
+    }
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None or value != value else f"{value:.1f}"

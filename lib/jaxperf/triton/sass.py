@@ -1,0 +1,297 @@
+"""Read machine code: ``cuobjdump -sass`` text and PTX, without a GPU.
+
+:func:`parse` turns SASS into instructions (address, opcode), :func:`loops`
+finds the loops that survive in machine code (a backward branch) and, where
+the induction variable is a register counted by an immediate step to an
+immediate bound, how many times each runs; :func:`category` sorts an opcode
+into the instruction mix of :data:`CATEGORIES`. :func:`sass_stats` is the
+per-kernel summary (instructions, registers, spills, loops).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from .toolchain import require
+
+_SASS_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", re.MULTILINE)
+_PREDICATE = re.compile(r"^@(!?U?P[T0-9]+)\s+")
+_BRANCH_TARGET = re.compile(r"^(?:BRA|BRX|JMP|CALL\.REL(?:\.NOINC)?)\b[^0-9]*?(0x[0-9a-f]+)")
+
+# The instruction mix, in the order tables show it. Opcodes are matched on
+# their base (before the first dot), except the few whose suffix changes the kind.
+CATEGORIES = (
+    "global load",
+    "global store",
+    "shared memory",
+    "shuffle",
+    "barrier",
+    "fp arithmetic",
+    "conversion",
+    "integer/address",
+    "move",
+    "control",
+    "other",
+)
+_BY_BASE = {
+    **dict.fromkeys(("LDG", "LD"), "global load"),
+    **dict.fromkeys(("STG", "ST", "RED", "ATOM", "ATOMG"), "global store"),
+    **dict.fromkeys(("LDS", "STS", "STSM", "LDSM", "ATOMS", "LDL", "STL"), "shared memory"),
+    "SHFL": "shuffle",
+    **dict.fromkeys(("BAR", "MEMBAR", "WARPSYNC", "DEPBAR", "SYNCS"), "barrier"),
+    **dict.fromkeys(
+        (
+            "FADD",
+            "FMUL",
+            "FFMA",
+            "FMNMX",
+            "FSETP",
+            "FSEL",
+            "HADD2",
+            "HMUL2",
+            "HFMA2",
+            "HMNMX2",
+            "MUFU",
+            "HMMA",
+        ),
+        "fp arithmetic",
+    ),
+    **dict.fromkeys(("I2F", "F2F", "F2FP", "F2I", "I2FP", "F2IP"), "conversion"),
+    **dict.fromkeys(
+        (
+            "IADD3",
+            "IMAD",
+            "LOP3",
+            "SHF",
+            "LEA",
+            "ISETP",
+            "SGXT",
+            "IABS",
+            "IMNMX",
+            "VIADD",
+            "SEL",
+            "PLOP3",
+            "P2R",
+            "R2P",
+        ),
+        "integer/address",
+    ),
+    **dict.fromkeys(
+        ("MOV", "CS2R", "PRMT", "S2R", "S2UR", "LDC", "ULDC", "UMOV", "R2UR", "SHFL_IDX"), "move"
+    ),
+    **dict.fromkeys(("BRA", "BRX", "EXIT", "BSSY", "BSYNC", "JMP", "CALL", "RET", "WARPSYNC"), "control"),
+}
+
+
+@dataclass(frozen=True)
+class Instruction:
+    address: int
+    predicate: str  # "" or e.g. "P0", "!P1"
+    opcode: str  # with modifiers, e.g. "LDG.E.128"
+    operands: str
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".")[0]
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A loop left in machine code: the body runs from ``head`` to the backward branch at ``branch``."""
+
+    head: int
+    branch: int
+    trips: int | None  # times the body runs per program, when the counter could be read; else None
+    how: str  # how ``trips`` was read, or why not
+
+    def contains(self, address: int) -> bool:
+        return self.head <= address <= self.branch
+
+
+@dataclass(frozen=True)
+class SassStats:
+    instructions: int  # SASS instructions, NOP padding excluded
+    registers: int
+    spill_stores_bytes: int
+    spill_loads_bytes: int
+    local_memory_instructions: int  # STL/LDL: where spills show up in the code
+    backward_branches: int  # branches to a lower address (the trailing BRA-to-self excluded)
+    shared_bytes: int | None = None
+
+    @property
+    def loop_present(self) -> bool:
+        return self.backward_branches > 0
+
+
+def disassemble(cubin: bytes) -> str:
+    """``cuobjdump -sass`` of a cubin, with the cuobjdump shipped in the triton wheel."""
+    st = require()
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
+        handle.write(cubin)
+        handle.flush()
+        proc = subprocess.run(
+            [st.cuobjdump, "-sass", handle.name], capture_output=True, text=True, timeout=300
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"cuobjdump -sass failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return proc.stdout
+
+
+def parse(sass: str) -> list[Instruction]:
+    """Every instruction of ``cuobjdump -sass`` text, in address order, NOP padding excluded."""
+    out = []
+    for match in _SASS_LINE.finditer(sass):
+        text = match.group(2)
+        predicate = _PREDICATE.match(text)
+        if predicate:
+            text = text[predicate.end() :]
+        opcode, _, operands = text.partition(" ")
+        if opcode == "NOP":
+            continue
+        out.append(
+            Instruction(
+                int(match.group(1), 16), predicate.group(1) if predicate else "", opcode, operands.strip()
+            )
+        )
+    return out
+
+
+def category(instruction: Instruction) -> str:
+    """The instruction's kind in :data:`CATEGORIES`. ``HADD2.F32 R, -RZ, R.H0_H0`` widens
+    a half to float (a conversion); ``HFMA2.MMA R, -RZ, RZ, ...`` loads a constant (a move)."""
+    if instruction.opcode.startswith("HADD2.F32") and instruction.operands.split(",")[1].strip() == "-RZ":
+        return "conversion"
+    if instruction.opcode.startswith("HFMA2.MMA") and "-RZ, RZ" in instruction.operands:
+        return "move"
+    base = instruction.base
+    if base not in _BY_BASE and base.startswith("U") and base[1:] in _BY_BASE:
+        base = base[1:]  # the uniform datapath's twin (USHF, ULEA, UIADD3, ...)
+    return _BY_BASE.get(base, "other")
+
+
+def _backward_branch(instruction: Instruction) -> int | None:
+    found = _BRANCH_TARGET.match(f"{instruction.opcode} {instruction.operands}")
+    if found and int(found.group(1), 16) < instruction.address:
+        return int(found.group(1), 16)
+    return None
+
+
+_ISETP = re.compile(r"^ISETP\.(NE|LT|GE|GT|LE)\.(U32|AND|.*?)")
+_IMM = re.compile(r"^(?:0x[0-9a-f]+|\d+)$")
+
+
+def _imm(text: str) -> int | None:
+    text = text.strip()
+    if text in ("RZ", "URZ"):
+        return 0
+    return int(text, 0) if _IMM.match(text) else None
+
+
+def _initial_value(code: list[Instruction], register: str, before: int) -> int | None:
+    """The constant last written to ``register`` before address ``before`` (None if not a constant).
+    ``CS2R Rn, SRZ`` zeroes the pair Rn, Rn+1."""
+    pair = re.fullmatch(r"R(\d+)", register)
+    low_half = f"R{int(pair.group(1)) - 1}" if pair else None
+    for ins in reversed([i for i in code if i.address < before]):
+        ops = [o.strip() for o in ins.operands.split(",")]
+        if ins.base == "CS2R" and ops[0] in (register, low_half) and ops[1:] == ["SRZ"]:
+            return 0
+        if not ops or ops[0] != register:
+            continue
+        if ins.base in ("MOV", "UMOV"):
+            return _imm(ops[1])
+        if ins.opcode.startswith("HFMA2.MMA") and ops[1:3] == ["-RZ", "RZ"]:
+            return 0 if ops[3:] in (["0", "0"], ["0", "0.0"]) else None
+        if ins.opcode.startswith("IMAD.MOV") and ops[1:3] == ["RZ", "RZ"]:
+            return _imm(ops[3])
+        return None
+    return None
+
+
+def _operands(ins: Instruction) -> list[str]:
+    """Register and immediate operands, predicates (``P0``, ``PT``, ``!PT``) left out."""
+    return [o for o in (o.strip() for o in ins.operands.split(",")) if not re.fullmatch(r"!?U?P[T0-9]", o)]
+
+
+def _trips(code: list[Instruction], head: int, branch: Instruction) -> tuple[int | None, str]:
+    """Read the loop's counter: ``ISETP.NE R, bound`` setting the branch's predicate (for a
+    64-bit counter, the low word's compare before the ``.EX`` one), ``IADD3 R, R, step`` in the
+    body, and R's constant start before the loop."""
+    body = [i for i in code if head <= i.address < branch.address]
+    predicate = branch.predicate.lstrip("!")
+    compares = [i for i in body if i.base == "ISETP" and i.operands.split(",")[0].strip() == predicate]
+    while compares and ".EX" in compares[-1].opcode:
+        compares.pop()
+    if not compares:
+        return None, f"no ISETP sets {branch.predicate or 'the branch predicate'} in the loop"
+    compare = compares[-1]
+    ops = _operands(compare)
+    if ".NE." not in compare.opcode + "." or len(ops) < 2 or (_imm(ops[0]) is None) == (_imm(ops[1]) is None):
+        return None, f"counter compare not read: {compare.opcode} {compare.operands}"
+    if _imm(ops[0]) is not None and _imm(ops[1]) is None:  # "ISETP.NE P, PT, RZ, R": bound first
+        ops = [ops[1], ops[0], *ops[2:]]
+    register, bound = ops[0], _imm(ops[1])
+    steps = []
+    for ins in body:
+        parts = _operands(ins)
+        if (
+            ins.base in ("IADD3", "VIADD", "UIADD3")
+            and parts
+            and parts[0] == register
+            and register in parts[1:]
+        ):
+            other = [p for p in parts[1:] if p not in (register, "RZ", "URZ")]
+            if len(other) == 1 and _imm(other[0]) is not None:
+                steps.append(_imm(other[0]))
+    start = _initial_value(code, register, head)
+    if start is not None and start > bound >= 0 and start >= 2**31:  # a negative 32-bit start counting up
+        start -= 2**32
+    if len(steps) != 1 or start is None or steps[0] <= 0 or (bound - start) % steps[0]:
+        return None, f"counter {register} not read (start {start}, steps {steps}, bound {bound})"
+    return (bound - start) // steps[0], f"{register} from {start} by {steps[0]} to {bound}"
+
+
+def loops(code: list[Instruction]) -> list[Loop]:
+    """The loops in machine code, in address order, each with its trip count where readable."""
+    out = []
+    for ins in code:
+        head = _backward_branch(ins)
+        if head is not None:
+            trips, how = _trips(code, head, ins)
+            out.append(Loop(head, ins.address, trips, how))
+    return out
+
+
+def sass_stats(sass: str, ptxas_log: str = "", *, shared_bytes: int | None = None) -> SassStats:
+    """Counts from ``cuobjdump -sass`` text and the ``ptxas -v`` log.
+
+    A loop survives in machine code when a branch jumps backwards; the
+    ``BRA`` to itself that ends every kernel is not one.
+    """
+    code = parse(sass)
+    registers = re.search(r"Used (\d+) registers", ptxas_log)
+    stores = re.search(r"(\d+) bytes spill stores", ptxas_log)
+    loads = re.search(r"(\d+) bytes spill loads", ptxas_log)
+    return SassStats(
+        instructions=len(code),
+        registers=int(registers.group(1)) if registers else -1,
+        # ptxas 13 leaves the stack/spill line out when all of it is zero.
+        spill_stores_bytes=int(stores.group(1)) if stores else 0,
+        spill_loads_bytes=int(loads.group(1)) if loads else 0,
+        local_memory_instructions=sum(i.base in ("STL", "LDL") for i in code),
+        backward_branches=sum(_backward_branch(i) is not None for i in code),
+        shared_bytes=shared_bytes,
+    )
+
+
+def ptx_instructions(ptx: str) -> int:
+    """PTX instruction count: statements ending in ';' that are not directives."""
+    count = 0
+    for line in ptx.splitlines():
+        line = line.split("//", 1)[0].strip()
+        if line.endswith(";") and not line.startswith((".", "{", "}")):
+            count += 1
+    return count

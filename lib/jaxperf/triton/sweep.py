@@ -1,0 +1,291 @@
+"""The compile sweep: every (kernel, loop form, unroll, T) compiled for one target.
+
+One tidy row per (kernel, variant, T, repeat), with the compile time of each
+stage, the machine-code metrics and the static counts of
+:mod:`jaxperf.triton.estimate`. Honesty rules: a variant Pallas' Triton
+lowering rejects is recorded "does not lower", once per T; a compile that
+crashes is recorded "failed" with its error; a point not compiled because of
+a budget is recorded "over budget" with the reason. Nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import bad_value, check_int, check_ints
+from ..loops import vocab
+from . import estimate
+from .capture import DoesNotLower, capture
+from .compile import STAGES, compile_ttir
+from .toolchain import DEFAULT_TARGET, TritonUnavailableError, check_target, require
+
+STATUS_OK = "ok"
+STATUS_NO_LOWER = "does not lower"
+STATUS_OVER_BUDGET = "over budget"
+STATUS_FAILED = "failed"
+# Forms whose program grows with T (the others hold at most `unroll` body copies).
+GROWS_WITH_T = ("python",)
+# The Python loop's next compile is predicted as this one's x (T ratio)**1.5 when deciding
+# whether it fits max_compile_s: its ttgir and llir stages grow faster than T.
+PREDICTED_GROWTH = 1.5
+KEY_COLUMNS = (
+    "kernel",
+    "loop_form",
+    "unroll",
+    "variant",
+    "T",
+    "steps",
+    "target",
+    "repeat",
+    "status",
+    "error",
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    kernel: str
+    loop_form: str
+    unroll: int
+
+    @property
+    def name(self) -> str:
+        return vocab.variant_name(self.loop_form, self.unroll)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Kernel sizes: the reporter's (fp16 input, D=64, B=512, 64-row steps, 128-row programs).
+
+    ``seed_carry_dtype="input"`` keeps the reporter's fp16 carry in the ``seed`` kernel
+    (nothing runs, so its overflow at large T does not matter here); ``streaming`` and
+    ``attention`` carry float32.
+    """
+
+    D: int = 64
+    batch: int = 512
+    dtype: str = "float16"
+    block_rows: int = vocab.SEED_STEP_ROWS
+    seed_carry_dtype: str = "input"
+
+
+def plan(
+    kernels: Iterable[str], loop_forms: Iterable[str], unrolls: Mapping[str, Sequence[int]]
+) -> list[Variant]:
+    """Every applicable (kernel, loop form, unroll); the Python loop once. ``fori``/``pl_loop`` with
+    unroll > 1 stay in the plan: the sweep records that they do not lower."""
+    out = []
+    for kernel in kernels:
+        if kernel not in vocab.KERNELS:
+            raise bad_value("kernels[...]", kernel, f"one of {vocab.KERNELS}")
+        pairs = vocab.variants(loop_forms, sorted(set(check_ints("unrolls", unrolls[kernel]))), kernel)
+        out += [Variant(kernel, form, unroll) for form, unroll in pairs]
+    return out
+
+
+def check_sizes(name: str, sizes: Any, multiple: int = vocab.SEED_PROGRAM_ROWS) -> list[int]:
+    """Sorted distinct T, each a multiple of ``multiple`` (the seed's 128-row programs)."""
+    checked = check_ints(name, sizes, minimum=multiple)
+    for T in checked:
+        if T % multiple:
+            raise bad_value(f"{name}[...]", T, f"a multiple of {multiple}")
+    return sorted(set(checked))
+
+
+def build_variant(
+    v: Variant, T: int, shape: Shape, build: Callable[..., Any] | None = None
+) -> tuple[Any, tuple]:
+    """The jitted ``pallas_call`` of ``v`` at ``T`` for the Triton lowering, and its input specs."""
+    if build is None:
+        from ..loops.kernels import build
+    carry = shape.seed_carry_dtype if v.kernel == "seed" else "float32"
+    return build(
+        v.kernel,
+        v.loop_form,
+        v.unroll,
+        T=T,
+        D=shape.D,
+        batch=shape.batch,
+        dtype=shape.dtype,
+        block_rows=shape.block_rows,
+        interpret=False,
+        lowering="triton",
+        carry_dtype=carry,
+    )
+
+
+def measure(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET) -> dict[str, Any]:
+    """Capture and compile once: one flat row of times (ms), code metrics and static counts.
+
+    ``compile_ms`` = ``export_ms`` (JAX: trace + Pallas->Triton + StableHLO) +
+    ``triton_ms`` (Triton's ttir passes to cubin), the closest analogue of the
+    reporter's compile column. Raises DoesNotLower, TritonUnavailableError or ValueError.
+    """
+    captured = capture(fn, args, target=target)
+    result = compile_ttir(
+        captured.ttir, target=target, num_warps=captured.num_warps, num_stages=captured.num_stages
+    )
+    stats = result.sass_stats
+    counts = estimate.dynamic_counts(result.sass)
+    return {
+        "export_ms": captured.export_ms,
+        "triton_lowering_ms": captured.triton_lowering_ms,
+        "parse_ms": result.parse_ms,
+        **{f"{stage}_ms": ms for stage, ms in result.stage_ms.items()},
+        "triton_ms": result.total_ms,
+        "compile_ms": captured.export_ms + result.total_ms,
+        "ttir_lines": captured.ttir_lines,
+        "ptx_instructions": result.ptx_instructions,
+        "sass_instructions": stats.instructions,
+        "registers": stats.registers,
+        "spill_stores_bytes": stats.spill_stores_bytes,
+        "spill_loads_bytes": stats.spill_loads_bytes,
+        "local_memory_instructions": stats.local_memory_instructions,
+        "backward_branches": stats.backward_branches,
+        "loop_present": stats.loop_present,
+        "shared_bytes": stats.shared_bytes,
+        "num_warps": captured.num_warps,
+        "num_stages": captured.num_stages,
+        "programs": captured.programs,
+        "ptx_version": result.options["ptx_version"],
+        **estimate.columns(counts, num_warps=captured.num_warps, programs=captured.programs),
+    }
+
+
+def _check_seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise bad_value(name, value, "a number of seconds > 0")
+    return float(value)
+
+
+def sweep(
+    variants: Sequence[Variant],
+    sizes: Mapping[str, Sequence[int]],
+    *,
+    target: str = DEFAULT_TARGET,
+    repeats: int = 1,
+    repeat_below_s: float = float("inf"),
+    max_compile_s: float = 30.0,
+    budget_s: float = float("inf"),
+    shape: Shape = Shape(),
+    build: Callable[..., Any] | None = None,
+    progress: Any = None,
+) -> pd.DataFrame:
+    """Compile every variant at every T of its kernel; one tidy row per (variant, T, repeat).
+
+    Kernels run in the order of ``variants`` (put the one that matters first),
+    T ascending. Each point is compiled once, and ``repeats`` times in all when
+    that first compile took under ``repeat_below_s``; inside one T the repeats
+    visit the variants in an order rotated from repeat to repeat, so drift hits
+    them alike. A Python loop whose next compile is predicted (x (T ratio)^1.5)
+    over ``max_compile_s``, and every point once the sweep has run ``budget_s``,
+    is recorded "over budget" with the reason. ``progress`` (a tqdm bar)
+    advances once per (variant, T). Raises TritonUnavailableError without the
+    triton extra, ValueError for a bad argument.
+    """
+    check_target(target)
+    check_int("repeats", repeats, minimum=1)
+    _check_seconds("repeat_below_s", repeat_below_s)
+    _check_seconds("max_compile_s", max_compile_s)
+    _check_seconds("budget_s", budget_s)
+    kernels = list(dict.fromkeys(v.kernel for v in variants))
+    per_kernel = {k: check_sizes(f"sizes[{k!r}]", sizes[k]) if k in sizes else None for k in kernels}
+    missing = [k for k, s in per_kernel.items() if s is None]
+    if missing:
+        raise bad_value("sizes", dict(sizes), f"a list of T for each kernel swept ({kernels})")
+    require()
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    last: dict[Variant, tuple[int, float]] = {}
+
+    def base(v: Variant, T: int, repeat: int = 0) -> dict[str, Any]:
+        row = dict(kernel=v.kernel, loop_form=v.loop_form, unroll=v.unroll, variant=v.name, T=T)
+        return {**row, "steps": T // shape.block_rows, "target": target, "repeat": repeat}
+
+    def skip_reason(v: Variant, T: int) -> str:
+        spent = time.perf_counter() - started
+        if spent > budget_s:
+            return f"not measured: the sweep had run {spent:.0f} s > budget_s={budget_s:g}"
+        if v.loop_form in GROWS_WITH_T and v in last:
+            prev_T, prev_s = last[v]
+            predicted = prev_s * (T / prev_T) ** PREDICTED_GROWTH
+            if predicted > max_compile_s:
+                return (
+                    f"not measured: at T={prev_T} one compile took {prev_s:.1f} s, so T={T} is predicted at "
+                    f"~{predicted:.0f} s (x (T ratio)^{PREDICTED_GROWTH:g}) > max_compile_s={max_compile_s:g}"
+                )
+        return ""
+
+    for kernel in kernels:
+        for T in per_kernel[kernel]:
+            active = []
+            for v in (v for v in variants if v.kernel == kernel):
+                reason = skip_reason(v, T)
+                if reason:
+                    rows.append({**base(v, T), "status": STATUS_OVER_BUDGET, "error": reason})
+                    if progress is not None:
+                        progress.update(1)
+                else:
+                    active.append(v)
+            times: dict[Variant, list[float]] = {v: [] for v in active}
+            for repeat in range(repeats):
+                shift = repeat % max(len(active), 1)
+                for v in active[shift:] + active[:shift]:
+                    if repeat > 0 and not (times[v] and times[v][0] < repeat_below_s):
+                        continue
+                    rows.append(_one(v, T, target, shape, build, base(v, T, repeat), times[v]))
+                    if progress is not None and repeat == 0:
+                        progress.update(1)
+            for v, secs in times.items():
+                if secs:
+                    last[v] = (T, float(np.median(secs)))
+    df = pd.DataFrame(rows)
+    return df[list(KEY_COLUMNS) + [c for c in df.columns if c not in KEY_COLUMNS]]
+
+
+def _one(
+    v: Variant,
+    T: int,
+    target: str,
+    shape: Shape,
+    build: Callable[..., Any] | None,
+    row: dict,
+    secs: list[float],
+) -> dict[str, Any]:
+    """Compile one point; a rejection or a crash is a result, recorded in the row."""
+    start = time.perf_counter()
+    try:
+        fn, args = build_variant(v, T, shape, build)
+        measured = measure(fn, args, target=target)
+    except DoesNotLower as err:
+        return {**row, "status": STATUS_NO_LOWER, "error": str(err)}
+    except TritonUnavailableError:
+        raise
+    except Exception as err:
+        return {**row, "status": STATUS_FAILED, "error": f"{type(err).__name__}: {str(err)[:500]}"}
+    secs.append(measured["compile_ms"] / 1e3)
+    return {**row, **measured, "status": STATUS_OK, "error": "", "wall_s": time.perf_counter() - start}
+
+
+def count_points(variants: Sequence[Variant], sizes: Mapping[str, Sequence[int]]) -> int:
+    """How many (variant, T) points :func:`sweep` visits (for a progress bar)."""
+    return sum(len(set(sizes[v.kernel])) for v in variants)
+
+
+__all__ = [
+    "STAGES",
+    "Variant",
+    "Shape",
+    "plan",
+    "check_sizes",
+    "build_variant",
+    "measure",
+    "sweep",
+    "count_points",
+]
