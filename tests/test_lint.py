@@ -1,0 +1,69 @@
+"""The project's habits, enforced by `./run_all.sh test`: ruff (lint and format)
+clean, mypy clean on lib/ (basic mode, configured in pyproject.toml), no module
+over 350 lines, and a lock file that agrees with pyproject.toml."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from jaxperf.paths import PROJECT_ROOT
+
+BIN = Path(sys.executable).parent
+MAX_LINES = 350
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_check_is_clean():
+    proc = _run(str(BIN / "ruff"), "check", "--no-cache", ".")
+    assert proc.returncode == 0, (
+        f"ruff check found problems (fix: .venv/bin/ruff check --fix):\n{proc.stdout}"
+    )
+
+
+def test_ruff_format_is_clean():
+    proc = _run(str(BIN / "ruff"), "format", "--check", "--no-cache", ".")
+    assert proc.returncode == 0, f"files need formatting (fix: .venv/bin/ruff format):\n{proc.stdout}"
+
+
+def test_mypy_is_clean_on_lib():
+    proc = _run(sys.executable, "-m", "mypy", "--no-incremental")
+    assert proc.returncode == 0, f"mypy (configured in pyproject.toml) found errors:\n{proc.stdout[-8000:]}"
+
+
+def test_no_module_over_350_lines():
+    long = {
+        str(path.relative_to(PROJECT_ROOT)): n
+        for path in sorted((PROJECT_ROOT / "lib").rglob("*.py"))
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines (split them by concern): {long}"
+
+
+def _locked() -> dict[str, str]:
+    lock = PROJECT_ROOT / "requirements.lock"
+    lines = [line for line in lock.read_text().splitlines() if line and not line.startswith("#")]
+    return {canonicalize_name(name): version for name, version in (line.split("==") for line in lines)}
+
+
+@pytest.mark.parametrize("extra", ["", "dev", "triton", "tpu"])
+def test_the_lock_pins_every_requirement_within_its_range(extra):
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
+    wanted = project["optional-dependencies"][extra] if extra else project["dependencies"]
+    locked = _locked()
+    for line in wanted:
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        assert name in locked, f"{req.name} is not in requirements.lock: run .venv/bin/python tools/lock.py"
+        assert req.specifier.contains(locked[name], prereleases=True), (
+            f"requirements.lock pins {req.name}=={locked[name]}, outside {line!r}: run tools/lock.py"
+        )
