@@ -1,8 +1,20 @@
-"""The one writer of study outputs: tidy CSV + JSON provenance sidecar,
-summary.json and summary.md, each written atomically (temp file + rename)."""
+"""The one writer (and checked reader) of study outputs: tidy CSV + JSON
+sidecar, summary.json and summary.md.
+
+Every file is written atomically and durably: a temporary file in the same
+folder, written, fsynced, given the mode a plain ``open()`` would give it
+(0666 minus the umask, so others can read results), renamed into place, and
+the folder fsynced. A CSV's sidecar records the CSV's row and column counts,
+its size and SHA-256, and is written after it; :func:`read_records` checks the
+pair against each other and raises :class:`RecordsError`, naming the file, for
+a missing, empty, truncated, header-only-but-should-have-rows or mismatched
+pair (a reader between the two renames sees a mismatch, never wrong numbers).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
 import os
@@ -13,18 +25,55 @@ from typing import Any
 import pandas as pd
 
 
-def _atomic_write(path: Path, data: bytes) -> Path:
+class RecordsError(ValueError):
+    """A records file (CSV or sidecar) is missing, damaged or does not match its pair."""
+
+
+def _umask() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # no /proc: read it by setting it back at once
+    os.umask(mask)
+    return mask
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot fsync a folder
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` all or nothing, durably, readable as umask allows."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
     return path
+
+
+_atomic_write = atomic_write  # the name plots.py imports
 
 
 def _jsonable(value: Any) -> Any:
@@ -42,28 +91,76 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_json(path: Path, payload: Any) -> Path:
+    """``payload`` as indented JSON (NaN/inf become null, numpy scalars plain numbers)."""
     text = json.dumps(_jsonable(payload), indent=2, sort_keys=False, allow_nan=False) + "\n"
-    return _atomic_write(Path(path), text.encode())
+    return atomic_write(Path(path), text.encode())
 
 
 def write_text(path: Path, text: str) -> Path:
-    return _atomic_write(Path(path), text.encode())
+    return atomic_write(Path(path), text.encode())
 
 
 def write_records(df: pd.DataFrame, path: Path, provenance: dict[str, Any]) -> Path:
-    """Write ``df`` as ``path`` (.csv) and its provenance as ``path``.json."""
+    """Write ``df`` as ``path`` (.csv) and, after it, its sidecar ``path``.json:
+    the CSV's name, columns, row count, size and SHA-256, and ``provenance``."""
     path = Path(path).with_suffix(".csv")
-    _atomic_write(path, df.to_csv(index=False).encode())
-    write_json(
-        path.with_suffix(".json"),
-        {"data": path.name, "columns": list(df.columns), "rows": len(df), "provenance": provenance},
-    )
+    data = df.to_csv(index=False).encode()
+    sidecar = {
+        "data": path.name,
+        "columns": [str(c) for c in df.columns],
+        "rows": len(df),
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "provenance": provenance,
+    }
+    atomic_write(path, data)
+    write_json(path.with_suffix(".json"), sidecar)
     return path
 
 
+def _load_sidecar(path: Path) -> dict[str, Any]:
+    side = path.with_suffix(".json")
+    try:
+        meta = json.loads(side.read_text())
+    except FileNotFoundError:
+        raise RecordsError(f"{side}: the sidecar of {path.name} is missing") from None
+    except ValueError as err:
+        raise RecordsError(f"{side}: not valid JSON ({err}); the file is damaged or cut short") from None
+    if not isinstance(meta, dict) or "rows" not in meta or "columns" not in meta:
+        raise RecordsError(f"{side}: not a records sidecar (no 'rows'/'columns')")
+    return meta
+
+
 def read_records(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Read a CSV written by :func:`write_records` and its provenance, after
+    checking the pair; raises RecordsError naming the file that is wrong.
+
+    Sidecars from before the checksum (no ``sha256``) are checked by rows,
+    columns and a complete last line.
+    """
     path = Path(path).with_suffix(".csv")
-    return pd.read_csv(path), json.loads(path.with_suffix(".json").read_text())["provenance"]
+    meta = _load_sidecar(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RecordsError(f"{path}: missing (its sidecar {path.with_suffix('.json').name} exists)") from None
+    if not data:
+        raise RecordsError(f"{path}: empty file (its sidecar says {meta['rows']} rows)")
+    if "sha256" in meta and (
+        len(data) != meta.get("bytes") or hashlib.sha256(data).hexdigest() != meta["sha256"]
+    ):
+        raise RecordsError(
+            f"{path}: does not match its sidecar ({len(data)} bytes, sidecar says {meta.get('bytes')}; "
+            "checksum differs): truncated, edited, or from another run"
+        )
+    if not data.endswith(b"\n"):
+        raise RecordsError(f"{path}: the last line is cut short (no final newline)")
+    df = pd.read_csv(io.BytesIO(data))
+    if list(map(str, df.columns)) != list(meta["columns"]):
+        raise RecordsError(f"{path}: columns {list(df.columns)} differ from its sidecar's {meta['columns']}")
+    if len(df) != meta["rows"]:
+        raise RecordsError(f"{path}: {len(df)} rows, but its sidecar says {meta['rows']}")
+    return df, meta.get("provenance", {})
 
 
 def write_summary(study_dir: Path, summary: dict[str, Any], markdown: str) -> tuple[Path, Path]:
