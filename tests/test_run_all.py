@@ -1,75 +1,159 @@
-"""run_all.sh: bad options are refused with usage; a failing notebook neither
-stops the others nor touches results; successful outputs move into place."""
+"""run_all.sh: its engine's pieces (tools/runall) and a failing notebook that
+neither stops the others nor touches results. The hostile cases are in
+test_reliability.py."""
+
+from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from jaxperf.paths import PROJECT_ROOT
 
+sys.path.insert(0, str(PROJECT_ROOT / "tools"))
+
+from runall import lab, notebooks, publish, pyenv  # noqa: E402
+from runall.options import UsageError, parse, resolve_root  # noqa: E402
+from test_reliability import fake_notebooks  # noqa: E402
+
 RUN_ALL = str(PROJECT_ROOT / "run_all.sh")
 
 
-def run(*args, env=None, timeout=300):
-    return subprocess.run(
-        [RUN_ALL, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+def test_defaults_and_roots(tmp_path):
+    opts = parse([])
+    assert (opts.backend, opts.quick, opts.only, opts.timeout, opts.host_devices) == (
+        "auto",
+        False,
+        None,
+        1800,
+        8,
     )
+    assert resolve_root(opts, PROJECT_ROOT) == PROJECT_ROOT
+    assert resolve_root(parse(["--quick"]), PROJECT_ROOT) == PROJECT_ROOT / ".quick"
+    assert parse(["--timeout=60"]).timeout == 60
+    assert parse([], env={"JAXPERF_PYTHON": "/x/python"}).python == "/x/python"
 
 
-@pytest.mark.parametrize(
-    "args,message",
-    [
-        (["--bogus"], "unknown option '--bogus'"),
-        (["--backend", "quantum"], "--backend 'quantum' is not one of auto, cpu, gpu, tpu"),
-        (["--timeout", "soon"], "--timeout 'soon' is not a positive integer"),
-        (["--only", "99"], "--only '99' matches no notebook"),
-    ],
-)
-def test_bad_options_print_usage_and_fail(args, message):
-    proc = run(*args)
-    assert proc.returncode == 2
-    assert message in proc.stderr
-    assert "Options for a study run" in proc.stderr
+def test_only_selects_exactly_what_it_names(tmp_path):
+    nbs = notebooks.discover(fake_notebooks(tmp_path))
+    assert [nb.name for nb in notebooks.select(nbs, parse([]))] == ["01_alpha", "02_beta"]
+    assert [nb.name for nb in notebooks.select(nbs, parse(["--versions"]))] == [
+        "01_alpha",
+        "02_beta",
+        "03_gamma",
+    ]
+    assert [nb.name for nb in notebooks.select(nbs, parse(["--only", "03,01"]))] == ["01_alpha", "03_gamma"]
+    for bad in ("", "01,99", "01,01", " , "):
+        with pytest.raises(UsageError, match="--only"):
+            notebooks.select(nbs, parse(["--only", bad]))
 
 
-def _notebook(path: Path, body: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('backend = "auto"\nquick = False\noutput_root = ""\nhost_devices = 8')
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(body)]
-    nb.metadata["kernelspec"] = {"name": "jaxperf", "display_name": "jaxperf", "language": "python"}
-    nbformat.write(nb, path)
+def test_params_forwarded_only_where_declared(tmp_path):
+    nbs = {nb.number: nb for nb in notebooks.discover(fake_notebooks(tmp_path))}
+    opts = parse(["--processes", "4", "-p", "repeats", "9", "--quick"])
+    notebooks.check_params(list(nbs.values()), opts)
+    assert notebooks.parameters(nbs["02"], opts, "cpu") == {
+        "backend": "cpu",
+        "quick": True,
+        "host_devices": 8,
+        "processes": 4,
+        "repeats": 9,
+    }
+    assert "processes" not in notebooks.parameters(nbs["01"], opts, "cpu")
+
+
+def test_lab_options():
+    args = lab.lab_args(["--port", "9999"], PROJECT_ROOT, is_root=True)
+    assert args[:2] == ["--port", "9999"]
+    assert "--no-browser" in args and "--allow-root" in args
+    assert f"--ServerApp.root_dir={PROJECT_ROOT}" in args
+    assert "--allow-root" not in lab.lab_args([], PROJECT_ROOT, is_root=False)
+    own = lab.lab_args(["--ServerApp.root_dir=/srv"], PROJECT_ROOT, is_root=False)
+    assert [a for a in own if "root_dir" in a] == ["--ServerApp.root_dir=/srv"]
+
+
+def test_version_specifiers():
+    assert pyenv.satisfies("0.12.0.1", "==0.12.0.1")
+    assert not pyenv.satisfies("0.11.2", "==0.12.0.1")
+    assert pyenv.satisfies("2.2.3", ">=2.2") and not pyenv.satisfies("2.1", ">=2.2")
+    assert pyenv.pin_report(sys.executable, PROJECT_ROOT) == []  # .venv holds the pins
+
+
+def test_publish_replaces_the_notebooks_old_set_only(tmp_path):
+    root, stage = tmp_path / "root", tmp_path / "root" / ".staging" / "run-1" / "nb"
+    for rel in [
+        "results/cpu/triton/old.csv",
+        "results/cpu/triton_compile/keep.csv",
+        "figures/cpu/triton_gone.png",
+        "figures/cpu/triton_compile_keep.png",
+        "results/cpu/04_t.ipynb",
+    ]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("old")
+    for rel in ["results/cpu/triton/new.csv", "figures/cpu/triton_new.png", "results/cpu/04_t.ipynb"]:
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stage / rel).write_text("new")
+    publish.publish(root, stage, "04_t", "results/cpu/04_t.ipynb")
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert files == [
+        "figures/cpu/triton_compile_keep.png",
+        "figures/cpu/triton_new.png",
+        "results/cpu/04_t.ipynb",
+        "results/cpu/triton/new.csv",
+        "results/cpu/triton_compile/keep.csv",
+    ]
+    assert not stage.exists()
 
 
 def test_failing_notebook_does_not_stop_others_or_touch_results(tmp_path):
-    nbs, out = tmp_path / "nbs", tmp_path / "out"
-    nbs.mkdir()
-    write = (
-        "from pathlib import Path\n"
-        "d = Path(output_root) / 'results' / backend / '{name}'\n"
-        "d.mkdir(parents=True, exist_ok=True)\n"
-        "(d / 'value.txt').write_text('{value}')\n"
-    )
-    _notebook(
-        nbs / "01_breaks.ipynb", write.format(name="breaks", value="new") + "raise RuntimeError('boom')"
-    )
-    _notebook(nbs / "02_works.ipynb", write.format(name="works", value="new"))
-    committed = out / "results" / "cpu" / "breaks" / "value.txt"
+    nbs, out = fake_notebooks(tmp_path / "nbs"), tmp_path / "out"
+    committed = out / "results" / "cpu" / "alpha" / "a.txt"
     committed.parent.mkdir(parents=True)
     committed.write_text("committed")
-
-    proc = run("--backend", "cpu", "--output-root", str(out), env={"JAXPERF_NOTEBOOKS_DIR": str(nbs)})
+    env = {**os.environ, "JAXPERF_NOTEBOOKS_DIR": str(nbs), "JAXPERF_TEST_KILL_KERNEL": "alpha"}
+    proc = subprocess.run(
+        [RUN_ALL, "--backend", "cpu", "--output-root", str(out)], capture_output=True, text=True, env=env
+    )
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert committed.read_text() == "committed"  # the failed run left it alone
-    assert (out / "results" / "cpu" / "works" / "value.txt").read_text() == "new"
-    executed = json.loads((out / "results" / "cpu" / "02_works.ipynb").read_text())
-    assert "".join(executed["cells"][-1]["source"]).startswith("from pathlib")  # executed copy moved too
+    assert (out / "results" / "cpu" / "beta" / "b.txt").read_text() == "new"
+    executed = json.loads((out / "results" / "cpu" / "02_beta.ipynb").read_text())
     assert all(c.get("execution_count") for c in executed["cells"] if c["cell_type"] == "code")
     table = proc.stdout[proc.stdout.index("=== summary") :]
-    assert "01_breaks" in table and "FAILED" in table
-    assert "02_works" in table and " ok " in table
+    assert "01_alpha" in table and "FAILED" in table
+    assert "02_beta" in table and " ok " in table
     assert "1 notebook(s) failed" in proc.stderr
+
+
+ALT_ENV = PROJECT_ROOT / ".envs" / "alt-jax-0.11.2"
+
+
+def _alt_python() -> Path:
+    """A second environment with another JAX (built by tools/make_alt_env.sh)."""
+    python = ALT_ENV / "bin" / "python"
+    if not python.exists():
+        build = subprocess.run(
+            ["bash", str(PROJECT_ROOT / "tools" / "make_alt_env.sh"), "--offline"], timeout=120
+        )
+        if build.returncode != 0 or not python.exists():
+            pytest.skip(f"no second JAX environment at {ALT_ENV}: run tools/make_alt_env.sh (needs PyPI)")
+    return python
+
+
+def test_python_option_runs_in_another_jax(tmp_path):
+    python = _alt_python()
+    nbs, out = fake_notebooks(tmp_path / "nbs"), tmp_path / "out"
+    env = {**os.environ, "JAXPERF_NOTEBOOKS_DIR": str(nbs), "PIP_NO_INDEX": "1"}
+    cmd = [RUN_ALL, "--python", str(python), "--backend", "cpu", "--output-root", str(out), "--only", "01"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert f"python={python}" in proc.stdout
+    assert "differs from the pins" in proc.stdout and "jax 0.11.2 (pinned ==0.12.0.1)" in proc.stdout
+    jax = subprocess.run(
+        [str(python), "-c", "import jax; print(jax.__version__)"], capture_output=True, text=True
+    )
+    assert jax.stdout.strip() == "0.11.2"  # never touched

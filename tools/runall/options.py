@@ -57,6 +57,9 @@ RESERVED = {
 }
 
 
+_FLAGS = ("--quick", "--versions", "--wait")
+
+
 class UsageError(Exception):
     """A bad option: run_all.sh prints it with the usage text and exits 2."""
 
@@ -112,6 +115,8 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
         arg = args.pop(0)
         if "=" in arg and arg.startswith("--"):
             arg, rest = arg.split("=", 1)
+            if arg in _FLAGS:
+                raise UsageError(f"{arg} takes no value (got '{rest}')")
             args.insert(0, rest)
         if arg == "--backend":
             opts.backend = value(arg)
