@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxperf.cached_pmap import cached_filter_pmap
+from jaxperf import cached_filter_pmap
 
 N = 8
 

@@ -1,44 +1,80 @@
-"""The dispatch study: every method computes the same pytree, bad parameters
-are clear errors, and the notebook writes what it promises."""
+"""The dispatch study: every method (with and without donation) computes the same
+pytree, bad parameters are clear errors, and the notebook writes what it promises."""
 
 import json
 
 import pytest
 from conftest import assert_clean_source, run_notebook
 
-from jaxperf import backend, dispatch, timing
-from jaxperf.models import ModelSpec, count_leaves
+from jaxperf.dispatch import (
+    BASELINE,
+    METHODS,
+    STEPS,
+    DispatchSettings,
+    ModelSpec,
+    build_runner,
+    check_runners,
+    count_leaves,
+    variant_name,
+)
+from jaxperf.dispatch import sweep as dispatch_sweep
 
 NB = "01_filter_pmap_dispatch"
 
 
-@pytest.mark.parametrize("step", dispatch.STEPS)
-def test_every_method_computes_the_same_pytree(step):
+@pytest.mark.parametrize("step", STEPS)
+def test_every_method_computes_the_same_pytree_with_and_without_donation(step):
     spec = ModelSpec("mlp", 2)
     model, opt_state = spec.build()
     x = spec.batch(8)
-    runners = {m: dispatch.build_runner(m, step, model, opt_state, x, 8) for m in dispatch.METHODS}
-    dispatch.check_runners(runners, reference=dispatch.BASELINE)  # raises on any mismatch
+    runners = {
+        variant_name(m, d): build_runner(m, step, model, opt_state, x, 8, donate=d)
+        for d in (False, True)
+        for m in METHODS
+    }
+    check_runners(runners, reference=BASELINE)  # raises on any mismatch
+    for runner in runners.values():  # a donated runner keeps running on its own outputs
+        runner.call()
+        runner.call()
+
+
+def test_donated_runner_leaves_the_callers_inputs_alive():
+    spec = ModelSpec("mlp", 1)
+    model, opt_state = spec.build()
+    runner = build_runner("jit_single_device", "train", model, opt_state, spec.batch(8), 8, donate=True)
+    runner.call()
+    runner.call()
+    assert not model.layers[0].weight.is_deleted()
 
 
 def test_check_runners_catches_a_wrong_method():
     spec = ModelSpec("mlp", 1)
     model, opt_state = spec.build()
     x = spec.batch(8)
-    good = dispatch.build_runner("pmap_params", "train", model, opt_state, x, 8)
-    wrong = dispatch.build_runner("filter_pmap", "noop", model, opt_state, x, 8)  # no update applied
+    good = build_runner("pmap_params", "train", model, opt_state, x, 8)
+    wrong = build_runner("filter_pmap", "noop", model, opt_state, x, 8)  # no update applied
     with pytest.raises(AssertionError, match="'filter_pmap'"):
-        dispatch.check_runners({"pmap_params": good, "filter_pmap": wrong}, reference="pmap_params")
+        check_runners({"pmap_params": good, "filter_pmap": wrong}, reference="pmap_params")
 
 
 def test_transformer_static_argnums_is_reported_not_raised():
-    cfg = timing.TimingConfig(warmup=0, repeats=1, number=1)
-    result = dispatch.sweep(
-        [ModelSpec("transformer", 1)], ["pmap_params", "pmap_static_argnums"], ["noop"], 8, cfg
+    settings = DispatchSettings(
+        mlp_depths=(1,),
+        transformer_layers=(1,),
+        steps=("noop",),
+        methods=("pmap_params", "pmap_static_argnums"),
+        donate=(False,),
+        warmup=0,
+        repeats=1,
+        calls_per_repeat=1,
     )
-    assert list(result.failures["method"]) == ["pmap_static_argnums"]
-    assert "Non-hashable static arguments" in result.failures["error"].iloc[0]
-    assert set(result.timings["method"]) == {"pmap_params"}
+    result = dispatch_sweep.run(settings, 8)
+    failures = result.failures[result.failures["model"] == "transformer_1layers"]
+    assert list(failures["method"]) == ["pmap_static_argnums"]
+    assert "Non-hashable static arguments" in failures["error"].iloc[0]
+    timed = result.timings[result.timings["model"] == "transformer_1layers"]
+    assert set(timed["variant"]) == {"pmap_params"}
+    assert {"method", "donated", "variant"} <= set(result.timings.columns)
 
 
 def test_leaf_counts_grow_with_depth():
@@ -52,45 +88,35 @@ def test_leaf_counts_grow_with_depth():
         ({"methods": ["filter_pmap", "pmap_params", "warp_drive"]}, "methods\\[...\\]='warp_drive'"),
         ({"methods": ["filter_pmap"]}, "baseline 'pmap_params'"),
         ({"steps": ["noop", "sleep"]}, "steps\\[...\\]='sleep'"),
+        ({"steps": []}, "steps=()"),
         ({"repeats": 0}, "repeats=0"),
         ({"mlp_depths": [4, 0]}, "mlp_depths"),
         ({"quick": "yes"}, "quick='yes'"),
+        ({"donate": ["yes"]}, "donate="),
+        ({"breakdown_calls": 0}, "breakdown_calls=0"),
     ],
 )
 def test_bad_parameters_are_clear_errors(kwargs, match):
-    params = dict(
-        quick=False,
-        mlp_depths=[1],
-        transformer_layers=[],
-        steps=["noop"],
-        methods=["filter_pmap", "pmap_params"],
-        warmup=0,
-        repeats=1,
-        calls_per_repeat=1,
-        breakdown_calls=1,
-    )
-    params.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        dispatch.plan(**params)
+        DispatchSettings.from_parameters(kwargs)
 
 
-def test_bad_backend_and_device_counts():
-    with pytest.raises(ValueError, match="backend='quantum'.*'auto', 'cpu', 'gpu', 'tpu'"):
-        backend.configure("quantum")
+def test_quick_preset_replaces_the_sizes_and_is_visible():
+    settings = DispatchSettings.from_parameters({"quick": True, "mlp_depths": [1, 2]})
+    assert settings.mlp_depths == (16,) and settings.repeats == 3
+    assert settings.as_dict()["mlp_depths"] == [16]  # what ran, not what was asked
+    presets = DispatchSettings.presets()
+    assert set(presets["parameter"]) == set(DispatchSettings.QUICK)
+    assert [s.name for s in settings.specs] == ["mlp_depth16", "transformer_1layers"]
+
+
+def test_bad_device_counts():
     spec = ModelSpec("mlp", 1)
     model, opt_state = spec.build()
     with pytest.raises(ValueError, match="n_devices=64.*at most 8"):
-        dispatch.build_runner("pmap_params", "noop", model, opt_state, spec.batch(64), 64)
-    info = backend.configure("cpu", 8)
-    with pytest.raises(ValueError, match="devices=9 .*at most 8"):
-        backend.require_devices(9, info)
-    with pytest.raises(RuntimeError, match="host_devices=4"):
-        backend.configure("cpu", 4)  # JAX already started with 8
-
-
-def test_backend_cli_names_a_bad_device_count(capsys):
-    assert backend._main(["cpu", "eight"]) == 1
-    assert "host_devices='eight'" in capsys.readouterr().err
+        build_runner("pmap_params", "noop", model, opt_state, spec.batch(64), 64)
+    with pytest.raises(ValueError, match="method='warp'"):
+        build_runner("warp", "noop", model, opt_state, spec.batch(8), 8)
 
 
 def test_source_notebook_is_clean():
@@ -112,11 +138,16 @@ def test_quick_notebook_run_writes_its_outputs(tmp_path):
             assert (figures / f"dispatch_{fig}.{ext}").stat().st_size > 0
     summary = json.loads((study_dir / "summary.json").read_text())
     assert summary["provenance"]["parameters"]["quick"] is True
-    methods = {(r["step"], r["method"]) for r in summary["results"]}
-    assert {("noop", "filter_pmap"), ("train", "cached_filter_pmap")} <= methods
+    assert summary["provenance"]["parameters"]["mlp_depths"] == [16]
+    assert summary["judged"] is False
+    methods = {(r["step"], r["method"], r["donated"]) for r in summary["results"]}
+    assert {("noop", "filter_pmap", False), ("train", "cached_filter_pmap", True)} <= methods
+    assert {("noop", "packed_pmap", True), ("train", "packed_jit", False)} <= methods
     pmap_rows = [r for r in summary["results"] if r["method"] == "pmap_params"]
     assert all(r["ratio_to_pmap_params"]["median"] == 1.0 for r in pmap_rows)
     assert all(r["it_per_s"]["median"] > 0 and r["leaves"] > 0 for r in summary["results"])
     assert {g["model"] for g in summary["fix"]} == {"mlp_depth16", "transformer_1layers"}
+    fast = {(r["method"], r["donated"]) for r in summary["fast_path"]}
+    assert fast == {(m, d) for m in ("packed_pmap", "packed_jit") for d in (False, True)}
     text = (study_dir / "summary.md").read_text()
-    assert "equinox#192" in text and "jax.print_environment_info" not in text and "jaxlib" in text
+    assert "equinox#192" in text and "Smoke run" in text and "jaxlib" in text

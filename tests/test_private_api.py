@@ -3,7 +3,6 @@ on the pinned JAX/Equinox. Add a case here with every new hook."""
 
 from __future__ import annotations
 
-
 # --- multiprocess study (issue 14) --------------------------------------------
 
 
@@ -19,3 +18,48 @@ def test_equinox_pmap_cache_resolves_and_is_swapped_back():
     with private_api.equinox_pmap_cache_replaced(replacement):
         assert private_api.equinox_pmap_cache() is replacement
     assert private_api.equinox_pmap_cache() is original
+
+
+# --- dispatch study (equinox#192) -------------------------------------------
+
+
+def test_equinox_array_types_is_what_eqx_is_array_tests():
+    import equinox as eqx
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxperf import private_api
+
+    types = private_api.equinox_array_types()
+    assert isinstance(types, tuple) and types
+    for value in (jnp.ones(2), np.ones(2), np.float32(1.0)):
+        assert isinstance(value, types) == eqx.is_array(value)
+    assert not isinstance(1.0, types)
+
+
+def test_equinox_pmap_stage_helpers_resolve():
+    from jaxperf import private_api
+
+    helpers = private_api.equinox_pmap_stage_helpers()
+    assert set(helpers) == set(private_api.EQUINOX_PMAP_STAGE_HELPERS)
+    assert all(callable(h) for h in helpers.values())
+    # The stage timers copy _PmapWrapper._call: it must still read these fields.
+    import equinox as eqx
+
+    wrapper = eqx.filter_pmap(lambda x: x)
+    for field in ("_fun", "_in_axes", "_out_axes", "_axis_name", "_axis_size", "_pmapkwargs"):
+        assert hasattr(wrapper, field), field
+
+
+def test_jax_broadcast_prefix_and_trace_context_resolve():
+    import jax
+
+    from jaxperf import private_api
+
+    broadcast_prefix = private_api.jax_broadcast_prefix()
+    assert broadcast_prefix((0, None), (1, {"a": 2, "b": 3}), is_leaf=lambda x: x is None) == [0, None, None]
+    trace_context = private_api.jax_trace_context()
+    before = trace_context()
+    hash(before)
+    with jax.enable_x64(not jax.config.jax_enable_x64):
+        assert trace_context() != before  # the x64 state is part of it

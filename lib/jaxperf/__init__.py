@@ -1,3 +1,41 @@
-"""jaxperf: a reproducible study of JAX dispatch and Pallas kernel-loop performance."""
+"""jaxperf: a reproducible study of JAX dispatch and Pallas kernel-loop performance.
+
+The public API, importable from the package root:
+
+- :func:`cached_filter_pmap`: a drop-in for ``eqx.filter_pmap`` that partitions
+  the inputs once per input structure instead of on every call (equinox#192);
+- :class:`PackedState`, :func:`packed_pmap`, :func:`packed_jit`: the packed fast
+  path, a training state carried as one buffer per dtype through a compiled step.
+
+They load on first use (PEP 562), so ``import jaxperf`` (and ``jaxperf.backend``,
+which must run before JAX starts) does not import JAX.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+# public name -> module that defines it
+_PUBLIC = {
+    "cached_filter_pmap": "jaxperf.dispatch.cached_pmap",
+    "PackedState": "jaxperf.dispatch.packed",
+    "packed_pmap": "jaxperf.dispatch.packed",
+    "packed_jit": "jaxperf.dispatch.packed",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'jaxperf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -15,7 +15,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .errors import check_choice, check_int
+from ..errors import check_choice, check_int
 
 MODEL_KINDS = ("mlp", "transformer")
 

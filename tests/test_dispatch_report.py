@@ -1,0 +1,135 @@
+"""The goal arithmetic of the dispatch study, on synthetic timing frames: per-pair
+ratios, the thresholds the README quotes, and the smoke-run wording."""
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from jaxperf.dispatch import report, variant_name
+from jaxperf.dispatch.sweep import add_derived
+
+REPEATS = 4
+
+
+def frame(
+    rates: dict[tuple[str, bool], float], *, leaves: int = 392, step: str = "noop", cpu_us=None
+) -> pd.DataFrame:
+    """A timing frame: each (method, donated) runs at ``rate`` it/s in every repeat
+    (pipelined and blocked alike), host CPU per call ``cpu_us[method]`` (default 1e6/rate)."""
+    rows = []
+    for (method, donated), rate in rates.items():
+        for repeat in range(REPEATS):
+            cpu = (cpu_us or {}).get(method, 1e6 / rate) * 1e-6
+            rows.append(
+                {
+                    "step": step,
+                    "model": f"mlp_{leaves}",
+                    "kind": "mlp",
+                    "size": 1,
+                    "leaves": leaves,
+                    "variant": variant_name(method, donated),
+                    "method": method,
+                    "donated": donated,
+                    "repeat": repeat,
+                    "wall_s_per_call": 1 / rate,
+                    "cpu_s_per_call": cpu,
+                    "it_per_s": rate,
+                    "dispatch_s_per_call": cpu,
+                    "loop_it_per_s": rate,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def summarize(df: pd.DataFrame, quick: bool = False) -> dict:
+    df = add_derived(df)
+    return report.headline(df, report.speedups(df), pd.DataFrame(), quick=quick)
+
+
+BASE = {("pmap_params", False): 100.0, ("filter_pmap", False): 40.0}
+
+
+@pytest.mark.parametrize("fix_rate,meets", [(95.0, True), (94.0, False), (120.0, True)])
+def test_fix_vs_pmap_threshold_is_inclusive(fix_rate, meets):
+    summary = summarize(frame({**BASE, ("cached_filter_pmap", False): fix_rate}))
+    rows = [r for r in summary["fix"] if r["measure"] == "it_per_s"]
+    assert len(rows) == 1
+    assert rows[0]["fix_over_pmap_params"]["median"] == pytest.approx(fix_rate / 100)
+    assert rows[0]["meets_vs_pmap"] is meets
+    assert summary["verdict"]["it_per_s"]["all_meet_vs_pmap"] is meets
+
+
+@pytest.mark.parametrize(
+    "leaves,fix_rate,expected", [(392, 100.0, True), (392, 99.0, False), (56, 10.0, None)]
+)
+def test_fix_vs_filter_pmap_judged_only_from_100_leaves(leaves, fix_rate, expected):
+    summary = summarize(frame({**BASE, ("cached_filter_pmap", False): fix_rate}, leaves=leaves))
+    row = summary["fix"][0]
+    assert row["fix_over_filter_pmap"]["median"] == pytest.approx(fix_rate / 40)
+    assert row["meets_vs_filter_pmap"] is expected
+
+
+def test_ratios_pair_within_the_same_donation():
+    rates = {
+        **BASE,
+        ("cached_filter_pmap", False): 100.0,
+        ("pmap_params", True): 400.0,
+        ("filter_pmap", True): 50.0,
+        ("cached_filter_pmap", True): 200.0,
+    }
+    fix = {(r["donated"], r["measure"]): r for r in summarize(frame(rates))["fix"]}
+    assert fix[(True, "it_per_s")]["fix_over_pmap_params"]["median"] == pytest.approx(0.5)
+    assert fix[(True, "it_per_s")]["fix_over_filter_pmap"]["median"] == pytest.approx(4.0)
+    assert fix[(False, "it_per_s")]["fix_over_pmap_params"]["median"] == pytest.approx(1.0)
+
+
+DONATED = {("pmap_params", True): 100.0, ("filter_pmap", True): 40.0}
+
+
+def test_fast_path_rows_and_goals():
+    small = frame({**DONATED, ("packed_pmap", True): 1000.0}, leaves=14, cpu_us={"packed_pmap": 100.0})
+    large = frame({**DONATED, ("packed_pmap", True): 1000.0}, leaves=392, cpu_us={"packed_pmap": 150.0})
+    train = frame(
+        {**DONATED, ("packed_pmap", True): 140.0}, leaves=392, step="train", cpu_us={"packed_pmap": 900.0}
+    )
+    train_small = frame(
+        {**DONATED, ("packed_pmap", True): 140.0}, leaves=14, step="train", cpu_us={"packed_pmap": 200.0}
+    )
+    summary = summarize(pd.concat([small, large, train, train_small], ignore_index=True))
+    rows = [r for r in summary["fast_path"] if r["measure"] == "loop_it_per_s"]
+    assert {(r["step"], r["leaves"]) for r in rows} == {
+        ("noop", 14),
+        ("noop", 392),
+        ("train", 14),
+        ("train", 392),
+    }
+    assert all(r["method"] == "packed_pmap" and r["donated"] for r in rows)
+    noop = next(r for r in rows if r["step"] == "noop" and r["leaves"] == 392)
+    assert noop["over_pmap_params"]["median"] == pytest.approx(10.0)
+    assert noop["over_filter_pmap"]["median"] == pytest.approx(25.0)
+    (goal,) = summary["fast_path_goals"]
+    assert goal["noop_meets"] is True and goal["noop_over_pmap_params"] == pytest.approx(10.0)
+    assert goal["train_meets"] is False and goal["train_over_pmap_params"] == pytest.approx(1.4)
+    assert goal["noop_cpu_spread"] == pytest.approx(1.5) and goal["noop_cpu_meets"] is True
+    assert goal["train_cpu_spread"] == pytest.approx(4.5) and goal["train_cpu_meets"] is False
+
+
+def test_smoke_run_summary_judges_nothing():
+    summary = summarize(frame({**BASE, ("cached_filter_pmap", False): 50.0}), quick=True)
+    assert summary["judged"] is False
+    info = SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu")
+    text = report.markdown(summary, info, pd.DataFrame(), pd.DataFrame())
+    assert "Smoke run" in text and "not judged" in text and "**not met**" not in text
+    full = report.markdown(
+        summarize(frame({**BASE, ("cached_filter_pmap", False): 50.0})), info, pd.DataFrame(), pd.DataFrame()
+    )
+    assert "**not met**" in full and "Smoke run" not in full
+
+
+def test_stage_table_is_the_median_ms_per_stage():
+    stages = pd.DataFrame(
+        {"stage": ["partition"] * 3 + ["combine"] * 3, "seconds": [1e-3, 2e-3, 9e-3, 4e-3, 4e-3, 5e-3]}
+    ).assign(model="m", leaves=10)
+    table = report.stage_table(stages).set_index("stage")["median_ms"]
+    assert table["partition"] == pytest.approx(2.0) and table["combine"] == pytest.approx(4.0)
