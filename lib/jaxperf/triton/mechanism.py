@@ -268,6 +268,8 @@ def verdict(counts: pd.DataFrame, per_step: pd.DataFrame, target: str = DEFAULT_
         "sass_per_step": total_per_step,
         "sass_fp_per_step": fp_per_step,
         "line": line,
+        "reduction_table": red.to_dict(orient="records"),
+        "per_step": per_step.replace({float("nan"): None}).to_dict(orient="records"),
     }
 
 

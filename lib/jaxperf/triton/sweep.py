@@ -273,6 +273,13 @@ def _one(
     return {**row, **measured, "status": STATUS_OK, "error": "", "wall_s": time.perf_counter() - start}
 
 
+def sweep_targets(
+    variants: Sequence[Variant], sizes: Mapping[str, Sequence[int]], targets: Sequence[str], **options: Any
+) -> pd.DataFrame:
+    """:func:`sweep` once per target (``options`` as for :func:`sweep`), rows concatenated."""
+    return pd.concat([sweep(variants, sizes, target=t, **options) for t in targets], ignore_index=True)
+
+
 def count_points(variants: Sequence[Variant], sizes: Mapping[str, Sequence[int]]) -> int:
     """How many (variant, T) points :func:`sweep` visits (for a progress bar)."""
     return sum(len(set(sizes[v.kernel])) for v in variants)

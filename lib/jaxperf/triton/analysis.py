@@ -1,0 +1,215 @@
+"""Summaries of the compile sweep: medians per point, growth with T, the verdict, stage and code tables.
+
+All take the tidy frame of :func:`jaxperf.triton.sweep.sweep`. Compile times
+are medians over a point's compiles; code metrics are deterministic (the
+first compile's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..loops import vocab
+from .compile import STAGES
+from .sweep import STATUS_NO_LOWER, STATUS_OK
+
+STAGE_COLUMNS = ("export_ms", *(f"{s}_ms" for s in STAGES))
+STAGE_LABELS = {
+    "export_ms": "JAX export (trace + Pallas->Triton)",
+    "ttir_ms": "ttir passes",
+    "ttgir_ms": "ttgir",
+    "llir_ms": "llir",
+    "ptx_ms": "PTX (LLVM)",
+    "cubin_ms": "cubin (ptxas)",
+}
+KEYS = ["kernel", "loop_form", "unroll", "variant", "T", "steps"]
+CODE_COLUMNS = [
+    "ttir_lines",
+    "ptx_instructions",
+    "sass_instructions",
+    "registers",
+    "spill_stores_bytes",
+    "spill_loads_bytes",
+    "local_memory_instructions",
+    "backward_branches",
+    "loop_present",
+]
+TIMED_COLUMNS = ["compile_ms", "triton_ms", *STAGE_COLUMNS, "triton_lowering_ms"]
+
+
+def seed_compile_ms() -> pd.DataFrame:
+    """The reporter's compile column (ms): T, python, fori."""
+    rows = vocab.seed_records()
+    return pd.DataFrame(
+        {
+            "T": [r["T"] for r in rows],
+            "python": [r["python_compile_ms"] for r in rows],
+            "fori": [r["fori_compile_ms"] for r in rows],
+        }
+    )
+
+
+def sort_key(col: pd.Series) -> pd.Series:
+    """Kernels and loop forms in the vocabulary's order (for ``DataFrame.sort_values(key=...)``)."""
+    if col.name == "loop_form":
+        return col.map(vocab.LOOP_FORMS.index)
+    if col.name == "kernel":
+        return col.map(lambda k: vocab.KERNELS.index(k) if k in vocab.KERNELS else len(vocab.KERNELS))
+    return col
+
+
+def point_medians(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (kernel, variant, T): status, median of the timed columns, the code
+    metrics, and how many compiles the median is of."""
+    ok = df[df.status == STATUS_OK]
+    if ok.empty:
+        med = pd.DataFrame(columns=KEYS + TIMED_COLUMNS + CODE_COLUMNS + ["compiles"])
+    else:
+        grouped = ok.groupby(KEYS, sort=False)
+        med = grouped[TIMED_COLUMNS].median().reset_index()
+        med = med.merge(grouped[CODE_COLUMNS].first().reset_index(), on=KEYS)
+        med = med.merge(grouped.size().rename("compiles").reset_index(), on=KEYS)
+    status = (
+        df.groupby(KEYS, sort=False).agg(status=("status", "first"), error=("error", "first")).reset_index()
+    )
+    out = status.merge(med, on=KEYS, how="left")
+    return out.sort_values(["kernel", "loop_form", "unroll", "T"], key=sort_key).reset_index(drop=True)
+
+
+def _ok_medians(df: pd.DataFrame) -> pd.DataFrame:
+    med = point_medians(df)
+    return med[med.status == STATUS_OK]
+
+
+def stage_table(df: pd.DataFrame, T: int | None = None, *, include_short: bool = True) -> pd.DataFrame:
+    """Median ms per stage for every variant that compiled at ``T`` (default: each kernel's
+    largest compiled T, and with ``include_short`` a variant that stopped short of it,
+    like the Python loop, at its own largest T), plus the largest stage."""
+    med = _ok_medians(df)
+    if med.empty:
+        return pd.DataFrame()
+    if T is not None:
+        part = med[med["T"] == T]
+    else:
+        largest = med[med["T"] == med.groupby("kernel")["T"].transform("max")]
+        part = largest
+        if include_short:
+            own = med.loc[med.groupby(["kernel", "variant"], sort=False)["T"].idxmax()]
+            seen = largest.set_index(["kernel", "variant"]).index
+            part = pd.concat([largest, own[~own.set_index(["kernel", "variant"]).index.isin(seen)]])
+            part = part.sort_values(["kernel", "loop_form", "unroll"], key=sort_key)
+    table = part[["kernel", "variant", "T", *STAGE_COLUMNS, "compile_ms"]].copy()
+    table["largest stage"] = part[list(STAGE_COLUMNS)].idxmax(axis=1).map(STAGE_LABELS).values
+    return table.reset_index(drop=True)
+
+
+def stages_by_T(df: pd.DataFrame, variant: str = "python") -> pd.DataFrame:
+    """Median ms per stage at every T one variant compiled at (default: the Python loop)."""
+    med = _ok_medians(df)
+    med = med[med.variant == variant]
+    cols = ["kernel", "variant", "T", *STAGE_COLUMNS, "compile_ms", "ttir_lines", "sass_instructions"]
+    return med[cols].reset_index(drop=True)
+
+
+def code_table(df: pd.DataFrame, T: int | None = None) -> pd.DataFrame:
+    """Instruction counts, registers, spills and loop survival at ``T`` (default: each variant's largest T)."""
+    med = _ok_medians(df)
+    if med.empty:
+        return pd.DataFrame()
+    med = (
+        med.loc[med.groupby(["kernel", "variant"], sort=False)["T"].idxmax()]
+        if T is None
+        else med[med["T"] == T]
+    )
+    cols = ["kernel", "variant", "T", "ttir_lines", "ptx_instructions", "sass_instructions", "registers"]
+    return med[cols + ["spill_stores_bytes", "spill_loads_bytes", "loop_present"]].reset_index(drop=True)
+
+
+def _exponent(T: pd.Series, ms: pd.Series) -> float:
+    if len(T) < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(T.astype(float)), np.log(ms.astype(float)), 1)[0])
+
+
+def growth(df: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: compile ms at a reference T and at its largest T, their ratio, and b of
+    compile_ms ~ T**b (least squares on log-log from the reference on).
+
+    The reference is the smallest T whose trip count reaches the unroll: below it a
+    k-unrolled loop is only its remainder copies, a different program."""
+    rows = []
+    for (kernel, variant), part in _ok_medians(df).groupby(["kernel", "variant"], sort=False):
+        part = part.sort_values("T")
+        full = part[(part.loop_form == "python") | (part.steps >= part.unroll)]
+        full = full if not full.empty else part
+        first, last = full.iloc[0], part.iloc[-1]
+        after = part.compile_ms[part["T"] >= first["T"]]
+        rows.append(
+            {
+                "kernel": kernel,
+                "variant": variant,
+                "T_ref": int(first["T"]),
+                "T_max": int(last["T"]),
+                "compile_ms_at_T_ref": first.compile_ms,
+                "compile_ms_at_T_max": last.compile_ms,
+                "ratio": last.compile_ms / first.compile_ms,
+                "exponent": _exponent(full["T"], full.compile_ms),
+                "points": len(full),
+                "max_over_min": after.max() / after.min(),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def verdict(df: pd.DataFrame, kernel: str = "seed", grows: float = 0.5, flat: float = 0.25) -> dict[str, Any]:
+    """Does the reporter's compile column reproduce? The Python loop's compile grows with T
+    (b of compile_ms ~ T**b at least ``grows``) while fori_loop(unroll=1) and the
+    hand-unrolled and hoisted loops stay flat (|b| at most ``flat``). A fitted exponent,
+    not a ratio of two single compiles: one compile on a shared machine can be 2-3x off."""
+    g = growth(df)
+    g = g[g.kernel == kernel]
+    if g.empty:
+        return {"kernel": kernel, "reproduced": None, "reason": "nothing compiled"}
+    python = g[g.variant == "python"]
+    loops = g[(g.variant == "fori u=1") | g.variant.str.startswith(("hand_unrolled", "hoisted"))]
+    fitted = loops[loops.points >= 2]
+    python_grows = bool(not python.empty and python.exponent.iloc[0] >= grows)
+    loops_flat = bool(not fitted.empty and (fitted.exponent.abs() <= flat).all())
+    one_T = python.empty or python.T_ref.iloc[0] == python.T_max.iloc[0]
+    first = python.iloc[0] if not python.empty else None
+    return {
+        "kernel": kernel,
+        # None: the Python loop compiled at one T only (larger T over budget), so growth is not measured.
+        "reproduced": None if one_T else python_grows and loops_flat,
+        "python_ratio": None if first is None else float(first.ratio),
+        "python_T_range": None if first is None else [int(first.T_ref), int(first.T_max)],
+        "python_exponent": None if first is None else float(first.exponent),
+        "loops_max_ratio": float(loops.ratio.max()) if not loops.empty else None,
+        "loops_exponents": {
+            r.variant: None if np.isnan(r.exponent) else float(r.exponent) for r in loops.itertuples()
+        },
+        "loops_T_max": int(loops.T_max.min()) if not loops.empty else None,
+        "thresholds": {"python_exponent_at_least": grows, "loops_abs_exponent_at_most": flat},
+    }
+
+
+def seed_exponent(column: str = "python", T_from: int = 256) -> float:
+    """b of compile_ms ~ T**b for the reporter's A6000 numbers, from ``T_from`` on."""
+    seed = seed_compile_ms()
+    part = seed[seed["T"] >= T_from]
+    return _exponent(part["T"], part[column])
+
+
+def does_not_lower(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (kernel, variant): the T it did not lower at and the lowering's error."""
+    bad = df[df.status == STATUS_NO_LOWER]
+    if bad.empty:
+        return pd.DataFrame(columns=["kernel", "variant", "T", "error"])
+    return (
+        bad.groupby(["kernel", "variant"], sort=False)
+        .agg(T=("T", lambda s: ", ".join(str(t) for t in sorted(s))), error=("error", "first"))
+        .reset_index()
+    )

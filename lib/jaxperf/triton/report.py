@@ -1,0 +1,265 @@
+"""summary.json and summary.md of the Triton compile study (notebook 04).
+
+Every number carries its label: compile times and code are "compiled for
+<target> on a CPU, not executed"; instruction counts per call are a "static
+estimate from SASS compiled on a CPU", never a measurement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import markdown
+from ..loops import vocab
+from . import analysis, estimate
+from .sweep import STATUS_FAILED, STATUS_OK, STATUS_OVER_BUDGET
+from .toolchain import NOT_INSTALLED, TritonStatus, label
+
+ISSUE = "jax-ml/jax#20909"
+COMPILE_DEFINITION = (
+    "jax.export (trace + Pallas->Triton + StableHLO) + Triton ttir passes, ttgir, llir, PTX, cubin (ptxas); "
+    "median over compiles"
+)
+
+
+def _cell(med: pd.DataFrame, kernel: str, variant: str, T: int) -> str:
+    row = med[(med.kernel == kernel) & (med.variant == variant) & (med["T"] == T)]
+    if row.empty:
+        return "n/a"
+    row = row.iloc[0]
+    return f"{row.compile_ms:.0f} ms / not executed" if row.status == STATUS_OK else str(row.status)
+
+
+def seed_format_table(
+    df: pd.DataFrame, kernel: str = "seed", hand_unroll: int = 4, target: str = "sm_90"
+) -> pd.DataFrame:
+    """The reporter's layout (T | Python loop compile / exec | fori_loop compile / exec), plus the
+    hand-unrolled and hoisted loops and the reporter's A6000 compile numbers beside ours."""
+    med = analysis.point_medians(df)
+    seed = analysis.seed_compile_ms().set_index("T")
+    where = f"({target}, CPU)"
+    rows = []
+    for T in sorted(med[med.kernel == kernel]["T"].unique()):
+        row = {"T": int(T)}
+        for title, variant in (
+            ("Python loop", "python"),
+            ("fori_loop", "fori u=1"),
+            (f"hand-unrolled k={hand_unroll}", f"hand_unrolled u={hand_unroll}"),
+            ("hoisted", "hoisted u=1"),
+        ):
+            if variant == "python" or variant in set(med.variant[med.kernel == kernel]):
+                row[f"{title} compile / exec {where}"] = _cell(med, kernel, variant, T)
+        reporter = kernel == "seed" and T in seed.index
+        row["reporter A6000 Python / fori compile"] = (
+            f"{seed.loc[T, 'python']} / {seed.loc[T, 'fori']} ms" if reporter else "-"
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return df.replace({np.nan: None}).to_dict(orient="records")
+
+
+def summary_dict(
+    df: pd.DataFrame,
+    settings: Any,
+    status: TritonStatus,
+    *,
+    mechanism: dict[str, Any] | None = None,
+    estimates: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Headline numbers for summary.json. ``settings`` is a :class:`TritonSettings`;
+    ``mechanism`` the dict of :func:`jaxperf.triton.mechanism.verdict` (plus its tables);
+    ``estimates`` the estimate sweep's rows."""
+    med = analysis.point_medians(df)
+    kernels = [k for k in vocab.KERNELS if k in set(df.kernel)]
+    out: dict[str, Any] = {
+        "measured": True,
+        "quick": settings.quick,
+        "label": label(settings.target),
+        "target": settings.target,
+        "triton": status.version,
+        "seed_source": f"{ISSUE}: {vocab.SEED_SETUP}",
+        "seed_rows": vocab.seed_records(),
+        "seed_python_exponent": analysis.seed_exponent(),
+        "compile_ms_definition": COMPILE_DEFINITION,
+        "seed_carry_dtype": settings.seed_carry_dtype,
+        "repeats": settings.repeats,
+        "repeat_below_s": settings.repeat_below_s,
+        "max_compile_s": settings.max_compile_s,
+        "budget_s": settings.budget_s,
+        "plan": {k: {"T": list(settings.sizes[k]), "unrolls": list(settings.unrolls[k])} for k in kernels},
+        "seed_format_table": {k: _records(seed_format_table(df, k, target=settings.target)) for k in kernels},
+        "verdict": {k: analysis.verdict(df, k) for k in kernels},
+        "growth": _records(analysis.growth(df)),
+        "stages_at_largest_T": _records(analysis.stage_table(df)),
+        "python_stages_by_T": _records(analysis.stages_by_T(df)),
+        "code_at_largest_T": _records(analysis.code_table(df)),
+        "does_not_lower": _records(analysis.does_not_lower(df)),
+        "over_budget": _records(med[med.status == STATUS_OVER_BUDGET][["kernel", "variant", "T", "error"]]),
+        "failed": _records(med[med.status == STATUS_FAILED][["kernel", "variant", "T", "error"]]),
+        "points": int(len(med)),
+        "compiles": int((df.status == STATUS_OK).sum()),
+    }
+    if mechanism is not None:
+        out["mechanism"] = mechanism
+    if estimates is not None:
+        out["estimate"] = {
+            "label": estimate.LABEL,
+            "per_call": _records(estimate.table(estimates)),
+            "ratios": _records(estimate.ratios(estimates)),
+            "not_estimated": _records(
+                estimates[estimates.status != STATUS_OK][["target", "variant", "T", "status", "error"]]
+            ),
+        }
+    return out
+
+
+def _md(df: pd.DataFrame, floatfmt: str = "{:.0f}") -> str:
+    return markdown.table(df, floatfmt=floatfmt) if not df.empty else "(none)"
+
+
+def _compile_section(df: pd.DataFrame, summary: dict[str, Any]) -> list[str]:
+    target = summary["target"]
+    lines = []
+    for kernel, rows in summary["seed_format_table"].items():
+        v = summary["verdict"][kernel]
+        exps = ", ".join(f"{n} {b:+.2f}" for n, b in v.get("loops_exponents", {}).items() if b is not None)
+        lines += [
+            "",
+            f"## `{kernel}` kernel: compile time ({label(target)})",
+            "",
+            _md(pd.DataFrame(rows)),
+            "",
+        ]
+        if v.get("python_ratio") is None:
+            continue
+        if v.get("reproduced") is None:
+            lines.append(
+                f"The Python loop compiled only at T={v['python_T_range'][0]} within the budget, so its growth is not "
+                "measured for this kernel."
+                + (f" The looping forms, compile_ms ~ T^b: {exps}." if exps else "")
+            )
+            continue
+        verdict = markdown.verdict(v["reproduced"], summary["quick"], met_text="yes", missed_text="no")
+        lines.append(
+            f"The Python loop's compile time grows {v['python_ratio']:.1f}x from T={v['python_T_range'][0]} to "
+            f"T={v['python_T_range'][1]} (compile_ms ~ T^{v['python_exponent']:.2f}); the looping forms stay within "
+            f"T^b with b: {exps}. The reporter's compile pattern reproduced: **{verdict}**."
+        )
+    return lines
+
+
+def _mechanism_section(mechanism: dict[str, Any]) -> list[str]:
+    return [
+        "",
+        f"## Mechanism: where the work sits ({label(mechanism['target'])}, T={mechanism['sizes']})",
+        "",
+        mechanism["line"],
+        "",
+        "Reduction ops inside and outside loops, per level of the Triton pipeline (at the smaller T):",
+        "",
+        _md(pd.DataFrame(mechanism["reduction_table"])),
+        "",
+        "SASS instructions each extra loop step adds, by kind (static count from two T; per program):",
+        "",
+        _md(pd.DataFrame(mechanism["per_step"]), floatfmt="{:.2f}"),
+    ]
+
+
+def _estimate_section(est: dict[str, Any]) -> list[str]:
+    ratios = pd.DataFrame(est["ratios"])
+    lines = [
+        "",
+        f"## Static GPU estimate: {est['label']}",
+        "",
+        "Per kernel call: SASS instructions outside loops + loop-body instructions x trip count (read from the "
+        "loop counter in the machine code), x warps per program x programs (B=512, T/128 row blocks). It ignores "
+        "memory traffic and latency, and the reporter's time also holds his harness (random inputs, the mean), so "
+        "a predicted instruction ratio is an upper bound on the execution ratio, not a prediction of it.",
+        "",
+        _md(ratios, floatfmt="{:.3g}"),
+    ]
+    if est["not_estimated"]:
+        lines += [
+            "",
+            "Not estimated: "
+            + "; ".join(
+                f"{r['target']} {r['variant']} T={r['T']} ({r['status']})" for r in est["not_estimated"]
+            ),
+        ]
+    return lines
+
+
+def summary_markdown(df: pd.DataFrame, summary: dict[str, Any]) -> str:
+    """summary.md: the reporter-format compile tables, the verdicts, the mechanism, the static
+    estimate, the stage split, the machine code, and what did not lower or was not measured."""
+    target = summary["target"]
+    notice = markdown.smoke_notice(summary["quick"])
+    lines = [f"# Triton compile time and machine code, {label(target)}", ""] + (
+        [notice, ""] if notice else []
+    )
+    lines += [
+        f"Every Pallas loop form of {ISSUE} exported for CUDA on this CPU-only machine and compiled by triton "
+        f"{summary['triton']} for {target} through ttir, ttgir, llir, PTX and cubin (ptxas), then read as SASS with "
+        f"cuobjdump. **Nothing was executed.** Compile = {summary['compile_ms_definition']}. The `seed` kernel is "
+        f"the reporter's (carry dtype: {summary['seed_carry_dtype']}).",
+        "",
+        f"The reporter's numbers: {summary['seed_source']}; his Python loop compiled as "
+        f"T^{summary['seed_python_exponent']:.2f} over T=256-65536, his fori_loop flat.",
+    ]
+    lines += _compile_section(df, summary)
+    if "mechanism" in summary:
+        lines += _mechanism_section(summary["mechanism"])
+    if "estimate" in summary:
+        lines += _estimate_section(summary["estimate"])
+    for title, table in (
+        (
+            "Where compile time goes at each kernel's largest T (median ms per stage)",
+            analysis.stage_table(df),
+        ),
+        ("The Python loop's stages as T grows (median ms)", analysis.stages_by_T(df)),
+        ("Machine code at each variant's largest compiled T", analysis.code_table(df)),
+    ):
+        if not table.empty:
+            lines += ["", f"## {title}", "", _md(table.rename(columns=analysis.STAGE_LABELS))]
+    bad = analysis.does_not_lower(df)
+    if not bad.empty:
+        lines += [
+            "",
+            "## Does not lower (Pallas' Triton lowering rejects it)",
+            "",
+            "`fori_loop(unroll=k>1)` and `pl.loop(unroll=k>1)` raise a bare NotImplementedError in "
+            "`_scan_lowering_rule`; the hand-unrolled loop is the portable way to unroll.",
+            "",
+            _md(bad),
+        ]
+    if summary["over_budget"]:
+        lines += ["", "## Not measured (over budget)", "", _md(pd.DataFrame(summary["over_budget"]))]
+    if summary["failed"]:
+        lines += ["", "## Failed compiles", "", _md(pd.DataFrame(summary["failed"]))]
+    return "\n".join(lines) + "\n"
+
+
+def not_measured_summary(
+    status: TritonStatus, target: str, quick: bool = False
+) -> tuple[dict[str, Any], str]:
+    """summary.json / summary.md when the triton extra is absent: say so, no made-up data."""
+    summary = {
+        "measured": False,
+        "quick": quick,
+        "reason": status.reason,
+        "label": label(target),
+        "target": target,
+        "seed_source": f"{ISSUE}: {vocab.SEED_SETUP}",
+        "seed_rows": vocab.seed_records(),
+    }
+    text = (
+        f"# Triton compile time and machine code ({label(target)})\n\n**{NOT_INSTALLED}.** {status.reason}\n\n"
+        f"Nothing was compiled; the reporter's compile column ({ISSUE}) is not reproduced here.\n"
+    )
+    return summary, text

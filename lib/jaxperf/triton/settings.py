@@ -1,0 +1,132 @@
+"""Notebook 04's settings: one frozen, typed object, with the quick preset in plain sight.
+
+The full run is sized for about five minutes on a 2-core CPU: the reporter's
+kernel (``seed``) over the reporter's T and more, every loop form and unroll;
+the two other kernels at fewer T and unrolls (``attention`` costs about ten
+times more per compile); a sweep budget (``budget_s``) after which points are
+recorded "over budget", not measured. Field names are the notebook's parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ..errors import bad_value, check_choice, check_int, check_ints
+from ..loops import vocab
+from ..settings import StudySettings
+from .sweep import Shape, Variant, check_sizes, plan
+from .toolchain import TARGETS, check_target
+
+REPORTER_SIZES = tuple(row[0] for row in vocab.SEED_ROWS)
+CARRY_DTYPES = ("input", "float32")
+
+
+def _per_kernel(name: str, value: Any, kernels: tuple[str, ...], check: Any) -> dict[str, tuple[int, ...]]:
+    if not isinstance(value, Mapping):
+        raise bad_value(name, value, "a dict {kernel: [values]}")
+    missing = [k for k in kernels if k not in value]
+    if missing:
+        raise bad_value(
+            name, dict(value), f"an entry for every kernel swept, {list(kernels)} (missing {missing})"
+        )
+    return {k: tuple(check(f"{name}[{k!r}]", v)) for k, v in value.items() if k in kernels}
+
+
+def _seconds(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise bad_value(name, value, "a number of seconds > 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class TritonSettings(StudySettings):
+    """The Triton compile study's parameters.
+
+    ``sizes``/``unrolls`` are per kernel. The sweep compiles for ``target``;
+    the static estimate for every ``estimate_targets`` (sm_86 is the reporter's
+    A6000 generation) at ``estimate_sizes``, with ``hand_unrolled`` at
+    ``estimate_unroll``; the mechanism at the two ``mechanism_sizes``.
+    ``seed_carry_dtype="input"`` keeps the reporter's fp16 carry (nothing runs,
+    so its overflow at large T does not matter).
+    """
+
+    target: str = "sm_90"
+    kernels: tuple[str, ...] = vocab.KERNELS
+    loop_forms: tuple[str, ...] = vocab.LOOP_FORMS
+    sizes: Mapping[str, tuple[int, ...]] = dataclasses.field(
+        default_factory=lambda: {
+            "seed": (256, 1024, 2048, 4096, 8192, 16384, 32768, 65536),
+            "streaming": (256, 2048, 8192, 65536),
+            "attention": (256, 8192, 65536),
+        }
+    )
+    unrolls: Mapping[str, tuple[int, ...]] = dataclasses.field(
+        default_factory=lambda: {"seed": (1, 2, 4, 8, 16), "streaming": (1, 4), "attention": (1, 2, 4)}
+    )
+    repeats: int = 3
+    repeat_below_s: float = 0.5
+    max_compile_s: float = 30.0
+    budget_s: float = 200.0
+    estimate_targets: tuple[str, ...] = ("sm_86", "sm_90")
+    estimate_sizes: tuple[int, ...] = REPORTER_SIZES
+    estimate_unroll: int = 4
+    mechanism_sizes: tuple[int, ...] = (8192, 16384)
+    seed_carry_dtype: str = "input"
+
+    # A smoke run: every code path once, in under a minute on 2 cores. Its summary judges nothing.
+    QUICK: ClassVar[Mapping[str, Any]] = {
+        "sizes": {"seed": (256, 512), "streaming": (256,), "attention": (256,)},
+        "unrolls": {"seed": (1, 2), "streaming": (1,), "attention": (1,)},
+        "repeats": 1,
+        "budget_s": 60.0,
+        "estimate_sizes": (256, 2048, 8192),
+    }
+
+    def validate(self) -> None:
+        check_target(self.target)
+        for name in ("kernels", "loop_forms", "estimate_targets"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not value:
+                raise bad_value(name, value, "a non-empty list")
+        for kernel in self.kernels:
+            check_choice("kernels[...]", kernel, vocab.KERNELS)
+        for form in self.loop_forms:
+            check_choice("loop_forms[...]", form, vocab.LOOP_FORMS)
+        for target in self.estimate_targets:
+            check_choice("estimate_targets[...]", target, TARGETS)
+        object.__setattr__(self, "sizes", _per_kernel("sizes", self.sizes, self.kernels, check_sizes))
+        object.__setattr__(self, "unrolls", _per_kernel("unrolls", self.unrolls, self.kernels, check_ints))
+        check_int("repeats", self.repeats, minimum=1)
+        if self.repeats > 5:
+            raise bad_value("repeats", self.repeats, "an integer from 1 to 5 (each compile costs seconds)")
+        for name in ("repeat_below_s", "max_compile_s", "budget_s"):
+            _seconds(name, getattr(self, name))
+        check_sizes("estimate_sizes", self.estimate_sizes)
+        check_int("estimate_unroll", self.estimate_unroll, minimum=1)
+        mech = check_sizes("mechanism_sizes", self.mechanism_sizes)
+        if len(mech) != 2:
+            raise bad_value("mechanism_sizes", self.mechanism_sizes, "two different T, e.g. [8192, 16384]")
+        check_choice("seed_carry_dtype", self.seed_carry_dtype, CARRY_DTYPES)
+
+    @property
+    def shape(self) -> Shape:
+        """The reporter's sizes (B=512, D=64, fp16), with this run's seed carry dtype."""
+        return Shape(seed_carry_dtype=self.seed_carry_dtype)
+
+    def plan(self) -> list[Variant]:
+        """Every (kernel, loop form, unroll) the sweep compiles, the reporter's kernel first."""
+        return plan(self.kernels, self.loop_forms, self.unrolls)
+
+    def points(self) -> int:
+        """(variant, T) points of the sweep, for a progress bar."""
+        return sum(len(self.sizes[v.kernel]) for v in self.plan())
+
+    def estimate_plan(self) -> list[Variant]:
+        """The forms the static estimate compares, on the reporter's kernel."""
+        forms = [("python", 1), ("fori", 1), ("hand_unrolled", self.estimate_unroll), ("hoisted", 1)]
+        return [Variant("seed", f, u) for f, u in forms if f in self.loop_forms]
+
+    def mechanism_plan(self) -> list[Variant]:
+        """The forms the mechanism reads, on the reporter's kernel."""
+        return self.estimate_plan()
