@@ -1,0 +1,190 @@
+"""The TPU compile sweep: generation x kernel x loop form x unroll x T, compiled on a CPU.
+
+Each point compiles the jax#20909 kernel (:mod:`jaxperf.loops.kernels`,
+forced to Mosaic TPU) for one device of the generation's topology, records
+its compile time, code size and final-bundle schedule, and the static cycle
+estimate of one kernel call at the compiled batch and at the reporter's
+batch (512). A point that fails records its error; a point whose compile is
+predicted to run past ``max_compile_s``, or that comes after the run has
+spent ``max_total_s``, is recorded "over budget". Only the Python loop's
+program grows with T, so only its compile is predicted: the last compiled T's
+time scaled by ``(T / T_prev) ** 1.5`` (it grows faster than T); the loop forms
+compile the same program at every T.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pandas as pd
+
+from ..loops import kernels, vocab
+from . import bundles, compile, estimate, topology
+
+OK, ERROR, OVER_BUDGET = "ok", "error", "over budget"
+GROWTH_EXPONENT = 1.5
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One compile of the sweep."""
+
+    generation: str
+    kernel: str
+    loop_form: str
+    unroll: int
+    T: int
+
+    @property
+    def variant(self) -> str:
+        return vocab.variant_name(self.loop_form, self.unroll)
+
+    @property
+    def series(self) -> tuple[str, str, str, int]:
+        return (self.generation, self.kernel, self.loop_form, self.unroll)
+
+
+def plan(
+    generations: Iterable[str],
+    kernel_names: Iterable[str],
+    loop_forms: Iterable[str],
+    unrolls: Iterable[int],
+    sizes: Iterable[int],
+) -> list[Point]:
+    """Every point, grouped by (generation, kernel, variant) with T ascending
+    (the budget rule predicts each T from the one before)."""
+    sizes = sorted(set(sizes))
+    points = []
+    for generation in generations:
+        topology.resolve(generation)
+        for kernel in kernel_names:
+            for form, unroll in vocab.variants(loop_forms, unrolls, kernel=kernel):
+                points += [Point(generation, kernel, form, unroll, T) for T in sizes]
+    return points
+
+
+def programs(kernel: str, T: int, batch: int) -> int:
+    """Grid programs of one kernel call: the seed's T/128 row blocks per batch element, else one per element."""
+    return batch * (T // vocab.SEED_PROGRAM_ROWS) if kernel == "seed" else batch
+
+
+def builder(point: Point, *, batch: int, D: int, dtype: str) -> compile.Builder:
+    """A fresh ``(jitted pallas_call, input ShapeDtypeStructs)`` for the point, forced to Mosaic TPU."""
+    return lambda: kernels.build(
+        point.kernel,
+        point.loop_form,
+        point.unroll,
+        T=point.T,
+        D=D,
+        batch=batch,
+        dtype=dtype,
+        interpret=False,
+        lowering="mosaic_tpu",
+    )
+
+
+def schedule_columns(point: Point, schedules: list[bundles.Schedule], *, batch: int) -> dict[str, Any]:
+    """Bundle counts and the static estimate of one kernel call (the first Mosaic kernel)."""
+    if not schedules:
+        return {"bundles": None}
+    schedule = schedules[0]
+    row: dict[str, Any] = dict(bundles.summary(schedule), kernels_dumped=len(schedules))
+    try:
+        row["cycles"] = estimate.static_cycles(schedule)
+        seed_batch = vocab.SEED_SIZES["batch"]
+        trips = estimate.grid_trips(
+            schedule, programs(point.kernel, point.T, batch), programs(point.kernel, point.T, seed_batch)
+        )
+        row["cycles_seed_batch"] = estimate.static_cycles(schedule, trips) if trips else None
+    except ValueError as err:
+        row["estimate_error"] = str(err)
+        return row
+    clock = estimate.CLOCKS[point.generation]
+    row["clock_mhz"] = clock.mhz
+    row["clock_published"] = clock.published
+    if row["cycles_seed_batch"] is not None:
+        row["us_seed_batch"] = estimate.microseconds(row["cycles_seed_batch"], point.generation)
+    return row
+
+
+def run(
+    points: list[Point],
+    *,
+    batch: int,
+    D: int,
+    dtype: str,
+    repeats: int,
+    repeat_below_s: float,
+    max_compile_s: float,
+    max_total_s: float,
+    progress: Any = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> pd.DataFrame:
+    """Compile every point; one row per (point, repeat), or one row for an error or a skip."""
+    started = clock()
+    last: dict[tuple, tuple[int, float]] = {}  # series -> (T, median ms) of its last compile
+    rows: list[dict[str, Any]] = []
+    warmed: set[str] = set()
+    for point in points:
+        base = dict(dataclasses.asdict(point), variant=point.variant, batch=batch, D=D, dtype=dtype)
+        base["device_kind"] = topology.device_kind(point.generation)
+        reason = _over_budget(point, last.get(point.series), max_compile_s, clock() - started, max_total_s)
+        if reason:
+            rows.append(dict(base, status=OVER_BUDGET, error=reason))
+        else:
+            if point.generation not in warmed:  # libtpu's first Mosaic compile pays one-off set-up
+                compile.compile_for(builder(point, batch=batch, D=D, dtype=dtype), point.generation)
+                warmed.add(point.generation)
+            rows += list(_compile_rows(point, base, batch, D, dtype, repeats, repeat_below_s, last))
+        if progress is not None:
+            progress.update(1)
+    return pd.DataFrame(rows)
+
+
+def _compile_rows(
+    point: Point, base: dict, batch: int, D: int, dtype: str, repeats: int, repeat_below_s: float, last: dict
+) -> Iterator[dict[str, Any]]:
+    result = compile.compile_for(
+        builder(point, batch=batch, D=D, dtype=dtype),
+        point.generation,
+        repeats=repeats,
+        repeat_below_s=repeat_below_s,
+    )
+    if not result.ok:
+        yield dict(base, status=ERROR, error=result.error)
+        return
+    last[point.series] = (point.T, result.median_ms)
+    static = dict(
+        code_bytes=result.code_bytes,
+        **{f"cost_{k.replace(' ', '_')}": v for k, v in result.cost.items()},
+        **schedule_columns(point, result.schedules, batch=batch),
+    )
+    for repeat, ms in enumerate(result.compile_ms):
+        yield dict(base, status=OK, error="", repeat=repeat, compile_ms=ms, **static)
+
+
+def _over_budget(
+    point: Point, previous: tuple[int, float] | None, max_compile_s: float, spent_s: float, max_total_s: float
+) -> str:
+    if spent_s > max_total_s:
+        return f"the run had spent {spent_s:.0f} s > max_total_s={max_total_s:g}"
+    if previous is None or point.loop_form != "python":
+        return ""
+    prev_T, prev_ms = previous
+    predicted_s = prev_ms / 1e3 * (point.T / prev_T) ** GROWTH_EXPONENT
+    if predicted_s > max_compile_s:
+        return f"predicted {predicted_s:.1f} s (T={prev_T}: {prev_ms / 1e3:.2f} s) > max_compile_s={max_compile_s:g}"
+    return ""
+
+
+def point_medians(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per point: the median compile ms over repeats, the static columns, the status."""
+    keys = ["generation", "kernel", "loop_form", "unroll", "variant", "T"]
+    static = df.drop(columns=[c for c in ("repeat", "compile_ms") if c in df]).drop_duplicates(keys)
+    if "compile_ms" not in df:
+        return static.reset_index(drop=True)
+    medians = df.groupby(keys, dropna=False)["compile_ms"].median().rename("compile_ms").reset_index()
+    return static.merge(medians, on=keys, how="left").reset_index(drop=True)
