@@ -135,7 +135,7 @@ ALT_ENV = PROJECT_ROOT / ".envs" / "alt-jax-0.11.2"
 def _alt_python() -> Path:
     """A second environment with another JAX (built by tools/make_alt_env.sh)."""
     python = ALT_ENV / "bin" / "python"
-    if not python.exists():
+    if not (ALT_ENV / ".complete").exists():
         build = subprocess.run(
             ["bash", str(PROJECT_ROOT / "tools" / "make_alt_env.sh"), "--offline"], timeout=120
         )

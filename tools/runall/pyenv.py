@@ -129,7 +129,21 @@ def prepare_external(python: str, project: Path, say=print) -> None:
     where = subprocess.run([python, "-c", probe], capture_output=True, text=True).stdout.strip()
     if not where.startswith(str(project / "lib")):
         say(f"run_all.sh: installing jaxperf into {python} (pip install --no-deps -e {project})")
-        _pip(python, ["--no-deps", "-e", str(project)], "installing jaxperf")
+        try:
+            _pip(python, ["--no-deps", "-e", str(project)], "installing jaxperf")
+        except SetupError as err:  # offline and no setuptools to build with: a .pth does the same
+            site = subprocess.run(
+                [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            if not site:
+                raise
+            Path(site, "jaxperf-editable.pth").write_text(str(project / "lib") + "\n")
+            say(
+                f"run_all.sh: pip could not build jaxperf ({str(err).splitlines()[-1]}); "
+                f"added {site}/jaxperf-editable.pth -> {project / 'lib'} instead"
+            )
     pins = _pins(project)
     wanted = [n for n in pins if n not in NOT_FOR_RUNS and not NEVER_TOUCH.match(n)] + [
         "nbformat",
