@@ -131,7 +131,7 @@ def prepare_external(python: str, project: Path, say=print) -> None:
         say(f"run_all.sh: installing jaxperf into {python} (pip install --no-deps -e {project})")
         try:
             _pip(python, ["--no-deps", "-e", str(project)], "installing jaxperf")
-        except SetupError as err:  # offline and no setuptools to build with: a .pth does the same
+        except SetupError:  # offline and no setuptools to build with: a .pth does the same
             site = subprocess.run(
                 [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                 capture_output=True,
@@ -141,7 +141,7 @@ def prepare_external(python: str, project: Path, say=print) -> None:
                 raise
             Path(site, "jaxperf-editable.pth").write_text(str(project / "lib") + "\n")
             say(
-                f"run_all.sh: pip could not build jaxperf ({str(err).splitlines()[-1]}); "
+                f"run_all.sh: pip could not build jaxperf here (offline, no setuptools?); "
                 f"added {site}/jaxperf-editable.pth -> {project / 'lib'} instead"
             )
     pins = _pins(project)
