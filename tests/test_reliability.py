@@ -408,3 +408,5 @@ def test_quick_processes_and_params_reach_the_notebook(nbs, tmp_path):
     injected = "".join(executed["cells"][1]["source"])
     assert "processes = 3" in injected and "repeats = 5" in injected
     assert "/" not in injected  # no machine path in the injected parameters
+    text = (root / "results" / "cpu" / "02_beta.ipynb").read_text()
+    assert str(tmp_path) not in text and str(PROJECT_ROOT) not in text  # nor anywhere in the notebook

@@ -157,3 +157,34 @@ def test_python_option_runs_in_another_jax(tmp_path):
         [str(python), "-c", "import jax; print(jax.__version__)"], capture_output=True, text=True
     )
     assert jax.stdout.strip() == "0.11.2"  # never touched
+
+
+def test_lab_serves_the_project_and_prints_its_url():
+    import re
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [RUN_ALL, "lab", f"--port={port}", "--ServerApp.ip=127.0.0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + 90
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            url = (re.search(r"open (http://\S+)", line) or [None, None])[1] if line else None
+        assert url, "no URL printed"
+        api = url.replace("/lab?", "/api/contents/results?")
+        with urllib.request.urlopen(api, timeout=30) as resp:  # results/ is reachable
+            assert resp.status == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM

@@ -161,6 +161,7 @@ def _one(
         kept = publish.keep_failed(root, stage / executed)
         where = f"executed copy kept in {kept}" if kept else "no executed copy"
         return False, f"{nb.name:<32} {'FAILED':<7} {secs:>6}s  {where} (results untouched)"
+    _relative_paths(stage / executed, nb, executed)
     crash = os.environ.get("JAXPERF_TEST_CRASH_IN_PUBLISH")  # tests only: a SIGKILL mid-publish
     with execute.deferred_signals():
         files = publish.publish(root, stage, nb.name, executed, int(crash) if crash else None)
@@ -191,6 +192,19 @@ def clean(argv: list[str]) -> int:
         return 0
     finally:
         lock.release()
+
+
+def _relative_paths(path: Path, nb: notebooks.Notebook, executed: str) -> None:
+    """papermill records absolute input/output paths; keep no machine path in a
+    published notebook (project-relative where the notebook is the project's)."""
+    doc = json.loads(path.read_text())
+    meta = doc.get("metadata", {}).get("papermill", {})
+    try:
+        meta["input_path"] = str(nb.path.resolve().relative_to(PROJECT))
+    except ValueError:
+        meta["input_path"] = nb.path.name
+    meta["output_path"] = executed
+    path.write_text(json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
 
 
 def main(argv: list[str]) -> int:

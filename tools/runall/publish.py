@@ -179,8 +179,8 @@ def clean_stale(root: Path, keep: Path | None = None, say=print) -> None:
     """Remove run folders of earlier runs (the lock proves none is alive) and say
     which executed copies of failed notebooks are still kept, with the command."""
     staging = root / STAGING
-    for run in sorted(staging.glob("run-*")):
-        if run != keep and run.is_dir():
+    for run in sorted(staging.iterdir()) if staging.is_dir() else []:
+        if run != keep and run.is_dir() and run.name != "failed":
             say(f"run_all.sh: removing stale staging of an interrupted run: {run}")
             shutil.rmtree(run, ignore_errors=True)
     failed = sorted((staging / "failed").glob("*.ipynb"))
