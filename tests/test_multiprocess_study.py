@@ -1,0 +1,183 @@
+"""The multi-process study: settings, the Equinox fix, the analysis, the pod model,
+and one small real launch (2 processes x 2 devices) that checks the behaviour the
+summary claims: filter_pmap fails across processes, every other method agrees."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from jaxperf.multiprocess import analysis, bug, scaling
+from jaxperf.multiprocess.settings import MultiprocessSettings
+
+# --------------------------------------------------------------- settings
+
+
+def test_quick_preset_is_visible_and_applied():
+    presets = MultiprocessSettings.presets()
+    assert set(presets["parameter"]) == set(MultiprocessSettings.QUICK)
+    settings = MultiprocessSettings.from_parameters({"quick": True, "processes": 4})
+    assert settings.scaling_processes == (1, 2) and settings.process_counts == (1, 2, 4)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"processes": 3}, "processes=3 .*a divisor of global_devices=8"),
+        ({"scaling_processes": [1, 5]}, "scaling_processes=5"),
+        ({"methods": ["jit_shard_map"]}, "methods=.*baseline 'pmap_params'"),
+        ({"methods": ["pmap_params", "nope"]}, r"methods\[...\]='nope'"),
+        ({"steps": ["train", "sleep"]}, r"steps\[...\]='sleep'"),
+    ],
+)
+def test_bad_settings_are_named(values, message):
+    with pytest.raises(ValueError, match=message):
+        MultiprocessSettings.from_parameters(values)
+
+
+def test_worker_config_carries_the_timing_and_model():
+    config = MultiprocessSettings(mlp_depth=3, repeats=2).worker_config()
+    assert config["models"] == [{"kind": "mlp", "size": 3}] and config["repeats"] == 2
+
+
+# --------------------------------------------------------------- the fix
+
+
+def test_fix_diff_changes_exactly_the_two_list_lines():
+    diff = bug.fix_diff()
+    removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert [line[1:].strip() for line in removed] == [old for old, _ in bug.FIX]
+    assert [line[1:].strip() for line in added] == [new for _, new in bug.FIX]
+
+
+def test_fixed_filter_pmap_gives_equinox_results_in_one_process_and_restores_equinox():
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxperf import private_api
+
+    original = private_api.equinox_pmap_cache()
+
+    def f(x, tag):
+        return {"double": x * 2, "tag": tag}, x.sum()
+
+    x = jnp.arange(3.0)[None].repeat(jax.local_device_count(), 0)
+    want = eqx.filter_pmap(f)(x, "t")
+    got = bug.fixed(eqx.filter_pmap(f))(x, "t")
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)))
+    assert private_api.equinox_pmap_cache() is original
+
+
+# --------------------------------------------------------------- analysis
+
+
+def _check(processes, pid, step, method, *, ran=True, digest="a", matches=True, error=""):
+    return {
+        "processes": processes,
+        "process_id": pid,
+        "model": "m",
+        "step": step,
+        "method": method,
+        "ran": ran,
+        "error": error,
+        "digest": digest if ran else None,
+        "max_abs_diff_vs_one_device": 0.0 if ran else None,
+        "matches_one_device": matches if ran else None,
+    }
+
+
+def test_correctness_needs_every_process_to_agree_and_skips_the_unreduced_step():
+    checks = pd.DataFrame(
+        [
+            _check(2, 0, "train", "pmap_params"),
+            _check(2, 1, "train", "pmap_params"),
+            _check(2, 0, "train", "jit_shard_map", digest="a"),
+            _check(2, 1, "train", "jit_shard_map", digest="b"),
+            _check(2, 0, "train", "filter_pmap", ran=False, error="TypeError: unhashable type: 'list'"),
+            _check(2, 1, "train", "filter_pmap", ran=False, error="TypeError: unhashable type: 'list'"),
+            _check(2, 0, "train_local", "pmap_params", digest="a", matches=None),
+            _check(2, 1, "train_local", "pmap_params", digest="b", matches=None),
+        ]
+    )
+    verdicts = analysis.correctness(checks).set_index(["step", "method"])["correct"]
+    assert verdicts[("train", "pmap_params")] is True
+    assert verdicts[("train", "jit_shard_map")] is False  # processes disagree
+    assert verdicts[("train", "filter_pmap")] is False
+    assert verdicts[("train_local", "pmap_params")] is None
+
+
+def test_collective_split_reads_the_three_split_steps():
+    table = pd.DataFrame(
+        [
+            {"processes": 2, "model": "m", "method": "pmap_params", "step": s, "wall_ms_per_call": ms}
+            for s, ms in (("train", 10.0), ("train_local", 2.0), ("allreduce", 7.0))
+        ]
+    )
+    split = analysis.collective_split(table).iloc[0]
+    assert split["step_without_collective_ms"] == 2.0 and split["allreduce_alone_ms"] == 7.0
+    assert split["collective_share"] == pytest.approx(0.8)
+
+
+# --------------------------------------------------------------- pod model
+
+
+def test_pod_model_fits_multiprocess_runs_only_and_predicts_per_host_cost():
+    rows = [  # host_ms = 0.5 + 0.25 * k at N >= 2; the one-process point lies off the line
+        {
+            "processes": n,
+            "model": "m",
+            "step": "train",
+            "method": "pmap_params",
+            "cpu_ms_per_call": ms,
+            "slow": ms,
+        }
+        for n, ms in ((1, 0.1), (2, 1.5), (4, 1.0))
+    ]
+    table = pd.DataFrame(rows).rename(columns={"slow": "cpu_ms_per_call_slowest_process"})
+    fits = scaling.fit_host_cost(table, global_devices=8)
+    assert fits.iloc[0]["host_ms_fixed"] == pytest.approx(0.5)
+    assert fits.iloc[0]["host_ms_per_local_device"] == pytest.approx(0.25)
+    pod = scaling.predict_pod(fits, hosts=64, local_devices=4).iloc[0]
+    assert pod["global_devices"] == 256 and pod["host_ms_per_call"] == pytest.approx(1.5)
+    assert pod["host_bound_it_per_s"] == pytest.approx(1000 / 1.5)
+
+
+# --------------------------------------------------------------- one real launch
+
+
+def test_two_processes_filter_pmap_fails_and_every_other_method_agrees(tmp_path):
+    from jaxperf.multiprocess import run as mp_run
+
+    settings = MultiprocessSettings(
+        processes=2,
+        scaling_processes=(2,),
+        global_devices=4,
+        mlp_depth=1,
+        methods=(
+            "pmap_params",
+            "filter_pmap",
+            "filter_pmap_fixed",
+            "cached_filter_pmap",
+            "jit_named_sharding",
+        ),
+        steps=("noop", "train"),
+        warmup=0,
+        repeats=1,
+        calls_per_repeat=1,
+        launch_timeout_s=180,
+    )
+    run = mp_run.run_study(settings, tmp_path)
+    verdicts = analysis.correctness(run.checks).set_index(["step", "method"])
+    broken = verdicts.xs("filter_pmap", level="method")
+    assert not broken["ran_everywhere"].any()
+    assert broken["error"].str.contains("unhashable type: 'list'").all()
+    others = verdicts.drop(index="filter_pmap", level="method")
+    assert others["correct"].all()
+    repro = run.repro.set_index(["process_id", "case"])["ok"]
+    assert not repro[(0, "jax.pmap(out_axes=[0])")] and repro[(0, "jax.pmap(out_axes=(0,))")]
+    assert not repro[(1, "eqx.filter_pmap")] and repro[(1, "eqx.filter_pmap, fixed")]
+    assert set(run.timings["method"]) == set(settings.methods) - {"filter_pmap"}
