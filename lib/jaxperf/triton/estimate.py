@@ -112,24 +112,20 @@ def table(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-def ratios(rows: pd.DataFrame, kernel: str = "seed", against: str = "fori u=1") -> pd.DataFrame:
-    """Predicted ``against``/Python ratio of dynamic instructions per call, per target and T,
-    beside the reporter's measured fori/Python ratio of ms per kernel call (A6000, sm_86)."""
+def ratios(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
+    """Predicted ratio of dynamic instructions per call, each form over the Python loop, per
+    target and T, beside the reporter's measured fori/Python ratio of ms per kernel call (A6000)."""
     est = table(rows, kernel)
     measured = {r["T"]: r["ratio"] for r in vocab.seed_records()}
     out = []
     for (target, T), part in est.groupby(["target", "T"], sort=True):
         by = part.set_index("variant")["sass_dynamic_per_call"]
-        python, other = by.get("python"), by.get(against)
-        known = python is not None and other is not None and pd.notna(python) and pd.notna(other)
-        out.append(
-            {
-                "target": target,
-                "T": int(T),
-                "python_per_call": python,
-                f"{against}_per_call": other,
-                "predicted_ratio": float(other) / float(python) if known else None,
-                "reporter_measured_ratio": measured.get(int(T)),
-            }
-        )
+        python = by.get("python")
+        row: dict[str, Any] = {"target": target, "T": int(T), "python per call": python}
+        for variant, count in by.items():
+            if variant != "python":
+                known = python is not None and pd.notna(python) and pd.notna(count)
+                row[f"{variant} / python"] = float(count) / float(python) if known else None
+        row["reporter measured fori / python"] = measured.get(int(T))
+        out.append(row)
     return pd.DataFrame(out)

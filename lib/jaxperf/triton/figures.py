@@ -231,7 +231,7 @@ def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     for target, part in ratios.groupby("target"):
         right.plot(
             part["T"],
-            part["predicted_ratio"],
+            part["fori u=1 / python"],
             styles[target],
             marker="o",
             color="tab:blue",

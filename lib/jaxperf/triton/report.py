@@ -180,7 +180,8 @@ def _estimate_section(est: dict[str, Any]) -> list[str]:
         "Per kernel call: SASS instructions outside loops + loop-body instructions x trip count (read from the "
         "loop counter in the machine code), x warps per program x programs (B=512, T/128 row blocks). It ignores "
         "memory traffic and latency, and the reporter's time also holds his harness (random inputs, the mean), so "
-        "a predicted instruction ratio is an upper bound on the execution ratio, not a prediction of it.",
+        "the two ratios answer different questions: how much more work a form issues in the kernel, and how much "
+        "longer the reporter's whole step ran.",
         "",
         _md(ratios, floatfmt="{:.3g}"),
     ]
