@@ -201,17 +201,26 @@ def _loops(bundles: list[Bundle]) -> tuple[Loop, ...]:
     return tuple(loops)
 
 
+def xlane_ops(bundles: tuple[Bundle, ...] | list[Bundle]) -> int:
+    """Cross-lane (XLU) operations, e.g. ``vadd.xlane``: the steps of a full reduction like ``X.sum()``."""
+    return sum(len(re.findall(r"\.xlane\.", b.text)) for b in bundles)
+
+
 def summary(schedule: Schedule) -> dict[str, object]:
-    """Counts for a record: total bundles, loops, nesting, and the innermost loop body."""
+    """Counts for a record: total bundles, loops, nesting, the innermost loop's body and
+    trips, and where the cross-lane reductions sit (in that body, or in the whole kernel)."""
     innermost = [i for i in range(len(schedule.loops)) if not schedule.children(i)]
     deepest = max(innermost, key=lambda i: schedule.loops[i].depth, default=None)
+    inner = schedule.loops[deepest] if deepest is not None and schedule.loops[deepest].depth > 1 else None
     return {
         "bundles": schedule.total,
         "loops": len(schedule.loops),
         "loop_depth": schedule.max_depth(),
-        "inner_body_bundles": schedule.loops[deepest].bundles if deepest is not None else 0,
-        "inner_trips": schedule.loops[deepest].trips if deepest is not None else None,
+        "inner_body_bundles": inner.bundles if inner else 0,
+        "inner_trips": inner.trips if inner else None,
         "loop_bodies": ";".join(f"{loop.bundles}x{loop.trips}" for loop in schedule.loops),
+        "xlane_ops": xlane_ops(schedule.bundles),
+        "xlane_ops_in_inner_body": xlane_ops(schedule.bundles[inner.start : inner.end + 1]) if inner else 0,
     }
 
 

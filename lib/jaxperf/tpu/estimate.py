@@ -77,8 +77,14 @@ def loop_cycles(schedule: Schedule, index: int, trips: Mapping[int, int] | None 
         raise ValueError(f"loop {index} of {schedule.name!r} has no constant trip count: pass trips={{...}}")
     if count <= 0:
         return 0
-    inner = sum(loop_cycles(schedule, child, trips) for child in schedule.children(index))
-    return count * (schedule.own_bundles(index) + inner)
+    return count * iteration_cycles(schedule, index, trips)
+
+
+def iteration_cycles(schedule: Schedule, index: int, trips: Mapping[int, int] | None = None) -> int:
+    """Cycles of one iteration of loop ``index`` (its own bundles plus its inner loops' cycles)."""
+    return schedule.own_bundles(index) + sum(
+        loop_cycles(schedule, c, trips) for c in schedule.children(index)
+    )
 
 
 def static_cycles(schedule: Schedule, trips: Mapping[int, int] | None = None) -> int:

@@ -94,6 +94,9 @@ def schedule_columns(point: Point, schedules: list[bundles.Schedule], *, batch: 
     row: dict[str, Any] = dict(bundles.summary(schedule), kernels_dumped=len(schedules))
     try:
         row["cycles"] = estimate.static_cycles(schedule)
+        top = schedule.children(None)
+        # One grid program: an iteration of the outermost loop (the kernel body for one block).
+        row["cycles_per_program"] = estimate.iteration_cycles(schedule, top[0]) if len(top) == 1 else None
         seed_batch = vocab.SEED_SIZES["batch"]
         trips = estimate.grid_trips(
             schedule, programs(point.kernel, point.T, batch), programs(point.kernel, point.T, seed_batch)
@@ -178,6 +181,26 @@ def _over_budget(
     if predicted_s > max_compile_s:
         return f"predicted {predicted_s:.1f} s (T={prev_T}: {prev_ms / 1e3:.2f} s) > max_compile_s={max_compile_s:g}"
     return ""
+
+
+def run_settings(settings: Any, progress: Any = None) -> pd.DataFrame:
+    """:func:`run` over :func:`plan` of a :class:`~jaxperf.tpu.settings.TpuSettings`."""
+    points = plan(
+        settings.generations, settings.kernels, settings.loop_forms, settings.unrolls, settings.sizes
+    )
+    if progress is not None:
+        progress.reset(total=len(points))
+    return run(
+        points,
+        batch=settings.batch,
+        D=settings.D,
+        dtype=settings.dtype,
+        repeats=settings.repeats,
+        repeat_below_s=settings.repeat_below_s,
+        max_compile_s=settings.max_compile_s,
+        max_total_s=settings.max_total_s,
+        progress=progress,
+    )
 
 
 def point_medians(df: pd.DataFrame) -> pd.DataFrame:

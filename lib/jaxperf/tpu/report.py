@@ -1,0 +1,213 @@
+"""Tables, verdicts and the summary of the TPU compile study. Every number here was
+compiled for a TPU on a CPU and never executed: the labels say so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..loops import vocab
+from ..records import markdown_table
+from . import estimate, topology
+from .sweep import OK
+
+STUDY = "tpu_compile"
+CLOSES_WITHIN = 1.1  # a fix "closes" the gap when its static cycles are within 10% of the Python loop's
+
+
+def label(generation: str) -> str:
+    return f"compiled for TPU {generation} on a CPU, not executed"
+
+
+def reason(row: pd.Series) -> str:
+    """A short word for a point that did not compile."""
+    if row["status"] == OK:
+        return ""
+    text = str(row.get("error", ""))
+    for needle, word in (
+        ("vmem", "does not fit VMEM"),
+        ("Vmem", "does not fit VMEM"),
+        ("HbmOom", "does not fit HBM"),
+        ("Unsupported matmul", "Mosaic: matmul type unsupported"),
+        ("Invalid vector type", "Mosaic: dtype unsupported"),
+    ):
+        if needle in text:
+            return word
+    return row["status"] if row["status"] != "error" else "error: " + text[:60]
+
+
+def _point(points: pd.DataFrame, **where: Any) -> pd.Series | None:
+    found = points
+    for key, value in where.items():
+        found = found[found[key] == value]
+    return found.iloc[0] if len(found) else None
+
+
+def _cell(row: pd.Series | None) -> str:
+    if row is None:
+        return "not run"
+    if row["status"] != OK:
+        return reason(row)
+    us = row.get("us_seed_batch")
+    static = f"{us / 1e3:.3f} ms" if pd.notna(us) else "n/a"
+    return f"{row['compile_ms']:.0f} ms / {static}"
+
+
+def seed_format_table(points: pd.DataFrame, generation: str, kernel: str = "seed") -> pd.DataFrame:
+    """The reporter's layout (T; Python loop and fori_loop: compile / per kernel call), with the
+    static estimate (B=512, the generation's clock) in place of the executed time, and the
+    reporter's A6000 numbers beside it."""
+    seed = {row[0]: row for row in vocab.SEED_ROWS}
+    rows = []
+    for T in sorted(points["T"].unique()):
+        at = dict(generation=generation, kernel=kernel, T=T)
+        reported = seed.get(T)
+        rows.append(
+            {
+                "T": T,
+                "Python loop compile / static": _cell(_point(points, loop_form="python", **at)),
+                "fori_loop compile / static": _cell(_point(points, loop_form="fori", unroll=1, **at)),
+                "A6000 (reporter) Python / fori exec": f"{reported[2]} ms / {reported[4]} ms"
+                if reported
+                else "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def mechanism(points: pd.DataFrame, T: int) -> pd.DataFrame:
+    """jax#20909's mechanism on Mosaic TPU, per generation (seed kernel at ``T``): is the
+    reduction in the fori_loop body, and what the Python loop's schedule does instead."""
+    rows = []
+    for generation in dict.fromkeys(points["generation"]):
+        at = dict(generation=generation, kernel="seed", T=T, status=OK)
+        python = _point(points, loop_form="python", **at)
+        fori = _point(points, loop_form="fori", unroll=1, **at)
+        hoisted = _point(points, loop_form="hoisted", unroll=1, **at)
+        if fori is None or python is None:
+            continue
+        rows.append(
+            {
+                "generation": generation,
+                "T": T,
+                "fori: body bundles x trips": f"{fori['inner_body_bundles']:.0f} x {fori['inner_trips']:.0f}",
+                "fori: reduction in body": bool(fori["xlane_ops_in_inner_body"] > 0),
+                "Python: bundles, loops inside": f"{python['bundles']:.0f}, {python['loop_depth'] - 1:.0f}",
+                "Python: reductions (xlane ops)": int(python["xlane_ops"]),
+                "hoisted: body bundles": None if hoisted is None else int(hoisted["inner_body_bundles"]),
+                "cycles per program: Python / fori / hoisted": " / ".join(
+                    "n/a" if r is None else f"{r['cycles_per_program']:.0f}" for r in (python, fori, hoisted)
+                ),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def fix_verdict(points: pd.DataFrame, T: int) -> pd.DataFrame:
+    """Per generation, the seed kernel at ``T``: static cycles of fori_loop vs the Python loop,
+    and whether a portable fix (hoisted or hand-unrolled, any unroll) closes the gap."""
+    rows = []
+    for generation in dict.fromkeys(points["generation"]):
+        at = points[(points.generation == generation) & (points.kernel == "seed") & (points["T"] == T)]
+        ok = at[(at.status == OK) & at.get("cycles_seed_batch", pd.Series(dtype=float)).notna()]
+        python = _point(ok, loop_form="python")
+        fori = _point(ok, loop_form="fori", unroll=1)
+        portable = ok[ok.loop_form.isin(vocab.PORTABLE_FORMS)]
+        best = portable.loc[portable.cycles_seed_batch.idxmin()] if len(portable) else None
+        row: dict[str, Any] = {"generation": generation, "T": T}
+        for name, found in (("python", python), ("fori u=1", fori), ("best portable fix", best)):
+            row[f"{name} ms (static)"] = None if found is None else found["us_seed_batch"] / 1e3
+        row["best portable fix"] = None if best is None else best["variant"]
+        if python is not None and fori is not None:
+            row["fori / python"] = fori["cycles_seed_batch"] / python["cycles_seed_batch"]
+        if python is not None and best is not None:
+            row["fix / python"] = best["cycles_seed_batch"] / python["cycles_seed_batch"]
+            row["fix closes the gap"] = bool(row["fix / python"] <= CLOSES_WITHIN)
+        if python is None or fori is None:
+            missing = [at[at.loop_form == form] for form in ("python", "fori")]
+            row["note"] = "; ".join(
+                reason(m.iloc[0]) for m in missing if len(m) and m.iloc[0]["status"] != OK
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def clocks_table(generations: list[str]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"generation": g, "MHz": round(c.mhz), "published": c.published, "source": c.source}
+            for g, c in estimate.CLOCKS.items()
+            if g in generations
+        ]
+    )
+
+
+def status_counts(points: pd.DataFrame) -> pd.DataFrame:
+    """Points per generation and kernel: compiled, failed (by reason), over budget."""
+    reasons = points.apply(lambda r: r["status"] if r["status"] == OK else reason(r), axis=1)
+    table = points.assign(outcome=reasons).groupby(["generation", "kernel", "outcome"]).size()
+    return table.rename("points").reset_index()
+
+
+def summary_dict(
+    points: pd.DataFrame,
+    dispatch: pd.DataFrame,
+    same_program: pd.DataFrame,
+    *,
+    settings: dict[str, Any],
+    libtpu: str,
+    run_s: float,
+) -> dict[str, Any]:
+    T = int(points["T"].max())
+    return {
+        "label": "compiled for TPU on a CPU with libtpu, not executed",
+        "libtpu": libtpu,
+        "run_s": run_s,
+        "points": int(len(points)),
+        "compiled": int((points.status == OK).sum()),
+        "status_counts": status_counts(points).to_dict(orient="records"),
+        "seed_tables": {
+            g: seed_format_table(points, g).to_dict(orient="records") for g in settings["generations"]
+        },
+        "mechanism": mechanism(points, 4096 if 4096 in set(points["T"]) else T).to_dict(orient="records"),
+        "fix_verdict": fix_verdict(points, T).to_dict(orient="records"),
+        "clocks": clocks_table(list(settings["generations"])).to_dict(orient="records"),
+        "dispatch": dispatch.to_dict(orient="records"),
+        "dispatch_same_program": same_program.to_dict(orient="records"),
+        "settings": settings,
+    }
+
+
+def _md_records(records: list[dict[str, Any]]) -> str:
+    return markdown_table(pd.DataFrame(records)) if records else "(none)"
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    """summary.md: every table labelled as compiled on a CPU and not executed."""
+    parts = [
+        "# TPU compile study (jax#20909, equinox#192): compiled for TPU on a CPU, not executed",
+        "",
+        f"libtpu {summary['libtpu']}; {summary['compiled']} of {summary['points']} points compiled "
+        f"in {summary['run_s']:.0f} s. Static estimate: one bundle per cycle, no stalls, "
+        "at the reporter's B=512 (grid loop scaled from the compiled batch).",
+    ]
+    for generation, rows in summary["seed_tables"].items():
+        parts += ["", f"## Seed table: {label(generation)}", "", _md_records(rows)]
+    parts += ["", "## Mechanism (seed kernel; Mosaic TPU)", "", _md_records(summary["mechanism"])]
+    parts += [
+        "",
+        "## fori_loop vs Python loop at the largest T (static)",
+        "",
+        _md_records(summary["fix_verdict"]),
+    ]
+    parts += ["", "## Clocks", "", _md_records(summary["clocks"])]
+    parts += ["", "## equinox#192 step compiled for a v3-8", "", _md_records(summary["dispatch"])]
+    parts += ["", _md_records(summary["dispatch_same_program"])]
+    return "\n".join(parts) + "\n"
+
+
+def not_measured_summary(status: topology.LibtpuStatus) -> tuple[dict[str, Any], str]:
+    """What the study writes where libtpu is missing: the reason, and nothing else."""
+    summary = {"label": "not measured", "measured": False, "reason": status.reason}
+    return summary, f"# TPU compile study\n\n**{status.reason}**: nothing was compiled.\n"
