@@ -63,3 +63,36 @@ def test_jax_broadcast_prefix_and_trace_context_resolve():
     hash(before)
     with jax.enable_x64(not jax.config.jax_enable_x64):
         assert trace_context() != before  # the x64 state is part of it
+
+
+# --- Triton compile study -------------------------------------------------------
+
+
+def test_triton_lowering_hook_sees_the_module_and_is_restored():
+    import importlib
+
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from jaxperf import private_api
+    from jaxperf.triton.capture import capture
+
+    lowering = importlib.import_module(private_api.TRITON_LOWERING_MODULE)
+    original = getattr(lowering, private_api.TRITON_LOWERING_FUNCTION)
+    seen = []
+    with private_api.triton_lowering_hook(lambda result, seconds: seen.append((result, seconds))):
+        assert getattr(lowering, private_api.TRITON_LOWERING_FUNCTION) is not original
+
+        def kernel(x_ref, o_ref):
+            o_ref[...] = x_ref[...] + 1.0
+
+        fn = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))
+        # capture() installs the hook again inside; both see the one module
+        captured = capture(fn, [jax.ShapeDtypeStruct((8, 128), jnp.float32)])
+    assert getattr(lowering, private_api.TRITON_LOWERING_FUNCTION) is original
+    assert len(seen) == 1 and seen[0][1] >= 0
+    assert (
+        "tt.func" in seen[0][0].module.operation.get_asm(enable_debug_info=False)
+        and "tt.func" in captured.ttir
+    )

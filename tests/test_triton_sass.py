@@ -1,0 +1,184 @@
+"""Reading machine code and IR without a GPU or the triton extra: SASS parsing, the
+instruction mix, loops and their trip counts, the static dynamic-instruction count, and the
+MLIR / LLVM IR counters of the mechanism."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxperf.triton import estimate, mechanism
+from jaxperf.triton import sass as s
+
+
+def _sass(lines: list[str]) -> str:
+    body = "\n".join(
+        f"        /*{4 * 16 * i:04x}*/                   {text} ;   /* 0x0 */" for i, text in enumerate(lines)
+    )
+    return "\tcode for sm_90a\n\t\tFunction : kernel\n" + body + "\n"
+
+
+def _at(i: int) -> str:
+    return f"0x{4 * 16 * i:x}"
+
+
+# A loop of 32 trips (R10 from 0 by 4 to 128) holding an inner loop of 8 (R20 0 -> 8 by 1).
+NESTED = [
+    "LDC R1, c[0x0][0x28]",  # 0
+    "HFMA2.MMA R10, -RZ, RZ, 0, 0",  # 1
+    "SHFL.BFLY PT, R3, R2, 0x1, 0x1f",  # 2: the reduction, outside loops
+    "MOV R20, RZ",  # 3: outer head
+    "HADD2 R4, R4, R5.H0_H0",  # 4: inner head
+    "IADD3 R20, R20, 0x1, RZ",  # 5
+    "ISETP.NE.U32.AND P1, PT, R20, 0x8, PT",  # 6
+    f"@P1 BRA {_at(4)}",  # 7: inner back edge
+    "IADD3 R10, R10, 0x4, RZ",  # 8
+    "ISETP.NE.U32.AND P0, PT, R10, 0x80, PT",  # 9
+    f"@P0 BRA {_at(3)}",  # 10: outer back edge
+    "STG.E.128 desc[UR6][R8.64], R4",  # 11
+    "EXIT",  # 12
+    f"BRA {_at(13)}",  # 13: the trailing branch to itself, not a loop
+    "NOP",
+]
+
+
+def test_parse_drops_nops_and_reads_predicates():
+    code = s.parse(_sass(NESTED))
+    assert len(code) == 14
+    assert code[7].predicate == "P1" and code[7].opcode == "BRA" and code[7].base == "BRA"
+    assert s.category(code[2]) == "shuffle" and s.category(code[4]) == "fp arithmetic"
+    assert s.category(code[1]) == "move"  # HFMA2.MMA R, -RZ, RZ, 0, 0 loads a constant
+    assert s.category(s.Instruction(0, "", "HADD2.F32", "R1, -RZ, R2.H0_H0")) == "conversion"
+    assert s.category(s.Instruction(0, "", "USHF.L.U32", "UR4, UR4, 0x7, URZ")) == "integer/address"
+
+
+def test_nested_loops_and_their_trip_counts():
+    code = s.parse(_sass(NESTED))
+    inner, outer = sorted(s.loops(code), key=lambda lp: lp.branch)
+    assert (inner.trips, outer.trips) == (8, 32)
+    assert "R10 from 0 by 4 to 128" in outer.how
+    counts = estimate.dynamic_counts(_sass(NESTED))
+    assert counts.loops == 2 and counts.in_loops == 8 and counts.outside_loops == 6
+    # outside: 6; outer-only body (3, 8, 9, 10): 4 x 32; inner body (4..7): 4 x 32 x 8
+    assert counts.per_program == 6 + 4 * 32 + 4 * 32 * 8
+    assert counts.by_category["fp arithmetic"] == 32 * 8 and counts.by_category["shuffle"] == 1
+    row = estimate.columns(counts, num_warps=4, programs=10)
+    assert row["sass_dynamic_per_call"] == counts.per_program * 40 and row["sass_loop_trips"] == "8,32"
+
+
+def test_a_64_bit_counter_and_a_negative_start_are_read():
+    pair = [
+        "CS2R R84, SRZ",  # zeroes R84 and R85
+        "IADD3 R85, P0, R85, 0x2000, RZ",
+        "IADD3.X R84, RZ, R84, RZ, P0, !PT",
+        "ISETP.NE.U32.AND P0, PT, R85, 0x40000, PT",
+        "ISETP.NE.U32.AND.EX P0, PT, R84, RZ, PT, P0",
+        f"@P0 BRA {_at(1)}",
+        "EXIT",
+    ]
+    (loop,) = s.loops(s.parse(_sass(pair)))
+    assert loop.trips == 32
+    negative = [
+        "UMOV UR13, 0xffffc000",
+        "UIADD3 UR13, UP0, UR13, 0x1000, URZ",
+        "ISETP.NE.U32.AND P0, PT, RZ, UR13, PT",
+        f"@P0 BRA {_at(1)}",
+        "EXIT",
+    ]
+    (loop,) = s.loops(s.parse(_sass(negative)))
+    assert loop.trips == 4  # -16384 to 0 by 4096
+
+
+def test_an_unreadable_counter_leaves_the_estimate_unresolved():
+    code = [
+        "MOV R2, R7",
+        "IADD3 R2, R2, 0x1, RZ",
+        "ISETP.NE.U32.AND P0, PT, R2, R9, PT",
+        f"@P0 BRA {_at(1)}",
+        "EXIT",
+    ]
+    (loop,) = s.loops(s.parse(_sass(code)))
+    assert loop.trips is None and "not read" in loop.how
+    counts = estimate.dynamic_counts(_sass(code))
+    assert counts.per_program is None and not counts.resolved
+
+
+def test_sass_stats_counts_instructions_spills_and_backward_branches():
+    log = (
+        "ptxas info    : Used 40 registers\n   8 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads"
+    )
+    text = _sass(
+        ["LDC R1, c[0x0][0x28]", "STL [R1], R2", f"@P0 BRA {_at(1)}", "LDL R3, [R1]", "EXIT", f"BRA {_at(5)}"]
+    )
+    stats = s.sass_stats(text, log)
+    assert stats.instructions == 6 and stats.backward_branches == 1 and stats.loop_present
+    assert stats.local_memory_instructions == 2
+    assert (stats.registers, stats.spill_stores_bytes, stats.spill_loads_bytes) == (40, 8, 4)
+    assert not s.sass_stats(text.replace(f"BRA {_at(1)}", f"BRA {_at(4)}"), "").loop_present
+
+
+def test_ptx_instructions_counts_statements_not_directives():
+    ptx = ".version 9.4\n.target sm_90a\n.visible .entry k(\n\t.param .u64 p\n)\n{\n\t.reg .b32 %r<5>;\n"
+    ptx += "\tmov.u32 %r1, %tid.x;   // a comment;\n$L__BB0_1:\n\t@%p1 bra $L__BB0_1;\n\tret;\n}"
+    assert s.ptx_instructions(ptx) == 3
+
+
+TTGIR = """module {
+  tt.func public @k(%arg0: !tt.ptr<f16>) {
+    %0 = tt.load %p : tensor<128x64x!tt.ptr<f16>>
+    %1 = scf.for %i = %c0 to %c128 step %c1 iter_args(%acc = %z) -> (tensor<128x64xf16>)  : i32 {
+      %2 = "tt.reduce"(%0) <{axis = 1 : i32}> ({
+      ^bb0(%a: f32, %b: f32):
+        %3 = arith.addf %a, %b : f32
+        tt.reduce.return %3 : f32
+      }) : (tensor<128x64xf32>) -> tensor<128xf32>
+      %4 = arith.sitofp %i : i32 to f16
+      %5 = tt.splat %4 : f16 -> tensor<128x64xf16>
+      %6 = arith.addf %acc, %5 : tensor<128x64xf16>
+      scf.yield %6 : tensor<128x64xf16>
+    } loc(#loc3)
+    tt.store %p, %1 : tensor<128x64x!tt.ptr<f16>>
+    tt.return
+  }
+}"""
+
+
+def test_mlir_counts_ops_inside_and_outside_loops():
+    inside, outside, loops = mechanism.mlir_counts(TTGIR)
+    assert loops == 1
+    assert inside["reduce"] == 1 and outside["reduce"] == 0  # the combiner's addf is not counted apart
+    assert (
+        inside["tensor arithmetic"] == 1
+        and inside["scalar arithmetic"] == 1
+        and inside["splat/broadcast"] == 1
+    )
+    assert outside["load"] == 1 and outside["store"] == 1
+
+
+LLIR = """define ptx_kernel void @k(ptr addrspace(1) %0) {
+  %2 = call i32 @llvm.nvvm.shfl.sync.bfly.i32(i32 -1, i32 %1, i32 1, i32 31)
+  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0, i32 128)
+  br label %5
+
+5:                                                ; preds = %4, %5
+  %6 = phi <64 x half> [ zeroinitializer, %4 ], [ %8, %5 ]
+  %7 = fadd half %a, %b
+  %8 = fadd <64 x half> %6, %s
+  br i1 %c, label %9, label %5
+
+9:                                                ; preds = %5
+  ret void
+}
+"""
+
+
+def test_llir_counts_a_back_edge_as_a_loop_and_vector_ops_by_element():
+    inside, outside, loops = mechanism.llir_counts(LLIR)
+    assert loops == 1
+    assert inside["fp operations (elements)"] == 65 and inside["shuffle"] == 0
+    assert outside["shuffle"] == 1 and outside["barrier"] == 1
+
+
+@pytest.mark.parametrize("bad", [(8192,), (16384, 8192), (8192, 8192, 16384)])
+def test_mechanism_needs_two_increasing_sizes(bad):
+    with pytest.raises(ValueError, match="sizes="):
+        mechanism.evidence([], bad)

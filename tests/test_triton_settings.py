@@ -1,0 +1,77 @@
+"""Notebook 04's settings: typed, frozen, validated before any work, with a visible quick preset."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from jaxperf.loops import vocab
+from jaxperf.triton.settings import REPORTER_SIZES, TritonSettings
+
+
+def test_defaults_plan_the_reporters_kernel_first_and_every_form():
+    settings = TritonSettings()
+    plan = settings.plan()
+    assert plan[0].kernel == "seed" and [v.kernel for v in plan] == sorted(
+        [v.kernel for v in plan], key=vocab.KERNELS.index
+    )
+    seed = {(v.loop_form, v.unroll) for v in plan if v.kernel == "seed"}
+    assert (
+        ("python", 1) in seed and ("hoisted", 16) in seed and ("fori", 2) in seed
+    )  # fori u=2: recorded as not lowering
+    assert not any(v.loop_form == "hoisted" for v in plan if v.kernel != "seed")  # nothing to hoist there
+    assert settings.points() == sum(len(settings.sizes[v.kernel]) for v in plan)
+    assert settings.estimate_sizes == REPORTER_SIZES == (256, 2048, 8192, 16384, 32768, 65536)
+    assert [v.name for v in settings.estimate_plan()] == [
+        "python",
+        "fori u=1",
+        "hand_unrolled u=4",
+        "hoisted u=1",
+    ]
+    assert settings.shape.batch == 512 and settings.shape.seed_carry_dtype == "input"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.target = "sm_86"  # type: ignore[misc]
+
+
+def test_quick_preset_is_applied_and_recorded():
+    quick = TritonSettings.from_parameters({"quick": True, "sizes": {"seed": [256]}, "kernels": ["seed"]})
+    assert quick.sizes == {"seed": (256, 512)} and quick.repeats == 1 and quick.budget_s == 60.0
+    assert quick.as_dict()["repeats"] == 1  # provenance records what ran
+    presets = TritonSettings.presets()
+    assert set(presets.parameter) == set(TritonSettings.QUICK)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("target", "sm_70"),
+        ("kernels", "seed"),
+        ("kernels[...]", ["flash"]),
+        ("loop_forms[...]", ["while"]),
+        ("sizes", {"seed": [256]}),  # no entry for streaming and attention
+        ("sizes['seed'][...]", {"seed": [320], "streaming": [256], "attention": [256]}),
+        ("sizes['seed']", {"seed": [], "streaming": [256], "attention": [256]}),
+        ("unrolls['seed'][...]", {"seed": [0], "streaming": [1], "attention": [1]}),
+        ("repeats", 0),
+        ("repeats", 9),
+        ("max_compile_s", 0),
+        ("budget_s", True),
+        ("repeat_below_s", -1.0),
+        ("estimate_targets[...]", ["sm_75"]),
+        ("mechanism_sizes", [8192]),
+        ("seed_carry_dtype", "bfloat16"),
+        ("quick", "yes"),
+        ("backend", "cuda"),
+    ],
+)
+def test_a_bad_parameter_is_named(name, value):
+    field = name.split("[")[0]
+    with pytest.raises(ValueError, match=rf"{_escape(name)}="):
+        TritonSettings.from_parameters({field: value})
+
+
+def _escape(name: str) -> str:
+    import re
+
+    return re.escape(name)
