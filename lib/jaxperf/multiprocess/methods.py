@@ -10,7 +10,7 @@ holds rows ``p*B/N ... (p+1)*B/N``). Two families:
   (the proposed Equinox fix patched in), ``cached_filter_pmap``, ``packed_pmap``;
 - *global* (``jax.jit`` over a Mesh of every device in the job, arrays built
   with ``jax.make_array_from_process_local_data``): ``jit_named_sharding``,
-  ``jit_shard_map``.
+  ``packed_jit``, ``jit_shard_map``.
 
 Steps: ``noop`` and ``train`` (with its all-reduce) for every method; to split
 collective time from dispatch, ``train_local`` (the same step without the
@@ -47,6 +47,7 @@ METHODS: dict[str, str] = {
     "cached_filter_pmap": "jaxperf.cached_filter_pmap",
     "packed_pmap": "packed fast path, jax.pmap form",
     "jit_named_sharding": "jax.jit + NamedSharding (global Mesh)",
+    "packed_jit": "packed fast path, jax.jit + NamedSharding form",
     "jit_shard_map": "jax.jit(jax.shard_map) (global Mesh)",
 }
 MAPPED = ("pmap_params", "filter_pmap", "filter_pmap_fixed", "cached_filter_pmap", "packed_pmap")
@@ -153,19 +154,7 @@ def _build_mapped(
 
         state = _local_place(packed.PackedState.pack((model, opt_state)))
         fn = packed.packed_pmap(packed.state_step(fn_step), axis_name=AXIS)
-        carry = {"state": state}
-
-        def packed_call() -> Any:
-            # Donated: the new state replaces the old, so return only the loss (the old
-            # states a timing loop would hold are gone); one program makes both.
-            loss, carry["state"] = fn(carry["state"], x_r)
-            return loss
-
-        def packed_canonical(loss: Any) -> Canonical:
-            m, o = carry["state"].unpack()
-            return _leaves(loss, m, o, _first_local)
-
-        return Runner(method, step, packed_call, packed_canonical)
+        return _packed_runner(method, step, fn, state, x_r, _first_local)
     model_r, opt_r = _local_place(model), _local_place(opt_state)
     if method in ("filter_pmap", "filter_pmap_fixed", "cached_filter_pmap"):
         wrap = cached_filter_pmap if method == "cached_filter_pmap" else eqx.filter_pmap
@@ -180,6 +169,23 @@ def _build_mapped(
 
     fn = jax.pmap(on_params, axis_name=AXIS)
     return Runner(method, step, lambda: fn(params, x_r, opt_r), lambda out: _leaves(*out, _first_local))
+
+
+def _packed_runner(method: str, step: str, fn: Callable, state: Any, x: Any, pick: Callable) -> Runner:
+    """A packed step carries its state: the buffers are donated, so each call feeds the new
+    state to the next and returns only the loss (states a timing loop kept would be gone;
+    one program computes both)."""
+    carry = {"state": state}
+
+    def call() -> Any:
+        loss, carry["state"] = fn(carry["state"], x)
+        return loss
+
+    def canonical(loss: Any) -> Canonical:
+        m, o = carry["state"].unpack()
+        return _leaves(loss, m, o, pick)
+
+    return Runner(method, step, call, canonical)
 
 
 def _global(sharding: NamedSharding, tree: Any, local: Callable[[Any], Any] = lambda a: a) -> Any:
@@ -205,8 +211,14 @@ def _build_global(
 
         return run
 
+    global_step = noop_step if step == "noop" else make_train_step(None)
+    if method == "packed_jit":
+        from ..dispatch import packed
+
+        state = packed.PackedState.pack((eqx.combine(params_g, static), opt_g))
+        fn = packed.packed_jit(packed.state_step(global_step))
+        return _packed_runner(method, step, fn, state, x_g, _first_shard)
     if method == "jit_named_sharding":
-        global_step = noop_step if step == "noop" else make_train_step(None)
         fn = jax.jit(
             on_params(global_step),
             in_shardings=(replicated, batch_sharded, replicated),

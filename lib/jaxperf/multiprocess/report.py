@@ -19,8 +19,9 @@ HOW_THEY_AVOID_IT = (
     "`jaxperf.cached_filter_pmap` builds its inner `jax.pmap` with `out_axes` a single int "
     "(`eqx.if_array(k)` resolved once per input structure) and returns a flat list of array "
     "leaves, so no list ever reaches `out_axes`. The packed fast path's `packed_pmap` passes "
-    "`out_axes=0` and returns `(aux, PackedState)`, whose leaves are the packed buffers. "
-    "`jax.jit` with `NamedSharding` and `jit(shard_map)` have no `out_axes` at all."
+    "`out_axes=0` and returns `(aux, PackedState)`, whose leaves are the packed buffers; its "
+    "jit form (`packed_jit`), `jax.jit` with `NamedSharding` and `jit(shard_map)` have no "
+    "`out_axes` at all."
 )
 
 
@@ -195,9 +196,11 @@ def build(
 ## Collective vs dispatch (train step)
 
 Wall ms per call: the train step without its `pmean` (no collective), the `pmean` of the
-parameters alone, and the full step. On this 2-core box gloo runs the all-reduce on the
-host over TCP, so the collective dominates a multi-process step; dispatch is what the
-host CPU column above measures.
+parameters alone, and the full step. Here the all-reduce runs on the same two host cores
+as everything else (in one process: XLA:CPU's collectives across 8 device threads; across
+processes: gloo over TCP on 127.0.0.1), one all-reduce per array leaf, on a machine shared
+with other jobs; so it dominates every step here and says nothing about a pod's
+interconnect. Dispatch is what the host CPU column above measures.
 
 {markdown.table(split)}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import os
 import signal
 import threading
@@ -89,10 +90,14 @@ def place_from_env() -> Place:
 
 
 def initialize(place: Place | None = None, *, timeout_s: int = 60) -> Place:
-    """Join the job described by ``place`` (default: the environment); return it.
+    """Join the job described by ``place`` (default: the environment); return this
+    process's place as JAX sees it after joining.
 
-    On CPU, ``jax_num_cpu_devices`` is set first; it only takes effect before
-    JAX's backend starts, so call this before any JAX operation.
+    ``coordinator`` ``"host:port"``: join that coordinator (what ``launch.run`` sets);
+    ``"auto"``: ``jax.distributed.initialize()`` with no arguments, JAX detects the
+    cluster (TPU pod, Slurm, Open MPI, ...); ``""``: a single process, nothing to join.
+    On CPU, ``jax_num_cpu_devices`` is set first; it only takes effect before JAX's
+    backend starts, so call this before any JAX operation.
     """
     import jax
 
@@ -100,16 +105,21 @@ def initialize(place: Place | None = None, *, timeout_s: int = 60) -> Place:
     guard_parent()
     if jax.config.jax_platforms in (None, "", "cpu"):
         jax.config.update("jax_num_cpu_devices", place.local_devices)
-    if place.coordinator:
+    if place.coordinator == "auto":
+        jax.distributed.initialize()
+    elif place.coordinator:
         jax.distributed.initialize(
             coordinator_address=place.coordinator,
             num_processes=place.processes,
             process_id=place.process_id,
             initialization_timeout=timeout_s,
         )
-    elif place.processes > 1:  # a real cluster: let JAX find the coordinator (TPU pod, Slurm, ...)
-        jax.distributed.initialize()
-    return place
+    return dataclasses.replace(
+        place,
+        process_id=jax.process_index(),
+        processes=jax.process_count(),
+        local_devices=jax.local_device_count(),
+    )
 
 
 def write_result(place: Place, name: str, payload: dict[str, Any]) -> Path:

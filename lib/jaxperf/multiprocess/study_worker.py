@@ -45,7 +45,7 @@ def _error(err: BaseException) -> str:
 def check_and_time(spec: Any, step: str, config: dict[str, Any], place: runtime.Place) -> tuple[list, list]:
     """Build each method for ``step``, check its first call against the reference, time the ones that ran."""
     model, opt_state = spec.build()
-    x = spec.batch(place.processes * place.local_devices)
+    x = spec.batch(place.processes * place.local_devices)  # every device of the job
     leaves = count_leaves(model, x, opt_state)
     ref = methods.reference(step, spec) if step in methods.CHECKED_STEPS else None
     checks, runners = [], {}
