@@ -105,11 +105,12 @@ def schedule_columns(point: Point, schedules: list[bundles.Schedule], *, batch: 
     except ValueError as err:
         row["estimate_error"] = str(err)
         return row
-    clock = estimate.CLOCKS[point.generation]
+    generation = topology.resolve(point.generation)[0]  # "v5e:1x1" runs at v5e's clock
+    clock = estimate.CLOCKS[generation]
     row["clock_mhz"] = clock.mhz
     row["clock_published"] = clock.published
     if row["cycles_seed_batch"] is not None:
-        row["us_seed_batch"] = estimate.microseconds(row["cycles_seed_batch"], point.generation)
+        row["us_seed_batch"] = estimate.microseconds(row["cycles_seed_batch"], generation)
     return row
 
 

@@ -43,8 +43,14 @@ class LibtpuStatus:
         return f"libtpu {self.version}" if self.available else self.reason
 
 
+# Set to 1 to run the study as on a machine without the tpu extra (the not-installed path).
+HIDE_ENV = "JAXPERF_HIDE_LIBTPU"
+
+
 def status() -> LibtpuStatus:
     """libtpu's presence (the ``tpu`` extra), without starting it."""
+    if os.environ.get(HIDE_ENV) == "1":
+        return LibtpuStatus(False, None, NOT_INSTALLED + f" ({HIDE_ENV}=1)")
     if importlib.util.find_spec("libtpu") is None:
         return LibtpuStatus(False, None, NOT_INSTALLED + " (pip install -e '.[tpu]')")
     try:
