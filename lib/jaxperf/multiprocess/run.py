@@ -28,6 +28,7 @@ class StudyRun:
     timings: pd.DataFrame  # timing.compare rows + processes, process_id
     repro: pd.DataFrame  # processes, process_id, case, ok, error_type, error, traceback
     launches: pd.DataFrame  # processes, local_devices, seconds, folder
+    phases: pd.DataFrame  # processes, process_id, model, step, seconds (check + time one step)
     versions: dict[str, str] = field(default_factory=dict)
 
 
@@ -48,7 +49,7 @@ def launch_study(settings: MultiprocessSettings, processes: int, folder: Path) -
 
 def run_study(settings: MultiprocessSettings, results_dir: Path, progress: Any = None) -> StudyRun:
     """Launch every count in ``settings.process_counts``, in ascending order, and gather."""
-    checks, timings, repro, launches = [], [], [], []
+    checks, timings, repro, launches, phases = [], [], [], [], []
     versions: dict[str, str] = {}
     for n in settings.process_counts:
         folder = Path(results_dir) / "launches" / f"processes_{n}"
@@ -58,6 +59,7 @@ def run_study(settings: MultiprocessSettings, results_dir: Path, progress: Any =
             checks += [{**tag, **c} for c in p["checks"]]
             timings += p["timings"]
             repro += [{**tag, "case": case, **r} for case, r in p["repro"].items()]
+            phases += [{**tag, **phase} for phase in p["phases"]]
             versions = p["versions"]
         launches.append(
             {
@@ -79,5 +81,6 @@ def run_study(settings: MultiprocessSettings, results_dir: Path, progress: Any =
         timings=pd.DataFrame(timings),
         repro=repro_df.fillna(""),
         launches=pd.DataFrame(launches),
+        phases=pd.DataFrame(phases),
         versions=versions,
     )

@@ -24,9 +24,9 @@ class MultiprocessSettings(StudySettings):
     mlp_depth: int = 8
     methods: tuple[str, ...] = tuple(METHODS)
     steps: tuple[str, ...] = STEPS
-    warmup: int = 2
+    warmup: int = 1
     repeats: int = 5
-    calls_per_repeat: int = 6
+    calls_per_repeat: int = 3
     launch_timeout_s: int = 240
     pod_hosts: int = 64
 
@@ -35,7 +35,7 @@ class MultiprocessSettings(StudySettings):
         "mlp_depth": 2,
         "warmup": 1,
         "repeats": 2,
-        "calls_per_repeat": 3,
+        "calls_per_repeat": 2,
     }
 
     def validate(self) -> None:

@@ -101,11 +101,13 @@ def run(config: dict[str, Any]) -> None:
     import jax
 
     repro = {name: bug.attempt(case) for name, case in bug.repro_cases().items()}
-    checks, rows = [], []
+    checks, rows, phases = [], [], []
     for model in config["models"]:
         spec = ModelSpec(kind=model["kind"], size=model["size"])
         for step in config["steps"]:
+            phase_start = time.perf_counter()
             c, r = check_and_time(spec, step, config, place)
+            phases.append({"model": spec.name, "step": step, "seconds": time.perf_counter() - phase_start})
             checks += c
             rows += r
     for row in rows:
@@ -122,6 +124,7 @@ def run(config: dict[str, Any]) -> None:
             "repro": repro,
             "checks": checks,
             "timings": rows,
+            "phases": phases,
             "seconds": time.perf_counter() - started,
         },
     )
