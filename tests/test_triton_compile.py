@@ -112,6 +112,14 @@ def test_sweep_records_what_does_not_lower_and_what_is_over_budget():
     assert med.loc[("python", 512), "status"] == sweep.STATUS_OVER_BUDGET  # the growth rule: Python loop only
     ok = df[df.status == sweep.STATUS_OK]
     assert (ok.sass_instructions > 0).all() and ok.sass_dynamic_per_call.notna().all()
+    reused = sweep.sweep_targets(plan, {"seed": [256, 512]}, ["sm_90"], reuse=df, budget_s=1e-6, shape=shape)
+    assert set(zip(reused.variant, reused["T"], reused.status)) >= {
+        ("fori u=1", 512, "ok"),
+        ("python", 256, "ok"),
+    }
+    assert len(reused[reused.status == "ok"]) == len(
+        med[med.status == "ok"]
+    )  # one row per point, none recompiled
     spent = sweep.sweep(plan, {"seed": [256, 512]}, budget_s=1e-6, shape=shape)
     assert (spent[spent["T"] == 512].status == sweep.STATUS_OVER_BUDGET).all()  # the whole-sweep budget
     assert "budget_s=" in spent[spent["T"] == 512].error.iloc[0]

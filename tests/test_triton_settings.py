@@ -36,7 +36,7 @@ def test_defaults_plan_the_reporters_kernel_first_and_every_form():
 
 def test_quick_preset_is_applied_and_recorded():
     quick = TritonSettings.from_parameters({"quick": True, "sizes": {"seed": [256]}, "kernels": ["seed"]})
-    assert quick.sizes == {"seed": (256, 512)} and quick.repeats == 1 and quick.budget_s == 60.0
+    assert quick.sizes == {"seed": (256, 512)} and quick.repeats == 1 and quick.budget_s == 40.0
     assert quick.as_dict()["repeats"] == 1  # provenance records what ran
     presets = TritonSettings.presets()
     assert set(presets.parameter) == set(TritonSettings.QUICK)

@@ -60,17 +60,17 @@ def dynamic_counts(sass_text: str) -> DynamicCounts:
         in_loops += bool(around)
         trips = [lp.trips for lp in around]
         kind = _sass.category(ins)
-        if None in trips or by_category[kind] is None:
-            by_category[kind] = None
-        else:
-            by_category[kind] += math.prod(trips)
-    unknown = any(v is None for v in by_category.values())
+        so_far = by_category[kind]
+        known = [t for t in trips if t is not None]
+        by_category[kind] = None if so_far is None or len(known) < len(trips) else so_far + math.prod(known)
+    counted = [v for v in by_category.values() if v is not None]
+    unknown = len(counted) < len(by_category)
     return DynamicCounts(
         outside_loops=len(code) - in_loops,
         in_loops=in_loops,
         loops=len(found),
         loop_trips=tuple(lp.trips for lp in found),
-        per_program=None if unknown else sum(by_category.values()),
+        per_program=None if unknown else sum(counted),
         how="; ".join(lp.how for lp in found) or "no loop in SASS",
         by_category=by_category,
     )

@@ -201,6 +201,7 @@ def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     """Left: dynamic SASS instructions per kernel call vs T per form and target (static estimate).
     Right: the predicted fori/Python ratio per target beside the reporter's measured ratio."""
     import matplotlib.pyplot as plt
+    import seaborn as sns
 
     table = estimate.table(rows)
     ratios = estimate.ratios(rows)
@@ -209,7 +210,7 @@ def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     styles = dict(zip(sorted(table.target.unique()), ("-", "--", ":")))
     order = vocab.frame_variant_order(table)
-    colors = dict(zip(order, plt.get_cmap("tab10").colors))
+    colors = dict(zip(order, sns.color_palette("tab10", n_colors=max(len(order), 1))))
     for (target, variant), part in table.groupby(["target", "variant"], sort=False):
         part = part.sort_values("T")
         left.plot(
@@ -228,10 +229,11 @@ def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
         ylabel="SASS instructions issued per kernel call\n(warp instructions, static estimate)",
     )
     left.legend(fontsize=6, ncol=2)
-    for target, part in ratios.groupby("target"):
+    fori = "fori u=1 / python"
+    for target, part in ratios.groupby("target") if fori in ratios else ():
         right.plot(
             part["T"],
-            part["fori u=1 / python"],
+            part[fori],
             styles[target],
             marker="o",
             color="tab:blue",

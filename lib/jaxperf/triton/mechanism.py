@@ -54,9 +54,10 @@ _LL_BRANCH = re.compile(r"label %([\w.]+)")
 _LL_FP = re.compile(r"=\s*(?:fast\s+)?(fadd|fsub|fmul|fdiv|fneg)\b[^<]*(?:<(\d+) x)?|@llvm\.fma")
 
 
-def mlir_counts(text: str) -> tuple[Counter, Counter, int]:
+def mlir_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
     """Ops by kind inside and outside ``scf.for``/``scf.while`` bodies, and the number of loops."""
-    inside, outside = Counter(), Counter()
+    inside: Counter[str] = Counter()
+    outside: Counter[str] = Counter()
     stack: list[str] = []
     loops = 0
     for raw in text.splitlines():
@@ -85,7 +86,7 @@ def mlir_counts(text: str) -> tuple[Counter, Counter, int]:
     return inside, outside, loops
 
 
-def llir_counts(text: str) -> tuple[Counter, Counter, int]:
+def llir_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
     """LLVM IR of the kernel: operations by kind inside and outside loops (back edges)."""
     blocks: list[tuple[str, list[str]]] = [("entry", [])]
     for line in text.split("\ndefine", 1)[-1].split("\n}\n", 1)[0].splitlines()[1:]:
@@ -105,7 +106,8 @@ def llir_counts(text: str) -> tuple[Counter, Counter, int]:
                 loops += 1
                 for j in range(index[target], i + 1):
                     in_loop[j] = True
-    inside, outside = Counter(), Counter()
+    inside: Counter[str] = Counter()
+    outside: Counter[str] = Counter()
     for i, (_, lines) in enumerate(blocks):
         counts = inside if in_loop[i] else outside
         for line in lines:
@@ -125,17 +127,20 @@ def llir_counts(text: str) -> tuple[Counter, Counter, int]:
     return inside, outside, loops
 
 
-def sass_counts(text: str) -> tuple[Counter, Counter, int]:
+def sass_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
     """SASS instructions by category inside and outside loops (static counts)."""
     code = _sass.parse(text)
     found = _sass.loops(code)
-    inside, outside = Counter(), Counter()
+    inside: Counter[str] = Counter()
+    outside: Counter[str] = Counter()
     for ins in code:
         (inside if any(lp.contains(ins.address) for lp in found) else outside)[_sass.category(ins)] += 1
     return inside, outside, len(found)
 
 
-def _levels(ttir_jax: str, texts: dict[str, str], sass_text: str) -> dict[str, tuple[Counter, Counter, int]]:
+def _levels(
+    ttir_jax: str, texts: dict[str, str], sass_text: str
+) -> dict[str, tuple[Counter[str], Counter[str], int]]:
     return {
         "ttir (JAX)": mlir_counts(ttir_jax),
         "ttir": mlir_counts(texts["ttir"]),
@@ -190,15 +195,9 @@ def evidence(
             dynamic[T] = estimate.dynamic_counts(result.sass)
         extra = (sizes[1] - sizes[0]) // shape.block_rows
         first, second = dynamic[sizes[0]], dynamic[sizes[1]]
-        per_cat = {
-            k: (
-                None
-                if second.by_category[k] is None or first.by_category[k] is None
-                else (second.by_category[k] - first.by_category[k]) / extra
-            )
-            for k in _sass.CATEGORIES
-        }
-        total = None if None in per_cat.values() else sum(per_cat.values())
+        per_cat = {k: _per_step(first.by_category[k], second.by_category[k], extra) for k in _sass.CATEGORIES}
+        known = [v for v in per_cat.values() if v is not None]
+        total = sum(known) if len(known) == len(per_cat) else None
         steps.append(
             {
                 "kernel": v.kernel,
@@ -210,6 +209,10 @@ def evidence(
             }
         )
     return pd.DataFrame(rows), pd.DataFrame(steps)
+
+
+def _per_step(first: int | None, second: int | None, extra_steps: int) -> float | None:
+    return None if first is None or second is None else (second - first) / extra_steps
 
 
 def reduction_table(counts: pd.DataFrame) -> pd.DataFrame:

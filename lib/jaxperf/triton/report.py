@@ -43,7 +43,7 @@ def seed_format_table(
     where = f"({target}, CPU)"
     rows = []
     for T in sorted(med[med.kernel == kernel]["T"].unique()):
-        row = {"T": int(T)}
+        row: dict[str, Any] = {"T": int(T)}
         for title, variant in (
             ("Python loop", "python"),
             ("fori_loop", "fori u=1"),

@@ -128,13 +128,13 @@ class SassStats:
 
 def disassemble(cubin: bytes) -> str:
     """``cuobjdump -sass`` of a cubin, with the cuobjdump shipped in the triton wheel."""
-    st = require()
+    cuobjdump = require().cuobjdump
+    if cuobjdump is None:  # require() guarantees it; say so rather than pass None to subprocess
+        raise RuntimeError("triton's cuobjdump was not found")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
         handle.write(cubin)
         handle.flush()
-        proc = subprocess.run(
-            [st.cuobjdump, "-sass", handle.name], capture_output=True, text=True, timeout=300
-        )
+        proc = subprocess.run([cuobjdump, "-sass", handle.name], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise RuntimeError(f"cuobjdump -sass failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return proc.stdout
@@ -244,12 +244,15 @@ def _trips(code: list[Instruction], head: int, branch: Instruction) -> tuple[int
             and register in parts[1:]
         ):
             other = [p for p in parts[1:] if p not in (register, "RZ", "URZ")]
-            if len(other) == 1 and _imm(other[0]) is not None:
-                steps.append(_imm(other[0]))
+            step = _imm(other[0]) if len(other) == 1 else None
+            if step is not None:
+                steps.append(step)
     start = _initial_value(code, register, head)
-    if start is not None and start > bound >= 0 and start >= 2**31:  # a negative 32-bit start counting up
+    if bound is None or start is None:
+        return None, f"counter {register} not read (start {start}, bound {bound})"
+    if start > bound >= 0 and start >= 2**31:  # a negative 32-bit start counting up
         start -= 2**32
-    if len(steps) != 1 or start is None or steps[0] <= 0 or (bound - start) % steps[0]:
+    if len(steps) != 1 or steps[0] <= 0 or (bound - start) % steps[0]:
         return None, f"counter {register} not read (start {start}, steps {steps}, bound {bound})"
     return (bound - start) // steps[0], f"{register} from {start} by {steps[0]} to {bound}"
 

@@ -46,7 +46,8 @@ class TritonSettings(StudySettings):
     ``sizes``/``unrolls`` are per kernel. The sweep compiles for ``target``;
     the static estimate for every ``estimate_targets`` (sm_86 is the reporter's
     A6000 generation) at ``estimate_sizes``, with ``hand_unrolled`` at
-    ``estimate_unroll``; the mechanism at the two ``mechanism_sizes``.
+    ``estimate_unroll`` (reusing the sweep's compiles for ``target``; the rest within
+    ``estimate_budget_s``); the mechanism at the two ``mechanism_sizes``.
     ``seed_carry_dtype="input"`` keeps the reporter's fp16 carry (nothing runs,
     so its overflow at large T does not matter).
     """
@@ -67,7 +68,8 @@ class TritonSettings(StudySettings):
     repeats: int = 3
     repeat_below_s: float = 0.5
     max_compile_s: float = 30.0
-    budget_s: float = 200.0
+    budget_s: float = 180.0
+    estimate_budget_s: float = 90.0
     estimate_targets: tuple[str, ...] = ("sm_86", "sm_90")
     estimate_sizes: tuple[int, ...] = REPORTER_SIZES
     estimate_unroll: int = 4
@@ -79,7 +81,8 @@ class TritonSettings(StudySettings):
         "sizes": {"seed": (256, 512), "streaming": (256,), "attention": (256,)},
         "unrolls": {"seed": (1, 2), "streaming": (1,), "attention": (1,)},
         "repeats": 1,
-        "budget_s": 60.0,
+        "budget_s": 40.0,
+        "estimate_budget_s": 30.0,
         "estimate_sizes": (256, 2048, 8192),
     }
 
@@ -100,7 +103,7 @@ class TritonSettings(StudySettings):
         check_int("repeats", self.repeats, minimum=1)
         if self.repeats > 5:
             raise bad_value("repeats", self.repeats, "an integer from 1 to 5 (each compile costs seconds)")
-        for name in ("repeat_below_s", "max_compile_s", "budget_s"):
+        for name in ("repeat_below_s", "max_compile_s", "budget_s", "estimate_budget_s"):
             _seconds(name, getattr(self, name))
         check_sizes("estimate_sizes", self.estimate_sizes)
         check_int("estimate_unroll", self.estimate_unroll, minimum=1)

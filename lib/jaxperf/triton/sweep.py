@@ -11,7 +11,7 @@ a budget is recorded "over budget" with the reason. Nothing is dropped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +103,9 @@ def build_variant(
 ) -> tuple[Any, tuple]:
     """The jitted ``pallas_call`` of ``v`` at ``T`` for the Triton lowering, and its input specs."""
     if build is None:
-        from ..loops.kernels import build
+        from ..loops.kernels import build as build_kernel
+
+        build = build_kernel
     carry = shape.seed_carry_dtype if v.kernel == "seed" else "float32"
     return build(
         v.kernel,
@@ -176,6 +178,7 @@ def sweep(
     shape: Shape = Shape(),
     build: Callable[..., Any] | None = None,
     progress: Any = None,
+    skip: Collection[tuple[str, int]] = (),
 ) -> pd.DataFrame:
     """Compile every variant at every T of its kernel; one tidy row per (variant, T, repeat).
 
@@ -185,7 +188,8 @@ def sweep(
     visit the variants in an order rotated from repeat to repeat, so drift hits
     them alike. A Python loop whose next compile is predicted (x (T ratio)^1.5)
     over ``max_compile_s``, and every point once the sweep has run ``budget_s``,
-    is recorded "over budget" with the reason. ``progress`` (a tqdm bar)
+    is recorded "over budget" with the reason. (variant name, T) pairs in ``skip`` are left
+    out (neither compiled nor recorded). ``progress`` (a tqdm bar)
     advances once per (variant, T). Raises TritonUnavailableError without the
     triton extra, ValueError for a bad argument.
     """
@@ -195,10 +199,10 @@ def sweep(
     _check_seconds("max_compile_s", max_compile_s)
     _check_seconds("budget_s", budget_s)
     kernels = list(dict.fromkeys(v.kernel for v in variants))
-    per_kernel = {k: check_sizes(f"sizes[{k!r}]", sizes[k]) if k in sizes else None for k in kernels}
-    missing = [k for k, s in per_kernel.items() if s is None]
+    missing = [k for k in kernels if k not in sizes]
     if missing:
         raise bad_value("sizes", dict(sizes), f"a list of T for each kernel swept ({kernels})")
+    per_kernel = {k: check_sizes(f"sizes[{k!r}]", sizes[k]) for k in kernels}
     require()
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -225,7 +229,7 @@ def sweep(
     for kernel in kernels:
         for T in per_kernel[kernel]:
             active = []
-            for v in (v for v in variants if v.kernel == kernel):
+            for v in (v for v in variants if v.kernel == kernel and (v.name, T) not in skip):
                 reason = skip_reason(v, T)
                 if reason:
                     rows.append({**base(v, T), "status": STATUS_OVER_BUDGET, "error": reason})
@@ -245,7 +249,7 @@ def sweep(
             for v, secs in times.items():
                 if secs:
                     last[v] = (T, float(np.median(secs)))
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(rows, columns=None if rows else list(KEY_COLUMNS))
     return df[list(KEY_COLUMNS) + [c for c in df.columns if c not in KEY_COLUMNS]]
 
 
@@ -274,10 +278,37 @@ def _one(
 
 
 def sweep_targets(
-    variants: Sequence[Variant], sizes: Mapping[str, Sequence[int]], targets: Sequence[str], **options: Any
+    variants: Sequence[Variant],
+    sizes: Mapping[str, Sequence[int]],
+    targets: Sequence[str],
+    *,
+    reuse: pd.DataFrame | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
-    """:func:`sweep` once per target (``options`` as for :func:`sweep`), rows concatenated."""
-    return pd.concat([sweep(variants, sizes, target=t, **options) for t in targets], ignore_index=True)
+    """:func:`sweep` once per target (``options`` as for :func:`sweep`), rows concatenated.
+
+    Points that ``reuse`` (an earlier sweep's rows) already compiled for a target are taken
+    from it (their first compile), not compiled again. ``budget_s`` is for all targets together.
+    """
+    frames = []
+    budget_s = _check_seconds("budget_s", options.pop("budget_s", float("inf")))
+    started = time.perf_counter()
+    for target in targets:
+        done: set[tuple[str, int]] = set()
+        if reuse is not None and not reuse.empty:
+            names = {v.name for v in variants}
+            kernels = {v.kernel for v in variants}
+            old = reuse[(reuse.target == target) & (reuse.status == STATUS_OK) & reuse.variant.isin(names)]
+            old = old[
+                old.kernel.isin(kernels) & old.apply(lambda r: r["T"] in sizes.get(r.kernel, ()), axis=1)
+            ]
+            old = old.sort_values("repeat").drop_duplicates(["kernel", "variant", "T"])
+            frames.append(old)
+            done = set(zip(old.variant, old["T"]))
+        left = max(budget_s - (time.perf_counter() - started), 1e-9)
+        frames.append(sweep(variants, sizes, target=target, skip=done, budget_s=left, **options))
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(KEY_COLUMNS))
 
 
 def count_points(variants: Sequence[Variant], sizes: Mapping[str, Sequence[int]]) -> int:
