@@ -1,0 +1,174 @@
+"""Parts a and b of the device run: the jax#20909 loop study on the GPU, through
+:mod:`jaxperf.loops` (its sweep and the reporter's own harness), point by point
+inside the part's budget, the records rewritten after every point.
+
+Part a (:func:`loop_sweep`): every loop form of ``loop_forms`` x ``unrolls`` on
+one kernel, one T at a time (lower, compile, check against float64, time
+interleaved: :func:`jaxperf.loops.sweep.measure_group`). Part b
+(:func:`harness`): the reporter's ``heavyweight`` scan, his compile = first
+call - second call and ms per kernel call = second call / N; with his table
+beside it in his format.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+
+from ..loops import vocab
+from .env import Budget, failure, not_measured_rows, predict, save_figure
+from .settings import GpuSettings
+
+
+def sweep_config(s: GpuSettings, kernel: str) -> Any:
+    """The loop study's :class:`~jaxperf.loops.sweep.SweepConfig` for ``kernel`` at this run's sizes."""
+    from ..loops import sweep
+
+    return sweep.SweepConfig(
+        mode=s.mode,
+        Ts=s.seed_Ts if kernel == "seed" else s.attention_Ts,
+        kernels=(kernel,),
+        loop_forms=s.loop_forms,
+        unrolls=s.unrolls,
+        D=s.D,
+        batch=s.batch,
+        dtype=s.dtype,
+        repeats=s.repeats,
+        compile_repeats=s.compile_repeats,
+        python_max_steps={"attention": s.attention_python_max_steps},
+    )
+
+
+def loop_sweep(study: Any, s: GpuSettings, kernel: str, budget: Budget) -> dict[str, Any]:
+    """Part a for ``kernel``: writes ``<kernel>_variants``, ``_timings``, ``_headline``,
+    ``_not_measured`` and ``bandwidth`` records and two figures; returns a summary dict."""
+    from ..loops import analysis, figures, roofline
+
+    cfg = sweep_config(s, kernel)
+    bandwidth = roofline.measure_bandwidth(s.bandwidth_megabytes)
+    study.records(pd.DataFrame([bandwidth]), f"{kernel}_bandwidth")
+    metas: list[pd.DataFrame] = []
+    times: list[pd.DataFrame] = []
+    missing = [cfg.skipped()]
+    last = None
+    for T in cfg.Ts:
+        keys = [
+            dict(mode=s.mode, kernel=kernel, T=T, variant=vocab.variant_name(*v))
+            for v in cfg.variants(kernel, T)
+        ]
+        predicted = predict(last, T)
+        if not budget.fits(predicted):
+            missing.append(not_measured_rows(keys, budget.reason(predicted)))
+            continue
+        start = time.perf_counter()
+        try:
+            from ..loops import sweep
+
+            meta, timing = sweep.measure_group(cfg, kernel, T)
+        except Exception as err:  # noqa: BLE001 -- one point's failure is a result, the part goes on
+            missing.append(not_measured_rows(keys, failure(err)))
+            continue
+        finally:
+            last = (T, time.perf_counter() - start)
+        metas.append(meta)
+        times.append(timing)
+        study.records(pd.concat(metas, ignore_index=True), f"{kernel}_variants")
+        study.records(pd.concat(times, ignore_index=True), f"{kernel}_timings")
+        print(f"[{study.name}] {kernel} T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
+    skipped = pd.concat(missing, ignore_index=True)
+    study.records(skipped, f"{kernel}_not_measured")
+    if not metas:
+        return {"kernel": kernel, "measured_Ts": [], "not_measured": len(skipped)}
+    variants, timings = pd.concat(metas, ignore_index=True), pd.concat(times, ignore_index=True)
+    head = analysis.headline(variants, timings)
+    head = roofline.attach(head, bandwidth["gb_per_s"], D=s.D, batch_of={s.mode: s.batch}, dtype=s.dtype)
+    study.records(head, f"{kernel}_headline")
+    fig, data = figures.plot_ms_vs_T(timings, s.mode)
+    save_figure(study, fig, f"{kernel}_ms_vs_T", data)
+    fig, data = figures.plot_compile_vs_T(variants, s.mode)
+    save_figure(study, fig, f"{kernel}_compile_vs_T", data)
+    table = analysis.seed_table(head, s.mode, kernel) if kernel == "seed" else None
+    return {
+        "kernel": kernel,
+        "mode": s.mode,
+        "measured_Ts": sorted({int(t) for t in timings["T"]}),
+        "not_measured": len(skipped),
+        "bandwidth_gb_per_s": bandwidth["gb_per_s"],
+        "seed_table": None if table is None else table.to_dict(orient="records"),
+    }
+
+
+def seed_format(rows: pd.DataFrame) -> pd.DataFrame:
+    """Harness rows in the reporter's format: per T, compile ms / ms per kernel call for the
+    Python loop and fori_loop, beside his own numbers (RTX A6000). "This run" is the device
+    the records' provenance names (a CPU in the dry run)."""
+    reporter = {r[0]: r for r in vocab.SEED_ROWS}
+    out = []
+    for T, g in rows.groupby("T", sort=True):
+        row: dict[str, Any] = {"T": int(T)}
+        for label, variant in (("Python loop", "python"), ("fori_loop", "fori u=1")):
+            hit = g[g.variant == variant]
+            cell = vocab.seed_cell(*hit[["compile_ms", "ms_per_call"]].iloc[0]) if len(hit) else "n/a"
+            row[f"{label} compile / exec (this run)"] = cell
+        mine = g.set_index("variant")["ms_per_call"]
+        if {"python", "fori u=1"} <= set(mine.index):
+            row["fori/Python (this run)"] = round(float(mine["fori u=1"] / mine["python"]), 3)
+        if int(T) in reporter:
+            r = reporter[int(T)]
+            row["Python loop (reporter, A6000)"] = vocab.seed_cell(r[1], r[2])
+            row["fori_loop (reporter, A6000)"] = vocab.seed_cell(r[3], r[4])
+            row["fori/Python (reporter)"] = round(r[4] / r[2], 3)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def harness(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
+    """Part b: the reporter's harness at ``harness_Ts``; writes ``harness``, ``harness_headline``,
+    ``seed_table`` and ``harness_not_measured`` records; returns a summary dict."""
+    from ..loops import harness as reporter_harness
+
+    frames: list[pd.DataFrame] = []
+    missing: list[pd.DataFrame] = []
+    last = None
+    for T in s.harness_Ts:
+        keys = [dict(mode=s.mode, kernel="seed", T=T, variant=v) for v in s.harness_variants]
+        predicted = predict(last, T)
+        if not budget.fits(predicted):
+            missing.append(not_measured_rows(keys, budget.reason(predicted)))
+            continue
+        start = time.perf_counter()
+        try:
+            rows = reporter_harness.measure(
+                s.harness_variants,
+                T=T,
+                batch=s.batch,
+                D=s.D,
+                dtype=s.dtype,
+                n=s.harness_N,
+                mode=s.mode,
+                repeats=s.harness_repeats,
+            )
+        except Exception as err:  # noqa: BLE001 -- recorded, the part goes on
+            missing.append(not_measured_rows(keys, failure(err)))
+            continue
+        finally:
+            last = (T, time.perf_counter() - start)
+        frames.append(rows)
+        study.records(pd.concat(frames, ignore_index=True), "harness")
+        print(f"[{study.name}] harness T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
+    skipped = pd.concat(missing, ignore_index=True) if missing else pd.DataFrame(columns=["T", "status"])
+    study.records(skipped, "harness_not_measured")
+    if not frames:
+        return {"measured_Ts": [], "not_measured": len(skipped)}
+    rows = pd.concat(frames, ignore_index=True)
+    study.records(reporter_harness.headline(rows), "harness_headline")
+    table = seed_format(rows)
+    study.records(table, "seed_table")
+    return {
+        "mode": f"{s.mode} in the reporter's harness",
+        "measured_Ts": sorted({int(t) for t in rows["T"]}),
+        "not_measured": len(skipped),
+        "seed_table": table.to_dict(orient="records"),
+    }

@@ -1,0 +1,182 @@
+"""The device run's report: what each part measured, joined, in ``results/<backend>/run/``.
+
+Runs after the parts, on the CPU (it reads records, starts no device):
+
+- ``compile_compare``: per (form, T) of the reporter's kernel, the real GPU
+  compile (part a: lower + compile of the jitted ``pallas_call``), the
+  reporter's-harness compile (part b: first call - second call), notebook
+  04's compile on the device machine's CPU (part c) and on the project's own
+  CPU (the committed ``results/cpu/triton_compile``, if present);
+- ``estimate_vs_measured``: part c's static SASS estimate (dynamic
+  instructions per call) beside part a's measured ms per call, and the
+  predicted vs measured ratio to the Python loop;
+- ``summary.json``/``summary.md``: every part's status and time, the
+  seed-format GPU column beside the reporter's, the two tables, the versions
+  that ran and where they differ from the pins.
+
+A dry run (CPU, interpreter) writes the same files under ``results/cpu/run/``,
+saying it measured no GPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import markdown, paths, records
+from .settings import PARTS
+
+KEYS = ["variant", "T"]
+
+
+def _read(path: Path) -> tuple[pd.DataFrame | None, dict[str, Any]]:
+    try:
+        df, meta = records.read_records(path)
+    except (records.RecordsError, OSError):
+        return None, {}
+    return df, meta.get("provenance", {})
+
+
+def _part_status(run_dir: Path) -> list[dict[str, Any]]:
+    """Each part's outcome: its own JSON when it finished, else the shell's exit code."""
+    shell: dict[str, dict[str, str]] = {}
+    tsv = run_dir / "parts.tsv"
+    if tsv.exists():
+        for line in tsv.read_text().splitlines():
+            part, rc, seconds, *_ = (line.split("\t") + ["", "", ""])[:3]
+            shell[part] = {"rc": rc, "seconds": seconds}
+    out = []
+    for part in PARTS:
+        path = run_dir / f"{part}.json"
+        info = json.loads(path.read_text()) if path.exists() else {}
+        rc = shell.get(part, {}).get("rc", "")
+        status = info.get("status") or ("killed at its time limit" if rc in ("124", "137") else "did not run")
+        out.append(
+            dict(
+                part=part,
+                status=status,
+                exit_code=rc,
+                wall_s=shell.get(part, {}).get("seconds", ""),
+                budget_s=info.get("budget_s"),
+            )
+        )
+    return out
+
+
+def compile_table(results: Path, project_cpu: Path) -> pd.DataFrame:
+    """Per (variant, T) of the seed kernel this run measured: its compile (lower + compile of
+    the jitted ``pallas_call``), the harness' compile (first - second call), the Triton compile
+    on this run's host CPU, and the committed one on the project's CPU where it has the point."""
+    variants, _ = _read(results / "loops" / "seed_variants")
+    harness, _ = _read(results / "loops" / "harness")
+    host, _ = _read(results / "triton_compile" / "compile_records")
+    committed, committed_prov = _read(project_cpu / "triton_compile" / "compile_points")
+    frames = []
+    if variants is not None and "compile_ms" in variants:
+        timed = variants[variants["status"] == "timed"]
+        total = timed["lower_ms"] + timed["compile_ms"]
+        frames.append(timed.assign(run_lower_plus_compile_ms=total)[[*KEYS, "run_lower_plus_compile_ms"]])
+    if harness is not None:
+        frames.append(harness[[*KEYS, "compile_ms"]].rename(columns={"compile_ms": "run_harness_compile_ms"}))
+    if host is not None and "compile_ms" in host:
+        ok = host[host["status"] == "ok"].groupby(KEYS, as_index=False)["compile_ms"].median()
+        frames.append(ok.rename(columns={"compile_ms": "run_host_cpu_triton_compile_ms"}))
+    if not frames:
+        return pd.DataFrame(columns=KEYS)
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.merge(frame, on=KEYS, how="outer")
+    if committed is not None and "compile_ms" in committed:
+        part = committed[(committed["kernel"] == "seed") & (committed["status"] == "ok")]
+        carry = committed_prov.get("parameters", {}).get("seed_carry_dtype", "input")
+        name = f"project_cpu_triton_compile_ms ({carry} carry)"
+        out = out.merge(part[[*KEYS, "compile_ms"]].rename(columns={"compile_ms": name}), on=KEYS, how="left")
+    return out.sort_values(["variant", "T"]).reset_index(drop=True)
+
+
+def estimate_table(results: Path) -> pd.DataFrame:
+    """Part c's static estimate beside part a's measured ms per call, and both ratios to the Python loop."""
+    head, _ = _read(results / "loops" / "seed_headline")
+    est, _ = _read(results / "triton_compile" / "estimate")
+    if head is None or est is None or "sass_dynamic_per_call" not in est:
+        return pd.DataFrame(columns=[*KEYS, "ms_per_call", "sass_dynamic_per_call"])
+    out = est[[*KEYS, "target", "sass_dynamic_per_call"]].merge(head[[*KEYS, "ms_per_call"]], on=KEYS)
+    out["dynamic_instructions_per_ns"] = out["sass_dynamic_per_call"] / (out["ms_per_call"] * 1e6)
+    python = out[out.variant == "python"].set_index("T")
+    out["predicted_vs_python"] = out["sass_dynamic_per_call"] / out["T"].map(python["sass_dynamic_per_call"])
+    out["measured_vs_python"] = out["ms_per_call"] / out["T"].map(python["ms_per_call"])
+    return out.sort_values(["T", "variant"]).reset_index(drop=True)
+
+
+def _provenance(results: Path, run_dir: Path) -> dict[str, Any]:
+    """The provenance of the first record a part wrote (backend, device, versions)."""
+    for part in PARTS:
+        path = run_dir / f"{part}.json"
+        if path.exists():
+            prov = json.loads(path.read_text()).get("provenance")
+            if prov:
+                return {**prov, "derived_by": "jaxperf.gpu.report (joins the parts' records)"}
+    return {"backend": "unknown", "derived_by": "jaxperf.gpu.report: no part finished"}
+
+
+def _md_section(title: str, df: pd.DataFrame | None, empty: str) -> list[str]:
+    body = markdown.table(df) if df is not None and len(df) else f"_{empty}_"
+    return [f"## {title}", "", body, ""]
+
+
+def write(output_root: Path, backend: str, *, dry: bool) -> Path:
+    """Write the run's joined tables and summary under ``<output_root>/results/<backend>/run/``."""
+    results = Path(output_root) / "results" / backend
+    run_dir = results / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    prov = _provenance(results, run_dir)
+    parts = _part_status(run_dir)
+    compiles = compile_table(results, paths.PROJECT_ROOT / "results" / "cpu")
+    estimates = estimate_table(results)
+    records.write_records(compiles, run_dir / "compile_compare", prov)
+    records.write_records(estimates, run_dir / "estimate_vs_measured", prov)
+    seed_table, _ = _read(results / "loops" / "seed_table")
+    device = f"{prov.get('device_count', '?')} x {prov.get('device_kind', '?')} ({prov.get('backend', '?')})"
+    claim = (
+        "**Dry run on a CPU (Pallas interpret mode, tiny sizes): it proves the script, it measured no GPU.**"
+        if dry
+        else f"Measured on {device}."
+    )
+    versions = prov.get("versions_vs_pins", {})
+    lines = [
+        f"# jax#20909 and equinox#192: the device run ({device})",
+        "",
+        claim,
+        "",
+        markdown.table(pd.DataFrame(parts)),
+        "",
+        *_md_section("The reporter's table, this device beside his A6000", seed_table, "not measured"),
+        *_md_section("Compile: on the device beside the Triton compile on a CPU", compiles, "not measured"),
+        *_md_section("Static SASS estimate beside the measured time", estimates, "not measured"),
+        "## Versions that ran, against the pins",
+        "",
+        *[f"- {line}" for line in versions.get("differ_from_pins", [])],
+        "",
+    ]
+    summary = {
+        "dry_run": dry,
+        "backend": backend,
+        "device": device,
+        "parts": parts,
+        "seed_table": [] if seed_table is None else seed_table.to_dict(orient="records"),
+        "compile_compare": compiles.to_dict(orient="records"),
+        "estimate_vs_measured": estimates.to_dict(orient="records"),
+        "provenance": prov,
+    }
+    text = "\n".join(lines) + "\n" + _environment(prov)
+    records.write_summary(run_dir, summary, text)
+    return run_dir
+
+
+def _environment(prov: dict[str, Any]) -> str:
+    from .. import provenance
+
+    return provenance.environment_block(prov) + "\n" if prov.get("packages") else ""

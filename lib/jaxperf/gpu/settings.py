@@ -1,0 +1,139 @@
+"""What one device call runs: the parts, their sizes, and each part's time budget.
+
+The lent GPU machine gives one call of at most 8 minutes (issue 15), so each
+part has its own budget (``budgets``, seconds): inside it, a part stops
+starting new points once the next one is predicted to overrun, writes what it
+has and records the rest as "not measured"; ``tools/device/run_gpu.sh`` kills a
+part that still overruns its budget by more than a grace period, and the next
+part starts anyway. The ``QUICK`` preset is the dry run: every part at tiny
+sizes on a CPU (Pallas in interpret mode), which proves the script, never a GPU number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ..errors import bad_value, check_choice, check_int, check_ints
+from ..loops import vocab
+from ..settings import StudySettings
+
+# Run order: the reporter's own harness first (the seed-format GPU column), then his kernel
+# in the loop sweep, the compile (joined with it), dispatch, and attention last.
+PARTS = ("harness", "loops_seed", "compile", "dispatch", "loops_attention")
+REPORTER_TS = tuple(row[0] for row in vocab.SEED_ROWS)
+DISPATCH_METHODS = (
+    "filter_pmap",
+    "pmap_params",
+    "cached_filter_pmap",
+    "packed_pmap",
+    "packed_jit",
+    "jit_single_device",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuSettings(StudySettings):
+    """The device run's parameters (the full run on a GPU; ``quick`` = the CPU dry run).
+
+    Loop sweep (part a): ``seed_Ts``/``attention_Ts`` at ``batch`` x T x ``D`` in
+    ``dtype``, forms ``loop_forms`` at ``unrolls``, ``repeats`` timed batches,
+    ``compile_repeats`` fresh compiles; attention's Python loop only up to
+    ``attention_python_max_steps`` steps. Harness (part b): the reporter's
+    ``heavyweight`` over ``harness_N`` batches at ``harness_Ts``. Compile (part c):
+    the Triton compile on the host CPU and its static SASS estimate for
+    ``compile_target`` at ``compile_Ts`` (the forms the estimate compares).
+    Dispatch (part d): ``dispatch_methods`` on MLPs of ``mlp_depths`` (and
+    ``transformer_layers``), both steps, with and without donation.
+    """
+
+    backend: str = "gpu"
+    host_devices: int = 1
+    batch: int = vocab.SEED_SIZES["batch"]
+    D: int = vocab.SEED_SIZES["D"]
+    dtype: str = vocab.SEED_SIZES["dtype"]
+    loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "hoisted")
+    unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)
+    seed_Ts: tuple[int, ...] = REPORTER_TS
+    attention_Ts: tuple[int, ...] = (256, 2048, 8192, 16384)
+    attention_python_max_steps: int = 256
+    repeats: int = 5
+    compile_repeats: int = 2
+    bandwidth_megabytes: int = 2048
+    harness_Ts: tuple[int, ...] = REPORTER_TS
+    harness_N: int = vocab.SEED_N
+    harness_repeats: int = 3
+    harness_variants: tuple[str, ...] = ("python", "fori u=1", "hoisted u=1", "hand_unrolled u=8")
+    compile_target: str = "sm_90"
+    compile_Ts: tuple[int, ...] = REPORTER_TS
+    estimate_unroll: int = 4
+    mlp_depths: tuple[int, ...] = (1, 4, 16, 64)
+    transformer_layers: tuple[int, ...] = (2,)
+    dispatch_methods: tuple[str, ...] = DISPATCH_METHODS
+    dispatch_repeats: int = 5
+    calls_per_repeat: int = 8
+    budgets: Mapping[str, int] = dataclasses.field(
+        default_factory=lambda: {
+            "harness": 80,
+            "loops_seed": 130,
+            "compile": 55,
+            "dispatch": 50,
+            "loops_attention": 60,
+        }
+    )
+
+    # The dry run: every part and code path once, at tiny sizes, on a CPU.
+    QUICK: ClassVar[Mapping[str, Any]] = {
+        "backend": "cpu",
+        "batch": 2,
+        "unrolls": (1, 2),
+        "seed_Ts": (256,),
+        "attention_Ts": (256,),
+        "repeats": 2,
+        "compile_repeats": 1,
+        "bandwidth_megabytes": 8,
+        "harness_Ts": (256,),
+        "harness_N": 2,
+        "harness_repeats": 1,
+        "harness_variants": ("python", "fori u=1"),
+        "compile_Ts": (256,),
+        "estimate_unroll": 2,
+        "mlp_depths": (1,),
+        "transformer_layers": (),
+        "dispatch_methods": ("filter_pmap", "pmap_params", "cached_filter_pmap", "packed_pmap"),
+        "dispatch_repeats": 2,
+        "calls_per_repeat": 2,
+        "budgets": {part: 60 for part in PARTS},
+    }
+
+    def validate(self) -> None:
+        for name in ("batch", "D", "repeats", "compile_repeats", "bandwidth_megabytes", "harness_N"):
+            check_int(name, getattr(self, name), minimum=1)
+        for name in ("harness_repeats", "dispatch_repeats", "calls_per_repeat", "estimate_unroll"):
+            check_int(name, getattr(self, name), minimum=1)
+        check_int("attention_python_max_steps", self.attention_python_max_steps, minimum=1)
+        for name in ("unrolls", "seed_Ts", "attention_Ts", "harness_Ts", "compile_Ts", "mlp_depths"):
+            check_ints(name, getattr(self, name))
+        if self.transformer_layers:
+            check_ints("transformer_layers", self.transformer_layers)
+        for form in self.loop_forms:
+            check_choice("loop_forms[...]", form, vocab.LOOP_FORMS)
+        for variant in self.harness_variants:
+            vocab.parse_variant(variant)
+        for method in self.dispatch_methods:
+            check_choice("dispatch_methods[...]", method, DISPATCH_METHODS)
+        if "pmap_params" not in self.dispatch_methods:
+            raise bad_value("dispatch_methods", self.dispatch_methods, "a list that includes 'pmap_params'")
+        if not isinstance(self.budgets, Mapping) or set(self.budgets) != set(PARTS):
+            raise bad_value("budgets", self.budgets, f"a dict of seconds for exactly the parts {PARTS}")
+        for part, seconds in self.budgets.items():
+            check_int(f"budgets[{part!r}]", seconds, minimum=5)
+
+    @property
+    def mode(self) -> str:
+        """The loop study's mode: the compiled kernel on a GPU, the interpreter in the dry run."""
+        return "pallas" if self.backend == "gpu" else "pallas_interpret"
+
+    def total_budget_s(self) -> int:
+        return int(sum(self.budgets.values()))
