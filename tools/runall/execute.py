@@ -10,6 +10,7 @@ other process is signalled.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -96,10 +97,19 @@ def stop_tree(proc: subprocess.Popen, grace_s: float = 3.0) -> None:
     proc.wait()
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when run_all.sh dies, even by SIGKILL (Linux prctl);
+    the kernel then exits by itself when it sees its parent change."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def run_papermill(cmd: list[str], env: dict[str, str]) -> int:
     """Run papermill to completion and return its exit status; on SIGINT/SIGTERM
     stop it and everything it started, then re-raise ``Interrupted``."""
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, env=env, start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+    )
     try:
         return proc.wait()
     except Interrupted:
