@@ -63,8 +63,7 @@ def test_every_form_runs_the_same_steps(loop_form, unroll):
 def test_hand_unrolled_emits_one_loop_with_k_bodies():
     jaxpr = jax.make_jaxpr(lambda c: loops.hand_unrolled_fori(0, 10, lambda j, x: x * 2.0 + j, c, 4))(1.0)
     scans = [e for e in jaxpr.eqns if e.primitive.name == "scan"]
-    # 10 // 4 outer steps, then the 2 remaining steps in a one-trip loop (so the body sees a traced index)
-    assert [s.params["length"] for s in scans] == [2, 1]
+    assert [s.params["length"] for s in scans] == [2]  # 10 // 4 outer steps, the remainder inline
     inner_muls = [e for e in scans[0].params["jaxpr"].eqns if e.primitive.name == "mul"]
     assert len(inner_muls) >= 4
 

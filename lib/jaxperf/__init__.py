@@ -24,6 +24,7 @@ _PUBLIC = {
     "PackedState": "jaxperf.dispatch.packed",
     "packed_pmap": "jaxperf.dispatch.packed",
     "packed_jit": "jaxperf.dispatch.packed",
+    "hand_unrolled_fori": "jaxperf.loops.forms",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -84,11 +84,13 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
 
     An outer ``fori_loop(unroll=1)`` runs ``trip // unroll`` times, calling
     ``body`` ``unroll`` times per iteration; the ``trip % unroll`` remaining
-    steps follow in a one-trip loop (static bounds) or a second
-    ``fori_loop`` (traced bounds). The body always receives a traced index of
-    the dtype ``fori_loop`` would give it (a weakly typed int32 for static
-    bounds; :func:`index_dtype` for traced ones), so code that works in
-    ``fori_loop`` works here. Zero or negative trip counts run no step.
+    steps follow inline (static bounds: with ``unroll >= trip`` no loop
+    remains) or in a second ``fori_loop`` (traced bounds). The
+    body always receives a JAX integer index of the dtype ``fori_loop`` gives
+    it (a weakly typed int32 for static bounds, :func:`index_dtype` for traced
+    ones), never a Python int, so a body written for ``fori_loop`` runs
+    unchanged (the inline steps' index is a constant: a body may branch on it
+    there, where ``fori_loop``'s would raise). Zero or negative trip counts run no step.
     Static bounds differentiate in reverse mode (a scan), traced bounds do not
     (a while loop: the same error as ``fori_loop``). ``unroll=1`` is
     ``lax.fori_loop`` itself. Raises ValueError for ``unroll`` not an int >= 1.
@@ -98,19 +100,19 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
     check_unroll(unroll)
     if unroll == 1:
         return lax.fori_loop(lower, upper, body, init)
+    import jax.numpy as jnp
+
     bounds = static_bounds(lower, upper)
     if bounds is not None:
         index_dtype(lower, upper)  # fori_loop's TypeError for mismatched bound types
         start, stop = bounds
-        outer, rest = divmod(max(stop - start, 0), unroll)
+        outer = max(stop - start, 0) // unroll
         carry = init
         if outer:
             carry = lax.fori_loop(0, outer, _copies(body, start, unroll, unroll), carry)
-        if rest:
-            carry = lax.fori_loop(0, 1, _copies(body, start + outer * unroll, unroll, rest), carry)
+        for j in range(start + outer * unroll, stop):
+            carry = body(jnp.asarray(j), carry)  # a weakly typed int32, as fori_loop's index
         return carry
-    import jax.numpy as jnp
-
     dtype = index_dtype(lower, upper)
     lower = lax.convert_element_type(lower, dtype)
     upper = lax.convert_element_type(upper, dtype)

@@ -26,15 +26,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import check_choice
-from .loops import kernels as pallas_kernels
-from .loops import vocab
-from .triton_compile import TARGETS, TRITON_CUSTOM_CALL, _cuda_export, _hook_triton_lowering, _raise_frame
+from .. import private_api
+from ..errors import check_choice
+from ..triton.capture import TRITON_CUSTOM_CALL, cuda_export, raise_site
+from ..triton.toolchain import TARGETS
+from . import kernels, vocab
+from .settings import LoopSettings
 
 COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
 ABSTRACT_GPU = TARGETS["sm_90"][1]  # an H100: the device kind the GPU compilers see
 _LOOP_OP = re.compile(r"\bscf\.(for|while)\b")
 _LATE_UNROLL = re.compile(r"tpu\.late_unroll")
+
+
+_NO_IR = dict(ir_lines=0, loop_ops=0, late_unroll=0, export_lines=0)
 
 
 @dataclass
@@ -57,36 +62,18 @@ class Lowered:
 
 @contextlib.contextmanager
 def _capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
-    """Collect the kernel module's text while Pallas lowers it (restored after)."""
+    """Collect the kernel module's text while Pallas lowers it (hooks restored after)."""
     captured: list[str] = []
     if compiler == "triton":
-        with _hook_triton_lowering(lambda result, _seconds: captured.append(str(result.module.operation))):
-            yield captured
-        return
-    if compiler == "mosaic_tpu":
-        from jax._src.pallas.mosaic import pallas_call_registration as mod
-
-        name = "_lower_to_custom_call"
-        original = getattr(mod, name)
-
-        def hook(*args, **kwargs):
-            captured.append(str(kwargs["mosaic_module"].operation))
-            return original(*args, **kwargs)
+        hook = private_api.triton_lowering_hook(
+            lambda result, _s: captured.append(str(result.module.operation))
+        )
     else:
-        from jax._src.pallas.mosaic_gpu import pallas_call_registration as mod
-
-        name = "_emit_mosaic_gpu_custom_call"
-        original = getattr(mod, name)
-
-        def hook(ctx, args, lowering_result, *rest, **kwargs):
-            captured.append(str(lowering_result.module.operation))
-            return original(ctx, args, lowering_result, *rest, **kwargs)
-
-    setattr(mod, name, hook)
-    try:
+        hook = private_api.mosaic_lowering_hook(
+            compiler, lambda module: captured.append(str(module.operation))
+        )
+    with hook:
         yield captured
-    finally:
-        setattr(mod, name, original)
 
 
 def export_variant(fn, args: tuple, compiler: str):
@@ -96,16 +83,16 @@ def export_variant(fn, args: tuple, compiler: str):
     check_choice("compiler", compiler, COMPILERS)
     if compiler == "mosaic_tpu":
         return export.export(fn, platforms=["tpu"])(*args)
-    with _cuda_export(ABSTRACT_GPU, (TRITON_CUSTOM_CALL, "mosaic_gpu", "mosaic_gpu_v2")) as cuda_export:
-        return cuda_export(fn)(*args)
+    with cuda_export(ABSTRACT_GPU, (TRITON_CUSTOM_CALL, "mosaic_gpu", "mosaic_gpu_v2")) as export_for_cuda:
+        return export_for_cuda(fn)(*args)
 
 
-def _error_text(err: BaseException) -> str:
+def error_text(err: BaseException) -> str:
     text = str(err).strip()
     if text:
         return text.splitlines()[0][:400]
     # A bare exception (Triton's unroll, Mosaic GPU's missing rule): name where it was raised.
-    frame = _raise_frame(err)
+    frame = raise_site(err)
     path = frame.filename.split("site-packages/")[-1]
     return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
 
@@ -124,12 +111,12 @@ def lower_one(
     D: int = 64,
     batch: int = 4,
     dtype: Any = "float16",
-    block_rows: int = pallas_kernels.SEED_BLOCK_ROWS,
-    out_rows: int = pallas_kernels.SEED_OUT_ROWS,
+    block_rows: int = kernels.SEED_BLOCK_ROWS,
+    out_rows: int = kernels.SEED_OUT_ROWS,
 ) -> Lowered:
     """Lower one variant for ``compiler``; never raises for a lowering failure."""
     check_choice("compiler", compiler, COMPILERS)
-    fn, args = pallas_kernels.build(
+    fn, args = kernels.build(
         kernel,
         loop_form,
         unroll,
@@ -143,39 +130,24 @@ def lower_one(
         lowering=compiler,
     )
     start = time.perf_counter()
+    case = dict(kernel=kernel, loop_form=loop_form, unroll=unroll, compiler=compiler, T=T)
     with _capture_kernel_ir(compiler) as captured, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             exported = export_variant(fn, args, compiler)
         except Exception as err:  # noqa: BLE001 - the error text is the result
-            return Lowered(
-                kernel,
-                loop_form,
-                unroll,
-                compiler,
-                T,
-                False,
-                type(err).__name__,
-                _error_text(err),
-                time.perf_counter() - start,
-                0,
-                0,
-                0,
-                0,
-                _first_warning(caught),
+            failed = dict(
+                error_type=type(err).__name__, error=error_text(err), lower_s=time.perf_counter() - start
             )
+            return Lowered(**case, lowers=False, **failed, **_NO_IR, warning=_first_warning(caught))
     elapsed = time.perf_counter() - start
     ir = captured[-1] if captured else ""
     return Lowered(
-        kernel,
-        loop_form,
-        unroll,
-        compiler,
-        T,
-        True,
-        "",
-        "",
-        elapsed,
+        **case,
+        lowers=True,
+        error_type="",
+        error="",
+        lower_s=elapsed,
         ir_lines=len(ir.splitlines()),
         loop_ops=len(_LOOP_OP.findall(ir)),
         late_unroll=len(_LATE_UNROLL.findall(ir)),
@@ -253,3 +225,50 @@ def warning_lines(df: pd.DataFrame) -> str:
     """Markdown bullets: each distinct warning a compiler raised while lowering."""
     warned = df[df["warning"] != ""].drop_duplicates(["compiler", "warning"])
     return "\n".join(f"- {w.compiler} warns: `{w.warning}`" for w in warned.itertuples())
+
+
+def lowering_matrix(settings: LoopSettings, *, progress: Any = None) -> pd.DataFrame:
+    """The lowering matrix at the notebook's sizes (fp16 on GPU, bf16 on TPU), batch 4."""
+    return matrix(
+        settings.kernels,
+        settings.loop_forms,
+        settings.unrolls,
+        COMPILERS,
+        settings.lowering_Ts,
+        progress=progress,
+        D=settings.D,
+        batch=4,
+        dtype="float16",
+        block_rows=settings.block_rows,
+        out_rows=settings.out_rows,
+    )
+
+
+def lowering_count(settings: LoopSettings) -> int:
+    """Cases :func:`lowering_matrix` lowers (for a progress bar)."""
+    per_T = sum(len(variants(settings.loop_forms, settings.unrolls, k)) for k in settings.kernels)
+    return per_T * len(settings.lowering_Ts) * len(COMPILERS)
+
+
+def lowering_answer(df: pd.DataFrame) -> list[str]:
+    """Bullets from the lowering matrix: where unroll > 1 fails, and whether the
+    portable forms lower wherever fori_loop(unroll=1) does."""
+    lines = []
+    keys = ["kernel", "compiler", "T"]
+    for compiler, g in df.groupby("compiler", sort=False):
+        base = g[(g.loop_form == "fori") & (g.unroll == 1) & g.lowers][keys]
+        # only failures caused by the unroll: where unroll=1 lowered for the same kernel and T
+        failing = g[(g.unroll > 1) & ~g.lowers & g.loop_form.isin(["fori", "pl_loop"])].merge(base, on=keys)
+        portable = g[g.loop_form.isin(vocab.PORTABLE_FORMS)].merge(base, on=keys)
+        if len(failing):
+            errors = ", ".join(sorted(set(failing.error_type)))
+            unrolls = ", ".join(map(str, sorted(set(failing.unroll))))
+            lines.append(
+                f"- {compiler}: `fori_loop`/`pl.loop` fail with unroll in {{{unrolls}}} ({errors}) "
+                f"in {len(failing)} of the cases where unroll=1 lowers; the hand-unrolled and hoisted "
+                f"loops lower in {int(portable.lowers.sum())} of the {len(portable)} cases "
+                "where `fori_loop(unroll=1)` does."
+            )
+        else:
+            lines.append(f"- {compiler}: every unroll of `fori_loop`/`pl.loop` lowers where unroll=1 does.")
+    return lines

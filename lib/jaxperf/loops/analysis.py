@@ -1,0 +1,193 @@
+"""From the sweep's tidy rows to the answers: medians and ratios, the reporter's table,
+the recommendation, the ``seed_reproduction`` rows and issue 11's goals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import timing
+from .vocab import PORTABLE_FORMS, UNROLLED_FORMS, seed_cell
+
+WITHIN = 1.05  # "within 5% of the Python loop"
+COMPILE_BUDGET = 1.5  # "compile time within 1.5x of fori_loop(unroll=1)"
+REPRODUCED_RATIO = 2.0  # "fori/Python at least 2 at the largest T"
+ROOFLINE_WITHIN = 1.5  # "best fix within 1.5x of the roofline at the largest T"
+GROUP = ["mode", "kernel", "T"]
+KEYS = [*GROUP, "loop_form", "unroll", "variant"]
+
+
+def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
+    """One row per (mode, kernel, T, loop form, unroll): medians and IQRs, ratios to python and fori u=1."""
+    stats = timing.summarize(timings, "ms_per_call", KEYS).rename(
+        columns={"median": "ms_per_call", "q25": "ms_q25", "q75": "ms_q75", "n": "repeats"}
+    )
+    out = stats.merge(variants[KEYS + ["lower_ms", "compile_ms", "error_vs_tolerance"]], on=KEYS)
+    if "python" in set(timings["variant"]):
+        ratios = timing.pair_ratios(timings, "python", "ms_per_call", by=GROUP)
+        med = ratios.groupby(GROUP + ["variant"])["ratio"].median().rename("ms_vs_python").reset_index()
+        out = out.merge(med, on=GROUP + ["variant"], how="left")
+        py = out[out.variant == "python"].set_index(GROUP)["compile_ms"].rename("python_compile_ms")
+        out = out.join(py, on=GROUP)
+    if "fori u=1" in set(timings["variant"]):
+        f1 = out[out.variant == "fori u=1"].set_index(GROUP)["compile_ms"].rename("fori1_compile_ms")
+        out = out.join(f1, on=GROUP)
+        out["compile_vs_fori1"] = out["compile_ms"] / out["fori1_compile_ms"]
+    return out
+
+
+def seed_table(head: pd.DataFrame, mode: str, kernel: str = "seed") -> pd.DataFrame:
+    """The reporter's table: per T, compile ms / ms per kernel call, Python loop vs fori_loop."""
+    part = head[(head["mode"] == mode) & (head["kernel"] == kernel)]
+    rows = []
+    for T, g in part.groupby("T", sort=True):
+        row: dict[str, Any] = {"T": int(T)}
+        for label, variant in (("Python loop", "python"), ("fori_loop", "fori u=1")):
+            hit = g[g.variant == variant]
+            row[f"{label} compile / exec"] = (
+                seed_cell(*hit[["compile_ms", "ms_per_call"]].iloc[0]) if len(hit) else "n/a"
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def recommend(
+    head: pd.DataFrame, loop_forms: Sequence[str] = UNROLLED_FORMS, within: float = WITHIN
+) -> pd.DataFrame:
+    """Per (mode, kernel, T, loop form): the smallest unroll within ``within`` of that form's best,
+    and whether it meets issue 11's fix goal (execution within 5% of the Python loop,
+    compile within 1.5x of fori_loop(unroll=1)); None where that was not measured."""
+    rows = []
+    for (mode, kernel, T, form), g in head[head.loop_form.isin(loop_forms)].groupby([*GROUP, "loop_form"]):
+        best = g.ms_per_call.min()
+        pick = g[g.ms_per_call <= within * best].sort_values("unroll").iloc[0]
+        vs_python, vs_fori1 = pick.get("ms_vs_python", np.nan), pick.get("compile_vs_fori1", np.nan)
+        exec_ok = None if pd.isna(vs_python) else bool(vs_python <= within)
+        compile_ok = None if pd.isna(vs_fori1) else bool(vs_fori1 <= COMPILE_BUDGET)
+        rows.append(
+            dict(
+                mode=mode,
+                kernel=kernel,
+                T=int(T),
+                loop_form=form,
+                unroll=int(pick.unroll),
+                ms_per_call=pick.ms_per_call,
+                best_unroll=int(g.loc[g.ms_per_call.idxmin(), "unroll"]),
+                best_ms_per_call=best,
+                compile_ms=pick.compile_ms,
+                ms_vs_python=vs_python,
+                exec_within_5pct_of_python=exec_ok,
+                compile_vs_fori1=vs_fori1,
+                **{"compile_within_1.5x_of_fori1": compile_ok},
+                goal_met=None if exec_ok is None or compile_ok is None else exec_ok and compile_ok,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def _pick_fix(g: pd.DataFrame) -> pd.Series | None:
+    """The portable variant to report as the fix at one T: the fastest within the compile
+    budget (the fastest of all portable variants if none is)."""
+    portable = g[g.loop_form.isin(PORTABLE_FORMS)]
+    if portable.empty:
+        return None
+    ok = portable[portable.get("compile_vs_fori1", pd.Series(np.nan, index=portable.index)) <= COMPILE_BUDGET]
+    pool = ok if len(ok) else portable
+    return pool.loc[pool.ms_per_call.idxmin()]
+
+
+def seed_reproduction(head: pd.DataFrame, kernel: str = "seed") -> list[dict[str, Any]]:
+    """summary.json's ``seed_reproduction``: per (mode, T) with both a Python loop and
+    fori_loop(unroll=1), the reporter's columns, their ratio, and the portable fix."""
+    rows = []
+    for (mode, T), g in head[head.kernel == kernel].groupby(["mode", "T"], sort=False):
+        at = g.set_index("variant")
+        if "python" not in at.index or "fori u=1" not in at.index:
+            continue
+        py, f1, fix = at.loc["python"], at.loc["fori u=1"], _pick_fix(g)
+        rows.append(
+            dict(
+                mode=mode,
+                T=int(T),
+                python_ms=float(py.ms_per_call),
+                fori_ms=float(f1.ms_per_call),
+                ratio=float(f1.ms_per_call / py.ms_per_call),
+                python_compile_ms=float(py.compile_ms),
+                fori_compile_ms=float(f1.compile_ms),
+                fix_form=None if fix is None else str(fix.loop_form),
+                fix_unroll=None if fix is None else int(fix.unroll),
+                fix_ms=None if fix is None else float(fix.ms_per_call),
+                fix_compile_ms=None if fix is None else float(fix.compile_ms),
+            )
+        )
+    return sorted(rows, key=lambda r: (r["mode"], r["T"]))
+
+
+def _grows(values: Sequence[float], slack: float = 0.9) -> bool:
+    """Rises from first to last, never falling below ``slack`` x the previous value (timing noise)."""
+    return (
+        len(values) >= 2
+        and values[-1] > values[0]
+        and all(b >= slack * a for a, b in zip(values, values[1:]))
+    )
+
+
+def goals(
+    head: pd.DataFrame,
+    *,
+    roofline_ms: float | None = None,
+    mode: str = "xla",
+    kernel: str = "seed",
+    quick: bool,
+) -> dict[str, Any]:
+    """Issue 11's goals on (``mode``, ``kernel``), with the numbers that decide each.
+
+    ``met`` is True/False, None where not measured, and never judged in a smoke
+    run (``quick``): then ``judged`` is False and every ``met`` is None.
+    """
+    rows = [r for r in seed_reproduction(head, kernel) if r["mode"] == mode]
+    part = head[(head["mode"] == mode) & (head.kernel == kernel)]
+    out: dict[str, Any] = {"judged": not quick, "mode": mode, "kernel": kernel}
+    ratios = [r["ratio"] for r in rows]
+    py_c, f1_c = [r["python_compile_ms"] for r in rows], [r["fori_compile_ms"] for r in rows]
+    reproduced = (
+        None
+        if len(rows) < 2
+        else _grows(ratios)
+        and ratios[-1] >= REPRODUCED_RATIO
+        and py_c[-1] > 2 * py_c[0]
+        and f1_c[-1] <= 1.5 * f1_c[0]
+    )
+    out["reproduction"] = dict(
+        met=reproduced, Ts=[r["T"] for r in rows], ratios=ratios, python_compile_ms=py_c, fori_compile_ms=f1_c
+    )
+    per_T = {}
+    for T, g in part.groupby("T"):
+        ok = g[
+            g.loop_form.isin(PORTABLE_FORMS)
+            & (g.get("ms_vs_python", np.nan) <= WITHIN)
+            & (g.get("compile_vs_fori1", np.nan) <= COMPILE_BUDGET)
+        ]
+        per_T[int(T)] = (
+            [str(v) for v in ok.sort_values("ms_per_call").variant] if "ms_vs_python" in g else None
+        )
+    fix_met = None if not per_T or any(v is None for v in per_T.values()) else all(per_T.values())
+    out["fix"] = dict(met=fix_met, variants_meeting_it_per_T=per_T)
+    best = None
+    if len(part) and roofline_ms:
+        largest = part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)]
+        best = float(largest.ms_per_call.min()) if len(largest) else None
+    vs_roof = None if best is None or not roofline_ms else best / roofline_ms
+    out["roofline"] = dict(
+        met=None if vs_roof is None else vs_roof <= ROOFLINE_WITHIN,
+        best_fix_ms=best,
+        roofline_ms=roofline_ms,
+        best_fix_vs_roofline=vs_roof,
+    )
+    if quick:
+        for key in ("reproduction", "fix", "roofline"):
+            out[key]["met"] = None
+    return out
