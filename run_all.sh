@@ -10,6 +10,9 @@
 # `./run_all.sh --help` lists the options. The work is done by tools/run_all.py
 # (stdlib only), which checks every option before any work or any write, locks
 # the output root, stages each notebook and publishes it all or nothing.
+# For tests only: JAXPERF_NOTEBOOKS_DIR runs the notebooks of another folder
+# (tests/test_reliability.py uses trivial ones), JAXPERF_TEST_CRASH_IN_PUBLISH=N
+# kills the run after N renames of a publish.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv_py="$root/.venv/bin/python"

@@ -137,10 +137,16 @@ def record(category: str, *, lost: bool = False, stale: bool = False, late: bool
     assert not (lost or stale or late), f"{category}: lost={lost} stale={stale} late={late}"
 
 
-def start(args, nbs, **env) -> subprocess.Popen:
+def start(args, nbs, session: bool = False, **env) -> subprocess.Popen:
+    """run_all.sh on the fake notebooks (``session``: in a process group of its own)."""
     full_env = {**os.environ, "JAXPERF_NOTEBOOKS_DIR": str(nbs), **{k: str(v) for k, v in env.items()}}
     return subprocess.Popen(
-        [RUN_ALL, *args], env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [RUN_ALL, *args],
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=session,
     )
 
 
@@ -253,6 +259,16 @@ def test_output_roots_that_cannot_be_used(nbs, tmp_path):
         assert path in proc.stderr
 
 
+def test_absent_backend_is_refused_before_any_notebook(nbs, tmp_path):
+    root = tmp_path / "out"
+    seed_old(root)
+    proc = start(["--backend", "gpu", "--output-root", str(root)], nbs)
+    rc, out, err = finish(proc)
+    record("absent backend", lost=generations(root)["alpha"] != {"old"}, stale=bool(staging_leftovers(root)))
+    assert rc == 4, err
+    assert "backend 'gpu' is not available here" in err and "not measured" in err
+
+
 # ---- interruption ---------------------------------------------------------------------------
 
 
@@ -271,12 +287,20 @@ def test_signal_at_a_random_point(seed, nbs, tmp_path):
     pids.mkdir()
     seed_old(root)
     delay = random.Random(seed).uniform(0.5, 9.0)
+    terminal = seed == 3  # as a terminal's Ctrl-C does: to the whole foreground process group
     proc = start(
-        ["--backend", "cpu", "--output-root", str(root)], nbs, JAXPERF_TEST_SLEEP=1.5, JAXPERF_TEST_PIDS=pids
+        ["--backend", "cpu", "--output-root", str(root)],
+        nbs,
+        session=terminal,
+        JAXPERF_TEST_SLEEP=1.5,
+        JAXPERF_TEST_PIDS=pids,
     )
     time.sleep(delay)
     sent = time.monotonic()
-    proc.send_signal(sig)
+    if terminal:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     rc, out, err = finish(proc)
     waited = time.monotonic() - sent
     time.sleep(0.5)

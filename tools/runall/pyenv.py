@@ -24,6 +24,7 @@ from .options import UsageError
 # Needed to run the notebooks headless; the rest of pyproject's list is for
 # JupyterLab and the tests, and is not installed into someone else's environment.
 NOT_FOR_RUNS = {"jupyterlab", "pytest", "hypothesis"}
+OPTIONAL = {"triton"}  # an extra: compared when present, never required
 NEVER_TOUCH = re.compile(r"^(jax|jaxlib|jax[-_].*|libtpu.*|triton|nvidia[-_].*)$")
 
 
@@ -89,11 +90,13 @@ def pin_report(python: str, project: Path) -> list[str]:
     """One line per pinned package whose running version differs from the pin."""
     pins = _pins(project)
     have = installed(python, sorted(pins))
-    return [
-        f"{name} {have[name] or 'absent'} (pinned {spec})"
-        for name, spec in pins.items()
-        if spec and name not in NOT_FOR_RUNS and (have[name] is None or not satisfies(have[name], spec))
-    ]
+    lines = []
+    for name, spec in pins.items():
+        if not spec or name in NOT_FOR_RUNS or (have[name] is None and name in OPTIONAL):
+            continue
+        if have[name] is None or not satisfies(have[name], spec):
+            lines.append(f"{name} {have[name] or 'absent'} (pinned {spec})")
+    return lines
 
 
 def check_python(path: str) -> str:
