@@ -147,11 +147,17 @@ def fast_path_goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def headline(
-    df: pd.DataFrame, ratios: pd.DataFrame, failures: pd.DataFrame, *, quick: bool = False
+    df: pd.DataFrame,
+    ratios: pd.DataFrame,
+    failures: pd.DataFrame,
+    *,
+    quick: bool = False,
+    fallbacks: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """summary.json's numbers: per (step, model, method, donated) leaves, it/s, ratio to pmap
     and host time per call; the fix and fast-path rows; and the goals, judged on each it/s
-    measure (never in a smoke run: ``judged`` is False when ``quick``)."""
+    measure (never in a smoke run: ``judged`` is False when ``quick``). ``fallbacks``: the
+    calls cached_filter_pmap handed to eqx.filter_pmap during the sweep, by reason."""
     rows = []
     for (step, model, method, donated), part in df.groupby(
         ["step", "model", "method", "donated"], sort=False
@@ -194,6 +200,7 @@ def headline(
         "fast_path": fast,
         "fast_path_goals": fast_path_goals(fast),
         "unsupported": failures.to_dict(orient="records"),
+        "cached_filter_pmap_fallbacks": dict(fallbacks or {}),
     }
 
 
@@ -266,6 +273,9 @@ def markdown(summary: dict[str, Any], info: Any, stages_ms: pd.DataFrame, profil
             f"**{md.verdict(v['all_meet_vs_pmap'], quick)}**; fix ≥ {GOAL_VS_FILTER}× filter_pmap at ≥ "
             f"{GOAL_LEAVES} leaves **{md.verdict(v['all_meet_vs_filter_pmap'], quick)}**."
         )
+    handed = summary.get("cached_filter_pmap_fallbacks") or {}
+    reasons = ", ".join(f"{reason}: {n}" for reason, n in handed.items())
+    lines.append(f"- Calls the fix handed to `eqx.filter_pmap` during the sweep: {reasons or 'none'}.")
     if summary["fast_path"]:
         lines += [
             "",

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import timing
+from .cached_pmap import fallback_counts
 from .methods import BASELINE, Runner, build_runner, variant_name
 from .models import count_leaves
 from .settings import DispatchSettings
@@ -41,6 +42,7 @@ def check_runners(runners: dict[str, Runner], reference: str = BASELINE) -> None
 class SweepResult:
     timings: pd.DataFrame  # one row per (step, model, variant, repeat); variant = method [+donate]
     failures: pd.DataFrame  # (method, donated) pairs that could not run a model, with the error
+    fallbacks: dict[str, int]  # calls cached_filter_pmap handed to eqx.filter_pmap, by reason
 
 
 def sync(tree: Any) -> Any:
@@ -63,6 +65,7 @@ def run(settings: DispatchSettings, n_devices: int, progress: Any = None) -> Swe
     """Every step x model x method x donation of ``settings``: built, checked against
     undonated ``jax.pmap`` on params, then timed interleaved (``timing.compare``)."""
     frames, failures = [], []
+    fallbacks_before = fallback_counts()
     # The baseline first: every other (method, donation) is checked against its first step.
     pairs = [(BASELINE, False)] + [
         (m, d) for d in settings.donate for m in settings.methods if (m, d) != (BASELINE, False)
@@ -117,7 +120,13 @@ def run(settings: DispatchSettings, n_devices: int, progress: Any = None) -> Swe
                 df["variant"].map({n: r.donated for n, r in runners.items()}),
             )
             frames.append(df)
-    return SweepResult(pd.concat(frames, ignore_index=True), pd.DataFrame(failures, columns=FAILURE_COLUMNS))
+    after = fallback_counts()
+    fallbacks = {
+        k: n - fallbacks_before.get(k, 0) for k, n in after.items() if n > fallbacks_before.get(k, 0)
+    }
+    return SweepResult(
+        pd.concat(frames, ignore_index=True), pd.DataFrame(failures, columns=FAILURE_COLUMNS), fallbacks
+    )
 
 
 def paired_ratios(df: pd.DataFrame, over: str, value: str) -> pd.DataFrame:
