@@ -3,6 +3,8 @@ on the pinned JAX/Equinox. Add a case here with every new hook."""
 
 from __future__ import annotations
 
+import pytest
+
 # --- multiprocess study (issue 14) --------------------------------------------
 
 
@@ -96,3 +98,43 @@ def test_triton_lowering_hook_sees_the_module_and_is_restored():
         "tt.func" in seen[0][0].module.operation.get_asm(enable_debug_info=False)
         and "tt.func" in captured.ttir
     )
+
+
+# --- loop study (jax#20909) -----------------------------------------------------
+
+
+def test_mosaic_gpu_pallas_call_resolves():
+    from jaxperf import private_api
+
+    assert callable(private_api.mosaic_gpu_pallas_call())
+
+
+@pytest.mark.parametrize("compiler, platform", [("mosaic_tpu", "tpu"), ("mosaic_gpu", "cuda")])
+def test_mosaic_lowering_hooks_see_the_kernel_module_and_are_restored(compiler, platform):
+    import importlib
+
+    from jaxperf import private_api
+    from jaxperf.loops import lowering
+
+    module_name, name = (
+        private_api.MOSAIC_TPU_REGISTRATION
+        if compiler == "mosaic_tpu"
+        else private_api.MOSAIC_GPU_REGISTRATION
+    )
+    module = importlib.import_module(module_name)
+    original = getattr(module, name)
+    row = lowering.lower_one(
+        "seed",
+        "fori",
+        1,
+        compiler,
+        T=256,
+        D=64,
+        batch=1,
+        dtype="bfloat16" if platform == "tpu" else "float16",
+    )
+    assert getattr(module, name) is original
+    assert row.lowers and row.ir_lines > 0 and row.loop_ops == 1  # the hook captured the kernel's own module
+    with pytest.raises(ValueError, match="compiler='triton' is not allowed"):
+        with private_api.mosaic_lowering_hook("triton", print):
+            pass
