@@ -73,7 +73,8 @@ class CachedFilterPmap:
         **pmapkwargs: Any,
     ):
         # Equinox validates the options (same errors), and is the fallback.
-        self._fallback = eqx.filter_pmap(
+        filter_pmap: Any = eqx.filter_pmap  # donate is checked there, as a str
+        self._fallback = filter_pmap(
             fun,
             in_axes=in_axes,
             out_axes=out_axes,
@@ -122,12 +123,16 @@ class CachedFilterPmap:
         """(cache key, array leaves, static leaves with ARRAY marks, treedef) of one call."""
         tree = (self._fun, args, self._dummy) if self._flattens_fun else args
         leaves, treedef = jtu.tree_flatten(tree)
-        dynamic, static, signature = [], [], []
+        dynamic: list[Any] = []
+        static: list[Any] = []
+        signature: list[Any] = []
+        leaf: Any
         for leaf in leaves:
             if isinstance(leaf, _ARRAY_TYPES):
                 dynamic.append(leaf)
                 static.append(ARRAY)
-                signature.append((leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False)))
+                array: Any = leaf
+                signature.append((array.shape, array.dtype, getattr(array, "weak_type", False)))
             else:
                 static.append(leaf)
                 signature.append(type(leaf))

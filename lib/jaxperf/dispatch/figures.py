@@ -4,6 +4,8 @@ from :mod:`jaxperf.dispatch.report`) and returns ``(figure, plotted data)``;
 
 from __future__ import annotations
 
+from typing import Literal
+
 import matplotlib.axes
 import matplotlib.pyplot as plt
 import numpy as np
@@ -14,7 +16,7 @@ from .. import plots
 from .methods import BASELINE, METHODS, SLOW
 from .report import FAST_GOAL_NOOP, GOAL_VS_FILTER, GOAL_VS_PMAP, IT_MEASURES, MEASURE_SHORT
 
-DONATED_STYLE = "--"
+DONATED_STYLE: Literal["--"] = "--"
 
 
 def _order(df: pd.DataFrame) -> list[str]:

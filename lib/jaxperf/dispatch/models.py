@@ -113,6 +113,7 @@ class ModelSpec:
 
     def build(self, seed: int = 0) -> tuple[Any, AdamState]:
         key = jax.random.PRNGKey(seed)
+        model: Any
         if self.kind == "mlp":
             model = eqx.nn.MLP(self.width, self.width, self.width, depth=self.size, key=key)
         else:
@@ -121,7 +122,7 @@ class ModelSpec:
 
     def batch(self, n_devices: int, seed: int = 1) -> jax.Array:
         """A global batch, ``n_devices * batch_per_device`` examples."""
-        shape = (n_devices * self.batch_per_device, self.width)
+        shape: tuple[int, ...] = (n_devices * self.batch_per_device, self.width)
         if self.kind == "transformer":
             shape = (n_devices * self.batch_per_device, self.seq, self.width)
         return jax.random.normal(jax.random.PRNGKey(seed), shape)

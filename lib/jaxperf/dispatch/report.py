@@ -123,7 +123,7 @@ def fast_path_goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     >= 10x on the no-op step, >= 1.5x on the train step) and the spread of host CPU per call
     between the smallest and largest MLP (<= 2x)."""
     frame = pd.DataFrame(rows)
-    goals = []
+    goals: list[dict[str, Any]] = []
     if frame.empty:
         return goals
     mlp = frame[(frame["kind"] == "mlp") & (frame["measure"] == "loop_it_per_s")]

@@ -62,6 +62,11 @@ def filter_pmap_stages(fn: Any, args: tuple, calls: int = 30) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _profile_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
+    """pstats' raw table: (file, line, function) -> (calls, ncalls, self s, cumulative s, callers)."""
+    return vars(pstats.Stats(profiler))["stats"]
+
+
 def profile_calls(fn: Any, args: tuple, calls: int, top: int = 15) -> pd.DataFrame:
     """cProfile over ``calls`` blocked calls: the ``top`` functions by self time per call."""
     profiler = cProfile.Profile()
@@ -76,9 +81,9 @@ def profile_calls(fn: Any, args: tuple, calls: int, top: int = 15) -> pd.DataFra
             "self_ms_per_step": 1e3 * tottime / calls,
             "cumulative_ms_per_step": 1e3 * cumtime / calls,
         }
-        for (filename, line, func), (_cc, ncalls, tottime, cumtime, _callers) in pstats.Stats(
+        for (filename, line, func), (_cc, ncalls, tottime, cumtime, _callers) in _profile_stats(
             profiler
-        ).stats.items()
+        ).items()
     ]
     profile = pd.DataFrame(rows).sort_values("self_ms_per_step", ascending=False).head(top)
     return profile.reset_index(drop=True)
