@@ -146,3 +146,31 @@ def test_no_list_axes_reach_jax_pmap(monkeypatch):
     assert len(calls) == 2
     for kwargs in calls:
         assert not _has_list(kwargs.get("out_axes")) and not _has_list(kwargs.get("in_axes"))
+
+
+def test_ahead_of_time_from_abstract_arrays():
+    """What the TPU study does: lower each path from ShapeDtypeStructs, then run the compiled one."""
+    from jaxperf import cached_filter_pmap
+
+    spec = ModelSpec("mlp", 1)
+    model, opt = spec.build()
+    x = spec.batch(N).reshape(N, -1, spec.width)
+    step = make_train_step(AXIS)
+
+    def abstract(t):
+        return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype) if eqx.is_array(a) else a, t)
+
+    args = (stacked(model), x, stacked(opt))
+    compiled = cached_filter_pmap(step, axis_name=AXIS).lower(*map(abstract, args)).compile()
+    assert_close(
+        eqx.filter(eqx.filter_pmap(step, axis_name=AXIS)(*args), eqx.is_array),
+        eqx.filter(compiled(*args), eqx.is_array),
+    )
+
+    state = PackedState.pack((model, opt))
+    fn = packed_pmap(state_step(step), axis_name=AXIS, donate=False)
+    lowered = fn.lower(state.abstract(replicas=N), jax.ShapeDtypeStruct(x.shape, x.dtype))
+    loss, _ = lowered.compile()(state.replicate(jax.devices()[:N]), x)
+    np.testing.assert_allclose(
+        np.asarray(loss), np.asarray(eqx.filter_pmap(step, axis_name=AXIS)(*args)[0]), rtol=1e-6
+    )

@@ -44,11 +44,18 @@ def _is_axis_leaf(x: Any) -> bool:
     return x is None or isinstance(x, int) or callable(x)
 
 
-def resolve_axes(spec: Any, tree: Any) -> list[Any]:
+def resolve_axes(spec: Any, tree: Any, array_types: tuple[type, ...] = _ARRAY_TYPES) -> list[Any]:
     """One axis per leaf of ``tree`` from a prefix ``spec`` of None / ints / callables
-    (called on each leaf), as Equinox resolves ``in_axes`` and ``out_axes``."""
+    (called on each leaf), as Equinox resolves ``in_axes`` and ``out_axes``; an
+    ``eqx.if_array(k)`` gives ``k`` for any leaf of ``array_types``."""
     per_leaf = _broadcast_prefix(spec, tree, is_leaf=_is_axis_leaf)
-    return [s(leaf) if callable(s) else s for s, leaf in zip(per_leaf, jtu.tree_leaves(tree))]
+    leaves = jtu.tree_leaves(tree)
+    return [
+        (s.axis if isinstance(leaf, array_types) else None)
+        if isinstance(s, eqx.if_array)
+        else (s(leaf) if callable(s) else s)
+        for s, leaf in zip(per_leaf, leaves)
+    ]
 
 
 def _one_or_tuple(axes: list[Any]) -> Any:

@@ -37,6 +37,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.tree_util as jtu
 import numpy as np
 
@@ -44,6 +45,9 @@ from .. import private_api
 from ._pmap_entry import ARRAY, Entry, Lowered, build_entry, resolve_axes
 
 _ARRAY_TYPES = private_api.equinox_array_types()
+# .lower() also takes abstract arrays, as jax.jit(...).lower does: compile for a topology
+# (e.g. a TPU v3-8 described on a CPU) without any array of it.
+_LOWER_TYPES = (*_ARRAY_TYPES, jax.ShapeDtypeStruct)
 _trace_context = private_api.jax_trace_context()
 _sentinel = object()
 _FALLBACKS: collections.Counter[str] = collections.Counter()
@@ -119,8 +123,9 @@ class CachedFilterPmap:
         _FALLBACKS[reason] += 1
         return (self._fallback.lower if lower else self._fallback)(*args, **kwargs)
 
-    def _key(self, args: tuple) -> tuple[Hashable, list, list, Any]:
-        """(cache key, array leaves, static leaves with ARRAY marks, treedef) of one call."""
+    def _key(self, args: tuple, types: tuple[type, ...] = _ARRAY_TYPES) -> tuple[Hashable, list, list, Any]:
+        """(cache key, array leaves, static leaves with ARRAY marks, treedef) of one call;
+        ``types``: what counts as an array (abstract ones too when lowering)."""
         tree = (self._fun, args, self._dummy) if self._flattens_fun else args
         leaves, treedef = jtu.tree_flatten(tree)
         dynamic: list[Any] = []
@@ -128,7 +133,7 @@ class CachedFilterPmap:
         signature: list[Any] = []
         leaf: Any
         for leaf in leaves:
-            if isinstance(leaf, _ARRAY_TYPES):
+            if isinstance(leaf, types):
                 dynamic.append(leaf)
                 static.append(ARRAY)
                 array: Any = leaf
@@ -140,17 +145,17 @@ class CachedFilterPmap:
         hash(key)  # TypeError for an unhashable non-array leaf
         return key, dynamic, static, treedef
 
-    def _lookup(self, args: tuple) -> tuple[Hashable, Entry, list]:
+    def _lookup(self, args: tuple, types: tuple[type, ...] = _ARRAY_TYPES) -> tuple[Hashable, Entry, list]:
         """(key, entry, array leaves) of one call; builds the entry on a miss."""
         try:
-            key, dynamic, static, treedef = self._key(args)
+            key, dynamic, static, treedef = self._key(args, types)
         except TypeError as err:
             raise _Fallback("unhashable non-array leaf") from err
         entry = self._cache.get(key)
         if entry is not None:
             self.stats["hits"] += 1
             return key, entry, dynamic
-        entry = build_entry(self, treedef, static, self._dynamic_axes(args, static), dynamic)
+        entry = build_entry(self, treedef, static, self._dynamic_axes(args, static, types), dynamic)
         self._cache[key] = entry
         self.stats["misses"] += 1
         return key, entry, dynamic
@@ -181,11 +186,12 @@ class CachedFilterPmap:
         return entry.rebuild(out)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
-        """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``."""
+        """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``;
+        array arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
         if kwargs:
             return self._fall_back("keyword arguments", args, kwargs, lower=True)
         try:
-            key, entry, dynamic = self._lookup(args)
+            key, entry, dynamic = self._lookup(args, _LOWER_TYPES)
             return Lowered(entry.pmapped.lower(tuple(dynamic)), entry, key, self._key_of)
         except _Fallback as reason:
             return self._fall_back(str(reason), args, kwargs, lower=True)
@@ -212,11 +218,11 @@ class CachedFilterPmap:
             self._named[len(args)] = named
         return named
 
-    def _dynamic_axes(self, args: tuple, static: list) -> list[int | None]:
+    def _dynamic_axes(self, args: tuple, static: list, types: tuple[type, ...]) -> list[int | None]:
         """One resolved axis (int or None) per array leaf of the flattened call, in order:
         fun's arrays broadcast (None), then the arguments', then the axis_size dummy (0)."""
         try:
-            arg_axes = resolve_axes(self._prefix(args), args)
+            arg_axes = resolve_axes(self._prefix(args), args, types)
         except (ValueError, TypeError) as err:
             raise _Fallback("in_axes does not fit the arguments") from err
         n_fun = len(static) - len(arg_axes) - (self._dummy is not None)

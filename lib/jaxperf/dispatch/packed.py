@@ -168,6 +168,16 @@ class PackedState:
         stacked = [jnp.broadcast_to(b, (n, *b.shape)) for b in self.buffers]
         return PackedState(tuple(jax.pmap(lambda t: t, devices=devices)(stacked)), self.layout)
 
+    def abstract(self, *, replicas: int | None = None, sharding: Any = None) -> PackedState:
+        """This layout with ``jax.ShapeDtypeStruct`` buffers, to lower and compile a packed step
+        ahead of time (e.g. for a TPU topology described on a CPU): ``replicas`` adds the pmap
+        form's leading device axis, ``sharding`` places each buffer for the jit form."""
+        lead = () if replicas is None else (replicas,)
+        buffers = tuple(
+            jax.ShapeDtypeStruct((*lead, g.size), g.dtype, sharding=sharding) for g in self.layout.groups
+        )
+        return PackedState(buffers, self.layout)  # type: ignore[arg-type]
+
     @property
     def nbytes(self) -> int:
         return sum(b.nbytes for b in self.buffers)
