@@ -299,9 +299,8 @@ def sweep_targets(
             names = {v.name for v in variants}
             kernels = {v.kernel for v in variants}
             old = reuse[(reuse.target == target) & (reuse.status == STATUS_OK) & reuse.variant.isin(names)]
-            old = old[
-                old.kernel.isin(kernels) & old.apply(lambda r: r["T"] in sizes.get(r.kernel, ()), axis=1)
-            ]
+            wanted = [k in kernels and T in sizes.get(k, ()) for k, T in zip(old.kernel, old["T"])]
+            old = old[pd.Series(wanted, index=old.index, dtype=bool)]
             old = old.sort_values("repeat").drop_duplicates(["kernel", "variant", "T"])
             frames.append(old)
             done = set(zip(old.variant, old["T"]))
