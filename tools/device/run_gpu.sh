@@ -5,7 +5,7 @@
 #   bash tools/device/run_gpu.sh [--dry-run] [--only PART[,PART...]] [--out DIR] [--python PATH]
 #
 # On the GPU machine (Python 3.12 with its own jax 0.11.2, no network, no papermill):
-# installs the carried wheels in .whl/ (if any) into /tmp/site without touching jax,
+# installs the carried wheels in .whl/ (if any) into a folder of its own without touching jax,
 # puts lib/ on PYTHONPATH, then runs each part of jaxperf.gpu (python -m jaxperf.gpu.run
 # PART) as its own process under its own time limit, so a slow part cannot starve the
 # rest; then the report; then packs results/<backend> and figures/<backend> into
@@ -54,12 +54,13 @@ fi
 [ -n "$python" ] || { echo "run_gpu.sh: no Python with jax found (give --python PATH)" >&2; exit 3; }
 
 # Carried pure-Python wheels (tools/device/fetch_wheels.sh), never jax itself: the
-# device README's exact install, into /tmp/site, ahead of the image's packages.
+# device README's install (--target), into the run's folder, ahead of the image's packages.
 pypath="$root/lib"
-if [ "$dry" = 0 ] && compgen -G ".whl/*.whl" >/dev/null; then
-  "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$work/site" .whl/*.whl \
     || { echo "run_gpu.sh: installing the carried wheels failed" >&2; exit 3; }
-  pypath="$root/lib:/tmp/site"
+  pypath="$root/lib:$work/site"
+  echo "run_gpu.sh: carried wheels: $(cd .whl && echo *.whl)"
 fi
 export PYTHONPATH="$pypath${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 JAXPERF_PROGRESS=text MPLBACKEND=Agg
 [ -n "${JAXPERF_GIT_COMMIT:-}" ] || JAXPERF_GIT_COMMIT="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"

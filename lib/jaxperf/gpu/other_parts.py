@@ -74,8 +74,8 @@ def compile_on_host(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any
 
 
 def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
-    """Part d: every method of ``dispatch_methods``, with and without donation, both steps,
-    one model at a time (smallest first); writes ``timings``, ``unsupported``, ``fix_ratios``
+    """Part d: every method of ``dispatch_methods``, with and without donation,
+    one model at a time (smallest first), for each step of ``dispatch_steps``; writes ``timings``, ``unsupported``, ``fix_ratios``
     and ``not_measured`` records and the it/s figure."""
     from ..dispatch import DispatchSettings, ModelSpec, figures, report
     from ..dispatch import sweep as dsweep
@@ -86,6 +86,7 @@ def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
         mlp_depths=s.mlp_depths,
         transformer_layers=s.transformer_layers,
         methods=s.dispatch_methods,
+        steps=s.dispatch_steps,
         warmup=2,
         repeats=s.dispatch_repeats,
         calls_per_repeat=s.calls_per_repeat,

@@ -34,10 +34,9 @@ KEYS = ["variant", "T"]
 
 def _read(path: Path) -> tuple[pd.DataFrame | None, dict[str, Any]]:
     try:
-        df, meta = records.read_records(path)
+        return records.read_records(path)
     except (records.RecordsError, OSError):
         return None, {}
-    return df, meta.get("provenance", {})
 
 
 def _part_status(run_dir: Path) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ records), 1 when the part itself failed, 2 for bad arguments.
 from __future__ import annotations
 
 import argparse
+import importlib.abc
 import os
 import sys
 import time
@@ -55,6 +56,31 @@ def settings_for(dry: bool, output_root: str) -> GpuSettings:
     return GpuSettings.from_parameters({"quick": dry, "output_root": output_root})
 
 
+# Not on the GPU machine's image (tools/device/image_packages.txt): the dry run hides them,
+# so that it proves the device run does not need them.
+ABSENT_ON_DEVICE = (
+    "IPython",
+    "ipywidgets",
+    "ipykernel",
+    "papermill",
+    "nbformat",
+    "nbclient",
+    "jupyter_client",
+    "jupyterlab",
+)
+
+
+class HideAbsent(importlib.abc.MetaPathFinder):
+    """A meta path finder that makes :data:`ABSENT_ON_DEVICE` unimportable."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.split(".")[0] in ABSENT_ON_DEVICE:
+            raise ModuleNotFoundError(
+                f"No module named {name!r} (absent on the GPU machine; hidden in the dry run)"
+            )
+        return None
+
+
 BUDGET_ENV = "JAXPERF_PART_BUDGET_S"  # the shell's limit for this part, when under the settings' budget
 
 
@@ -64,6 +90,21 @@ def budget_s(part: str, settings: GpuSettings) -> int:
     if given and not given.isdigit():
         raise ValueError(f"{BUDGET_ENV}={given!r} is not allowed: expected whole seconds")
     return min(settings.budgets[part], int(given)) if given else settings.budgets[part]
+
+
+def start_cuda() -> None:
+    """Start JAX on CUDA before the study frame configures it.
+
+    ``jaxperf.backend.configure("gpu")`` asks JAX for the platforms "cuda,rocm", and JAX
+    fails loudly when a platform listed explicitly is absent (no ROCm plugin on an NVIDIA
+    machine); once JAX has started on CUDA, configure only checks that it is a GPU.
+    Raises RuntimeError (JAX's, naming the reason), or JAX's AssertionError when no CUDA
+    device is visible at all.
+    """
+    import jax
+
+    jax.config.update("jax_platforms", "cuda")
+    jax.devices()
 
 
 def run_part(part: str, settings: GpuSettings, *, dry: bool) -> int:
@@ -76,6 +117,14 @@ def run_part(part: str, settings: GpuSettings, *, dry: bool) -> int:
     os.environ.setdefault(jaxperf.study.PROGRESS_ENV, "text")
     started = time.perf_counter()
     seconds = budget_s(part, settings)
+    if not dry:
+        try:
+            start_cuda()
+        except (RuntimeError, AssertionError) as err:  # JAX asserts when no platform is left
+            print(
+                f"[{part}] not measured: no CUDA GPU here ({err}); use --dry for the CPU dry run", flush=True
+            )
+            return 1
     study = jaxperf.study.start(STUDY_OF[part], settings)
     study.provenance["versions_vs_pins"] = env.versions_report()
     study.provenance["device_run"] = {
@@ -107,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-root", default="", help="folder that receives results/ and figures/")
     parser.add_argument("--budgets", action="store_true", help="print each part's budget in seconds")
     args = parser.parse_args(argv)
+    if args.dry:
+        sys.meta_path.insert(0, HideAbsent())
     settings = settings_for(args.dry, args.output_root)
     if args.budgets:
         print("\n".join(f"{part} {settings.budgets[part]}" for part in PARTS))

@@ -45,7 +45,7 @@ class GpuSettings(StudySettings):
     the Triton compile on the host CPU and its static SASS estimate for
     ``compile_target`` at ``compile_Ts`` (the forms the estimate compares).
     Dispatch (part d): ``dispatch_methods`` on MLPs of ``mlp_depths`` (and
-    ``transformer_layers``), both steps, with and without donation.
+    ``transformer_layers``), ``dispatch_steps``, with and without donation.
     """
 
     backend: str = "gpu"
@@ -71,6 +71,7 @@ class GpuSettings(StudySettings):
     mlp_depths: tuple[int, ...] = (1, 4, 16, 64)
     transformer_layers: tuple[int, ...] = (2,)
     dispatch_methods: tuple[str, ...] = DISPATCH_METHODS
+    dispatch_steps: tuple[str, ...] = ("noop", "train")
     dispatch_repeats: int = 5
     calls_per_repeat: int = 8
     budgets: Mapping[str, int] = dataclasses.field(
@@ -86,22 +87,23 @@ class GpuSettings(StudySettings):
     # The dry run: every part and code path once, at tiny sizes, on a CPU.
     QUICK: ClassVar[Mapping[str, Any]] = {
         "backend": "cpu",
-        "batch": 2,
+        "batch": 1,
         "unrolls": (1, 2),
-        "seed_Ts": (256,),
-        "attention_Ts": (256,),
+        "seed_Ts": (128,),
+        "attention_Ts": (128,),
         "repeats": 2,
         "compile_repeats": 1,
         "bandwidth_megabytes": 8,
-        "harness_Ts": (256,),
+        "harness_Ts": (128,),
         "harness_N": 2,
         "harness_repeats": 1,
         "harness_variants": ("python", "fori u=1"),
-        "compile_Ts": (256,),
+        "compile_Ts": (128,),
         "estimate_unroll": 2,
         "mlp_depths": (1,),
         "transformer_layers": (),
         "dispatch_methods": ("filter_pmap", "pmap_params", "cached_filter_pmap", "packed_pmap"),
+        "dispatch_steps": ("noop",),
         "dispatch_repeats": 2,
         "calls_per_repeat": 2,
         "budgets": {part: 60 for part in PARTS},
@@ -123,6 +125,8 @@ class GpuSettings(StudySettings):
             vocab.parse_variant(variant)
         for method in self.dispatch_methods:
             check_choice("dispatch_methods[...]", method, DISPATCH_METHODS)
+        for step in self.dispatch_steps:
+            check_choice("dispatch_steps[...]", step, ("noop", "train"))
         if "pmap_params" not in self.dispatch_methods:
             raise bad_value("dispatch_methods", self.dispatch_methods, "a list that includes 'pmap_params'")
         if not isinstance(self.budgets, Mapping) or set(self.budgets) != set(PARTS):
