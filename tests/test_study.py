@@ -48,7 +48,7 @@ def test_start_records_the_settings_that_ran(root):
     assert study.provenance["parameters"]["repeats"] == 2
     assert study.results_dir == root / "results" / "cpu" / "demo"
     assert study.figures_dir == root / "figures" / "cpu"
-    assert study.where() == "."
+    assert study.environment().endswith("Outputs: `results/cpu/demo/` and `figures/cpu/`")
 
 
 def test_start_still_takes_a_dict(root):

@@ -98,11 +98,12 @@ class Study:
         return records.write_summary(self.results_dir, payload, text)
 
     def environment(self) -> str:
-        return provenance.environment_block(self.provenance)
-
-    def where(self) -> str:
-        """The output root as a notebook should print it (no machine paths)."""
-        return paths.relative(self.results_dir.parents[2])
+        """The environment block, and where this run's files go (project-relative), for
+        the top of the notebook."""
+        return (
+            provenance.environment_block(self.provenance)
+            + f"\n\nOutputs: `{paths.relative(self.results_dir)}/` and `{paths.relative(self.figures_dir)}/`"
+        )
 
 
 def start(
