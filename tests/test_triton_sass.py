@@ -182,3 +182,45 @@ def test_llir_counts_a_back_edge_as_a_loop_and_vector_ops_by_element():
 def test_mechanism_needs_two_increasing_sizes(bad):
     with pytest.raises(ValueError, match="sizes="):
         mechanism.evidence([], bad)
+
+
+def test_the_estimate_stands_beside_a_measurement():
+    import pandas as pd
+
+    rows = pd.DataFrame(
+        [
+            dict(
+                kernel="seed",
+                target="sm_90",
+                loop_form=f,
+                unroll=1,
+                variant=v,
+                T=T,
+                steps=T // 64,
+                programs=T // 128,
+                num_warps=4,
+                repeat=0,
+                status="ok",
+                sass_dynamic_per_call=n,
+            )
+            for f, v, T, n in [("python", "python", 8192, 100), ("fori", "fori u=1", 8192, 1000)]
+        ]
+    )
+    for column in estimate.ESTIMATE_COLUMNS:
+        if column not in rows:
+            rows[column] = 0
+    measured = pd.DataFrame(
+        {"variant": ["python", "fori u=1", "fori u=1"], "T": [8192] * 3, "ms_per_call": [2.0, 3.0, 5.0]}
+    )
+    out = estimate.beside_measured(rows, measured)
+    assert out.to_dict(orient="records") == [
+        {
+            "target": "sm_90",
+            "T": 8192,
+            "variant": "fori u=1",
+            "predicted instructions / python": 10.0,
+            "measured ms / python": 2.0,
+        }
+    ]
+    with pytest.raises(ValueError, match="measured="):
+        estimate.beside_measured(rows, measured.rename(columns={"ms_per_call": "ms"}))

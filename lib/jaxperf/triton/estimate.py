@@ -129,3 +129,36 @@ def ratios(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
         row["reporter measured fori / python"] = measured.get(int(T))
         out.append(row)
     return pd.DataFrame(out)
+
+
+def beside_measured(
+    rows: pd.DataFrame, measured: pd.DataFrame, *, target: str = "sm_90", kernel: str = "seed"
+) -> pd.DataFrame:
+    """The static estimate for ``target`` beside times measured on a real GPU of that generation.
+
+    ``measured`` has one row per (``variant``, ``T``) with ``ms_per_call`` (e.g. from the
+    reporter's harness on a GPU). Per T and form: the predicted ratio of instructions per call
+    over the Python loop's, and the measured ratio of ms per call over the Python loop's.
+    """
+    missing = {"variant", "T", "ms_per_call"} - set(measured.columns)
+    if missing:
+        raise ValueError(
+            f"measured={list(measured.columns)!r} is not allowed: expected columns variant, T, ms_per_call."
+        )
+    est = table(rows, kernel)
+    est = est[est.target == target].set_index(["variant", "T"])["sass_dynamic_per_call"]
+    ms = measured.groupby(["variant", "T"])["ms_per_call"].median()
+    out = []
+    for variant, T in sorted(set(est.index) & set(ms.index), key=lambda p: (p[1], p[0])):
+        if variant == "python" or ("python", T) not in est.index or ("python", T) not in ms.index:
+            continue
+        out.append(
+            {
+                "target": target,
+                "T": int(T),
+                "variant": variant,
+                "predicted instructions / python": float(est[(variant, T)]) / float(est[("python", T)]),
+                "measured ms / python": float(ms[(variant, T)]) / float(ms[("python", T)]),
+            }
+        )
+    return pd.DataFrame(out)

@@ -68,8 +68,8 @@ class TritonSettings(StudySettings):
     repeats: int = 3
     repeat_below_s: float = 0.5
     max_compile_s: float = 30.0
-    budget_s: float = 180.0
-    estimate_budget_s: float = 90.0
+    budget_s: float = 200.0
+    estimate_budget_s: float = 60.0
     estimate_targets: tuple[str, ...] = ("sm_86", "sm_90")
     estimate_sizes: tuple[int, ...] = REPORTER_SIZES
     estimate_unroll: int = 4
