@@ -136,3 +136,25 @@ def test_notebook_without_libtpu_says_not_measured(tmp_path, monkeypatch):
     summary = json.loads((tmp_path / "results" / "cpu" / report.STUDY / "summary.json").read_text())
     assert summary["measured"] is False
     assert summary["reason"].startswith("not measured: libtpu not installed")
+
+
+def test_dispatch_verdict_names_the_loss_only_difference():
+    same_program = pd.DataFrame(
+        [
+            dict(
+                step="noop",
+                method="filter_pmap",
+                same_program=False,
+                differences="only filter_pmap: ROOT tuple tuple of 3 arrays; only pmap_params: constant f32[1]; "
+                "only pmap_params: copy f32[1]; only pmap_params: ROOT tuple tuple of 4 arrays",
+            ),
+            dict(step="train", method="filter_pmap", same_program=True, differences=""),
+        ]
+    )
+    dispatch = pd.DataFrame(
+        [dict(step="train", method="cached_filter_pmap", error="NotImplementedError: no .lower")]
+    )
+    verdict = report.dispatch_verdict(dispatch, same_program)
+    assert "noop: filter_pmap differs only in the loss output" in verdict
+    assert "train: filter_pmap compile to the same TPU program as pmap_params" in verdict
+    assert "cached_filter_pmap did not compile (NotImplementedError: no .lower)" in verdict

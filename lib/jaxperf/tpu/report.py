@@ -3,6 +3,7 @@ compiled for a TPU on a CPU and never executed: the labels say so."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
@@ -104,33 +105,70 @@ def mechanism(points: pd.DataFrame, T: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _both_compiled(ok: pd.DataFrame, T: int) -> int | None:
+    """``T`` if the Python loop and fori_loop both compiled there, else the largest T where they did."""
+    both = [
+        t for t in sorted(set(ok["T"]), reverse=True) if {"python", "fori"} <= set(ok[ok["T"] == t].loop_form)
+    ]
+    return T if T in both else (both[0] if both else None)
+
+
 def fix_verdict(points: pd.DataFrame, T: int) -> pd.DataFrame:
-    """Per generation, the seed kernel at ``T``: static cycles of fori_loop vs the Python loop,
-    and whether a portable fix (hoisted or hand-unrolled, any unroll) closes the gap."""
+    """Per generation, the seed kernel at ``T`` (or, where the Python loop or fori_loop did not
+    compile there, the largest T where both did, with the reason): static cycles of fori_loop
+    vs the Python loop, and whether a portable fix (hoisted or hand-unrolled, any unroll)
+    closes the gap."""
     rows = []
     for generation in dict.fromkeys(points["generation"]):
-        at = points[(points.generation == generation) & (points.kernel == "seed") & (points["T"] == T)]
-        ok = at[(at.status == OK) & at.get("cycles_seed_batch", pd.Series(dtype=float)).notna()]
-        python = _point(ok, loop_form="python")
-        fori = _point(ok, loop_form="fori", unroll=1)
-        portable = ok[ok.loop_form.isin(vocab.PORTABLE_FORMS)]
+        seed = points[(points.generation == generation) & (points.kernel == "seed")]
+        ok = seed[(seed.status == OK) & seed.get("cycles_seed_batch", pd.Series(dtype=float)).notna()]
+        ok = ok[(ok.loop_form != "fori") | (ok.unroll == 1)]
+        at_T = _both_compiled(ok, T)
+        row: dict[str, Any] = {"generation": generation, "T": at_T}
+        missing = seed[(seed["T"] == T) & (seed.loop_form.isin(["python", "fori"])) & (seed.status != OK)]
+        if at_T != T:
+            row["note"] = f"T={T}: " + ("; ".join(sorted(set(missing.apply(reason, axis=1)))) or "not run")
+        if at_T is None:
+            rows.append(row)
+            continue
+        here = ok[ok["T"] == at_T]
+        python, fori = _point(here, loop_form="python"), _point(here, loop_form="fori")
+        portable = here[here.loop_form.isin(vocab.PORTABLE_FORMS)]
         best = portable.loc[portable.cycles_seed_batch.idxmin()] if len(portable) else None
-        row: dict[str, Any] = {"generation": generation, "T": T}
         for name, found in (("python", python), ("fori u=1", fori), ("best portable fix", best)):
             row[f"{name} ms (static)"] = None if found is None else found["us_seed_batch"] / 1e3
         row["best portable fix"] = None if best is None else best["variant"]
-        if python is not None and fori is not None:
-            row["fori / python"] = fori["cycles_seed_batch"] / python["cycles_seed_batch"]
-        if python is not None and best is not None:
+        row["fori / python"] = fori["cycles_seed_batch"] / python["cycles_seed_batch"]
+        if best is not None:
             row["fix / python"] = best["cycles_seed_batch"] / python["cycles_seed_batch"]
             row["fix closes the gap"] = bool(row["fix / python"] <= CLOSES_WITHIN)
-        if python is None or fori is None:
-            missing = [at[at.loop_form == form] for form in ("python", "fori")]
-            row["note"] = "; ".join(
-                reason(m.iloc[0]) for m in missing if len(m) and m.iloc[0]["status"] != OK
-            )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+_LOSS_ONLY = re.compile(r"only \w+: (ROOT tuple tuple of \d+ arrays|constant f32\[1\]|copy f32\[1\])$")
+
+
+def dispatch_verdict(dispatch: pd.DataFrame, same_program: pd.DataFrame) -> str:
+    """One sentence per step: which methods compiled to pmap-on-params' TPU program, and what differs."""
+    sentences = []
+    for step, rows in same_program.groupby("step", sort=False):
+        parts = []
+        same = rows[rows.same_program].method.tolist()
+        if same:
+            parts.append(", ".join(same) + " compile to the same TPU program as pmap_params")
+        for _, row in rows[~rows.same_program].iterrows():
+            if all(_LOSS_ONLY.match(d) for d in row["differences"].split("; ")):
+                parts.append(
+                    f"{row['method']} differs only in the loss output (the step returns the Python float 0.0: "
+                    "jax.pmap returns it as an f32[1] array, Equinox keeps it as a non-array output)"
+                )
+            else:
+                parts.append(f"{row['method']} differs ({row['differences']})")
+        sentences.append(f"{step}: " + "; ".join(parts))
+    failed = dispatch[dispatch.error.astype(str) != ""]
+    sentences += [f"{r['step']}: {r['method']} did not compile ({r['error']})" for _, r in failed.iterrows()]
+    return ". ".join(sentences) + "."
 
 
 def clocks_table(generations: list[str]) -> pd.DataFrame:
@@ -158,6 +196,7 @@ def summary_dict(
     settings: dict[str, Any],
     libtpu: str,
     run_s: float,
+    dtype_probe: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     T = int(points["T"].max())
     return {
@@ -173,10 +212,19 @@ def summary_dict(
         "mechanism": mechanism(points, 4096 if 4096 in set(points["T"]) else T).to_dict(orient="records"),
         "fix_verdict": fix_verdict(points, T).to_dict(orient="records"),
         "clocks": clocks_table(list(settings["generations"])).to_dict(orient="records"),
+        "reporter_dtype": [] if dtype_probe is None else _dtype_rows(dtype_probe),
+        "dispatch_verdict": dispatch_verdict(dispatch, same_program),
         "dispatch": dispatch.to_dict(orient="records"),
         "dispatch_same_program": same_program.to_dict(orient="records"),
         "settings": settings,
     }
+
+
+def _dtype_rows(probe: pd.DataFrame) -> list[dict[str, Any]]:
+    rows = probe.assign(
+        outcome=probe.apply(lambda r: r["status"] if r["status"] == OK else reason(r), axis=1)
+    )
+    return rows[["generation", "kernel", "variant", "T", "dtype", "outcome"]].to_dict(orient="records")
 
 
 def _md_records(records: list[dict[str, Any]]) -> str:
@@ -194,6 +242,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     ]
     for generation, rows in summary["seed_tables"].items():
         parts += ["", f"## Seed table: {label(generation)}", "", _md_records(rows)]
+    parts += ["", "## The reporter's float16 on Mosaic TPU", "", _md_records(summary["reporter_dtype"])]
     parts += ["", "## Mechanism (seed kernel; Mosaic TPU)", "", _md_records(summary["mechanism"])]
     parts += [
         "",
@@ -202,7 +251,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         _md_records(summary["fix_verdict"]),
     ]
     parts += ["", "## Clocks", "", _md_records(summary["clocks"])]
-    parts += ["", "## equinox#192 step compiled for a v3-8", "", _md_records(summary["dispatch"])]
+    parts += ["", "## equinox#192 step compiled for a v3-8", "", summary["dispatch_verdict"]]
+    parts += ["", _md_records(summary["dispatch"])]
     parts += ["", _md_records(summary["dispatch_same_program"])]
     return "\n".join(parts) + "\n"
 

@@ -26,6 +26,7 @@ from . import bundles, compile, estimate, topology
 
 OK, ERROR, OVER_BUDGET = "ok", "error", "over budget"
 GROWTH_EXPONENT = 1.5
+REPEAT_SHARE = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,13 +55,16 @@ def plan(
     unrolls: Iterable[int],
     sizes: Iterable[int],
 ) -> list[Point]:
-    """Every point, grouped by (generation, kernel, variant) with T ascending
-    (the budget rule predicts each T from the one before)."""
+    """Every point: kernel by kernel in the given order (the reporter's first, so that a run
+    that hits ``max_total_s`` loses the last kernels, not the last generations), then
+    generation, variant, and T ascending (the budget rule predicts each T from the one before)."""
     sizes = sorted(set(sizes))
-    points = []
+    generations = list(generations)
     for generation in generations:
         topology.resolve(generation)
-        for kernel in kernel_names:
+    points = []
+    for kernel in kernel_names:
+        for generation in generations:
             for form, unroll in vocab.variants(loop_forms, unrolls, kernel=kernel):
                 points += [Point(generation, kernel, form, unroll, T) for T in sizes]
     return points
@@ -127,7 +131,11 @@ def run(
     progress: Any = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> pd.DataFrame:
-    """Compile every point; one row per (point, repeat), or one row for an error or a skip."""
+    """Compile every point; one row per (point, repeat), or one row for an error or a skip.
+
+    Repeats stop once the run has spent ``REPEAT_SHARE`` of ``max_total_s`` (then each point
+    is compiled once), so that a slow machine spends its budget on points, not repeats.
+    """
     started = clock()
     last: dict[tuple, tuple[int, float]] = {}  # series -> (T, median ms) of its last compile
     rows: list[dict[str, Any]] = []
@@ -142,7 +150,9 @@ def run(
             if point.generation not in warmed:  # libtpu's first Mosaic compile pays one-off set-up
                 compile.compile_for(builder(point, batch=batch, D=D, dtype=dtype), point.generation)
                 warmed.add(point.generation)
-            rows += list(_compile_rows(point, base, batch, D, dtype, repeats, repeat_below_s, last))
+            spent = clock() - started
+            todo = repeats if spent < REPEAT_SHARE * max_total_s else 1
+            rows += list(_compile_rows(point, base, batch, D, dtype, todo, repeat_below_s, last))
         if progress is not None:
             progress.update(1)
     return pd.DataFrame(rows)
@@ -201,6 +211,22 @@ def run_settings(settings: Any, progress: Any = None) -> pd.DataFrame:
         max_compile_s=settings.max_compile_s,
         max_total_s=settings.max_total_s,
         progress=progress,
+    )
+
+
+def reporter_dtype_probe(settings: Any) -> pd.DataFrame:
+    """The reporter's kernel in the reporter's float16, fori_loop at the smallest T, per generation:
+    does Mosaic TPU accept the dtype? (One compile each; the errors are the answer.)"""
+    points = plan(settings.generations, ["seed"], ["fori"], [1], [min(settings.sizes)])
+    return run(
+        points,
+        batch=settings.batch,
+        D=settings.D,
+        dtype=vocab.SEED_SIZES["dtype"],
+        repeats=1,
+        repeat_below_s=0.0,
+        max_compile_s=settings.max_compile_s,
+        max_total_s=settings.max_total_s,
     )
 
 
