@@ -139,11 +139,16 @@ def goals(
     head: pd.DataFrame,
     *,
     roofline_ms: float | None = None,
+    fresh_output_roofline_ms: float | None = None,
     mode: str = "xla",
     kernel: str = "seed",
     quick: bool,
 ) -> dict[str, Any]:
     """Issue 11's goals on (``mode``, ``kernel``), with the numbers that decide each.
+
+    ``roofline_ms`` is the largest T's bytes over the in-place copy bandwidth (the
+    goal's yardstick); ``fresh_output_roofline_ms`` the same bytes at the bandwidth
+    of a copy into a fresh output (reported beside it, to say why a goal fails).
 
     ``met`` is True/False, None where not measured, and never judged in a smoke
     run (``quick``): then ``judged`` is False and every ``met`` is None.
@@ -181,11 +186,14 @@ def goals(
         largest = part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)]
         best = float(largest.ms_per_call.min()) if len(largest) else None
     vs_roof = None if best is None or not roofline_ms else best / roofline_ms
+    fresh = fresh_output_roofline_ms
     out["roofline"] = dict(
         met=None if vs_roof is None else vs_roof <= ROOFLINE_WITHIN,
         best_fix_ms=best,
         roofline_ms=roofline_ms,
         best_fix_vs_roofline=vs_roof,
+        fresh_output_roofline_ms=fresh,
+        best_fix_vs_fresh_output_roofline=None if best is None or not fresh else best / fresh,
     )
     if quick:
         for key in ("reproduction", "fix", "roofline"):

@@ -52,7 +52,11 @@ class LoopResults:
             if len(seed) and "roofline_ms" in seed
             else None
         )
-        return analysis.goals(self.head, roofline_ms=roof, quick=self.quick)
+        fresh = self.bandwidth.get("gb_per_s_fresh_output")
+        fresh_roof = roof * self.bandwidth["gb_per_s"] / fresh if roof and fresh else None
+        return analysis.goals(
+            self.head, roofline_ms=roof, fresh_output_roofline_ms=fresh_roof, quick=self.quick
+        )
 
 
 def summary_dict(results: LoopResults) -> dict[str, Any]:
@@ -103,7 +107,9 @@ def goal_lines(goals: dict[str, Any], quick: bool) -> list[str]:
         f"- Fix (a hand-unrolled or hoisted loop within 1.05x of the Python loop and 1.5x of fori's compile, "
         f"at every T): {md.verdict(fix['met'], quick)} ({meeting or 'n/a'}).",
         f"- Roofline (best fix within 1.5x at the largest T): {md.verdict(roof['met'], quick)} "
-        f"(best fix {_n(roof['best_fix_ms'])} ms vs {_n(roof['roofline_ms'])} ms: {_n(roof['best_fix_vs_roofline'])}x).",
+        f"(best fix {_n(roof['best_fix_ms'])} ms vs {_n(roof['roofline_ms'])} ms: {_n(roof['best_fix_vs_roofline'])}x; "
+        f"at the bandwidth of a copy into a fresh output, as each call writes one: "
+        f"{_n(roof['fresh_output_roofline_ms'])} ms, {_n(roof['best_fix_vs_fresh_output_roofline'])}x).",
     ]
 
 

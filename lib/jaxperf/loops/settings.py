@@ -57,7 +57,7 @@ class LoopSettings(StudySettings):
     interpret_Ts: tuple[int, ...] = (256, 1024)
     device_Ts: tuple[int, ...] = (256, 2048, 8192, 16384, 32768, 65536)
     lowering_Ts: tuple[int, ...] = (256, 1024, 4096)
-    harness_Ts: tuple[int, ...] = (256, 2048, 8192, 16384)
+    harness_Ts: tuple[int, ...] = (256, 1024, 4096)
     D: int = 64
     cpu_batch: int = 8
     interpret_batch: int = 2
