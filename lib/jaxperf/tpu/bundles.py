@@ -177,7 +177,7 @@ def _loop_end(bundles: list[Bundle], start: int, body: int) -> tuple[int, int]:
 def _trips(bundles: list[Bundle], start: int, end: int, inner: list[tuple[int, int]]) -> int | None:
     """Trip count from the loop's own exit test (counter from 0, step read from its increment)."""
     own = [i for i in range(start, end + 1) if not any(s <= i <= e for s, e in inner)]
-    tests = [bundles[i].exit_test for i in own if bundles[i].exit_test is not None]
+    tests = [test for i in own if (test := bundles[i].exit_test) is not None]
     if len(tests) != 1:
         return None
     register, bound = tests[0]

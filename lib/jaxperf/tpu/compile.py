@@ -19,7 +19,7 @@ from typing import Any
 
 from . import bundles, topology
 
-Builder = Callable[[], tuple[Callable, tuple]]
+Builder = Callable[[], tuple[Any, tuple]]  # a fresh jitted function and its input structs
 COST_KEYS = ("flops", "bytes accessed", "transcendentals", "optimal_seconds")
 
 

@@ -28,12 +28,14 @@ AXIS = "devices"
 
 
 def _cached_filter_pmap() -> Callable:
+    """The cached fix, from the package root where it is exported (issue 13), else its module."""
     import jaxperf
 
-    found = getattr(jaxperf, "cached_filter_pmap", None)
-    if found is None:
-        from jaxperf.dispatch.cached_pmap import cached_filter_pmap as found
-    return found
+    if hasattr(jaxperf, "cached_filter_pmap"):
+        return jaxperf.cached_filter_pmap
+    from jaxperf.dispatch.cached_pmap import cached_filter_pmap
+
+    return cached_filter_pmap
 
 
 def inputs(depth: int, n_devices: int) -> tuple[Any, Any, Any, Any]:
@@ -71,10 +73,13 @@ def _lower(method: str, step: Callable, static: Any, devices: list, model: Any, 
     import equinox as eqx
     import jax
 
+    # filter_pmap passes extra keywords on to jax.pmap (its stubs do not list them).
+    target: dict[str, Any] = {"devices": devices}
     if method == "filter_pmap":
-        return eqx.filter_pmap(step, axis_name=AXIS, devices=devices).lower(model, x, opt)
+        wrapper: Any = eqx.filter_pmap(step, axis_name=AXIS, **target)
+        return wrapper.lower(model, x, opt)
     if method == "cached_filter_pmap":
-        wrapped = _cached_filter_pmap()(step, axis_name=AXIS, devices=devices)
+        wrapped = _cached_filter_pmap()(step, axis_name=AXIS, **target)
         if not hasattr(wrapped, "lower"):
             raise NotImplementedError("cached_filter_pmap has no ahead-of-time .lower() in this version")
         return wrapped.lower(model, x, opt)

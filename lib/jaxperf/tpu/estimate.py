@@ -105,7 +105,8 @@ def grid_trips(schedule: Schedule, programs: int, wanted_programs: int) -> dict[
     ``programs`` to ``programs + 4`` times (then the grid loop is not identified).
     """
     top = schedule.children(None)
-    if len(top) != 1 or schedule.loops[top[0]].trips is None:
+    trips = schedule.loops[top[0]].trips if len(top) == 1 else None
+    if trips is None:
         return None
-    extra = schedule.loops[top[0]].trips - programs
+    extra = trips - programs
     return {top[0]: wanted_programs + extra} if 0 <= extra <= 4 else None

@@ -133,6 +133,7 @@ def fix_verdict(points: pd.DataFrame, T: int) -> pd.DataFrame:
             continue
         here = ok[ok["T"] == at_T]
         python, fori = _point(here, loop_form="python"), _point(here, loop_form="fori")
+        assert python is not None and fori is not None  # _both_compiled chose a T with both
         portable = here[here.loop_form.isin(vocab.PORTABLE_FORMS)]
         best = portable.loc[portable.cycles_seed_batch.idxmin()] if len(portable) else None
         for name, found in (("python", python), ("fori u=1", fori), ("best portable fix", best)):

@@ -101,7 +101,7 @@ def schedule_columns(point: Point, schedules: list[bundles.Schedule], *, batch: 
         top = schedule.children(None)
         # One grid program: an iteration of the outermost loop (the kernel body for one block).
         row["cycles_per_program"] = estimate.iteration_cycles(schedule, top[0]) if len(top) == 1 else None
-        seed_batch = vocab.SEED_SIZES["batch"]
+        seed_batch = int(str(vocab.SEED_SIZES["batch"]))
         trips = estimate.grid_trips(
             schedule, programs(point.kernel, point.T, batch), programs(point.kernel, point.T, seed_batch)
         )
@@ -222,7 +222,7 @@ def reporter_dtype_probe(settings: Any) -> pd.DataFrame:
         points,
         batch=settings.batch,
         D=settings.D,
-        dtype=vocab.SEED_SIZES["dtype"],
+        dtype=str(vocab.SEED_SIZES["dtype"]),
         repeats=1,
         repeat_below_s=0.0,
         max_compile_s=settings.max_compile_s,
