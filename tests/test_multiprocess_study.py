@@ -181,3 +181,34 @@ def test_two_processes_filter_pmap_fails_and_every_other_method_agrees(tmp_path)
     assert not repro[(0, "jax.pmap(out_axes=[0])")] and repro[(0, "jax.pmap(out_axes=(0,))")]
     assert not repro[(1, "eqx.filter_pmap")] and repro[(1, "eqx.filter_pmap, fixed")]
     assert set(run.timings["method"]) == set(settings.methods) - {"filter_pmap"}
+
+
+def test_the_bug_reports_repro_script_prints_what_it_claims(tmp_path):
+    import sys
+
+    from jaxperf.multiprocess import bug, launch
+
+    wrapper = (
+        "import os, sys\n"
+        "sys.argv = ['repro.py', os.environ['JAXPERF_PROCESS_ID'], os.environ['JAXPERF_COORDINATOR'].split(':')[1]]\n"
+        f"exec({bug.REPRO_SCRIPT!r})\n"
+    )
+    result = launch.run([sys.executable, "-c", wrapper], processes=2, out_dir=tmp_path, timeout_s=120)
+    for log in result.logs:
+        text = log.read_text()
+        assert "jax.pmap, out_axes=(0,): works" in text
+        assert "jax.pmap, out_axes=[0]: TypeError: unhashable type: 'list'" in text
+        assert "eqx.filter_pmap: TypeError: unhashable type: 'list'" in text
+
+
+def test_a_recorded_traceback_starts_outside_jaxperf_and_names_no_machine_path():
+    import equinox as eqx
+
+    def bad(x):
+        raise TypeError("unhashable type: 'list'")
+
+    record = bug.attempt(lambda: eqx.filter_pmap(bad)(__import__("jax.numpy").numpy.ones((1, 2))))
+    assert record["ok"] is False and record["error"] == "unhashable type: 'list'"
+    assert "multiprocess/bug.py" not in record["traceback"]
+    assert 'File "site-packages/equinox/' in record["traceback"]
+    assert "/work/" not in record["traceback"].replace('File "site-packages/', "")

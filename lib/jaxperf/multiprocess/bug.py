@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import re
 import textwrap
 import traceback
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import private_api
+from ..paths import PROJECT_ROOT
 
 #: (Equinox 0.13.8 line, the fix): out_axes and the wrapped function's output, tuples not lists.
 FIX: tuple[tuple[str, str], ...] = (
@@ -102,17 +104,32 @@ def fixed(pmapped: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def attempt(fn: Callable[[], Any]) -> dict[str, Any]:
-    """Run ``fn``; return ``{"ok": True}`` or the error's type, message and traceback (as text)."""
+    """Run ``fn``; return ``{"ok": True}`` or the error's type, message and traceback
+    (:func:`traceback_text`: the library's frames only, paths relative)."""
     try:
         fn()
     except Exception as err:  # noqa: BLE001 -- the record is the point
+        lines = str(err).strip().splitlines()
         return {
             "ok": False,
             "error_type": type(err).__name__,
-            "error": str(err).strip().splitlines()[-1][:300] if str(err).strip() else "",
-            "traceback": traceback.format_exc(),
+            "error": lines[-1][:300] if lines else "",
+            "traceback": traceback_text(err),
         }
     return {"ok": True}
+
+
+def traceback_text(err: BaseException) -> str:
+    """``err``'s traceback as a bug report wants it: from the first frame outside jaxperf
+    (the study's own wrappers say nothing to Equinox), paths from ``site-packages/`` or
+    from the project root, never naming a folder of this machine."""
+    frames = traceback.extract_tb(err.__traceback__)
+    own = str(Path(__file__).resolve().parents[1])
+    kept = [f for f in frames if not str(Path(f.filename).resolve()).startswith(own)] or list(frames)
+    text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(kept))
+    text += "".join(traceback.format_exception_only(type(err), err))
+    text = re.sub(r'File "[^"]*?/site-packages/', 'File "site-packages/', text)
+    return text.replace(f'File "{PROJECT_ROOT}/', 'File "')
 
 
 def repro_cases() -> dict[str, Callable[[], Any]]:
@@ -150,14 +167,25 @@ def repro_cases() -> dict[str, Callable[[], Any]]:
 REPRO_SCRIPT = """\
 # Run as 2 processes: python repro.py 0 & python repro.py 1
 import sys
-import jax, jax.numpy as jnp
-import equinox as eqx
 
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+port = sys.argv[2] if len(sys.argv) > 2 else "12355"
 jax.config.update("jax_num_cpu_devices", 2)
-jax.distributed.initialize(coordinator_address="127.0.0.1:12355", num_processes=2, process_id=int(sys.argv[1]))
+jax.distributed.initialize(f"127.0.0.1:{port}", num_processes=2, process_id=int(sys.argv[1]))
 x = jnp.ones((jax.local_device_count(), 3))
 
-print(jax.pmap(lambda x: (x * 2,), out_axes=(0,))(x))  # works
-print(eqx.filter_pmap(lambda x: x * 2)(x))  # TypeError: unhashable type: 'list'
-print(jax.pmap(lambda x: [x * 2], out_axes=[0])(x))  # TypeError: unhashable type: 'list'
+cases = {
+    "jax.pmap, out_axes=(0,)": lambda: jax.pmap(lambda x: (x * 2,), out_axes=(0,))(x),
+    "jax.pmap, out_axes=[0]": lambda: jax.pmap(lambda x: [x * 2], out_axes=[0])(x),
+    "eqx.filter_pmap": lambda: eqx.filter_pmap(lambda x: x * 2)(x),
+}
+for name, case in cases.items():
+    try:
+        jax.block_until_ready(case())
+        print(f"{name}: works")
+    except TypeError as err:
+        print(f"{name}: TypeError: {err}")  # out_axes=[0] and filter_pmap: unhashable type: 'list'
 """

@@ -103,7 +103,7 @@ arrays (`jax/_src/pmap.py`, `global_array_to_host_local_array`) through
 
 **Shown to work here:** the study recompiles Equinox's own `_filter_pmap_cache` from its
 source with these two lines changed and swaps it in around each call (`jaxperf.multiprocess.bug.fixed`):
-the `eqx.filter_pmap, fixed` row above, and the method `filter_pmap_fixed` below, which gives
+the `eqx.filter_pmap, fixed` row above, and the method `filter_pmap_fixed` in the correctness table, which gives
 the same loss, parameters and optimiser state as every other method and as one device. JAX
 could also accept lists there (hash the flattened specs), since its docs allow any pytree
 prefix for `out_axes`; a tuple in Equinox fixes it for every JAX release.

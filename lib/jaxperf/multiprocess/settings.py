@@ -21,13 +21,13 @@ class MultiprocessSettings(StudySettings):
     processes: int = 2
     scaling_processes: tuple[int, ...] = (1, 2, 4)
     global_devices: int = 8
-    mlp_depth: int = 8
+    mlp_depth: int = 4
     methods: tuple[str, ...] = tuple(METHODS)
     steps: tuple[str, ...] = STEPS
     warmup: int = 1
     repeats: int = 5
     calls_per_repeat: int = 3
-    launch_timeout_s: int = 240
+    launch_timeout_s: int = 600
     pod_hosts: int = 64
 
     QUICK: ClassVar[Mapping[str, Any]] = {
