@@ -9,13 +9,24 @@ from .. import plots
 from ..loops import vocab
 from .sweep import OK
 
-# The variants drawn (all are in the records): the reporter's two, and the fixes. pl.loop is
-# left out: it wraps fori_loop and compiles to the same bundles (the records show it).
-SHOWN = ("python", "fori u=1", "fori u=8", "hand_unrolled u=8", "hoisted u=1", "hoisted u=8")
+
+def shown_variants(df: pd.DataFrame) -> list[str]:
+    """The variants drawn (all are in the records): the reporter's two, and the fixes at unroll 1 and
+    the largest unroll. pl.loop is left out: it wraps fori_loop and compiles to the same bundles."""
+    top = int(df.unroll.max()) if len(df) else 1
+    names = [
+        "python",
+        "fori u=1",
+        f"fori u={top}",
+        f"hand_unrolled u={top}",
+        "hoisted u=1",
+        f"hoisted u={top}",
+    ]
+    return list(dict.fromkeys(names))
 
 
 def _shown(df: pd.DataFrame) -> pd.DataFrame:
-    return df[(df.status == OK) & df.variant.isin(SHOWN)]
+    return df[(df.status == OK) & df.variant.isin(shown_variants(df))]
 
 
 def _legend(fig: plt.Figure) -> plt.Figure:
@@ -33,7 +44,7 @@ def _panels(
     stats = []
     for ax, panel in zip(axes, panels):
         part = df[df[column] == panel]
-        order = [v for v in SHOWN if v in set(part.variant)]
+        order = [v for v in shown_variants(df) if v in set(part.variant)]
         drawn = plots.median_iqr_lines(ax, part, "T", y, "variant", hue_order=order, logx=True)
         stats.append(drawn.assign(**{column: panel}))
         ax.set_title(f"{title} {panel}")
