@@ -285,11 +285,11 @@ def test_notebook_source_is_clean():
 
 @pytest.mark.notebook
 def test_notebook_runs_on_the_current_release_only(tmp_path):
-    """Quick mode restricted to today's release: no old environment is built."""
+    """Tiny sizes restricted to today's release: no old environment is built."""
     import json
 
     run_notebook(
-        "03_equinox_versions", tmp_path, quick=True, quick_releases=[CURRENT], repeats=2, number=2, warmup=1
+        "03_equinox_versions", tmp_path, releases=[CURRENT], rounds=1, repeats=2, number=2, warmup=1
     )
     summary = json.loads((tmp_path / "results" / "cpu" / "versions" / "summary.json").read_text())
     assert summary["releases_measured"] == [CURRENT] and summary["releases_failed"] == {}

@@ -41,5 +41,8 @@ from .envs import (
     ensure_env,
     find_python,
 )  # _stamp: the tests fake a cached env
+from .figures import plot_overhead_vs_release
 from .releases import PINS_DIR, Release, available_releases, check_releases, read_pins, release_table
-from .report import EXTRA_MEASURES, display_table, plot_overhead_vs_release, summarize, tabulate
+from .report import summarize
+from .settings import VersionsSettings
+from .tables import EXTRA_MEASURES, display_table, tabulate

@@ -158,11 +158,13 @@ def gather(
             timeout_s=env_timeout_s,
             log=log,
         )
-    frames, documents, bench_wall = [], {r: [] for r in releases}, {r: 0.0 for r in releases}
+    frames: list[pd.DataFrame] = []
+    documents: dict[str, list[dict[str, Any]]] = {r: [] for r in releases}
+    bench_wall = {r: 0.0 for r in releases}
     for round_index in range(rounds):
         for release in releases:
             status = statuses[release]
-            if status.ok:
+            if status.ok and status.python_executable is not None:
                 try:
                     doc = run_bench(
                         status.python_executable, bench, host_devices=host_devices, timeout_s=bench_timeout_s

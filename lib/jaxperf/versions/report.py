@@ -11,229 +11,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from .. import markdown
 from ..markdown import fmt_stat
-from ..timing import iqr_stats, pair_ratios
-from .bench import BASELINE, MODELS, VARIANTS, BenchConfig, VersionMatrix
+from .bench import MODELS, BenchConfig
 from .releases import release_key
-
-
-def _paired_difference(df: pd.DataFrame, baseline: str, value: str, by: list[str]) -> pd.DataFrame:
-    """Per-repeat ``value(variant) - value(baseline)`` inside each group, in column ``difference``.
-
-    The difference counterpart of ``timing.pair_ratios``: pairs are matched on ``by + ['repeat']``.
-    """
-    keys = by + ["repeat"]
-    base = df[df["variant"] == baseline][keys + [value]].rename(columns={value: "_base"})
-    merged = df.merge(base, on=keys, how="inner")
-    merged["difference"] = merged[value] - merged["_base"]
-    return merged.drop(columns="_base")
-
-
-# filter_pmap's extra cost over jax.pmap, per pair, three ways: the dispatching thread's CPU time (Equinox's
-# host work, steadiest on a shared machine), blocked wall time (what a training loop feels), enqueue-only time.
-EXTRA_MEASURES = {
-    "extra_cpu_ms": "cpu_s_per_call",
-    "extra_ms": "wall_s_per_call",
-    "extra_dispatch_ms": "dispatch_s_per_call",
-}
-
-
-def tabulate(matrix: VersionMatrix) -> pd.DataFrame:
-    """One row per (release, model), all per pair against ``jax.pmap`` on params
-    (median, q25, q75): filter_pmap's extra host-CPU ms (``extra_cpu_ms_*``),
-    extra wall ms (``extra_ms_*``) and extra enqueue ms (``extra_dispatch_ms_*``)
-    per call, the it/s ratios of filter_pmap and the cached fix; plus median ms
-    per call and it/s of each method. Failed releases get one row with their error."""
-    by = ["release", "model", "round"]
-    rows = []
-    timings = matrix.timings
-    for env in matrix.environments.itertuples(index=False):
-        part = timings[timings["release"] == env.release] if len(timings) else timings
-        if part.empty:
-            rows.append(
-                {
-                    "release": env.release,
-                    "jax": env.jax,
-                    "python": env.python,
-                    "model": "-",
-                    "status": env.status,
-                    "error": env.error,
-                }
-            )
-            continue
-        ratios = pair_ratios(part, BASELINE, "it_per_s", by=by)
-        extras = {
-            stem: _paired_difference(part, BASELINE, column, by=by) for stem, column in EXTRA_MEASURES.items()
-        }
-        for model in [m for m in MODELS if m in set(part["model"])]:
-            row: dict[str, Any] = {
-                "release": env.release,
-                "jax": env.jax,
-                "python": env.python,
-                "model": model,
-            }
-            for variant in ("filter_pmap", "pmap_cached"):
-                r = iqr_stats(ratios[(ratios["model"] == model) & (ratios["variant"] == variant)]["ratio"])
-                row.update({f"{variant}_ratio_{k}": r[k] for k in ("median", "q25", "q75")})
-            for stem, diffs in extras.items():
-                e = iqr_stats(
-                    1e3 * diffs[(diffs["model"] == model) & (diffs["variant"] == "filter_pmap")]["difference"]
-                )
-                row.update({f"{stem}_{k}": e[k] for k in ("median", "q25", "q75")})
-            row["pairs"] = e["n"]
-            for variant in VARIANTS:
-                sel = part[(part["model"] == model) & (part["variant"] == variant)]
-                row[f"{variant}_ms_per_call"] = 1e3 * float(np.median(sel["wall_s_per_call"]))
-                row[f"{variant}_cpu_ms_per_call"] = 1e3 * float(np.median(sel["cpu_s_per_call"]))
-                row[f"{variant}_it_per_s"] = float(np.median(sel["it_per_s"]))
-            row.update({"status": env.status, "error": env.error})
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def display_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The table as it reads in an issue: ``median [q25, q75]`` strings."""
-    out = []
-    for r in table.to_dict("records"):
-        if r.get("model", "-") == "-":
-            out.append(
-                {
-                    "equinox": r["release"],
-                    "jax": r["jax"],
-                    "model": "-",
-                    "filter_pmap / pmap it/s": "failed",
-                    "extra CPU ms/call": "-",
-                    "extra wall ms/call": "-",
-                    "cached fix / pmap it/s": "-",
-                    "pmap ms/call": "-",
-                    "filter_pmap ms/call": "-",
-                    "note": _short_error(r.get("error", "")),
-                }
-            )
-            continue
-        out.append(
-            {
-                "equinox": r["release"],
-                "jax": r["jax"],
-                "model": r["model"],
-                "filter_pmap / pmap it/s": fmt_stat(
-                    {k: r[f"filter_pmap_ratio_{k}"] for k in ("median", "q25", "q75")}
-                ),
-                "extra CPU ms/call": fmt_stat(
-                    {k: r[f"extra_cpu_ms_{k}"] for k in ("median", "q25", "q75")}, 1
-                ),
-                "extra wall ms/call": fmt_stat({k: r[f"extra_ms_{k}"] for k in ("median", "q25", "q75")}, 1),
-                "cached fix / pmap it/s": fmt_stat(
-                    {k: r[f"pmap_cached_ratio_{k}"] for k in ("median", "q25", "q75")}
-                ),
-                "pmap ms/call": f"{r['pmap_params_ms_per_call']:.2f}",
-                "filter_pmap ms/call": f"{r['filter_pmap_ms_per_call']:.2f}",
-                "note": "",
-            }
-        )
-    return pd.DataFrame(out)
-
-
-def _short_error(error: str, limit: int = 160) -> str:
-    line = " ".join(str(error).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def plot_overhead_vs_release(table: pd.DataFrame):
-    """Three panels vs Equinox release: filter_pmap's extra host-CPU ms and extra
-    wall ms per call over ``jax.pmap`` on params, and the it/s ratio; per-pair
-    median with IQR bars, one marker shape per JAX version, the releases that
-    share one JAX shaded.
-
-    Returns (figure, the plotted data).
-    """
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    data = table[table["model"] != "-"].copy()
-    if data.empty:
-        raise ValueError("table has no measured release: every environment failed (see its error column).")
-    order = sorted(dict.fromkeys(data["release"]), key=release_key)
-    data["x"] = data["release"].map({r: i for i, r in enumerate(order)})
-    jax_of = dict(zip(data["release"], data["jax"]))
-    jax_versions = list(dict.fromkeys(jax_of[r] for r in order))
-    markers = dict(zip(jax_versions, ["o", "s", "D", "^", "v", "P"]))
-    models = [m for m in MODELS if m in set(data["model"])]
-    colors = dict(zip(models, sns.color_palette("tab10", n_colors=len(models))))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
-    panels = [
-        (
-            "extra_cpu_ms",
-            "filter_pmap's extra host-CPU ms per call over jax.pmap\n"
-            "(dispatching thread; per-pair median, IQR bars)",
-        ),
-        (
-            "extra_ms",
-            "filter_pmap's extra wall ms per call over jax.pmap\n(blocked calls; per-pair median, IQR bars)",
-        ),
-        (
-            "filter_pmap_ratio",
-            "filter_pmap it/s ÷ jax.pmap it/s\n(per-pair median, IQR bars; 1 = no overhead)",
-        ),
-    ]
-    offsets = {m: (i - (len(models) - 1) / 2) * 0.12 for i, m in enumerate(models)}
-    for ax, (stem, label) in zip(axes, panels):
-        for jax_version in jax_versions:
-            group = [i for i, r in enumerate(order) if jax_of[r] == jax_version]
-            if len(group) > 1:
-                ax.axvspan(min(group) - 0.4, max(group) + 0.4, color="0.92", zorder=0)
-                ax.text(
-                    (min(group) + max(group)) / 2,
-                    0.98,
-                    f"same jax {jax_version}:\nEquinox's change only",
-                    transform=ax.get_xaxis_transform(),
-                    ha="center",
-                    va="top",
-                    fontsize=8,
-                    color="0.3",
-                )
-        for model in models:
-            part = data[data["model"] == model].sort_values("x")
-            xs = part["x"] + offsets[model]
-            ax.plot(xs, part[f"{stem}_median"], color=colors[model], lw=1, alpha=0.6)
-            for x, row in zip(xs, part.itertuples(index=False)):
-                med, lo, hi = (getattr(row, f"{stem}_{k}") for k in ("median", "q25", "q75"))
-                ax.errorbar(
-                    [x],
-                    [med],
-                    yerr=[[med - lo], [hi - med]],
-                    fmt=markers[row.jax],
-                    color=colors[model],
-                    ms=6,
-                    capsize=3,
-                )
-        if stem == "filter_pmap_ratio":
-            ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
-        else:
-            ax.axhline(0.0, color="0.4", lw=0.8, ls="--")
-        ax.set_xticks(range(len(order)))
-        ax.set_xticklabels([f"{r}\njax {jax_of[r]}" for r in order], fontsize=8)
-        ax.set_xlim(-0.6, len(order) - 0.4)
-        ax.set_xlabel("Equinox release (and the JAX it ran on)")
-        ax.set_ylabel(label, fontsize=9)
-        # Headroom above the data for the shaded group's label (and, on the ratio panel, the legend).
-        top = ax.get_ylim()[1] * 1.25
-        ax.set_ylim(bottom=0, top=max(top, 1.75) if stem == "filter_pmap_ratio" else top)
-    from matplotlib.lines import Line2D
-
-    handles = [Line2D([], [], color=colors[m], lw=2, label=m) for m in models]
-    handles += [Line2D([], [], color="0.3", marker=markers[j], ls="", label=f"jax {j}") for j in jax_versions]
-    axes[-1].legend(handles=handles, fontsize=7, loc="upper right", ncol=1, framealpha=0.9)
-    fig.suptitle(
-        "Does Equinox 0.10 make filter_pmap cheaper? (equinox#192; no-op step, 8 host devices)", fontsize=11
-    )
-    cols = ["release", "jax", "model", "x"] + [
-        f"{s}_{k}" for s, _ in panels for k in ("median", "q25", "q75")
-    ]
-    return fig, data[cols].reset_index(drop=True)
+from .tables import _short_error, display_table
 
 
 def _row(table: pd.DataFrame, release: str, model: str) -> dict[str, Any] | None:
@@ -264,7 +48,13 @@ def _change_text(change: dict[str, Any], unit: str = " ms per call") -> str:
 
 
 def summarize(
-    table: pd.DataFrame, environments: pd.DataFrame, *, bench: BenchConfig, rounds: int, host_devices: int
+    table: pd.DataFrame,
+    environments: pd.DataFrame,
+    *,
+    bench: BenchConfig,
+    rounds: int,
+    host_devices: int,
+    quick: bool = False,
 ) -> tuple[dict[str, Any], str]:
     """summary.json's content and an issue-ready summary.md for equinox#192.
 
@@ -306,6 +96,8 @@ def summarize(
         for b, a in pairs:
             for model in models:
                 rb, ra = _row(measured, b, model), _row(measured, a, model)
+                if rb is None or ra is None:  # a release measured one model only
+                    continue
                 comparisons[f"{model}: {b} -> {a}"] = {
                     "model": model,
                     "before": b,
@@ -384,6 +176,8 @@ def summarize(
         ]
         for model in models:
             rn, ro = _row(measured, newest, model), _row(measured, oldest, model)
+            if rn is None or ro is None:
+                continue
             today[model] = {
                 "release": newest,
                 "jax": jax_of[newest],
@@ -408,9 +202,7 @@ def summarize(
             )
         lines.append("")
     failed = environments[environments["status"] != "ok"] if "status" in environments else environments
-    display = display_table(table)
-    lines += ["| " + " | ".join(display.columns) + " |", "|" + "|".join("---" for _ in display.columns) + "|"]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in display.itertuples(index=False)]
+    lines += [markdown.table(display_table(table))]
     lines += [
         "",
         "Ratios: per-pair it/s of the method over `jax.pmap` on params. Compare releases by these within-process "
@@ -446,5 +238,7 @@ def summarize(
         "bench": dataclasses.asdict(bench),
         "rounds": rounds,
         "host_devices": host_devices,
+        "smoke_run": quick,
     }
-    return summary, "\n".join(lines[:2] + method + lines[2:])
+    notice = [markdown.smoke_notice(quick)] if quick else []
+    return summary, "\n".join(lines[:2] + notice + method + lines[2:])

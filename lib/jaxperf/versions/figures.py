@@ -1,0 +1,103 @@
+"""The version matrix's figure: filter_pmap's extra cost over ``jax.pmap`` on params,
+per Equinox release (drawn from the table that ``report.tabulate`` builds)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .bench import MODELS
+from .releases import release_key
+
+
+def plot_overhead_vs_release(table: pd.DataFrame):
+    """Three panels vs Equinox release: filter_pmap's extra host-CPU ms and extra
+    wall ms per call over ``jax.pmap`` on params, and the it/s ratio; per-pair
+    median with IQR bars, one marker shape per JAX version, the releases that
+    share one JAX shaded.
+
+    Returns (figure, the plotted data).
+    """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    data = table[table["model"] != "-"].copy()
+    if data.empty:
+        raise ValueError("table has no measured release: every environment failed (see its error column).")
+    order = sorted(dict.fromkeys(data["release"]), key=release_key)
+    data["x"] = data["release"].map({r: i for i, r in enumerate(order)})
+    jax_of = dict(zip(data["release"], data["jax"]))
+    jax_versions = list(dict.fromkeys(jax_of[r] for r in order))
+    markers = dict(zip(jax_versions, ["o", "s", "D", "^", "v", "P"]))
+    models = [m for m in MODELS if m in set(data["model"])]
+    colors = dict(zip(models, sns.color_palette("tab10", n_colors=len(models))))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    panels = [
+        (
+            "extra_cpu_ms",
+            "filter_pmap's extra host-CPU ms per call over jax.pmap\n"
+            "(dispatching thread; per-pair median, IQR bars)",
+        ),
+        (
+            "extra_ms",
+            "filter_pmap's extra wall ms per call over jax.pmap\n(blocked calls; per-pair median, IQR bars)",
+        ),
+        (
+            "filter_pmap_ratio",
+            "filter_pmap it/s ÷ jax.pmap it/s\n(per-pair median, IQR bars; 1 = no overhead)",
+        ),
+    ]
+    offsets = {m: (i - (len(models) - 1) / 2) * 0.12 for i, m in enumerate(models)}
+    for ax, (stem, label) in zip(axes, panels):
+        for jax_version in jax_versions:
+            group = [i for i, r in enumerate(order) if jax_of[r] == jax_version]
+            if len(group) > 1:
+                ax.axvspan(min(group) - 0.4, max(group) + 0.4, color="0.92", zorder=0)
+                ax.text(
+                    (min(group) + max(group)) / 2,
+                    0.98,
+                    f"same jax {jax_version}:\nEquinox's change only",
+                    transform=ax.get_xaxis_transform(),
+                    ha="center",
+                    va="top",
+                    fontsize=8,
+                    color="0.3",
+                )
+        for model in models:
+            part = data[data["model"] == model].sort_values("x")
+            xs = part["x"] + offsets[model]
+            ax.plot(xs, part[f"{stem}_median"], color=colors[model], lw=1, alpha=0.6)
+            for x, row in zip(xs, part.itertuples(index=False)):
+                med, lo, hi = (getattr(row, f"{stem}_{k}") for k in ("median", "q25", "q75"))
+                ax.errorbar(
+                    [x],
+                    [med],
+                    yerr=[[med - lo], [hi - med]],
+                    fmt=markers[row.jax],
+                    color=colors[model],
+                    ms=6,
+                    capsize=3,
+                )
+        if stem == "filter_pmap_ratio":
+            ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        else:
+            ax.axhline(0.0, color="0.4", lw=0.8, ls="--")
+        ax.set_xticks(range(len(order)))
+        ax.set_xticklabels([f"{r}\njax {jax_of[r]}" for r in order], fontsize=8)
+        ax.set_xlim(-0.6, len(order) - 0.4)
+        ax.set_xlabel("Equinox release (and the JAX it ran on)")
+        ax.set_ylabel(label, fontsize=9)
+        # Headroom above the data for the shaded group's label (and, on the ratio panel, the legend).
+        top = ax.get_ylim()[1] * 1.25
+        ax.set_ylim(bottom=0, top=max(top, 1.75) if stem == "filter_pmap_ratio" else top)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colors[m], lw=2, label=m) for m in models]
+    handles += [Line2D([], [], color="0.3", marker=markers[j], ls="", label=f"jax {j}") for j in jax_versions]
+    axes[-1].legend(handles=handles, fontsize=7, loc="upper right", ncol=1, framealpha=0.9)
+    fig.suptitle(
+        "Does Equinox 0.10 make filter_pmap cheaper? (equinox#192; no-op step, 8 host devices)", fontsize=11
+    )
+    cols = ["release", "jax", "model", "x"] + [
+        f"{s}_{k}" for s, _ in panels for k in ("median", "q25", "q75")
+    ]
+    return fig, data[cols].reset_index(drop=True)
