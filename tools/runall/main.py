@@ -86,6 +86,21 @@ def run(argv: list[str]) -> int:
         lock.release()
 
 
+def _settings_checks(selected: list[notebooks.Notebook], opts: Options) -> list[dict]:
+    """What preflight needs to build each notebook's settings object."""
+    return [
+        {
+            "name": nb.name,
+            "source": nb.source,
+            "injected": notebooks.parameters(nb, opts, opts.backend),
+            "imports": nb.settings_imports,
+            "cls": nb.settings_class,
+        }
+        for nb in selected
+        if nb.settings_class and nb.settings_imports
+    ]
+
+
 def _run_locked(opts: Options, python: str, selected: list[notebooks.Notebook], root: Path) -> int:
     try:
         if python:
@@ -96,18 +111,7 @@ def _run_locked(opts: Options, python: str, selected: list[notebooks.Notebook], 
         warn(f"run_all.sh: {err}")
         return 3
     differ = pyenv.pin_report(python, PROJECT)
-    checks = [
-        {
-            "name": nb.name,
-            "source": nb.source,
-            "injected": notebooks.parameters(nb, opts, "cpu"),
-            "imports": nb.settings_imports,
-            "cls": nb.settings_class,
-        }
-        for nb in selected
-        if nb.settings_class and nb.settings_imports
-    ]
-    pyenv.preflight(python, checks)
+    pyenv.preflight(python, _settings_checks(selected, opts))
     backend = _backend(python, opts)
     say(f"run_all.sh: backend={backend} quick={opts.quick} output root={root} python={python}")
     say(f"run_all.sh: notebooks: {' '.join(nb.name for nb in selected)}")
