@@ -167,3 +167,16 @@ def test_lab_serves_the_project_and_prints_its_url():
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+
+
+def test_preflight_builds_each_notebooks_settings_before_any_work():
+    check = {
+        "name": "01_x",
+        "source": 'backend = "auto"\nhost_devices = 8',
+        "injected": {"host_devices": 0},
+        "imports": ["from jaxperf.settings import StudySettings"],
+        "cls": "StudySettings",
+    }
+    with pytest.raises(UsageError, match="01_x: host_devices=0 is not allowed"):
+        pyenv.preflight(sys.executable, [check])
+    pyenv.preflight(sys.executable, [{**check, "injected": {"host_devices": 2}}])
