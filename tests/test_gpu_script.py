@@ -186,7 +186,7 @@ def test_report_joins_compile_and_estimate_records(tmp_path: Path) -> None:
     records.write_records(est, tmp_path / "results/gpu/triton_compile/estimate", prov)
     compiles = report.compile_table(tmp_path / "results" / "gpu", tmp_path / "nothing")
     assert list(compiles["run_lower_plus_compile_ms"]) == [100.0, 100.0]
-    table = report.estimate_table(tmp_path / "results" / "gpu")
+    table = report.estimate_table(tmp_path / "results" / "gpu", tmp_path / "nothing")
     fori = table[table.variant == "fori u=1"].iloc[0]
     assert fori["predicted_vs_python"] == 4.0 and fori["measured_vs_python"] == 3.0
     run_dir = report.write(tmp_path, "gpu", dry=False)

@@ -8,8 +8,9 @@ Runs after the parts, on the CPU (it reads records, starts no device):
   04's compile on the device machine's CPU (part c) and on the project's own
   CPU (the committed ``results/cpu/triton_compile``, if present);
 - ``estimate_vs_measured``: part c's static SASS estimate (dynamic
-  instructions per call) beside part a's measured ms per call, and the
-  predicted vs measured ratio to the Python loop;
+  instructions per call; the committed notebook 04 one when part c made
+  none) beside part a's measured ms per call, and the predicted vs measured
+  ratio to the Python loop;
 - ``summary.json``/``summary.md``: every part's status and time, the
   seed-format GPU column beside the reporter's, the two tables, the versions
   that ran and where they differ from the pins.
@@ -96,13 +97,31 @@ def compile_table(results: Path, project_cpu: Path) -> pd.DataFrame:
     return out.sort_values(["variant", "T"]).reset_index(drop=True)
 
 
-def estimate_table(results: Path) -> pd.DataFrame:
-    """Part c's static estimate beside part a's measured ms per call, and both ratios to the Python loop."""
-    head, _ = _read(results / "loops" / "seed_headline")
+def _estimates(results: Path, project_cpu: Path) -> pd.DataFrame | None:
+    """Part c's static estimate; else the committed one of notebook 04 (sm_90, its carry dtype)."""
     est, _ = _read(results / "triton_compile" / "estimate")
-    if head is None or est is None or "sass_dynamic_per_call" not in est:
+    if est is not None and "sass_dynamic_per_call" in est:
+        return est.assign(estimate_from="this run's host CPU (float32 carry, as timed)")
+    committed, prov = _read(project_cpu / "triton_compile" / "estimate_records")
+    if committed is None or "sass_dynamic_per_call" not in committed:
+        return None
+    from ..triton import estimate
+
+    carry = prov.get("parameters", {}).get("seed_carry_dtype", "input")
+    table = estimate.table(committed)
+    table = table[table["target"] == "sm_90"]
+    return table.assign(estimate_from=f"the committed notebook 04 run ({carry} carry)")
+
+
+def estimate_table(results: Path, project_cpu: Path) -> pd.DataFrame:
+    """The static estimate (dynamic SASS instructions per call) beside part a's measured ms per
+    call, and both as ratios to the Python loop."""
+    head, _ = _read(results / "loops" / "seed_headline")
+    est = _estimates(results, project_cpu)
+    if head is None or est is None:
         return pd.DataFrame(columns=[*KEYS, "ms_per_call", "sass_dynamic_per_call"])
-    out = est[[*KEYS, "target", "sass_dynamic_per_call"]].merge(head[[*KEYS, "ms_per_call"]], on=KEYS)
+    cols = [*KEYS, "target", "sass_dynamic_per_call", "estimate_from"]
+    out = est[cols].merge(head[[*KEYS, "ms_per_call"]], on=KEYS)
     out["dynamic_instructions_per_ns"] = out["sass_dynamic_per_call"] / (out["ms_per_call"] * 1e6)
     python = out[out.variant == "python"].set_index("T")
     out["predicted_vs_python"] = out["sass_dynamic_per_call"] / out["T"].map(python["sass_dynamic_per_call"])
@@ -133,8 +152,9 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     prov = _provenance(results, run_dir)
     parts = _part_status(run_dir)
-    compiles = compile_table(results, paths.PROJECT_ROOT / "results" / "cpu")
-    estimates = estimate_table(results)
+    project_cpu = paths.PROJECT_ROOT / "results" / "cpu"
+    compiles = compile_table(results, project_cpu)
+    estimates = estimate_table(results, project_cpu)
     records.write_records(compiles, run_dir / "compile_compare", prov)
     records.write_records(estimates, run_dir / "estimate_vs_measured", prov)
     seed_table, _ = _read(results / "loops" / "seed_table")

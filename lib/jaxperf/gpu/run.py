@@ -145,7 +145,7 @@ def run_part(part: str, settings: GpuSettings, *, dry: bool) -> int:
         code = 1
     out.update(elapsed_s=round(time.perf_counter() - started, 1), provenance=study.provenance)
     records.write_json(run_dir / f"{part}.json", out)
-    print(f"[{part}] {out['status']} in {out['elapsed_s']} s -> {study.where()}", flush=True)
+    print(f"[{part}] {out['status']} in {out['elapsed_s']} s -> {study.results_dir}", flush=True)
     return code
 
 

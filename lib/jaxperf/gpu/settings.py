@@ -22,7 +22,9 @@ from ..settings import StudySettings
 # Run order: the reporter's own harness first (the seed-format GPU column), then his kernel
 # in the loop sweep, the compile (joined with it), dispatch, and attention last.
 PARTS = ("harness", "loops_seed", "compile", "dispatch", "loops_attention")
-REPORTER_TS = tuple(row[0] for row in vocab.SEED_ROWS)
+# The reporter's T in the order a part measures them: the extremes first (his largest T
+# holds the widest fori/Python gap), so that a budget cut loses a middle T.
+REPORTER_TS_ORDER = (256, 65536, 8192, 2048, 32768, 16384)
 DISPATCH_METHODS = (
     "filter_pmap",
     "pmap_params",
@@ -37,7 +39,8 @@ DISPATCH_METHODS = (
 class GpuSettings(StudySettings):
     """The device run's parameters (the full run on a GPU; ``quick`` = the CPU dry run).
 
-    Loop sweep (part a): ``seed_Ts``/``attention_Ts`` at ``batch`` x T x ``D`` in
+    Every list of T is measured in its order (the extremes first). Loop sweep (part a):
+    ``seed_Ts``/``attention_Ts`` at ``batch`` x T x ``D`` in
     ``dtype``, forms ``loop_forms`` at ``unrolls``, ``repeats`` timed batches,
     ``compile_repeats`` fresh compiles; attention's Python loop only up to
     ``attention_python_max_steps`` steps. Harness (part b): the reporter's
@@ -55,18 +58,18 @@ class GpuSettings(StudySettings):
     dtype: str = vocab.SEED_SIZES["dtype"]
     loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "hoisted")
     unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)
-    seed_Ts: tuple[int, ...] = REPORTER_TS
-    attention_Ts: tuple[int, ...] = (256, 2048, 8192, 16384)
+    seed_Ts: tuple[int, ...] = REPORTER_TS_ORDER
+    attention_Ts: tuple[int, ...] = (256, 16384, 2048, 8192)
     attention_python_max_steps: int = 256
     repeats: int = 5
     compile_repeats: int = 2
     bandwidth_megabytes: int = 2048
-    harness_Ts: tuple[int, ...] = REPORTER_TS
+    harness_Ts: tuple[int, ...] = REPORTER_TS_ORDER
     harness_N: int = vocab.SEED_N
     harness_repeats: int = 3
     harness_variants: tuple[str, ...] = ("python", "fori u=1", "hoisted u=1", "hand_unrolled u=8")
     compile_target: str = "sm_90"
-    compile_Ts: tuple[int, ...] = REPORTER_TS
+    compile_Ts: tuple[int, ...] = REPORTER_TS_ORDER
     estimate_unroll: int = 4
     mlp_depths: tuple[int, ...] = (1, 4, 16, 64)
     transformer_layers: tuple[int, ...] = (2,)
