@@ -129,6 +129,27 @@ def estimate_table(results: Path, project_cpu: Path) -> pd.DataFrame:
     return out.sort_values(["T", "variant"]).reset_index(drop=True)
 
 
+def sweep_table(results: Path, kernel: str) -> pd.DataFrame | None:
+    """Part a for ``kernel``: median ms per kernel call per T (rows) and variant (columns)."""
+    head, _ = _read(results / "loops" / f"{kernel}_headline")
+    if head is None or head.empty:
+        return None
+    from ..loops import vocab
+
+    table = head.pivot_table(index="T", columns="variant", values="ms_per_call", aggfunc="median")
+    return table[[v for v in vocab.frame_variant_order(head) if v in table]].reset_index()
+
+
+def dispatch_table(results: Path) -> pd.DataFrame | None:
+    """Part d: median it/s per (step, model, leaves) and variant (method, donated)."""
+    timings, _ = _read(results / "dispatch" / "timings")
+    if timings is None or timings.empty:
+        return None
+    keys = ["step", "model", "leaves"]
+    table = timings.pivot_table(index=keys, columns="variant", values="it_per_s", aggfunc="median")
+    return table.reset_index()
+
+
 def _provenance(results: Path, run_dir: Path) -> dict[str, Any]:
     """The provenance of the first record a part wrote (backend, device, versions)."""
     for part in PARTS:
@@ -173,8 +194,15 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         markdown.table(pd.DataFrame(parts)),
         "",
         *_md_section("The reporter's table, this device beside his A6000", seed_table, "not measured"),
+        *_md_section(
+            "Loop sweep, reporter's kernel: ms per kernel call", sweep_table(results, "seed"), "not measured"
+        ),
+        *_md_section(
+            "Loop sweep, attention: ms per kernel call", sweep_table(results, "attention"), "not measured"
+        ),
         *_md_section("Compile: on the device beside the Triton compile on a CPU", compiles, "not measured"),
         *_md_section("Static SASS estimate beside the measured time", estimates, "not measured"),
+        *_md_section("Dispatch on one device: it/s (median)", dispatch_table(results), "not measured"),
         "## Versions that ran, against the pins",
         "",
         *[f"- {line}" for line in versions.get("differ_from_pins", [])],
