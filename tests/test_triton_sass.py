@@ -212,6 +212,11 @@ def test_the_estimate_stands_beside_a_measurement():
     measured = pd.DataFrame(
         {"variant": ["python", "fori u=1", "fori u=1"], "T": [8192] * 3, "ms_per_call": [2.0, 3.0, 5.0]}
     )
+    later = rows.assign(T=16384, steps=256, sass_dynamic_per_program=rows.sass_dynamic_per_call * 2)
+    slopes = estimate.per_step(
+        pd.concat([rows.assign(sass_dynamic_per_program=rows.sass_dynamic_per_call), later])
+    )
+    assert slopes.set_index("variant")["per step"].to_dict() == {"python": 100 / 128, "fori u=1": 1000 / 128}
     out = estimate.beside_measured(rows, measured)
     assert out.to_dict(orient="records") == [
         {

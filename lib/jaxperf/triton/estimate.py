@@ -131,6 +131,22 @@ def ratios(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def per_step(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
+    """SASS instructions each extra loop step adds (per program), per target and form: the
+    slope of the dynamic count between the two largest T estimated."""
+    est = table(rows, kernel).dropna(subset=["sass_dynamic_per_program"])
+    out = []
+    for (target, variant), part in est.groupby(["target", "variant"], sort=False):
+        if len(part) < 2:
+            continue
+        low, high = part.sort_values("T").iloc[-2:].itertuples()
+        slope = (high.sass_dynamic_per_program - low.sass_dynamic_per_program) / (high.steps - low.steps)
+        out.append(
+            {"target": target, "variant": variant, "T1": int(low.T), "T2": int(high.T), "per step": slope}
+        )
+    return pd.DataFrame(out)
+
+
 def beside_measured(
     rows: pd.DataFrame, measured: pd.DataFrame, *, target: str = "sm_90", kernel: str = "seed"
 ) -> pd.DataFrame:

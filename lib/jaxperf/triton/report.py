@@ -112,6 +112,7 @@ def summary_dict(
             "label": estimate.LABEL,
             "per_call": _records(estimate.table(estimates)),
             "ratios": _records(estimate.ratios(estimates)),
+            "per_step": _records(estimate.per_step(estimates)),
             "not_estimated": _records(
                 estimates[estimates.status != STATUS_OK][["target", "variant", "T", "status", "error"]]
             ),
@@ -184,6 +185,10 @@ def _estimate_section(est: dict[str, Any]) -> list[str]:
         "longer the reporter's whole step ran.",
         "",
         _md(ratios, floatfmt="{:.3g}"),
+        "",
+        "SASS instructions each extra loop step adds, per program (slope between the two largest T):",
+        "",
+        _md(pd.DataFrame(est["per_step"]), floatfmt="{:.2f}"),
     ]
     if est["not_estimated"]:
         lines += [
