@@ -225,18 +225,19 @@ def _filter_jit_shard(inputs: _Inputs) -> Runner:
     replicated, batch_sharded = inputs.mesh()
     step = get_step(inputs.step, None)
 
-    def sharded(m: Any, xb: jax.Array, o: Any) -> tuple[Any, Any, Any]:
+    # The batch first: Equinox donates "all-except-first", and a donated batch can be consumed.
+    def sharded(xb: jax.Array, m: Any, o: Any) -> tuple[Any, Any, Any]:
         m, o = eqx.filter_shard((m, o), replicated)
         loss, m, o = step(m, eqx.filter_shard(xb, batch_sharded), o)
         return loss, *eqx.filter_shard((m, o), replicated)
 
-    fn = eqx.filter_jit(sharded, donate="all" if inputs.donate else "none")
+    fn = eqx.filter_jit(sharded, donate="all-except-first" if inputs.donate else "none")
     args = (
-        eqx.filter_shard(inputs.model, replicated),
         jax.device_put(inputs.x, batch_sharded),
+        eqx.filter_shard(inputs.model, replicated),
         jax.device_put(inputs.opt_state, replicated),
     )
-    return inputs.runner("filter_jit_shard", fn, args, _canonical(False))
+    return inputs.runner("filter_jit_shard", fn, args, _canonical(False), at=(1, 2))
 
 
 def _global_args(inputs: _Inputs) -> tuple[tuple, Any]:

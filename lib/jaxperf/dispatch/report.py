@@ -241,8 +241,15 @@ def _ratio_table(rows: list[dict[str, Any]], with_method: bool) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def markdown(summary: dict[str, Any], info: Any, stages_ms: pd.DataFrame, profile: pd.DataFrame) -> str:
-    """An answer to equinox#192 with numbers, ready to paste into the issue."""
+def markdown(
+    summary: dict[str, Any],
+    info: Any,
+    stages_ms: pd.DataFrame,
+    profile: pd.DataFrame,
+    profile_now: pd.DataFrame | None = None,
+) -> str:
+    """An answer to equinox#192 with numbers, ready to paste into the issue. ``profile_now``:
+    cProfile of the fix and the fast path (:func:`jaxperf.dispatch.stages.profile_methods`)."""
     quick = not summary.get("judged", True)
     res = pd.DataFrame(summary["results"])
     lines = [
@@ -304,6 +311,12 @@ def markdown(summary: dict[str, Any], info: Any, stages_ms: pd.DataFrame, profil
         lines += [md.table(pivot.reset_index()), ""]
     if not profile.empty:
         lines += ["### cProfile: top self time per filter_pmap call", "", md.table(profile.head(8)), ""]
+    if profile_now is not None and not profile_now.empty:
+        model = profile_now["model"].iloc[0]
+        lines += [f"### Where the time goes now: cProfile top self time per call ({model}, donated)", ""]
+        for method, part in profile_now.groupby("method", sort=False):
+            cols = ["function", "calls_per_step", "self_ms_per_step", "cumulative_ms_per_step"]
+            lines += [f"`{method}`:", "", md.table(part[cols].head(5)), ""]
     if summary["unsupported"]:
         lines += [
             "### Methods that could not run a model",

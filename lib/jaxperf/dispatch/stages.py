@@ -10,6 +10,7 @@ from __future__ import annotations
 import cProfile
 import pstats
 import time
+from collections.abc import Callable
 from typing import Any
 
 import equinox as eqx
@@ -67,12 +68,12 @@ def _profile_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
     return vars(pstats.Stats(profiler))["stats"]
 
 
-def profile_calls(fn: Any, args: tuple, calls: int, top: int = 15) -> pd.DataFrame:
-    """cProfile over ``calls`` blocked calls: the ``top`` functions by self time per call."""
+def profile_calls(call: Callable[[], Any], calls: int, top: int = 15) -> pd.DataFrame:
+    """cProfile over ``calls`` blocked calls of ``call()``: the ``top`` functions by self time per call."""
     profiler = cProfile.Profile()
     profiler.enable()
     for _ in range(calls):
-        timing.block(fn(*args))
+        timing.block(call())
     profiler.disable()
     rows = [
         {
@@ -102,7 +103,7 @@ def breakdown(
         {"filter_pmap": lambda: fn(*args)},
         timing.TimingConfig(warmup=2, repeats=5, number=max(calls // 5, 1), dispatch_only=False),
     )
-    return stages, profile_calls(fn, args, calls), float(plain["wall_s_per_call"].median())
+    return stages, profile_calls(lambda: fn(*args), calls), float(plain["wall_s_per_call"].median())
 
 
 def run_breakdowns(
@@ -125,3 +126,21 @@ def run_breakdowns(
             }
         )
     return pd.concat(stages, ignore_index=True), pd.concat(profiles, ignore_index=True), pd.DataFrame(totals)
+
+
+def profile_methods(
+    spec: ModelSpec, step: str, n_devices: int, methods: tuple[str, ...], calls: int, donate: bool = True
+) -> pd.DataFrame:
+    """Where the time goes now: cProfile's top functions by self time per call for each of
+    ``methods`` (donated by default, as a training loop runs them) on one model."""
+    model, opt_state = spec.build()
+    x = spec.batch(n_devices)
+    leaves = count_leaves(model, x, opt_state)
+    frames = []
+    for method in methods:
+        runner = build_runner(method, step, model, opt_state, x, n_devices, donate=donate)
+        for _ in range(WARMUP_CALLS):
+            timing.block(runner.call())
+        profile = profile_calls(runner.call, calls, top=8)
+        frames.append(profile.assign(method=method, donated=donate, model=spec.name, leaves=leaves))
+    return pd.concat(frames, ignore_index=True)
