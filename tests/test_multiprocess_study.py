@@ -182,6 +182,25 @@ def test_two_processes_filter_pmap_fails_and_every_other_method_agrees(tmp_path)
     assert not repro[(1, "eqx.filter_pmap")] and repro[(1, "eqx.filter_pmap, fixed")]
     assert set(run.timings["method"]) == set(settings.methods) - {"filter_pmap"}
 
+    # The summary built from it: the verdicts, and an issue-ready report with this run's traceback.
+    from jaxperf.multiprocess import report
+
+    table = analysis.medians(run.timings)
+    pod = scaling.predict_pod(scaling.fit_host_cost(table, settings.global_devices), settings.pod_hosts)
+    summary, text = report.build(
+        run,
+        settings,
+        analysis.correctness(run.checks),
+        table,
+        analysis.ratios(run.timings),
+        analysis.collective_split(table),
+        pod,
+    )
+    assert summary["all_but_the_broken_method_correct"] and summary["filter_pmap_fails_across_processes"]
+    assert summary["filter_pmap_fixed_correct"]
+    assert "TypeError: unhashable type: 'list'" in text and "+    out_axes = (tuple(range(" in text
+    assert "global_array_to_host_local_array" in text and "/work/" not in text
+
 
 def test_the_bug_reports_repro_script_prints_what_it_claims(tmp_path):
     import sys
