@@ -24,6 +24,7 @@ import pytest
 from jaxperf import records
 from jaxperf.gpu import report
 from jaxperf.gpu.settings import PARTS, GpuSettings
+from jaxperf.loops import vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "device" / "run_gpu.sh"
@@ -152,7 +153,8 @@ def test_a_real_run_without_a_gpu_fails_and_writes_nothing(tmp_path: Path) -> No
 
 def test_settings_budgets_fit_one_device_call() -> None:
     full = GpuSettings.from_parameters({})
-    assert full.backend == "gpu" and full.mode == "pallas" and full.batch == 512 and full.dtype == "float16"
+    assert full.backend == "gpu" and full.mode == "pallas"
+    assert {"batch": full.batch, "D": full.D, "dtype": full.dtype} == vocab.SEED_SIZES
     # run_gpu.sh caps the whole run at JAXPERF_DEVICE_TOTAL_S (450 s, under the issue's 8
     # minutes) and shrinks the last parts' limits to fit; the budgets plus ~10 s of start-up
     # per part (Python, JAX, the GPU) fit inside it, so no part is cut by design.
@@ -192,3 +194,4 @@ def test_report_joins_compile_and_estimate_records(tmp_path: Path) -> None:
     run_dir = report.write(tmp_path, "gpu", dry=False)
     text = (run_dir / "summary.md").read_text()
     assert "did not run" in text  # no part wrote its JSON here
+    assert "| 2048 | 1 | 3 |" in text  # the sweep's ms per call: python, then fori u=1

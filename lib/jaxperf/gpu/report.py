@@ -137,7 +137,8 @@ def sweep_table(results: Path, kernel: str) -> pd.DataFrame | None:
     from ..loops import vocab
 
     table = head.pivot_table(index="T", columns="variant", values="ms_per_call", aggfunc="median")
-    return table[[v for v in vocab.frame_variant_order(head) if v in table]].reset_index()
+    order = vocab.variant_order(vocab.parse_variant(v) for v in table.columns)
+    return table[order].reset_index()
 
 
 def dispatch_table(results: Path) -> pd.DataFrame | None:

@@ -53,9 +53,9 @@ class GpuSettings(StudySettings):
 
     backend: str = "gpu"
     host_devices: int = 1
-    batch: int = vocab.SEED_SIZES["batch"]
-    D: int = vocab.SEED_SIZES["D"]
-    dtype: str = vocab.SEED_SIZES["dtype"]
+    batch: int = 512  # the reporter's sizes (vocab.SEED_SIZES)
+    D: int = 64
+    dtype: str = "float16"
     loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "hoisted")
     unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)
     seed_Ts: tuple[int, ...] = REPORTER_TS_ORDER
