@@ -403,6 +403,7 @@ def test_second_run_is_refused_or_waits(nbs, tmp_path):
         + ["-p", "repeats", "5"],
         nbs,
     )
+    record("concurrent runs")  # the refused one wrote nothing and named the holder
     rc1, out1, _ = finish(first)
     rc2, out2, err2 = finish(waiter)
     gens = generations(root)
@@ -441,3 +442,32 @@ def test_kill_9_of_run_all_leaves_no_process_and_no_stale_result(nbs, tmp_path):
         stale=_alive(kernel) or bool(staging_leftovers(root)),
     )
     assert cleaned.returncode == 0, cleaned.stderr
+
+
+DAMAGE = {
+    "truncated mid-row": lambda p: p.write_bytes(p.read_bytes()[:-3]),
+    "empty": lambda p: p.write_bytes(b""),
+    "header only": lambda p: p.write_bytes(p.read_bytes().splitlines(keepends=True)[0]),
+    "sidecar from another write": lambda p: p.with_suffix(".json").write_text(
+        p.with_suffix(".json").read_text().replace('"rows": 3', '"rows": 4')
+    ),
+    "sidecar missing": lambda p: p.with_suffix(".json").unlink(),
+    "sidecar cut short": lambda p: p.with_suffix(".json").write_text('{"rows": 3, "col'),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_damaged_record_files_are_rejected(damage, tmp_path):
+    import pandas as pd
+
+    from jaxperf.records import RecordsError, read_records, write_records
+
+    path = write_records(pd.DataFrame({"ms": [300.125, 2.5, 1.0]}), tmp_path / "t", {"run": 1})
+    DAMAGE[damage](path)
+    try:
+        read_records(path)
+        silent = True
+    except RecordsError as err:
+        silent = False
+        assert "t.csv" in str(err) or "t.json" in str(err)
+    record("damaged record files", lost=silent)
