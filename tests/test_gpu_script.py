@@ -125,9 +125,16 @@ def test_unpack_puts_a_gpu_run_into_results_gpu(tmp_path: Path) -> None:
     env = {**os.environ, "JAXPERF_UNPACK_ROOT": str(dest)}
     cmd = ["bash", str(ROOT / "tools/device/unpack.sh"), str(back)]
     assert subprocess.run(cmd, capture_output=True, text=True, env=env).returncode == 0
-    assert (dest / "results/gpu/run/run_gpu.log").read_text() == "log\n"
+    assert [p.read_text() for p in (dest / "results/gpu/run").glob("run_gpu.*.log")] == ["log\n"]
     again = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert again.returncode == 1 and "--force" in again.stderr
+    (run_dir / "parts.tsv").write_text("dispatch\t0\t40\n")  # a rerun of one part, laid over the first
+    with tarfile.open(back / "jaxperf_gpu_results.tar.gz", "w:gz") as tar:
+        tar.add(src / "results", "results")
+    merged = subprocess.run([*cmd, "--merge"], capture_output=True, text=True, env=env)
+    assert merged.returncode == 0, merged.stderr
+    assert "dispatch\t0\t40" in (dest / "results/gpu/run/parts.tsv").read_text()
+    assert (dest / "results/gpu/run/summary.md").read_text().count("| dispatch | did not run | 0 |") == 1
 
 
 @pytest.mark.skipif(
