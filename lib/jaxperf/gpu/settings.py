@@ -71,7 +71,7 @@ class GpuSettings(StudySettings):
     compile_target: str = "sm_90"
     compile_Ts: tuple[int, ...] = REPORTER_TS_ORDER
     estimate_unroll: int = 4
-    mlp_depths: tuple[int, ...] = (1, 4, 16, 64)
+    mlp_depths: tuple[int, ...] = (1, 64, 16, 4)
     transformer_layers: tuple[int, ...] = (2,)
     dispatch_methods: tuple[str, ...] = DISPATCH_METHODS
     dispatch_steps: tuple[str, ...] = ("noop", "train")
