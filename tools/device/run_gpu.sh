@@ -63,6 +63,7 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   echo "run_gpu.sh: carried wheels: $(cd .whl && echo *.whl)"
 fi
 export PYTHONPATH="$pypath${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 JAXPERF_PROGRESS=text MPLBACKEND=Agg
+export MPLCONFIGDIR="$work/mpl"  # matplotlib builds its font cache once, for every part
 [ -n "${JAXPERF_GIT_COMMIT:-}" ] || JAXPERF_GIT_COMMIT="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
 export JAXPERF_GIT_COMMIT
 dryflag=()
