@@ -158,3 +158,34 @@ def test_dispatch_verdict_names_the_loss_only_difference():
     assert "noop: filter_pmap differs only in the loss output" in verdict
     assert "train: filter_pmap compile to the same TPU program as pmap_params" in verdict
     assert "cached_filter_pmap did not compile (NotImplementedError: no .lower)" in verdict
+
+
+def test_plan_compiles_the_reporters_loops_and_the_fixes_first():
+    from jaxperf.tpu import sweep
+
+    points = sweep.plan(
+        ["v3", "v5e"],
+        ["seed"],
+        ["python", "fori", "pl_loop", "hand_unrolled", "hoisted"],
+        [1, 2],
+        [256, 1024],
+    )
+    order = list(dict.fromkeys(p.variant for p in points))
+    assert order == [
+        "python",
+        "fori u=1",
+        "hoisted u=1",
+        "hoisted u=2",
+        "hand_unrolled u=1",
+        "hand_unrolled u=2",
+        "fori u=2",
+        "pl_loop u=1",
+        "pl_loop u=2",
+    ]
+    # Within a variant and generation, T ascends (the budget rule predicts each T from the last).
+    assert [(p.generation, p.T) for p in points[:4]] == [
+        ("v3", 256),
+        ("v3", 1024),
+        ("v5e", 256),
+        ("v5e", 1024),
+    ]

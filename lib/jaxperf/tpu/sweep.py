@@ -48,6 +48,17 @@ class Point:
         return (self.generation, self.kernel, self.loop_form, self.unroll)
 
 
+def _priority(variant: tuple[str, int]) -> tuple[int, int]:
+    """Compile order within a kernel: the reporter's two loops, the portable fixes, then the
+    other unrolls and pl.loop (a wrapper over fori_loop), so a run that hits its time budget
+    loses the least informative points."""
+    form, unroll = variant
+    if form == "fori" and unroll == 1:
+        return (1, 1)
+    rank = {"python": 0, "hoisted": 2, "hand_unrolled": 3, "fori": 4, "pl_loop": 5}
+    return (rank.get(form, 6), unroll)
+
+
 def plan(
     generations: Iterable[str],
     kernel_names: Iterable[str],
@@ -55,17 +66,17 @@ def plan(
     unrolls: Iterable[int],
     sizes: Iterable[int],
 ) -> list[Point]:
-    """Every point: kernel by kernel in the given order (the reporter's first, so that a run
-    that hits ``max_total_s`` loses the last kernels, not the last generations), then
-    generation, variant, and T ascending (the budget rule predicts each T from the one before)."""
+    """Every point, ordered so that a run that hits ``max_total_s`` loses the least: kernel by
+    kernel (the reporter's first), variant by :func:`_priority`, then generation, and T
+    ascending (the budget rule predicts each T from the one before)."""
     sizes = sorted(set(sizes))
     generations = list(generations)
     for generation in generations:
         topology.resolve(generation)
     points = []
     for kernel in kernel_names:
-        for generation in generations:
-            for form, unroll in vocab.variants(loop_forms, unrolls, kernel=kernel):
+        for form, unroll in sorted(vocab.variants(loop_forms, unrolls, kernel=kernel), key=_priority):
+            for generation in generations:
                 points += [Point(generation, kernel, form, unroll, T) for T in sizes]
     return points
 
