@@ -7,6 +7,8 @@ and where fori_loop raises, hand_unrolled_fori raises the same error."""
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -99,7 +101,11 @@ def _run(loop, kind, lower, upper, body, init, **kw):
     return jax.jit(f)(*args)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("JAXPERF_HYPOTHESIS_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     body=st.sampled_from(sorted(BODIES)),
     kind=st.sampled_from(BOUND_KINDS),

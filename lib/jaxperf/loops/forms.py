@@ -113,12 +113,20 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
         for j in range(start + outer * unroll, stop):
             carry = body(jnp.asarray(j), carry)  # a weakly typed int32, as fori_loop's index
         return carry
+    import jax
+
+    # As fori_loop: a bound is converted only if its dtype differs, and the index takes the
+    # lower bound's type, weak type included (a Python int lower keeps an int8 carry int8).
     dtype = index_dtype(lower, upper)
-    lower = lax.convert_element_type(lower, dtype)
-    upper = lax.convert_element_type(upper, dtype)
-    outer = jnp.maximum(upper - lower, jnp.zeros((), dtype)) // jnp.asarray(unroll, dtype)
-    carry = lax.fori_loop(jnp.zeros((), dtype), outer, _copies(body, lower, unroll, unroll), init)
-    return lax.fori_loop(lower + outer * jnp.asarray(unroll, dtype), upper, body, carry)
+    lo = lower if jax.typeof(lower).dtype == dtype else lax.convert_element_type(lower, dtype)
+    hi = upper if jax.typeof(upper).dtype == dtype else lax.convert_element_type(upper, dtype)
+
+    def as_index(value: Any) -> Any:
+        return lax.full_like(lo, value)
+
+    trips = jnp.maximum(hi - lo, 0) // unroll
+    carry = lax.fori_loop(as_index(0), as_index(trips), _copies(body, lo, unroll, unroll), init)
+    return lax.fori_loop(as_index(lo + trips * unroll), hi, body, carry)
 
 
 def run_loop(loop_form: str, lower: Any, upper: Any, body: Body, init: Carry, unroll: int = 1) -> Carry:

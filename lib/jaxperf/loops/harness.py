@@ -91,7 +91,8 @@ def measure(
         check_int(name, value, minimum=1)
     shape = dict(T=T, D=D, dtype=dtype, block_rows=block_rows, out_rows=out_rows)
     check = tuple(np.asarray(a) for a in inputs.make_inputs("seed", 1, batch=1, T=T, D=D, dtype=dtype))
-    heavy, rows = {}, []
+    heavy: dict[str, Callable[[], Any]] = {}
+    rows: list[dict[str, Any]] = []
     for name in variants:
         form, unroll = vocab.parse_variant(name)
         reference.check_close(

@@ -203,7 +203,7 @@ def build(
     out_rows: int = SEED_OUT_ROWS,
     lowering: str = "default",
     carry_dtype: str = "float32",
-) -> tuple[Callable, tuple]:
+) -> tuple[Any, tuple[Any, ...]]:
     """A jitted function wrapping the ``pallas_call``, and ShapeDtypeStructs of its inputs.
 
     ``seed``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
@@ -290,7 +290,7 @@ def build_xla(
     block_rows: int = SEED_BLOCK_ROWS,
     out_rows: int = SEED_OUT_ROWS,
     carry_dtype: str = "float32",
-) -> tuple[Callable, tuple]:
+) -> tuple[Any, tuple[Any, ...]]:
     """The same kernel math and loop form in plain ``jax.jit``, vmapped over the batch
     (and, for ``seed``, over the ``T // out_rows`` row blocks: the grid)."""
     import jax

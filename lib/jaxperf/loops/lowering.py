@@ -39,7 +39,7 @@ _LOOP_OP = re.compile(r"\bscf\.(for|while)\b")
 _LATE_UNROLL = re.compile(r"tpu\.late_unroll")
 
 
-_NO_IR = dict(ir_lines=0, loop_ops=0, late_unroll=0, export_lines=0)
+_NO_IR: dict[str, Any] = dict(ir_lines=0, loop_ops=0, late_unroll=0, export_lines=0)
 
 
 @dataclass
@@ -93,6 +93,8 @@ def error_text(err: BaseException) -> str:
         return text.splitlines()[0][:400]
     # A bare exception (Triton's unroll, Mosaic GPU's missing rule): name where it was raised.
     frame = raise_site(err)
+    if frame is None:
+        return "(no message, no traceback)"
     path = frame.filename.split("site-packages/")[-1]
     return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
 
@@ -130,13 +132,13 @@ def lower_one(
         lowering=compiler,
     )
     start = time.perf_counter()
-    case = dict(kernel=kernel, loop_form=loop_form, unroll=unroll, compiler=compiler, T=T)
+    case: dict[str, Any] = dict(kernel=kernel, loop_form=loop_form, unroll=unroll, compiler=compiler, T=T)
     with _capture_kernel_ir(compiler) as captured, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             exported = export_variant(fn, args, compiler)
         except Exception as err:  # noqa: BLE001 - the error text is the result
-            failed = dict(
+            failed: dict[str, Any] = dict(
                 error_type=type(err).__name__, error=error_text(err), lower_s=time.perf_counter() - start
             )
             return Lowered(**case, lowers=False, **failed, **_NO_IR, warning=_first_warning(caught))

@@ -57,7 +57,7 @@ def _split_shape(rest: str) -> tuple[str, str]:
 def parse(hlo: str) -> tuple[dict[str, list[Instruction]], str]:
     """The HLO module's computations (name -> instructions) and the entry's name."""
     computations: dict[str, list[Instruction]] = {}
-    entry, current = "", None
+    entry, current = "", ""
     for line in hlo.splitlines():
         header = _HEADER.match(line)
         if header:
@@ -66,9 +66,9 @@ def parse(hlo: str) -> tuple[dict[str, list[Instruction]], str]:
             entry = current if header.group(1) else entry
             continue
         if line.startswith("}"):
-            current = None
+            current = ""
             continue
-        match = _INSTRUCTION.match(line) if current is not None else None
+        match = _INSTRUCTION.match(line) if current else None
         if match:
             shape, tail = _split_shape(match.group(2))
             opcode = tail.split("(", 1)[0].strip()
@@ -105,7 +105,7 @@ def read_program(hlo: str) -> dict[str, Any]:
     computations, entry = parse(hlo)
     top = list(_walk(computations, entry))
     out_shape = next(i for i in computations[entry] if i.text.lstrip().startswith("ROOT")).dims
-    loops = []
+    loops: list[dict[str, Any]] = []
     for ins in (i for i in top if i.opcode == "while"):
         body = ins.called("body") or ""
         carry = max((s for s in _tuple_parts(ins.shape)), key=_elements)

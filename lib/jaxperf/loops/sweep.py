@@ -107,7 +107,7 @@ class SweepConfig:
         return pd.DataFrame(rows, columns=["mode", "kernel", "T", "variant", "status", "reason"])
 
 
-def build(cfg: SweepConfig, kernel: str, loop_form: str, unroll: int, T: int) -> tuple[Callable, tuple]:
+def build(cfg: SweepConfig, kernel: str, loop_form: str, unroll: int, T: int) -> tuple[Any, tuple[Any, ...]]:
     """The jitted variant for ``cfg.mode`` and its ShapeDtypeStructs."""
     if cfg.mode == "xla":
         return kernels.build_xla(kernel, loop_form, unroll, T=T, **cfg.shape())
@@ -117,12 +117,14 @@ def build(cfg: SweepConfig, kernel: str, loop_form: str, unroll: int, T: int) ->
 
 
 def compile_fresh(
-    make: Callable[[], tuple[Callable, tuple]], repeats: int, budget_s: float
+    make: Callable[[], tuple[Any, tuple[Any, ...]]], repeats: int, budget_s: float
 ) -> tuple[Any, dict[str, float]]:
     """Lower and compile a freshly built function up to ``repeats`` times (a jitted
     function caches its executable, so each repeat builds anew), stopping once the
     compiles took ``budget_s``; returns the executable and the median lower/compile ms."""
-    lower_s, compile_s, exe = [], [], None
+    lower_s: list[float] = []
+    compile_s: list[float] = []
+    exe: Any = None
     while len(compile_s) < repeats and (not compile_s or sum(compile_s) < budget_s):
         fn, args = make()
         t0 = time.perf_counter()
@@ -152,10 +154,13 @@ def measure_group(
         kernel, rng_seed, T=T, D=cfg.D, batch=cfg.batch, dtype=cfg.dtype, out_rows=cfg.out_rows
     )
     check_inputs = tuple(np.asarray(a[: cfg.check_batch]) for a in arrays)
-    compiled, rows = {}, []
+    compiled: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
     for loop_form, unroll in cfg.variants(kernel, T):
         name = vocab.variant_name(loop_form, unroll)
-        row = dict(mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name)
+        row: dict[str, Any] = dict(
+            mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name
+        )
         try:
             make = lambda f=loop_form, u=unroll: build(cfg, kernel, f, u, T)  # noqa: E731
             exe, stats = compile_fresh(make, cfg.compile_repeats, cfg.compile_budget_s)
@@ -165,12 +170,12 @@ def measure_group(
             t0 = time.perf_counter()
             out = jax.block_until_ready(exe(*arrays))
             first_ms = (time.perf_counter() - t0) * 1e3
-            err = reference.check_close(
+            worst = reference.check_close(
                 kernel, out[: cfg.check_batch], check_inputs, block_rows=cfg.block_rows, out_rows=cfg.out_rows
             )
             compiled[name] = exe
             rows.append(
-                row | stats | {"status": "timed", "first_call_ms": first_ms, "error_vs_tolerance": err}
+                row | stats | {"status": "timed", "first_call_ms": first_ms, "error_vs_tolerance": worst}
             )
         if progress is not None:
             progress.update(1)
@@ -219,7 +224,7 @@ def plan(backend: str, settings: LoopSettings) -> tuple[list[SweepConfig], pd.Da
     """
     check_choice("backend", backend, ("cpu", "gpu", "tpu"))
     s = settings
-    common = dict(
+    common: dict[str, Any] = dict(
         kernels=s.kernels,
         loop_forms=s.timed_loop_forms,
         unrolls=s.unrolls,
