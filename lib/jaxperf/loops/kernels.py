@@ -189,6 +189,36 @@ def _compiler_params(lowering: str) -> Any:
     return None
 
 
+def _prepare(
+    kernel: str,
+    loop_form: str,
+    unroll: int,
+    T: int,
+    D: int,
+    batch: int,
+    dtype: Any,
+    block_rows: int,
+    out_rows: int,
+    carry_dtype: str,
+) -> tuple[np.dtype, tuple[Any, ...], int, dict[str, Any]]:
+    """Checks shared by :func:`build` and :func:`build_xla` (whose keyword signatures repeat on
+    purpose: each is a public entry point); returns (carry dtype, input structs, steps, loop form)."""
+    check_params(
+        kernel,
+        loop_form,
+        unroll,
+        T=T,
+        D=D,
+        batch=batch,
+        dtype=dtype,
+        block_rows=block_rows,
+        out_rows=out_rows,
+    )
+    acc = carry_dtype_of(kernel, dtype, carry_dtype)
+    args = example_args(kernel, T=T, D=D, batch=batch, dtype=dtype, out_rows=out_rows)
+    return acc, args, trip_count(T, block_rows), dict(loop_form=loop_form, unroll=unroll)
+
+
 def build(
     kernel: str,
     loop_form: str,
@@ -219,24 +249,12 @@ def build(
     import jax
     from jax.experimental import pallas as pl
 
-    check_params(
-        kernel,
-        loop_form,
-        unroll,
-        T=T,
-        D=D,
-        batch=batch,
-        dtype=dtype,
-        block_rows=block_rows,
-        out_rows=out_rows,
+    acc, args, steps, form = _prepare(
+        kernel, loop_form, unroll, T, D, batch, dtype, block_rows, out_rows, carry_dtype
     )
     check_choice("lowering", lowering, LOWERINGS)
     if not isinstance(interpret, bool):
         raise bad_value("interpret", interpret, "True or False")
-    acc = carry_dtype_of(kernel, dtype, carry_dtype)
-    args = example_args(kernel, T=T, D=D, batch=batch, dtype=dtype, out_rows=out_rows)
-    steps = trip_count(T, block_rows)
-    form = dict(loop_form=loop_form, unroll=unroll)
     options = dict(compiler_params=_compiler_params(lowering))
     use_mosaic_gpu = lowering == "mosaic_gpu" and not interpret
     if not use_mosaic_gpu:
@@ -295,21 +313,9 @@ def build_xla(
     (and, for ``seed``, over the ``T // out_rows`` row blocks: the grid)."""
     import jax
 
-    check_params(
-        kernel,
-        loop_form,
-        unroll,
-        T=T,
-        D=D,
-        batch=batch,
-        dtype=dtype,
-        block_rows=block_rows,
-        out_rows=out_rows,
+    acc, args, steps, form = _prepare(
+        kernel, loop_form, unroll, T, D, batch, dtype, block_rows, out_rows, carry_dtype
     )
-    acc = carry_dtype_of(kernel, dtype, carry_dtype)
-    args = example_args(kernel, T=T, D=D, batch=batch, dtype=dtype, out_rows=out_rows)
-    steps = trip_count(T, block_rows)
-    form = dict(loop_form=loop_form, unroll=unroll)
 
     def one(*inputs):
         if kernel == "attention":
