@@ -22,6 +22,22 @@ from test_reliability import fake_notebooks  # noqa: E402
 RUN_ALL = str(PROJECT_ROOT / "run_all.sh")
 
 
+def test_help_lists_every_option():
+    proc = subprocess.run([RUN_ALL, "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    for option in (
+        "--backend",
+        "--quick",
+        "--only",
+        "--output-root",
+        "--processes",
+        "--python",
+        "--wait",
+        "-p",
+    ):
+        assert option in proc.stdout
+
+
 def test_defaults_and_roots(tmp_path):
     opts = parse([])
     assert (opts.backend, opts.quick, opts.only, opts.timeout, opts.host_devices) == (

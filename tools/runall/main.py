@@ -213,6 +213,9 @@ def _relative_paths(path: Path, nb: notebooks.Notebook, executed: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Entry point: ``[lab|clean] ARGS`` or a study run's options."""
+    if argv[:1] in (["-h"], ["--help"], ["help"]):
+        print(USAGE)
+        return 0
     if argv[:1] == ["lab"]:
         from .lab import run_lab
 
