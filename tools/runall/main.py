@@ -213,7 +213,7 @@ def _relative_paths(path: Path, nb: notebooks.Notebook, executed: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Entry point: ``[lab|clean] ARGS`` or a study run's options."""
-    if argv[:1] in (["-h"], ["--help"], ["help"]):
+    if argv[:1] == ["help"] or (argv[:1] != ["lab"] and {"-h", "--help"} & set(argv)):
         print(USAGE)
         return 0
     if argv[:1] == ["lab"]:
