@@ -6,3 +6,5 @@ schedule), :mod:`.estimate` (static cycles and clocks), :mod:`.sweep`,
 :mod:`.dispatch_step` (the equinox#192 step on a v3-8), :mod:`.report`,
 :mod:`.figures`, :mod:`.settings`. Nothing here executes on a TPU.
 """
+
+from .settings import TpuSettings
