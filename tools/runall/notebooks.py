@@ -14,7 +14,7 @@ from .options import Options, UsageError
 
 # Run only when asked for (--versions, or named in --only).
 OPT_IN = {"03"}
-_SETTINGS = re.compile(r"\b([A-Za-z_]\w*Settings)\.from_parameters\(")
+_SETTINGS = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*Settings)\.from_parameters\(")
 
 
 @dataclass
@@ -22,8 +22,8 @@ class Notebook:
     path: Path
     declared: dict[str, Any]  # the parameters cell's literal defaults
     source: str = ""  # the parameters cell
-    settings_imports: list[str] = field(default_factory=list)  # `from x import YSettings` lines
-    settings_class: str | None = None
+    settings_imports: list[str] = field(default_factory=list)  # the imports that bind it
+    settings_class: str | None = None  # e.g. "DispatchSettings" or "versions.VersionsSettings"
 
     @property
     def name(self) -> str:
@@ -69,9 +69,13 @@ def load(path: Path) -> Notebook:
                 tree = ast.parse(src)
             except SyntaxError:
                 continue
+            head = nb.settings_class.split(".")[0]
             for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and any(a.name == nb.settings_class for a in node.names):
-                    nb.settings_imports.append(f"from {node.module} import {nb.settings_class}")
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names = [a for a in node.names if (a.asname or a.name.split(".")[0]) == head]
+                    if names:  # only the binding we need, not the rest of the line
+                        node.names = names
+                        nb.settings_imports.append(ast.unparse(node))
     return nb
 
 

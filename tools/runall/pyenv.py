@@ -199,7 +199,7 @@ for nb in json.loads(sys.argv[1]):
         print(f"{nb['name']}: could not check its parameters ({err!r})", file=sys.stderr)
         continue
     try:
-        ns[nb["cls"]].from_parameters(ns)
+        eval(nb["cls"], ns).from_parameters(ns)
     except (ValueError, TypeError) as err:
         print(f"{nb['name']}: {err}")
         failed += 1
