@@ -143,8 +143,11 @@ def test_python_option_runs_in_another_jax(tmp_path):
     python = _alt_python()
     nbs, out = fake_notebooks(tmp_path / "nbs"), tmp_path / "out"
     env = {**os.environ, "JAXPERF_NOTEBOOKS_DIR": str(nbs), "PIP_NO_INDEX": "1"}
+    env["PIP_FIND_LINKS"] = str(PROJECT_ROOT / ".whl")  # offline: only wheels already here
     cmd = [RUN_ALL, "--python", str(python), "--backend", "cpu", "--output-root", str(out), "--only", "01"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    if proc.returncode == 3 and "adding dependencies failed" in proc.stderr:
+        pytest.skip(f"{ALT_ENV} lacks run dependencies and they are not available offline")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert f"python={python}" in proc.stdout
     assert "differs from the pins" in proc.stdout and "jax 0.11.2 (pinned ==0.12.0.1)" in proc.stdout
