@@ -1,0 +1,221 @@
+"""JupyterLab, as a reader uses it: start it the README's way (`./run_all.sh lab`),
+drive Debian's chromium through Playwright, open notebook 01, set quick mode in
+its parameters cell, run all cells, and check what the reader sees: the kernel
+"Python (jaxperf)", no cell with an error, an inline image in every cell that
+draws a figure, and no tracked file changed (outputs go to the ignored
+.scratch/, the source notebook is not saved). Screenshots: .browser-test/.
+
+Skips, saying why, where chromium or Playwright is missing or cannot start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jaxperf.paths import ENV_VAR, PROJECT_ROOT
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path(os.environ.get("JAXPERF_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+NOTEBOOK = "notebooks/01_filter_pmap_dispatch.ipynb"
+SHOTS = PROJECT_ROOT / ".browser-test"
+# Where a run of notebook 01 could write (other notebooks are not opened).
+WATCHED = (NOTEBOOK, "results", "figures")
+# A quick run of notebook 01 takes well under a minute on a quiet 2-core machine; a busy one is slower.
+RUN_TIMEOUT_S = int(os.environ.get("JAXPERF_BROWSER_TIMEOUT", "420"))
+# Done when no code cell is queued or running ([*]), one has run, and the kernel is idle
+# again (JupyterLab stops a "run all" at the first cell that fails).
+RUN_FINISHED = r"""() => {
+    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(p => p.innerText);
+    const idle = /\| Idle/.test(document.querySelector('#jp-main-statusbar')?.innerText ?? '');
+    return idle && prompts.some(p => /\[\d+\]/.test(p)) && !prompts.some(p => p.includes('*'));
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _snapshot() -> dict[str, str]:
+    """Content hash of every tracked file where a notebook run could write, and the
+    names of untracked (not ignored) files there."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z", *WATCHED], cwd=PROJECT_ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    untracked = subprocess.run(
+        ["git", "ls-files", "-z", "--others", "--exclude-standard", *WATCHED],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    state = {}
+    for name in filter(None, tracked):
+        path = PROJECT_ROOT / name.decode()
+        state[name.decode()] = hashlib.sha1(path.read_bytes()).hexdigest() if path.exists() else "deleted"
+    state.update({name.decode(): "untracked" for name in filter(None, untracked)})
+    return state
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import Error, sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed (the dev extra: tools/setup_env.sh installs it)")
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found: apt-get install chromium (tools/setup_env.sh does, as root)")
+    with sync_playwright() as pw:
+        try:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        except Error as err:
+            pytest.skip(f"chromium ({CHROMIUM}) does not start here: {str(err).splitlines()[0]}")
+        yield browser
+        browser.close()
+
+
+def _user_settings(folder: Path) -> Path:
+    """A fresh user-settings folder: whatever the user set stays out of the test, and every
+    cell stays in the page (JupyterLab otherwise renders only the cells in view)."""
+    tracker = folder / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"windowingMode": "none"}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Iterator[str]:
+    """`./run_all.sh lab` on a free port with a known token; yields the base URL."""
+    port, token = _free_port(), secrets.token_hex(16)
+    log = SHOTS / "jupyterlab.log"
+    SHOTS.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in (ENV_VAR, "JAXPERF_PROGRESS")}
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("jupyter-runtime"))
+    cmd = [
+        str(PROJECT_ROOT / "run_all.sh"),
+        "lab",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--LabApp.workspaces_dir={tmp_path_factory.mktemp('workspaces')}",
+        f"--LabApp.user_settings_dir={_user_settings(tmp_path_factory.mktemp('settings'))}",
+    ]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(lambda: f"open {base}/lab" in log.read_text() or proc.poll() is not None, 120)
+        if proc.poll() is not None:
+            pytest.fail(f"./run_all.sh lab exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+        yield f"{base}/lab/tree/{NOTEBOOK}?token={token}"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _wait_for(condition: Any, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not true after {timeout_s} s")
+        time.sleep(0.5)
+
+
+def _run_all_cells(page: Any) -> None:
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name=re.compile(r"^Run All Cells")).click()
+
+
+def _cells(page: Any) -> list[dict[str, Any]]:
+    """Each code cell as the reader sees it: source, prompt, outputs."""
+    return page.eval_on_selector_all(
+        ".jp-Notebook .jp-CodeCell",
+        """cells => cells.map(cell => ({
+            source: cell.querySelector('.jp-InputArea-editor')?.innerText ?? '',
+            prompt: cell.querySelector('.jp-InputArea-prompt')?.innerText ?? '',
+            images: cell.querySelectorAll('.jp-OutputArea-output img').length,
+            errors: Array.from(cell.querySelectorAll(
+                '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+            )).map(e => e.innerText.slice(0, 400)),
+        }))""",
+    )
+
+
+def test_notebook_01_quick_run_in_jupyterlab(chromium, lab):
+    before = _snapshot()
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(lab)
+        kernel = page.locator(".jp-NotebookPanel-toolbar .jp-Toolbar-kernelName")
+        kernel.wait_for(timeout=60_000)
+        page.wait_for_function(
+            "() => document.querySelector('.jp-NotebookPanel-toolbar .jp-Toolbar-kernelName')"
+            "?.innerText.includes('jaxperf')",
+            timeout=60_000,
+        )
+        assert kernel.inner_text().strip() == "Python (jaxperf)"
+        # Quick mode, as a reader sets it: select the word False on the line `quick = False`.
+        line = page.locator(".jp-CodeCell .cm-line", has_text=re.compile(r"^quick = False"))
+        line.get_by_text("False").first.dblclick()
+        page.keyboard.type("True")
+        assert page.locator(".jp-CodeCell .cm-line", has_text=re.compile(r"^quick = True")).count() == 1
+        page.screenshot(path=SHOTS / "01-quick-mode-set.png")
+        _run_all_cells(page)
+        try:
+            page.wait_for_function(RUN_FINISHED, timeout=RUN_TIMEOUT_S * 1000)
+        finally:
+            cells = _cells(page)
+            (SHOTS / "cells.json").write_text(json.dumps(cells, indent=1))
+        page.screenshot(path=SHOTS / "02-after-run-all.png")
+        unrun = [i for i, c in enumerate(cells) if not re.search(r"\[\d+\]", c["prompt"])]
+        assert not unrun, (
+            f"code cells {unrun} did not run; first errors: {[c['errors'] for c in cells if c['errors']][:1]}"
+        )
+        for index, cell in enumerate(cells):
+            assert not cell["errors"], f"code cell {index} shows an error or stderr: {cell['errors']}"
+            if "study.figure(" in cell["source"]:
+                assert cell["images"] >= 1, f"code cell {index} draws a figure but shows no inline image"
+        assert sum("study.figure(" in c["source"] for c in cells) >= 1
+        first_figure = page.locator(".jp-CodeCell", has=page.locator(".jp-OutputArea-output img")).first
+        first_figure.scroll_into_view_if_needed()
+        page.screenshot(path=SHOTS / "03-first-figure-inline.png")
+    except Exception:
+        page.screenshot(path=SHOTS / "failure.png")
+        running = page.locator(".jp-CodeCell", has=page.locator(".jp-InputArea-prompt", has_text="*"))
+        if running.count():
+            running.first.scroll_into_view_if_needed()
+            page.screenshot(path=SHOTS / "failure-running-cell.png")
+        raise
+    finally:
+        page.close()
+    assert _snapshot() == before, f"a tracked file changed in {', '.join(WATCHED)}"
