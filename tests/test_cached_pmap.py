@@ -17,15 +17,16 @@ def stacked(tree):
 
 
 def assert_same(a, b):
+    """Same structure, same non-array leaves (and types), arrays of the same shape, dtype and values."""
     la, ta = jax.tree.flatten(a)
     lb, tb = jax.tree.flatten(b)
     assert ta == tb
     for x, y in zip(la, lb):
         if eqx.is_array(x):
             assert eqx.is_array(y) and x.shape == y.shape and x.dtype == y.dtype
-            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-6)
+            np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=1e-6)
         else:
-            assert x == y
+            assert x == y and type(x) is type(y)
 
 
 class Inner(eqx.Module):

@@ -6,24 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from test_cached_pmap import assert_same
 
 import jaxperf
 from jaxperf import cached_filter_pmap
 from jaxperf.dispatch import cached_pmap
 
 N = 8
-
-
-def assert_same(a, b):
-    la, ta = jax.tree.flatten(a)
-    lb, tb = jax.tree.flatten(b)
-    assert ta == tb
-    for x, y in zip(la, lb):
-        if eqx.is_array(x):
-            assert eqx.is_array(y) and x.shape == y.shape and x.dtype == y.dtype
-            np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=1e-6)
-        else:
-            assert x == y and type(x) is type(y)
 
 
 def both(fun, **options):

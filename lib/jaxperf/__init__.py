@@ -5,7 +5,9 @@ The public API, importable from the package root:
 - :func:`cached_filter_pmap`: a drop-in for ``eqx.filter_pmap`` that partitions
   the inputs once per input structure instead of on every call (equinox#192);
 - :class:`PackedState`, :func:`packed_pmap`, :func:`packed_jit`: the packed fast
-  path, a training state carried as one buffer per dtype through a compiled step.
+  path, a training state carried as one buffer per dtype through a compiled step;
+- :func:`hand_unrolled_fori`: a ``lax.fori_loop`` stand-in unrolled by hand, which
+  lowers wherever ``fori_loop`` does, Pallas' Triton backend included (jax#20909).
 
 They load on first use (PEP 562), so ``import jaxperf`` (and ``jaxperf.backend``,
 which must run before JAX starts) does not import JAX.

@@ -112,9 +112,6 @@ class CachedFilterPmap:
             return self
         return eqx.Partial(self, instance)
 
-    def clear_cache(self) -> None:
-        self._cache.clear()
-
     # ------------------------------------------------------------ the call
 
     def _fall_back(self, reason: str, args: tuple, kwargs: dict, lower: bool = False) -> Any:
@@ -251,22 +248,9 @@ def cached_filter_pmap(
     """Drop-in for ``eqx.filter_pmap`` (same signature, results and errors) that caches the
     partition of its inputs per input structure. Usable as a decorator with or without
     arguments, on functions and on methods of an ``eqx.Module``."""
-    if fun is _sentinel:
-        return functools.partial(
-            cached_filter_pmap,
-            in_axes=in_axes,
-            out_axes=out_axes,
-            axis_name=axis_name,
-            axis_size=axis_size,
-            donate=donate,
-            **pmapkwargs,
-        )
-    return CachedFilterPmap(
-        fun,
-        in_axes=in_axes,
-        out_axes=out_axes,
-        axis_name=axis_name,
-        axis_size=axis_size,
-        donate=donate,
-        **pmapkwargs,
+    options = dict(
+        in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size, donate=donate
     )
+    if fun is _sentinel:
+        return functools.partial(cached_filter_pmap, **options, **pmapkwargs)
+    return CachedFilterPmap(fun, **options, **pmapkwargs)
