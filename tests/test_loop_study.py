@@ -258,7 +258,7 @@ def test_plan_on_cpu_reports_compiled_kernels_as_not_measured():
     configs, missing = sweep.plan("cpu", LoopSettings())
     assert [c.mode for c in configs] == ["xla", "pallas_interpret"]
     assert configs[0].dtype == "float16" and configs[1].batch == 2  # the reporter's fp16
-    assert configs[0].loop_forms == ("python", "fori", "hand_unrolled", "hoisted")
+    assert configs[0].loop_forms == ("python", "fori", "hand_unrolled", "hoisted", "scalar_carry")
     assert "no GPU or TPU" in missing.iloc[0]["reason"]
     with pytest.raises(ValueError, match="backend='metal' is not allowed"):
         sweep.plan("metal", LoopSettings())

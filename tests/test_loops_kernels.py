@@ -133,7 +133,7 @@ GOOD = dict(
         (dict(T=192), "T=192 is not allowed: expected a multiple of out_rows=128"),
         (
             dict(kernel="attention", loop_form="hoisted"),
-            "loop_form='hoisted' is not allowed: expected not 'hoisted'",
+            "loop_form='hoisted' is not allowed: expected not a hoisting form for kernel='attention'",
         ),
         (
             dict(carry_dtype="float64"),
@@ -155,7 +155,7 @@ def test_bad_parameters_raise_clear_errors(change, match):
 
 def test_vocabulary_for_the_other_loop_studies():
     assert vocab.KERNELS == ("seed", "streaming", "attention")
-    assert vocab.LOOP_FORMS == ("python", "fori", "pl_loop", "hand_unrolled", "hoisted")
+    assert vocab.LOOP_FORMS == ("python", "fori", "pl_loop", "hand_unrolled", "hoisted", "scalar_carry")
     assert vocab.variant_order([("hoisted", 1), ("fori", 8), ("python", 1), ("fori", 2)]) == [
         "python",
         "fori u=2",
@@ -176,6 +176,17 @@ def test_seed_table_is_the_reporters():
     table = vocab.seed_issue_table()
     assert table.iloc[-1]["fori_loop compile / exec"] == "195 ms / 172.925 ms"
     assert "RTX A6000" in vocab.SEED_SETUP and "N=16" in vocab.SEED_SETUP
+
+
+def test_scalar_carry_is_bitwise_the_fori_loop():
+    # The same scalar additions in the same order for every carry element, so the same bits.
+    arrays = tuple(inputs.make_inputs("seed", 3, T=512, D=16, batch=2, dtype="float16"))
+    fori = kernels.build_xla("seed", "fori", 1, T=512, D=16, batch=2, dtype="float16")[0](*arrays)
+    for unroll in (1, 3):
+        sc = kernels.build_xla("seed", "scalar_carry", unroll, T=512, D=16, batch=2, dtype="float16")[0](
+            *arrays
+        )
+        np.testing.assert_array_equal(np.asarray(sc), np.asarray(fori))
 
 
 def test_seed_is_the_reporters_program():

@@ -49,12 +49,23 @@ def test_unrolling_divides_the_passes_and_hoisting_by_hand_changes_nothing(evide
     assert {k: hoisted[k] for k in keys} == {k: fori[k] for k in keys}
 
 
+def test_a_scalar_carry_writes_one_element_per_block_per_step(evidence):
+    sc, fori = evidence["scalar_carry u=1"], evidence["fori u=1"]
+    assert sc["while_loops"] == 1 and sc["loop_trip_count"] == 16 and sc["loop_carry"] == "f32[2,8]"
+    assert sc["carry_elements_written_per_call"] == 16 * 2 * 8
+    assert fori["carry_elements_written_per_call"] == 16 * 2 * 8 * 128 * 64  # 8192x more
+
+
 def test_verdict_line_states_the_counts(evidence):
     line = mechanism.verdict(list(evidence.values()))
     assert line.startswith(
         "XLA:CPU, seed T=1024: in fori_loop's program the reduction is not inside the while body"
     )
     assert "1 pass(es) over the f32[2,8,128,64] carry per iteration x 16 trips = 16 passes per call" in line
+    assert (
+        "shrinks the carry to f32[2,8]: 256 carry elements written per call against fori_loop's 2,097,152"
+        in line
+    )
     assert mechanism.verdict([evidence["python"]]).startswith("XLA:CPU: not read")
 
 

@@ -10,13 +10,13 @@ import pandas as pd
 
 from .. import plots
 from .sweep import MODE_LABELS
-from .vocab import UNROLLED_FORMS, facets, frame_variant_order, seed_records, variant_name
+from .vocab import PORTABLE_FORMS, UNROLLED_FORMS, facets, frame_variant_order, seed_records, variant_name
 
 
 def key_variants(df: pd.DataFrame) -> list[str]:
     """The lines worth a curve: the Python loop, fori_loop(unroll=1) and the portable
     forms at every unroll (every form is in the heatmap)."""
-    keep = df[df.variant.isin(["python", "fori u=1"]) | df.loop_form.isin(["hand_unrolled", "hoisted"])]
+    keep = df[df.variant.isin(["python", "fori u=1"]) | df.loop_form.isin(PORTABLE_FORMS)]
     return frame_variant_order(keep)
 
 

@@ -134,7 +134,7 @@ def run_loop(loop_form: str, lower: Any, upper: Any, body: Body, init: Carry, un
 
     ``unroll`` must be 1 for ``python`` (already fully unrolled); for the
     others it is the number of body copies per loop iteration. ``hoisted``
-    runs the loop as ``hand_unrolled``: hoisting is the kernel's job (it
+    and ``scalar_carry`` run the loop as ``hand_unrolled``: hoisting is the kernel's job (it
     passes a body without the invariant), see :mod:`jaxperf.loops.kernels`.
     """
     from jax import lax

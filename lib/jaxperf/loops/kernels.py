@@ -68,7 +68,9 @@ def check_params(
     if loop_form == "python" and unroll != 1:
         raise bad_value("unroll", unroll, "1 for loop_form='python' (a Python loop is fully unrolled)")
     if not applies(kernel, loop_form):
-        raise bad_value("loop_form", loop_form, f"not 'hoisted' for kernel={kernel!r} (no loop invariant)")
+        raise bad_value(
+            "loop_form", loop_form, f"not a hoisting form for kernel={kernel!r} (no loop invariant)"
+        )
     for name, value in (
         ("T", T),
         ("D", D),
@@ -96,10 +98,15 @@ def trip_count(T: int, block_rows: int = SEED_BLOCK_ROWS) -> int:
 
 def seed_block(x_i: Any, *, steps: int, loop_form: str, unroll: int, acc: Any) -> Any:
     """The reporter's loop on one program's block ``x_i [out_rows, D]``: ``steps`` times
-    ``carry += x_i.sum() + j``. ``hoisted`` takes the sum once, before the loop."""
+    ``carry += x_i.sum() + j``. ``hoisted`` takes the sum once, before the loop;
+    ``scalar_carry`` also carries one scalar and broadcasts it after the loop."""
     import jax.numpy as jnp
 
     init = jnp.zeros(x_i.shape, acc)
+    if loop_form == "scalar_carry":
+        block_sum = x_i.sum(dtype=acc)
+        total = run_loop(loop_form, 0, steps, lambda j, c: c + (block_sum + j), jnp.zeros((), acc), unroll)
+        return jnp.broadcast_to(total, x_i.shape)
     if loop_form == "hoisted":
         block_sum = x_i.sum(dtype=acc)
         return run_loop(loop_form, 0, steps, lambda j, carry: carry + (block_sum + j), init, unroll)

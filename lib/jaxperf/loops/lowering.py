@@ -267,8 +267,8 @@ def lowering_answer(df: pd.DataFrame) -> list[str]:
             unrolls = ", ".join(map(str, sorted(set(failing.unroll))))
             lines.append(
                 f"- {compiler}: `fori_loop`/`pl.loop` fail with unroll in {{{unrolls}}} ({errors}) "
-                f"in {len(failing)} of the cases where unroll=1 lowers; the hand-unrolled and hoisted "
-                f"loops lower in {int(portable.lowers.sum())} of the {len(portable)} cases "
+                f"in {len(failing)} of the cases where unroll=1 lowers; the portable loops (hand-unrolled, hoisted, scalar carry) "
+                f"lower in {int(portable.lowers.sum())} of the {len(portable)} cases "
                 "where `fori_loop(unroll=1)` does."
             )
         else:

@@ -104,7 +104,7 @@ def goal_lines(goals: dict[str, Any], quick: bool) -> list[str]:
     return [
         f"- Reproduction (fori/Python grows with T, >= 2 at the largest T; Python compile grows, fori's flat): "
         f"{md.verdict(rep['met'], quick)} ({ratios or 'no T with both loops'}).",
-        f"- Fix (a hand-unrolled or hoisted loop within 1.05x of the Python loop and 1.5x of fori's compile, "
+        f"- Fix (a portable loop: hand-unrolled, hoisted or scalar carry, within 1.05x of the Python loop and 1.5x of fori's compile, "
         f"at every T): {md.verdict(fix['met'], quick)} ({meeting or 'n/a'}).",
         f"- Roofline (best fix within 1.5x at the largest T): {md.verdict(roof['met'], quick)} "
         f"(best fix {_n(roof['best_fix_ms'])} ms vs {_n(roof['roofline_ms'])} ms: {_n(roof['best_fix_vs_roofline'])}x; "

@@ -51,7 +51,7 @@ class LoopSettings(StudySettings):
 
     kernels: tuple[str, ...] = KERNELS
     loop_forms: tuple[str, ...] = LOOP_FORMS
-    timed_loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "hoisted")
+    timed_loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "hoisted", "scalar_carry")
     unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)
     xla_Ts: tuple[int, ...] = (256, 1024, 4096, 16384)
     interpret_Ts: tuple[int, ...] = (256, 1024)
@@ -64,7 +64,13 @@ class LoopSettings(StudySettings):
     device_batch: int = 512
     harness_batch: int = 8
     harness_N: int = SEED_N
-    harness_variants: tuple[str, ...] = ("python", "fori u=1", "hoisted u=1", "hand_unrolled u=8")
+    harness_variants: tuple[str, ...] = (
+        "python",
+        "fori u=1",
+        "hoisted u=1",
+        "hand_unrolled u=8",
+        "scalar_carry u=1",
+    )
     mechanism_T: int = 1024
     bandwidth_megabytes: int = 256
     dtype: str = "auto"

@@ -30,6 +30,10 @@ Loop forms (run by :mod:`jaxperf.loops.forms`):
 ``hoisted``  the kernel's loop invariant (``X_i.sum()``) computed once before
              the loop, then the hand-unrolled loop (``k = 1``: a plain
              ``fori_loop``, the fix a user can apply without unrolling).
+``scalar_carry``  hoisted, and since every element of the ``[128, D]`` carry
+             receives the same scalar additions, the loop carries that scalar
+             and broadcasts it once after the loop: the same additions in the
+             same order (bitwise the same output), a one-element carry.
              Only kernels in :data:`HOISTABLE` have an invariant to hoist.
 """
 
@@ -39,13 +43,15 @@ from collections.abc import Iterable
 from typing import Any
 
 KERNELS = ("seed", "streaming", "attention")
-LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled", "hoisted")
+LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled", "hoisted", "scalar_carry")
 # Forms whose ``unroll`` is a number of body copies per iteration (python is fully unrolled).
-UNROLLED_FORMS = ("fori", "pl_loop", "hand_unrolled", "hoisted")
+UNROLLED_FORMS = ("fori", "pl_loop", "hand_unrolled", "hoisted", "scalar_carry")
 # Forms that lower on every Pallas backend at every unroll (only fori_loop(unroll=1) inside).
-PORTABLE_FORMS = ("hand_unrolled", "hoisted")
+PORTABLE_FORMS = ("hand_unrolled", "hoisted", "scalar_carry")
 # Kernels with a loop-invariant value in their body, so that "hoisted" differs from "hand_unrolled".
 HOISTABLE = ("seed",)
+# Forms that rewrite the kernel around its invariant: only for HOISTABLE kernels.
+HOISTING_FORMS = ("hoisted", "scalar_carry")
 
 SEED_PROGRAM_ROWS = 128  # the reporter's fwd_blk_i: rows per program, and the carry's rows
 SEED_STEP_ROWS = 64  # the reporter's fwd_blk_j: the loop runs T / 64 steps
@@ -113,8 +119,8 @@ def parse_variant(name: str) -> tuple[str, int]:
 
 
 def applies(kernel: str, loop_form: str) -> bool:
-    """Whether ``loop_form`` is a distinct program for ``kernel`` (hoisted needs an invariant)."""
-    return loop_form != "hoisted" or kernel in HOISTABLE
+    """Whether ``loop_form`` is a distinct program for ``kernel`` (the hoisting forms need an invariant)."""
+    return loop_form not in HOISTING_FORMS or kernel in HOISTABLE
 
 
 def variants(
