@@ -141,3 +141,24 @@ def test_in_a_kernel_a_figure_shows_once_inline_and_progress_is_not_on_stderr(ro
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs[2])
     text = "".join(o.get("text", "") for o in outputs[3])
     assert "text steps: 100%" in text
+
+
+def test_under_papermill_progress_is_plain_text_on_stdout(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.delenv(jaxperf.study.PROGRESS_ENV, raising=False)
+    src, out = tmp_path / "progress.ipynb", tmp_path / "progress.out.ipynb"
+    cell = "import jaxperf.study\nfor _ in jaxperf.study.track(range(3), 'papermill steps'): pass"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbformat.write(nb, src)
+    subprocess.run(
+        [sys.executable, "-m", "papermill", str(src), str(out), "-k", "jaxperf"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    [outputs] = [c.outputs for c in nbformat.read(out, as_version=4).cells]
+    assert {(o.output_type, o.get("name")) for o in outputs} == {("stream", "stdout")}
+    text = "".join(o.text for o in outputs)
+    assert "papermill steps: 100%" in text and "\r" not in text
