@@ -64,3 +64,17 @@ def assert_clean_source(name: str) -> None:
         if cell["cell_type"] == "code":
             assert not cell.get("outputs"), f"{name}: a code cell carries outputs"
             assert cell.get("execution_count") is None, f"{name}: a code cell carries an execution count"
+
+
+def machine_paths(executed: Path) -> list[str]:
+    """Absolute paths of this machine (the project, the temp folder, home) that an
+    executed notebook's outputs or metadata show; [] when it names none (issue 9).
+    Study code keeps them out with ``jaxperf.paths.relative`` / ``paths.scrub``."""
+    import re
+
+    roots = sorted({str(PROJECT_ROOT), str(Path.home()), "/tmp/"}, key=len, reverse=True)
+    pattern = re.compile("|".join(re.escape(r.rstrip("/")) + r"/[^\s\"'\\<]*" for r in roots))
+    nb = json.loads(Path(executed).read_text())
+    texts = [json.dumps(nb.get("metadata", {}))]
+    texts += [json.dumps(cell.get("outputs", [])) for cell in nb["cells"]]
+    return [m.group(0) for text in texts for m in pattern.finditer(text)]

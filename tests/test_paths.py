@@ -71,3 +71,19 @@ def test_relative_names_no_machine_path(monkeypatch, tmp_path):
     # Under run_all.sh's staging root: where the file lands once published.
     assert paths.relative(tmp_path / "stage" / "figures" / "cpu" / "f.png") == "figures/cpu/f.png"
     assert paths.relative("/somewhere/else.txt") == "/somewhere/else.txt"
+
+
+def test_scrub_takes_machine_folders_out_of_a_text(monkeypatch, tmp_path):
+    import sysconfig
+
+    site = sysconfig.get_paths()["purelib"]
+    stdlib = sysconfig.get_paths()["stdlib"]
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "stage"))
+    text = (
+        f"{site}/equinox/_module.py:412(__getattribute__) | {stdlib}/functools.py:1 | "
+        f"{PROJECT_ROOT}/lib/jaxperf/timing.py:41 | {tmp_path}/stage/results/cpu/x.csv"
+    )
+    assert paths.scrub(text) == (
+        "equinox/_module.py:412(__getattribute__) | <stdlib>/functools.py:1 | "
+        "lib/jaxperf/timing.py:41 | results/cpu/x.csv"
+    )

@@ -12,12 +12,14 @@ this order (:func:`output_root`):
    hand in JupyterLab can never overwrite committed results.
 
 What an executed notebook prints should not name the machine that ran it:
-:func:`relative` turns a path into the form to show.
+:func:`relative` turns a path into the form to show, :func:`scrub` rewrites the
+paths inside a text (a cProfile table, an error message).
 """
 
 from __future__ import annotations
 
 import os
+import sysconfig
 from pathlib import Path
 
 from .errors import bad_value
@@ -86,3 +88,21 @@ def relative(path: str | os.PathLike[str]) -> str:
         if resolved.is_relative_to(root):
             return resolved.relative_to(root).as_posix() or "."
     return os.fspath(path)
+
+
+def scrub(text: str) -> str:
+    """``text`` with this machine's folders taken out of every path in it: installed
+    packages become ``equinox/_module.py``, the standard library ``<stdlib>/...``, files
+    under the output root or the project become relative (as :func:`relative`)."""
+    prefixes: dict[str, str] = {}
+    for key in ("stdlib", "platstdlib"):
+        prefixes[sysconfig.get_paths()[key]] = "<stdlib>/"
+    for key in ("purelib", "platlib"):
+        prefixes[sysconfig.get_paths()[key]] = ""
+    prefixes[str(PROJECT_ROOT)] = ""
+    if os.environ.get(ENV_VAR):
+        prefixes[str(Path(os.environ[ENV_VAR]).expanduser().resolve())] = ""
+    # Longest first: the venv's site-packages and a staging root lie inside the project.
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        text = text.replace(prefix.rstrip("/") + "/", prefixes[prefix])
+    return text
