@@ -14,6 +14,7 @@ import subprocess
 import sys
 from typing import Any
 
+from .backend import BackendInfo
 from .paths import PROJECT_ROOT
 
 PACKAGES = (
@@ -59,28 +60,28 @@ def git_commit() -> dict[str, Any]:
         return {"commit": "unknown", "dirty": None}
 
 
-def capture(parameters: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Snapshot of the environment (JAX's backend must already be configured)."""
+def capture(parameters: dict[str, Any] | None, info: BackendInfo) -> dict[str, Any]:
+    """Snapshot of the environment of a run on ``info``'s backend (already configured by
+    :func:`jaxperf.backend.configure`, whose backend name it records), with the
+    parameters that ran."""
     import jax
 
-    devices = jax.devices()
-    backend = jax.default_backend()
     return {
         "timestamp_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
-        "backend": {"cuda": "gpu", "rocm": "gpu"}.get(backend, backend),
-        "device_kind": devices[0].device_kind,
-        "device_count": len(devices),
+        "backend": info.backend,
+        "device_kind": info.device_kind,
+        "device_count": info.device_count,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "jax_platforms": str(jax.config.jax_platforms or ""),
         "packages": package_versions(),
         "git": git_commit(),
         "parameters": dict(parameters or {}),
         "jax_environment_info": jax.print_environment_info(return_string=True),
-        "nvidia_smi": _nvidia_smi() if backend in ("gpu", "cuda") else None,
+        "nvidia_smi": _nvidia_smi() if info.backend == "gpu" else None,
     }
 
 

@@ -136,7 +136,7 @@ def start(
     if parameters.get("output_root"):
         parameters["output_root"] = paths.relative(str(parameters["output_root"]))
     info = _backend.configure(backend or "auto", 8 if host_devices is None else host_devices)
-    prov = provenance.capture(parameters)
+    prov = provenance.capture(parameters, info)
     return Study(
         name=name,
         info=info,
