@@ -14,9 +14,12 @@ from .vocab import PORTABLE_FORMS, UNROLLED_FORMS, facets, frame_variant_order, 
 
 
 def key_variants(df: pd.DataFrame) -> list[str]:
-    """The lines worth a curve: the Python loop, fori_loop(unroll=1) and the portable
-    forms at every unroll (every form is in the heatmap)."""
-    keep = df[df.variant.isin(["python", "fori u=1"]) | df.loop_form.isin(PORTABLE_FORMS)]
+    """The lines worth a curve: the Python loop, fori_loop(unroll=1), and each portable form at
+    unroll 1 and at its largest unroll (every unroll is in the heatmap)."""
+    portable = df[df.loop_form.isin(PORTABLE_FORMS)]
+    largest = portable.groupby("loop_form")["unroll"].transform("max")
+    keep = df[df.variant.isin(["python", "fori u=1"])]
+    keep = pd.concat([keep, portable[(portable.unroll == 1) | (portable.unroll == largest)]])
     return frame_variant_order(keep)
 
 
