@@ -1,6 +1,8 @@
 """cached_filter_pmap is a drop-in wherever eqx.filter_pmap's documented uses work:
 each case runs both side by side and compares outputs, errors and side effects."""
 
+import warnings
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -122,10 +124,14 @@ def test_donation_consumes_the_same_inputs(donate):
     results = []
     for wrap in both(fun, donate=donate):
         m, x = place(jnp.ones((N, 4))), place(jnp.ones((N, 3)))
-        results.append((wrap(m, x), m.is_deleted(), x.is_deleted()))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = wrap(m, x)
+        unusable = any("donated buffers were not usable" in str(w.message) for w in caught)
+        results.append((out, m.is_deleted(), x.is_deleted(), unusable))
     assert_same(results[0][0], results[1][0])
-    assert results[0][1:] == results[1][1:]
-    assert results[1][1] is (donate != "none")
+    assert results[0][1:] == results[1][1:]  # same buffers consumed, same warning (only for "warn")
+    assert results[1][1] is (donate != "none") and results[1][3] is (donate == "warn")
 
 
 def test_ahead_of_time_lower_and_compile():
