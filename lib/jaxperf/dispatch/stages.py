@@ -11,6 +11,7 @@ import cProfile
 import pstats
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import equinox as eqx
@@ -19,6 +20,7 @@ import pandas as pd
 
 from .. import private_api, timing
 from ..errors import check_int
+from ..paths import PROJECT_ROOT
 from .methods import build_runner
 from .models import ModelSpec, count_leaves
 
@@ -63,6 +65,15 @@ def filter_pmap_stages(fn: Any, args: tuple, calls: int = 30) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _where(filename: str) -> str:
+    """A profiled function's file, naming no folder of this machine: the path inside
+    site-packages, inside the project, or the bare name."""
+    if "site-packages/" in filename:
+        return filename.split("site-packages/")[-1]
+    path = Path(filename)
+    return path.relative_to(PROJECT_ROOT).as_posix() if path.is_relative_to(PROJECT_ROOT) else path.name
+
+
 def _profile_stats(profiler: cProfile.Profile) -> dict[Any, Any]:
     """pstats' raw table: (file, line, function) -> (calls, ncalls, self s, cumulative s, callers)."""
     return vars(pstats.Stats(profiler))["stats"]
@@ -77,7 +88,7 @@ def profile_calls(call: Callable[[], Any], calls: int, top: int = 15) -> pd.Data
     profiler.disable()
     rows = [
         {
-            "function": f"{func} ({filename.split('site-packages/')[-1]}:{line})",
+            "function": f"{func} ({_where(filename)}:{line})",
             "calls_per_step": ncalls / calls,
             "self_ms_per_step": 1e3 * tottime / calls,
             "cumulative_ms_per_step": 1e3 * cumtime / calls,
