@@ -245,7 +245,7 @@ def test_bad_notebook_parameters(change, match):
 def test_quick_preset_is_visible_and_applied():
     presets = LoopSettings.presets().set_index("parameter")
     assert presets.loc["xla_Ts", "quick"] == (256, 1024)
-    assert presets.loc["xla_Ts", "full"] == (256, 1024, 2048, 4096, 8192, 16384)
+    assert presets.loc["xla_Ts", "full"] == (256, 2048, 8192, 16384)
     quick = LoopSettings.from_parameters(dict(quick=True, xla_Ts=[256, 512]))
     assert quick.xla_Ts == (256, 1024) and quick.as_dict()["xla_Ts"] == [256, 1024]
 

@@ -53,7 +53,7 @@ class LoopSettings(StudySettings):
     loop_forms: tuple[str, ...] = LOOP_FORMS
     timed_loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "hoisted", "scalar_carry")
     unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)
-    xla_Ts: tuple[int, ...] = (256, 1024, 2048, 4096, 8192, 16384)
+    xla_Ts: tuple[int, ...] = (256, 2048, 8192, 16384)
     interpret_Ts: tuple[int, ...] = (256, 1024)
     device_Ts: tuple[int, ...] = (256, 2048, 8192, 16384, 32768, 65536)
     lowering_Ts: tuple[int, ...] = (256, 1024, 4096)
