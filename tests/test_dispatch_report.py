@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from jaxperf.dispatch import report, variant_name
+from jaxperf.dispatch import report, summary_md, variant_name
 from jaxperf.dispatch.sweep import add_derived
 
 REPEATS = 4
@@ -58,6 +58,8 @@ def test_fix_vs_pmap_threshold_is_inclusive(fix_rate, meets):
     assert rows[0]["fix_over_pmap_params"]["median"] == pytest.approx(fix_rate / 100)
     assert rows[0]["meets_vs_pmap"] is meets
     assert summary["verdict"]["it_per_s"]["all_meet_vs_pmap"] is meets
+    # the measured reason, cell by cell: host CPU per call relative to pmap's (1e6/rate here)
+    assert rows[0]["host_cpu_over_pmap_params"] == pytest.approx(100 / fix_rate)
 
 
 @pytest.mark.parametrize(
@@ -120,9 +122,9 @@ def test_smoke_run_summary_judges_nothing():
     summary = summarize(frame({**BASE, ("cached_filter_pmap", False): 50.0}), quick=True)
     assert summary["judged"] is False
     info = SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu")
-    text = report.markdown(summary, info, pd.DataFrame(), pd.DataFrame())
+    text = summary_md.render(summary, info, pd.DataFrame(), pd.DataFrame())
     assert "Smoke run" in text and "not judged" in text and "**not met**" not in text
-    full = report.markdown(
+    full = summary_md.render(
         summarize(frame({**BASE, ("cached_filter_pmap", False): 50.0})), info, pd.DataFrame(), pd.DataFrame()
     )
     assert "**not met**" in full and "Smoke run" not in full

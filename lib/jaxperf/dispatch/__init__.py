@@ -12,7 +12,8 @@ One module per concern:
   :func:`packed_jit`, the fast path;
 - :mod:`~jaxperf.dispatch.sweep`: build, check, time;
 - :mod:`~jaxperf.dispatch.stages`: stage timers and cProfile of one filter_pmap call;
-- :mod:`~jaxperf.dispatch.report`: speedups, goals, summary.json and summary.md;
+- :mod:`~jaxperf.dispatch.report`: speedups, goals and summary.json's numbers;
+- :mod:`~jaxperf.dispatch.summary_md`: summary.md, ready to paste into equinox#192;
 - :mod:`~jaxperf.dispatch.figures`: the figures;
 - :mod:`~jaxperf.dispatch.settings`: :class:`DispatchSettings`, notebook 01's parameters.
 """
