@@ -18,8 +18,8 @@ One module per concern:
 - :mod:`~jaxperf.dispatch.settings`: :class:`DispatchSettings`, notebook 01's parameters.
 """
 
-from .cached_pmap import CachedFilterPmap, cached_filter_pmap
-from .methods import BASELINE, FAST_PATHS, FIX, METHODS, SLOW, Runner, build_runner, variant_name
+from .cached_pmap import CachedFilterPmap, cached_filter_pmap, fallback_counts
+from .methods import BASELINE, FAST_PATHS, FIX, METHODS, SLOW, Runner, build_runner, on_params, variant_name
 from .models import ModelSpec, count_leaves
 from .packed import Layout, PackedState, packed_jit, packed_pmap, state_step
 from .settings import DispatchSettings
@@ -44,11 +44,13 @@ __all__ = [
     "add_derived",
     "build_runner",
     "cached_filter_pmap",
+    "fallback_counts",
     "check_runners",
     "count_leaves",
     "get_step",
     "make_train_step",
     "noop_step",
+    "on_params",
     "packed_jit",
     "packed_pmap",
     "same_result",

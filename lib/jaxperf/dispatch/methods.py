@@ -123,8 +123,10 @@ def _feed(model_at: int, opt_at: int) -> Callable[[Any, tuple], tuple]:
     return feed
 
 
-def _on_params(step: Callable, static: Any) -> Callable:
-    """A step over the model's arrays only, the static half closed over (the seed's pmap_params)."""
+def on_params(step: Callable, static: Any) -> Callable:
+    """The seed's fast form of ``step``: over the model's arrays only (``params``), the static
+    half closed over, returning the new params. What ``jax.pmap`` on params (and the jit and
+    shard_map methods) compile; ``static`` is ``eqx.partition(model, eqx.is_array)[1]``."""
 
     def run(p: Any, xb: jax.Array, o: Any) -> tuple[Any, Any, Any]:
         loss, m, o = step(eqx.combine(p, static), xb, o)
@@ -186,7 +188,7 @@ def _pmap_params(inputs: _Inputs) -> Runner:
     model, x, opt = inputs.mapped()
     params, static = eqx.partition(model, eqx.is_array)
     fn = jax.pmap(
-        _on_params(get_step(inputs.step, AXIS), static),
+        on_params(get_step(inputs.step, AXIS), static),
         axis_name=AXIS,
         devices=inputs.devices,
         donate_argnums=inputs.donate_argnums(0, 2),
@@ -200,7 +202,7 @@ def _pmap_static_argnums(inputs: _Inputs) -> Runner:
     step = get_step(inputs.step, AXIS)
 
     def with_static(p: Any, s: Any, xb: jax.Array, o: Any) -> tuple[Any, Any, Any]:
-        return _on_params(step, s)(p, xb, o)
+        return on_params(step, s)(p, xb, o)
 
     fn = jax.pmap(
         with_static,
@@ -216,7 +218,7 @@ def _pmap_static_argnums(inputs: _Inputs) -> Runner:
 def _jit_single_device(inputs: _Inputs) -> Runner:
     params, static = eqx.partition(inputs.model, eqx.is_array)
     args = jax.device_put((params, inputs.x, inputs.opt_state), inputs.devices[0])
-    step = _on_params(get_step(inputs.step, None), static)
+    step = on_params(get_step(inputs.step, None), static)
     fn = jax.jit(step, donate_argnums=inputs.donate_argnums(0, 2))
     return inputs.runner("jit_single_device", fn, args, _canonical(False, static))
 
@@ -252,7 +254,7 @@ def _jit_named_sharding(inputs: _Inputs) -> Runner:
     replicated, batch_sharded = inputs.mesh()
     args, static = _global_args(inputs)
     fn = jax.jit(
-        _on_params(get_step(inputs.step, None), static),
+        on_params(get_step(inputs.step, None), static),
         in_shardings=(replicated, batch_sharded, replicated),
         out_shardings=(replicated, replicated, replicated),
         donate_argnums=inputs.donate_argnums(0, 2),
@@ -267,7 +269,7 @@ def _jit_shard_map(inputs: _Inputs) -> Runner:
     # replicated (P()) parameter is already psum-ed over devices, and the
     # step's pmean would leave an 8x larger gradient than pmap's.
     mapped = jax.shard_map(
-        _on_params(get_step(inputs.step, AXIS), static),
+        on_params(get_step(inputs.step, AXIS), static),
         mesh=replicated.mesh,
         in_specs=(P(), P(AXIS), P()),
         out_specs=(P(), P(), P()),
