@@ -119,6 +119,9 @@ KERNEL_CELLS = [
     "print('after the figure')",
     "for _ in jaxperf.study.track(range(3), 'widget steps'): pass",
     "os.environ['JAXPERF_PROGRESS'] = 'text'\nfor _ in jaxperf.study.track(range(3), 'text steps'): pass",
+    # A kernel told to use Agg (MPLBACKEND=Agg) still shows the figure: the saved PNG.
+    "import matplotlib; matplotlib.use('agg')\n"
+    "study.figure(draw(), 'agg_line', pd.DataFrame({'x': [1, 2]}), drawn_by=draw)",
 ]
 
 
@@ -141,6 +144,8 @@ def test_in_a_kernel_a_figure_shows_once_inline_and_progress_is_not_on_stderr(ro
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs[2])
     text = "".join(o.get("text", "") for o in outputs[3])
     assert "text steps: 100%" in text
+    assert [o.output_type for o in outputs[4]] == ["display_data"]
+    assert "image/png" in outputs[4][0].data
 
 
 def test_under_papermill_progress_is_plain_text_on_stdout(tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
+import matplotlib
 import matplotlib.axes
 import matplotlib.figure
 import matplotlib.pyplot as plt
@@ -181,17 +182,22 @@ def save(
     return SavedFigure(name=name, png=images["png"], svg=images["svg"], csv=csv, drawn_by=author)
 
 
-def show(fig: matplotlib.figure.Figure) -> None:
+def show(fig: matplotlib.figure.Figure, png: Path | None = None) -> None:
     """Show ``fig`` once where the notebook cell draws it, then close it.
 
     In a notebook kernel the figure is displayed now (so it lands in the cell's outputs,
     in order, and in papermill's executed copy) and closed, so the inline backend does not
-    show it a second time at the end of the cell. Outside a kernel it is only closed.
+    show it a second time at the end of the cell. A kernel whose backend cannot render
+    inline (``MPLBACKEND=Agg``) shows the saved ``png`` instead. Outside a kernel the
+    figure is only closed.
     """
     from IPython import get_ipython
-    from IPython.display import display
+    from IPython.display import Image, display
 
     shell = get_ipython()
     if shell is not None and getattr(shell, "kernel", None) is not None:
-        display(fig)
+        if "inline" in matplotlib.get_backend() or png is None:
+            display(fig)
+        else:
+            display(Image(filename=str(png)))
     plt.close(fig)

@@ -72,10 +72,9 @@ class Study:
         function are kept in ``study.figures[name]`` and listed in summary.json.
         """
         full = name if name.startswith(self.name) else f"{self.name}_{name}"
-        self.figures[full] = plots.save(
-            fig, self.figures_dir, full, data, self.provenance, drawn_by=drawn_by, note=note
-        )
-        plots.show(fig)
+        saved = plots.save(fig, self.figures_dir, full, data, self.provenance, drawn_by=drawn_by, note=note)
+        self.figures[full] = saved
+        plots.show(fig, saved.png)
 
     def summary(self, summary: dict[str, Any], markdown: str) -> tuple[Path, Path]:
         """Write summary.json (with the figures drawn so far and provenance) and summary.md
