@@ -63,3 +63,10 @@ def test_bandwidth_and_attach():
     assert list(out["bytes"]) == [2 * 256 * 64 * 6, 2 * 2 * 256 * 64 * 6]
     assert out["roofline_ms"].iloc[0] == pytest.approx(2 * 256 * 64 * 6 / 1e10 * 1e3)
     assert out["ms_vs_roofline"].iloc[0] == pytest.approx(1.0 / out["roofline_ms"].iloc[0])
+
+
+def test_batches_per_harness_mode():
+    import pandas as pd
+
+    rows = pd.DataFrame([dict(mode="xla_harness", batch=8), dict(mode="xla_harness", batch=8)])
+    assert harness.batches(rows) == {"xla_harness": 8}

@@ -66,7 +66,7 @@ def test_verdict_line_states_the_counts(evidence):
         "shrinks the carry to f32[2,8]: 256 carry elements written per call against fori_loop's 2,097,152"
         in line
     )
-    assert mechanism.verdict([evidence["python"]]).startswith("XLA:CPU: not read")
+    assert mechanism.verdict([evidence["python"]]).startswith("XLA: not read")
 
 
 def test_parse_reads_computations_and_rejects_text_without_entry():

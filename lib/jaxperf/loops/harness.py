@@ -173,3 +173,8 @@ def run(settings: LoopSettings, backend: str, *, progress: Any = None) -> pd.Dat
         if progress is not None:
             progress.update(1)
     return pd.concat(frames, ignore_index=True)
+
+
+def batches(rows: pd.DataFrame) -> dict[str, int]:
+    """Each harness mode's batch size, from :func:`measure`'s rows (for the roofline)."""
+    return {str(mode): int(batch) for mode, batch in rows.groupby("mode")["batch"].first().items()}

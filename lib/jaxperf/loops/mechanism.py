@@ -169,13 +169,17 @@ def optimized_hlo(loop_form: str, unroll: int, *, kernel: str = "seed", **shape:
 def evidence(
     variants: Iterable[tuple[str, int]] = VARIANTS, *, kernel: str = "seed", T: int, **shape: Any
 ) -> list[dict[str, Any]]:
-    """:func:`read_program` of each (loop form, unroll), one row each (loops flattened to the first)."""
+    """:func:`read_program` of each (loop form, unroll), one row each (loops flattened to the first),
+    compiled for this process' default backend (named in the ``compiler`` column)."""
+    import jax
+
     rows = []
     for form, unroll in variants:
         counts = read_program(optimized_hlo(form, unroll, kernel=kernel, T=T, **shape))
         first = counts["loops"][0] if counts["loops"] else {}
         rows.append(
             dict(
+                compiler=f"XLA:{jax.default_backend().upper()}",
                 kernel=kernel,
                 T=T,
                 variant=vocab.variant_name(form, unroll),
@@ -190,11 +194,11 @@ def verdict(rows: list[dict[str, Any]]) -> str:
     """One line for summary.md from :func:`evidence` rows holding ``python`` and ``fori u=1``."""
     by = {r["variant"]: r for r in rows}
     if "python" not in by or "fori u=1" not in by:
-        return "XLA:CPU: not read (needs the Python loop and fori_loop(unroll=1))."
+        return "XLA: not read (needs the Python loop and fori_loop(unroll=1))."
     py, fori = by["python"], by["fori u=1"]
     inside = "inside" if fori.get("loop_body_reduces") else "not inside"
     return (
-        f"XLA:CPU, seed T={fori['T']}: in fori_loop's program the reduction is {inside} the while body "
+        f"{fori.get('compiler', 'XLA')}, seed T={fori['T']}: in fori_loop's program the reduction is {inside} the while body "
         f"({fori.get('loop_body_reduces', 0)} reduce there, {fori['reduces_outside_loops']} hoisted before it); the body's "
         f"{fori.get('loop_body_fusions', 0)} fusion(s) make {fori.get('loop_carry_passes_per_iteration', 0)} pass(es) over the "
         f"{fori.get('loop_carry', '?')} carry per iteration x {fori.get('loop_trip_count', '?')} trips = "
