@@ -346,3 +346,46 @@ def test_notebook_quick_run(tmp_path):
         "ir_lines_vs_T",
     ):
         assert (figures_dir / f"loops_{name}.png").exists(), name
+
+
+def test_summary_from_synthetic_results():
+    variants, timings = _sweep_of(SEED_SWEEP)
+    head = analysis.headline(variants, timings).assign(roofline_ms=5.0)
+    matrix = pd.DataFrame(
+        [
+            dict(
+                compiler="triton",
+                kernel="seed",
+                T=256,
+                loop_form=f,
+                unroll=u,
+                lowers=ok,
+                error_type=e,
+                error=e,
+                warning="",
+            )
+            for f, u, ok, e in (
+                ("fori", 1, True, ""),
+                ("fori", 2, False, "NotImplementedError"),
+                ("hoisted", 2, True, ""),
+            )
+        ]
+    )
+    results = report.LoopResults(
+        head,
+        analysis.recommend(head),
+        matrix,
+        sweep.not_measured("pallas", "no GPU"),
+        variants,
+        [],
+        {"gb_per_s": 10.0, "gb_per_s_fresh_output": 1.0},
+        False,
+    )
+    summary = report.summary_dict(results)
+    assert [r["T"] for r in summary["seed_reproduction"]] == [256, 4096] and summary["smoke_run"] is False
+    assert summary["goals"]["roofline"]["fresh_output_roofline_ms"] == pytest.approx(50.0)
+    assert summary["mechanism_xla"]["verdict"].startswith("XLA: not read")
+    text = report.summary_markdown(results, device="test device")
+    assert "Reproduction (fori/Python grows with T" in text and ": met (T=256: 1.5, T=4096: 3)" in text
+    assert "the portable loops (hand-unrolled, hoisted, scalar carry) lower in 1 of the 1 cases" in text
+    assert "Not measured here (never simulated):" in text and "no GPU" in text
