@@ -24,14 +24,14 @@ def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_check_is_clean():
-    proc = _run(str(BIN / "ruff"), "check", "--no-cache", ".")
+    proc = _run(str(BIN / "ruff"), "check", "--no-cache", "--output-format", "concise", ".")
     assert proc.returncode == 0, (
         f"ruff check found problems (fix: .venv/bin/ruff check --fix):\n{proc.stdout}"
     )
 
 
 def test_ruff_format_is_clean():
-    proc = _run(str(BIN / "ruff"), "format", "--check", "--no-cache", ".")
+    proc = _run(str(BIN / "ruff"), "format", "--check", "--no-cache", "--output-format", "concise", ".")
     assert proc.returncode == 0, f"files need formatting (fix: .venv/bin/ruff format):\n{proc.stdout}"
 
 
