@@ -29,6 +29,7 @@ def test_fmt_stat_median_and_iqr():
     assert markdown.fmt_stat(pd.Series({"median": 10, "q25": 9, "q75": 12}), 1) == "10.0 [9.0, 12.0]"
     assert markdown.fmt_stat({"median": float("nan"), "q25": 1, "q75": 2}) == "n/a"
     assert markdown.fmt_stat({"median": None}) == "n/a"
+    assert markdown.fmt_stat(None) == "n/a"
     assert markdown.fmt_stat({"median": 2.0}) == "2.00"
 
 

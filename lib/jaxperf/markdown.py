@@ -28,11 +28,14 @@ SMOKE_NOTICE = (
 NOT_JUDGED = "not judged (smoke run)"
 
 
-def fmt_stat(stats: Mapping[str, Any], digits: int = 2) -> str:
-    """``median [q25, q75]`` with ``digits`` decimals; ``n/a`` when the median is missing.
+def fmt_stat(stats: Mapping[str, Any] | None, digits: int = 2) -> str:
+    """``median [q25, q75]`` with ``digits`` decimals; ``n/a`` when ``stats`` is None or
+    its median is missing or NaN; the median alone when a quartile is missing.
 
     ``stats`` is any mapping (dict, pandas row) with ``median``, ``q25`` and ``q75``.
     """
+    if stats is None:
+        return "n/a"
     median = _number(stats.get("median"))
     if median is None:
         return "n/a"
