@@ -89,12 +89,17 @@ install_git_filter() {
   git -C "$root" config diff.ipynb.textconv "$strip -t"
 }
 
-# JupyterLab settings for this venv's lab: no autosave (save on purpose, Ctrl+S).
+# JupyterLab settings for this venv's lab: no autosave (save on purpose, Ctrl+S), and
+# no news or update checks (nothing fetched, no pop-up over the notebook).
 install_lab_settings() {
   local dir="$venv/share/jupyter/lab/settings"
   mkdir -p "$dir"
-  printf '%s\n' '{' '  "@jupyterlab/docmanager-extension:plugin": {"autosave": false}' '}' \
-    > "$dir/overrides.json"
+  cat > "$dir/overrides.json" <<'JSON'
+{
+  "@jupyterlab/docmanager-extension:plugin": {"autosave": false},
+  "@jupyterlab/apputils-extension:notification": {"checkForUpdates": false, "fetchNews": "false"}
+}
+JSON
 }
 
 # The browser test drives Debian's chromium (Playwright cannot download a browser
