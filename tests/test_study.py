@@ -84,7 +84,10 @@ def test_figure_and_summary_link_figure_data_and_function(root):
     assert not plt.fignum_exists(fig.number)
     saved = study.figures["demo_line"]
     assert saved.drawn_by == "test_study._draw"
-    json_path, md_path = study.summary({"answer": 42}, "## Demo")
+    assert study.records(data, "line_data") is None  # a cell ending with it prints no path
+    assert study.summary({"answer": 42}, "## Demo") is None
+    json_path, md_path = study.results_dir / "summary.json", study.results_dir / "summary.md"
+    assert (study.results_dir / "line_data.csv").exists()
     payload = json.loads(json_path.read_text())
     assert payload["answer"] == 42
     assert payload["figures"]["demo_line"] == {

@@ -51,9 +51,12 @@ class Study:
     def backend(self) -> str:
         return self.info.backend
 
-    def records(self, df: pd.DataFrame, name: str) -> Path:
-        """Write ``df`` as ``results/<backend>/<study>/<name>.csv`` with its provenance sidecar."""
-        return records.write_records(df, self.results_dir / name, self.provenance)
+    def records(self, df: pd.DataFrame, name: str) -> None:
+        """Write ``df`` as ``results/<backend>/<study>/<name>.csv`` with its provenance sidecar.
+
+        Returns nothing, so a cell that ends with it prints no path of this machine.
+        """
+        records.write_records(df, self.results_dir / name, self.provenance)
 
     def figure(
         self,
@@ -76,9 +79,9 @@ class Study:
         self.figures[full] = saved
         plots.show(fig, saved.png)
 
-    def summary(self, summary: dict[str, Any], markdown: str) -> tuple[Path, Path]:
+    def summary(self, summary: dict[str, Any], markdown: str) -> None:
         """Write summary.json (with the figures drawn so far and provenance) and summary.md
-        (with the environment block)."""
+        (with the environment block) in the study's results folder."""
         figures = {
             name: {
                 "files": [paths.relative(p) for p in saved.files()],
@@ -94,7 +97,7 @@ class Study:
             "provenance": self.provenance,
         }
         text = markdown.rstrip() + "\n\n" + provenance.environment_block(self.provenance) + "\n"
-        return records.write_summary(self.results_dir, payload, text)
+        records.write_summary(self.results_dir, payload, text)
 
     def environment(self) -> str:
         """The environment block, and where this run's files go (project-relative), for
