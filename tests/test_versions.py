@@ -288,9 +288,7 @@ def test_notebook_runs_on_the_current_release_only(tmp_path):
     """Tiny sizes restricted to today's release: no old environment is built."""
     import json
 
-    run_notebook(
-        "03_equinox_versions", tmp_path, releases=[CURRENT], rounds=1, repeats=2, number=2, warmup=1
-    )
+    run_notebook("03_equinox_versions", tmp_path, releases=[CURRENT], rounds=1, repeats=2, number=2, warmup=1)
     summary = json.loads((tmp_path / "results" / "cpu" / "versions" / "summary.json").read_text())
     assert summary["releases_measured"] == [CURRENT] and summary["releases_failed"] == {}
     assert (tmp_path / "figures" / "cpu" / "versions_filter_pmap_overhead_vs_release.png").exists()

@@ -78,7 +78,9 @@ class StudySettings:
     def presets(cls) -> pd.DataFrame:
         """Full-run defaults beside the quick preset, one row per field that quick mode changes."""
         defaults = {f.name: _default(f) for f in dataclasses.fields(cls)}
-        rows = [{"parameter": name, "full": defaults[name], "quick": value} for name, value in cls.QUICK.items()]
+        rows = [
+            {"parameter": name, "full": defaults[name], "quick": value} for name, value in cls.QUICK.items()
+        ]
         return pd.DataFrame(rows, columns=["parameter", "full", "quick"])
 
 
