@@ -138,3 +138,9 @@ def test_mosaic_lowering_hooks_see_the_kernel_module_and_are_restored(compiler, 
     with pytest.raises(ValueError, match="compiler='triton' is not allowed"):
         with private_api.mosaic_lowering_hook("triton", print):
             pass
+
+
+def test_jax_backends_initialized_answers_a_bool():
+    from jaxperf.private_api import jax_backends_initialized
+
+    assert isinstance(jax_backends_initialized(), bool)

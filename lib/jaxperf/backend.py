@@ -8,8 +8,10 @@ simulated: the study reports it as not measured.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import bad_value, check_choice, check_int
 
@@ -31,9 +33,25 @@ class BackendInfo:
 
 
 def _backends_started() -> bool:
-    from jax._src import xla_bridge
+    from .private_api import jax_backends_initialized
 
-    return xla_bridge.backends_are_initialized()
+    return jax_backends_initialized()
+
+
+def _auto_platforms(dev: Path = Path("/dev")) -> str | None:
+    """What ``backend="auto"`` may start: ``"cpu"`` on a machine with no TPU device nodes and
+    no JAX GPU plugin, else None (JAX's own choice).
+
+    The default set-up installs libtpu (the ``tpu`` extra compiles for TPUs on a CPU); left to
+    itself, JAX would then probe for TPU hosts at start-up in every notebook and print libtpu's
+    host-discovery errors, on a machine that has no TPU.
+    """
+    if any(dev.glob("accel*")) or (dev / "vfio").exists():
+        return None
+    plugins = [d.metadata["Name"] or "" for d in importlib.metadata.distributions()]
+    if any(name.lower().startswith(("jax-cuda", "jax_cuda", "jax-rocm", "jax_rocm")) for name in plugins):
+        return None
+    return "cpu"
 
 
 def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
@@ -51,6 +69,8 @@ def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
     if not _backends_started():
         if backend != "auto":
             jax.config.update("jax_platforms", _JAX_PLATFORMS[backend])
+        elif not jax.config.jax_platforms and (platforms := _auto_platforms()):
+            jax.config.update("jax_platforms", platforms)
         jax.config.update("jax_num_cpu_devices", host_devices)
     try:
         devices = jax.devices()

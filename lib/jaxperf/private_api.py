@@ -16,6 +16,15 @@ from typing import Any
 
 # --- shared harness (backend) ---------------------------------------------
 
+JAX_BACKENDS_INITIALIZED = ("jax._src.xla_bridge", "backends_are_initialized")
+
+
+def jax_backends_initialized() -> bool:
+    """Whether JAX has started its backends (after which platforms and CPU device counts are fixed)."""
+    module, name = JAX_BACKENDS_INITIALIZED
+    return bool(getattr(importlib.import_module(module), name)())
+
+
 # --- dispatch study (equinox#192) -----------------------------------------
 
 EQUINOX_ARRAY_TYPES = ("equinox._filters", "_ARRAY_TYPES")
