@@ -10,7 +10,7 @@ from __future__ import annotations
 import cProfile
 import pstats
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,7 @@ def breakdown(
 
 
 def run_breakdowns(
-    specs: list[ModelSpec], step: str, n_devices: int, calls: int
+    specs: Iterable[ModelSpec], step: str, n_devices: int, calls: int
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Stage timers and cProfile for each spec: (stages, profile, whole-call medians)."""
     stages, profiles, totals = [], [], []
