@@ -26,3 +26,11 @@ def test_auto_leaves_the_choice_to_jax_on_a_tpu_vm(tmp_path, monkeypatch):
 def test_auto_leaves_the_choice_to_jax_with_a_gpu_plugin(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.metadata, "distributions", _dists("jax", "jax-cuda13-plugin"))
     assert backend._auto_platforms(tmp_path) is None
+
+
+def test_gpu_asks_only_for_the_installed_plugin(monkeypatch):
+    monkeypatch.setattr(importlib.metadata, "distributions", _dists("jax", "jax-cuda13-plugin"))
+    assert backend._platforms_for("gpu") == "cuda"
+    monkeypatch.setattr(importlib.metadata, "distributions", _dists("jax", "jax_rocm7_plugin"))
+    assert backend._platforms_for("gpu") == "rocm"
+    assert backend._platforms_for("cpu") == "cpu"

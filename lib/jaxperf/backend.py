@@ -38,6 +38,19 @@ def _backends_started() -> bool:
     return jax_backends_initialized()
 
 
+def _plugins() -> list[str]:
+    return [(d.metadata["Name"] or "").lower().replace("_", "-") for d in importlib.metadata.distributions()]
+
+
+def _platforms_for(backend: str) -> str:
+    """JAX's platform names for ``backend``; for "gpu", only the GPU plugins installed (JAX
+    refuses a platform it has no plugin for, so "cuda,rocm" fails on an NVIDIA-only machine)."""
+    if backend != "gpu":
+        return _JAX_PLATFORMS[backend]
+    found = [p for p in ("cuda", "rocm") if any(n.startswith(f"jax-{p}") for n in _plugins())]
+    return ",".join(found) or "cuda"
+
+
 def _auto_platforms(dev: Path = Path("/dev")) -> str | None:
     """What ``backend="auto"`` may start: ``"cpu"`` on a machine with no TPU device nodes and
     no JAX GPU plugin, else None (JAX's own choice).
@@ -48,8 +61,7 @@ def _auto_platforms(dev: Path = Path("/dev")) -> str | None:
     """
     if any(dev.glob("accel*")) or (dev / "vfio").exists():
         return None
-    plugins = [d.metadata["Name"] or "" for d in importlib.metadata.distributions()]
-    if any(name.lower().startswith(("jax-cuda", "jax_cuda", "jax-rocm", "jax_rocm")) for name in plugins):
+    if any(name.startswith(("jax-cuda", "jax-rocm")) for name in _plugins()):
         return None
     return "cpu"
 
@@ -68,7 +80,7 @@ def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
 
     if not _backends_started():
         if backend != "auto":
-            jax.config.update("jax_platforms", _JAX_PLATFORMS[backend])
+            jax.config.update("jax_platforms", _platforms_for(backend))
         elif not jax.config.jax_platforms and (platforms := _auto_platforms()):
             jax.config.update("jax_platforms", platforms)
         jax.config.update("jax_num_cpu_devices", host_devices)

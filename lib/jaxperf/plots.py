@@ -191,9 +191,12 @@ def show(fig: matplotlib.figure.Figure, png: Path | None = None) -> None:
     inline (``MPLBACKEND=Agg``) shows the saved ``png`` instead. Outside a kernel the
     figure is only closed.
     """
-    from IPython import get_ipython
-    from IPython.display import Image, display
-
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+    except ImportError:  # a plain Python without IPython (the GPU machine): nothing to show in
+        plt.close(fig)
+        return
     shell = get_ipython()
     if shell is not None and getattr(shell, "kernel", None) is not None:
         if "inline" in matplotlib.get_backend() or png is None:

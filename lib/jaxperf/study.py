@@ -151,7 +151,10 @@ def start(
 
 
 def _in_kernel() -> bool:
-    from IPython import get_ipython
+    try:
+        from IPython import get_ipython
+    except ImportError:  # no IPython at all: certainly not a kernel
+        return False
 
     shell = get_ipython()
     return shell is not None and getattr(shell, "kernel", None) is not None
