@@ -9,7 +9,6 @@ simulated: the study reports it as not measured.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,18 +109,6 @@ def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
         device_count=len(devices),
         platform_version=str(getattr(client, "platform_version", "")),
     )
-
-
-def require_devices(n: int, info: BackendInfo, name: str = "devices") -> int:
-    """Check that ``n`` devices exist, with an error that says how many do."""
-    check_int(name, n, minimum=1)
-    if n > info.device_count:
-        raise bad_value(name, n, f"at most {info.device_count} (the {info.backend} devices present)")
-    return n
-
-
-def xla_flags() -> str:
-    return os.environ.get("XLA_FLAGS", "")
 
 
 def _main(argv: list[str]) -> int:
