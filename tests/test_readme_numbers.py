@@ -4,7 +4,7 @@ summary.json it comes from.
 In README.md a quoted number is followed by a marker naming its source:
 ``**0.41x**<!-- n cpu/dispatch fix.rows.0.median -->`` reads
 ``results/cpu/dispatch/summary.json`` and walks ``fix`` -> ``rows`` -> ``0`` ->
-``median``. The number as written (its decimals) must equal the value rounded to
+``median`` (a key may hold spaces: everything up to ``-->``). The number as written (its decimals) must equal the value rounded to
 as many decimals. A rerun that moves a number makes this test fail until the
 README is updated from the new summary.
 """
@@ -23,7 +23,7 @@ from jaxperf.paths import PROJECT_ROOT
 # A number (with optional thousands separators and sign), optional unit/emphasis, then the marker.
 MARKED = re.compile(
     r"(?P<number>[-+−]?\d[\d,]*(?:\.\d+)?)(?:\s?(?:x|%|ms|s|µs|it/s))?\**\s*"
-    r"<!--\s*n\s+(?P<study>[\w/.-]+)\s+(?P<key>[^\s]+)\s*-->"
+    r"<!--\s*n\s+(?P<study>[\w/.-]+)\s+(?P<key>.+?)\s*-->"
 )
 
 
@@ -51,8 +51,8 @@ def agrees(written: str, value: Any) -> bool:
 
 
 def test_the_parser_reads_markers_and_decimals():
-    text = "ran **0.41x**<!-- n cpu/dispatch a.0.b --> and 1,234 ms<!-- n cpu/loops c -->"
-    assert marked_numbers(text) == [("0.41", "cpu/dispatch", "a.0.b"), ("1,234", "cpu/loops", "c")]
+    text = "ran **0.41x**<!-- n cpu/dispatch a.0.b --> and 1,234 ms<!-- n cpu/loops c / d -->"
+    assert marked_numbers(text) == [("0.41", "cpu/dispatch", "a.0.b"), ("1,234", "cpu/loops", "c / d")]
     assert lookup({"a": [{"b": 0.4149}]}, "a.0.b") == 0.4149
     assert agrees("0.41", 0.4149) and not agrees("0.41", 0.4151) and agrees("1,234", 1234.4)
     with pytest.raises(KeyError, match="'zz'"):

@@ -54,7 +54,10 @@ def git_commit() -> dict[str, Any]:
     try:
         return {
             "commit": git("rev-parse", "HEAD"),
-            "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+            # The code that ran: results/ and figures/ change under a run that publishes as it goes.
+            "dirty": bool(
+                git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results", ":!figures")
+            ),
         }
     except (OSError, subprocess.SubprocessError):
         return {"commit": "unknown", "dirty": None}

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -162,6 +163,31 @@ def plot_ir_size(matrix: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     ]
 
 
+def planned(
+    matrix: pd.DataFrame,
+    variants_df: pd.DataFrame,
+    timings: pd.DataFrame,
+    head: pd.DataFrame,
+    seed_rows: Sequence[dict[str, Any]],
+) -> list[tuple[str, Callable[[], tuple[Any, pd.DataFrame]], str]]:
+    """Every figure of a run as ``(name, draw, note)``, drawn only when ``draw()`` is called
+    (so a notebook can show progress over a known count while each is drawn and saved)."""
+    plans: list[tuple[str, Callable[[], tuple[Any, pd.DataFrame]], str]] = []
+    for mode in dict.fromkeys(timings["mode"]):
+        note = MODE_LABELS[mode]
+        plans.append((f"ms_per_call_vs_T_{mode}", partial(plot_ms_vs_T, timings, mode), note))
+        plans.append((f"compile_ms_vs_T_{mode}", partial(plot_compile_vs_T, variants_df, mode), note))
+        if "ms_vs_python" in head:
+            plans.append((f"unroll_heatmap_{mode}", partial(plot_unroll_heatmap, head, mode), note))
+    if seed_rows:
+        note = "measured here beside the reporter's numbers"
+        plans.append(("seed_ratio_vs_T", partial(plot_seed_ratio, seed_rows), note))
+    if matrix["lowers"].any():
+        note = "kernel IR from jax.export, no accelerator"
+        plans.append(("ir_lines_vs_T", partial(plot_ir_size, matrix), note))
+    return plans
+
+
 def draw_all(
     matrix: pd.DataFrame,
     variants_df: pd.DataFrame,
@@ -170,13 +196,5 @@ def draw_all(
     seed_rows: Sequence[dict[str, Any]],
 ) -> Iterator[tuple[str, Any, pd.DataFrame, str]]:
     """Every figure of a run, drawn one at a time: ``(name, fig, data, note)``."""
-    for mode in dict.fromkeys(timings["mode"]):
-        note = MODE_LABELS[mode]
-        yield (f"ms_per_call_vs_T_{mode}", *plot_ms_vs_T(timings, mode), note)
-        yield (f"compile_ms_vs_T_{mode}", *plot_compile_vs_T(variants_df, mode), note)
-        if "ms_vs_python" in head:
-            yield (f"unroll_heatmap_{mode}", *plot_unroll_heatmap(head, mode), note)
-    if seed_rows:
-        yield ("seed_ratio_vs_T", *plot_seed_ratio(seed_rows), "measured here beside the reporter's numbers")
-    if matrix["lowers"].any():
-        yield ("ir_lines_vs_T", *plot_ir_size(matrix), "kernel IR from jax.export, no accelerator")
+    for name, draw, note in planned(matrix, variants_df, timings, head, seed_rows):
+        yield (name, *draw(), note)

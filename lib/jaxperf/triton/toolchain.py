@@ -46,8 +46,10 @@ class TritonStatus:
     def describe(self) -> str:
         if not self.available:
             return self.reason
+        from ..paths import scrub  # name the tools inside site-packages, not this machine's folders
+
         tools = ", ".join(sorted(set(self.ptxas.values())))
-        return f"triton {self.version} (ptxas: {tools}; cuobjdump: {self.cuobjdump})"
+        return scrub(f"triton {self.version} (ptxas: {tools}; cuobjdump: {self.cuobjdump})")
 
 
 def _import_triton() -> Any:
