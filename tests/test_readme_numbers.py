@@ -33,14 +33,28 @@ def marked_numbers(text: str) -> list[tuple[str, str, str]]:
 
 
 def lookup(summary: Any, key: str) -> Any:
-    node = summary
-    for part in key.split("."):
+    """Walk ``key`` through dicts and lists. A dict key may itself hold dots or spaces
+    (``fixed_jax_comparisons.mlp: 0.9.2 -> 0.10.2.extra_cpu_ms``): the longest key that
+    matches the rest of the path wins."""
+    node, rest = summary, key
+    while rest:
         if isinstance(node, list):
+            part, _, rest = rest.partition(".")
             node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            raise KeyError(f"{key!r}: no {part!r} in {type(node).__name__}")
+            continue
+        if not isinstance(node, dict):
+            raise KeyError(f"{key!r}: {type(node).__name__} has no {rest!r}")
+        match = next(
+            (
+                k
+                for k in sorted(map(str, node), key=len, reverse=True)
+                if rest == k or rest.startswith(k + ".")
+            ),
+            None,
+        )
+        if match is None:
+            raise KeyError(f"{key!r}: no {rest.split('.')[0]!r} in {type(node).__name__}")
+        node, rest = node[match], rest[len(match) + 1 :]
     return node
 
 
@@ -54,6 +68,7 @@ def test_the_parser_reads_markers_and_decimals():
     text = "ran **0.41x**<!-- n cpu/dispatch a.0.b --> and 1,234 ms<!-- n cpu/loops c / d -->"
     assert marked_numbers(text) == [("0.41", "cpu/dispatch", "a.0.b"), ("1,234", "cpu/loops", "c / d")]
     assert lookup({"a": [{"b": 0.4149}]}, "a.0.b") == 0.4149
+    assert lookup({"m: 0.9 -> 0.10": {"x": 2}}, "m: 0.9 -> 0.10.x") == 2
     assert agrees("0.41", 0.4149) and not agrees("0.41", 0.4151) and agrees("1,234", 1234.4)
     with pytest.raises(KeyError, match="'zz'"):
         lookup({"a": 1}, "zz")
