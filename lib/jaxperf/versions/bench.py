@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import bad_value, check_int
-from ..paths import PROJECT_ROOT
+from ..paths import PROJECT_ROOT, relative
 from .envs import ENVS_DIR, EnvStatus, ensure_env
 from .releases import PINS_DIR, available_releases, check_releases
 
@@ -221,7 +221,7 @@ def documents_table(matrix: VersionMatrix) -> pd.DataFrame:
                 "release": release,
                 "round": round_index,
                 **{f"{k}_version": v for k, v in doc["versions"].items()},
-                "executable": doc["executable"],
+                "executable": relative(doc["executable"]),
                 "backend": doc["backend"],
                 "device_count": doc["device_count"],
                 "xla_flags": doc["xla_flags"],

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import PROJECT_ROOT
+from ..paths import PROJECT_ROOT, relative
 from .releases import Release
 
 ENVS_DIR = PROJECT_ROOT / ".envs"
@@ -141,7 +141,9 @@ def ensure_env(
         else:
             started = time.perf_counter()
             log_file = env.parent / f"{env.name}.log"  # not with_suffix: "0.10.2" has a dot
-            log(f"versions: building {env.name} with {base} from {release.pin_file.name} (log: {log_file})")
+            log(
+                f"versions: building {env.name} with {Path(base).name} from {release.pin_file.name} (log: {relative(log_file)})"
+            )
             if env.exists():
                 shutil.rmtree(env)
             env.parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +183,6 @@ def _run_logged(cmd: list[str], log_file: Path, timeout_s: int, append: bool = F
         lines = log_file.read_text().strip().splitlines()
         errors = [line for line in lines if line.startswith("ERROR")] or lines[-5:]
         raise RuntimeError(
-            f"{Path(cmd[0]).name} {' '.join(cmd[1:3])} exited {proc.returncode} (log: {log_file}): "
+            f"{Path(cmd[0]).name} {' '.join(cmd[1:3])} exited {proc.returncode} (log: {relative(log_file)}): "
             + " | ".join(errors[-4:])
         )
