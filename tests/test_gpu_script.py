@@ -29,7 +29,9 @@ from jaxperf.loops import vocab
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "device" / "run_gpu.sh"
 ALT = ROOT / ".envs" / "alt-jax-0.11.2" / "bin" / "python"
-PYTHON = str(ALT) if ALT.exists() else sys.executable
+# Only a complete one (tools/make_alt_env.sh writes .complete last): an offline attempt can
+# leave a half-built environment behind.
+PYTHON = str(ALT) if (ALT.parents[1] / ".complete").exists() else sys.executable
 
 
 def dry_run(out: Path, only: str) -> subprocess.CompletedProcess:

@@ -44,11 +44,11 @@ start=$(date +%s)
 total="${JAXPERF_DEVICE_TOTAL_S:-450}"
 echo "run_gpu.sh: $(date -u +%FT%TZ) dry=$dry work=$work out=$out total=${total}s"
 
-# The Python: the one named, else the first python3 with a working jax.
+# The Python: the one named, else the first python3 with a working jax (and pandas: a half-built env has no run deps).
 if [ -z "$python" ]; then
   for cand in "$root/.envs/alt-jax-0.11.2/bin/python" "$root/.venv/bin/python" python3 /opt/torch/.venv/bin/python3; do
     [ "$dry" = 1 ] || case "$cand" in "$root"/*) continue ;; esac
-    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import jax' 2>/dev/null; then python="$cand"; break; fi
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import jax, pandas' 2>/dev/null; then python="$cand"; break; fi
   done
 fi
 [ -n "$python" ] || { echo "run_gpu.sh: no Python with jax found (give --python PATH)" >&2; exit 3; }
