@@ -94,6 +94,7 @@ def test_legacy_sidecars_without_checksum_are_still_checked(tmp_path, csv, messa
 def test_committed_results_still_read():
     from jaxperf.paths import PROJECT_ROOT
 
-    for csv in sorted((PROJECT_ROOT / "results").rglob("*.csv"))[:20]:
-        if csv.with_suffix(".json").exists():
-            read_records(csv)
+    pairs = [c for c in sorted((PROJECT_ROOT / "results").rglob("*.csv")) if c.with_suffix(".json").exists()]
+    assert len(pairs) >= 20, "the committed results should hold record pairs to check"
+    for csv in pairs:
+        read_records(csv)  # raises RecordsError naming the file on any mismatch
