@@ -16,6 +16,29 @@ from jaxperf.paths import ENV_VAR, NOTEBOOKS_DIR, PROJECT_ROOT
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 
+ALT_ENV = PROJECT_ROOT / ".envs" / "alt-jax-0.11.2"
+
+
+@pytest.fixture(scope="session")
+def alt_python() -> Path:
+    """A second environment standing in for the GPU machine's image: jax/jaxlib 0.11.2,
+    triton 3.6.0, no Jupyter stack (tools/make_alt_env.sh). Built from PyPI on first use
+    (about 30 s), else from the wheels in .whl/; skipped only when neither can build it."""
+    python = ALT_ENV / "bin" / "python"
+    tail = ""
+    for args in ([], ["--offline"]):
+        build = subprocess.run(
+            ["bash", str(PROJECT_ROOT / "tools" / "make_alt_env.sh"), *args],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if build.returncode == 0 and (ALT_ENV / ".complete").exists():
+            return python
+        tail += build.stderr[-500:]
+    pytest.skip(f"no second JAX environment at {ALT_ENV} (tools/make_alt_env.sh needs PyPI):\n{tail}")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _cpu_backend():
     from jaxperf import backend

@@ -4,9 +4,9 @@ The dry run (``tools/device/run_gpu.sh --dry-run``) runs the parts at tiny sizes
 the CPU with Pallas in interpret mode, into a temporary folder, with the modules the
 GPU machine lacks hidden; it must produce the layout a GPU run produces, under
 ``results/cpu``, every record naming its backend, device and versions, and never
-claim a GPU number. It runs against the second environment with jax 0.11.2 (the GPU
-machine's JAX) when ``.envs/alt-jax-0.11.2`` exists, else this Python.
-``JAXPERF_TEST_DEVICE_DRY_FULL=1`` also runs every part (minutes on a busy 2-core box).
+claim a GPU number. It runs in the stand-in for the GPU machine's image (the ``alt_python``
+fixture: jax/jaxlib 0.11.2 and triton 3.6.0, as that image has), so the device run's code
+is checked against the JAX and Triton it will meet there.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -28,17 +27,13 @@ from jaxperf.loops import vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "device" / "run_gpu.sh"
-ALT = ROOT / ".envs" / "alt-jax-0.11.2" / "bin" / "python"
-# Only a complete one (tools/make_alt_env.sh writes .complete last): an offline attempt can
-# leave a half-built environment behind.
-PYTHON = str(ALT) if (ALT.parents[1] / ".complete").exists() else sys.executable
 
 
-def dry_run(out: Path, only: str) -> subprocess.CompletedProcess:
+def dry_run(out: Path, only: str, python: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("JAXPERF_OUTPUT_ROOT", "OUT")}
     env["TMPDIR"] = str(out.parent)
     return subprocess.run(
-        ["bash", str(SCRIPT), "--dry-run", "--only", only, "--out", str(out), "--python", PYTHON],
+        ["bash", str(SCRIPT), "--dry-run", "--only", only, "--out", str(out), "--python", str(python)],
         capture_output=True,
         text=True,
         env=env,
@@ -76,9 +71,9 @@ def check_layout(where: Path, parts: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def harness_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def harness_run(tmp_path_factory: pytest.TempPathFactory, alt_python: Path) -> Path:
     out = tmp_path_factory.mktemp("device") / "out"
-    proc = dry_run(out, "harness")
+    proc = dry_run(out, "harness", alt_python)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
 
@@ -139,22 +134,22 @@ def test_unpack_puts_a_gpu_run_into_results_gpu(tmp_path: Path) -> None:
     assert (dest / "results/gpu/run/summary.md").read_text().count("| dispatch | did not run | 0 |") == 1
 
 
-@pytest.mark.skipif(
-    not os.environ.get("JAXPERF_TEST_DEVICE_DRY_FULL"), reason="set JAXPERF_TEST_DEVICE_DRY_FULL=1"
-)
-def test_dry_run_of_every_part(tmp_path: Path) -> None:
+def test_dry_run_of_every_part(tmp_path: Path, alt_python: Path) -> None:
     out = tmp_path / "out"
-    proc = dry_run(out, ",".join(PARTS))
+    proc = dry_run(out, ",".join(PARTS), alt_python)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     where = unpacked(out)
     check_layout(where, list(PARTS))
     assert (where / "figures" / "cpu" / "loops_seed_ms_vs_T.png").exists()
+    # It ran with the image's JAX and Triton (the stand-in), and says so in every record.
+    _, prov = records.read_records(where / "results" / "cpu" / "triton_compile" / "compile_records.csv")
+    assert prov["packages"]["jax"] == "0.11.2" and prov["packages"]["triton"] == "3.6.0", prov["packages"]
 
 
-def test_a_real_run_without_a_gpu_fails_and_writes_nothing(tmp_path: Path) -> None:
+def test_a_real_run_without_a_gpu_fails_and_writes_nothing(tmp_path: Path, alt_python: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "JAXPERF_OUTPUT_ROOT")}
     env["PYTHONPATH"] = str(ROOT / "lib")
-    cmd = [PYTHON, "-m", "jaxperf.gpu.run", "harness", "--output-root", str(tmp_path)]
+    cmd = [str(alt_python), "-m", "jaxperf.gpu.run", "harness", "--output-root", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1 and "no CUDA GPU here" in proc.stdout
     assert not any(tmp_path.iterdir())
