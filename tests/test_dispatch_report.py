@@ -147,3 +147,24 @@ def test_fast_path_goal_is_judged_against_the_reporters_undonated_pmap():
     (goal,) = summary["fast_path_goals"]
     assert goal["noop_over_pmap_params"] == pytest.approx(10.0) and goal["noop_meets"] is True
     assert goal["noop_cpu_spread"] is None  # one size: no spread to judge
+
+
+def test_summary_leads_with_the_answer_and_folds_the_tables():
+    small = frame({**BASE, ("cached_filter_pmap", False): 96.0}, leaves=14)
+    large = frame(
+        {("pmap_params", False): 100.0, ("filter_pmap", False): 30.0, ("cached_filter_pmap", False): 80.0},
+        leaves=392,
+    )
+    summary = summarize(pd.concat([small, large], ignore_index=True))
+    ans = summary["answer"]
+    assert ans["filter_pmap_over_pmap_mlp"] == {"min": pytest.approx(0.3), "max": pytest.approx(0.4)}
+    assert "filter_pmap_over_pmap_transformer" not in ans
+    cells = ans["fix_cells"]  # 2 sizes x 2 measures, no donation: the 392-leaf cells miss 0.95
+    assert (cells["meeting"], cells["of"]) == (2, 4) and cells["lowest"] == pytest.approx(0.8)
+    assert cells["lowest_at"]["model"] == "mlp_392"
+    info = SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu")
+    text = summary_md.render(summary, info, pd.DataFrame(), pd.DataFrame())
+    answer_at, folded_at = text.index("### The answer, in numbers"), text.index("<details>")
+    assert answer_at < folded_at and "| model |" not in text[:folded_at]
+    assert "0.30–0.40× the it/s" in text and "in 2 of 4 cells" in text and "lowest is 0.80×" in text
+    assert text.count("<details>") == text.count("</details>") == 2  # results, fix

@@ -160,6 +160,34 @@ def fast_path_goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return goals
 
 
+def answer(rows: list[dict[str, Any]], fix: list[dict[str, Any]]) -> dict[str, Any]:
+    """The numbers summary.md leads with: filter_pmap's it/s over pmap on params (no-op step,
+    each call blocked, no donation) for the MLPs and the transformer, and how many fix cells
+    (step, model, measure, donation) reach the goal vs pmap on params, with the lowest."""
+    out: dict[str, Any] = {}
+    slow = [
+        r
+        for r in rows
+        if r["method"] == SLOW and r["step"] == "noop" and not r["donated"] and "ratio_to_pmap_params" in r
+    ]
+    for kind, mine in (
+        ("mlp", [r for r in slow if not r["model"].startswith("transformer")]),
+        ("transformer", [r for r in slow if r["model"].startswith("transformer")]),
+    ):
+        if mine:
+            medians = [r["ratio_to_pmap_params"]["median"] for r in mine]
+            out[f"filter_pmap_over_pmap_{kind}"] = {"min": min(medians), "max": max(medians)}
+    if fix:
+        low = min(fix, key=lambda g: g["over_pmap_params"]["median"])
+        out["fix_cells"] = {
+            "meeting": sum(bool(g["meets_vs_pmap"]) for g in fix),
+            "of": len(fix),
+            "lowest": low["over_pmap_params"]["median"],
+            "lowest_at": {k: low[k] for k in ("step", "model", "measure", "donated")},
+        }
+    return out
+
+
 def headline(
     df: pd.DataFrame,
     ratios: pd.DataFrame,
@@ -208,6 +236,7 @@ def headline(
             "fast_path_train_vs_pmap_params_min": FAST_GOAL_TRAIN,
             "fast_path_cpu_spread_max": FAST_GOAL_CPU_SPREAD,
         },
+        "answer": answer(rows, fix),
         "results": rows,
         "fix": fix,
         "verdict": verdict,

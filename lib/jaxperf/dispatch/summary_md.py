@@ -3,6 +3,7 @@ as an answer to equinox#192, ready to paste into the issue."""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import pandas as pd
@@ -55,6 +56,48 @@ def _ratio_table(rows: list[dict[str, Any]], with_method: bool) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _details(title: str, body: list[str]) -> list[str]:
+    """A folded block (GitHub and Jupyter both render Markdown inside it)."""
+    return [f"<details><summary>{html.escape(title)}</summary>", "", *body, "", "</details>", ""]
+
+
+def _answer_lines(summary: dict[str, Any], quick: bool) -> list[str]:
+    """The reproduction and the fix's cell count, from ``summary["answer"]``."""
+    ans, lines = summary.get("answer") or {}, []
+    mlp, tr = ans.get("filter_pmap_over_pmap_mlp"), ans.get("filter_pmap_over_pmap_transformer")
+    if mlp:
+        slow = [r for r in summary["results"] if r["step"] == "noop" and not r["donated"]]
+        top = max(r["leaves"] for r in slow)
+        cpu = {
+            r["method"]: r["cpu_us_per_call"]["median"]
+            for r in slow
+            if r["leaves"] == top and "cpu_us_per_call" in r
+        }
+        host = (
+            f"; at {top} leaves its host CPU per call is {cpu[SLOW]:,.0f} µs against pmap's {cpu[BASELINE]:,.0f} µs"
+            if {SLOW, BASELINE} <= set(cpu)
+            else ""
+        )
+        lines.append(
+            f"- **Reproduced:** `eqx.filter_pmap` runs at {mlp['min']:.2f}–{mlp['max']:.2f}× the it/s of "
+            "`jax.pmap` on params for the MLPs (no-op step, each call blocked, no donation)"
+            + (f" and {tr['min']:.2f}× for the transformer" if tr else "")
+            + host
+            + "."
+        )
+    cells = ans.get("fix_cells")
+    if cells:
+        at = cells["lowest_at"]
+        where = f"{at['step']}, {at['model']}, {MEASURE_SHORT.get(at['measure'], at['measure'])}, " + (
+            "donated" if at["donated"] else "no donation"
+        )
+        lines.append(
+            f"- **The fix** (`cached_filter_pmap`): ≥ {GOAL_VS_PMAP}× pmap on params in {cells['meeting']} of "
+            f"{cells['of']} cells (step, model, it/s measure, donation); the lowest is {cells['lowest']:.2f}× ({where})."
+        )
+    return lines
+
+
 def render(
     summary: dict[str, Any],
     info: Any,
@@ -62,8 +105,9 @@ def render(
     profile: pd.DataFrame,
     profile_now: pd.DataFrame | None = None,
 ) -> str:
-    """An answer to equinox#192 with numbers, ready to paste into the issue. ``profile_now``:
-    cProfile of the fix and the fast path (:func:`jaxperf.dispatch.stages.profile_methods`)."""
+    """An answer to equinox#192 with numbers, ready to paste into the issue: the answer and the
+    goals first, every table folded below. ``profile_now``: cProfile of the fix and the fast
+    path (:func:`jaxperf.dispatch.stages.profile_methods`)."""
     quick = not summary.get("judged", True)
     res = pd.DataFrame(summary["results"])
     lines = [
@@ -73,64 +117,64 @@ def render(
         "",
         f"Backend **{info.backend}**, {info.device_count} x {md.escape(info.device_kind)}. Each cell: median "
         "[interquartile range] over interleaved repeats; ratios are per pair (same repeat, same donation) "
-        "against `jax.pmap` over `eqx.partition(model, eqx.is_array)[0]`, partitioned once outside the loop.",
+        "against `jax.pmap` over `eqx.partition(model, eqx.is_array)[0]`, partitioned once outside the loop. "
+        "Blocked = each call waits for its result; pipelined = a loop that blocks once at the end, as a "
+        "training loop lets dispatch run ahead.",
         "",
-    ]
-    for (step, donated), part in res.groupby(["step", "donated"], sort=False):
-        title = f"### {step} step, {'model and optimiser state donated' if donated else 'no donation'} (blocked it/s)"
-        lines += [title, "", md.table(_results_table(part)), ""]
-    lines += [
-        "### The fix: `jaxperf.cached_filter_pmap` (a drop-in that partitions once per input structure)",
+        "### The answer, in numbers",
         "",
-        "Blocked = each call waits for its result; pipelined = a loop that blocks once at the "
-        "end, as a training loop lets dispatch run ahead.",
-        "",
-        md.table(_ratio_table(summary["fix"], with_method=False)),
-        "",
+        *_answer_lines(summary, quick),
     ]
     for measure, v in summary["verdict"].items():
         lines.append(
-            f"- {MEASURE_SHORT.get(measure, measure)} it/s, no donation: fix ≥ {GOAL_VS_PMAP}× pmap at every size "
-            f"**{md.verdict(v['all_meet_vs_pmap'], quick)}**; fix ≥ {GOAL_VS_FILTER}× filter_pmap at ≥ "
+            f"- Fix, {MEASURE_SHORT.get(measure, measure)} it/s, no donation: ≥ {GOAL_VS_PMAP}× pmap at every size "
+            f"**{md.verdict(v['all_meet_vs_pmap'], quick)}**; ≥ {GOAL_VS_FILTER}× filter_pmap at ≥ "
             f"{GOAL_LEAVES} leaves **{md.verdict(v['all_meet_vs_filter_pmap'], quick)}**."
         )
     handed = summary.get("cached_filter_pmap_fallbacks") or {}
     reasons = ", ".join(f"{reason}: {n}" for reason, n in handed.items())
     lines.append(f"- Calls the fix handed to `eqx.filter_pmap` during the sweep: {reasons or 'none'}.")
-    if summary["fast_path"]:
-        lines += [
-            "",
-            "### The packed fast path (`jaxperf.packed_pmap`, `jaxperf.packed_jit`)",
-            "",
-            "Model and optimiser state packed once into one buffer per dtype, carried packed and "
-            "unpacked inside the compiled step.",
-            "",
-            md.table(_ratio_table(summary["fast_path"], with_method=True)),
-            "",
+    for g in summary["fast_path_goals"]:
+        parts = [
+            f"{step} ≥ {thr}× undonated pmap at {g[f'{step}_leaves']} leaves: {g[f'{step}_over_pmap_params']:.2f}× "
+            f"**{md.verdict(g[f'{step}_meets'], quick)}**, host CPU spread {_times(g[f'{step}_cpu_spread'])} "
+            f"**{md.verdict(g[f'{step}_cpu_meets'], quick)}**"
+            for step, thr in (("noop", FAST_GOAL_NOOP), ("train", FAST_GOAL_TRAIN))
+            if f"{step}_meets" in g
         ]
-        for g in summary["fast_path_goals"]:
-            parts = [
-                f"{step} ≥ {thr}× undonated pmap at {g[f'{step}_leaves']} leaves: {g[f'{step}_over_pmap_params']:.2f}× "
-                f"**{md.verdict(g[f'{step}_meets'], quick)}**, host CPU spread {_times(g[f'{step}_cpu_spread'])} "
-                f"**{md.verdict(g[f'{step}_cpu_meets'], quick)}**"
-                for step, thr in (("noop", FAST_GOAL_NOOP), ("train", FAST_GOAL_TRAIN))
-                if f"{step}_meets" in g
-            ]
-            donated = "donated" if g["donated"] else "not donated"
-            lines.append(f"- `{g['method']}` ({donated}, pipelined): " + "; ".join(parts) + ".")
-    lines.append("")
+        donated = "donated" if g["donated"] else "not donated"
+        lines.append(f"- Packed fast path, `{g['method']}` ({donated}, pipelined): " + "; ".join(parts) + ".")
+    lines += ["", "### The numbers behind it", ""]
+    for (step, donated), part in res.groupby(["step", "donated"], sort=False):
+        title = f"{step} step, {'model and optimiser state donated' if donated else 'no donation'}: it/s per method (blocked)"
+        lines += _details(title, [md.table(_results_table(part))])
+    lines += _details(
+        "The fix, cached_filter_pmap (a drop-in that partitions once per input structure): every cell",
+        [md.table(_ratio_table(summary["fix"], with_method=False))],
+    )
+    if summary["fast_path"]:
+        lines += _details(
+            "The packed fast path, packed_pmap and packed_jit (model and optimiser state packed once into one "
+            "buffer per dtype, carried packed, unpacked inside the compiled step): every cell",
+            [md.table(_ratio_table(summary["fast_path"], with_method=True))],
+        )
     if not stages_ms.empty:
         pivot = stages_ms.pivot_table(index="stage", columns="model", values="median_ms", sort=False)
-        lines += ["### Where one filter_pmap call spends its time (median ms per stage)", ""]
-        lines += [md.table(pivot.reset_index()), ""]
+        lines += _details(
+            "Where one filter_pmap call spends its time (median ms per stage)",
+            [md.table(pivot.reset_index())],
+        )
     if not profile.empty:
-        lines += ["### cProfile: top self time per filter_pmap call", "", md.table(profile.head(8)), ""]
+        lines += _details("cProfile: top self time per filter_pmap call", [md.table(profile.head(8))])
     if profile_now is not None and not profile_now.empty:
         model = profile_now["model"].iloc[0]
-        lines += [f"### Where the time goes now: cProfile top self time per call ({model}, donated)", ""]
+        body = []
         for method, part in profile_now.groupby("method", sort=False):
             cols = ["function", "calls_per_step", "self_ms_per_step", "cumulative_ms_per_step"]
-            lines += [f"`{method}`:", "", md.table(part[cols].head(5)), ""]
+            body += [f"`{method}`:", "", md.table(part[cols].head(5)), ""]
+        lines += _details(
+            f"Where the time goes now: cProfile top self time per call ({model}, donated)", body
+        )
     if summary["unsupported"]:
         lines += [
             "### Methods that could not run a model",
