@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from .. import markdown
 from ..loops import vocab
-from ..records import markdown_table
 from . import estimate, topology
 from .sweep import OK
 
@@ -229,7 +229,7 @@ def _dtype_rows(probe: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _md_records(records: list[dict[str, Any]]) -> str:
-    return markdown_table(pd.DataFrame(records)) if records else "(none)"
+    return markdown.table(pd.DataFrame(records)) if records else "(none)"
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
@@ -241,6 +241,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"in {summary['run_s']:.0f} s. Static estimate: one bundle per cycle, no stalls, "
         "at the reporter's B=512 (grid loop scaled from the compiled batch).",
     ]
+    notice = markdown.smoke_notice(bool(summary["settings"].get("quick", False)))
+    parts += ["", notice] if notice else []
     for generation, rows in summary["seed_tables"].items():
         parts += ["", f"## Seed table: {label(generation)}", "", _md_records(rows)]
     parts += ["", "## The reporter's float16 on Mosaic TPU", "", _md_records(summary["reporter_dtype"])]

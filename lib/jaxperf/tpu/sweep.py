@@ -15,6 +15,7 @@ compile the same program at every T.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -205,14 +206,33 @@ def _over_budget(
     return ""
 
 
-def run_settings(settings: Any, progress: Any = None) -> pd.DataFrame:
-    """:func:`run` over :func:`plan` of a :class:`~jaxperf.tpu.settings.TpuSettings`."""
+@dataclasses.dataclass(frozen=True)
+class SweepRun:
+    """What :func:`run_settings` gave: one row per compile (:func:`run`), and the sweep's wall time."""
+
+    records: pd.DataFrame
+    run_s: float
+
+    @functools.cached_property
+    def points(self) -> pd.DataFrame:
+        """One row per point (:func:`point_medians`)."""
+        return point_medians(self.records)
+
+    def describe(self) -> str:
+        return f"{len(self.points)} points in {self.run_s:.0f} s"
+
+
+def run_settings(
+    settings: Any, progress: Any = None, clock: Callable[[], float] = time.perf_counter
+) -> SweepRun:
+    """:func:`run` over :func:`plan` of a :class:`~jaxperf.tpu.settings.TpuSettings`, timed by ``clock``."""
     points = plan(
         settings.generations, settings.kernels, settings.loop_forms, settings.unrolls, settings.sizes
     )
     if progress is not None:
         progress.reset(total=len(points))
-    return run(
+    started = clock()
+    records = run(
         points,
         batch=settings.batch,
         D=settings.D,
@@ -222,7 +242,9 @@ def run_settings(settings: Any, progress: Any = None) -> pd.DataFrame:
         max_compile_s=settings.max_compile_s,
         max_total_s=settings.max_total_s,
         progress=progress,
+        clock=clock,
     )
+    return SweepRun(records, clock() - started)
 
 
 def reporter_dtype_probe(settings: Any) -> pd.DataFrame:
