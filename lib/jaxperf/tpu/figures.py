@@ -11,28 +11,31 @@ from .sweep import OK
 
 
 def shown_variants(df: pd.DataFrame) -> list[str]:
-    """The variants drawn (all are in the records): the reporter's two, and the fixes at unroll 1 and
-    the largest unroll. pl.loop is left out: it wraps fori_loop and compiles to the same bundles."""
+    """The variants drawn (all are in the records): the reporter's two, fori_loop at the largest
+    unroll, and each portable fix (:data:`~jaxperf.loops.vocab.PORTABLE_FORMS`) at unroll 1 and
+    the largest unroll, in the study's order. Left out: hand_unrolled at unroll 1 (a plain
+    fori_loop) and pl.loop (it wraps fori_loop and compiles to the same bundles)."""
     top = int(df.unroll.max()) if len(df) else 1
-    names = [
-        "python",
-        "fori u=1",
-        f"fori u={top}",
-        f"hand_unrolled u={top}",
-        "hoisted u=1",
-        f"hoisted u={top}",
+    pairs = [("python", 1), ("fori", 1), ("fori", top)]
+    pairs += [
+        (form, u) for form in vocab.PORTABLE_FORMS for u in (1, top) if (form, u) != ("hand_unrolled", 1)
     ]
-    return list(dict.fromkeys(names))
+    return vocab.variant_order(pairs)
 
 
 def _shown(df: pd.DataFrame) -> pd.DataFrame:
     return df[(df.status == OK) & df.variant.isin(shown_variants(df))]
 
 
+LEGEND_COLUMN_INCHES = 1.6  # one legend entry at fontsize 8 ("hand_unrolled u=8" and its marker)
+
+
 def _legend(fig: plt.Figure) -> plt.Figure:
+    """One legend above the panels, in as few rows as the figure's width allows (at most 5 columns)."""
     if fig.axes:
         handles, labels = fig.axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 4), fontsize=8)
+        fit = int(fig.get_size_inches()[0] // LEGEND_COLUMN_INCHES)
+        fig.legend(handles, labels, loc="upper center", ncol=max(1, min(len(labels), 5, fit)), fontsize=8)
     return fig
 
 

@@ -77,31 +77,40 @@ def seed_format_table(points: pd.DataFrame, generation: str, kernel: str = "seed
     return pd.DataFrame(rows)
 
 
+def _count(row: pd.Series | None, column: str) -> int | None:
+    """An integer column of a point (None where the point or the number is missing)."""
+    return None if row is None or pd.isna(row.get(column)) else int(row[column])
+
+
 def mechanism(points: pd.DataFrame, T: int) -> pd.DataFrame:
     """jax#20909's mechanism on Mosaic TPU, per generation (seed kernel at ``T``): is the
-    reduction in the fori_loop body, and what the Python loop's schedule does instead."""
+    reduction in the fori_loop body, what the Python loop's schedule does instead, and the
+    body bundles per step and cycles per program of the hoisting fixes (unroll 1:
+    :data:`~jaxperf.loops.vocab.HOISTING_FORMS`, hoisted and scalar_carry)."""
     rows = []
     for generation in dict.fromkeys(points["generation"]):
         at = dict(generation=generation, kernel="seed", T=T, status=OK)
         python = _point(points, loop_form="python", **at)
         fori = _point(points, loop_form="fori", unroll=1, **at)
-        hoisted = _point(points, loop_form="hoisted", unroll=1, **at)
+        fixes = {form: _point(points, loop_form=form, unroll=1, **at) for form in vocab.HOISTING_FORMS}
         if fori is None or python is None:
             continue
-        rows.append(
-            {
-                "generation": generation,
-                "T": T,
-                "fori: body bundles x trips": f"{fori['inner_body_bundles']:.0f} x {fori['inner_trips']:.0f}",
-                "fori: reduction in body": bool(fori["xlane_ops_in_inner_body"] > 0),
-                "Python: bundles, loops inside": f"{python['bundles']:.0f}, {python['loop_depth'] - 1:.0f}",
-                "Python: reductions (xlane ops)": int(python["xlane_ops"]),
-                "hoisted: body bundles": None if hoisted is None else int(hoisted["inner_body_bundles"]),
-                "cycles per program: Python / fori / hoisted": " / ".join(
-                    "n/a" if r is None else f"{r['cycles_per_program']:.0f}" for r in (python, fori, hoisted)
-                ),
-            }
+        row: dict[str, Any] = {
+            "generation": generation,
+            "T": T,
+            "fori: body bundles x trips": f"{fori['inner_body_bundles']:.0f} x {fori['inner_trips']:.0f}",
+            "fori: reduction in body": bool(fori["xlane_ops_in_inner_body"] > 0),
+            "Python: bundles, loops inside": f"{python['bundles']:.0f}, {python['loop_depth'] - 1:.0f}",
+            "Python: reductions (xlane ops)": int(python["xlane_ops"]),
+        }
+        for form, fix in fixes.items():
+            row[f"{form}: body bundles"] = _count(fix, "inner_body_bundles")
+        shown = {"Python": python, "fori": fori, **fixes}
+        row["cycles per program: " + " / ".join(shown)] = " / ".join(
+            "n/a" if _count(r, "cycles_per_program") is None else str(_count(r, "cycles_per_program"))
+            for r in shown.values()
         )
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -116,8 +125,9 @@ def _both_compiled(ok: pd.DataFrame, T: int) -> int | None:
 def fix_verdict(points: pd.DataFrame, T: int) -> pd.DataFrame:
     """Per generation, the seed kernel at ``T`` (or, where the Python loop or fori_loop did not
     compile there, the largest T where both did, with the reason): static cycles of fori_loop
-    vs the Python loop, and whether a portable fix (hoisted or hand-unrolled, any unroll)
-    closes the gap."""
+    vs the Python loop, and whether the best portable fix (the fewest cycles among
+    :data:`~jaxperf.loops.vocab.PORTABLE_FORMS`: hand_unrolled, hoisted, scalar_carry; any
+    unroll) closes the gap."""
     rows = []
     for generation in dict.fromkeys(points["generation"]):
         seed = points[(points.generation == generation) & (points.kernel == "seed")]
