@@ -56,7 +56,8 @@ def test_absent_triton_is_reported_not_crashed(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "loop_form, unroll", [("python", 1), ("fori", 1), ("pl_loop", 1), ("hand_unrolled", 2), ("hoisted", 1)]
+    "loop_form, unroll",
+    [("python", 1), ("fori", 1), ("pl_loop", 1), ("hand_unrolled", 2), ("hoisted", 1), ("scalar_carry", 1)],
 )
 def test_capture_gives_the_reporters_grid_for_each_loop_form(loop_form, unroll):
     captured = tc.capture(*_seed(loop_form, unroll))
@@ -89,6 +90,15 @@ def test_compile_keeps_every_stage_and_yields_sass():
     assert result.cubin[:4] == b"\x7fELF" and result.options["arch"] == "sm90"
     assert result.sass_stats.instructions > 0 and result.sass_stats.registers > 0
     assert result.ptx_instructions > 0 and ".target sm_90a" in result.ptx
+
+
+@needs_triton
+@pytest.mark.parametrize("carry", ["input", "float32"])
+def test_the_scalar_carry_compiles_for_sm_90_with_either_carry(carry):
+    shape = sweep.Shape(batch=8, seed_carry_dtype=carry)
+    rows = sweep.sweep([sweep.Variant("seed", "scalar_carry", 1)], {"seed": [256, 1024]}, shape=shape)
+    assert list(rows.status) == [sweep.STATUS_OK, sweep.STATUS_OK], list(rows.error)
+    assert (rows.sass_instructions > 0).all() and rows.sass_dynamic_per_call.notna().all()
 
 
 @needs_triton
@@ -194,6 +204,42 @@ def test_verdict_fits_exponents_and_ignores_remainder_only_points():
     )
 
 
+def test_the_report_shows_the_scalar_carry_apart_from_the_looping_forms():
+    rows = []
+    for T in (256, 4096, 65536):
+        base = dict(kernel="seed", T=T, steps=T // 64, status="ok", error="", target="sm_90", repeat=0)
+        for form, compile_ms, ptx, sass, loop in (
+            ("python", 0.5 * T, 100 + T // 64, 100 + T // 32, False),
+            ("fori", 120.0, 300, 500, True),
+            ("scalar_carry", 10 * T**0.35, 300, 200 + T // 16, False),  # ptxas unrolls the scalar loop
+        ):
+            variant = "python" if form == "python" else f"{form} u=1"
+            code = dict(ptx_instructions=ptx, sass_instructions=sass, loop_present=loop)
+            rows.append(
+                {**base, "loop_form": form, "unroll": 1, "variant": variant, "compile_ms": compile_ms, **code}
+            )
+    df = pd.DataFrame(rows)
+    for column in analysis.TIMED_COLUMNS + analysis.CODE_COLUMNS:
+        df[column] = df.get(column, 0)
+    v = analysis.verdict(df)
+    assert v["reproduced"] is True  # a growing scalar-carry compile is not a "looping form" that grows
+    assert "scalar_carry u=1" not in v["loops_exponents"]
+    assert v["fix"]["variant"] == "scalar_carry u=1" and v["fix"]["exponent"] == pytest.approx(0.35)
+    assert v["fix"]["code_T"] == [4096, 65536] and v["fix"]["ptx_instructions"] == [300, 300]
+    assert v["fix"]["sass_instructions"] == [456, 4296] and not v["fix"]["loop_in_sass_at_T_max"]
+    table = report.seed_format_table(df)
+    assert list(table.iloc[:, 3]) == [
+        "70 ms / not executed",
+        "184 ms / not executed",
+        "485 ms / not executed",
+    ]
+    assert table.columns[3].startswith("scalar carry compile / exec")
+    settings = TritonSettings(kernels=("seed",), sizes={"seed": (256, 4096, 65536)}, unrolls={"seed": (1,)})
+    text = report.summary_markdown(df, report.summary_dict(df, settings, TRITON))
+    assert "The scalar carry (`scalar_carry u=1`" in text and "ptxas unrolls the one-scalar loop" in text
+    assert "| 65536 | 32768 ms / not executed | 120 ms / not executed | 485 ms / not executed |" in text
+
+
 def test_notebook_source_is_clean():
     assert_clean_source("04_triton_compile")
 
@@ -205,7 +251,7 @@ def test_notebook_quick_run(tmp_path):
         tmp_path,
         quick=True,
         kernels=["seed"],
-        loop_forms=["python", "fori", "hand_unrolled", "hoisted"],
+        loop_forms=["python", "fori", "hand_unrolled", "hoisted", "scalar_carry"],
     )
     out = tmp_path / "results" / "cpu" / "triton_compile"
     summary = json.loads((out / "summary.json").read_text())
@@ -220,6 +266,17 @@ def test_notebook_quick_run(tmp_path):
     assert {r["variant"] for r in summary["does_not_lower"]} == {"fori u=2"}
     assert "reduction runs once in every form" in summary["mechanism"]["line"]
     assert {r["target"] for r in summary["estimate"]["ratios"]} == {"sm_86", "sm_90"}
+    # the XLA:CPU fix is compiled, estimated, counted and shown beside the reporter's loops
+    assert all("scalar_carry u=1 / python" in r for r in summary["estimate"]["ratios"])
+    assert {r["variant"] for r in summary["estimate"]["closest_to_python"]} >= {
+        "scalar_carry u=1",
+        "fori u=1",
+    }
+    fix_steps = [r for r in summary["mechanism"]["per_step"] if r["variant"] == "scalar_carry u=1"]
+    assert len(fix_steps) == 1 and fix_steps[0]["per_step_total"] > 0
+    assert any(k.startswith("scalar carry compile") for k in summary["seed_format_table"]["seed"][0])
+    assert summary["verdict"]["seed"]["fix"]["variant"] == "scalar_carry u=1"
+    assert "The scalar carry (`scalar_carry u=1`" in markdown
     assert figures_made == [
         "triton_compile_compile_ms_vs_T.png",
         "triton_compile_estimate_vs_T.png",

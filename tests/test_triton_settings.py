@@ -21,6 +21,9 @@ def test_defaults_plan_the_reporters_kernel_first_and_every_form():
         ("python", 1) in seed and ("hoisted", 16) in seed and ("fori", 2) in seed
     )  # fori u=2: recorded as not lowering
     assert not any(v.loop_form == "hoisted" for v in plan if v.kernel != "seed")  # nothing to hoist there
+    # the scalar carry (the XLA:CPU fix) at unroll 1 only, on the one kernel with a sum to carry
+    assert [v.name for v in plan if v.loop_form == "scalar_carry"] == ["scalar_carry u=1"]
+    assert [v.kernel for v in plan if v.loop_form == "scalar_carry"] == ["seed"]
     assert settings.points() == sum(len(settings.sizes[v.kernel]) for v in plan)
     assert settings.estimate_sizes == REPORTER_SIZES == (256, 2048, 8192, 16384, 32768, 65536)
     assert [v.name for v in settings.estimate_plan()] == [
@@ -28,7 +31,9 @@ def test_defaults_plan_the_reporters_kernel_first_and_every_form():
         "fori u=1",
         "hand_unrolled u=4",
         "hoisted u=1",
+        "scalar_carry u=1",
     ]
+    assert settings.mechanism_plan() == settings.estimate_plan()
     assert settings.shape.batch == 512 and settings.shape.seed_carry_dtype == "input"
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.target = "sm_86"  # type: ignore[misc]
@@ -40,6 +45,23 @@ def test_quick_preset_is_applied_and_recorded():
     assert quick.as_dict()["repeats"] == 1  # provenance records what ran
     presets = TritonSettings.presets()
     assert set(presets.parameter) == set(TritonSettings.QUICK)
+    smoke = TritonSettings.from_parameters({"quick": True})
+    assert "scalar_carry u=1" in {v.name for v in smoke.plan()}  # the smoke run compiles the fix too
+
+
+def test_unroll_one_forms_choose_which_forms_run_at_unroll_one_only():
+    every = TritonSettings(kernels=("seed",), sizes={"seed": (256,)}, unroll_one_forms=())
+    names = [v.name for v in every.plan()]
+    assert [n for n in names if n.startswith("scalar_carry")] == [
+        f"scalar_carry u={u}" for u in (1, 2, 4, 8, 16)
+    ]
+    hoisted_once = TritonSettings(
+        kernels=("seed",), sizes={"seed": (256,)}, unroll_one_forms=("hoisted", "scalar_carry")
+    )
+    names = [v.name for v in hoisted_once.plan()]
+    assert "hoisted u=1" in names and "hoisted u=2" not in names and "hand_unrolled u=16" in names
+    assert names.index("hoisted u=1") < names.index("scalar_carry u=1")  # loop_forms' order kept
+    assert hoisted_once.points() == len(names)
 
 
 @pytest.mark.parametrize(
@@ -49,6 +71,8 @@ def test_quick_preset_is_applied_and_recorded():
         ("kernels", "seed"),
         ("kernels[...]", ["flash"]),
         ("loop_forms[...]", ["while"]),
+        ("unroll_one_forms[...]", ["python"]),
+        ("unroll_one_forms", "scalar_carry"),
         ("sizes", {"seed": [256]}),  # no entry for streaming and attention
         ("sizes['seed'][...]", {"seed": [320], "streaming": [256], "attention": [256]}),
         ("sizes['seed']", {"seed": [], "streaming": [256], "attention": [256]}),

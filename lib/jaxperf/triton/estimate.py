@@ -131,6 +131,32 @@ def ratios(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def closest_to_python(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
+    """Per target, at the largest T the Python loop was estimated at: every other form's ratio of
+    instructions per call to the Python loop's, the closest first (which fix comes nearest)."""
+    est = ratios(rows, kernel)
+    forms = [c for c in est.columns if c.endswith(" / python") and not c.startswith("reporter")]
+    out = []
+    for target, part in est.groupby("target", sort=True):
+        part = part[part["python per call"].notna()]
+        if part.empty:
+            continue
+        last = part.sort_values("T").iloc[-1]
+        out += [
+            {
+                "target": target,
+                "T": int(last["T"]),
+                "variant": c.removesuffix(" / python"),
+                "ratio": float(last[c]),
+            }
+            for c in forms
+            if pd.notna(last[c])
+        ]
+    if not out:
+        return pd.DataFrame(columns=["target", "T", "variant", "ratio"])
+    return pd.DataFrame(out).sort_values(["target", "ratio"], kind="stable").reset_index(drop=True)
+
+
 def per_step(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
     """SASS instructions each extra loop step adds (per program), per target and form: the
     slope of the dynamic count between the two largest T estimated."""

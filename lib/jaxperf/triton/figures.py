@@ -199,7 +199,8 @@ def python_stages_vs_T(df: pd.DataFrame, target: str = DEFAULT_TARGET) -> tuple[
 @plots.draws
 def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     """Left: dynamic SASS instructions per kernel call vs T per form and target (static estimate).
-    Right: the predicted fori/Python ratio per target beside the reporter's measured ratio."""
+    Right: the predicted fori/Python and scalar-carry/Python ratios per target beside the reporter's
+    measured fori/Python ratio."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -229,23 +230,28 @@ def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
         ylabel="SASS instructions issued per kernel call\n(warp instructions, static estimate)",
     )
     left.legend(fontsize=6, ncol=2)
-    fori = "fori u=1 / python"
-    for target, part in ratios.groupby("target") if fori in ratios else ():
-        right.plot(
-            part["T"],
-            part[fori],
-            styles[target],
-            marker="o",
-            color="tab:blue",
-            label=f"predicted, {target}",
-        )
+    for column, color, name in (
+        ("fori u=1 / python", "tab:blue", "fori_loop"),
+        (f"{analysis.FIX} / python", "tab:green", analysis.FIX),
+    ):
+        for target, part in ratios.groupby("target") if column in ratios else ():
+            right.plot(
+                part["T"],
+                part[column],
+                styles[target],
+                marker="o",
+                color=color,
+                label=f"{name}: predicted, {target}",
+            )
     measured = pd.DataFrame(vocab.seed_records())
     right.plot(
         measured["T"], measured["ratio"], "s-", color="black", label=f"{ISSUE} measured (A6000, ms per call)"
     )
     right.set_yscale("log")
     _T_axis(right, set(ratios["T"]) | set(measured["T"]))
-    right.set(xlabel="T (sequence length)", ylabel="fori_loop / Python loop")
+    right.set(
+        xlabel="T (sequence length)", ylabel="form / Python loop\n(predicted: instructions; measured: ms)"
+    )
     right.legend(fontsize=7)
     fig.suptitle(f"{estimate.LABEL}: the reporter's kernel", fontsize=10)
     return fig, ratios

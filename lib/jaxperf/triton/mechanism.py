@@ -17,7 +17,8 @@ the ``scf.for``, shuffles in an LLVM loop, ``SHFL`` in a SASS loop. The
 instructions each extra loop step costs come from the two T: the static
 dynamic counts of :mod:`jaxperf.triton.estimate` at T2 minus those at T1,
 divided by the extra steps (for a Python loop, which has no loop in SASS,
-that is what each traced step added). Compiled, never executed.
+that is what each traced step added; likewise for the scalar carry where ptxas
+unrolled its loop). Compiled, never executed.
 """
 
 from __future__ import annotations
@@ -238,6 +239,13 @@ def reduction_table(counts: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def loops_by_level(counts: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Per variant: the loops each level holds at the larger T (SASS: backward branches)."""
+    part = counts[counts["T"] == counts["T"].max()]
+    by = part.groupby(["variant", "level"], sort=False)["loops"].max()
+    return {v: {lv: int(n) for (v2, lv), n in by.items() if v2 == v} for v in dict.fromkeys(part.variant)}
+
+
 def verdict(counts: pd.DataFrame, per_step: pd.DataFrame, target: str = DEFAULT_TARGET) -> dict[str, Any]:
     """The one-line Triton verdict of jax#20909, with the counts behind it."""
     red = reduction_table(counts)
@@ -247,7 +255,8 @@ def verdict(counts: pd.DataFrame, per_step: pd.DataFrame, target: str = DEFAULT_
     steps = per_step.set_index("variant")
     fp_per_step = steps["fp arithmetic"].to_dict()
     total_per_step = steps["per_step_total"].to_dict()
-    python, fori = "python", "fori u=1"
+    loops = loops_by_level(counts)
+    python, fori, fix = "python", "fori u=1", "scalar_carry u=1"
     line = (
         f"Triton ({label(target)}): "
         + (
@@ -263,6 +272,17 @@ def verdict(counts: pd.DataFrame, per_step: pd.DataFrame, target: str = DEFAULT_
         + f"{_num(total_per_step.get(python))} in the Python loop ({_num(fp_per_step.get(python))} fp: the add happens on one scalar, "
         + "broadcast once at the end)."
     )
+    if fix in total_per_step:
+        kept = loops.get(fix, {})
+        line += (
+            f" The scalar carry ({fix}, the XLA:CPU fix: the Python loop's scalar in a fori_loop) costs "
+            f"{_num(total_per_step.get(fix))} SASS instructions per step ({_num(fp_per_step.get(fix))} fp)"
+            + (
+                "; its loop is still in the LLVM IR, but none is left in the SASS (ptxas unrolls it)."
+                if kept.get("sass") == 0 and kept.get("llir", 0) > 0
+                else f"; loops left in its SASS: {kept.get('sass', 'n/a')}."
+            )
+        )
     return {
         "target": target,
         "sizes": sorted(int(t) for t in counts["T"].unique()),
@@ -270,6 +290,7 @@ def verdict(counts: pd.DataFrame, per_step: pd.DataFrame, target: str = DEFAULT_
         "reduction_in_loop": reduce_in_loop,
         "sass_per_step": total_per_step,
         "sass_fp_per_step": fp_per_step,
+        "loops": loops,
         "line": line,
         "reduction_table": red.to_dict(orient="records"),
         "per_step": per_step.replace({float("nan"): None}).to_dict(orient="records"),

@@ -37,7 +37,8 @@ def seed_format_table(
     df: pd.DataFrame, kernel: str = "seed", hand_unroll: int = 4, target: str = "sm_90"
 ) -> pd.DataFrame:
     """The reporter's layout (T | Python loop compile / exec | fori_loop compile / exec), plus the
-    hand-unrolled and hoisted loops and the reporter's A6000 compile numbers beside ours."""
+    hand-unrolled and hoisted loops, the scalar carry (the XLA:CPU fix) and the reporter's A6000
+    compile numbers beside ours."""
     med = analysis.point_medians(df)
     seed = analysis.seed_compile_ms().set_index("T")
     where = f"({target}, CPU)"
@@ -49,6 +50,7 @@ def seed_format_table(
             ("fori_loop", "fori u=1"),
             (f"hand-unrolled k={hand_unroll}", f"hand_unrolled u={hand_unroll}"),
             ("hoisted", "hoisted u=1"),
+            ("scalar carry", analysis.FIX),
         ):
             if variant == "python" or variant in set(med.variant[med.kernel == kernel]):
                 row[f"{title} compile / exec {where}"] = _cell(med, kernel, variant, T)
@@ -113,6 +115,7 @@ def summary_dict(
             "per_call": _records(estimate.table(estimates)),
             "ratios": _records(estimate.ratios(estimates)),
             "per_step": _records(estimate.per_step(estimates)),
+            "closest_to_python": _records(estimate.closest_to_python(estimates)),
             "not_estimated": _records(
                 estimates[estimates.status != STATUS_OK][["target", "variant", "T", "status", "error"]]
             ),
@@ -152,7 +155,29 @@ def _compile_section(df: pd.DataFrame, summary: dict[str, Any]) -> list[str]:
             f"T={v['python_T_range'][1]} (compile_ms ~ T^{v['python_exponent']:.2f}); the looping forms stay within "
             f"T^b with b: {exps}. The reporter's compile pattern reproduced: **{verdict}**."
         )
+        if v.get("fix"):
+            lines += ["", _fix_sentence(v["fix"])]
     return lines
+
+
+def _fix_sentence(fix: dict[str, Any]) -> str:
+    """The scalar carry's compile growth, told apart from the looping forms' (its loop may not survive)."""
+    (T1, T2), (c1, c2) = fix["T_range"], fix["compile_ms"]
+    (Ta, Tb), (p1, p2), (s1, s2) = fix["code_T"], fix["ptx_instructions"], fix["sass_instructions"]
+    exponent = "" if fix["exponent"] is None else f" (compile_ms ~ T^{fix['exponent']:.2f})"
+    text = (
+        f"The scalar carry (`{fix['variant']}`, the fix that closed the gap on XLA:CPU) compiles in "
+        f"{c1:.0f} ms at T={T1} and {c2:.0f} ms at T={T2}{exponent}. From T={Ta} to T={Tb} its PTX goes "
+        f"from {p1} to {p2} instructions and its SASS from {s1} to {s2}"
+    )
+    if fix["loop_in_sass_at_T_max"]:
+        return text + f", with a loop left in the SASS at T={Tb}."
+    if Tb > Ta and p2 <= 1.05 * p1 and s2 > 1.5 * s1:
+        return text + (
+            f": the loop stays in the PTX, but no loop is left in the SASS at T={Tb} (ptxas unrolls the "
+            "one-scalar loop, so its machine code grows with T as the Python loop's does)."
+        )
+    return text + f", with no loop left in the SASS at T={Tb}."
 
 
 def _mechanism_section(mechanism: dict[str, Any]) -> list[str]:
@@ -186,6 +211,7 @@ def _estimate_section(est: dict[str, Any]) -> list[str]:
         "",
         _md(ratios, floatfmt="{:.3g}"),
         "",
+        *_closest_lines(est.get("closest_to_python", [])),
         "SASS instructions each extra loop step adds, per program (slope between the two largest T):",
         "",
         _md(pd.DataFrame(est["per_step"]), floatfmt="{:.2f}"),
@@ -199,6 +225,22 @@ def _estimate_section(est: dict[str, Any]) -> list[str]:
             ),
         ]
     return lines
+
+
+def _closest_lines(closest: list[dict[str, Any]]) -> list[str]:
+    """Which form's instructions per call come closest to the Python loop's, per target (largest T)."""
+    if not closest:
+        return []
+    by_target: dict[tuple[str, int], list[str]] = {}
+    for r in closest:
+        by_target.setdefault((r["target"], r["T"]), []).append(f"{r['variant']} {r['ratio']:.2f}x")
+    return [
+        "Closest to the Python loop's instructions per call, at the largest T estimated (each form / the "
+        "Python loop, closest first): "
+        + "; ".join(f"{target} T={T}: {', '.join(forms)}" for (target, T), forms in by_target.items())
+        + ".",
+        "",
+    ]
 
 
 def summary_markdown(df: pd.DataFrame, summary: dict[str, Any]) -> str:

@@ -76,16 +76,23 @@ class Shape:
 
 
 def plan(
-    kernels: Iterable[str], loop_forms: Iterable[str], unrolls: Mapping[str, Sequence[int]]
+    kernels: Iterable[str],
+    loop_forms: Iterable[str],
+    unrolls: Mapping[str, Sequence[int]],
+    unroll_one: Collection[str] = (),
 ) -> list[Variant]:
-    """Every applicable (kernel, loop form, unroll); the Python loop once. ``fori``/``pl_loop`` with
-    unroll > 1 stay in the plan: the sweep records that they do not lower."""
+    """Every applicable (kernel, loop form, unroll); the Python loop once, and the forms in
+    ``unroll_one`` at unroll 1 only. ``fori``/``pl_loop`` with unroll > 1 stay in the plan:
+    the sweep records that they do not lower."""
+    forms = list(loop_forms)
     out = []
     for kernel in kernels:
         if kernel not in vocab.KERNELS:
             raise bad_value("kernels[...]", kernel, f"one of {vocab.KERNELS}")
-        pairs = vocab.variants(loop_forms, sorted(set(check_ints("unrolls", unrolls[kernel]))), kernel)
-        out += [Variant(kernel, form, unroll) for form, unroll in pairs]
+        each = sorted(set(check_ints("unrolls", unrolls[kernel])))
+        for form in forms:
+            pairs = vocab.variants([form], [1] if form in unroll_one else each, kernel)
+            out += [Variant(kernel, f, u) for f, u in pairs]
     return out
 
 
