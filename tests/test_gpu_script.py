@@ -144,6 +144,18 @@ def test_dry_run_of_every_part(tmp_path: Path, alt_python: Path) -> None:
     # It ran with the image's JAX and Triton (the stand-in), and says so in every record.
     _, prov = records.read_records(where / "results" / "cpu" / "triton_compile" / "compile_records.csv")
     assert prov["packages"]["jax"] == "0.11.2" and prov["packages"]["triton"] == "3.6.0", prov["packages"]
+    # The scalar carry (the XLA:CPU fix) is timed, compiled and estimated beside the reporter's loops.
+    summary = json.loads((where / "results/cpu/run/summary.json").read_text())
+    fix = "scalar_carry u=1"
+    assert fix in {r["variant"] for r in summary["compile_compare"] if r["run_host_cpu_triton_compile_ms"]}
+    assert fix in {r["variant"] for r in summary["estimate_vs_measured"]}
+    assert "scalar carry compile / exec (this run)" in summary["seed_table"][0]
+    head = pd.read_csv(where / "results/cpu/loops/seed_headline.csv", comment="#")
+    assert fix in set(head.variant) and "scalar_carry u=2" not in set(head.variant)
+    text = (where / "results/cpu/run/summary.md").read_text()
+    assert (
+        "| scalar\\_carry u=1 |" in text and "scalar\\_carry u=1 |\n|---" in text
+    )  # a table row and a column
 
 
 def test_a_real_run_without_a_gpu_fails_and_writes_nothing(tmp_path: Path, alt_python: Path) -> None:
@@ -175,7 +187,7 @@ def test_settings_budgets_fit_one_device_call() -> None:
 def test_report_joins_compile_and_estimate_records(tmp_path: Path) -> None:
     prov = {"backend": "gpu", "device_kind": "NVIDIA H200", "device_count": 1}
     loops = tmp_path / "results" / "gpu" / "loops"
-    rows = [("python", 1.0, 100), ("fori u=1", 3.0, 400)]
+    rows = [("scalar_carry u=1", 1.1, 110), ("python", 1.0, 100), ("fori u=1", 3.0, 400)]
     records.write_records(
         pd.DataFrame(
             [dict(variant=v, T=2048, status="timed", lower_ms=10.0, compile_ms=90.0) for v, _, _ in rows]
@@ -191,11 +203,53 @@ def test_report_joins_compile_and_estimate_records(tmp_path: Path) -> None:
     est = pd.DataFrame([dict(variant=v, T=2048, target="sm_90", sass_dynamic_per_call=n) for v, _, n in rows])
     records.write_records(est, tmp_path / "results/gpu/triton_compile/estimate", prov)
     compiles = report.compile_table(tmp_path / "results" / "gpu", tmp_path / "nothing")
-    assert list(compiles["run_lower_plus_compile_ms"]) == [100.0, 100.0]
+    assert list(compiles["run_lower_plus_compile_ms"]) == [100.0, 100.0, 100.0]
+    assert list(compiles["variant"]) == ["python", "fori u=1", "scalar_carry u=1"]  # the study's order
     table = report.estimate_table(tmp_path / "results" / "gpu", tmp_path / "nothing")
     fori = table[table.variant == "fori u=1"].iloc[0]
     assert fori["predicted_vs_python"] == 4.0 and fori["measured_vs_python"] == 3.0
+    assert list(table["variant"]) == ["python", "fori u=1", "scalar_carry u=1"]
+    assert table.iloc[2]["predicted_vs_python"] == 1.1
     run_dir = report.write(tmp_path, "gpu", dry=False)
     text = (run_dir / "summary.md").read_text()
     assert "did not run" in text  # no part wrote its JSON here
-    assert "| 2048 | 1 | 3 |" in text  # the sweep's ms per call: python, then fori u=1
+    assert "| 2048 | 1 | 3 | 1.1 |" in text  # the sweep's ms per call: python, fori u=1, scalar_carry u=1
+
+
+def test_the_gpu_run_measures_the_scalar_carry_beside_the_reporters_loops() -> None:
+    from jaxperf.gpu.loop_parts import seed_format, sweep_config
+    from jaxperf.gpu.other_parts import estimate_forms
+
+    full = GpuSettings()
+    fix = ("scalar_carry", 1)
+    seed = sweep_config(full, "seed").variants("seed", 65536)
+    # the reporter's two loops lead every T's group; the fix at unroll 1 only (the others at every unroll)
+    assert seed[:2] == [("python", 1), ("fori", 1)] and fix in seed
+    assert [v for v in seed if v[0] == "scalar_carry"] == [fix]
+    assert len([v for v in seed if v[0] == "hoisted"]) == len(full.unrolls)
+    assert "scalar_carry" not in {f for f, _ in sweep_config(full, "attention").variants("attention", 256)}
+    assert full.harness_variants[:3] == ("python", "fori u=1", "scalar_carry u=1")
+    assert estimate_forms(full)[:2] == [("python", 1), ("fori", 1)] and fix in estimate_forms(full)
+    # a budget cut loses a middle T: every part measures the extremes first
+    for Ts in (full.seed_Ts, full.harness_Ts, full.compile_Ts):
+        assert set(Ts[:2]) == {min(Ts), max(Ts)}
+    dry = GpuSettings.from_parameters({"quick": True})
+    assert (
+        fix in sweep_config(dry, "seed").variants("seed", 128) and "scalar_carry u=1" in dry.harness_variants
+    )
+    rows = pd.DataFrame(
+        [
+            dict(T=2048, variant=v, compile_ms=c, ms_per_call=ms)
+            for v, c, ms in (
+                ("python", 200.0, 2.0),
+                ("fori u=1", 190.0, 4.0),
+                ("scalar_carry u=1", 195.0, 1.0),
+            )
+        ]
+    )
+    table = seed_format(rows).iloc[0]
+    assert table["scalar carry compile / exec (this run)"] == "195 ms / 1.000 ms"
+    assert table["fori/Python (this run)"] == 2.0 and table["scalar carry/Python (this run)"] == 0.5
+    assert "scalar carry compile / exec (this run)" not in seed_format(
+        rows[rows.variant != "scalar_carry u=1"]
+    )

@@ -12,6 +12,8 @@ beside it in his format.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import time
 from typing import Any
 
@@ -22,11 +24,34 @@ from .env import Budget, failure, not_measured_rows, predict, save_figure
 from .settings import GpuSettings
 
 
-def sweep_config(s: GpuSettings, kernel: str) -> Any:
-    """The loop study's :class:`~jaxperf.loops.sweep.SweepConfig` for ``kernel`` at this run's sizes."""
+@functools.cache
+def _config_class() -> Any:
+    """:class:`~jaxperf.loops.sweep.SweepConfig` whose ``unroll_one_forms`` run at unroll 1 only
+    (built on first use: the loop study imports JAX, which the device run starts on CUDA first)."""
     from ..loops import sweep
 
-    return sweep.SweepConfig(
+    @dataclasses.dataclass(frozen=True)
+    class UnrollOneConfig(sweep.SweepConfig):
+        unroll_one_forms: tuple[str, ...] = ()
+
+        def variants(self, kernel: str, T: int) -> list[tuple[str, int]]:
+            every = super().variants(kernel, T)
+            out: list[tuple[str, int]] = []
+            for form in self.loop_forms:
+                if form not in self.unroll_one_forms:
+                    out += [v for v in every if v[0] == form]
+                elif vocab.applies(kernel, form):
+                    out.append((form, 1))
+            return out
+
+    return UnrollOneConfig
+
+
+def sweep_config(s: GpuSettings, kernel: str) -> Any:
+    """The loop study's :class:`~jaxperf.loops.sweep.SweepConfig` for ``kernel`` at this run's sizes,
+    the forms of ``unroll_one_forms`` at unroll 1 only."""
+    return _config_class()(
+        unroll_one_forms=s.unroll_one_forms,
         mode=s.mode,
         Ts=s.seed_Ts if kernel == "seed" else s.attention_Ts,
         kernels=(kernel,),
@@ -100,21 +125,29 @@ def loop_sweep(study: Any, s: GpuSettings, kernel: str, budget: Budget) -> dict[
     }
 
 
+FIX = vocab.variant_name("scalar_carry", 1)
+
+
 def seed_format(rows: pd.DataFrame) -> pd.DataFrame:
     """Harness rows in the reporter's format: per T, compile ms / ms per kernel call for the
-    Python loop and fori_loop, beside his own numbers (RTX A6000). "This run" is the device
-    the records' provenance names (a CPU in the dry run)."""
+    Python loop and fori_loop (and the scalar carry, the XLA:CPU fix, when measured), beside his
+    own numbers (RTX A6000). "This run" is the device the records' provenance names (a CPU in
+    the dry run)."""
     reporter = {r[0]: r for r in vocab.SEED_ROWS}
+    shown = [("Python loop", "python"), ("fori_loop", "fori u=1")]
+    shown += [("scalar carry", FIX)] if FIX in set(rows.variant) else []
     out = []
     for T, g in rows.groupby("T", sort=True):
         row: dict[str, Any] = {"T": int(T)}
-        for label, variant in (("Python loop", "python"), ("fori_loop", "fori u=1")):
+        for label, variant in shown:
             hit = g[g.variant == variant]
             cell = vocab.seed_cell(*hit[["compile_ms", "ms_per_call"]].iloc[0]) if len(hit) else "n/a"
             row[f"{label} compile / exec (this run)"] = cell
         mine = g.set_index("variant")["ms_per_call"]
-        if {"python", "fori u=1"} <= set(mine.index):
-            row["fori/Python (this run)"] = round(float(mine["fori u=1"] / mine["python"]), 3)
+        for label, variant in shown[1:]:
+            if {"python", variant} <= set(mine.index):
+                ratio = round(float(mine[variant] / mine["python"]), 3)
+                row[f"{label.removesuffix('_loop')}/Python (this run)"] = ratio
         if int(T) in reporter:
             r = reporter[int(T)]
             row["Python loop (reporter, A6000)"] = vocab.seed_cell(r[1], r[2])

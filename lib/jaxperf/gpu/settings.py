@@ -41,12 +41,13 @@ class GpuSettings(StudySettings):
 
     Every list of T is measured in its order (the extremes first). Loop sweep (part a):
     ``seed_Ts``/``attention_Ts`` at ``batch`` x T x ``D`` in
-    ``dtype``, forms ``loop_forms`` at ``unrolls``, ``repeats`` timed batches,
+    ``dtype``, forms ``loop_forms`` at ``unrolls`` (those in ``unroll_one_forms``, the
+    scalar carry that closed the gap on XLA:CPU, at unroll 1 only), ``repeats`` timed batches,
     ``compile_repeats`` fresh compiles; attention's Python loop only up to
     ``attention_python_max_steps`` steps. Harness (part b): the reporter's
     ``heavyweight`` over ``harness_N`` batches at ``harness_Ts``. Compile (part c):
     the Triton compile on the host CPU and its static SASS estimate for
-    ``compile_target`` at ``compile_Ts`` (the forms the estimate compares).
+    ``compile_target`` at ``compile_Ts`` (the forms the estimate compares, scalar carry included).
     Dispatch (part d): ``dispatch_methods`` on MLPs of ``mlp_depths`` (and
     ``transformer_layers``), ``dispatch_steps``, with and without donation.
     """
@@ -56,7 +57,8 @@ class GpuSettings(StudySettings):
     batch: int = 512  # the reporter's sizes (vocab.SEED_SIZES)
     D: int = 64
     dtype: str = "float16"
-    loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "hoisted")
+    loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "hoisted", "scalar_carry")
+    unroll_one_forms: tuple[str, ...] = ("scalar_carry",)
     unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)
     seed_Ts: tuple[int, ...] = REPORTER_TS_ORDER
     attention_Ts: tuple[int, ...] = (256, 16384, 2048, 8192)
@@ -67,7 +69,14 @@ class GpuSettings(StudySettings):
     harness_Ts: tuple[int, ...] = REPORTER_TS_ORDER
     harness_N: int = vocab.SEED_N
     harness_repeats: int = 3
-    harness_variants: tuple[str, ...] = ("python", "fori u=1", "hoisted u=1", "hand_unrolled u=8")
+    # The reporter's two loops first, then the fix that closed the gap on XLA:CPU.
+    harness_variants: tuple[str, ...] = (
+        "python",
+        "fori u=1",
+        "scalar_carry u=1",
+        "hoisted u=1",
+        "hand_unrolled u=8",
+    )
     compile_target: str = "sm_90"
     compile_Ts: tuple[int, ...] = REPORTER_TS_ORDER
     estimate_unroll: int = 4
@@ -79,8 +88,8 @@ class GpuSettings(StudySettings):
     calls_per_repeat: int = 8
     budgets: Mapping[str, int] = dataclasses.field(
         default_factory=lambda: {
-            "harness": 80,
-            "loops_seed": 130,
+            "harness": 90,
+            "loops_seed": 138,
             "compile": 55,
             "dispatch": 50,
             "loops_attention": 60,
@@ -100,7 +109,7 @@ class GpuSettings(StudySettings):
         "harness_Ts": (128,),
         "harness_N": 2,
         "harness_repeats": 1,
-        "harness_variants": ("python", "fori u=1"),
+        "harness_variants": ("python", "fori u=1", "scalar_carry u=1"),
         "compile_Ts": (128,),
         "estimate_unroll": 2,
         "mlp_depths": (1,),
@@ -124,6 +133,8 @@ class GpuSettings(StudySettings):
             check_ints("transformer_layers", self.transformer_layers)
         for form in self.loop_forms:
             check_choice("loop_forms[...]", form, vocab.LOOP_FORMS)
+        for form in self.unroll_one_forms:
+            check_choice("unroll_one_forms[...]", form, vocab.UNROLLED_FORMS)
         for variant in self.harness_variants:
             vocab.parse_variant(variant)
         for method in self.dispatch_methods:
