@@ -167,17 +167,3 @@ def write_summary(study_dir: Path, summary: dict[str, Any], markdown: str) -> tu
     """``summary.json`` (headline numbers) and ``summary.md`` (issue-ready)."""
     study_dir = Path(study_dir)
     return write_json(study_dir / "summary.json", summary), write_text(study_dir / "summary.md", markdown)
-
-
-def markdown_table(df: pd.DataFrame, floatfmt: str = "{:.3g}") -> str:
-    """A GitHub-flavoured Markdown table (no tabulate dependency)."""
-
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return "n/a" if math.isnan(v) else floatfmt.format(v)
-        return str(v)
-
-    header = "| " + " | ".join(map(str, df.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join([header, rule, *body])
