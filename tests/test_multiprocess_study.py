@@ -28,6 +28,13 @@ def test_quick_preset_is_visible_and_applied():
         ({"methods": ["jit_shard_map"]}, "methods=.*baseline 'pmap_params'"),
         ({"methods": ["pmap_params", "nope"]}, r"methods\[...\]='nope'"),
         ({"steps": ["train", "sleep"]}, r"steps\[...\]='sleep'"),
+        (
+            {"transformer_layers": -1},
+            r"transformer_layers=-1 is not allowed: .*>= 0 \(0 skips the transformer\)",
+        ),
+        ({"transformer_layers": "2"}, r"transformer_layers='2' is not allowed"),
+        ({"transformer_layers": True}, r"transformer_layers=True is not allowed"),
+        ({"transformer_repeats": 0}, r"transformer_repeats=0 is not allowed: expected an integer >= 1"),
     ],
 )
 def test_bad_settings_are_named(values, message):
@@ -35,9 +42,22 @@ def test_bad_settings_are_named(values, message):
         MultiprocessSettings.from_parameters(values)
 
 
-def test_worker_config_carries_the_timing_and_model():
-    config = MultiprocessSettings(mlp_depth=3, repeats=2).worker_config()
-    assert config["models"] == [{"kind": "mlp", "size": 3}] and config["repeats"] == 2
+def test_worker_config_carries_the_timing_and_both_models_the_transformer_with_its_own_repeats():
+    config = MultiprocessSettings(
+        mlp_depth=3, repeats=4, transformer_layers=2, transformer_repeats=1
+    ).worker_config()
+    assert config["models"] == [
+        {"kind": "mlp", "size": 3, "repeats": 4},
+        {"kind": "transformer", "size": 2, "repeats": 1},
+    ]
+    assert config["repeats"] == 4
+
+
+def test_transformer_layers_0_skips_the_transformer_and_the_quick_preset_keeps_it():
+    assert MultiprocessSettings(transformer_layers=0).model_names == ["mlp_depth4"]
+    quick = MultiprocessSettings.from_parameters({"quick": True})
+    assert quick.model_names == ["mlp_depth2", "transformer_1layers"]
+    assert [m["kind"] for m in quick.worker_config()["models"]] == ["mlp", "transformer"]
 
 
 # --------------------------------------------------------------- the fix
@@ -70,6 +90,34 @@ def test_fixed_filter_pmap_gives_equinox_results_in_one_process_and_restores_equ
     assert jax.tree.structure(got) == jax.tree.structure(want)
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)))
     assert private_api.equinox_pmap_cache() is original
+
+
+# --------------------------------------------------------------- the one-device check
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_one_device_check_passes_the_transformer_train_step_and_fails_it_without_its_all_reduce(layers):
+    """The tolerance the study checks with (settings.RTOL/ATOL) holds for the transformer's train
+    step on 8 devices, and catches the same step with its all-reduce left out (train_local)."""
+    import jax
+
+    from jaxperf import timing
+    from jaxperf.dispatch.models import ModelSpec
+    from jaxperf.multiprocess import methods, settings, study_worker
+
+    spec = ModelSpec("transformer", layers)
+    model, opt_state = spec.build()
+    x = spec.batch(jax.device_count())
+    ref = methods.reference("train", spec)
+
+    def close(step: str) -> bool:
+        runner = methods.build("pmap_params", step, model, opt_state, x)
+        got = runner.canonical(timing.block(runner.call()))
+        return study_worker.matches(got, ref, rtol=settings.RTOL, atol=settings.ATOL)
+
+    assert close("train")
+    assert not close("train_local")
+    assert not study_worker.matches((ref[0], ref[1][:-1]), ref, rtol=1.0, atol=1.0)  # a leaf missing
 
 
 # --------------------------------------------------------------- analysis
@@ -157,6 +205,8 @@ def test_two_processes_filter_pmap_fails_and_every_other_method_agrees(tmp_path)
         scaling_processes=(2,),
         global_devices=4,
         mlp_depth=1,
+        transformer_layers=1,
+        transformer_repeats=1,
         methods=(
             "pmap_params",
             "filter_pmap",
@@ -171,12 +221,20 @@ def test_two_processes_filter_pmap_fails_and_every_other_method_agrees(tmp_path)
         launch_timeout_s=180,
     )
     run = mp_run.run_study(settings, tmp_path)
+    # Both models ran, in every process, every step and method (the transformer's blocks live in a list).
+    for records in (run.checks, run.timings):
+        assert list(dict.fromkeys(records["model"])) == ["mlp_depth1", "transformer_1layers"]
+    tf = run.checks[run.checks["model"] == "transformer_1layers"]
+    assert len(tf) == 2 * len(settings.steps) * len(settings.methods)  # processes x steps x methods
+    assert set(run.timings[run.timings["model"] == "transformer_1layers"]["method"]) == set(
+        settings.methods
+    ) - {"filter_pmap"}
     verdicts = analysis.correctness(run.checks).set_index(["step", "method"])
     broken = verdicts.xs("filter_pmap", level="method")
     assert not broken["ran_everywhere"].any()
     assert broken["error"].str.contains("unhashable type: 'list'").all()
     others = verdicts.drop(index="filter_pmap", level="method")
-    assert others["correct"].all()
+    assert others["correct"].all() and set(others["model"]) == {"mlp_depth1", "transformer_1layers"}
     repro = run.repro.set_index(["process_id", "case"])["ok"]
     assert not repro[(0, "jax.pmap(out_axes=[0])")] and repro[(0, "jax.pmap(out_axes=(0,))")]
     assert not repro[(1, "eqx.filter_pmap")] and repro[(1, "eqx.filter_pmap, fixed")]
@@ -198,6 +256,8 @@ def test_two_processes_filter_pmap_fails_and_every_other_method_agrees(tmp_path)
     )
     assert summary["all_but_the_broken_method_correct"] and summary["filter_pmap_fails_across_processes"]
     assert summary["filter_pmap_fixed_correct"]
+    assert summary["by_model"]["transformer_1layers"]["could_not_run"] == []
+    assert "### transformer, 1 layer (`transformer_1layers`" in text
     assert "TypeError: unhashable type: 'list'" in text and "+    out_axes = (tuple(range(" in text
     assert "global_array_to_host_local_array" in text and "/work/" not in text
 

@@ -7,7 +7,9 @@ Modules: ``launch`` (parent: start, watch, tear down), ``runtime`` (child:
 join the job, write results), ``worker`` (the child's tasks), ``methods``
 (each dispatch method across processes), ``bug`` (the Equinox report and its
 patch), ``scaling`` (the pod model), ``run`` (parent: one launch per process
-count, results gathered), ``report``, ``figures``, ``settings``.
+count, results gathered), ``report`` (grouped per model) with ``bug_report``
+(the issue-ready section), ``figures``, ``settings`` (the models swept: an MLP and
+the dispatch study's transformer).
 """
 
 from . import launch

@@ -1,5 +1,8 @@
 """From the gathered frames to the study's answers: correctness per method,
-timing medians per process count, the collective/dispatch split."""
+timing medians per process count, the collective/dispatch split.
+
+Every frame comes out grouped per model, the models in the order the study ran them
+(the MLP first): the rows of one model stay together, in process-count order."""
 
 from __future__ import annotations
 
@@ -11,6 +14,17 @@ from .methods import CHECKED_STEPS
 
 BASELINE = "pmap_params"
 KEYS = ["processes", "model", "step", "method"]
+
+
+def model_major(frame: pd.DataFrame, order: list[str] | None = None) -> pd.DataFrame:
+    """``frame`` with the rows of each model together, models in ``order`` (default: the order
+    they first appear); the order inside a model is kept (a stable sort)."""
+    if frame.empty or "model" not in frame:
+        return frame
+    order = order or list(dict.fromkeys(frame["model"]))
+    rank = {name: i for i, name in enumerate(order)}
+    ranked = frame["model"].map(lambda m: rank.get(m, len(rank)))
+    return frame.iloc[ranked.argsort(kind="stable").to_numpy()].reset_index(drop=True)
 
 
 def correctness(checks: pd.DataFrame) -> pd.DataFrame:
@@ -35,7 +49,7 @@ def correctness(checks: pd.DataFrame) -> pd.DataFrame:
                 "error": "; ".join(sorted({e for e in group["error"].fillna("") if e})),
             }
         )
-    return pd.DataFrame(rows)
+    return model_major(pd.DataFrame(rows))
 
 
 def add_ms(timings: pd.DataFrame) -> pd.DataFrame:
@@ -67,7 +81,7 @@ def medians(timings: pd.DataFrame) -> pd.DataFrame:
             group.groupby("process_id")["cpu_ms_per_call"].median().max()
         )
         rows.append(row)
-    return pd.DataFrame(rows).drop(columns="local_devices")
+    return model_major(pd.DataFrame(rows).drop(columns="local_devices"))
 
 
 def ratios(timings: pd.DataFrame, value: str = "it_per_s") -> pd.DataFrame:
@@ -78,7 +92,7 @@ def ratios(timings: pd.DataFrame, value: str = "it_per_s") -> pd.DataFrame:
         value,
         by=["processes", "process_id", "model", "step"],
     ).rename(columns={"variant": "method"})
-    return timing.summarize(pairs, "ratio", KEYS)
+    return model_major(timing.summarize(pairs, "ratio", KEYS), list(dict.fromkeys(timings["model"])))
 
 
 def collective_split(table: pd.DataFrame) -> pd.DataFrame:
@@ -96,4 +110,4 @@ def collective_split(table: pd.DataFrame) -> pd.DataFrame:
     out["allreduce_alone_ms"] = wide["allreduce"]
     out["step_with_allreduce_ms"] = wide["train"]
     out["collective_share"] = np.clip((wide["train"] - wide["train_local"]) / wide["train"], 0, 1)
-    return out
+    return model_major(out, list(dict.fromkeys(table["model"])))

@@ -1,19 +1,21 @@
-"""summary.md (issue-ready, with the Equinox bug report) and summary.json."""
+"""summary.md (issue-ready, with the Equinox bug report) and summary.json, grouped per model."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from .. import markdown
-from . import bug, scaling
+from . import bug_report, scaling
 from .analysis import BASELINE
 from .methods import METHODS
 from .run import StudyRun
-from .settings import MultiprocessSettings
+from .settings import ATOL, RTOL, MultiprocessSettings
 
 BROKEN = "filter_pmap"  # the method the bug breaks across processes
+BUG_ERROR = "unhashable type: 'list'"  # how it breaks
 
 HOW_THEY_AVOID_IT = (
     "`jaxperf.cached_filter_pmap` resolves the axes once per input structure and builds its "
@@ -25,93 +27,103 @@ HOW_THEY_AVOID_IT = (
 )
 
 
-def _counts(run: StudyRun, correctness: pd.DataFrame, settings: MultiprocessSettings) -> dict[str, Any]:
+def model_labels(run: StudyRun, settings: MultiprocessSettings) -> dict[str, str]:
+    """Each model's name -> a reader's label with its array leaves per call (model, batch, optimiser state)."""
+    leaves = run.checks.groupby("model")["leaves"].first().to_dict() if not run.checks.empty else {}
+    labels = {}
+    for name, model in zip(settings.model_names, settings.models):
+        what = (
+            f"MLP, depth {model['size']}"
+            if model["kind"] == "mlp"
+            else f"transformer, {model['size']} layer{'s' * (model['size'] != 1)}"
+        )
+        count = f", {leaves[name]} array leaves per call" if name in leaves else ""
+        labels[name] = f"{what} (`{name}`{count}; {model['repeats']} repeat{'s' * (model['repeats'] != 1)})"
+    return labels
+
+
+def could_not_run(correctness: pd.DataFrame) -> pd.DataFrame:
+    """Every (model, processes, step, method) that did not run in every process, with its error,
+    except the bug itself (``filter_pmap`` across processes failing on the unhashable list)."""
+    failed = correctness[~correctness["ran_everywhere"].astype(bool)]
+    the_bug = (
+        (failed["method"] == BROKEN)
+        & (failed["processes"] > 1)
+        & failed["error"].str.contains(BUG_ERROR, regex=False)
+    )
+    return failed[~the_bug][["model", "processes", "step", "method", "error"]].reset_index(drop=True)
+
+
+def _verdicts(correctness: pd.DataFrame) -> dict[str, Any]:
     multi = correctness[correctness["processes"] > 1]
     wrong = multi[multi["correct"].eq(False) & (multi["method"] != BROKEN)]
     broken = multi[multi["method"] == BROKEN]
     return {
-        "process_counts": list(settings.process_counts),
         "all_but_the_broken_method_correct": bool(wrong.empty),
-        "incorrect_cases": wrong[["processes", "step", "method", "error"]].to_dict("records"),
+        "incorrect_cases": wrong[["model", "processes", "step", "method", "error"]].to_dict("records"),
         "filter_pmap_fails_across_processes": bool(not broken.empty and not broken["ran_everywhere"].any()),
         "filter_pmap_fixed_correct": bool(
             multi[multi["method"] == "filter_pmap_fixed"]["correct"].dropna().all()
         ),
+        "could_not_run": could_not_run(correctness).to_dict("records"),
     }
 
 
-def _repro_section(run: StudyRun, settings: MultiprocessSettings) -> str:
-    n = settings.processes
-    at_n = run.repro[(run.repro["processes"] == n)]
-    outcome = (
-        at_n.groupby("case", sort=False)
-        .agg(processes=("process_id", "size"), ok=("ok", "all"), error=("error", "first"))
-        .reset_index()
-    )
-    outcome["result"] = [
-        "works" if ok else f"fails: {err}" for ok, err in zip(outcome["ok"], outcome["error"])
-    ]
-    first = at_n[(at_n["process_id"] == 0) & (at_n["case"] == "eqx.filter_pmap")]
-    trace = first["traceback"].iloc[0] if not first.empty and first["traceback"].iloc[0] else "(did not fail)"
-    plain = at_n[(at_n["process_id"] == 0) & (at_n["case"] == "jax.pmap(out_axes=[0])")]
-    plain_trace = (
-        plain["traceback"].iloc[0] if not plain.empty and plain["traceback"].iloc[0] else "(did not fail)"
-    )
-    versions = ", ".join(f"{k} {v}" for k, v in run.versions.items())
-    return f"""## Bug report for Equinox: `eqx.filter_pmap` fails in every multi-process job
-
-**What happens.** Under `jax.distributed` with more than one process (a TPU pod slice, a
-multi-node GPU job, or {n} local CPU processes here), the first call of any `eqx.filter_pmap`
-raises `TypeError: unhashable type: 'list'` in every process. One process never shows it.
-
-**Versions.** {versions}; Python 3.12, Linux, CPU backend, {n} processes x
-{settings.global_devices // n} devices on 127.0.0.1 (gloo collectives).
-
-**Minimal repro** (2 processes; the same happens on any multi-host TPU/GPU job):
-
-```python
-{bug.REPRO_SCRIPT}```
-
-Outcome in each of the {n} processes of this run (recorded by the study, not typed in):
-
-{markdown.table(outcome[["case", "processes", "result"]])}
-
-**Traceback** (`eqx.filter_pmap`, process 0):
-
-```
-{trace.strip()}
-```
-
-Plain `jax.pmap(f, out_axes=[0])`, process 0:
-
-```
-{plain_trace.strip()}
-```
-
-**Cause.** Across processes, `jax.pmap` converts its global outputs back to host-local
-arrays (`jax/_src/pmap.py`, `global_array_to_host_local_array`) through
-`_get_out_shardings`, a `util.cache` whose key includes the output specs built from
-`out_axes`; a list there is unhashable. In one process that path is skipped. Equinox's
-`_filter_pmap_cache` passes `out_axes = (list(range(-max_out_size, max_out_size)), None, None)`.
-
-**Proposed fix** (Equinox; tuples, hashable, same meaning), against the installed
-`equinox/_vmap_pmap.py`:
-
-```diff
-{bug.fix_diff().strip()}
-```
-
-**Shown to work here:** the study recompiles Equinox's own `_filter_pmap_cache` from its
-source with these two lines changed and swaps it in around each call (`jaxperf.multiprocess.bug.fixed`):
-the `eqx.filter_pmap, fixed` row above, and the method `filter_pmap_fixed` in the correctness table, which gives
-the same loss, parameters and optimiser state as every other method and as one device. JAX
-could also accept lists there (hash the flattened specs), since its docs allow any pytree
-prefix for `out_axes`; a tuple in Equinox fixes it for every JAX release.
-"""
+def _headline_ratios(ratios: pd.DataFrame, n: int, model: str) -> dict[str, dict[str, float]]:
+    part = ratios[(ratios["processes"] == n) & (ratios["model"] == model)]
+    return {
+        step: {m: float(r) for m, r in zip(rows["method"], rows["median"])}
+        for step, rows in part.groupby("step", sort=False)
+        if step in ("noop", "train")
+    }
 
 
-def _timing_table(table: pd.DataFrame, ratios: pd.DataFrame, n: int) -> str:
-    part = table[(table["processes"] == n) & table["step"].isin(["noop", "train"])].merge(
+def by_model(
+    run: StudyRun, settings: MultiprocessSettings, correctness: pd.DataFrame, ratios: pd.DataFrame
+) -> dict[str, dict[str, Any]]:
+    """summary.json's ``by_model``: per model, its size, the verdicts on its own rows, and the
+    median it/s over :data:`BASELINE` of each method at the headline process count."""
+    leaves = run.checks.groupby("model")["leaves"].first().to_dict() if not run.checks.empty else {}
+    out = {}
+    for name, model in zip(settings.model_names, settings.models):
+        out[name] = {
+            **model,
+            "leaves": int(leaves[name]) if name in leaves else None,
+            **_verdicts(correctness[correctness["model"] == name]),
+            "ratios_over_pmap_params_at_headline": _headline_ratios(ratios, settings.processes, name),
+        }
+    return out
+
+
+def _at_a_glance(ratios: pd.DataFrame, correctness: pd.DataFrame, n: int, names: list[str]) -> str:
+    """Method x (model, step): median it/s over the baseline at ``n`` processes; 'fails' where it did not run."""
+    checked = correctness[correctness["processes"] == n]
+    ran = {(r.model, r.step, r.method): bool(r.ran_everywhere) for r in checked.itertuples()}
+    at_n = ratios[ratios["processes"] == n]
+    ratio = {(r.model, r.step, r.method): float(r.median) for r in at_n.itertuples()}
+    methods = [m for m in METHODS if m in set(checked["method"])]
+    columns: dict[str, list[str]] = {"method": [METHODS[m] for m in methods]}
+    for name in names:
+        for step in ("noop", "train"):
+            if not any(key[:2] == (name, step) for key in ran):
+                continue
+            columns[f"{name} {step}"] = [
+                f"{ratio[(name, step, m)]:.2f}"
+                if (name, step, m) in ratio
+                else _missing(ran.get((name, step, m)))
+                for m in methods
+            ]
+    return markdown.table(pd.DataFrame(columns))
+
+
+def _missing(ran: bool | None) -> str:
+    return "fails" if ran is False else "n/a"
+
+
+def _timing_table(table: pd.DataFrame, ratios: pd.DataFrame, n: int, model: str) -> str:
+    part = table[
+        (table["processes"] == n) & (table["model"] == model) & table["step"].isin(["noop", "train"])
+    ].merge(
         ratios.rename(columns={"median": "ratio", "q25": "ratio_q25", "q75": "ratio_q75"}),
         on=["processes", "model", "step", "method"],
         how="left",
@@ -135,6 +147,25 @@ def _stats(row: pd.Series, name: str) -> dict[str, Any]:
     return {"median": row.get(name), "q25": row.get(f"{name}_q25"), "q75": row.get(f"{name}_q75")}
 
 
+def _per_model(labels: dict[str, str], render: Any) -> str:
+    """One ``### label`` subsection per model, its body ``render(model_name)``."""
+    return "\n\n".join(f"### {label}\n\n{render(name)}" for name, label in labels.items())
+
+
+def _sci(x: float) -> str:
+    return np.format_float_scientific(x, trim="-", exp_digits=1)
+
+
+def _could_not_run_text(failed: pd.DataFrame) -> str:
+    if failed.empty:
+        return "none: every other method ran every model in every launch."
+    cases = "; ".join(
+        f"`{r.method}` on `{r.model}` ({r.step} step, {r.processes} processes): {r.error}"
+        for r in failed.itertuples()
+    )
+    return f"**{len(failed)}** (recorded, not crashed; counted as not correct above): {cases}."
+
+
 def build(
     run: StudyRun,
     settings: MultiprocessSettings,
@@ -146,53 +177,63 @@ def build(
 ) -> tuple[dict[str, Any], str]:
     """(summary.json payload, summary.md text)."""
     n = settings.processes
-    counts = _counts(run, correctness, settings)
+    counts = {"process_counts": list(settings.process_counts), **_verdicts(correctness)}
+    labels = model_labels(run, settings)
     at_n = correctness[correctness["processes"] == n]
-    correct_md = markdown.table(
-        at_n.assign(method=[METHODS[m] for m in at_n["method"]])[
-            [
-                "step",
-                "method",
-                "ran_everywhere",
-                "same_in_every_process",
-                "matches_one_device",
-                "max_abs_diff",
-                "error",
-            ]
-        ]
-    )
-    scaling_md = markdown.table(
-        table[table["step"].isin(["noop", "train"])][
-            ["processes", "step", "method", "it_per_s", "cpu_ms_per_call", "dispatch_ms_per_call"]
-        ]
-    )
-    pod_cols = ["step", "method", "host_ms_per_call", "host_bound_ms", "host_bound_it_per_s"]
+    correct_cols = [
+        "step",
+        "method",
+        "ran_everywhere",
+        "same_in_every_process",
+        "matches_one_device",
+        "max_abs_diff",
+        "error",
+    ]
+
+    def correct_md(model: str) -> str:
+        part = at_n[at_n["model"] == model]
+        return markdown.table(part.assign(method=[METHODS[m] for m in part["method"]])[correct_cols])
+
+    def scaling_md(model: str) -> str:
+        part = table[(table["model"] == model) & table["step"].isin(["noop", "train"])]
+        cols = ["processes", "step", "method", "it_per_s", "cpu_ms_per_call", "dispatch_ms_per_call"]
+        return f"<details><summary>{len(part)} rows</summary>\n\n{markdown.table(part[cols])}\n\n</details>"
+
+    pod_cols = ["model", "step", "method", "host_ms_per_call", "host_bound_ms", "host_bound_it_per_s"]
     pod_cols.append(next(c for c in pod.columns if c.startswith("share_of_a")))
+    models_md = "\n".join(f"  - {label}" for label in labels.values())
     text = f"""# Beyond one machine: the dispatch methods across processes (`jax.distributed`)
 
 {markdown.smoke_notice(settings.quick)}
 
 {len(settings.process_counts)} launches ({", ".join(map(str, settings.process_counts))} local processes on
 127.0.0.1, {settings.global_devices} CPU devices in all: each of N processes holds
-{settings.global_devices}/N, so every launch computes the same global step), MLP depth
-{settings.mlp_depth}. Headline: **{n} processes**.
+{settings.global_devices}/N, so every launch computes the same global step). Headline:
+**{n} processes**. Every launch runs every model:
 
-- Every method except `eqx.filter_pmap` is correct across processes (checked in every
-  run, smoke runs included):
+{models_md}
+
+- Every method except `eqx.filter_pmap` is correct across processes, on every model (checked
+  in every run, smoke runs included):
   **{markdown.verdict(counts["all_but_the_broken_method_correct"], False, met_text="yes", missed_text="no")}**
   (the same loss, parameters and optimiser state, bitwise, in every process, and `allclose`
-  to one device computing the whole batch).
+  (rtol {_sci(RTOL)}, atol {_sci(ATOL)}) to one device computing the whole batch).
 - `eqx.filter_pmap` fails across processes: **{"yes" if counts["filter_pmap_fails_across_processes"] else "no"}**;
   with the proposed fix patched in, correct: **{"yes" if counts["filter_pmap_fixed_correct"] else "no"}**.
+- Methods that could not run a model, other than the bug: {_could_not_run_text(could_not_run(correctness))}
 - How the others avoid the bug: {HOW_THEY_AVOID_IT}
+
+## At a glance: it/s over {BASELINE}, {n} processes (median over every process and repeat)
+
+{_at_a_glance(ratios, correctness, n, list(labels))}
 
 ## Correctness, {n} processes
 
-{correct_md}
+{_per_model(labels, correct_md)}
 
 ## Speed, {n} processes (median over every process and repeat)
 
-{_timing_table(table, ratios, n)}
+{_per_model(labels, lambda m: _timing_table(table, ratios, n, m))}
 
 ## Collective vs dispatch (train step)
 
@@ -207,21 +248,23 @@ interconnect. Dispatch is what the host CPU column above measures.
 
 ## Scaling: 1 to {max(settings.process_counts)} processes
 
-{scaling_md}
+{_per_model(labels, scaling_md)}
 
 ## On paper: a {settings.pod_hosts}-host pod
 
 {scaling.MODEL}
 
 Assumed pod: {scaling.POD_LOCAL_DEVICES} devices per host, a {scaling.DEVICE_STEP_MS:g} ms device step
-(the reporter's transformer at 20 batches/s).
+(the reporter's transformer at 20 batches/s), for every model alike.
 
 {markdown.table(pod[pod_cols])}
 
-{_repro_section(run, settings)}"""
+{bug_report.section(run, settings)}"""
     summary = {
         "headline_processes": n,
         **counts,
+        "models": list(labels),
+        "by_model": by_model(run, settings, correctness, ratios),
         "correctness": correctness.to_dict("records"),
         "timings": table.to_dict("records"),
         "ratios_over_pmap_params": ratios.to_dict("records"),
