@@ -284,3 +284,38 @@ def test_notebook_quick_run(tmp_path):
         "triton_compile_sass_instructions_vs_T.png",
         "triton_compile_stages_at_largest_T.png",
     ]
+
+
+def test_points_without_an_estimate_are_listed_with_their_reason():
+    rows = pd.DataFrame(
+        [
+            dict(
+                target="sm_86", variant="python", T=8192, status="ok", error=None, sass_dynamic_per_call=5.0
+            ),
+            dict(
+                target="sm_86",
+                variant="fori u=1",
+                T=8192,
+                status="failed",
+                error="ptxas died",
+                sass_dynamic_per_call=None,
+            ),
+            *[
+                dict(
+                    target="sm_86",
+                    variant="scalar_carry u=1",
+                    T=8192,
+                    status="ok",
+                    error=None,
+                    sass_dynamic_per_call=None,
+                    sass_trips_how="counter R16 not read (start None, bound 128)",
+                )
+            ]
+            * 2,  # two repeats of one point: listed once
+        ]
+    )
+    listed = {r["variant"]: r for r in report._not_estimated(rows)}
+    assert set(listed) == {"fori u=1", "scalar_carry u=1"}
+    assert listed["fori u=1"]["reason"] == "ptxas died"
+    assert listed["scalar_carry u=1"]["status"] == "loop trip count not read"
+    assert "counter R16 not read" in listed["scalar_carry u=1"]["reason"]

@@ -116,11 +116,20 @@ def summary_dict(
             "ratios": _records(estimate.ratios(estimates)),
             "per_step": _records(estimate.per_step(estimates)),
             "closest_to_python": _records(estimate.closest_to_python(estimates)),
-            "not_estimated": _records(
-                estimates[estimates.status != STATUS_OK][["target", "variant", "T", "status", "error"]]
-            ),
+            "not_estimated": _not_estimated(estimates),
         }
     return out
+
+
+def _not_estimated(estimates: pd.DataFrame) -> list[dict[str, Any]]:
+    """Points with no estimate and why: those that did not compile, and those whose SASS keeps a
+    loop with a trip count the counter reader could not read (``sass_trips_how`` says which)."""
+    failed = estimates[estimates.status != STATUS_OK].assign(reason=lambda d: d["error"])
+    ok = estimates[estimates.status == STATUS_OK]
+    unread = ok[ok["sass_dynamic_per_call"].isna()] if "sass_dynamic_per_call" in ok else ok.iloc[:0]
+    unread = unread.assign(status="loop trip count not read", reason=unread.get("sass_trips_how"))
+    both = pd.concat([failed, unread]).drop_duplicates(["target", "variant", "T"])
+    return _records(both[["target", "variant", "T", "status", "reason"]])
 
 
 def _md(df: pd.DataFrame, floatfmt: str = "{:.0f}") -> str:
@@ -221,7 +230,8 @@ def _estimate_section(est: dict[str, Any]) -> list[str]:
             "",
             "Not estimated: "
             + "; ".join(
-                f"{r['target']} {r['variant']} T={r['T']} ({r['status']})" for r in est["not_estimated"]
+                f"{r['target']} {r['variant']} T={r['T']} ({r['status']}: {r.get('reason') or 'no reason recorded'})"
+                for r in est["not_estimated"]
             ),
         ]
     return lines
