@@ -168,3 +168,10 @@ def test_summary_leads_with_the_answer_and_folds_the_tables():
     assert answer_at < folded_at and "| model |" not in text[:folded_at]
     assert "0.30–0.40× the it/s" in text and "in 2 of 4 cells" in text and "lowest is 0.80×" in text
     assert text.count("<details>") == text.count("</details>") == 2  # results, fix
+    assert ans["reproduced"] is True and "**Reproduced:**" in text
+    # filter_pmap as fast as pmap at 14 leaves: not reproduced; a smoke run judges nothing
+    even = summarize(pd.concat([frame({**BASE, ("filter_pmap", False): 100.0}, leaves=14), large]))
+    assert even["answer"]["reproduced"] is False
+    assert "**Not reproduced:**" in summary_md.render(even, info, pd.DataFrame(), pd.DataFrame())
+    smoke = summary_md.render(summarize(large, quick=True), info, pd.DataFrame(), pd.DataFrame())
+    assert "Reproduced" not in smoke and "**not judged (smoke run):**" in smoke

@@ -177,6 +177,9 @@ def answer(rows: list[dict[str, Any]], fix: list[dict[str, Any]]) -> dict[str, A
         if mine:
             medians = [r["ratio_to_pmap_params"]["median"] for r in mine]
             out[f"filter_pmap_over_pmap_{kind}"] = {"min": min(medians), "max": max(medians)}
+    if slow:  # slower than pmap at every size, spread included (every upper quartile below 1)
+        out["reproduced"] = all(r["ratio_to_pmap_params"]["q75"] < 1 for r in slow)
+    fix = [g for g in fix if g.get("over_pmap_params")]  # cells with a pmap pair to compare
     if fix:
         low = min(fix, key=lambda g: g["over_pmap_params"]["median"])
         out["fix_cells"] = {
