@@ -156,4 +156,13 @@ def test_figures_draw_scalar_carry_and_leave_out_the_duplicates():
     shown = figures.shown_variants(pd.DataFrame({"unroll": [1, 2, 8]}))
     assert {"scalar_carry u=1", "scalar_carry u=8", "hoisted u=1", "hoisted u=8"} <= set(shown)
     assert not any(v.startswith("pl_loop") for v in shown) and "hand_unrolled u=1" not in shown
-    assert shown == vocab.variant_order(vocab.parse_variant(v) for v in shown)  # the study's order
+    assert shown == [  # the study's order
+        "python",
+        "fori u=1",
+        "fori u=8",
+        "hand_unrolled u=8",
+        "hoisted u=1",
+        "hoisted u=8",
+        "scalar_carry u=1",
+        "scalar_carry u=8",
+    ]

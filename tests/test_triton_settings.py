@@ -33,7 +33,13 @@ def test_defaults_plan_the_reporters_kernel_first_and_every_form():
         "hoisted u=1",
         "scalar_carry u=1",
     ]
-    assert settings.mechanism_plan() == settings.estimate_plan()
+    assert [(v.loop_form, v.unroll) for v in settings.mechanism_plan()] == [
+        ("python", 1),
+        ("fori", 1),
+        ("hand_unrolled", 4),
+        ("hoisted", 1),
+        ("scalar_carry", 1),
+    ]
     assert settings.shape.batch == 512 and settings.shape.seed_carry_dtype == "input"
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.target = "sm_86"  # type: ignore[misc]
