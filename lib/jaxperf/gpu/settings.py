@@ -88,11 +88,11 @@ class GpuSettings(StudySettings):
     calls_per_repeat: int = 8
     budgets: Mapping[str, int] = dataclasses.field(
         default_factory=lambda: {
-            "harness": 90,
-            "loops_seed": 138,
+            "harness": 85,
+            "loops_seed": 135,
             "compile": 55,
             "dispatch": 50,
-            "loops_attention": 60,
+            "loops_attention": 50,
         }
     )
 

@@ -50,7 +50,7 @@ class TritonSettings(StudySettings):
     ``estimate_unroll`` (reusing the sweep's compiles for ``target``; the rest within
     ``estimate_budget_s``); the mechanism at the two ``mechanism_sizes``. The forms in
     ``unroll_one_forms`` are compiled at unroll 1 only (``scalar_carry``: the fix is a plain
-    ``fori_loop(unroll=1)`` over one scalar, and ptxas unrolls that loop itself).
+    ``fori_loop(unroll=1)`` over one scalar; ptxas unrolls that loop itself on sm_90).
     ``seed_carry_dtype="input"`` keeps the reporter's fp16 carry (nothing runs,
     so its overflow at large T does not matter).
     """
