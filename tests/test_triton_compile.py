@@ -319,3 +319,20 @@ def test_points_without_an_estimate_are_listed_with_their_reason():
     assert listed["fori u=1"]["reason"] == "ptxas died"
     assert listed["scalar_carry u=1"]["status"] == "loop trip count not read"
     assert "counter R16 not read" in listed["scalar_carry u=1"]["reason"]
+
+
+def test_closest_to_python_ranks_by_distance_and_keeps_forms_not_estimated(monkeypatch):
+    from jaxperf.triton import estimate
+
+    fake = pd.DataFrame(
+        [
+            {"target": "sm_86", "T": 2048, "python per call": 1.0, "a / python": 9.0, "b / python": 9.0},
+            {"target": "sm_86", "T": 65536, "python per call": 1.0, "a / python": 0.5, "b / python": None},
+        ]
+    ).assign(**{"c / python": [1.0, 1.5], "reporter measured fori / python": [1.0, 2.4]})
+    monkeypatch.setattr(estimate, "ratios", lambda rows, kernel="seed": fake)
+    closest = estimate.closest_to_python(pd.DataFrame())
+    assert list(closest.variant) == ["c", "a", "b"]  # 1.5x is nearer than 0.5x; b not estimated, last
+    assert set(closest["T"]) == {65536} and closest.ratio.isna().tolist() == [False, False, True]
+    line = report._closest_lines(report._records(closest))[0]
+    assert "c 1.50x, a 0.50x, b not estimated" in line

@@ -133,7 +133,8 @@ def ratios(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
 
 def closest_to_python(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
     """Per target, at the largest T the Python loop was estimated at: every other form's ratio of
-    instructions per call to the Python loop's, the closest first (which fix comes nearest)."""
+    instructions per call to the Python loop's, the closest first (by ``|log ratio|``, so 0.5x
+    and 2x are as far), then the forms not estimated there (ratio None, so none drops out)."""
     est = ratios(rows, kernel)
     forms = [c for c in est.columns if c.endswith(" / python") and not c.startswith("reporter")]
     out = []
@@ -142,19 +143,21 @@ def closest_to_python(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:
         if part.empty:
             continue
         last = part.sort_values("T").iloc[-1]
-        out += [
-            {
-                "target": target,
-                "T": int(last["T"]),
-                "variant": c.removesuffix(" / python"),
-                "ratio": float(last[c]),
-            }
-            for c in forms
-            if pd.notna(last[c])
-        ]
+        for c in forms:
+            ratio = float(last[c]) if pd.notna(last[c]) and last[c] > 0 else None
+            out.append(
+                {
+                    "target": target,
+                    "T": int(last["T"]),
+                    "variant": c.removesuffix(" / python"),
+                    "ratio": ratio,
+                    "distance": math.inf if ratio is None else abs(math.log(ratio)),
+                }
+            )
     if not out:
         return pd.DataFrame(columns=["target", "T", "variant", "ratio"])
-    return pd.DataFrame(out).sort_values(["target", "ratio"], kind="stable").reset_index(drop=True)
+    frame = pd.DataFrame(out).sort_values(["target", "distance"], kind="stable")
+    return frame.drop(columns="distance").reset_index(drop=True)
 
 
 def per_step(rows: pd.DataFrame, kernel: str = "seed") -> pd.DataFrame:

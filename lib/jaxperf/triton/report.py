@@ -243,7 +243,8 @@ def _closest_lines(closest: list[dict[str, Any]]) -> list[str]:
         return []
     by_target: dict[tuple[str, int], list[str]] = {}
     for r in closest:
-        by_target.setdefault((r["target"], r["T"]), []).append(f"{r['variant']} {r['ratio']:.2f}x")
+        ratio = "not estimated" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        by_target.setdefault((r["target"], r["T"]), []).append(f"{r['variant']} {ratio}")
     return [
         "Closest to the Python loop's instructions per call, at the largest T estimated (each form / the "
         "Python loop, closest first): "
