@@ -125,7 +125,7 @@ def loop_sweep(study: Any, s: GpuSettings, kernel: str, budget: Budget) -> dict[
     }
 
 
-FIX = vocab.variant_name("scalar_carry", 1)
+FIX = vocab.FIX
 
 
 def seed_format(rows: pd.DataFrame) -> pd.DataFrame:

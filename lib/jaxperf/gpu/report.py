@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from .. import markdown, paths, records
+from ..loops import vocab
 from .settings import PARTS
 
 KEYS = ["variant", "T"]
@@ -94,20 +95,7 @@ def compile_table(results: Path, project_cpu: Path) -> pd.DataFrame:
         carry = committed_prov.get("parameters", {}).get("seed_carry_dtype", "input")
         name = f"project_cpu_triton_compile_ms ({carry} carry)"
         out = out.merge(part[[*KEYS, "compile_ms"]].rename(columns={"compile_ms": name}), on=KEYS, how="left")
-    return out.sort_values(["variant", "T"], key=_study_order).reset_index(drop=True)
-
-
-def _study_order(col: pd.Series) -> pd.Series:
-    """Sort key: variants in the study's order (python, fori, ..., scalar_carry), other columns as they are."""
-    if col.name != "variant":
-        return col
-    from ..loops import vocab
-
-    def rank(name: str) -> int:
-        form, unroll = vocab.parse_variant(name)
-        return vocab.LOOP_FORMS.index(form) * 1000 + unroll
-
-    return col.map(rank)
+    return out.sort_values(["variant", "T"], key=vocab.variant_sort_key).reset_index(drop=True)
 
 
 def _estimates(results: Path, project_cpu: Path) -> pd.DataFrame | None:
@@ -139,7 +127,7 @@ def estimate_table(results: Path, project_cpu: Path) -> pd.DataFrame:
     python = out[out.variant == "python"].set_index("T")
     out["predicted_vs_python"] = out["sass_dynamic_per_call"] / out["T"].map(python["sass_dynamic_per_call"])
     out["measured_vs_python"] = out["ms_per_call"] / out["T"].map(python["ms_per_call"])
-    return out.sort_values(["T", "variant"], key=_study_order).reset_index(drop=True)
+    return out.sort_values(["T", "variant"], key=vocab.variant_sort_key).reset_index(drop=True)
 
 
 def sweep_table(results: Path, kernel: str) -> pd.DataFrame | None:
@@ -147,8 +135,6 @@ def sweep_table(results: Path, kernel: str) -> pd.DataFrame | None:
     head, _ = _read(results / "loops" / f"{kernel}_headline")
     if head is None or head.empty:
         return None
-    from ..loops import vocab
-
     table = head.pivot_table(index="T", columns="variant", values="ms_per_call", aggfunc="median")
     order = vocab.variant_order(vocab.parse_variant(v) for v in table.columns)
     return table[order].reset_index()

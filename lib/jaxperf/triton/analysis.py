@@ -39,7 +39,7 @@ CODE_COLUMNS = [
 ]
 TIMED_COLUMNS = ["compile_ms", "triton_ms", *STAGE_COLUMNS, "triton_lowering_ms"]
 # The fix that closed jax#20909's gap on XLA:CPU: one scalar carried through fori_loop(unroll=1).
-FIX = vocab.variant_name("scalar_carry", 1)
+FIX = vocab.FIX
 
 
 def seed_compile_ms() -> pd.DataFrame:

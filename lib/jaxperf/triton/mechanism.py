@@ -30,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..loops import vocab
 from . import estimate
 from . import sass as _sass
 from .capture import capture
@@ -256,7 +257,7 @@ def verdict(counts: pd.DataFrame, per_step: pd.DataFrame, target: str = DEFAULT_
     fp_per_step = steps["fp arithmetic"].to_dict()
     total_per_step = steps["per_step_total"].to_dict()
     loops = loops_by_level(counts)
-    python, fori, fix = "python", "fori u=1", "scalar_carry u=1"
+    python, fori, fix = "python", "fori u=1", vocab.FIX
     line = (
         f"Triton ({label(target)}): "
         + (
