@@ -12,7 +12,7 @@ from test_cached_pmap import assert_same
 
 import jaxperf
 from jaxperf import cached_filter_pmap
-from jaxperf.dispatch import cached_pmap
+from jaxperf.fixes import cached_pmap
 
 N = 8
 

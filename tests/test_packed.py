@@ -12,7 +12,8 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxperf import PackedState, packed_jit, packed_pmap
-from jaxperf.dispatch import AXIS, ModelSpec, _pmap_entry, make_train_step, packed, state_step
+from jaxperf.dispatch import AXIS, ModelSpec, make_train_step, state_step
+from jaxperf.fixes import _pmap_entry, packed
 
 N = 8
 STEPS = 4

@@ -22,11 +22,11 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _PUBLIC = {
-    "cached_filter_pmap": "jaxperf.dispatch.cached_pmap",
-    "PackedState": "jaxperf.dispatch.packed",
-    "packed_pmap": "jaxperf.dispatch.packed",
-    "packed_jit": "jaxperf.dispatch.packed",
-    "hand_unrolled_fori": "jaxperf.loops.forms",
+    "cached_filter_pmap": "jaxperf.fixes.cached_pmap",
+    "PackedState": "jaxperf.fixes.packed",
+    "packed_pmap": "jaxperf.fixes.packed",
+    "packed_jit": "jaxperf.fixes.packed",
+    "hand_unrolled_fori": "jaxperf.fixes.unroll",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -7,8 +7,8 @@ One module per concern:
 - :mod:`~jaxperf.dispatch.steps`: the seed's no-op step and a real train step;
 - :mod:`~jaxperf.dispatch.methods`: each way to run a step over the devices
   (:func:`build_runner`), with and without donation;
-- :mod:`~jaxperf.dispatch.cached_pmap`: :func:`cached_filter_pmap`, the drop-in;
-- :mod:`~jaxperf.dispatch.packed`: :class:`PackedState`, :func:`packed_pmap`,
+- :mod:`jaxperf.fixes.cached_pmap`: :func:`cached_filter_pmap`, the drop-in (re-exported);
+- :mod:`jaxperf.fixes.packed`: :class:`PackedState`, :func:`packed_pmap`,
   :func:`packed_jit`, the fast path;
 - :mod:`~jaxperf.dispatch.sweep`: build, check, time;
 - :mod:`~jaxperf.dispatch.stages`: stage timers and cProfile of one filter_pmap call;
@@ -18,10 +18,10 @@ One module per concern:
 - :mod:`~jaxperf.dispatch.settings`: :class:`DispatchSettings`, notebook 01's parameters.
 """
 
-from .cached_pmap import CachedFilterPmap, cached_filter_pmap, fallback_counts
+from ..fixes.cached_pmap import CachedFilterPmap, cached_filter_pmap, fallback_counts
+from ..fixes.packed import Layout, PackedState, packed_jit, packed_pmap, state_step
 from .methods import BASELINE, FAST_PATHS, FIX, METHODS, SLOW, Runner, build_runner, on_params, variant_name
 from .models import ModelSpec, count_leaves
-from .packed import Layout, PackedState, packed_jit, packed_pmap, state_step
 from .settings import DispatchSettings
 from .steps import AXIS, STEPS, get_step, make_train_step, noop_step
 from .sweep import SweepResult, add_derived, check_runners, same_result

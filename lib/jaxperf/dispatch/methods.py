@@ -28,8 +28,8 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..errors import bad_value, check_choice, check_int
-from . import packed
-from .cached_pmap import cached_filter_pmap
+from ..fixes import packed
+from ..fixes.cached_pmap import cached_filter_pmap
 from .steps import AXIS, get_step
 
 BASELINE = "pmap_params"

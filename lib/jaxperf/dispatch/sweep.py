@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import timing
-from .cached_pmap import fallback_counts
+from ..fixes.cached_pmap import fallback_counts
 from .methods import BASELINE, Runner, build_runner, variant_name
 from .models import count_leaves
 from .settings import DispatchSettings

@@ -4,8 +4,8 @@ One module per concern, imported by name (``from jaxperf.loops import sweep``):
 
 - :mod:`.vocab`: the one vocabulary every loop study uses (kernels, loop forms, variant
   names and order, the reporter's table, facets); imports no JAX.
-- :mod:`.forms`: the loop forms, incl. :func:`~jaxperf.loops.forms.hand_unrolled_fori`
-  (public as ``jaxperf.hand_unrolled_fori``).
+- :mod:`.forms`: the loop forms (the hand-unrolled one is the public fix
+  :func:`jaxperf.fixes.unroll.hand_unrolled_fori`, ``jaxperf.hand_unrolled_fori``).
 - :mod:`.kernels`, :mod:`.inputs`, :mod:`.reference`: the kernels as ``pallas_call`` and
   plain jit, their inputs, and their float64 answers.
 - :mod:`.settings`: notebook 02's typed settings and quick preset.

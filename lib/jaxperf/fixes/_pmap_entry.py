@@ -1,4 +1,4 @@
-"""One compiled path of :class:`~jaxperf.dispatch.cached_pmap.CachedFilterPmap`: the
+"""One compiled path of :class:`~jaxperf.fixes.cached_pmap.CachedFilterPmap`: the
 ``jax.pmap`` for one input structure, how to rebuild its outputs, and its
 ahead-of-time forms (``Lowered``, ``Compiled``)."""
 
