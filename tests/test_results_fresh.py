@@ -78,5 +78,8 @@ def test_a_change_to_the_code_makes_a_result_stale(tmp_path):
     if not changed:
         pytest.skip("the last commit changed no file")
     parent = git("rev-parse", "HEAD~1").stdout.strip()
-    summary = {"study": "none", "provenance": {"git": {"commit": parent, "dirty": False}, "code": changed[:1]}}
+    summary = {
+        "study": "none",
+        "provenance": {"git": {"commit": parent, "dirty": False}, "code": changed[:1]},
+    }
     assert stale_files(summary, tmp_path / "summary.json") == changed[:1]

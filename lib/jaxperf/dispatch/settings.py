@@ -87,7 +87,10 @@ class DispatchSettings(StudySettings):
     def ladder_timing(self) -> timing.TimingConfig:
         """The inner-call ladder: blocked calls only (its question is host work per call)."""
         return timing.TimingConfig(
-            warmup=max(self.warmup, 1), repeats=self.repeats, number=self.calls_per_repeat, dispatch_only=False
+            warmup=max(self.warmup, 1),
+            repeats=self.repeats,
+            number=self.calls_per_repeat,
+            dispatch_only=False,
         )
 
     @property
