@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from conftest import assert_clean_source, run_notebook
 
-from jaxperf import triton as tc
-from jaxperf.loops import kernels
+from jaxperf.compilers import triton as tc
+from jaxperf.jax20909 import kernels
 from jaxperf.triton import analysis, figures, report, sweep
 from jaxperf.triton.settings import TritonSettings
 
@@ -322,7 +322,7 @@ def test_points_without_an_estimate_are_listed_with_their_reason():
 
 
 def test_closest_to_python_ranks_by_distance_and_keeps_forms_not_estimated(monkeypatch):
-    from jaxperf.triton import estimate
+    from jaxperf.compilers.triton import estimate
 
     fake = pd.DataFrame(
         [

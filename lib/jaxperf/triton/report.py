@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from .. import markdown
-from ..loops import vocab
-from . import analysis, estimate
+from ..compilers.triton import estimate
+from ..compilers.triton.toolchain import NOT_INSTALLED, TritonStatus, label
+from ..jax20909 import vocab
+from . import analysis
 from .sweep import STATUS_FAILED, STATUS_OK, STATUS_OVER_BUDGET
-from .toolchain import NOT_INSTALLED, TritonStatus, label
 
 ISSUE = "jax-ml/jax#20909"
 COMPILE_DEFINITION = (
