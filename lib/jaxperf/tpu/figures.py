@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import figure_rules as rules
 from .. import plots
-from ..loops import vocab
+from ..jax20909 import vocab
 from .sweep import OK
 
 T_LABEL = "T (sequence length)"

@@ -13,7 +13,8 @@ import pandas as pd
 
 from .. import figure_rules as rules
 from .. import plots
-from ..loops import vocab
+from ..compilers.triton.toolchain import DEFAULT_TARGET, label
+from ..jax20909 import shown, vocab
 from . import analysis
 from .stage_figures import (
     T_axis,
@@ -25,7 +26,6 @@ from .stage_figures import (
     stage_breakdown,
 )
 from .sweep import STATUS_OK
-from .toolchain import DEFAULT_TARGET, label
 
 __all__ = [
     "compile_vs_T",
@@ -44,19 +44,14 @@ REPORTER: dict[str, Any] = dict(color=plots.color("reporter A6000"), marker="s",
 
 
 def key_variants(part: pd.DataFrame, *, with_hoisted: bool = True) -> list[str]:
-    """The study's key variants (:func:`jaxperf.loops.figures.key_variants`): the Python
+    """The study's key variants (:func:`jaxperf.jax20909.shown.key_variants`): the Python
     loop, fori u=1, hoisted u=1 (unless ``with_hoisted=False``), the fix and the
     hand-unrolled loop at its largest unroll."""
-    from ..loops.figures import key_variants as loop_key_variants
-
-    shown = loop_key_variants(part)
-    return [v for v in shown if with_hoisted or v != "hoisted u=1"]
+    return [v for v in shown.key_variants(part) if with_hoisted or v != "hoisted u=1"]
 
 
 def _ratio_claim(med: pd.DataFrame, value: str, variant: str, kernel: str) -> str:
-    from ..loops.figures import ratio_at_largest_T
-
-    got = ratio_at_largest_T(med[med.kernel == kernel], value, variant)
+    got = shown.ratio_at_largest_T(med[med.kernel == kernel], value, variant)
     return f"at T={got[0]}, {variant} {got[1]:.2f}x the Python loop" if got else "no Python loop to compare"
 
 
@@ -121,7 +116,7 @@ def _unroll_panels(
     if not pairs:
         return placeholder("no loop form compiled at more than one unroll"), med.iloc[0:0]
     fig, axes = rules.grid(len(pairs), 1, row_height=2.3)
-    shown = []
+    frames = []
     for [ax], (kernel, form) in zip(axes, pairs):
         part = med[(med.kernel == kernel) & ((med.loop_form == form) | (med.variant == "python"))]
         unrolls = sorted(set(part[part.loop_form == form].unroll))
@@ -136,7 +131,7 @@ def _unroll_panels(
                 ls=plots.unroll_style(name),
                 label=name,
             )
-        shown.append(part.assign(panel=f"{kernel}, {form}"))
+        frames.append(part.assign(panel=f"{kernel}, {form}"))
         rules.panel_title(ax, f"{kernel} kernel, {form}: {_unroll_claim(part, value, form)}")
         ax.set_ylabel(ylabel)
         plots.legend_outside(ax)
@@ -146,7 +141,7 @@ def _unroll_panels(
         T_axis(ax, med["T"])
     axes[-1][0].set_xlabel(T_LABEL)
     rules.title(fig, title)
-    return fig, pd.concat(shown, ignore_index=True)
+    return fig, pd.concat(frames, ignore_index=True)
 
 
 def _unroll_claim(part: pd.DataFrame, value: str, form: str) -> str:

@@ -13,10 +13,11 @@ import pandas as pd
 
 from .. import figure_rules as rules
 from .. import plots
-from ..loops import vocab
-from . import analysis, estimate
+from ..compilers.triton import estimate
+from ..compilers.triton.toolchain import DEFAULT_TARGET, label
+from ..jax20909 import vocab
+from . import analysis
 from .sweep import STATUS_OK
-from .toolchain import DEFAULT_TARGET, label
 
 ISSUE = "jax-ml/jax#20909"
 T_LABEL = "T (sequence length)"
