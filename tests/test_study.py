@@ -125,6 +125,10 @@ KERNEL_CELLS = [
     # A kernel told to use Agg (MPLBACKEND=Agg) still shows the figure: the saved PNG.
     "import matplotlib; matplotlib.use('agg')\n"
     "study.figure(draw(), 'agg_line', pd.DataFrame({'x': [1, 2]}), drawn_by=draw)",
+    # study.start made tables wrap: DataFrames and Markdown tables get break opportunities
+    "from IPython.display import Markdown, display\n"
+    "display(Markdown('| `fix_unroll` |\\n|---|'))\n"
+    "pd.DataFrame({'python_compile_ms': [1.0]})",
 ]
 
 
@@ -150,6 +154,9 @@ def test_in_a_kernel_a_figure_shows_once_inline_and_progress_is_not_on_stderr(ro
     assert bar.output_type == "display_data" and "text steps: 100%" in bar.data["text/plain"]
     assert [o.output_type for o in outputs[4]] == ["display_data"]
     assert "image/png" in outputs[4][0].data
+    markdown, frame = outputs[5]
+    assert markdown.data["text/markdown"].startswith("| `fix_`<wbr>`unroll` |")
+    assert "python_<wbr>compile_<wbr>ms" in frame.data["text/html"]
 
 
 def test_under_papermill_a_bar_keeps_one_line_with_its_final_state(tmp_path, monkeypatch):

@@ -60,13 +60,18 @@ def _widths(df: pd.DataFrame) -> list[int]:
     return [int(CELL_PAD_PX + CHAR_PX * max(max(map(_longest_piece, texts)), 1)) for texts in cols]
 
 
+KEY_NAMES = {"T", "unroll", "processes", "process_id", "generation", "target", "repeat", "leaves"}
+
+
 def _with_labels(df: pd.DataFrame) -> pd.DataFrame:
-    """Leading text columns as the row labels, so transposed or split tables keep them."""
+    """The leading columns that name a row (text, or a sweep key such as ``T``; at most four)
+    as its labels, so a transposed or split table keeps them as headers."""
     if not isinstance(df.index, pd.RangeIndex):
         return df
     lead = []
-    for col in df.columns[:3]:
-        if not (pd.api.types.is_string_dtype(df[col]) or isinstance(df[col].dtype, pd.CategoricalDtype)):
+    for col in df.columns[:4]:
+        text = pd.api.types.is_string_dtype(df[col]) or isinstance(df[col].dtype, pd.CategoricalDtype)
+        if not (text or col in KEY_NAMES):
             break
         lead.append(col)
     return df.set_index(lead) if lead and len(lead) < len(df.columns) else df

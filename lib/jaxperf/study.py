@@ -169,7 +169,8 @@ def _under_papermill() -> bool:
         cmdline = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"papermill" in cmdline or b"nbclient" in cmdline
+    # A word of the command line, not any mention: `pytest -k papermill` is not papermill.
+    return any(os.path.basename(word) in (b"papermill", b"nbclient") for word in cmdline.split(b"\0"))
 
 
 def progress_mode() -> str:
@@ -213,10 +214,10 @@ class _Lines:
             return
         from IPython.display import display as show_output
 
-        if self.handle is None:
+        if self.handle is None:  # papermill's --log-output prints this first line itself
             self.handle = show_output({"text/plain": line}, raw=True, display_id=True)
-        else:
-            self.handle.update({"text/plain": line}, raw=True)
+            return
+        self.handle.update({"text/plain": line}, raw=True)
         if self.echo:
             _to_terminal(line)
 
