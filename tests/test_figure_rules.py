@@ -137,12 +137,11 @@ def _read(name: str) -> pd.DataFrame:
     return pd.read_csv(FIXTURES / f"{name}.csv")
 
 
-def _loops() -> list[tuple[str, object]]:
+def _loops(sizes: tuple[int, ...] | None = None) -> list[tuple[str, object]]:
     from jaxperf.loops import analysis, figures
 
-    timings, variants, head, matrix = (
-        _read(f"loops__{n}") for n in ("timings", "variants", "headline", "lowering_matrix")
-    )
+    frames = [_read(f"loops__{n}") for n in ("timings", "variants", "headline", "lowering_matrix")]
+    timings, variants, head, matrix = (f[f["T"].isin(sizes)] if sizes else f for f in frames)
     plans = figures.planned(matrix, variants, timings, head, analysis.seed_reproduction(head))
     return [(f"loops_{name}", draw) for name, draw, _ in plans]
 
@@ -189,7 +188,13 @@ def _multiprocess() -> list[tuple[str, object]]:
     ]
 
 
-STUDIES = {"loops": _loops, "triton": _triton, "tpu": _tpu, "multiprocess": _multiprocess}
+STUDIES = {
+    "loops": _loops,
+    "loops_one_T": lambda: _loops((256,)),  # a smoke run's sizes: one point per line
+    "triton": _triton,
+    "tpu": _tpu,
+    "multiprocess": _multiprocess,
+}
 
 
 @pytest.mark.parametrize("study", sorted(STUDIES))
