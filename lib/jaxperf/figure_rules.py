@@ -282,3 +282,22 @@ def legend_in(
         names = [(labels or {}).get(n, n) for n in names]
         size = pt(legend_axes.figure)
         legend_axes.legend(handles, names, loc="center", ncol=ncol, fontsize=size)
+
+
+def label_end(ax: matplotlib.axes.Axes, xs: Any, ys: Any, text: str, color: Any, below: bool = False) -> None:
+    """``text`` on the plot at a line's last point (the reporter's numbers, a seed's line), so
+    a reader needs no legend to know it; left of the point, above it (``below``: under it)."""
+    pairs = [(float(x), float(y)) for x, y in zip(xs, ys) if y == y]
+    if not pairs:
+        return
+    x, y = pairs[-1]
+    ax.annotate(
+        text,
+        xy=(x, y),
+        xytext=(-6, -6 if below else 5),
+        textcoords="offset points",
+        ha="right",
+        va="top" if below else "bottom",
+        fontsize=pt(ax.figure),
+        color=color,
+    )

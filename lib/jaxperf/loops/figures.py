@@ -146,6 +146,8 @@ def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
             source, ls = sources[str(mode)]
             color, label = colors[source], MODE_LABELS.get(str(mode), str(mode))
         ax.plot(part["T"], part["ratio"], marker="o", ms=4, color=color, ls=ls, label=label)
+        if mode == "reporter":
+            rules.label_end(ax, part["T"], part["ratio"], "reporter, A6000", color)
         last = part.iloc[-1]
         who = "the reporter" if mode == "reporter" else _short(str(mode))
         claims.append(f"{who} {last.ratio:.1f}x at T={int(last['T'])}")
