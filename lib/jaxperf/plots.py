@@ -126,23 +126,15 @@ def ratio_axis(ax: matplotlib.axes.Axes, axis: str = "y") -> None:
 
 
 def reference_line(
-    ax: matplotlib.axes.Axes, y: float, label: str, *, color: str = "0.35", ls: str = ":", below: bool = False
+    ax: matplotlib.axes.Axes, y: float, label: str, *, color: str = "0.35", ls: str = ":", **text: Any
 ) -> None:
-    """A horizontal reference (a goal, the seed's number) labelled on the plot at its right end,
-    above the line (``below=True``: under it); marked as a reference, not a data line, for
-    :func:`jaxperf.figure_rules.problems`."""
+    """A horizontal reference (a goal, the seed's number) labelled on the plot at its right end, above
+    the line (``va="top"``: under it); ``text`` styles the label (``fontsize=figure_rules.pt(fig)``
+    reads as 8 pt in a notebook). Marked as a reference, not a data line, for figure_rules.problems."""
     ax.axhline(y, color=color, ls=ls, lw=1.1, zorder=1, gid=_rules.REFERENCE_GID)
-    ax.annotate(
-        label,
-        xy=(1.0, y),
-        xycoords=("axes fraction", "data"),
-        xytext=(-3, -2 if below else 2),
-        textcoords="offset points",
-        ha="right",
-        va="top" if below else "bottom",
-        fontsize=_rules.pt(ax.figure),
-        color=color,
-    )
+    text = {"ha": "right", "va": "bottom", "fontsize": 7.5, "color": color, **text}
+    offset = (-3, -2 if text["va"] == "top" else 2)
+    ax.annotate(label, (1.0, y), offset, ("axes fraction", "data"), "offset points", **text)
 
 
 def legend_outside(ax: matplotlib.axes.Axes, **kwargs: Any) -> None:

@@ -154,7 +154,7 @@ def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
     ax.set_yscale("log")
     plots.ratio_axis(ax)
     ax.set_ylim(bottom=min(0.7, ax.get_ylim()[0]))
-    plots.reference_line(ax, 1.0, "1x: the Python loop's speed", below=True)
+    plots.reference_line(ax, 1.0, "1x: the Python loop's speed", va="top", fontsize=rules.pt(fig))
     _tick_swept([ax], data["T"])
     ax.tick_params(axis="x", labelrotation=45)
     ax.set(xlabel=T_LABEL, ylabel="fori_loop / Python loop\n(ms per call, ratio of medians)")

@@ -199,7 +199,7 @@ def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     ax.set_yscale("log")
     plots.ratio_axis(ax)
     ax.set_ylim(bottom=min(0.7, ax.get_ylim()[0]))
-    plots.reference_line(ax, 1.0, "1x: the Python loop's speed", below=True)
+    plots.reference_line(ax, 1.0, "1x: the Python loop's speed", va="top", fontsize=rules.pt(fig))
     T_axis(ax, set(ratios["T"]) | set(measured["T"]))
     ax.set(xlabel=T_LABEL, ylabel="form / Python loop\n(predicted: instructions;\nmeasured: ms)")
     plots.legend_outside(ax)
