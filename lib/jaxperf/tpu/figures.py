@@ -121,6 +121,8 @@ def plot_static_vs_T(points: pd.DataFrame, kernel: str = "seed") -> tuple[plt.Fi
                 reported["T"], reported.python_ms, ls="--", label="reporter A6000: Python loop", **REPORTER
             )
             ax.plot(reported["T"], reported.fori_ms, ls=":", label="reporter A6000: fori_loop", **REPORTER)
+            ax.set_xticks(sorted(set(part["T"]) | set(reported["T"])))
+            ax.tick_params(axis="x", labelrotation=45)
     plots.legend_outside(axes[0])
     rules.title(
         fig,
