@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,6 +25,11 @@ from ..triton.capture import DoesNotLower, capture
 from ..triton.compile import compile_ttir
 from .counts import warp_counts
 from .model import KernelWork
+
+# The reporter's sizes (vocab.SEED_SIZES), typed.
+BATCH = cast(int, vocab.SEED_SIZES["batch"])
+D_FEATURES = cast(int, vocab.SEED_SIZES["D"])
+DTYPE = cast(str, vocab.SEED_SIZES["dtype"])
 
 
 @dataclass(frozen=True)
@@ -87,9 +92,9 @@ def seed_point(
     *,
     target: str,
     carry_dtype: str,
-    batch: int = vocab.SEED_SIZES["batch"],
-    D: int = vocab.SEED_SIZES["D"],
-    dtype: str = vocab.SEED_SIZES["dtype"],
+    batch: int = BATCH,
+    D: int = D_FEATURES,
+    dtype: str = DTYPE,
 ) -> SeedPoint:
     """Compile the seed kernel's ``variant`` (e.g. ``"fori u=1"``) at ``T`` (cached per process)."""
     form, unroll = vocab.parse_variant(variant)

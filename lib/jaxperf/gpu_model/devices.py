@@ -35,7 +35,8 @@ CPG_SPECS = (
 )
 CPG_SHARED = (
     "NVIDIA CUDA C++ Programming Guide (12.x), 'Shared Memory' (compute capability 5.x and later): "
-    "32 banks, each 32 bits wide per clock cycle, i.e. 128 bytes per clock per SM"
+    "32 banks, each 32 bits wide per clock cycle, i.e. 128 bytes per clock per SM, "
+    "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#shared-memory-5-x"
 )
 GA102_WHITEPAPER = (
     "NVIDIA Ampere GA102 GPU Architecture whitepaper v2.0 (an SM: 4 partitions, each one warp scheduler "
@@ -114,8 +115,8 @@ class Device:
 
     def facts(self) -> dict[str, Fact]:
         """Every fact by name (the rates as ``rate:<key>``)."""
-        names = ("sms", "schedulers_per_sm", "clock_ghz", "dram_gb_per_s", "dram_efficiency", "l2_mb")
-        names += ("max_warps_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_kb_per_sm")
+        names = ["sms", "schedulers_per_sm", "clock_ghz", "dram_gb_per_s", "dram_efficiency", "l2_mb"]
+        names += ["max_warps_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_kb_per_sm"]
         out = {n: getattr(self, n) for n in names}
         out.update({f"rate:{k}": v for k, v in self.rates.items()})
         return out

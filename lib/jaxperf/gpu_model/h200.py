@@ -46,19 +46,24 @@ def plan(s: GpuSettings | None = None) -> list[dict[str, Any]]:
     out = [dict(part="harness", variant=v, T=T) for T in s.harness_Ts for v in s.harness_variants]
     cfg = sweep_config(s, "seed")
     for T in s.seed_Ts:
-        out += [dict(part="loops_seed", variant=f"{f} u={u}" if f != "python" else "python", T=T)
-                for f, u in cfg.variants("seed", T)]
+        out += [
+            dict(part="loops_seed", variant=f"{f} u={u}" if f != "python" else "python", T=T)
+            for f, u in cfg.variants("seed", T)
+        ]
     return out
 
 
 def predict(points: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per planned point: status, predicted ms, band, bound, and the model's inputs."""
-    from . import compiled, predict as _predict
+    from . import compiled
+    from . import predict as _predict
 
     frames = []
     for part in ("harness", "loops_seed"):
         mine = [p for p in points if p["part"] == part]
-        seeds = [compiled.seed_point(p["variant"], p["T"], target=H200.target, carry_dtype=CARRY) for p in mine]
+        seeds = [
+            compiled.seed_point(p["variant"], p["T"], target=H200.target, carry_dtype=CARRY) for p in mine
+        ]
         if not seeds:
             continue
         if part == "harness":
@@ -70,7 +75,17 @@ def predict(points: list[dict[str, Any]]) -> pd.DataFrame:
         merged = point.merge(summary, on=["variant", "T"]).drop(columns=["ms_per_call"])
         frames.append(merged.assign(part=part, kernel="seed", lowering="triton"))
     out = pd.concat(frames, ignore_index=True)
-    first = ["part", "kernel", "lowering", "variant", "T", "status", "predicted_ms", "band_low_ms", "band_high_ms"]
+    first = [
+        "part",
+        "kernel",
+        "lowering",
+        "variant",
+        "T",
+        "status",
+        "predicted_ms",
+        "band_low_ms",
+        "band_high_ms",
+    ]
     return out[first + [c for c in out.columns if c not in first]]
 
 
@@ -102,7 +117,9 @@ def meta(s: GpuSettings | None = None) -> dict[str, Any]:
     }
 
 
-def register_h200(root: Path | None = None, *, s: GpuSettings | None = None, **options: Any) -> tuple[Path, Path]:
+def register_h200(
+    root: Path | None = None, *, s: GpuSettings | None = None, **options: Any
+) -> tuple[Path, Path]:
     """Predict every planned point and register the result (see :func:`registry.register`)."""
     from ..paths import PROJECT_ROOT
 
@@ -135,7 +152,33 @@ def beside_measured(results: Path, root: Path | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=[*KEYS, "measured_ms", "predicted_ms", "measured / predicted"])
     predicted = pd.concat([registry.frame_from(m, r) for m, r in pairs], ignore_index=True)
     cols = [*KEYS, "prediction", "lowering", "predicted_ms", "band_low_ms", "band_high_ms"]
+    cols = [c for c in cols if c in predicted]
     out = measured.groupby(KEYS, as_index=False)["measured_ms"].median().merge(predicted[cols], on=KEYS)
     out["measured / predicted"] = out["measured_ms"] / out["predicted_ms"]
-    out["inside band"] = (out["measured_ms"] >= out["band_low_ms"]) & (out["measured_ms"] <= out["band_high_ms"])
+    out["inside band"] = (out["measured_ms"] >= out["band_low_ms"]) & (
+        out["measured_ms"] <= out["band_high_ms"]
+    )
     return out.sort_values(["part", "T", "variant"]).reset_index(drop=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jaxperf.gpu_model.h200 register``: predict every planned point and register it
+    (from a clean tree at the commit that holds the model; prints the two files)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m jaxperf.gpu_model.h200", description=main.__doc__)
+    parser.add_argument("command", choices=["register", "check"])
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        problems = registry.check_registered()
+        print(
+            "\n".join(problems) or "registered predictions: all committed, unchanged, older than GPU results"
+        )
+        return 1 if problems else 0
+    for path in register_h200():
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

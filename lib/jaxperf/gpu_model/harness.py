@@ -80,9 +80,15 @@ def _halves(words: Any) -> tuple[Any, Any]:
 def reference_normal(n: int, *, partitionable: bool) -> Any:
     """``jax.random.normal(PRNGKey(0), (n,), float16)`` rebuilt from :func:`threefry2x32` and
     :func:`normal_from_bits` (``partitionable``: the value of ``jax_threefry_partitionable``)."""
-    import jax.numpy as jnp
+    import jax
 
     check_int("n", n)
+    return jax.jit(_reference_normal, static_argnums=(0, 1))(n, partitionable)
+
+
+def _reference_normal(n: int, partitionable: bool) -> Any:
+    import jax.numpy as jnp
+
     k0, k1 = (jnp.uint32(k) for k in KEY)
     if partitionable:
         b0, b1 = threefry2x32(k0, k1, jnp.zeros(n, jnp.uint32), jnp.arange(n, dtype=jnp.uint32))
@@ -167,9 +173,7 @@ def _mean_reference(target: str, dtype: str) -> tuple[compiled.Compiled, int]:
     return compiled.kernel_work(name, fn, args, target=target, bytes_read=0, bytes_written=0), per_program
 
 
-def harness_work(
-    elements: int, *, target: str, out_dtype: str, partitionable: bool
-) -> dict[str, KernelWork]:
+def harness_work(elements: int, *, target: str, out_dtype: str, partitionable: bool) -> dict[str, KernelWork]:
     """The harness's two neighbours for a batch of ``elements`` numbers: ``{"rng", "mean"}``,
     each the analogue's per-program work with the grid and bytes of that batch."""
     check_int("elements", elements)

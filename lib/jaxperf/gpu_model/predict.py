@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ..loops import vocab
-from .compiled import SeedPoint
+from .compiled import BATCH, D_FEATURES, DTYPE, SeedPoint
 from .devices import Device, settings
 from .harness import harness_work
 from .model import KernelWork, kernel_time, occupancy
@@ -44,6 +44,7 @@ def _base(p: SeedPoint, dev: Device) -> dict[str, Any]:
             warp_instructions_per_warp=counts.total,
             loop_trips=",".join("?" if t is None else str(t) for t in counts.loop_trips),
             registers=work.registers,
+            **{f"warp_{k}": v for k, v in (counts.per_class or {}).items()},
             **{f"occupancy_{k}": v for k, v in occupancy(work, dev).items()},
         )
         if not counts.resolved:
@@ -68,7 +69,9 @@ def kernel_rows(points: Iterable[SeedPoint], dev: Device) -> pd.DataFrame:
             continue
         for i, s in enumerate(settings(dev)):
             part = _time(p.work, dev, s, "kernel")
-            rows.append(base | {"setting": i, "setting_label": s.label(), **part, "ms_per_call": part["kernel_ms"]})
+            rows.append(
+                base | {"setting": i, "setting_label": s.label(), **part, "ms_per_call": part["kernel_ms"]}
+            )
     return pd.DataFrame(rows)
 
 
@@ -77,8 +80,8 @@ def harness_rows(
     dev: Device,
     *,
     partitionable: bool,
-    batch: int = vocab.SEED_SIZES["batch"],
-    D: int = vocab.SEED_SIZES["D"],
+    batch: int = BATCH,
+    D: int = D_FEATURES,
 ) -> pd.DataFrame:
     """One step of the reporter's scan per point and setting: ``ms_per_call`` = random numbers +
     kernel + mean (his "ms per kernel call"); the neighbours from :func:`harness_work`."""
@@ -88,8 +91,10 @@ def harness_rows(
         if base["status"] != "ok" or p.work is None:
             rows.append(base | {"setting": 0, "ms_per_call": None})
             continue
-        out_dtype = vocab.SEED_SIZES["dtype"] if p.carry_dtype == "input" else p.carry_dtype
-        neighbours = harness_work(batch * p.T * D, target=p.target, out_dtype=out_dtype, partitionable=partitionable)
+        out_dtype = DTYPE if p.carry_dtype == "input" else p.carry_dtype
+        neighbours = harness_work(
+            batch * p.T * D, target=p.target, out_dtype=out_dtype, partitionable=partitionable
+        )
         for i, s in enumerate(settings(dev)):
             parts = _time(neighbours["rng"], dev, s, "rng")
             parts |= _time(p.work, dev, s, "kernel")
@@ -119,4 +124,6 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame(out)
     if frame.empty:
         return frame
-    return frame.sort_values(["T", "variant"], key=vocab.variant_sort_key, kind="stable").reset_index(drop=True)
+    return frame.sort_values(["T", "variant"], key=vocab.variant_sort_key, kind="stable").reset_index(
+        drop=True
+    )

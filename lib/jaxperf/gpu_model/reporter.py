@@ -104,7 +104,9 @@ def goals(pred: pd.DataFrame) -> dict[str, Any]:
             "settings_meeting_it": [labels.get(s, str(s)) for s in met_at],
             "settings_tried": len(by_setting),
         }
-    out["extra"]["goal"] = f"predicted fori - Python within {EXTRA_FACTOR}x of his at every T >= {EXTRA_FROM_T}"
+    out["extra"]["goal"] = (
+        f"predicted fori - Python within {EXTRA_FACTOR}x of his at every T >= {EXTRA_FROM_T}"
+    )
     out["absolute"]["goal"] = (
         f"predicted ms of both loops within {ABSOLUTE_FACTOR}x of his at every T >= {ABSOLUTE_FROM_T}"
     )
