@@ -249,6 +249,27 @@ def test_equal_python_scalars_of_other_types_trace_apart_where_equinox_reuses_on
     assert stale[1] == 1 and type(stale[1]) is int and stale[2].dtype == jnp.int32  # Equinox 0.13.8
 
 
+def test_under_jax_transformations_as_filter_jit():
+    def f(x, s):
+        return jnp.sin(x) * s, s
+
+    x = jnp.arange(3.0)
+    outcomes = []
+    for g in both(f):
+        outcomes.append(
+            [
+                outcome(jax.grad(lambda x: g(x, 2.0)[0].sum()), x),  # noqa: B023
+                outcome(jax.vmap(lambda x: g(x, 2.0)[0]), jnp.ones((2, 3))),  # noqa: B023
+                outcome(jax.jit(lambda x: g(x, 2.0)), x),  # noqa: B023
+                outcome(eqx.filter_jit(lambda x: g(x, 2.0)), x),  # noqa: B023
+                outcome(jax.eval_shape, lambda x: g(x, 2.0)[0], x),  # noqa: B023
+                outcome(lambda: jax.lax.scan(lambda c, _: (g(c, 1.0)[0], None), x, length=3)[0]),  # noqa: B023
+            ]
+        )
+    for want, got in zip(*outcomes):
+        assert_same_outcome(want, got)
+
+
 def test_an_error_in_the_function_is_raised_once_with_no_second_trace():
     traces = []
 

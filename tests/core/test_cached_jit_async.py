@@ -80,6 +80,9 @@ class _FinishedFailed:
     def is_ready(self):
         return True
 
+    def is_deleted(self):
+        return False
+
     def block_until_ready(self):
         raise jax.errors.JaxRuntimeError("INTERNAL: CpuCallback error: _EquinoxRuntimeError: late check")
 

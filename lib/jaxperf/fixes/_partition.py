@@ -36,10 +36,10 @@ class Fallback(Exception):
     """Raised while resolving a call that Equinox must handle; carries the reason."""
 
 
-def split(tree: Any, types: tuple[type, ...] = ARRAY_TYPES) -> tuple[Hashable, list, list, Any]:
+def split(tree: Any, types: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, list, Any]:
     """(cache key, array leaves, static leaves with ARRAY marks, treedef) of ``tree``;
-    ``types``: what counts as an array (abstract ones too when lowering). Raises
-    :class:`Fallback` for an unhashable non-array leaf (Equinox's error to raise)."""
+    ``types``: what counts as an array (abstract ones too when lowering). The key is not
+    hashed here (the cache lookup hashes it): look it up with :func:`lookup`."""
     leaves, treedef = jtu.tree_flatten(tree)
     dynamic: list[Any] = []
     static: list[Any] = []
@@ -55,11 +55,15 @@ def split(tree: Any, types: tuple[type, ...] = ARRAY_TYPES) -> tuple[Hashable, l
             static.append(leaf)
             signature.append(type(leaf))
     key = (treedef, tuple(static), tuple(signature), _trace_context())
+    return key, dynamic, static, treedef
+
+
+def lookup(cache: dict[Hashable, Any], key: Hashable) -> Any:
+    """``cache.get(key)``; :class:`Fallback` for an unhashable non-array leaf (Equinox's error)."""
     try:
-        hash(key)
+        return cache.get(key)
     except TypeError as err:
         raise Fallback("unhashable non-array leaf") from err
-    return key, dynamic, static, treedef
 
 
 def merge(treedef: Any, static: Sequence[Any], dynamic: Sequence[Any]) -> Any:

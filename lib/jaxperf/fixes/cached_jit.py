@@ -45,11 +45,21 @@ from typing import Any
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import jax.tree_util as jtu
 
 from .. import private_api
-from ._partition import ARRAY, ARRAY_TYPES, LOWER_TYPES, Counted, Fallback, Lowered, Outputs, merge, split
+from ._partition import (
+    ARRAY,
+    ARRAY_TYPES,
+    LOWER_TYPES,
+    Counted,
+    Fallback,
+    Lowered,
+    Outputs,
+    lookup,
+    merge,
+    split,
+)
 
 private_api.jax_traceback_exclusion(__file__)
 _sentinel = object()
@@ -67,7 +77,7 @@ def fallback_counts() -> dict[str, int]:
 
 class _Entry:
     """The ``jax.jit`` for one cache key: called ``(kept, donated)``, the first ``kept`` array
-    leaves not donated; returns ``(marker, array outputs)``."""
+    leaves not donated; returns the array outputs."""
 
     __slots__ = ("jitted", "outputs", "kept")
 
@@ -107,10 +117,13 @@ class CachedFilterJit(Counted):
         jit_leaves, jit_treedef = jtu.tree_flatten(jitkwargs)
         options = (donate, tuple(jit_leaves), jit_treedef)
         self._unhashable = False
-        try:  # the function's arrays are traced (and donated with the rest), as Equinox's
-            fun_key, self._fun_dynamic, self._fun_static, self._fun_treedef = split(fun)
-        except Fallback:
-            self._unhashable, fun_key, self._fun_dynamic = True, None, []
+        # the function's arrays are traced (and donated with the rest), as Equinox's
+        fun_key, self._fun_dynamic, self._fun_static, self._fun_treedef = split(fun)
+        fun_key = fun_key[:3]  # without the trace context: the call's key has it
+        try:
+            hash(fun_key)
+        except TypeError:
+            self._unhashable = True
         self._fun_key: Hashable
         if type(fun) is types.FunctionType:  # shared by function, weakly (the entries hold no strong ref)
             self._cache, self._fun_key = _SHARED.setdefault(fun, {}), options
@@ -119,7 +132,7 @@ class CachedFilterJit(Counted):
             self._cache, self._fun_key = _SHARED.setdefault(type(fun), {}), (options, fun_key)
             treedef, static = self._fun_treedef, self._fun_static
             self._fun_ref = lambda leaves: merge(treedef, static, leaves)
-        self._pending: collections.deque[Any] = collections.deque()  # one marker per call in flight
+        self._pending: collections.deque[Any] = collections.deque()  # an output per call in flight
         self._log_filter = private_api.equinox_callback_log_filter()
 
     def __get__(self, instance: Any, owner: Any) -> Any:
@@ -145,7 +158,7 @@ class CachedFilterJit(Counted):
         """(key, entry, array leaves incl. the function's) of a bound call; builds it on a miss."""
         call_key, dynamic, static, treedef = split((args, kwargs), types)
         key = (self._fun_key, call_key)
-        entry = self._cache.get(key)
+        entry = lookup(self._cache, key)
         if entry is None:
             self._signature.bind(*args, **kwargs)  # a bad call: Equinox's TypeError, from the same bind
             entry = self._cache[key] = self._build(args, treedef, static, len(dynamic))
@@ -176,9 +189,9 @@ class CachedFilterJit(Counted):
             if self._filter_warning:
                 with warnings.catch_warnings():
                     warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
-                    marker, out = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
+                    out = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
             else:
-                marker, out = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
+                out = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
         except (_JaxRuntimeError, ValueError) as err:
             if entry.outputs.treedef is None:
                 self._cache.pop(key, None)  # never traced to the end: build it again next time
@@ -192,16 +205,23 @@ class CachedFilterJit(Counted):
             raise
         finally:
             _callback_logger.removeFilter(self._log_filter)
-        if not isinstance(marker, jax.core.Tracer):
-            self._pending.append(marker)
+        if out and not isinstance(out[0], jax.core.Tracer):
+            # An execution's outputs are ready (or failed) together: one of them tells for all,
+            # and no marker output costs the call anything (Equinox returns one and waits on it).
+            self._pending.append(out[0])
         return entry.outputs.rebuild(out)
 
     def _check_pending(self, jit_id: bytes) -> None:
         """Raise the failure of an earlier call whose computation has finished; never waits."""
         pending = self._pending
         try:
-            while pending and pending[0].is_ready():
-                pending.popleft().block_until_ready()  # finished: returns at once, or raises its error
+            while pending:
+                if pending[0].is_deleted():  # donated by the caller: its error went to what it fed
+                    pending.popleft()
+                elif not pending[0].is_ready():
+                    break
+                else:
+                    pending.popleft().block_until_ready()  # finished: returns at once, or raises
         except (_JaxRuntimeError, ValueError) as err:
             pending.clear()
             translated = _equinox_error(err, jit_id)
@@ -217,7 +237,8 @@ class CachedFilterJit(Counted):
         __equinox_jit_id__ = b""
         try:
             while self._pending:
-                self._pending[0].block_until_ready()
+                if not self._pending[0].is_deleted():
+                    self._pending[0].block_until_ready()
                 self._pending.popleft()
         except (_JaxRuntimeError, ValueError) as err:
             self._pending.clear()
@@ -235,11 +256,11 @@ class CachedFilterJit(Counted):
         entry.kept = n_all if not self._donate_rest else (0 if self._donate_first else n_first)
         fun_ref = self._fun_ref
 
-        def inner(kept: tuple, donated: tuple) -> tuple[jax.Array, tuple]:
+        def inner(kept: tuple, donated: tuple) -> tuple:
             leaves = kept + donated
             call_args, call_kwargs = merge(treedef, static, leaves[:n_call])
             out = fun_ref(list(leaves[n_call:]))(*call_args, **call_kwargs)
-            return jnp.array(0), entry.outputs.record(out)
+            return entry.outputs.record(out)
 
         name = self.__dict__.get("__name__", type(getattr(self, "__wrapped__", None)).__name__)
         inner.__name__ = name
@@ -266,7 +287,7 @@ class CachedFilterJit(Counted):
         lowered = entry.jitted.lower(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
 
         def run(compiled: Any, leaves: list) -> Any:
-            return entry.outputs.rebuild(compiled(tuple(leaves[:kept]), tuple(leaves[kept:]))[1])
+            return entry.outputs.rebuild(compiled(tuple(leaves[:kept]), tuple(leaves[kept:])))
 
         return Lowered(lowered, key, self._key_of, run)
 

@@ -42,7 +42,7 @@ import equinox as eqx
 import jax.tree_util as jtu
 import numpy as np
 
-from ._partition import ARRAY, ARRAY_TYPES, LOWER_TYPES, Counted, Fallback, Lowered, split
+from ._partition import ARRAY, ARRAY_TYPES, LOWER_TYPES, Counted, Fallback, Lowered, lookup, split
 from ._pmap_entry import Entry, build_entry, resolve_axes, run_compiled
 
 _sentinel = object()
@@ -117,7 +117,7 @@ class CachedFilterPmap(Counted):
     def _lookup(self, args: tuple, types: tuple[type, ...] = ARRAY_TYPES) -> tuple[Hashable, Entry, list]:
         """(key, entry, array leaves) of one call; builds the entry on a miss."""
         key, dynamic, static, treedef = self._split(args, types)
-        entry = self._cache.get(key)
+        entry = lookup(self._cache, key)
         if entry is not None:
             self.stats["hits"] += 1
             return key, entry, dynamic
