@@ -110,3 +110,21 @@ def test_traced_once_and_raised_once_no_more_often_than_equinox(case, out_axes):
         with pytest.raises(KeyError) as info:
             cached_filter_pmap(make())(x)
         assert info.value.__context__ is None and info.value.__cause__ is None  # no second traceback
+
+
+def test_rewrapping_a_function_traces_it_once_and_keeps_no_strong_reference():
+    import gc
+    import weakref
+
+    counted = Traced()
+
+    def f(x):
+        return counted(x)
+
+    for _ in range(3):
+        cached_filter_pmap(f)(jnp.ones((N, 2)))
+    assert counted.traces == 1  # as eqx.filter_pmap: wrappers of one function share its compiled paths
+    ref = weakref.ref(f)
+    del f
+    gc.collect()
+    assert ref() is None

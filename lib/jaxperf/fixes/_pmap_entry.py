@@ -9,6 +9,7 @@ with ``None`` leaves it unmapped if it is an array and is returned as it is othe
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,11 @@ _ARRAY_LIKE = (*ARRAY_TYPES, bool, int, float, complex)
 _SPEC_ERROR = "`in_axes` and `out_axes` must consist of None, ints, and callables only."
 _RANGE_ERROR = "integers in filter_pmap(..., out_axes=...) must correspond to a dimension of the output array"
 _KIND_ERROR = "filter_pmap(..., out_axes=...) must contain only integers and Nones"
+
+
+#: ``tracing.traced`` is set when a trace reaches the wrapped function (per thread): from
+#: then on an error is the function's, or its outputs', and is raised, never handed over
+tracing = threading.local()
 
 
 class Entry:
@@ -102,12 +108,15 @@ def build_entry(wrapper: CachedFilterPmap, treedef: Any, static: list, axes: lis
     """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
     one per array leaf in ``dynamic``)."""
     entry = Entry()
-    fun, fun_in_tree, spec = wrapper._fun, wrapper._flattens_fun, wrapper._out_axes
+    # The entry may outlive the wrapper (wrappers of one function share entries, as Equinox's
+    # share compiled functions): its closures hold the options, never the wrapper.
+    fun_ref, fun_in_tree, spec = wrapper._fun_ref, wrapper._flattens_fun, wrapper._out_axes
+    axis_name, axis_size = wrapper._axis_name, wrapper._axis_size
 
     def call(dynamic_leaves: tuple) -> Any:
         tree = merge(treedef, static, dynamic_leaves)
-        f, args = (tree[0], tree[1]) if fun_in_tree else (fun, tree)
-        wrapper._traced = True  # from here on, an error is the function's (or its outputs'): no fallback
+        f, args = (tree[0], tree[1]) if fun_in_tree else (fun_ref(), tree)
+        tracing.traced = True
         return f(*args)
 
     def classify(out: Any) -> tuple[list[Any], list[Any], list[bool]]:
@@ -127,9 +136,7 @@ def build_entry(wrapper: CachedFilterPmap, treedef: Any, static: list, axes: lis
             return tuple(x for x in leaves if isinstance(x, _ARRAY_LIKE))
 
         structs = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in dynamic)
-        vmapped = jax.vmap(
-            probe, in_axes=(in_axes,), axis_name=wrapper._axis_name, axis_size=wrapper._axis_size
-        )
+        vmapped = jax.vmap(probe, in_axes=(in_axes,), axis_name=axis_name, axis_size=axis_size)
         jax.eval_shape(vmapped, structs)
         out_axes = _one_or_tuple(resolved) if resolved else 0
 
@@ -137,14 +144,15 @@ def build_entry(wrapper: CachedFilterPmap, treedef: Any, static: list, axes: lis
         out = call(dynamic_leaves)
         return entry.outputs.record(out, classify(out)[2])
 
+    fun = fun_ref()
     inner.__name__ = getattr(fun, "__name__", type(fun).__name__)
     inner.__qualname__ = getattr(fun, "__qualname__", inner.__name__)
     entry.pmapped = jax.pmap(
         inner,
         in_axes=(in_axes,),
         out_axes=out_axes,
-        axis_name=wrapper._axis_name,
-        axis_size=wrapper._axis_size,
+        axis_name=axis_name,
+        axis_size=axis_size,
         donate_argnums=(0,) if wrapper._donate != "none" else (),
         **wrapper._pmapkwargs,
     )

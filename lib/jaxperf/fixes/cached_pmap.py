@@ -34,7 +34,9 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import types
 import warnings
+import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -43,10 +45,12 @@ import jax.tree_util as jtu
 import numpy as np
 
 from ._partition import ARRAY, ARRAY_TYPES, LOWER_TYPES, Counted, Fallback, Lowered, lookup, split
-from ._pmap_entry import Entry, build_entry, resolve_axes, run_compiled
+from ._pmap_entry import Entry, build_entry, resolve_axes, run_compiled, tracing
 
 _sentinel = object()
 _FALLBACKS: collections.Counter[str] = collections.Counter()
+# compiled paths by function (weakly, as Equinox's compile cache), then by (options, call key)
+_SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Entry]] = weakref.WeakKeyDictionary()
 
 
 def fallback_counts() -> dict[str, int]:
@@ -95,8 +99,9 @@ class CachedFilterPmap(Counted):
         )  # JAX issue #9252, as Equinox
         self._flattens_fun = self._fun_arrays or self._dummy is not None  # flatten (fun, args, dummy)
         self._named: dict[int, tuple] = {}
-        self._cache: dict[Hashable, Entry] = {}
-        self._traced = False  # set by a trace of the function: errors after it are not handed over
+        self._cache, self._options, self._fun_ref = _shared_cache(
+            fun, (in_axes, out_axes, axis_name, axis_size, self._donate, pmapkwargs)
+        )
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
@@ -116,7 +121,8 @@ class CachedFilterPmap(Counted):
 
     def _lookup(self, args: tuple, types: tuple[type, ...] = ARRAY_TYPES) -> tuple[Hashable, Entry, list]:
         """(key, entry, array leaves) of one call; builds the entry on a miss."""
-        key, dynamic, static, treedef = self._split(args, types)
+        call_key, dynamic, static, treedef = self._split(args, types)
+        key = (self._options, call_key)
         entry = lookup(self._cache, key)
         if entry is not None:
             self.stats["hits"] += 1
@@ -133,9 +139,9 @@ class CachedFilterPmap(Counted):
         before the function was traced here (so it is traced once, and Equinox's errors stay its own)."""
         if kwargs:
             return self._fall_back("keyword arguments", args, kwargs, lower)
-        self._traced = False
         key: Hashable = None
         entry: Entry | None = None
+        outer, tracing.traced = getattr(tracing, "traced", False), False
         try:
             key, entry, dynamic = self._lookup(args, LOWER_TYPES if lower else ARRAY_TYPES)
             return run(key, entry, dynamic)
@@ -145,9 +151,11 @@ class CachedFilterPmap(Counted):
             traced_before = entry is not None and entry.outputs.treedef is not None
             if entry is not None and not traced_before:
                 self._cache.pop(key, None)  # never traced to the end: build it again next time
-            if self._traced or traced_before:
+            if tracing.traced or traced_before:
                 raise
             return self._fall_back("error before tracing", args, kwargs, lower)
+        finally:
+            tracing.traced = outer or tracing.traced
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return self._guarded(args, kwargs, False, lambda key, entry, dynamic: self._run(entry, dynamic))
@@ -173,8 +181,8 @@ class CachedFilterPmap(Counted):
     def _key_of(self, args: tuple, kwargs: dict) -> tuple[Hashable, list]:
         if kwargs:
             raise RuntimeError("keyword arguments cannot be used with functions wrapped with `filter_pmap`")
-        key, dynamic, _, _ = self._split(args)
-        return key, dynamic
+        call_key, dynamic, _, _ = self._split(args)
+        return (self._options, call_key), dynamic
 
     # ------------------------------------------------------------ axes
 
@@ -220,6 +228,26 @@ class CachedFilterPmap(Counted):
         if len(sizes) > 1 or (self._axis_size is not None and sizes != {self._axis_size}):
             raise Fallback("mapped axes of different sizes")  # Equinox's (vmap's) error
         return dynamic_axes
+
+
+def _shared_cache(fun: Callable, options: Any) -> tuple[dict[Hashable, Entry], Hashable, Callable[[], Any]]:
+    """(entries, options key, fun getter): entries shared by every wrapper of ``fun`` with these
+    options (a function weakly, by itself; another callable by type and static part), so that
+    wrapping a function again traces nothing again, as with Equinox; a wrapper of its own
+    when an option or the function's static part is unhashable."""
+    leaves, treedef = jtu.tree_flatten(options)
+    key: Hashable = (tuple(leaves), treedef)
+    ref: Callable[[], Any]
+    if type(fun) is types.FunctionType:
+        ref = weakref.ref(fun)
+        owner: Any = fun
+    else:
+        key, ref, owner = (key, split(fun)[0][:3]), (lambda: fun), type(fun)
+    try:
+        hash(key)
+    except TypeError:
+        return {}, None, lambda: fun
+    return _SHARED.setdefault(owner, {}), key, ref
 
 
 def cached_filter_pmap(
