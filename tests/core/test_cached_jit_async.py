@@ -74,8 +74,12 @@ def test_a_failed_error_if_raises_equinox_s_error_at_the_call_on_cpu():
 
 
 class _FinishedFailed:
-    """A computation marker that finished with an error_if failure, as an asynchronous
-    backend reports one after the call returned (XLA:CPU cannot: it fails inside the call)."""
+    """An output of a computation that finished with an error_if failure (or ``message``), as
+    an asynchronous backend reports one after the call returned (XLA:CPU cannot: it fails
+    inside the call)."""
+
+    def __init__(self, message="INTERNAL: CpuCallback error: _EquinoxRuntimeError: late check"):
+        self.message = message
 
     def is_ready(self):
         return True
@@ -84,7 +88,7 @@ class _FinishedFailed:
         return False
 
     def block_until_ready(self):
-        raise jax.errors.JaxRuntimeError("INTERNAL: CpuCallback error: _EquinoxRuntimeError: late check")
+        raise jax.errors.JaxRuntimeError(self.message)
 
 
 def test_an_asynchronous_failure_raises_at_the_next_call_or_at_wait():
@@ -102,6 +106,10 @@ def test_an_asynchronous_failure_raises_at_the_next_call_or_at_wait():
     checked(-jnp.ones(2))
     checked.wait()  # nothing failed: returns once every computation finished
     assert not checked._pending
+    checked._pending.append(_FinishedFailed("INTERNAL: some other failure"))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="some other failure") as info:
+        checked(-jnp.ones(2))  # not Equinox's: raised as it is, saying where it came from
+    assert "earlier call of checked" in "".join(getattr(info.value, "__notes__", []))
 
 
 def test_eqx_on_error_off_keeps_equinox_s_wait_and_cached_filter_jit_still_runs_ahead():

@@ -227,8 +227,9 @@ class CachedFilterJit(Counted):
             translated = _equinox_error(err, jit_id)
             if translated is not None:
                 raise translated from None
-            name = self.__dict__.get("__name__", "the function")
-            err.add_note(f"(from an earlier call of {name}, whose computation failed after it returned)")
+            if hasattr(err, "add_note"):  # Python 3.11+
+                name = self.__dict__.get("__name__", "the function")
+                err.add_note(f"(from an earlier call of {name}, whose computation failed after it returned)")
             raise
 
     def wait(self) -> None:
