@@ -95,3 +95,81 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
     assert stats["q25"].tolist() == [1.5, 15.0]
     assert ax.get_xscale() == "log"
     plt.close(fig)
+
+
+# ---------------------------------------------------------------- the one palette
+
+
+def test_every_method_and_loop_form_has_its_own_colour():
+    from jaxperf.dispatch.methods import METHODS
+    from jaxperf.loops.vocab import LOOP_FORMS
+
+    for group, names in ((plots.METHOD_COLORS, METHODS), (plots.LOOP_FORM_COLORS, LOOP_FORMS)):
+        assert set(names) <= set(group), f"no colour for {set(names) - set(group)}"
+        assert len(set(group.values())) == len(group), f"two names share a colour in {group}"
+    assert len(set(plots.SOURCE_COLORS.values())) == len(plots.SOURCE_COLORS)
+
+
+@pytest.mark.parametrize(
+    ("name", "same_as"),
+    [
+        ("fori u=4", "fori"),
+        ("hoisted u=16", "hoisted"),
+        ("python", "python"),
+        ("filter_pmap+donate", "filter_pmap"),
+    ],
+)
+def test_a_variant_takes_its_forms_colour(name, same_as):
+    assert plots.color(name) == plots.color(same_as)
+
+
+def test_an_unknown_name_is_a_clear_error():
+    with pytest.raises(ValueError, match="name='not a method'"):
+        plots.color("not a method")
+
+
+def test_unroll_styles_differ_per_unroll_and_python_is_solid():
+    styles = [plots.unroll_style(f"fori u={u}") for u in (1, 2, 4, 8, 16)]
+    assert len({str(s) for s in styles}) == 5
+    assert plots.unroll_style("python") == "-" == plots.unroll_style("fori u=1")
+
+
+def test_ratio_ticks_are_plain(tmp_path):
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([1, 2, 3], [0.5, 1.0, 2.0])
+    ax.set_yscale("log")
+    plots.ratio_axis(ax)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all(
+        label.endswith("x") and "10^" not in label and "times" not in label for label in labels
+    )
+    assert "1x" in labels
+    plt.close(fig)
+
+
+def test_the_footer_stays_inside_a_narrow_canvas(tmp_path):
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([1, 2], [1, 2])
+    note = "a long note " * 20
+    plots.save(fig, tmp_path, "narrow", pd.DataFrame({"x": [1]}), PROV, drawn_by="x.y", note=note)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox
+    for text in fig.texts:
+        box = text.get_window_extent(renderer)
+        assert box.x0 >= canvas.x0 - 1 and box.x1 <= canvas.x1 + 1 and box.y0 >= canvas.y0 - 1
+    plt.close(fig)
+
+
+def test_figure_modules_take_colours_from_the_palette():
+    """No figure module builds its own palette for methods or loop forms."""
+    from pathlib import Path
+
+    lib = Path(plots.__file__).parent
+    offenders = [
+        p.relative_to(lib).as_posix()
+        for p in lib.rglob("*.py")
+        if p.name != "plots.py" and 'color_palette("tab10"' in p.read_text()
+    ]
+    assert offenders == []

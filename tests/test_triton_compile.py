@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from conftest import assert_clean_source, run_notebook
 
+from jaxperf import markdown
 from jaxperf import triton as tc
 from jaxperf.loops import kernels
 from jaxperf.triton import analysis, figures, report, sweep
@@ -238,6 +239,9 @@ def test_the_report_shows_the_scalar_carry_apart_from_the_looping_forms():
     text = report.summary_markdown(df, report.summary_dict(df, settings, TRITON))
     assert "The scalar carry (`scalar_carry u=1`" in text and "ptxas unrolls the one-scalar loop" in text
     assert "| 65536 | 32768 ms / not executed | 120 ms / not executed | 485 ms / not executed |" in text
+    answer = text[: text.index("<details>")]
+    assert "**The reporter's compile column: reproduced**" in answer and "**The fix on Triton:**" in answer
+    assert answer.count("\n- ") <= 5 and markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES
 
 
 def test_notebook_source_is_clean():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -105,3 +105,89 @@ def verdict(met: bool | None, quick: bool, *, met_text: str = "met", missed_text
     if met is None:
         return "n/a (not measured)"
     return met_text if met else missed_text
+
+
+def versus(
+    ratio: Mapping[str, Any] | None,
+    *,
+    tie: str = "ties with",
+    faster: str = "is faster than",
+    slower: str = "is slower than",
+) -> str:
+    """How a per-pair ratio reads in a sentence: a tie when its interquartile range holds 1
+    (so a rerun cannot flip the stated answer), else faster or slower. ``n/a`` when missing."""
+    if ratio is None or _number(ratio.get("median")) is None:
+        return "n/a"
+    q25, q75 = _number(ratio.get("q25")), _number(ratio.get("q75"))
+    lo = q25 if q25 is not None else ratio["median"]
+    hi = q75 if q75 is not None else ratio["median"]
+    if lo <= 1.0 <= hi:
+        return tie
+    return faster if lo > 1.0 else slower
+
+
+def ratio(stats: Mapping[str, Any] | None, digits: int = 2) -> str:
+    """A ratio as ``0.44× [0.43, 0.48]`` (median [interquartile range])."""
+    if stats is None or _number(stats.get("median")) is None:
+        return "n/a"
+    q25, q75 = _number(stats.get("q25")), _number(stats.get("q75"))
+    spread = f" [{q25:.{digits}f}, {q75:.{digits}f}]" if q25 is not None and q75 is not None else ""
+    return f"{stats['median']:.{digits}f}×{spread}"
+
+
+MAX_BULLETS = 5
+MAX_VISIBLE_LINES = 60
+
+
+def details(title: str, body: list[str] | str) -> list[str]:
+    """A folded block (GitHub and Jupyter render Markdown inside it): closed until clicked."""
+    lines = body.splitlines() if isinstance(body, str) else list(body)
+    return [f"<details><summary>{escape_html(title)}</summary>", "", *lines, "", "</details>", ""]
+
+
+def escape_html(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=False)
+
+
+def visible_lines(text: str) -> int:
+    """Non-blank lines a reader sees before opening any ``<details>`` block."""
+    return sum(
+        1 for line in re.sub(r"<details>.*?</details>", "", text, flags=re.S).splitlines() if line.strip()
+    )
+
+
+def answer_page(title: str, intro: list[str], bullets: list[str], folded: list[str]) -> str:
+    """An issue-sized summary: a title, a few lines of set-up, at most :data:`MAX_BULLETS`
+    answer bullets, then everything else folded (``folded``: lines already inside
+    :func:`details` blocks). Raises ValueError when the answer would not fit the issue's
+    size (more bullets, or more than :data:`MAX_VISIBLE_LINES` visible lines)."""
+    bullets = [b for b in bullets if b]
+    if len(bullets) > MAX_BULLETS:
+        raise ValueError(
+            f"bullets={len(bullets)} is not allowed: expected at most {MAX_BULLETS} answer bullets"
+        )
+    text = "\n".join([f"## {title}", "", *intro, "", *bullets, "", *folded]).rstrip() + "\n"
+    if visible_lines(text) > MAX_VISIBLE_LINES:
+        raise ValueError(
+            f"summary has {visible_lines(text)} visible lines: expected at most {MAX_VISIBLE_LINES}; fold more"
+        )
+    return text
+
+
+def fold_sections(lines: list[str]) -> list[str]:
+    """Lines with ``## heading`` sections, each section turned into a :func:`details` block
+    titled by its heading (text before the first heading is folded under "More")."""
+    out: list[str] = []
+    title, body = "More", cast(list[str], [])
+    for line in lines:
+        if line.startswith("## "):
+            if any(b.strip() for b in body):
+                out += details(title, body)
+            title, body = line[3:].strip().strip("`").replace("`", ""), []
+        else:
+            body.append(line)
+    if any(b.strip() for b in body):
+        out += details(title, body)
+    return out

@@ -14,6 +14,7 @@ a figure without anyone retyping it.
 from __future__ import annotations
 
 import functools
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,118 @@ from .records import _atomic_write
 
 sns.set_theme(context="notebook", style="whitegrid")
 
+# ---------------------------------------------------------------- the one palette
+# One colour per dispatch method, per loop form and per source of a jax#20909 number, the
+# same in every figure of the study; within each group no two names share a colour.
+METHOD_COLORS = {
+    "filter_pmap": "#d62728",  # the slow path of equinox#192: red
+    "pmap_params": "#1f77b4",  # the reporter's fast baseline: blue
+    "cached_filter_pmap": "#2ca02c",  # the drop-in fix: green
+    "packed_pmap": "#9467bd",
+    "packed_jit": "#bcbd22",
+    "pmap_static_argnums": "#17becf",
+    "jit_named_sharding": "#8c564b",
+    "filter_jit_shard": "#e377c2",
+    "jit_shard_map": "#7f7f7f",
+    "jit_single_device": "#000000",
+    "filter_jit": "#ff7f0e",
+    "cached_filter_jit": "#006d2c",
+    "jit_params": "#393b79",
+}
+LOOP_FORM_COLORS = {
+    "python": "#000000",
+    "fori": "#d62728",
+    "pl_loop": "#ff7f0e",
+    "hand_unrolled": "#9467bd",
+    "hoisted": "#1f77b4",
+    "scalar_carry": "#2ca02c",
+}
+SOURCE_COLORS = {  # where a jax#20909 number comes from
+    "reporter A6000": "#000000",
+    "XLA:CPU": "#1f77b4",
+    "Pallas interpret": "#7f7f7f",
+    "Triton sm_86": "#ff7f0e",
+    "Triton sm_90": "#d62728",
+    "Mosaic GPU": "#17becf",
+    "Mosaic TPU": "#9467bd",
+    "model A6000": "#8c564b",
+    "model H200": "#e377c2",
+    "H200": "#2ca02c",
+}
+UNROLL_STYLES = {1: "-", 2: (0, (5, 1)), 4: "--", 8: "-.", 16: ":"}
+
+
+def color(name: str) -> str:
+    """The study's colour for a dispatch method id, a loop form or a variant (``"fori u=4"``
+    takes ``fori``'s colour), or a source of a jax#20909 number (see :data:`SOURCE_COLORS`).
+    Raises ValueError for a name the palette does not know: add it to its group first."""
+    for group in (METHOD_COLORS, LOOP_FORM_COLORS, SOURCE_COLORS):
+        if name in group:
+            return group[name]
+    form = str(name).split(" u=")[0].split("+")[0]
+    for group in (LOOP_FORM_COLORS, METHOD_COLORS):
+        if form in group:
+            return group[form]
+    raise bad_value("name", name, "a method, loop form or source in jaxperf.plots' palette")
+
+
+def colors_for(names: Sequence[str]) -> dict[str, Any]:
+    """Colours for the hues of one plot: the palette's colour for each name it knows (methods,
+    loop forms, sources), and for other names (models, stages, releases) a colourblind-safe
+    cycle in the order given."""
+    others = [n for n in names if not _known(n)]
+    cycle = dict(zip(others, sns.color_palette("colorblind", n_colors=max(len(others), 1))))
+    return {n: color(n) if _known(n) else cycle[n] for n in names}
+
+
+def _known(name: str) -> bool:
+    try:
+        color(name)
+    except ValueError:
+        return False
+    return True
+
+
+def unroll_style(variant: str) -> Any:
+    """The line style of a variant's unroll (``"hoisted u=4"`` -> ``"--"``; python/u=1: solid)."""
+    _, _, unroll = str(variant).partition(" u=")
+    return UNROLL_STYLES.get(int(unroll), "-") if unroll.isdigit() else "-"
+
+
+def ratio_axis(ax: matplotlib.axes.Axes, axis: str = "y") -> None:
+    """Plain ratio tick labels (0.5x, 1x, 2x) on a log or linear ratio axis, never 9x10^-1."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x")
+    target.set_major_formatter(fmt)
+    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    if (ax.get_yscale() if axis == "y" else ax.get_xscale()) == "log":
+        target.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+
+
+def reference_line(
+    ax: matplotlib.axes.Axes, y: float, label: str, *, color: str = "0.35", ls: str = ":"
+) -> None:
+    """A horizontal reference (a goal, the seed's number) labelled on the plot, at its right end."""
+    ax.axhline(y, color=color, ls=ls, lw=1.1, zorder=1)
+    ax.annotate(
+        label,
+        xy=(1.0, y),
+        xycoords=("axes fraction", "data"),
+        xytext=(-3, 2),
+        textcoords="offset points",
+        ha="right",
+        va="bottom",
+        fontsize=7.5,
+        color=color,
+    )
+
+
+def legend_outside(ax: matplotlib.axes.Axes, **kwargs: Any) -> None:
+    """The axes' legend to the right of the data, never over it."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, **kwargs)
+
 
 def spans_decades(values: Any, decades: float = 1.5) -> bool:
     arr = np.asarray(values, dtype=float)
@@ -52,7 +165,8 @@ def median_iqr_lines(
     logx: bool | None = None,
     logy: bool | None = None,
 ) -> pd.DataFrame:
-    """Median of ``y`` per (hue, x) as a line, its IQR as a band.
+    """Median of ``y`` per (hue, x) as a line, its IQR as a band, each hue in its
+    palette colour (:func:`color`) and unroll line style (:func:`unroll_style`).
 
     Returns the plotted statistics (hue, x, median, q25, q75, n). Log axes
     default to on when the data spans 1.5 decades or more.
@@ -64,13 +178,14 @@ def median_iqr_lines(
         .reset_index()
     )
     order = list(hue_order) if hue_order is not None else list(dict.fromkeys(data[hue]))
-    palette = dict(zip(order, sns.color_palette("tab10", n_colors=max(len(order), 1))))
+    palette = colors_for([str(name) for name in order])
     for name in order:
         part = stats[stats[hue] == name].sort_values(x)
         if part.empty:
             continue
-        ax.plot(part[x], part["median"], marker="o", ms=4, label=str(name), color=palette[name])
-        ax.fill_between(part[x], part["q25"], part["q75"], alpha=0.2, color=palette[name], linewidth=0)
+        c = palette[str(name)]
+        ax.plot(part[x], part["median"], marker="o", ms=4, label=str(name), color=c, ls=unroll_style(name))
+        ax.fill_between(part[x], part["q25"], part["q75"], alpha=0.2, color=c, linewidth=0)
     if logx if logx is not None else spans_decades(stats[x]):
         ax.set_xscale("log")
         # Tick the swept values themselves: log minor-tick labels (3x10^1, 4x10^1, ...) collide.
@@ -84,9 +199,26 @@ def median_iqr_lines(
     return stats
 
 
-def add_footer(fig: matplotlib.figure.Figure, prov: dict[str, Any], extra: str = "") -> None:
-    text = _prov.footer(prov) + (f"\n{extra}" if extra else "")
-    fig.text(0.01, 0.005, text, fontsize=7, color="0.35", ha="left", va="bottom")
+FOOTER_PT = 7
+# Characters of a 7-pt footer line per inch of figure width (measured on DejaVu Sans, with margin).
+_FOOTER_CHARS_PER_INCH = 17
+
+
+def footer_lines(fig: matplotlib.figure.Figure, text: str) -> list[str]:
+    """``text`` wrapped to the figure's width, so that no footer line runs off the canvas."""
+    width = max(int(fig.get_size_inches()[0] * _FOOTER_CHARS_PER_INCH), 40)
+    lines: list[str] = []
+    for line in text.splitlines():
+        lines += textwrap.wrap(line, width=width, break_on_hyphens=False) or [""]
+    return lines
+
+
+def add_footer(fig: matplotlib.figure.Figure, prov: dict[str, Any], extra: str = "") -> int:
+    """The provenance footer (backend, device, versions, commit, plus ``extra``) inside the
+    canvas, wrapped to its width; returns its number of lines."""
+    lines = footer_lines(fig, _prov.footer(prov) + (f"\n{extra}" if extra else ""))
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=FOOTER_PT, color="0.35", ha="left", va="bottom")
+    return len(lines)
 
 
 P = ParamSpec("P")
@@ -165,10 +297,14 @@ def save(
     The figure stays open: showing or closing it is the caller's choice.
     """
     author = who_drew(fig, drawn_by)
-    add_footer(fig, prov, extra=f"drawn by {author}; data: {name}.csv" + (f"; {note}" if note else ""))
-    # Leave room at the top for a figure-level legend (tight_layout ignores those).
+    n_lines = add_footer(
+        fig, prov, extra=f"drawn by {author}; data: {name}.csv" + (f"; {note}" if note else "")
+    )
+    # Room at the bottom for the footer, at the top for a figure-level legend (tight_layout
+    # ignores both).
     height = fig.get_size_inches()[1]
-    fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.8 / height if fig.legends else 1))
+    bottom = (0.12 + n_lines * FOOTER_PT * 1.25 / 72) / height
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.8 / height if fig.legends else 1))
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     images = {}

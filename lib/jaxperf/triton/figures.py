@@ -80,7 +80,6 @@ def compile_vs_T(df: pd.DataFrame, target: str = DEFAULT_TARGET) -> tuple[Any, p
 @plots.draws
 def sass_vs_T(df: pd.DataFrame, target: str = DEFAULT_TARGET) -> tuple[Any, pd.DataFrame]:
     """SASS instructions vs T per loop form; hollow markers where no loop survives in SASS."""
-    import seaborn as sns
 
     med = analysis.point_medians(df)
     med = med[med.status == STATUS_OK]
@@ -88,11 +87,18 @@ def sass_vs_T(df: pd.DataFrame, target: str = DEFAULT_TARGET) -> tuple[Any, pd.D
     for ax, kernel in zip(axes, _kernels(med)):
         part = med[med.kernel == kernel]
         order = vocab.frame_variant_order(part)
-        palette = dict(zip(order, sns.color_palette("tab10", n_colors=max(len(order), 1))))
+        palette = plots.colors_for(order)
         for name in order:
             v = part[part.variant == name].sort_values("T")
             loop = v.loop_present.astype(bool)
-            ax.plot(v["T"], v["sass_instructions"], color=palette[name], label=name, lw=1.2)
+            ax.plot(
+                v["T"],
+                v["sass_instructions"],
+                color=palette[name],
+                ls=plots.unroll_style(name),
+                label=name,
+                lw=1.2,
+            )
             ax.scatter(v["T"][loop], v["sass_instructions"][loop], color=palette[name], s=22, zorder=3)
             ax.scatter(
                 v["T"][~loop],
@@ -202,7 +208,6 @@ def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     Right: the predicted fori/Python and scalar-carry/Python ratios per target beside the reporter's
     measured fori/Python ratio."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
     table = estimate.table(rows)
     ratios = estimate.ratios(rows)
@@ -211,7 +216,7 @@ def estimate_vs_T(rows: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.6))
     styles = dict(zip(sorted(table.target.unique()), ("-", "--", ":")))
     order = vocab.frame_variant_order(table)
-    colors = dict(zip(order, sns.color_palette("tab10", n_colors=max(len(order), 1))))
+    colors = plots.colors_for(order)
     for (target, variant), part in table.groupby(["target", "variant"], sort=False):
         part = part.sort_values("T")
         left.plot(

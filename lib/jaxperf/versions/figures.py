@@ -18,7 +18,8 @@ def plot_overhead_vs_release(table: pd.DataFrame):
     Returns (figure, the plotted data).
     """
     import matplotlib.pyplot as plt
-    import seaborn as sns
+
+    from .. import plots
 
     data = table[table["model"] != "-"].copy()
     if data.empty:
@@ -29,7 +30,7 @@ def plot_overhead_vs_release(table: pd.DataFrame):
     jax_versions = list(dict.fromkeys(jax_of[r] for r in order))
     markers = dict(zip(jax_versions, ["o", "s", "D", "^", "v", "P"]))
     models = [m for m in MODELS if m in set(data["model"])]
-    colors = dict(zip(models, sns.color_palette("tab10", n_colors=len(models))))
+    colors = plots.colors_for(models)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     panels = [
         (
