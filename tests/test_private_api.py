@@ -121,7 +121,7 @@ def test_triton_lowering_hook_sees_the_module_and_is_restored():
     from jax.experimental import pallas as pl
 
     from jaxperf import private_api
-    from jaxperf.triton.capture import capture
+    from jaxperf.compilers.triton.capture import capture
 
     lowering = importlib.import_module(private_api.TRITON_LOWERING_MODULE)
     original = getattr(lowering, private_api.TRITON_LOWERING_FUNCTION)
