@@ -10,8 +10,9 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from jaxperf import markdown
-from jaxperf.loops import vocab
-from jaxperf.tpu import report, sweep, topology
+from jaxperf.compilers.mosaic_tpu import topology
+from jaxperf.jax20909 import vocab
+from jaxperf.tpu import report, sweep
 from jaxperf.tpu.settings import TpuSettings
 
 NOTEBOOK = Path(__file__).parents[1] / "notebooks" / "05_tpu_compile.ipynb"

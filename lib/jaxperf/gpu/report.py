@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from .. import markdown, paths, records
-from ..loops import vocab
+from ..jax20909 import vocab
 from .settings import PARTS
 
 KEYS = ["variant", "T"]
@@ -108,7 +108,7 @@ def _estimates(results: Path, project_cpu: Path) -> pd.DataFrame | None:
     committed, prov = _read(project_cpu / "triton_compile" / "estimate_records")
     if committed is None or "sass_dynamic_per_call" not in committed:
         return None
-    from ..triton import estimate
+    from ..compilers.triton import estimate
 
     carry = prov.get("parameters", {}).get("seed_carry_dtype", "input")
     table = estimate.table(committed)

@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 
 from .. import markdown
-from ..loops import vocab
-from . import estimate, topology
+from ..compilers.mosaic_tpu import estimate, topology
+from ..jax20909 import vocab
 from .sweep import OK
 
 STUDY = "tpu_compile"
@@ -86,7 +86,7 @@ def mechanism(points: pd.DataFrame, T: int) -> pd.DataFrame:
     """jax#20909's mechanism on Mosaic TPU, per generation (seed kernel at ``T``): is the
     reduction in the fori_loop body, what the Python loop's schedule does instead, and the
     body bundles per step and cycles per program of the hoisting fixes (unroll 1:
-    :data:`~jaxperf.loops.vocab.HOISTING_FORMS`, hoisted and scalar_carry)."""
+    :data:`~jaxperf.jax20909.vocab.HOISTING_FORMS`, hoisted and scalar_carry)."""
     rows = []
     for generation in dict.fromkeys(points["generation"]):
         at = dict(generation=generation, kernel="seed", T=T, status=OK)
@@ -126,7 +126,7 @@ def fix_verdict(points: pd.DataFrame, T: int) -> pd.DataFrame:
     """Per generation, the seed kernel at ``T`` (or, where the Python loop or fori_loop did not
     compile there, the largest T where both did, with the reason): static cycles of fori_loop
     vs the Python loop, and whether the best portable fix (the fewest cycles among
-    :data:`~jaxperf.loops.vocab.PORTABLE_FORMS`: hand_unrolled, hoisted, scalar_carry; any
+    :data:`~jaxperf.jax20909.vocab.PORTABLE_FORMS`: hand_unrolled, hoisted, scalar_carry; any
     unroll) closes the gap."""
     rows = []
     for generation in dict.fromkeys(points["generation"]):

@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from .. import markdown
-from ..loops import vocab
-from . import analysis, estimate
+from ..compilers.triton import estimate
+from ..compilers.triton.toolchain import NOT_INSTALLED, TritonStatus, label
+from ..jax20909 import vocab
+from . import analysis, sections
 from .sweep import STATUS_FAILED, STATUS_OK, STATUS_OVER_BUDGET
-from .toolchain import NOT_INSTALLED, TritonStatus, label
 
 ISSUE = "jax-ml/jax#20909"
 COMPILE_DEFINITION = (
@@ -189,71 +190,6 @@ def _fix_sentence(fix: dict[str, Any]) -> str:
     return text + f", with no loop left in the SASS at T={Tb}."
 
 
-def _mechanism_section(mechanism: dict[str, Any]) -> list[str]:
-    return [
-        "",
-        f"## Mechanism: where the work sits ({label(mechanism['target'])}, T={mechanism['sizes']})",
-        "",
-        mechanism["line"],
-        "",
-        "Reduction ops inside and outside loops, per level of the Triton pipeline (at the smaller T):",
-        "",
-        _md(pd.DataFrame(mechanism["reduction_table"])),
-        "",
-        "SASS instructions each extra loop step adds, by kind (static count from two T; per program):",
-        "",
-        _md(pd.DataFrame(mechanism["per_step"]), floatfmt="{:.2f}"),
-    ]
-
-
-def _estimate_section(est: dict[str, Any]) -> list[str]:
-    ratios = pd.DataFrame(est["ratios"])
-    lines = [
-        "",
-        f"## Static GPU estimate: {est['label']}",
-        "",
-        "Per kernel call: SASS instructions outside loops + loop-body instructions x trip count (read from the "
-        "loop counter in the machine code), x warps per program x programs (B=512, T/128 row blocks). It ignores "
-        "memory traffic and latency, and the reporter's time also holds his harness (random inputs, the mean), so "
-        "the two ratios answer different questions: how much more work a form issues in the kernel, and how much "
-        "longer the reporter's whole step ran.",
-        "",
-        _md(ratios, floatfmt="{:.3g}"),
-        "",
-        *_closest_lines(est.get("closest_to_python", [])),
-        "SASS instructions each extra loop step adds, per program (slope between the two largest T):",
-        "",
-        _md(pd.DataFrame(est["per_step"]), floatfmt="{:.2f}"),
-    ]
-    if est["not_estimated"]:
-        lines += [
-            "",
-            "Not estimated: "
-            + "; ".join(
-                f"{r['target']} {r['variant']} T={r['T']} ({r['status']}: {r.get('reason') or 'no reason recorded'})"
-                for r in est["not_estimated"]
-            ),
-        ]
-    return lines
-
-
-def _closest_lines(closest: list[dict[str, Any]]) -> list[str]:
-    """Which form's instructions per call come closest to the Python loop's, per target (largest T)."""
-    if not closest:
-        return []
-    by_target: dict[tuple[str, int], list[str]] = {}
-    for r in closest:
-        ratio = "not estimated" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        by_target.setdefault((r["target"], r["T"]), []).append(f"{r['variant']} {ratio}")
-    return [
-        "Closest to the Python loop's instructions per call, at the largest T estimated (each form / the "
-        "Python loop, closest first): "
-        + "; ".join(f"{target} T={T}: {', '.join(forms)}" for (target, T), forms in by_target.items())
-        + ".",
-        "",
-    ]
-
-
 def _x(value: float | None, digits: int) -> str:
     return "not estimated" if value is None or value != value else f"{value:.{digits}f}×"
 
@@ -319,11 +255,11 @@ def summary_markdown(df: pd.DataFrame, summary: dict[str, Any]) -> str:
         f"cuobjdump. **Nothing was executed.** The `seed` kernel is the reporter's (carry dtype: "
         f"{summary['seed_carry_dtype']}). The reporter's numbers: {summary['seed_source']}.",
     ]
-    sections = _compile_section(df, summary)
+    parts = _compile_section(df, summary)
     if "mechanism" in summary:
-        sections += _mechanism_section(summary["mechanism"])
+        parts += sections.mechanism_section(summary["mechanism"])
     if "estimate" in summary:
-        sections += _estimate_section(summary["estimate"])
+        parts += sections.estimate_section(summary["estimate"])
     for title, table in (
         (
             "Where compile time goes at each kernel's largest T (median ms per stage)",
@@ -333,16 +269,16 @@ def summary_markdown(df: pd.DataFrame, summary: dict[str, Any]) -> str:
         ("Machine code at each variant's largest compiled T", analysis.code_table(df)),
     ):
         if not table.empty:
-            sections += ["", f"## {title}", "", _md(table.rename(columns=analysis.STAGE_LABELS))]
+            parts += ["", f"## {title}", "", _md(table.rename(columns=analysis.STAGE_LABELS))]
     bad = analysis.does_not_lower(df)
     if not bad.empty:
-        sections += ["", "## Does not lower (Pallas' Triton lowering rejects it)", "", _md(bad)]
+        parts += ["", "## Does not lower (Pallas' Triton lowering rejects it)", "", _md(bad)]
     if summary["over_budget"]:
-        sections += ["", "## Not measured (over budget)", "", _md(pd.DataFrame(summary["over_budget"]))]
+        parts += ["", "## Not measured (over budget)", "", _md(pd.DataFrame(summary["over_budget"]))]
     if summary["failed"]:
-        sections += ["", "## Failed compiles", "", _md(pd.DataFrame(summary["failed"]))]
+        parts += ["", "## Failed compiles", "", _md(pd.DataFrame(summary["failed"]))]
     title = f"Triton compile time and machine code, {label(target)}"
-    return markdown.answer_page(title, intro, _answer(summary), markdown.fold_sections(sections))
+    return markdown.answer_page(title, intro, _answer(summary), markdown.fold_sections(parts))
 
 
 def not_measured_summary(
