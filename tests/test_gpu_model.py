@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import pandas as pd
 import pytest
 
+from jaxperf.compilers.triton import sass
 from jaxperf.gpu_model import classes, counts, devices, harness, model, reporter
 from jaxperf.gpu_model.settings import TimeModelSettings
-from jaxperf.triton import sass
 
 
 def _sass(lines: list[str]) -> str:

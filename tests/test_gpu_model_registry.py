@@ -133,10 +133,11 @@ def test_measurements_go_beside_their_prediction(repo, tmp_path):
 
 
 def test_the_plan_covers_every_point_the_device_run_measures():
+    from jaxperf.gpu import predictions
     from jaxperf.gpu.settings import GpuSettings
 
     s = GpuSettings()
-    plan = pd.DataFrame(h200.plan(s))
+    plan = pd.DataFrame(predictions.plan(s))
     assert set(plan.loc[plan.part == "harness", "variant"]) == set(s.harness_variants)
     assert set(plan["T"]) == set(s.harness_Ts) == set(s.seed_Ts)
     sweep = plan[plan.part == "loops_seed"]

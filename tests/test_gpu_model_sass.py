@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
+from jaxperf.compilers.triton import estimate, toolchain
 from jaxperf.gpu_model import compiled, devices, harness, model, predict
-from jaxperf.triton import estimate, toolchain
 
 TRITON = toolchain.status()
 needs_triton = pytest.mark.skipif(not TRITON.available, reason=TRITON.reason or "triton unavailable")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..triton.sass import Instruction
+from ..compilers.triton.sass import Instruction
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The model's inputs read from real machine code: kernels compiled on this CPU for a GPU target.
 
 :func:`kernel_work` exports a jitted function holding one Triton
-``pallas_call`` (:func:`jaxperf.triton.capture.capture`), compiles it to a
-cubin for the target (:func:`jaxperf.triton.compile.compile_ttir`), and reads
+``pallas_call`` (:func:`jaxperf.compilers.triton.capture.capture`), compiles it to a
+cubin for the target (:func:`jaxperf.compilers.triton.compile.compile_ttir`), and reads
 the SASS into a :class:`~jaxperf.gpu_model.model.KernelWork`.
 :func:`seed_point` does that for the reporter's kernel in one loop form at one
 T (its bytes: the ``[B, T, D]`` input read once, the output written once). A
@@ -19,10 +19,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..loops import vocab
-from ..triton import sweep as _sweep
-from ..triton.capture import DoesNotLower, capture
-from ..triton.compile import compile_ttir
+from ..compilers.triton.capture import DoesNotLower, capture
+from ..compilers.triton.compile import compile_ttir
+from ..jax20909 import vocab
 from .counts import warp_counts
 from .model import KernelWork
 
@@ -97,9 +96,21 @@ def seed_point(
     dtype: str = DTYPE,
 ) -> SeedPoint:
     """Compile the seed kernel's ``variant`` (e.g. ``"fori u=1"``) at ``T`` (cached per process)."""
+    from ..jax20909 import kernels
+
     form, unroll = vocab.parse_variant(variant)
-    shape = _sweep.Shape(D=D, batch=batch, dtype=dtype, seed_carry_dtype=carry_dtype)
-    fn, args = _sweep.build_variant(_sweep.Variant("seed", form, unroll), T, shape)
+    fn, args = kernels.build(
+        "seed",
+        form,
+        unroll,
+        T=T,
+        D=D,
+        batch=batch,
+        dtype=dtype,
+        interpret=False,
+        lowering="triton",
+        carry_dtype=carry_dtype,
+    )
     elements = batch * T * D
     out_bytes = np.dtype(dtype if carry_dtype == "input" else carry_dtype).itemsize
     try:

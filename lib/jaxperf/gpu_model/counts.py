@@ -1,8 +1,8 @@
 """What one warp of a kernel issues: dynamic SASS instructions by class, read from machine code.
 
-As :mod:`jaxperf.triton.estimate` counts them (an instruction outside loops
+As :mod:`jaxperf.compilers.triton.estimate` counts them (an instruction outside loops
 once, one inside as many times as the loops around it run, trip counts read
-from the loop counters by :func:`jaxperf.triton.sass.loops`), but split by
+from the loop counters by :func:`jaxperf.compilers.triton.sass.loops`), but split by
 :mod:`jaxperf.gpu_model.classes` and with the bytes shared-memory instructions
 move. A loop whose trip count the machine code does not say leaves the count
 unresolved (``per_class`` is None): no time is predicted from a guess.
@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..triton import sass as _sass
+from ..compilers.triton import sass as _sass
 from .classes import CLASSES, classify, shared_bytes
 
 

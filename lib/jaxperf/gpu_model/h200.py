@@ -1,14 +1,13 @@
-"""Predictions for the lent H200, for every point the prepared device run measures, and the join.
+"""Predictions for the lent H200, and the join of a device run's measurements with them.
 
-:func:`plan` lists what ``jaxperf.gpu`` measures (its settings: the reporter's
-harness, part ``harness``; the loop sweep on his kernel, part ``loops_seed``),
-point by point, and what the model does not predict, with the reason (the
-attention sweep, the compile and dispatch parts). :func:`predict` compiles
-each point for sm_90 with the float32 carry the device run times, with today's
-threefry scheme (the device's JAX 0.11.2), and returns one row per point.
-:func:`register_h200` writes them as a registered prediction
-(:mod:`jaxperf.gpu_model.registry`); :func:`beside_measured` puts a device run's
-measurements beside every registered prediction, as measured / predicted.
+:func:`predict` compiles each point the device run measures (listed by
+:func:`jaxperf.gpu.predictions.plan` from the run's own settings: the reporter's harness,
+part ``harness``; the loop sweep on his kernel, part ``loops_seed``) for sm_90, with the
+float32 carry the device run times and today's threefry scheme (the device's JAX
+0.11.2), one row per point; :data:`NOT_PREDICTED` names the parts the model does not
+predict, with the reason. :func:`jaxperf.gpu.predictions.register` writes them as a
+registered prediction (:mod:`jaxperf.gpu_model.registry`); :func:`beside_measured` puts a
+device run's measurements beside every registered prediction, as measured / predicted.
 
 The Mosaic GPU port of the seed kernel (another helper's work in progress) has
 no prediction yet: when it lands, predict its points here under
@@ -23,7 +22,6 @@ from typing import Any
 import pandas as pd
 
 from .. import records
-from ..gpu.settings import GpuSettings
 from . import registry
 from .devices import H200, Fact
 
@@ -36,21 +34,6 @@ NOT_PREDICTED = (
     ("dispatch", "not predicted: host dispatch is not kernel execution"),
     ("mosaic_gpu", "not predicted yet: the Mosaic GPU port is not on main; a new dated file will add it"),
 )
-
-
-def plan(s: GpuSettings | None = None) -> list[dict[str, Any]]:
-    """Every (part, variant, T) of the device run that the model predicts, in the run's order."""
-    from ..gpu.loop_parts import sweep_config
-
-    s = GpuSettings() if s is None else s
-    out = [dict(part="harness", variant=v, T=T) for T in s.harness_Ts for v in s.harness_variants]
-    cfg = sweep_config(s, "seed")
-    for T in s.seed_Ts:
-        out += [
-            dict(part="loops_seed", variant=f"{f} u={u}" if f != "python" else "python", T=T)
-            for f, u in cfg.variants("seed", T)
-        ]
-    return out
 
 
 def predict(points: list[dict[str, Any]]) -> pd.DataFrame:
@@ -93,38 +76,27 @@ def _fact(f: Fact) -> dict[str, Any]:
     return {k: getattr(f, k) for k in ("value", "unit", "low", "high", "source", "note")}
 
 
-def meta(s: GpuSettings | None = None) -> dict[str, Any]:
-    """What a registered H200 prediction says about its inputs."""
+def meta(sizes: dict[str, Any]) -> dict[str, Any]:
+    """What a registered H200 prediction says about its inputs (``sizes``: batch, D, dtype, N)."""
     from .. import provenance
     from .devices import settings
 
-    s = GpuSettings() if s is None else s
     return {
         "device": {"name": H200.name, "chip": H200.chip, "target": H200.target},
         "facts": {name: _fact(f) for name, f in H200.facts().items()},
         "settings": [x.label() for x in settings(H200)],
         "inputs": {
-            "sass": f"compiled for {H200.target} on a CPU by the pip triton package (jaxperf.triton)",
+            "sass": f"compiled for {H200.target} on a CPU by the pip triton package (jaxperf.compilers.triton)",
             "packages": provenance.package_versions(("jax", "jaxlib", "triton")),
             "carry_dtype": CARRY,
             "threefry": "partitionable (one threefry2x32 per number; JAX >= 0.5 default)",
-            "sizes": {"batch": s.batch, "D": s.D, "dtype": s.dtype, "N": s.harness_N},
+            "sizes": dict(sizes),
             "harness": "random normals (analogue) + kernel + mean (analogue), one scan step",
             "loops_seed": "one launch of the vmapped kernel on inputs already made",
         },
         "not_predicted": [{"part": p, "reason": r} for p, r in NOT_PREDICTED],
         "not_modelled": "launch and host latency, L2 reuse, dependent-issue stalls at low occupancy",
     }
-
-
-def register_h200(
-    root: Path | None = None, *, s: GpuSettings | None = None, **options: Any
-) -> tuple[Path, Path]:
-    """Predict every planned point and register the result (see :func:`registry.register`)."""
-    from ..paths import PROJECT_ROOT
-
-    rows = predict(plan(s))
-    return registry.register(rows, meta(s), device_key="h200", root=root or PROJECT_ROOT, **options)
 
 
 def _measured(results: Path) -> pd.DataFrame:
@@ -159,26 +131,3 @@ def beside_measured(results: Path, root: Path | None = None) -> pd.DataFrame:
         out["measured_ms"] <= out["band_high_ms"]
     )
     return out.sort_values(["part", "T", "variant"]).reset_index(drop=True)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m jaxperf.gpu_model.h200 register``: predict every planned point and register it
-    (from a clean tree at the commit that holds the model; prints the two files)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m jaxperf.gpu_model.h200", description=main.__doc__)
-    parser.add_argument("command", choices=["register", "check"])
-    args = parser.parse_args(argv)
-    if args.command == "check":
-        problems = registry.check_registered()
-        print(
-            "\n".join(problems) or "registered predictions: all committed, unchanged, older than GPU results"
-        )
-        return 1 if problems else 0
-    for path in register_h200():
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..loops import vocab
+from ..jax20909 import vocab
 from .compiled import BATCH, D_FEATURES, DTYPE, SeedPoint
 from .devices import Device, settings
 from .harness import harness_work

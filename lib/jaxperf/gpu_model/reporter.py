@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..loops import vocab
+from ..jax20909 import vocab
 from . import compiled, devices, predict
 
 VARIANTS = ("python", "fori u=1")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..errors import bad_value, check_ints
-from ..loops import vocab
+from ..jax20909 import vocab
 from ..settings import StudySettings
 
 REPORTER_TS = tuple(r[0] for r in vocab.SEED_ROWS)
