@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_notebook
+from notebook_support import run_notebook
 
 from jaxperf import markdown
 from jaxperf.compilers.mosaic_gpu import compile as mgpu_compile
