@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from notebook_support import run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown
 from jaxperf.compilers.mosaic_gpu import compile as mgpu_compile
 from jaxperf.compilers.mosaic_gpu import toolchain
 from jaxperf.mosaic_gpu import MosaicGpuSettings
+from jaxperf.paths import PROJECT_ROOT
 
 
 @pytest.mark.parametrize(
@@ -45,8 +46,14 @@ def test_without_the_compile_environment_every_point_is_not_measured(tmp_path, m
         mgpu_compile.point("fori", 3, 256)
 
 
+def test_notebook_source_is_clean():
+    assert_clean_source("07_mosaic_gpu")
+
+
 def test_notebook_quick_run(tmp_path: Path):
-    run_notebook("07_mosaic_gpu", tmp_path, quick=True)
+    executed = run_notebook("07_mosaic_gpu", tmp_path, quick=True)
+    cells = [c for c in json.loads(executed.read_text())["cells"] if "compile_sweep" in "".join(c["source"])]
+    assert any("compile for sm_90a" in str(c.get("outputs")) for c in cells) == toolchain.status().available
     results = tmp_path / "results" / "cpu" / "mosaic_gpu"
     summary = json.loads((results / "summary.json").read_text())
     assert summary["smoke_run"] is True
@@ -58,6 +65,7 @@ def test_notebook_quick_run(tmp_path: Path):
     )
     text = (results / "summary.md").read_text()
     assert markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES and "not judged" in text
+    assert str(PROJECT_ROOT) not in text  # the toolchain's paths are relative to the project
     if toolchain.status().available:
         assert summary["compiled"] == 4 and summary["mechanism"]["loop_carries"]["fori u=1"] == "f32"
         assert (tmp_path / "figures" / "cpu" / "mosaic_gpu_compile_ms_vs_T.png").exists()

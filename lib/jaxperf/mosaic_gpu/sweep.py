@@ -142,13 +142,23 @@ def compile_points(
     return points, pd.DataFrame(skipped)
 
 
-def compile_sweep(s: MosaicGpuSettings, out_dir: Path, lowered: pd.DataFrame | None = None) -> pd.DataFrame:
+def compile_sweep(
+    s: MosaicGpuSettings, out_dir: Path, lowered: pd.DataFrame | None = None, *, progress: Any = None
+) -> pd.DataFrame:
     """Compile for sm_90a in the compile environment; one row per (variant, T) with the median
     lower/compile ms (``compile_total_ms``: their sum, the reporter's compile column) and the
-    counts of its dumps (:func:`jaxperf.compilers.mosaic_gpu.compile.point_counts`)."""
+    counts of its dumps (:func:`jaxperf.compilers.mosaic_gpu.compile.point_counts`).
+    ``progress`` (a tqdm bar) advances per point compiled; its total is reset to the points."""
     points, skipped = compile_points(s, lowered)
+    if progress is not None:
+        progress.reset(total=len(points))
     rows = mgpu_compile.compile_points(
-        points, out_dir, repeats=s.repeats, repeat_below_s=s.repeat_below_s, budget_s=s.compile_budget_s
+        points,
+        out_dir,
+        repeats=s.repeats,
+        repeat_below_s=s.repeat_below_s,
+        budget_s=s.compile_budget_s,
+        progress=progress,
     )
     out = []
     for row in rows:

@@ -62,8 +62,14 @@ def compile_points(
     repeat_below_s: float = float("inf"),
     dump: bool = True,
     budget_s: float = 600.0,
+    progress: Any = None,
 ) -> list[dict[str, Any]]:
-    """Compile every point in the environment's worker; one row per point, in order."""
+    """Compile every point in the environment's worker; one row per point, in order.
+
+    ``progress`` (a tqdm bar) advances as the worker finishes each point. The worker stops
+    starting points after ``budget_s``, and is stopped 120 s after that; the points it did
+    not reach are recorded "over budget" with the reason.
+    """
     check_int("repeats", repeats, minimum=1)
     if not budget_s > 0:
         raise bad_value("budget_s", budget_s, "a number of seconds > 0")
@@ -79,33 +85,53 @@ def compile_points(
     )
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(request, handle)
-    started = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            [str(toolchain.python()), "-m", "jaxperf.compilers.mosaic_gpu.aot", handle.name, str(out_dir)],
-            env=_worker_env(),
-            capture_output=True,
-            text=True,
-            timeout=budget_s
-            + 120,  # the worker stops starting points at budget_s; the slack ends the last one
-        )
-        tail = (proc.stderr or proc.stdout)[-600:] if proc.returncode else ""
-    except subprocess.TimeoutExpired:
-        tail = f"the worker ran past {budget_s + 120:.0f} s and was stopped"
-    finally:
-        Path(handle.name).unlink(missing_ok=True)
+    command = [str(toolchain.python()), "-m", "jaxperf.compilers.mosaic_gpu.aot", handle.name, str(out_dir)]
+    started, done, tail = time.perf_counter(), 0, ""
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(command, env=_worker_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            while proc.poll() is None:
+                if time.perf_counter() - started > budget_s + 120:
+                    proc.kill()
+                    tail = f"the worker ran past {budget_s + 120:.0f} s and was stopped"
+                    break
+                time.sleep(0.5)
+                done = _advance(results, done, progress)
+            proc.wait()
+        finally:
+            Path(handle.name).unlink(missing_ok=True)
+        _advance(results, done, progress)
+        if proc.returncode and not tail:
+            log.seek(0)
+            tail = log.read()[-600:]
     rows = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
     wall_s = time.perf_counter() - started
+    last = tail.strip().splitlines()[-1] if tail.strip() else "no reason given"
     for p in list(points)[len(rows) :]:
-        reason = f"the worker stopped after {wall_s:.0f} s: {tail.strip().splitlines()[-1] if tail.strip() else 'no reason given'}"
-        rows.append(dict(p, status=STATUS_OVER_BUDGET, error=reason))
+        rows.append(
+            dict(p, status=STATUS_OVER_BUDGET, error=f"the worker stopped after {wall_s:.0f} s: {last}")
+        )
     return rows
 
 
+def _advance(results: Path, done: int, progress: Any) -> int:
+    """Move ``progress`` on to the points the worker has written so far."""
+    if not results.exists():
+        return done
+    now = len(results.read_text().splitlines())
+    if progress is not None and now > done:
+        progress.update(now - done)
+    return now
+
+
 def worker_toolchain(out_dir: Path) -> dict[str, str]:
-    """What the worker compiled with (JAX, the CUDA root, ``ptxas --version``), or {}."""
+    """What the worker compiled with (JAX, the CUDA root, ``ptxas --version``), or {}; paths
+    inside the project name no folder of this machine (``paths.scrub``)."""
+    from ...paths import scrub
+
     path = Path(out_dir) / "toolchain.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    found = json.loads(path.read_text()) if path.exists() else {}
+    return {key: scrub(str(value)) for key, value in found.items()}
 
 
 def read_dump(out_dir: Path, row: dict[str, Any]) -> dict[str, str]:
