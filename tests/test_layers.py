@@ -27,6 +27,8 @@ ALLOWED = {
     # The time model (issue 23) reads the compilers' output; the device run joins its predictions.
     "gpu_model": {"jax20909", "fixes", "compilers"},
     "gpu": {"jax20909", "fixes", "compilers", "loops", "triton", "dispatch", "gpu_model"},
+    # The cross-study answers read the studies' published files, never their code.
+    "answers": {"jax20909"},
 }
 # The equinox#192 problem (models, steps) still lives in the dispatch study: two studies compile
 # or run its step. Named here, module by module, until it moves below the studies.

@@ -87,6 +87,9 @@ def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Re
         at = seed.pivot_table(index="T", columns="variant", values="us_seed_batch")
         if {"python", "fori u=1"} <= set(at.columns):
             rows += _rows("Mosaic TPU", list((at["fori u=1"] / at["python"]).dropna().items()))
+    model = _summary(root, backend, "gpu_model", read)
+    if model:
+        rows += _rows("model A6000", [(r["T"], r["fori/Python, predicted"]) for r in model["reporter_table"]])
     gpu = _summary(root, "gpu", "loops", read)
     if gpu:
         rows += _rows(
