@@ -1,4 +1,4 @@
-"""Notebook 07 (the Mosaic GPU study): its settings refuse bad input by name, a missing compile
+"""Notebook 09 (the Mosaic GPU study): its settings refuse bad input by name, a missing compile
 environment is "not measured" (never simulated), and one quick run of the notebook writes an
 issue-sized summary whose numbers come from the records."""
 
@@ -47,11 +47,11 @@ def test_without_the_compile_environment_every_point_is_not_measured(tmp_path, m
 
 
 def test_notebook_source_is_clean():
-    assert_clean_source("07_mosaic_gpu")
+    assert_clean_source("09_mosaic_gpu")
 
 
 def test_notebook_quick_run(tmp_path: Path):
-    executed = run_notebook("07_mosaic_gpu", tmp_path, quick=True)
+    executed = run_notebook("09_mosaic_gpu", tmp_path, quick=True)
     cells = [c for c in json.loads(executed.read_text())["cells"] if "compile_sweep" in "".join(c["source"])]
     assert any("compile for sm_90a" in str(c.get("outputs")) for c in cells) == toolchain.status().available
     results = tmp_path / "results" / "cpu" / "mosaic_gpu"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build .envs/mosaic-gpu-0.12.0.1: the environment in which Mosaic GPU compiles on a CPU
-# (notebook 07, jaxperf.compilers.mosaic_gpu). JAX's CUDA plugin holds Mosaic GPU's passes
+# (notebook 09, jaxperf.compilers.mosaic_gpu). JAX's CUDA plugin holds Mosaic GPU's passes
 # (to LLVM/NVVM, PTX, cubin); with XLA's deviceless topology it compiles for sm_90a without a
 # GPU. It lives apart from .venv because, installed there, the plugin would make JAX try to
 # start CUDA in every process. The plugin's CUDA libraries (cuDNN, cuBLAS, ...) are not

@@ -52,7 +52,7 @@ class GpuSettings(StudySettings):
     Dispatch (part d): ``dispatch_methods`` on MLPs of ``mlp_depths`` (and
     ``transformer_layers``), ``dispatch_steps``, with and without donation. Mosaic GPU
     (part e): the reporter's kernel written for Mosaic GPU (``mosaic_gpu_variants``: his two
-    loops, the scalar carry and ``hoisted u=1``, the portable form notebook 07's estimate puts
+    loops, the scalar carry and ``hoisted u=1``, the portable form notebook 09's estimate puts
     closest to the Python loop) at ``mosaic_gpu_Ts``, its Python loop only up to
     ``mosaic_gpu_python_max_steps`` steps (its lowering grows faster than T, and 1024 steps
     exceed Python's recursion limit in Mosaic GPU's layout inference).

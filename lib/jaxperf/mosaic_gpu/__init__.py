@@ -1,4 +1,4 @@
-"""The Mosaic GPU study (notebook 07): jax#20909 on Pallas' Hopper backend, without a GPU.
+"""The Mosaic GPU study (notebook 09): jax#20909 on Pallas' Hopper backend, without a GPU.
 
 Pallas' Triton backend is deprecated since JAX 0.11; the Pallas docs send GPU users to Mosaic
 GPU, which supports Hopper and newer only. Here the reporter's kernel, written the way Mosaic

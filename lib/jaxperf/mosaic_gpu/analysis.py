@@ -1,4 +1,4 @@
-"""Notebook 07's tables from its three sweeps: what lowers, the compile column, the estimate."""
+"""Notebook 09's tables from its three sweeps: what lowers, the compile column, the estimate."""
 
 from __future__ import annotations
 

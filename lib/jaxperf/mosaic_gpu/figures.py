@@ -1,4 +1,4 @@
-"""Figures of notebook 07: the compile column and the static estimate vs T, per loop form.
+"""Figures of notebook 09: the compile column and the static estimate vs T, per loop form.
 
 Each returns ``(fig, data)`` and is marked ``@plots.draws``. Colours and line styles come from
 :mod:`jaxperf.plots` (one colour per loop form, one dash per unroll, across the study)."""

@@ -1,4 +1,4 @@
-"""summary.json and summary.md of notebook 07: jax#20909 on Mosaic GPU, at issue size."""
+"""summary.json and summary.md of notebook 09: jax#20909 on Mosaic GPU, at issue size."""
 
 from __future__ import annotations
 

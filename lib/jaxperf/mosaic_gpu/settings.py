@@ -1,4 +1,4 @@
-"""Notebook 07's settings: the Mosaic GPU study of jax#20909, one frozen, typed object.
+"""Notebook 09's settings: the Mosaic GPU study of jax#20909, one frozen, typed object.
 
 The full run is sized for about eleven minutes on a 2-core CPU, most of it the Python loop:
 Mosaic GPU's layout inference makes its lowering grow faster than T (about 40 s at T=32768

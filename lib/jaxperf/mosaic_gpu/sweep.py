@@ -1,4 +1,4 @@
-"""Notebook 07's three sweeps of the Mosaic GPU port: interpret, lower, compile.
+"""Notebook 09's three sweeps of the Mosaic GPU port: interpret, lower, compile.
 
 - :func:`interpret_check`: the port in Mosaic GPU's interpreter on this CPU against the
   float64 reference (proves the arithmetic; interpreter seconds, never GPU speed);

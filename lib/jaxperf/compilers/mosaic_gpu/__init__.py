@@ -10,5 +10,5 @@
   passes, PTX, SASS) inside and outside loops; the static SASS estimate.
 
 The port itself is :mod:`jaxperf.jax20909.mosaic_gpu_kernel`; the study that uses all this
-(notebook 07) is :mod:`jaxperf.mosaic_gpu`. Nothing here runs a kernel on a GPU.
+(notebook 09) is :mod:`jaxperf.mosaic_gpu`. Nothing here runs a kernel on a GPU.
 """
