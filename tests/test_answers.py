@@ -7,7 +7,7 @@ import shutil
 
 import matplotlib.pyplot as plt
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf.answers import figures, sources
 from jaxperf.answers.settings import AnswersSettings

@@ -8,7 +8,7 @@ import json
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown, plots
 from jaxperf.jax20909 import vocab

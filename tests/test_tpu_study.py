@@ -9,7 +9,7 @@ import textwrap
 
 import pandas as pd
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf.compilers.mosaic_tpu import topology
 from jaxperf.tpu import dispatch_step, report

@@ -9,7 +9,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown
 from jaxperf.compilers import triton as tc
