@@ -42,14 +42,14 @@ def _clean() -> tuple[plt.Figure, plt.Axes]:
 
 def test_a_clean_figure_has_no_problem(tmp_path):
     fig, ax = _clean()
-    plots.reference_line(ax, 3.0, "goal")
+    plots.reference_line(ax, 3.0, "goal", fontsize=figure_rules.pt(fig))
     assert _saved(fig, tmp_path) == []
 
 
 def test_seven_lines_in_a_panel_are_too_many_but_reference_lines_do_not_count(tmp_path):
     fig, ax = _clean()
     for y in (1.0, 2.0, 5.0):
-        plots.reference_line(ax, y, f"ref {y}")
+        plots.reference_line(ax, y, f"ref {y}", fontsize=figure_rules.pt(fig))
     assert _saved(fig, tmp_path) == []
     fig, ax = _clean()
     for k in range(4):

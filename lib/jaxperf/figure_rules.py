@@ -38,7 +38,8 @@ REFERENCE_GID = "reference"  # the gid of a labelled reference line (a goal, the
 
 def scale(fig: matplotlib.figure.Figure | matplotlib.figure.SubFigure) -> float:
     """How much a notebook shrinks ``fig`` (1.0: shown at its own size)."""
-    return min(1.0, NOTEBOOK_PX / (fig.get_figure(root=True).get_size_inches()[0] * DPI))
+    root = fig if isinstance(fig, matplotlib.figure.Figure) else fig.figure  # a SubFigure's figure
+    return min(1.0, NOTEBOOK_PX / (root.get_size_inches()[0] * DPI))
 
 
 def pt(fig: matplotlib.figure.Figure | matplotlib.figure.SubFigure, size: float = MIN_PT) -> float:
