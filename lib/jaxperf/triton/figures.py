@@ -114,7 +114,7 @@ def _unroll_panels(
         if med[(med.kernel == k) & (med.loop_form == f)].unroll.nunique() > 1
     ]
     if not pairs:
-        return placeholder("no loop form compiled at more than one unroll"), med.iloc[0:0]
+        return placeholder("no loop form compiled at more than one unroll"), med  # what was looked at
     fig, axes = rules.grid(len(pairs), 1, row_height=2.3)
     frames = []
     for [ax], (kernel, form) in zip(axes, pairs):
