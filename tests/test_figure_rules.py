@@ -95,6 +95,16 @@ def test_scientific_and_minor_log_tick_labels_are_caught_and_plain_ticks_pass(tm
     assert set(labels) >= {"1", "2", "5", "10", "20"}
 
 
+def test_large_counts_read_with_k_m_g_suffixes():
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([1, 2], [2e3, 5e10])
+    figure_rules.plain_log_ticks(ax, "y")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert {"1M", "10G"} <= set(labels) and not any("e+" in x or "10^" in x for x in labels), labels
+    plt.close(fig)
+
+
 def test_the_plain_log_locator_keeps_few_labels_over_many_decades():
     ticks = figure_rules.PlainLogLocator().tick_values(1e-2, 1e9)
     assert 4 <= len(ticks) <= 9 and all(t > 0 for t in ticks)

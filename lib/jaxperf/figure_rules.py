@@ -48,9 +48,11 @@ def pt(fig: matplotlib.figure.Figure | matplotlib.figure.SubFigure, size: float 
 
 
 def _plain(value: float, _pos: Any = None) -> str:
-    if value >= 1:
-        return f"{value:.0f}"
-    return f"{value:.3g}"
+    """0.05, 2, 500, 5000, then 20k, 3M, 10G: never 10^4 or 3x10^1."""
+    for from_value, unit, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if value >= from_value:
+            return f"{value / unit:.3g}{suffix}"
+    return f"{value:.0f}" if value >= 1 else f"{value:.3g}"
 
 
 class PlainLogLocator(matplotlib.ticker.Locator):

@@ -148,7 +148,9 @@ def plot_static_unrolls_vs_T(
         unrolls = sorted(set(rows[rows.loop_form == form].unroll))
         for name in vocab.frame_variant_order(rows):
             v = rows[rows.variant == name].sort_values("T")
-            color = rules.unroll_shade(plots.color(name), int(v.unroll.iloc[0]), unrolls)
+            color = plots.color(name)
+            if name != "python":  # the form's unrolls in shades of its colour; the Python loop stays black
+                color = rules.unroll_shade(color, int(v.unroll.iloc[0]), unrolls)
             ax.plot(
                 v["T"], v.ms_static, marker="o", ms=3.5, color=color, ls=plots.unroll_style(name), label=name
             )

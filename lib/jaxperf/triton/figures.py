@@ -127,7 +127,9 @@ def _unroll_panels(
                 v[value],
                 marker="o",
                 ms=3.5,
-                color=rules.unroll_shade(plots.color(name), int(v.unroll.iloc[0]), unrolls),
+                color=plots.color(name)
+                if name == "python"
+                else rules.unroll_shade(plots.color(name), int(v.unroll.iloc[0]), unrolls),
                 ls=plots.unroll_style(name),
                 label=name,
             )
