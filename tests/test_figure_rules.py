@@ -102,6 +102,12 @@ def test_large_counts_read_with_k_m_g_suffixes():
     fig.canvas.draw()
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert {"1M", "10G"} <= set(labels) and not any("e+" in x or "10^" in x for x in labels), labels
+    ax.set_xscale("log")
+    figure_rules.plain_log_ticks(ax, "x")
+    ax.set_xlim(100, 100000)
+    ax.set_xticks([256, 65536])
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["256", "65536"]  # sizes stay exact
     plt.close(fig)
 
 

@@ -47,10 +47,10 @@ def pt(fig: matplotlib.figure.Figure | matplotlib.figure.SubFigure, size: float 
     return size / scale(fig)
 
 
-def _plain(value: float, _pos: Any = None) -> str:
-    """0.05, 2, 500, 5000, then 20k, 3M, 10G: never 10^4 or 3x10^1."""
+def _plain(value: float, compact: bool = True) -> str:
+    """0.05, 2, 500, 5000, then (``compact``) 20k, 3M, 10G, else 65536: never 10^4 or 3x10^1."""
     for from_value, unit, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
-        if value >= from_value:
+        if compact and value >= from_value:
             return f"{value / unit:.3g}{suffix}"
     return f"{value:.0f}" if value >= 1 else f"{value:.3g}"
 
@@ -77,12 +77,13 @@ class PlainLogLocator(matplotlib.ticker.Locator):
 
 
 def plain_log_ticks(ax: matplotlib.axes.Axes, axis: str = "y", suffix: str = "") -> None:
-    """Plain labels on a log axis (0.1, 2, 50, 1000; ``suffix`` appended, e.g. "x" for a
-    ratio), no minor labels."""
+    """Plain labels on a log axis (0.1, 2, 50, 1000, on y 20k, 3M; ``suffix`` appended, e.g. "x"
+    for a ratio), no minor labels."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
     target.set_major_locator(PlainLogLocator())
-    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, p: _plain(v) + suffix))
+    compact = axis == "y"  # counts read as 10k, 1M; a swept size on x stays exact (65536)
+    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, p: _plain(v, compact) + suffix))
     target.set_minor_locator(matplotlib.ticker.LogLocator(base=10, subs=tuple(range(2, 10))))
     target.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
