@@ -260,3 +260,24 @@ def build_runner(
         model, opt_state = jax.tree.map(copy, (model, opt_state))
     inputs = Inputs(step, model, opt_state, x, jax.devices()[:n_devices], donate)
     return _TABLE[method][1](inputs)
+
+
+def build_filter_jit_like(
+    wrap: Callable[..., Any],
+    method: str,
+    step: str,
+    model: Any,
+    opt_state: Any,
+    x: jax.Array,
+    *,
+    donate: bool = False,
+) -> Runner:
+    """The one-device ``eqx.filter_jit`` method with ``wrap`` in Equinox's place (a drop-in, or
+    Equinox with a change patched in), under the name ``method``: what a study that compares a
+    candidate with ``eqx.filter_jit`` builds without adding it to :data:`METHODS`."""
+    if not isinstance(donate, bool):
+        raise bad_value("donate", donate, "True or False")
+    if donate:
+        copy = lambda a: jnp.array(a, copy=True) if eqx.is_array(a) else a  # noqa: E731
+        model, opt_state = jax.tree.map(copy, (model, opt_state))
+    return _filter_jit(Inputs(step, model, opt_state, x, jax.devices()[:1], donate), wrap, method)
