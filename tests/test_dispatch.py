@@ -15,6 +15,7 @@ from jaxperf.dispatch import (
     build_runner,
     check_runners,
     count_leaves,
+    inner_call,
     variant_name,
 )
 from jaxperf.dispatch import sweep as dispatch_sweep
@@ -127,13 +128,28 @@ def test_source_notebook_is_clean():
 def test_quick_notebook_run_writes_its_outputs(tmp_path):
     run_notebook(NB, tmp_path, quick=True)
     study_dir = tmp_path / "results" / "cpu" / "dispatch"
-    for name in ("timings", "unsupported", "breakdown_stages", "breakdown_cprofile", "fix_ratios"):
+    for name in (
+        "timings",
+        "unsupported",
+        "breakdown_stages",
+        "breakdown_cprofile",
+        "inner_call_ladder",
+        "fix_ratios",
+    ):
         assert (study_dir / f"{name}.csv").is_file()
         sidecar = json.loads((study_dir / f"{name}.json").read_text())
         assert sidecar["provenance"]["device_count"] == 8
         assert sidecar["provenance"]["packages"]["equinox"] == "0.13.8"
     figures = tmp_path / "figures" / "cpu"
-    for fig in ("it_per_s_vs_leaves", "host_overhead_vs_leaves", "breakdown", "fix_speedup"):
+    for fig in (
+        "it_per_s_vs_leaves",
+        "methods_it_per_s_vs_leaves",
+        "donation",
+        "host_overhead_vs_leaves",
+        "breakdown",
+        "inner_call",
+        "fix_speedup",
+    ):
         for ext in ("png", "svg", "csv"):
             assert (figures / f"dispatch_{fig}.{ext}").stat().st_size > 0
     summary = json.loads((study_dir / "summary.json").read_text())
@@ -151,3 +167,10 @@ def test_quick_notebook_run_writes_its_outputs(tmp_path):
     assert fast == {(m, d) for m in ("packed_pmap", "packed_jit") for d in (False, True)}
     text = (study_dir / "summary.md").read_text()
     assert "equinox#192" in text and "Smoke run" in text and "jaxlib" in text
+    # the inner call's ladder and the stage totals reach summary.json, per model that was split
+    breakdown = summary["breakdown"]
+    assert set(breakdown) == {"mlp_depth16", "transformer_1layers"}
+    for b in breakdown.values():
+        assert b["whole_call_ms"]["median"] > 0 and b["pmap_params_call_ms"]["median"] > 0
+        assert set(b["inner_call"]["cpu_ms"]) == set(inner_call.RUNGS)
+        assert b["inner_call"]["sizes"]["output_copies"] >= 2

@@ -130,12 +130,18 @@ def test_smoke_run_summary_judges_nothing():
     assert "**not met**" in full and "Smoke run" not in full
 
 
-def test_stage_table_is_the_median_ms_per_stage():
-    stages = pd.DataFrame(
-        {"stage": ["partition"] * 3 + ["combine"] * 3, "seconds": [1e-3, 2e-3, 9e-3, 4e-3, 4e-3, 5e-3]}
-    ).assign(model="m", leaves=10)
-    table = report.stage_table(stages).set_index("stage")["median_ms"]
-    assert table["partition"] == pytest.approx(2.0) and table["combine"] == pytest.approx(4.0)
+def test_stage_table_is_the_median_ms_per_stage_of_the_staged_calls():
+    staged = pd.DataFrame(
+        {"stage": ["partition"] * 3 + ["combine"] * 3, "wall_ms": [1.0, 2.0, 9.0, 4.0, 4.0, 5.0]}
+    ).assign(call="filter_pmap, staged", cpu_ms=1.0, round=0)
+    whole = pd.DataFrame({"stage": ["whole call"], "wall_ms": [99.0], "cpu_ms": [9.0]}).assign(
+        call="filter_pmap", round=0
+    )
+    rows = pd.concat([staged, whole]).assign(model="m", leaves=10)
+    table = report.stage_table(rows).set_index("stage")
+    assert list(table.index) == ["partition", "combine"]  # whole calls are not stages
+    assert table.loc["partition", "median_ms"] == pytest.approx(2.0)
+    assert table.loc["combine", "median_ms"] == pytest.approx(4.0)
 
 
 def test_fast_path_goal_is_judged_against_the_reporters_undonated_pmap():
@@ -157,21 +163,42 @@ def test_summary_leads_with_the_answer_and_folds_the_tables():
     )
     summary = summarize(pd.concat([small, large], ignore_index=True))
     ans = summary["answer"]
-    assert ans["filter_pmap_over_pmap_mlp"] == {"min": pytest.approx(0.3), "max": pytest.approx(0.4)}
-    assert "filter_pmap_over_pmap_transformer" not in ans
+    assert list(ans["by_measure"]) == ["loop_it_per_s", "it_per_s"]  # the seed's pipelined loop first
+    piped = ans["by_measure"]["loop_it_per_s"]
+    fp = piped["filter_pmap_over_pmap"]
+    assert (fp["mlp_min"], fp["mlp_max"]) == (pytest.approx(0.3), pytest.approx(0.4))
+    assert fp["mlp_leaves"] == [14, 392] and fp["transformer"] is None
+    top = piped["largest"]
+    assert top["leaves"] == 392 and top["fix_over_pmap"]["median"] == pytest.approx(0.8)
+    assert top["fix_over_filter_pmap"]["median"] == pytest.approx(80 / 30)
+    assert top["fix_over_filter_pmap_meets"] is True  # 2.67x >= 2.5x at >= 100 leaves
     cells = ans["fix_cells"]  # 2 sizes x 2 measures, no donation: the 392-leaf cells miss 0.95
     assert (cells["meeting"], cells["of"]) == (2, 4) and cells["lowest"] == pytest.approx(0.8)
     assert cells["lowest_at"]["model"] == "mlp_392"
     info = SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu")
     text = summary_md.render(summary, info, pd.DataFrame(), pd.DataFrame())
-    answer_at, folded_at = text.index("### The answer, in numbers"), text.index("<details>")
-    assert answer_at < folded_at and "| model |" not in text[:folded_at]
-    assert "0.30–0.40× the it/s" in text and "in 2 of 4 cells" in text and "lowest is 0.80×" in text
-    assert text.count("<details>") == text.count("</details>") == 2  # results, fix
-    assert ans["reproduced"] is True and "**Reproduced:**" in text
+    folded_at = text.index("<details>")
+    answer = text[:folded_at]
+    assert "| model |" not in answer and answer.count("\n- ") <= 5
+    assert answer.index("pipelined loop") < answer.index("each call blocked")
+    assert "0.30–0.40× over MLPs of 14–392 array leaves" in answer
+    assert "it is slower than pmap on params at 392 leaves (0.80× [0.80, 0.80])" in answer
+    assert "**met**" in answer and "2 of 4, lowest 0.80×" in answer
+    assert ans["reproduced"] is True and "**Reproduced**" in answer
     # filter_pmap as fast as pmap at 14 leaves: not reproduced; a smoke run judges nothing
     even = summarize(pd.concat([frame({**BASE, ("filter_pmap", False): 100.0}, leaves=14), large]))
     assert even["answer"]["reproduced"] is False
-    assert "**Not reproduced:**" in summary_md.render(even, info, pd.DataFrame(), pd.DataFrame())
+    assert "**Not reproduced**" in summary_md.render(even, info, pd.DataFrame(), pd.DataFrame())
     smoke = summary_md.render(summarize(large, quick=True), info, pd.DataFrame(), pd.DataFrame())
-    assert "Reproduced" not in smoke and "**not judged (smoke run):**" in smoke
+    assert "Reproduced" not in smoke and "**not judged (smoke run)**" in smoke
+
+
+def test_a_fix_whose_spread_holds_one_is_reported_as_a_tie():
+    rows = []
+    for repeat, fix in enumerate((97.0, 102.0, 99.0, 104.0)):
+        part = frame({**BASE, ("cached_filter_pmap", False): fix}, leaves=392)
+        rows.append(part[part["repeat"] == 0].assign(repeat=repeat))
+    summary = summarize(pd.concat(rows, ignore_index=True))
+    info = SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu")
+    text = summary_md.render(summary, info, pd.DataFrame(), pd.DataFrame())
+    assert "it ties with pmap on params at 392 leaves" in text and "faster than pmap" not in text

@@ -88,3 +88,23 @@ def test_smoke_notice_and_verdicts():
 def test_table_formats_floats(value):
     out = markdown.table(pd.DataFrame({"v": [value]}), floatfmt="{:.2f}")
     assert out.splitlines()[-1] == f"| {value:.2f} |"
+
+
+@pytest.mark.parametrize(
+    ("stats", "word"),
+    [
+        ({"median": 1.02, "q25": 0.97, "q75": 1.05}, "ties with"),
+        ({"median": 0.99, "q25": 0.99, "q75": 1.00}, "ties with"),
+        ({"median": 1.2, "q25": 1.1, "q75": 1.3}, "is faster than"),
+        ({"median": 0.9, "q25": 0.85, "q75": 0.95}, "is slower than"),
+        ({"median": 1.2}, "is faster than"),
+        (None, "n/a"),
+    ],
+)
+def test_versus_calls_overlapping_spreads_a_tie(stats, word):
+    assert markdown.versus(stats) == word
+
+
+def test_ratio_shows_its_spread():
+    assert markdown.ratio({"median": 0.444, "q25": 0.43, "q75": 0.48}) == "0.44× [0.43, 0.48]"
+    assert markdown.ratio(None) == "n/a"

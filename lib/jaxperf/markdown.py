@@ -105,3 +105,31 @@ def verdict(met: bool | None, quick: bool, *, met_text: str = "met", missed_text
     if met is None:
         return "n/a (not measured)"
     return met_text if met else missed_text
+
+
+def versus(
+    ratio: Mapping[str, Any] | None,
+    *,
+    tie: str = "ties with",
+    faster: str = "is faster than",
+    slower: str = "is slower than",
+) -> str:
+    """How a per-pair ratio reads in a sentence: a tie when its interquartile range holds 1
+    (so a rerun cannot flip the stated answer), else faster or slower. ``n/a`` when missing."""
+    if ratio is None or _number(ratio.get("median")) is None:
+        return "n/a"
+    q25, q75 = _number(ratio.get("q25")), _number(ratio.get("q75"))
+    lo = q25 if q25 is not None else ratio["median"]
+    hi = q75 if q75 is not None else ratio["median"]
+    if lo <= 1.0 <= hi:
+        return tie
+    return faster if lo > 1.0 else slower
+
+
+def ratio(stats: Mapping[str, Any] | None, digits: int = 2) -> str:
+    """A ratio as ``0.44× [0.43, 0.48]`` (median [interquartile range])."""
+    if stats is None or _number(stats.get("median")) is None:
+        return "n/a"
+    q25, q75 = _number(stats.get("q25")), _number(stats.get("q75"))
+    spread = f" [{q25:.{digits}f}, {q75:.{digits}f}]" if q25 is not None and q75 is not None else ""
+    return f"{stats['median']:.{digits}f}×{spread}"

@@ -12,6 +12,7 @@ import os
 import platform
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from .backend import BackendInfo
@@ -61,6 +62,23 @@ def git_commit() -> dict[str, Any]:
         }
     except (OSError, subprocess.SubprocessError):
         return {"commit": "unknown", "dirty": None}
+
+
+def code_files(own_package: str | None = None) -> list[str]:
+    """The project files whose code made a result: every ``jaxperf`` module loaded in this
+    process, and every module of ``own_package`` (the study's own package, whose modules may
+    run in child processes), as paths relative to the project, sorted."""
+    lib = PROJECT_ROOT / "lib"
+    files = set()
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if (name == "jaxperf" or name.startswith("jaxperf.")) and path and Path(path).is_relative_to(lib):
+            files.add(Path(path))
+    if own_package:
+        package = lib / own_package.replace(".", "/")
+        if package.is_dir():
+            files.update(package.rglob("*.py"))
+    return sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in files)
 
 
 def capture(parameters: dict[str, Any] | None, info: BackendInfo) -> dict[str, Any]:

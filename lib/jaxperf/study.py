@@ -89,12 +89,13 @@ class Study:
             }
             for name, saved in self.figures.items()
         }
+        own = type(self.settings).__module__.rpartition(".")[0] if self.settings is not None else None
         payload = {
             "study": self.name,
             "backend": self.backend,
             **summary,
             "figures": figures,
-            "provenance": self.provenance,
+            "provenance": {**self.provenance, "code": provenance.code_files(own)},
         }
         text = markdown.rstrip() + "\n\n" + provenance.environment_block(self.provenance) + "\n"
         records.write_summary(self.results_dir, payload, text)

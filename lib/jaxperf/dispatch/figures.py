@@ -1,172 +1,328 @@
-"""The dispatch study's figures. Each function takes the timing frame (or a table
-from :mod:`jaxperf.dispatch.report`) and returns ``(figure, plotted data)``;
-``@plots.draws`` records which function drew each figure."""
+"""The dispatch study's figures, one claim each. Each function takes the timing frame (or a
+table from :mod:`jaxperf.dispatch.report`) and returns ``(figure, plotted data)``;
+``@plots.draws`` records which function drew each figure. Colours come from the study's one
+palette (:mod:`jaxperf.plots`); at most six method lines per panel."""
 
 from __future__ import annotations
-
-from typing import Literal
 
 import matplotlib.axes
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.lines import Line2D
 
 from .. import plots
-from .methods import BASELINE, METHODS, SLOW
-from .report import FAST_GOAL_NOOP, GOAL_VS_FILTER, GOAL_VS_PMAP, IT_MEASURES, MEASURE_SHORT
+from .inner_call import RUNGS
+from .methods import BASELINE, FIX, METHODS, SLOW
+from .report import FAST_GOAL_NOOP, GOAL_LEAVES, GOAL_VS_FILTER, GOAL_VS_PMAP, IT_MEASURES
+from .stages import STAGES
 
-DONATED_STYLE: Literal["--"] = "--"
+#: the seed's numbers (equinox#192, TPU v3-8, 2022), drawn as labelled reference lines
+SEED_IT_PER_S = {SLOW: 8.0, BASELINE: 25.0}
+#: the first figure's methods: the seed's two paths, the fix and the packed path (donated, as it is meant)
+HEADLINE = ((SLOW, False), (BASELINE, False), (FIX, False), ("packed_pmap", True), ("packed_jit", True))
+#: the secondary figures group the methods so that no panel holds more than six lines
+FAMILIES = {
+    "pmap and its drop-ins": (SLOW, BASELINE, "pmap_static_argnums", FIX, "packed_pmap"),
+    "jit over the devices": ("jit_named_sharding", "filter_jit_shard", "jit_shard_map", "packed_jit"),
+    "one device": ("jit_single_device", "filter_jit", "cached_filter_jit"),
+}
 
 
-def _order(df: pd.DataFrame) -> list[str]:
-    return [m for m in METHODS if m in set(df["method"])]
+#: legend labels short enough to leave the panels their width
+SHORT = {
+    SLOW: "eqx.filter_pmap",
+    BASELINE: "jax.pmap on params",
+    "pmap_static_argnums": "jax.pmap, static argnums",
+    FIX: "cached_filter_pmap (fix)",
+    "packed_pmap": "packed_pmap",
+    "jit_named_sharding": "jit + NamedSharding",
+    "filter_jit_shard": "eqx.filter_jit + filter_shard",
+    "jit_shard_map": "jit(shard_map)",
+    "packed_jit": "packed_jit",
+    "jit_single_device": "jax.jit, 1 device",
+    "filter_jit": "eqx.filter_jit, 1 device",
+    "cached_filter_jit": "cached_filter_jit, 1 device",
+}
 
 
-def _method_lines(ax: matplotlib.axes.Axes, data: pd.DataFrame, y: str, order: list[str]) -> pd.DataFrame:
-    """Median + IQR per method vs leaves: solid without donation, dashed with (same colour)."""
+def label(method: str, donated: bool = False) -> str:
+    return SHORT.get(method, METHODS.get(method, method)) + (", donated" if donated else "")
+
+
+def _lines(
+    ax: matplotlib.axes.Axes, data: pd.DataFrame, y: str, pairs: list[tuple[str, bool]]
+) -> pd.DataFrame:
+    """Median + IQR band of ``y`` vs leaves for each (method, donated), in palette colours."""
     stats = []
-    for donated, part in data.groupby("donated", sort=True):
-        before = len(ax.get_lines())
-        s = plots.median_iqr_lines(ax, part, "leaves", y, "method", hue_order=order, logx=True, logy=True)
-        if donated:
-            for line in ax.get_lines()[before:]:
-                line.set_linestyle(DONATED_STYLE)
-                line.set_label(f"_{line.get_label()} (donated)")  # keep the legend to one entry per method
-        stats.append(s.assign(donated=bool(donated)))
-    return pd.concat(stats, ignore_index=True)
-
-
-def _legend(fig: plt.Figure, ax: matplotlib.axes.Axes, donated: bool) -> None:
-    handles, labels = ax.get_legend_handles_labels()
-    labels = [METHODS.get(label, label) for label in labels]
-    if donated:
-        handles.append(Line2D([], [], color="0.3", ls=DONATED_STYLE))
-        labels.append("dashed: model and optimiser state donated")
-    fig.legend(handles, labels, loc="upper center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, 1.0))
-
-
-def _transformer_stars(ax: matplotlib.axes.Axes, other: pd.DataFrame, measure: str) -> pd.DataFrame:
-    colors = {line.get_label(): line.get_color() for line in ax.get_lines()}
-    t = (
-        other.groupby(["method", "donated", "leaves"])[measure]
-        .describe(percentiles=[0.25, 0.5, 0.75])[["25%", "50%", "75%", "count"]]
-        .set_axis(["q25", "median", "q75", "n"], axis=1)
-        .reset_index()
-    )
-    for _, row in t.iterrows():
-        ax.scatter(
-            row["leaves"],
-            row["median"],
-            marker="*" if not row["donated"] else "P",
-            s=110,
-            zorder=5,
-            color=colors.get(row["method"], "k"),
-            edgecolor="k",
-            linewidth=0.5,
+    for method, donated in pairs:
+        part = data[(data["method"] == method) & (data["donated"] == donated)]
+        if part.empty:
+            continue
+        s = part.groupby("leaves")[y].describe(percentiles=[0.25, 0.5, 0.75])[["25%", "50%", "75%", "count"]]
+        s = s.set_axis(["q25", "median", "q75", "n"], axis=1).reset_index()
+        color = plots.color(method)
+        ls = "--" if donated and (method, False) in pairs else "-"
+        ax.plot(
+            s["leaves"], s["median"], marker="o", ms=3.5, color=color, ls=ls, label=label(method, donated)
         )
-    return t
+        ax.fill_between(s["leaves"], s["q25"], s["q75"], color=color, alpha=0.18, linewidth=0)
+        stats.append(s.assign(method=method, donated=donated, measure=y))
+    return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
+
+
+def _leaves_axis(ax: matplotlib.axes.Axes, leaves: pd.Series) -> None:
+    ax.set_xscale("log")
+    ticks = sorted(leaves.unique())
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    ax.set_xlabel("array leaves per call", fontsize=9)
+
+
+def _ratio_at_largest(df: pd.DataFrame, method: str, measure: str) -> tuple[int, float] | None:
+    """(leaves, median it/s ratio over pmap on params) at the largest MLP, no donation."""
+    mlp = df[(df["kind"] == "mlp") & (~df["donated"])]
+    if mlp.empty:
+        return None
+    top = mlp["leaves"].max()
+    mine = mlp[(mlp["leaves"] == top) & (mlp["method"] == method)].set_index("repeat")[measure]
+    base = mlp[(mlp["leaves"] == top) & (mlp["method"] == BASELINE)].set_index("repeat")[measure]
+    ratio = (mine / base).dropna()
+    return (int(top), float(ratio.median())) if len(ratio) else None
 
 
 @plots.draws
 def plot_it_per_s(df: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """The headline: it/s vs leaves per method, with and without donation (median line,
-    IQR band); one row per measure (blocked calls, pipelined loop), one column per step."""
-    steps = list(dict.fromkeys(df["step"]))
-    measures = [m for m in IT_MEASURES if m in df]
+    """The first equinox#192 figure: it/s vs array leaves on the seed's no-op step for
+    filter_pmap, pmap on params, the drop-in fix and the packed path, in the seed's
+    pipelined loop (left) and with each call blocked (right); the seed's TPU numbers marked."""
+    noop = df[(df["step"] == "noop") & (df["kind"] == "mlp")]
+    measures = [m for m in ("loop_it_per_s", "it_per_s") if m in noop]
+    fig, axes = plt.subplots(1, len(measures), figsize=(10, 4.4), sharey=True, squeeze=False)
+    stats = []
+    pairs = [p for p in HEADLINE if p[0] in set(noop["method"])]
+    for ax, measure in zip(axes[0], measures):
+        stats.append(_lines(ax, noop, measure, pairs))
+        for method, rate in SEED_IT_PER_S.items():
+            plots.reference_line(
+                ax,
+                rate,
+                f"equinox#192, TPU v3-8: {METHODS[method].split(' (')[0]} {rate:g} it/s",
+                color=plots.color(method),
+            )
+        ax.set_yscale("log")
+        _leaves_axis(ax, noop["leaves"])
+        ax.set_title(IT_MEASURES[measure], fontsize=10)
+    axes[0][0].set_ylabel("it/s (median, IQR band)")
+    found = _ratio_at_largest(noop, SLOW, measures[0]) if measures else None
+    claim = (
+        f"eqx.filter_pmap: {found[1]:.2f}x the it/s of jax.pmap on params at {found[0]} leaves (pipelined)"
+        if found
+        else "it/s vs array leaves"
+    )
+    fig.suptitle(f"No-op step of equinox#192 on this backend: {claim}", fontsize=10.5)
+    plots.legend_outside(axes[0][-1])
+    return fig, pd.concat(stats, ignore_index=True)
+
+
+def _family_grid(df: pd.DataFrame, y: str, ylabel: str, steps: list[str]) -> tuple[plt.Figure, pd.DataFrame]:
+    families = {k: [m for m in v if m in set(df["method"])] for k, v in FAMILIES.items()}
+    families = {k: v for k, v in families.items() if v}
     fig, axes = plt.subplots(
-        len(measures), len(steps), figsize=(6.6 * len(steps), 4.8 * len(measures)), squeeze=False
+        len(families), len(steps), figsize=(10, 3.1 * len(families) + 0.6), sharey="col", squeeze=False
     )
     stats = []
-    for r, measure in enumerate(measures):
+    mlp = df[df["kind"] == "mlp"]
+    for r, (family, methods) in enumerate(families.items()):
         for c, step in enumerate(steps):
-            ax, part = axes[r][c], df[df["step"] == step]
-            s = _method_lines(ax, part[part["kind"] == "mlp"], measure, _order(part))
-            stats.append(s.assign(step=step, kind="mlp", measure=measure))
-            other = part[part["kind"] != "mlp"]
-            if not other.empty:
-                stats.append(
-                    _transformer_stars(ax, other, measure).assign(
-                        step=step, kind="transformer", measure=measure
-                    )
-                )
-            ax.set_title(f"{step} step — {IT_MEASURES[measure]}", fontsize=10)
-            ax.set_xlabel("array leaves per call (model + batch + Adam state); ★/✚ = transformer", fontsize=9)
-            ax.set_ylabel("it/s (median, IQR band)")
-    _legend(fig, axes[0][0], df["donated"].any())
+            ax = axes[r][c]
+            part = mlp[mlp["step"] == step]
+            s = _lines(ax, part, y, [(m, False) for m in methods])
+            stats.append(s.assign(step=step, family=family))
+            ax.set_yscale("log")
+            _leaves_axis(ax, mlp["leaves"])
+            ax.set_title(f"{family}, {step} step", fontsize=9.5)
+            ax.set_ylabel(ylabel if c == 0 else "", fontsize=9)
+            if c == len(steps) - 1:
+                plots.legend_outside(ax)
     return fig, pd.concat(stats, ignore_index=True)
+
+
+@plots.draws
+def plot_methods(df: pd.DataFrame, measure: str = "loop_it_per_s") -> tuple[plt.Figure, pd.DataFrame]:
+    """Every method's it/s vs leaves (no donation), grouped so that a panel holds at most six
+    lines: pmap and its drop-ins, jit over the devices, one device; no-op and train step."""
+    steps = list(dict.fromkeys(df["step"]))
+    fig, data = _family_grid(df, measure, "it/s (median, IQR band)", steps)
+    fig.suptitle(f"Every method, {IT_MEASURES[measure]}, no donation", fontsize=10.5)
+    return fig, data
 
 
 @plots.draws
 def plot_host_overhead(df: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """Host work per call vs leaves, every method with and without donation: the dispatching
-    thread's CPU time (blocked calls), and enqueue-only time (block after the loop)."""
-    measures = {
-        "cpu_us_per_call": "thread CPU µs per call (blocked calls)",
-        "dispatch_us_per_call": "enqueue-only µs per call (block after loop)",
-    }
+    """Host work per call vs leaves (the dispatching thread's CPU time over blocked calls, no
+    donation), grouped as :func:`plot_methods`."""
     steps = list(dict.fromkeys(df["step"]))
-    fig, axes = plt.subplots(len(steps), 2, figsize=(13, 4.6 * len(steps)), squeeze=False)
-    stats = []
-    mlp = df[df["kind"] == "mlp"]
-    for r, step in enumerate(steps):
-        for c, (column, title) in enumerate(measures.items()):
-            ax, part = axes[r][c], mlp[mlp["step"] == step]
-            stats.append(_method_lines(ax, part, column, _order(part)).assign(step=step, measure=column))
-            ax.set_title(f"{title} — {step} step (MLP sweep)", fontsize=10)
-            ax.set_xlabel("array leaves per call")
-            ax.set_ylabel("µs per call (median, IQR band)")
-    _legend(fig, axes[0][0], df["donated"].any())
-    return fig, pd.concat(stats, ignore_index=True)
+    fig, data = _family_grid(df, "cpu_us_per_call", "thread CPU µs per call", steps)
+    fig.suptitle(
+        "Host CPU per call grows with the leaves for every method that walks the pytree", fontsize=10.5
+    )
+    return fig, data
 
 
 @plots.draws
-def plot_breakdown(stage_ms: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """Stacked bars: median ms per stage of one eqx.filter_pmap call, per model
-    (``stage_ms`` from :func:`jaxperf.dispatch.report.stage_table`)."""
-    table = stage_ms.pivot_table(index=["leaves", "model"], columns="stage", values="median_ms", sort=True)
-    table = table[[s for s in dict.fromkeys(stage_ms["stage"]) if s in table.columns]]
-    fig, ax = plt.subplots(figsize=(8.5, 4.8))
-    bottom = np.zeros(len(table))
-    labels = [f"{model}\n({leaves} leaves)" for leaves, model in table.index]
-    for stage in table.columns:
-        ax.bar(labels, table[stage].to_numpy(), bottom=bottom, label=stage)
-        bottom += table[stage].to_numpy()
-    ax.set_ylabel("ms per call (median of each stage)")
-    ax.set_title("Where one eqx.filter_pmap call spends its time (stage timers)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return fig, stage_ms
+def plot_donation(df: pd.DataFrame, measure: str = "loop_it_per_s") -> tuple[plt.Figure, pd.DataFrame]:
+    """What donating model and optimiser state buys each method at the largest MLP: the
+    per-repeat it/s ratio donated / not donated (median bar, IQR whisker), per step."""
+    mlp = df[df["kind"] == "mlp"]
+    top = mlp[mlp["leaves"] == mlp["leaves"].max()]
+    rows = []
+    for (step, method), part in top.groupby(["step", "method"], sort=False):
+        on = part[part["donated"]].set_index("repeat")[measure]
+        off = part[~part["donated"]].set_index("repeat")[measure]
+        ratio = (on / off).dropna()
+        if len(ratio):
+            q25, med, q75 = np.percentile(ratio, [25, 50, 75])
+            rows.append(
+                {"step": step, "method": method, "median": med, "q25": q25, "q75": q75, "n": len(ratio)}
+            )
+    data = pd.DataFrame(rows)
+    steps = list(dict.fromkeys(data["step"])) if not data.empty else []
+    fig, axes = plt.subplots(1, max(len(steps), 1), figsize=(10, 4.2), sharey=True, squeeze=False)
+    for ax, step in zip(axes[0], steps):
+        part = data[data["step"] == step]
+        order = [m for m in METHODS if m in set(part["method"])]
+        part = part.set_index("method").loc[order]
+        y = np.arange(len(order))
+        ax.barh(y, part["median"], color=[plots.color(m) for m in order], alpha=0.85)
+        ax.errorbar(
+            part["median"],
+            y,
+            xerr=[part["median"] - part["q25"], part["q75"] - part["median"]],
+            fmt="none",
+            ecolor="0.2",
+            lw=1,
+        )
+        ax.axvline(1.0, color="0.4", lw=0.8)
+        ax.set_yticks(y)
+        ax.set_yticklabels([label(m) for m in order], fontsize=8)
+        ax.set_xscale("log")
+        plots.ratio_axis(ax, "x")
+        ax.set_title(f"{step} step", fontsize=10)
+        ax.set_xlabel("it/s donated ÷ not donated (per repeat)", fontsize=9)
+    leaves = int(top["leaves"].iloc[0]) if not top.empty else 0
+    fig.suptitle(
+        f"Donating model and optimiser state, {IT_MEASURES[measure]}, MLP at {leaves} leaves", fontsize=10.5
+    )
+    return fig, data
 
 
 @plots.draws
 def plot_speedup(ratios: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """Per-pair it/s ratios of the fix and the packed paths over jax.pmap on params and over
-    eqx.filter_pmap (same donation), pipelined loop, vs leaves; one panel per step and baseline."""
+    """The fix and the packed path as per-pair it/s ratios (pipelined loop, MLP sweep): over
+    jax.pmap on params without donation (the reporter's baseline, left) and the fix over
+    eqx.filter_pmap (right), each goal drawn and labelled; one row per step."""
     data = ratios[(ratios["measure"] == "loop_it_per_s") & (ratios["kind"] == "mlp")]
-    if data.empty:
-        data = ratios[ratios["kind"] == "mlp"]
     steps = list(dict.fromkeys(data["step"]))
-    fig, axes = plt.subplots(len(steps), 2, figsize=(13, 4.6 * len(steps)), squeeze=False)
+    fig, axes = plt.subplots(len(steps), 2, figsize=(10, 3.4 * len(steps) + 0.5), squeeze=False)
     stats = []
     for r, step in enumerate(steps):
-        for c, (over, name) in enumerate(((BASELINE, "jax.pmap on params"), (SLOW, "eqx.filter_pmap"))):
-            ax, part = axes[r][c], data[(data["step"] == step) & (data["over"] == over)]
-            if part.empty:
-                continue
-            s = _method_lines(ax, part, "ratio", _order(part))
-            stats.append(s.assign(step=step, over=over))
-            ax.axhline(1.0, color="0.5", lw=0.8)
-            if over == BASELINE:
-                ax.axhline(
-                    GOAL_VS_PMAP, color="tab:orange", ls=":", lw=1, label=f"_fix goal ≥ {GOAL_VS_PMAP}×"
-                )
-                if step == "noop":
-                    ax.axhline(FAST_GOAL_NOOP, color="tab:green", ls=":", lw=1, label="_packed goal")
-            else:
-                ax.axhline(GOAL_VS_FILTER, color="tab:blue", ls=":", lw=1, label="_fix goal")
-            measure = MEASURE_SHORT[data["measure"].iloc[0]]
-            ax.set_title(f"it/s ÷ {name} — {step} step, {measure}", fontsize=10)
-            ax.set_xlabel("array leaves per call (MLP sweep)")
-            ax.set_ylabel("per-pair ratio (median, IQR band)")
-    _legend(fig, axes[0][0], data["donated"].any())
+        part = data[data["step"] == step]
+        left, right = axes[r]
+        pairs = [(FIX, False), ("packed_pmap", True), ("packed_jit", True)]
+        s = _lines(left, part[part["over"] == "pmap_params_undonated"], "ratio", pairs)
+        stats.append(s.assign(step=step, over="pmap_params_undonated"))
+        plots.reference_line(left, GOAL_VS_PMAP, f"fix goal ≥ {GOAL_VS_PMAP}x", color=plots.color(FIX))
+        if step == "noop":
+            plots.reference_line(
+                left, FAST_GOAL_NOOP, f"packed goal ≥ {FAST_GOAL_NOOP:g}x", color=plots.color("packed_jit")
+            )
+        s = _lines(right, part[(part["over"] == SLOW) & (~part["donated"])], "ratio", [(FIX, False)])
+        stats.append(s.assign(step=step, over=SLOW))
+        plots.reference_line(
+            right, GOAL_VS_FILTER, f"goal ≥ {GOAL_VS_FILTER}x at ≥ {GOAL_LEAVES} leaves", color="0.3"
+        )
+        for ax, title in ((left, "÷ jax.pmap on params (no donation)"), (right, "fix ÷ eqx.filter_pmap")):
+            ax.axhline(1.0, color="0.6", lw=0.8)
+            ax.set_yscale("log")
+            plots.ratio_axis(ax)
+            _leaves_axis(ax, part["leaves"])
+            ax.set_title(f"{step} step: it/s {title}", fontsize=9.5)
+            ax.set_ylabel("per-pair ratio (median, IQR)", fontsize=9)
+        if r == 0:  # one legend for the row, outside the data: the left panel holds every method
+            handles, labels = left.get_legend_handles_labels()
+            right.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    fig.suptitle("The fix and the packed path in the seed's pipelined loop", fontsize=10.5)
+    return fig, pd.concat(stats, ignore_index=True)
+
+
+@plots.draws
+def plot_breakdown(stage_ms: pd.DataFrame, totals: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
+    """Per model: one eqx.filter_pmap call stage by stage (stacked medians of the staged
+    calls), beside an ordinary filter_pmap call and jax.pmap on params measured in the same
+    rounds (median bars, IQR whiskers). ``stage_ms`` from :func:`report.stage_table`,
+    ``totals`` from :func:`stages.run_breakdowns`."""
+    models = list(dict.fromkeys(stage_ms["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(10, 4.0), squeeze=False)
+    stage_colors = plots.colors_for(list(STAGES))
+    for ax, model in zip(axes[0], models):
+        part = stage_ms[stage_ms["model"] == model].set_index("stage")
+        tot = totals[totals["model"] == model].iloc[0]
+        bottom = 0.0
+        for stage in [s for s in STAGES if s in part.index]:
+            value = float(part.loc[stage, "median_ms"])
+            ax.bar(0, value, bottom=bottom, color=stage_colors[stage], label=stage, width=0.6)
+            bottom += value
+        for x, key, method in ((1, "whole_call_ms", SLOW), (2, "pmap_params_call_ms", BASELINE)):
+            med, q25, q75 = (float(tot[f"{key}_{q}"]) for q in ("median", "q25", "q75"))
+            ax.bar(x, med, color=plots.color(method), width=0.6, alpha=0.85)
+            ax.errorbar(x, med, yerr=[[med - q25], [q75 - med]], fmt="none", ecolor="0.2", lw=1)
+        ax.set_xticks([0, 1, 2])
+        ax.set_xticklabels(
+            ["filter_pmap\nstage by stage", "filter_pmap\ncall", "pmap on\nparams"], fontsize=8
+        )
+        ax.set_title(f"{model} ({int(part['leaves'].iloc[0])} leaves)", fontsize=9.5)
+        ax.set_ylabel("wall ms per blocked call (median)" if ax is axes[0][0] else "", fontsize=9)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    axes[0][-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    fig.suptitle(
+        "Where one eqx.filter_pmap call spends its time, beside the calls it is compared with", fontsize=10.5
+    )
+    return fig, stage_ms
+
+
+@plots.draws
+def plot_inner_call(ladder: pd.DataFrame, explained: dict) -> tuple[plt.Figure, pd.DataFrame]:
+    """The inner jax.pmap call's host CPU per call, rung by rung from jax.pmap on params to
+    filter_pmap's own inner call (:mod:`jaxperf.dispatch.inner_call`), per model."""
+    models = list(dict.fromkeys(ladder["model"]))
+    fig, axes = plt.subplots(len(models), 1, figsize=(10, 1.9 * len(models) + 0.9), squeeze=False)
+    stats = []
+    for ax, model in zip(axes[:, 0], models):
+        part = ladder[ladder["model"] == model]
+        s = part.groupby("rung")["cpu_ms_per_call"].describe(percentiles=[0.25, 0.5, 0.75])
+        s = s.loc[list(RUNGS), ["25%", "50%", "75%"]].set_axis(["q25", "median", "q75"], axis=1)
+        y = np.arange(len(RUNGS))[::-1]
+        colors = [plots.color(BASELINE), "0.65", "0.55", "0.45", plots.color(SLOW)]
+        ax.barh(y, s["median"], color=colors, height=0.65)
+        ax.errorbar(
+            s["median"],
+            y,
+            xerr=[s["median"] - s["q25"], s["q75"] - s["median"]],
+            fmt="none",
+            ecolor="0.2",
+            lw=1,
+        )
+        ax.set_yticks(y)
+        ax.set_yticklabels(RUNGS, fontsize=8)
+        e = explained[model]["excess_cpu_ms"]
+        ax.set_title(
+            f"{model}: inner call +{e['inner_over_pmap_params']['median']:.2f} ms over pmap on params; "
+            f"per-leaf in_axes +{e['in_axes_pytree']['median']:.2f}, output trees +{e['output_trees']['median']:.2f}, "
+            f"both +{e['both']['median']:.2f}",
+            fontsize=8.5,
+        )
+        stats.append(s.reset_index().rename(columns={"index": "rung"}).assign(model=model))
+    axes[-1][0].set_xlabel("dispatching thread's CPU ms per blocked call (median, IQR)", fontsize=9)
+    fig.suptitle("Why filter_pmap's inner jax.pmap call costs more than jax.pmap on params", fontsize=10.5)
     return fig, pd.concat(stats, ignore_index=True)

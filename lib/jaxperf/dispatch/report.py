@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import timing
 from .methods import BASELINE, FAST_PATHS, FIX, SLOW
+from .stages import CALLS
 from .sweep import paired_ratios
 
 GOAL_VS_PMAP = 0.95  # the fix's it/s vs jax.pmap on params, every size
@@ -40,7 +41,7 @@ def stat(series: pd.Series) -> dict[str, float]:
     return {"median": s["median"], "q25": s["q25"], "q75": s["q75"]}
 
 
-def speedups(df: pd.DataFrame, methods: tuple[str, ...] = (FIX, *FAST_PATHS)) -> pd.DataFrame:
+def speedups(df: pd.DataFrame, methods: tuple[str, ...] = (SLOW, FIX, *FAST_PATHS)) -> pd.DataFrame:
     """Per-pair it/s ratios of ``methods`` over eqx.filter_pmap and over jax.pmap on params,
     same donation, for each it/s measure; and over the reporter's own baseline, jax.pmap on
     params without donation (``over`` = :data:`REPORTER_BASELINE`). One row per (step, model,
@@ -60,13 +61,14 @@ def speedups(df: pd.DataFrame, methods: tuple[str, ...] = (FIX, *FAST_PATHS)) ->
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=columns)
 
 
-def stage_table(stages: pd.DataFrame) -> pd.DataFrame:
-    """Median ms per stage of one filter_pmap call, per model: (model, leaves, stage, median_ms)."""
+def stage_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Median wall and thread-CPU ms per stage of the staged filter_pmap calls, per model
+    (rows from :func:`jaxperf.dispatch.stages.call_breakdown`): (model, leaves, stage,
+    median_ms, cpu_median_ms), stages in call order."""
+    staged = rows[rows["call"] == CALLS[0]]
     return (
-        stages.groupby(["model", "leaves", "stage"], sort=False)["seconds"]
-        .median()
-        .mul(1e3)
-        .rename("median_ms")
+        staged.groupby(["model", "leaves", "stage"], sort=False)
+        .agg(median_ms=("wall_ms", "median"), cpu_median_ms=("cpu_ms", "median"))
         .reset_index()
     )
 
@@ -160,25 +162,88 @@ def fast_path_goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return goals
 
 
-def answer(rows: list[dict[str, Any]], fix: list[dict[str, Any]]) -> dict[str, Any]:
-    """The numbers summary.md leads with: filter_pmap's it/s over pmap on params (no-op step,
-    each call blocked, no donation) for the MLPs and the transformer, and how many fix cells
-    (step, model, measure, donation) reach the goal vs pmap on params, with the lowest."""
-    out: dict[str, Any] = {}
-    slow = [
-        r
-        for r in rows
-        if r["method"] == SLOW and r["step"] == "noop" and not r["donated"] and "ratio_to_pmap_params" in r
+#: the seed's loop first (pipelined, as a training loop runs), each call blocked beside it
+MEASURE_ORDER = ("loop_it_per_s", "it_per_s")
+
+
+def _cell_ratio(
+    ratios: pd.DataFrame, method: str, over: str, measure: str, model: str, *, donated: bool = False
+) -> dict[str, float] | None:
+    """The per-pair ratio of one cell (no-op step) as median and quartiles, or None."""
+    part = ratios[
+        (ratios["method"] == method)
+        & (ratios["over"] == over)
+        & (ratios["measure"] == measure)
+        & (ratios["step"] == "noop")
+        & (ratios["model"] == model)
+        & (ratios["donated"] == donated)
+    ]["ratio"]
+    return stat(part) if len(part) else None
+
+
+def _measure_answer(ratios: pd.DataFrame, measure: str) -> dict[str, Any] | None:
+    """One it/s measure's answer on the no-op step: filter_pmap over pmap on params per model
+    (range over the MLPs, the largest MLP, the transformer) and whether every upper quartile
+    is below 1; at the largest MLP the fix over pmap on params and over filter_pmap (with
+    its goal) and donated packed_jit over undonated pmap on params (with its goal)."""
+    slow = ratios[
+        (ratios["method"] == SLOW)
+        & (ratios["over"] == BASELINE)
+        & (ratios["measure"] == measure)
+        & (ratios["step"] == "noop")
+        & (~ratios["donated"])
     ]
-    for kind, mine in (
-        ("mlp", [r for r in slow if not r["model"].startswith("transformer")]),
-        ("transformer", [r for r in slow if r["model"].startswith("transformer")]),
-    ):
-        if mine:
-            medians = [r["ratio_to_pmap_params"]["median"] for r in mine]
-            out[f"filter_pmap_over_pmap_{kind}"] = {"min": min(medians), "max": max(medians)}
-    if slow:  # slower than pmap at every size, spread included (every upper quartile below 1)
-        out["reproduced"] = all(r["ratio_to_pmap_params"]["q75"] < 1 for r in slow)
+    if slow.empty:
+        return None
+    per_model = {m: stat(p["ratio"]) for m, p in slow.groupby("model", sort=False)}
+    kinds = slow.drop_duplicates("model").set_index("model")
+    mlps = [m for m in per_model if kinds.loc[m, "kind"] == "mlp"]
+    others = [m for m in per_model if m not in mlps]
+    largest = max(mlps, key=lambda m: int(kinds.loc[m, "leaves"])) if mlps else None
+    out: dict[str, Any] = {
+        "measure": measure,
+        "reproduced": all(v["q75"] < 1 for v in per_model.values()),
+        "filter_pmap_over_pmap": {
+            "mlp_min": min(per_model[m]["median"] for m in mlps) if mlps else None,
+            "mlp_max": max(per_model[m]["median"] for m in mlps) if mlps else None,
+            "mlp_leaves": [int(kinds.loc[m, "leaves"]) for m in mlps],
+            "transformer": {"model": others[0], **per_model[others[0]]} if others else None,
+        },
+    }
+    if largest is None:
+        return out
+    leaves = int(kinds.loc[largest, "leaves"])
+    fix_over_pmap = _cell_ratio(ratios, FIX, BASELINE, measure, largest)
+    fix_over_slow = _cell_ratio(ratios, FIX, SLOW, measure, largest)
+    packed = _cell_ratio(ratios, "packed_jit", REPORTER_BASELINE, measure, largest, donated=True)
+    out["largest"] = {
+        "model": largest,
+        "leaves": leaves,
+        "filter_pmap_over_pmap": per_model[largest],
+        "fix_over_pmap": fix_over_pmap,
+        "fix_over_filter_pmap": fix_over_slow,
+        "fix_over_filter_pmap_meets": None
+        if fix_over_slow is None or leaves < GOAL_LEAVES
+        else bool(fix_over_slow["median"] >= GOAL_VS_FILTER),
+        "packed_jit_donated_over_pmap": packed,
+        "packed_jit_meets": None if packed is None else bool(packed["median"] >= FAST_GOAL_NOOP),
+    }
+    return out
+
+
+def answer(fix: list[dict[str, Any]], ratios: pd.DataFrame) -> dict[str, Any]:
+    """The numbers summary.md and the README lead with, per it/s measure (the seed's
+    pipelined loop first, then each call blocked: :func:`_measure_answer`), and how many fix
+    cells (step, model, measure, donation) reach the goal vs pmap on params, with the lowest."""
+    out: dict[str, Any] = {"by_measure": {}}
+    for measure in MEASURE_ORDER:
+        found = _measure_answer(ratios, measure)
+        if found is not None:
+            out["by_measure"][measure] = found
+    first = next(iter(out["by_measure"].values()), None)
+    if first is not None:  # judged on the seed's own measure, the pipelined loop when it ran
+        out["reproduced"] = first["reproduced"]
+        out["reproduced_on"] = first["measure"]
     fix = [g for g in fix if g.get("over_pmap_params")]  # cells with a pmap pair to compare
     if fix:
         low = min(fix, key=lambda g: g["over_pmap_params"]["median"])
@@ -191,6 +256,31 @@ def answer(rows: list[dict[str, Any]], fix: list[dict[str, Any]]) -> dict[str, A
     return out
 
 
+def breakdown_summary(stage_ms: pd.DataFrame, totals: pd.DataFrame, inner: dict[str, Any]) -> dict[str, Any]:
+    """Per model: the stage medians (wall ms), the staged, ordinary and pmap-on-params calls
+    (median and quartiles) with ``sums_to_call``, and the inner-call ladder's explanation
+    (:func:`jaxperf.dispatch.inner_call.explain`, plus the structure sizes under ``sizes``)."""
+    out: dict[str, Any] = {}
+    for row in totals.to_dict(orient="records"):
+        model = row["model"]
+        part = stage_ms[stage_ms["model"] == model]
+        calls = {
+            key: {q: float(row[f"{key}_{q}"]) for q in ("median", "q25", "q75")}
+            for key in ("staged_call_ms", "whole_call_ms", "pmap_params_call_ms")
+        }
+        own = part[~part["stage"].isin(["inner pmap call (dispatch)", "wait for execution"])]
+        out[model] = {
+            "leaves": int(row["leaves"]),
+            "stage_ms": dict(zip(part["stage"], part["median_ms"].astype(float))),
+            "own_stages_ms": float(own["median_ms"].sum()),
+            **calls,
+            "sum_of_stage_medians_ms": float(row["sum_of_stage_medians_ms"]),
+            "sums_to_call": bool(row["sums_to_call"]),
+            "inner_call": inner.get(model),
+        }
+    return out
+
+
 def headline(
     df: pd.DataFrame,
     ratios: pd.DataFrame,
@@ -198,11 +288,13 @@ def headline(
     *,
     quick: bool = False,
     fallbacks: dict[str, int] | None = None,
+    breakdown: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """summary.json's numbers: per (step, model, method, donated) leaves, it/s, ratio to pmap
     and host time per call; the fix and fast-path rows; and the goals, judged on each it/s
     measure (never in a smoke run: ``judged`` is False when ``quick``). ``fallbacks``: the
-    calls cached_filter_pmap handed to eqx.filter_pmap during the sweep, by reason."""
+    calls cached_filter_pmap handed to eqx.filter_pmap during the sweep, by reason;
+    ``breakdown``: :func:`breakdown_summary`'s per-model split of one filter_pmap call."""
     rows = []
     for (step, model, method, donated), part in df.groupby(
         ["step", "model", "method", "donated"], sort=False
@@ -239,7 +331,8 @@ def headline(
             "fast_path_train_vs_pmap_params_min": FAST_GOAL_TRAIN,
             "fast_path_cpu_spread_max": FAST_GOAL_CPU_SPREAD,
         },
-        "answer": answer(rows, fix),
+        "answer": answer(fix, ratios),
+        "breakdown": breakdown or {},
         "results": rows,
         "fix": fix,
         "verdict": verdict,

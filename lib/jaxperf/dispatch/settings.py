@@ -84,6 +84,16 @@ class DispatchSettings(StudySettings):
         return timing.TimingConfig(warmup=self.warmup, repeats=self.repeats, number=self.calls_per_repeat)
 
     @property
+    def ladder_timing(self) -> timing.TimingConfig:
+        """The inner-call ladder: blocked calls only (its question is host work per call)."""
+        return timing.TimingConfig(
+            warmup=max(self.warmup, 1),
+            repeats=self.repeats,
+            number=self.calls_per_repeat,
+            dispatch_only=False,
+        )
+
+    @property
     def timed_batches(self) -> int:
         """How many timed batches the sweep runs (for a progress bar)."""
         return len(self.steps) * len(self.specs) * len(self.methods) * len(self.donate) * self.repeats

@@ -2,7 +2,12 @@
 
 The stage timers run the same helpers, in the same order, as Equinox 0.13's
 ``_PmapWrapper._call`` (reached through :mod:`jaxperf.private_api`, pinned by
-``tests/test_private_api.py``), with a clock read between them.
+``tests/test_private_api.py``), with a clock read between them, and block only at the end
+as an ordinary call does (its host work after the dispatch overlaps the execution, and a
+block in the middle would serialise them). Each round also times an ordinary call and the
+same step under ``jax.pmap`` on params, interleaved, so that the stages can be checked to
+sum to a call, and compared with the reporter's fast one. Why the inner ``jax.pmap`` call
+itself costs more than pmap on params is :mod:`jaxperf.dispatch.inner_call`'s question.
 """
 
 from __future__ import annotations
@@ -29,40 +34,100 @@ STAGES = (
     "partition",
     "ShapeDtypeStruct",
     "cache lookup",
-    "inner pmap call (+execution)",
+    "inner pmap call (dispatch)",
     "combine",
+    "wait for execution",
 )
+#: what each round of :func:`call_breakdown` times, in its order on the first round
+CALLS = ("filter_pmap, staged", "filter_pmap", "jax.pmap on params")
 WARMUP_CALLS = 3
 
 
-def filter_pmap_stages(fn: Any, args: tuple, calls: int = 30) -> pd.DataFrame:
-    """Time each stage of ``eqx.filter_pmap``'s call path on ``fn(*args)`` (``fn`` an
-    ``eqx.filter_pmap`` wrapper); one row per (stage, call) in seconds, warm-up excluded."""
+def staged_call(fn: Any, args: tuple, h: dict[str, Any]) -> tuple[Any, list[float], list[float]]:
+    """One ``eqx.filter_pmap`` call made stage by stage, as Equinox 0.13's ``_PmapWrapper._call``
+    makes it (``h``: its private helpers), blocking only at the end as an ordinary call waits:
+    (output, wall seconds per stage, thread-CPU seconds per stage) in :data:`STAGES` order."""
+    marks = [(time.perf_counter(), time.thread_time())]
+
+    def mark() -> None:
+        marks.append((time.perf_counter(), time.thread_time()))
+
+    dummy = h["_common_preprocess"](fn._axis_size, {})
+    in_axes = (None, h["_resolve_axes"](args, h["_named_in_axes"](fn._fun, fn._in_axes, args)), 0, None)
+    mark()
+    dynamic, static = eqx.partition((fn._fun, args, dummy, fn._out_axes), eqx.is_array)
+    mark()
+    struct = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), dynamic)
+    mark()
+    cached = h["_filter_pmap_cache"](
+        fn._fun, static, struct, in_axes, fn._axis_name, fn._axis_size, fn._pmapkwargs
+    )
+    mark()
+    out = cached(dynamic)
+    mark()
+    out = h["_postprocess"](out)
+    mark()
+    timing.block(out)
+    mark()
+    wall = [b[0] - a[0] for a, b in zip(marks, marks[1:])]
+    cpu = [b[1] - a[1] for a, b in zip(marks, marks[1:])]
+    return out, wall, cpu
+
+
+def _whole(call: Any) -> tuple[list[float], list[float]]:
+    wall0, cpu0 = time.perf_counter(), time.thread_time()
+    timing.block(call())
+    return [time.perf_counter() - wall0], [time.thread_time() - cpu0]
+
+
+def call_breakdown(fn: Any, args: tuple, reference: Any, calls: int = 30) -> pd.DataFrame:
+    """Rounds of three blocked calls, interleaved (order rotated per round): ``fn(*args)``
+    made stage by stage, the same call made normally, and ``reference()`` (the step under
+    jax.pmap on params). One row per (round, call, stage) with ``wall_ms`` and ``cpu_ms``
+    (the dispatching thread); whole calls have the stage ``"whole call"``. Warm-up excluded."""
     check_int("calls", calls, minimum=1)
     h = private_api.equinox_pmap_stage_helpers()
+    runs = {
+        CALLS[0]: lambda: staged_call(fn, args, h)[1:],
+        CALLS[1]: lambda: _whole(lambda: fn(*args)),
+        CALLS[2]: lambda: _whole(reference),
+    }
+    for _ in range(WARMUP_CALLS):
+        for run in runs.values():
+            run()
     rows = []
-    for call in range(calls + WARMUP_CALLS):
-        t0 = time.perf_counter()
-        dummy = h["_common_preprocess"](fn._axis_size, {})
-        in_axes = h["_named_in_axes"](fn._fun, fn._in_axes, args)
-        in_axes = (None, h["_resolve_axes"](args, in_axes), 0, None)
-        t1 = time.perf_counter()
-        dynamic, static = eqx.partition((fn._fun, args, dummy, fn._out_axes), eqx.is_array)
-        t2 = time.perf_counter()
-        struct = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), dynamic)
-        t3 = time.perf_counter()
-        cached = h["_filter_pmap_cache"](
-            fn._fun, static, struct, in_axes, fn._axis_name, fn._axis_size, fn._pmapkwargs
-        )
-        t4 = time.perf_counter()
-        out = timing.block(cached(dynamic))
-        t5 = time.perf_counter()
-        h["_postprocess"](out)
-        t6 = time.perf_counter()
-        if call >= WARMUP_CALLS:
-            for stage, seconds in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)):
-                rows.append({"stage": stage, "call": call - WARMUP_CALLS, "seconds": seconds})
+    for call in range(calls):
+        order = list(CALLS[call % 3 :] + CALLS[: call % 3])
+        for name in order:
+            wall, cpu = runs[name]()
+            names = STAGES if name == CALLS[0] else ("whole call",)
+            for stage, w, c in zip(names, wall, cpu):
+                rows.append(
+                    {"round": call, "call": name, "stage": stage, "wall_ms": 1e3 * w, "cpu_ms": 1e3 * c}
+                )
     return pd.DataFrame(rows)
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["q25"] <= b["q75"] and b["q25"] <= a["q75"]
+
+
+def call_totals(rows: pd.DataFrame) -> dict[str, Any]:
+    """Per-round sums of the staged call's stages against the ordinary call and pmap on params
+    (wall ms, median and quartiles), the sum of the stage medians, and whether the staged
+    sums and the ordinary calls' interquartile ranges overlap (``sums_to_call``)."""
+    staged = rows[rows["call"] == CALLS[0]].groupby("round")["wall_ms"].sum()
+    plain = rows[rows["call"] == CALLS[1]]["wall_ms"]
+    params = rows[rows["call"] == CALLS[2]]["wall_ms"]
+    stage_medians = rows[rows["call"] == CALLS[0]].groupby("stage")["wall_ms"].median()
+    staged_ms, whole_ms = timing.iqr_stats(staged), timing.iqr_stats(plain)
+    return {
+        "staged_call_ms": staged_ms,
+        "whole_call_ms": whole_ms,
+        "pmap_params_call_ms": timing.iqr_stats(params),
+        "sum_of_stage_medians_ms": float(stage_medians.sum()),
+        "sums_to_call": _overlap(staged_ms, whole_ms),
+    }
 
 
 def _where(filename: str) -> str:
@@ -103,37 +168,41 @@ def profile_calls(call: Callable[[], Any], calls: int, top: int = 15) -> pd.Data
 
 def breakdown(
     spec: ModelSpec, step: str, n_devices: int, calls: int = 30
-) -> tuple[pd.DataFrame, pd.DataFrame, float]:
-    """Stage times of one filter_pmap call, cProfile's top functions by self time,
-    and the median wall time of an ordinary (untimed-stage) call for comparison."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The staged, ordinary and pmap-on-params calls of :func:`call_breakdown` for ``spec``'s
+    model, and cProfile's top functions by self time of ordinary filter_pmap calls."""
     model, opt_state = spec.build()
-    runner = build_runner("filter_pmap", step, model, opt_state, spec.batch(n_devices), n_devices)
+    x = spec.batch(n_devices)
+    runner = build_runner("filter_pmap", step, model, opt_state, x, n_devices)
+    fast = build_runner("pmap_params", step, model, opt_state, x, n_devices)
     fn, args = runner.fn, runner.args
-    stages = filter_pmap_stages(fn, args, calls)
-    plain = timing.compare(
-        {"filter_pmap": lambda: fn(*args)},
-        timing.TimingConfig(warmup=2, repeats=5, number=max(calls // 5, 1), dispatch_only=False),
-    )
-    return stages, profile_calls(lambda: fn(*args), calls), float(plain["wall_s_per_call"].median())
+    return call_breakdown(fn, args, fast.call, calls), profile_calls(lambda: fn(*args), calls)
 
 
 def run_breakdowns(
     specs: Iterable[ModelSpec], step: str, n_devices: int, calls: int
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Stage timers and cProfile for each spec: (stages, profile, whole-call medians)."""
+    """:func:`breakdown` for each spec: (stage rows, profiles, totals per model)."""
     stages, profiles, totals = [], [], []
     for spec in specs:
         model, opt_state = spec.build()
         leaves = count_leaves(model, spec.batch(n_devices), opt_state)
-        s, prof, total = breakdown(spec, step, n_devices, calls)
-        stages.append(s.assign(model=spec.name, leaves=leaves))
+        rows, prof = breakdown(spec, step, n_devices, calls)
+        stages.append(rows.assign(model=spec.name, leaves=leaves))
         profiles.append(prof.assign(model=spec.name, leaves=leaves))
+        t = call_totals(rows)
         totals.append(
             {
                 "model": spec.name,
                 "leaves": leaves,
-                "whole_call_ms": 1e3 * total,
-                "sum_of_stages_ms": 1e3 * s.groupby("stage")["seconds"].median().sum(),
+                **{
+                    f"{k}_{q}": v[q]
+                    for k, v in t.items()
+                    if isinstance(v, dict)
+                    for q in ("median", "q25", "q75")
+                },
+                "sum_of_stage_medians_ms": t["sum_of_stage_medians_ms"],
+                "sums_to_call": t["sums_to_call"],
             }
         )
     return pd.concat(stages, ignore_index=True), pd.concat(profiles, ignore_index=True), pd.DataFrame(totals)

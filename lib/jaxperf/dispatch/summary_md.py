@@ -12,6 +12,8 @@ from .. import markdown as md
 from .methods import BASELINE, FAST_PATHS, FIX, SLOW
 from .report import FAST_GOAL_NOOP, FAST_GOAL_TRAIN, GOAL_LEAVES, GOAL_VS_FILTER, GOAL_VS_PMAP, MEASURE_SHORT
 
+MEASURE_LONG = {"loop_it_per_s": "in the seed's pipelined loop", "it_per_s": "with each call blocked"}
+
 
 def _times(value: float | None) -> str:
     return "n/a (one size)" if value is None else f"{value:.2f}×"
@@ -61,46 +63,121 @@ def _details(title: str, body: list[str]) -> list[str]:
     return [f"<details><summary>{html.escape(title)}</summary>", "", *body, "", "</details>", ""]
 
 
-def _answer_lines(summary: dict[str, Any], quick: bool) -> list[str]:
-    """The reproduction and the fix's cell count, from ``summary["answer"]``."""
-    ans, lines = summary.get("answer") or {}, []
-    mlp, tr = ans.get("filter_pmap_over_pmap_mlp"), ans.get("filter_pmap_over_pmap_transformer")
-    if mlp:
-        slow = [
-            r
-            for r in summary["results"]
-            if r["step"] == "noop" and not r["donated"] and not r["model"].startswith("transformer")
-        ]
-        top = max(r["leaves"] for r in slow)
-        cpu = {
-            r["method"]: r["cpu_us_per_call"]["median"]
-            for r in slow
-            if r["leaves"] == top and "cpu_us_per_call" in r
-        }
-        host = (
-            f"; at {top} leaves its host CPU per call is {cpu[SLOW]:,.0f} µs against pmap's {cpu[BASELINE]:,.0f} µs"
-            if {SLOW, BASELINE} <= set(cpu)
-            else ""
+SEED_RATIO = 8 / 25  # equinox#192: 8 vs 25 it/s on a TPU v3-8
+
+
+def _range(fp: dict[str, Any]) -> str:
+    if fp.get("mlp_min") is None:
+        return "n/a"
+    leaves = fp["mlp_leaves"]
+    return f"{fp['mlp_min']:.2f}–{fp['mlp_max']:.2f}× over MLPs of {min(leaves)}–{max(leaves)} array leaves"
+
+
+def _reproduction(ans: dict[str, Any], quick: bool) -> str:
+    """Bullet 1: the seed's pipelined loop first, each call blocked beside it."""
+    by = ans.get("by_measure", {})
+    parts = []
+    for measure, a in by.items():
+        fp, top = a["filter_pmap_over_pmap"], a.get("largest") or {}
+        at = f" ({md.ratio(top.get('filter_pmap_over_pmap'))} at {top['leaves']})" if top else ""
+        tr = fp.get("transformer")
+        tr_text = f"; the {tr['model']}: {md.ratio(tr)}" if tr else ""
+        parts.append(f"{MEASURE_LONG[measure]}: {_range(fp)}{at}{tr_text}")
+    label = md.verdict(ans.get("reproduced"), quick, met_text="Reproduced", missed_text="Not reproduced")
+    return (
+        f"- **{label}** (no-op step, no donation; `eqx.filter_pmap` it/s ÷ `jax.pmap` on params, per pair). "
+        + "; ".join(parts)
+        + f". The seed: {SEED_RATIO:.2f}× (8 vs 25 it/s, TPU v3-8, 2022)."
+    )
+
+
+def _cause(breakdown: dict[str, Any]) -> str | None:
+    """Bullet 2: where the extra time goes, at the largest model that was split."""
+    if not breakdown:
+        return None
+    model, b = max(breakdown.items(), key=lambda kv: kv[1]["leaves"])
+    inner = b.get("inner_call") or {}
+    e = inner.get("excess_cpu_ms", {})
+    sizes = inner.get("sizes", {})
+    text = (
+        f"- **Why: host work per call, not the program.** At {b['leaves']} leaves ({model}) one blocked "
+        f"`filter_pmap` call takes {md.fmt_stat(b['whole_call_ms'], 1)} ms against "
+        f"{md.fmt_stat(b['pmap_params_call_ms'], 1)} ms for `jax.pmap` on params (wall, same rounds). "
+        f"Its own stages (axis resolution, partition, ShapeDtypeStruct, cache lookup, combine) take "
+        f"{b['own_stages_ms']:.1f} ms; the stages sum to {b['sum_of_stage_medians_ms']:.1f} ms"
+        + (
+            " (within the ordinary call's spread)"
+            if b["sums_to_call"]
+            else " (outside the ordinary call's spread)"
         )
-        label = md.verdict(ans.get("reproduced"), quick, met_text="Reproduced", missed_text="Not reproduced")
-        lines.append(
-            f"- **{label}:** `eqx.filter_pmap` runs at {mlp['min']:.2f}–{mlp['max']:.2f}× the it/s of "
-            "`jax.pmap` on params for the MLPs (no-op step, each call blocked, no donation)"
-            + (f" and {tr['min']:.2f}× for the transformer" if tr else "")
-            + host
-            + "."
+        + "."
+    )
+    if e:
+        text += (
+            f" Its inner `jax.pmap` call costs {md.fmt_stat(e['inner_over_pmap_params'], 2)} ms more host CPU than "
+            f"pmap on params on the same program: Equinox hands `jax.pmap` a per-leaf `in_axes` pytree "
+            f"({sizes.get('in_axes_nodes', '?')} nodes; alone +{e['in_axes_pytree']['median']:.2f} ms) and "
+            f"{sizes.get('output_copies', '?')} filtered copies of the output tree "
+            f"({sizes.get('inner_output_nodes', '?')} nodes vs {sizes.get('params_output_nodes', '?')}; alone "
+            f"+{e['output_trees']['median']:.2f} ms), together +{e['both']['median']:.2f} ms."
+        )
+    return text
+
+
+def _fix(ans: dict[str, Any], summary: dict[str, Any], quick: bool) -> list[str]:
+    """Bullets 3 and 4: what to write instead, each ratio beside its goal's verdict."""
+    by = ans.get("by_measure", {})
+    lines = []
+    words = []
+    for measure, a in by.items():
+        top = a.get("largest")
+        if not top or top.get("fix_over_pmap") is None:
+            continue
+        words.append(
+            f"{MEASURE_SHORT[measure]}: it {md.versus(top['fix_over_pmap'])} pmap on params at {top['leaves']} leaves "
+            f"({md.ratio(top['fix_over_pmap'])}) and runs at {md.ratio(top['fix_over_filter_pmap'])} "
+            f"`filter_pmap` (goal ≥ {GOAL_VS_FILTER}× at ≥ {GOAL_LEAVES} leaves: "
+            f"**{md.verdict(top['fix_over_filter_pmap_meets'], quick)}**)"
         )
     cells = ans.get("fix_cells")
-    if cells:
-        at = cells["lowest_at"]
-        where = f"{at['step']}, {at['model']}, {MEASURE_SHORT.get(at['measure'], at['measure'])}, " + (
-            "donated" if at["donated"] else "no donation"
-        )
+    goal = (
+        f"; goal ≥ {GOAL_VS_PMAP}× pmap on params in every (step, model, measure, donation) cell: "
+        f"**{md.verdict(cells['meeting'] == cells['of'], quick)}** ({cells['meeting']} of {cells['of']}, lowest "
+        f"{cells['lowest']:.2f}×)"
+        if cells
+        else ""
+    )
+    if words:
         lines.append(
-            f"- **The fix** (`cached_filter_pmap`): ≥ {GOAL_VS_PMAP}× pmap on params in {cells['meeting']} of "
-            f"{cells['of']} cells (step, model, it/s measure, donation); the lowest is {cells['lowest']:.2f}× ({where})."
+            "- **What to write instead: partition once**, by hand as the seed did (`jax.pmap` over "
+            "`eqx.partition(model, eqx.is_array)[0]`), or with the drop-in `jaxperf.cached_filter_pmap`. "
+            + "; ".join(words)
+            + goal
+            + "."
+        )
+    packed = []
+    for measure, a in by.items():
+        top = a.get("largest") or {}
+        if top.get("packed_jit_donated_over_pmap"):
+            packed.append(
+                f"{MEASURE_SHORT[measure]} {md.ratio(top['packed_jit_donated_over_pmap'])} (goal ≥ {FAST_GOAL_NOOP:g}×: "
+                f"**{md.verdict(top['packed_jit_meets'], quick)}**)"
+            )
+    if packed:
+        lines.append(
+            "- **When leaves dominate: pack the state** (`jaxperf.PackedState` + `packed_jit`, donated: one buffer "
+            "per dtype crosses the call). On the no-op step at the largest MLP it runs at "
+            + ", ".join(packed)
+            + " the it/s of undonated `jax.pmap` on params; the training step gains less (details below)."
         )
     return lines
+
+
+NOT_MEASURED = (
+    "- **Not measured here:** no GPU or TPU executed anything. Compiled for a TPU v3-8 on this CPU "
+    "(notebook 05), the train step from `eqx.filter_pmap`, `jax.pmap` on params and `cached_filter_pmap` "
+    "is one and the same program; the GPU run is prepared (`tools/device/`), not run."
+)
 
 
 def render(
@@ -110,26 +187,38 @@ def render(
     profile: pd.DataFrame,
     profile_now: pd.DataFrame | None = None,
 ) -> str:
-    """An answer to equinox#192 with numbers, ready to paste into the issue: the answer and the
-    goals first, every table folded below. ``profile_now``: cProfile of the fix and the fast
-    path (:func:`jaxperf.dispatch.stages.profile_methods`)."""
+    """An answer to equinox#192 with numbers, ready to paste into the issue: at most five
+    bullets first, goals and every table folded below. ``profile_now``: cProfile of the fix
+    and the fast path (:func:`jaxperf.dispatch.stages.profile_methods`)."""
     quick = not summary.get("judged", True)
     res = pd.DataFrame(summary["results"])
+    ans = summary.get("answer") or {}
+    bullets = [
+        _reproduction(ans, quick),
+        _cause(summary.get("breakdown") or {}),
+        *_fix(ans, summary, quick),
+        NOT_MEASURED,
+    ]
     lines = [
         "## equinox#192: eqx.filter_pmap vs jax.pmap, measured",
         "",
         md.smoke_notice(quick),
         "",
-        f"Backend **{info.backend}**, {info.device_count} x {md.escape(info.device_kind)}. Each cell: median "
-        "[interquartile range] over interleaved repeats; ratios are per pair (same repeat, same donation) "
-        "against `jax.pmap` over `eqx.partition(model, eqx.is_array)[0]`, partitioned once outside the loop. "
-        "Blocked = each call waits for its result; pipelined = a loop that blocks once at the end, as a "
-        "training loop lets dispatch run ahead.",
+        f"Backend **{info.backend}**, {info.device_count} x {md.escape(info.device_kind)}. Numbers: median "
+        "[interquartile range] over interleaved repeats; ratios per pair (same repeat). *Pipelined*: a loop "
+        "that blocks once at its end, as the seed's training loop runs; *blocked*: each call waits for its "
+        "result. A ratio whose range holds 1 is a tie.",
         "",
-        "### The answer, in numbers",
+        *[b for b in bullets if b][:5],
         "",
-        *_answer_lines(summary, quick),
     ]
+    lines += _details("Goals and their verdicts", _goal_lines(summary, quick))
+    lines += _tables(summary, res, stages_ms, profile, profile_now)
+    return "\n".join(lines)
+
+
+def _goal_lines(summary: dict[str, Any], quick: bool) -> list[str]:
+    lines = []
     for measure, v in summary["verdict"].items():
         lines.append(
             f"- Fix, {MEASURE_SHORT.get(measure, measure)} it/s, no donation: ≥ {GOAL_VS_PMAP}× pmap at every size "
@@ -149,7 +238,17 @@ def render(
         ]
         donated = "donated" if g["donated"] else "not donated"
         lines.append(f"- Packed fast path, `{g['method']}` ({donated}, pipelined): " + "; ".join(parts) + ".")
-    lines += ["", "### The numbers behind it", ""]
+    return lines
+
+
+def _tables(
+    summary: dict[str, Any],
+    res: pd.DataFrame,
+    stages_ms: pd.DataFrame,
+    profile: pd.DataFrame,
+    profile_now: pd.DataFrame | None,
+) -> list[str]:
+    lines: list[str] = []
     for (step, donated), part in res.groupby(["step", "donated"], sort=False):
         title = f"{step} step, {'model and optimiser state donated' if donated else 'no donation'}: it/s per method (blocked)"
         lines += _details(title, [md.table(_results_table(part))])
@@ -166,8 +265,23 @@ def render(
     if not stages_ms.empty:
         pivot = stages_ms.pivot_table(index="stage", columns="model", values="median_ms", sort=False)
         lines += _details(
-            "Where one filter_pmap call spends its time (median ms per stage)",
+            "Where one filter_pmap call spends its time (median wall ms per stage, staged calls)",
             [md.table(pivot.reset_index())],
+        )
+    inner = {m: b["inner_call"] for m, b in (summary.get("breakdown") or {}).items() if b.get("inner_call")}
+    if inner:
+        rows = [
+            {
+                "model": m,
+                "rung": rung,
+                "host CPU ms": md.fmt_stat(v["cpu_ms"][rung]),
+                "wall ms": md.fmt_stat(v["wall_ms"][rung]),
+            }
+            for m, v in inner.items()
+            for rung in v["cpu_ms"]
+        ]
+        lines += _details(
+            "The inner jax.pmap call, rung by rung (per blocked call)", [md.table(pd.DataFrame(rows))]
         )
     if not profile.empty:
         lines += _details("cProfile: top self time per filter_pmap call", [md.table(profile.head(8))])
@@ -181,10 +295,7 @@ def render(
             f"Where the time goes now: cProfile top self time per call ({model}, donated)", body
         )
     if summary["unsupported"]:
-        lines += [
-            "### Methods that could not run a model",
-            "",
-            md.table(pd.DataFrame(summary["unsupported"])),
-            "",
-        ]
-    return "\n".join(lines)
+        lines += _details(
+            "Methods that could not run a model", [md.table(pd.DataFrame(summary["unsupported"]))]
+        )
+    return lines

@@ -1,0 +1,85 @@
+"""Every committed result was made by a clean commit of the code it reports, and no change to
+that code has landed since (issue 19: results from a dirty tree, or from code that changed
+after them, cannot be cited).
+
+Each ``results/<backend>/<study>/summary.json`` records the commit that ran (``provenance.git``),
+whether its tree was clean, and the project files whose code made it (``provenance.code``: the
+jaxperf modules loaded, the study's whole package); the study's notebook is the source notebook
+that starts it. A result is stale when any of those files differs between its commit and HEAD.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SUMMARIES = sorted(ROOT.glob("results/*/*/summary.json"))
+
+
+def git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def has_history() -> bool:
+    shallow = git("rev-parse", "--is-shallow-repository").stdout.strip()
+    return git("rev-parse", "HEAD").returncode == 0 and shallow != "true"
+
+
+def notebook_of(study: str) -> list[str]:
+    """The source notebooks that start ``study`` (``jaxperf.study.start("<study>"``)."""
+    pattern = re.compile(r'study\.start\(\\?"' + re.escape(study) + r'\\?"')
+    return [
+        p.relative_to(ROOT).as_posix()
+        for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+        if pattern.search(p.read_text())
+    ]
+
+
+def stale_files(summary: dict, path: Path) -> list[str]:
+    prov = summary["provenance"]
+    commit = prov["git"]["commit"]
+    files = [*prov["code"], *notebook_of(summary["study"])]
+    changed = git("diff", "--name-only", commit, "HEAD", "--", *files)
+    assert changed.returncode == 0, f"{path}: git diff against {commit} failed: {changed.stderr}"
+    return changed.stdout.split()
+
+
+def test_there_are_committed_results_to_check():
+    assert SUMMARIES, "no results/*/*/summary.json: the check below would pass vacuously"
+
+
+@pytest.mark.parametrize("path", SUMMARIES, ids=lambda p: p.relative_to(ROOT / "results").parent.as_posix())
+def test_a_committed_result_comes_from_a_clean_commit_of_unchanged_code(path):
+    if not has_history():
+        pytest.skip("needs the git history (a shallow or missing clone cannot tell)")
+    summary = json.loads(path.read_text())
+    prov = summary["provenance"]
+    where = path.relative_to(ROOT).as_posix()
+    assert prov["git"]["dirty"] is False, f"{where} was made from a dirty tree ({prov['git']['commit'][:10]})"
+    assert git("cat-file", "-e", f"{prov['git']['commit']}^{{commit}}").returncode == 0, (
+        f"{where}: its commit {prov['git']['commit'][:10]} is not in this repository's history"
+    )
+    assert prov.get("code"), f"{where} does not record the code that made it: rerun its notebook"
+    stale = stale_files(summary, path)
+    assert not stale, f"{where} is older than changes to the code that made it: {stale[:5]} (rerun it)"
+
+
+def test_a_change_to_the_code_makes_a_result_stale(tmp_path):
+    """The check itself can fail: a result recorded at the parent commit, with a file the
+    last commit changed in its code list, is stale."""
+    if not has_history():
+        pytest.skip("needs the git history")
+    changed = git("diff", "--name-only", "HEAD~1", "HEAD").stdout.split()
+    if not changed:
+        pytest.skip("the last commit changed no file")
+    parent = git("rev-parse", "HEAD~1").stdout.strip()
+    summary = {
+        "study": "none",
+        "provenance": {"git": {"commit": parent, "dirty": False}, "code": changed[:1]},
+    }
+    assert stale_files(summary, tmp_path / "summary.json") == changed[:1]
