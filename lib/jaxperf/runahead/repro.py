@@ -4,7 +4,8 @@
 ``eqx.filter_jit``, 20 calls enqueued, then one block. :func:`run_repro` runs it in a fresh
 interpreter (one CPU host device, or whatever JAX finds when ``platforms`` is None) as
 shipped, and again with :func:`jaxperf.runahead.eqx_fix.fixed_filter_jit` in
-``eqx.filter_jit``'s place, and returns what it printed, parsed.
+``eqx.filter_jit``'s place, and returns what it printed, parsed; also as shipped with
+``EQX_ON_ERROR=off``, to show whether turning the checks off removes the wait.
 
 :func:`error_checks` shows what the change keeps: a failing ``eqx.error_if`` inside
 ``eqx.filter_jit`` as shipped and changed (where it raises, what, with which first line),
@@ -71,8 +72,8 @@ def parse(output: str) -> list[dict[str, Any]]:
 
 
 def run_repro(platforms: str | None = "cpu", timeout_s: int = 600) -> pd.DataFrame:
-    """:data:`REPRO_SCRIPT` in a fresh interpreter, as shipped and changed: one row per
-    (equinox, variant) with what it printed. Raises RuntimeError with its stderr if it fails."""
+    """:data:`REPRO_SCRIPT` in a fresh interpreter, as shipped (also with ``EQX_ON_ERROR=off``,
+    which turns Equinox's checks off) and changed: one row per (equinox, variant) with what it printed. Raises RuntimeError with its stderr if it fails."""
     env = dict(os.environ)
     if platforms:
         env["JAX_PLATFORMS"] = platforms

@@ -101,3 +101,45 @@ def run_setups(
         float("nan"),
     )
     return merged, pd.DataFrame(about)
+
+
+IN_PROCESS = "in process"
+
+
+def run_loop(
+    config: LoopConfig, backend: str, setups: tuple[str, ...], *, progress: Any = None
+) -> tuple[LoopResult, pd.DataFrame]:
+    """The seed's loop where it belongs: on a CPU once per set-up, each in its own child
+    (:func:`run_setups`); on an accelerator in this process, on its first device, as set-up
+    ``"in process"``."""
+    if backend == "cpu":
+        return run_setups(config, setups, progress=progress)
+    import jax
+
+    from . import seed_loop
+
+    result = seed_loop.run(config)
+    about = pd.DataFrame(
+        [
+            {
+                "setup": IN_PROCESS,
+                "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                "devices": 1,
+                "device": jax.devices()[0].device_kind,
+                "base_step_ms": result.base_step_ms,
+                "pass_us": 1e3 * result.pass_ms,
+            }
+        ]
+    )
+    timings, checks = result.timings.assign(setup=IN_PROCESS), result.checks.assign(setup=IN_PROCESS)
+    return LoopResult(timings, checks, result.base_step_ms, result.pass_ms), about
+
+
+def summaries(timings: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """:func:`jaxperf.runahead.loop_analysis.table` per set-up."""
+    from . import loop_analysis
+
+    return {
+        setup: loop_analysis.table(loop_analysis.cells(part))
+        for setup, part in timings.groupby("setup", sort=False)
+    }
