@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import assert_clean_source, run_notebook
 
-from jaxperf import plots
+from jaxperf import markdown, plots
 from jaxperf.loops import analysis, figures, report, sweep, vocab
 from jaxperf.loops.settings import LoopSettings
 
@@ -114,11 +114,23 @@ def test_seed_reproduction_rows_and_goals():
     assert set(rows[0]) == {
         "mode", "T", "python_ms", "fori_ms", "ratio", "python_compile_ms", "fori_compile_ms",
         "fix_form", "fix_unroll", "fix_ms", "fix_compile_ms",
+        "scalar_carry_u1_ms", "scalar_carry_u1_vs_python", "scalar_carry_u1_compile_ms",
     }  # fmt: skip
+    assert rows[0]["scalar_carry_u1_ms"] is None  # not swept here: never borrowed from another unroll
     assert (
         rows[1]["ratio"] == pytest.approx(3.0)
         and rows[1]["fix_form"] == "hoisted"
         and rows[1]["fix_unroll"] == 4
+    )
+    named = {
+        T: ({**ms, "scalar_carry u=1": 2 * ms["python"]}, {**c, "scalar_carry u=1": 50.0})
+        for T, (ms, c) in SEED_SWEEP.items()
+    }
+    with_fix = analysis.seed_reproduction(analysis.headline(*_sweep_of(named)))
+    assert with_fix[1]["scalar_carry_u1_ms"] == pytest.approx(20.0)  # the named fix, not the fastest form
+    assert (
+        with_fix[1]["scalar_carry_u1_vs_python"] == pytest.approx(2.0)
+        and with_fix[1]["fix_form"] == "hoisted"
     )
     goals = analysis.goals(head, roofline_ms=5.0, quick=False)
     assert goals["judged"] and goals["reproduction"]["met"] is True and goals["fix"]["met"] is True
@@ -388,4 +400,8 @@ def test_summary_from_synthetic_results():
     text = report.summary_markdown(results, device="test device")
     assert "Reproduction (fori/Python grows with T" in text and ": met (T=256: 1.5, T=4096: 3)" in text
     assert "the portable loops (hand-unrolled, hoisted, scalar carry) lower in 1 of the 1 cases" in text
-    assert "Not measured here (never simulated):" in text and "no GPU" in text
+    assert "Not measured here (never simulated)" in text and "no GPU" in text
+    answer = text[: text.index("<details>")]
+    assert "**On XLA:CPU**" in answer and "an analogue" in answer and "not his GPU" in answer
+    assert "Reproduced" not in answer  # an analogue on another compiler reproduces nothing on a GPU
+    assert answer.count("\n- ") <= 5 and markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES

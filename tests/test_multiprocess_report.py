@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from jaxperf import markdown
 from jaxperf.multiprocess import analysis, figures, report, scaling
 from jaxperf.multiprocess.run import StudyRun
 from jaxperf.multiprocess.settings import MultiprocessSettings
@@ -117,12 +118,15 @@ def built():
 
 
 def _section(text: str, heading: str) -> str:
-    """The text from ``heading`` to the next heading of the same level."""
-    level = heading.split(" ")[0]
-    start = text.index(heading + "\n")
-    rest = text[start + len(heading) :]
-    ends = [i for i in (rest.find(f"\n{level} "), rest.find("\n## ") if level == "###" else -1) if i >= 0]
-    return rest[: min(ends)] if ends else rest
+    """A folded block's body (``<summary>heading</summary>`` to its ``</details>``), or the text
+    from a ``###`` heading to the next one."""
+    if heading.startswith("#"):
+        start = text.index(heading + "\n")
+        rest = text[start + len(heading) :]
+        end = rest.find("\n### ")
+        return rest if end < 0 else rest[:end]
+    start = text.index(f"<summary>{heading}</summary>")
+    return text[start : text.index("</details>", start)]
 
 
 def test_every_frame_is_grouped_per_model_mlp_first(built):
@@ -155,7 +159,7 @@ def test_summary_json_by_model_has_each_models_verdicts_and_headline_ratios(buil
 
 def test_summary_md_has_a_subsection_per_model_with_its_own_numbers(built):
     _, _, text = built
-    speed = _section(text, "## Speed, 2 processes (median over every process and repeat)")
+    speed = _section(text, "Speed, 2 processes (median over every process and repeat)")
     mlp = _section(speed, "### MLP, depth 4 (`mlp_depth4`, 32 array leaves per call; 5 repeats)")
     tf = _section(
         speed, "### transformer, 2 layers (`transformer_2layers`, 80 array leaves per call; 2 repeats)"
@@ -163,16 +167,16 @@ def test_summary_md_has_a_subsection_per_model_with_its_own_numbers(built):
     assert "0.30" in tf and "0.30" not in mlp  # filter_pmap_fixed over pmap_params on each model
     assert "0.50" in mlp and "0.50" not in tf
     assert "jax.jit(jax.shard\\_map)" in mlp and "jax.jit(jax.shard\\_map)" not in tf
-    correct = _section(text, "## Correctness, 2 processes")
+    correct = _section(text, "Correctness, 2 processes")
     assert correct.count("### ") == 2
     tf_correct = _section(
         correct, "### transformer, 2 layers (`transformer_2layers`, 80 array leaves per call; 2 repeats)"
     )
     assert "blocks in a list cannot be static" in tf_correct
     glance = _section(
-        text, "## At a glance: it/s over pmap_params, 2 processes (median over every process and repeat)"
+        text, "At a glance: it/s over pmap_params, 2 processes (median over every process and repeat)"
     )
-    header = glance.strip().splitlines()[0]
+    header = next(line for line in glance.splitlines() if line.startswith("| method"))
     assert "transformer\\_2layers noop" in header and "mlp\\_depth4 train" in header
     shard_map_row = next(line for line in glance.splitlines() if line.startswith("| jax.jit(jax.shard"))
     assert shard_map_row.split(" | ")[1:] == ["2.00", "2.00", "fails", "fails |"]
@@ -180,8 +184,13 @@ def test_summary_md_has_a_subsection_per_model_with_its_own_numbers(built):
 
 def test_summary_md_says_which_method_could_not_run_which_model_and_why(built):
     _, _, text = built
-    bullet = next(line for line in text.splitlines() if "could not run a model" in line)
-    assert bullet.startswith("- Methods that could not run a model, other than the bug: **8**")
+    bullet = next(line for line in text.splitlines() if "Could not run a model" in line)
+    assert bullet.startswith("- **Correct across processes:**") and "other than the bug: **8**" in bullet
+    answer = text[: text.index("<details>")]
+    assert answer.count("\n- ") <= 5 and markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES
+    assert (
+        "patched `filter_pmap`: mlp_depth4 0.50× [0.50, 0.50], slower" in answer
+    )  # each model, read as a verdict
     assert "`jit_shard_map` on `transformer_2layers` (train step, 2 processes): " + CANNOT in text
     assert "`filter_pmap` on" not in text  # the bug is reported as the bug
 

@@ -133,3 +133,44 @@ def ratio(stats: Mapping[str, Any] | None, digits: int = 2) -> str:
     q25, q75 = _number(stats.get("q25")), _number(stats.get("q75"))
     spread = f" [{q25:.{digits}f}, {q75:.{digits}f}]" if q25 is not None and q75 is not None else ""
     return f"{stats['median']:.{digits}f}×{spread}"
+
+
+MAX_BULLETS = 5
+MAX_VISIBLE_LINES = 60
+
+
+def details(title: str, body: list[str] | str) -> list[str]:
+    """A folded block (GitHub and Jupyter render Markdown inside it): closed until clicked."""
+    lines = body.splitlines() if isinstance(body, str) else list(body)
+    return [f"<details><summary>{escape_html(title)}</summary>", "", *lines, "", "</details>", ""]
+
+
+def escape_html(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=False)
+
+
+def visible_lines(text: str) -> int:
+    """Non-blank lines a reader sees before opening any ``<details>`` block."""
+    return sum(
+        1 for line in re.sub(r"<details>.*?</details>", "", text, flags=re.S).splitlines() if line.strip()
+    )
+
+
+def answer_page(title: str, intro: list[str], bullets: list[str], folded: list[str]) -> str:
+    """An issue-sized summary: a title, a few lines of set-up, at most :data:`MAX_BULLETS`
+    answer bullets, then everything else folded (``folded``: lines already inside
+    :func:`details` blocks). Raises ValueError when the answer would not fit the issue's
+    size (more bullets, or more than :data:`MAX_VISIBLE_LINES` visible lines)."""
+    bullets = [b for b in bullets if b]
+    if len(bullets) > MAX_BULLETS:
+        raise ValueError(
+            f"bullets={len(bullets)} is not allowed: expected at most {MAX_BULLETS} answer bullets"
+        )
+    text = "\n".join([f"## {title}", "", *intro, "", *bullets, "", *folded]).rstrip() + "\n"
+    if visible_lines(text) > MAX_VISIBLE_LINES:
+        raise ValueError(
+            f"summary has {visible_lines(text)} visible lines: expected at most {MAX_VISIBLE_LINES}; fold more"
+        )
+    return text

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from .. import timing
 from ..errors import bad_value, check_choice, check_int, check_ints
 from ..settings import StudySettings
+from ..timing import TimingConfig
 from .methods import BASELINE, METHODS
 from .models import ModelSpec
 from .steps import STEPS
@@ -84,7 +85,7 @@ class DispatchSettings(StudySettings):
         return timing.TimingConfig(warmup=self.warmup, repeats=self.repeats, number=self.calls_per_repeat)
 
     @property
-    def ladder_timing(self) -> timing.TimingConfig:
+    def ladder_timing(self) -> TimingConfig:
         """The inner-call ladder: blocked calls only (its question is host work per call)."""
         return timing.TimingConfig(
             warmup=max(self.warmup, 1),

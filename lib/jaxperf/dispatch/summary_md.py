@@ -3,7 +3,6 @@ as an answer to equinox#192, ready to paste into the issue."""
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import pandas as pd
@@ -59,8 +58,7 @@ def _ratio_table(rows: list[dict[str, Any]], with_method: bool) -> pd.DataFrame:
 
 
 def _details(title: str, body: list[str]) -> list[str]:
-    """A folded block (GitHub and Jupyter both render Markdown inside it)."""
-    return [f"<details><summary>{html.escape(title)}</summary>", "", *body, "", "</details>", ""]
+    return md.details(title, body)
 
 
 SEED_RATIO = 8 / 25  # equinox#192: 8 vs 25 it/s on a TPU v3-8
@@ -199,22 +197,18 @@ def render(
         *_fix(ans, summary, quick),
         NOT_MEASURED,
     ]
-    lines = [
-        "## equinox#192: eqx.filter_pmap vs jax.pmap, measured",
-        "",
+    intro = [
         md.smoke_notice(quick),
         "",
         f"Backend **{info.backend}**, {info.device_count} x {md.escape(info.device_kind)}. Numbers: median "
         "[interquartile range] over interleaved repeats; ratios per pair (same repeat). *Pipelined*: a loop "
         "that blocks once at its end, as the seed's training loop runs; *blocked*: each call waits for its "
         "result. A ratio whose range holds 1 is a tie.",
-        "",
-        *[b for b in bullets if b][:5],
-        "",
     ]
-    lines += _details("Goals and their verdicts", _goal_lines(summary, quick))
-    lines += _tables(summary, res, stages_ms, profile, profile_now)
-    return "\n".join(lines)
+    folded = _details("Goals and their verdicts", _goal_lines(summary, quick))
+    folded += _tables(summary, res, stages_ms, profile, profile_now)
+    title = "equinox#192: eqx.filter_pmap vs jax.pmap, measured"
+    return md.answer_page(title, intro, [b for b in bullets if b][:5], folded)
 
 
 def _goal_lines(summary: dict[str, Any], quick: bool) -> list[str]:

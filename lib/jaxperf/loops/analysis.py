@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import timing
-from .vocab import PORTABLE_FORMS, UNROLLED_FORMS, seed_cell
+from .vocab import FIX, PORTABLE_FORMS, UNROLLED_FORMS, seed_cell
 
 WITHIN = 1.05  # "within 5% of the Python loop"
 COMPILE_BUDGET = 1.5  # "compile time within 1.5x of fori_loop(unroll=1)"
@@ -101,13 +101,16 @@ def _pick_fix(g: pd.DataFrame) -> pd.Series | None:
 
 def seed_reproduction(head: pd.DataFrame, kernel: str = "seed") -> list[dict[str, Any]]:
     """summary.json's ``seed_reproduction``: per (mode, T) with both a Python loop and
-    fori_loop(unroll=1), the reporter's columns, their ratio, and the portable fix."""
+    fori_loop(unroll=1), the reporter's columns, their ratio, the fastest portable form at
+    that T (``fix_form``/``fix_unroll``: it changes with T) and the study's named fix,
+    ``scalar_carry u=1`` (``scalar_carry_u1_*``), so a sentence can quote either by name."""
     rows = []
     for (mode, T), g in head[head.kernel == kernel].groupby(["mode", "T"], sort=False):
         at = g.set_index("variant")
         if "python" not in at.index or "fori u=1" not in at.index:
             continue
         py, f1, fix = at.loc["python"], at.loc["fori u=1"], _pick_fix(g)
+        named = at.loc[FIX] if FIX in at.index else None  # the study's fix, scalar_carry u=1
         rows.append(
             dict(
                 mode=mode,
@@ -121,6 +124,11 @@ def seed_reproduction(head: pd.DataFrame, kernel: str = "seed") -> list[dict[str
                 fix_unroll=None if fix is None else int(fix.unroll),
                 fix_ms=None if fix is None else float(fix.ms_per_call),
                 fix_compile_ms=None if fix is None else float(fix.compile_ms),
+                scalar_carry_u1_ms=None if named is None else float(named.ms_per_call),
+                scalar_carry_u1_vs_python=None
+                if named is None
+                else float(named.ms_per_call / py.ms_per_call),
+                scalar_carry_u1_compile_ms=None if named is None else float(named.compile_ms),
             )
         )
     return sorted(rows, key=lambda r: (r["mode"], r["T"]))

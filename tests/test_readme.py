@@ -1,0 +1,108 @@
+"""README.md is rendered from tools/README.template.md and the committed summary.json files
+(tools/readme.py), and every quoted number's sentence names the variant, mode, T and measure
+it quotes (issue 19: a sentence quoted scalar_carry u=2's 11.0 ms as u=1's)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from jaxperf.paths import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "tools"))
+import readme  # noqa: E402
+
+LOOPS = {
+    "seed_reproduction": [
+        {"mode": "xla", "T": 256, "ratio": 1.1, "fix_form": "hand_unrolled", "fix_unroll": 16, "fix_ms": 0.1,
+         "scalar_carry_u1_ms": 0.12},
+        {"mode": "xla", "T": 16384, "ratio": 19.55, "fix_form": "scalar_carry", "fix_unroll": 2, "fix_ms": 11.0,
+         "scalar_carry_u1_ms": 16.7},
+        {"mode": "xla_harness", "T": 16384, "ratio": 3.91, "fix_form": "hoisted", "fix_unroll": 1, "fix_ms": 5.0,
+         "scalar_carry_u1_ms": 6.0},
+    ]
+}  # fmt: skip
+
+
+def render(text: str) -> str:
+    return readme.render(text, cache={"cpu/loops": LOOPS})
+
+
+def test_a_sentence_that_names_what_it_quotes_renders():
+    text = "On XLA:CPU at T=16384 the fori_loop is {{cpu/loops seed_reproduction[mode=xla,T=16384].ratio:.1f}}× slower."
+    assert render(text) == "On XLA:CPU at T=16384 the fori_loop is 19.6× slower."
+
+
+def test_the_misquote_of_issue_19_fails():
+    """The fastest portable form at T=16384 was scalar_carry u=2; a sentence naming u=1 cannot quote it."""
+    wrong = (
+        "On XLA:CPU `scalar_carry` with `fori_loop(unroll=1)` runs at T=16384 in "
+        "{{cpu/loops seed_reproduction[mode=xla,T=16384].fix_ms:.1f}} ms."
+    )
+    with pytest.raises(readme.RenderError, match="scalar_carry u=2"):
+        render(wrong)
+    right = (
+        "On XLA:CPU `scalar_carry` with `fori_loop(unroll=1)` (u=1) runs at T=16384 in "
+        "{{cpu/loops seed_reproduction[mode=xla,T=16384].scalar_carry_u1_ms:.1f}} ms."
+    )
+    assert "16.7 ms" in render(right)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "At T=16384 it is {{cpu/loops seed_reproduction[mode=xla,T=16384].ratio:.1f}}×.",  # no mode named
+        "On XLA:CPU it is {{cpu/loops seed_reproduction[mode=xla,T=16384].ratio:.1f}}×.",  # no T named
+        "In the harness on XLA:CPU at T=16384: {{cpu/loops seed_reproduction[mode=xla_harness,T=16384].ratio:.1f}}.",
+    ],
+)
+def test_a_sentence_missing_a_label_fails(sentence):
+    with pytest.raises(readme.RenderError, match="names none of"):
+        render(sentence)
+
+
+def test_the_label_must_be_in_the_same_sentence():
+    text = (
+        "On XLA:CPU at T=256 the ratio is small. Later it is "
+        "{{cpu/loops seed_reproduction[mode=xla,T=16384].ratio:.1f}}× at last."
+    )
+    with pytest.raises(readme.RenderError):
+        render(text)
+
+
+def test_a_table_cell_is_named_by_its_row_and_column():
+    table = (
+        "| T | XLA:CPU here, ratio × |\n|---|---|\n"
+        "| 16384 | {{cpu/loops seed_reproduction[mode=xla,T=16384].ratio:.2f}} |\n"
+    )
+    assert "| 16384 | 19.55 |" in render(table)
+    wrong_column = "| T | harness × |\n|---|---|\n| 16384 | {{cpu/loops seed_reproduction[mode=xla,T=16384].ratio:.2f}} |\n"
+    with pytest.raises(readme.RenderError):
+        render(wrong_column)
+
+
+@pytest.mark.parametrize(
+    ("path", "match"),
+    [
+        ("seed_reproduction[mode=xla].ratio", "matches 2 elements"),
+        ("seed_reproduction[mode=gpu,T=1].ratio", "matches 0 elements"),
+        ("no_such_key.ratio", "no 'no_such_key'"),
+    ],
+)
+def test_a_placeholder_that_does_not_pick_one_value_fails(path, match):
+    with pytest.raises(readme.RenderError, match=match):
+        render(f"On XLA:CPU at T=16384 fori_loop: {{{{cpu/loops {path}:.1f}}}}×.")
+
+
+def test_a_missing_study_fails_naming_its_file():
+    with pytest.raises(readme.RenderError, match="no results/cpu/nowhere/summary.json"):
+        readme.render("{{cpu/nowhere a.b}}", cache={})
+
+
+def test_the_committed_readme_is_what_the_template_renders():
+    """CI's check: a rerun that moves a number, or a template edit, needs `python tools/readme.py`."""
+    assert readme.TEMPLATE.is_file(), "tools/README.template.md is missing"
+    rendered = readme.render(readme.TEMPLATE.read_text())
+    assert readme.README.read_text() == rendered, "README.md is stale: run `python tools/readme.py`"
+    assert "{{" not in rendered

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Render README.md from tools/README.template.md and the committed summary.json files.
+
+Every number the README quotes is a placeholder in the template, filled from the study
+that measured it:
+
+    {{cpu/loops seed_reproduction[mode=xla,T=16384].ratio:.1f}}
+
+reads ``results/cpu/loops/summary.json``, walks ``seed_reproduction``, picks the one list
+element whose fields match every ``key=value`` of the selector, then its ``ratio``, and
+formats it with ``.1f`` (``:,.0f``, ``:.2f``, ``:.0%`` ...). Dotted paths walk dicts and
+lists (``answer.by_measure.loop_it_per_s.largest.leaves``).
+
+The check that makes a quoted number citable: the sentence around each placeholder (its
+sentence in prose; its row and its column's header in a table) must name what the number
+is. Every selector value must appear there (``mode=xla`` as "XLA:CPU", ``T=16384`` as
+"T=16384" or the row's T, a variant or method by name), and so must the words of the
+field quoted (``fori_ms``: "fori_loop"; ``scalar_carry_u1_ms``: "scalar_carry" and "u=1"
+or "unroll=1"; ``loop_it_per_s``: "pipelined"). A sentence that quotes the 11.0 ms of
+``scalar_carry u=2`` while it names ``u=1`` fails.
+
+    python tools/readme.py          # rewrite README.md
+    python tools/readme.py --check  # exit 1 if README.md differs from what it renders, or a label fails
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "tools" / "README.template.md"
+README = ROOT / "README.md"
+PLACEHOLDER = re.compile(r"\{\{(?P<study>[\w/.-]+)\s+(?P<path>[^:}]+?)(?::(?P<fmt>[^}]*))?\}\}")
+SELECTOR = re.compile(r"^(?P<key>[^\[\]]+)\[(?P<sel>[^\]]*)\]$")
+
+#: phrases that name a selector's value in a sentence (any one of them must appear)
+VALUE_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("mode", "xla"): ("XLA:CPU",),
+    ("mode", "pallas_interpret"): ("interpret",),
+    ("mode", "xla_harness"): ("harness",),
+    ("measure", "loop_it_per_s"): ("pipelined",),
+    ("measure", "it_per_s"): ("blocked",),
+    ("step", "noop"): ("no-op",),
+    ("step", "train"): ("train",),
+    ("donated", "True"): ("donated",),
+}
+#: words a quoted field must appear with (each group: any one of its phrases)
+FIELD_WORDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "fori_ms": (("fori_loop", "fori"), ("ms",)),
+    "python_ms": (("Python loop",), ("ms",)),
+    "ratio": (("×", "x"),),
+    "python_compile_ms": (("compile",), ("Python loop",)),
+    "fori_compile_ms": (("compile",), ("fori_loop",)),
+    "scalar_carry_u1_ms": (("scalar_carry",), ("u=1", "unroll=1"), ("ms",)),
+    "scalar_carry_u1_vs_python": (("scalar_carry",), ("u=1", "unroll=1"), ("Python loop",)),
+    "scalar_carry_u1_compile_ms": (("scalar_carry",), ("compile",)),
+    "loop_it_per_s": (("pipelined",),),
+    "it_per_s": (("it/s",),),
+    "cpu_us_per_call": (("host CPU", "CPU"),),
+}
+
+
+class RenderError(ValueError):
+    """A placeholder that cannot be filled, or whose sentence does not name what it quotes."""
+
+
+def load(study: str, cache: dict[str, Any]) -> Any:
+    if study not in cache:
+        path = ROOT / "results" / study / "summary.json"
+        if not path.is_file():
+            raise RenderError(f"{{{{{study} ...}}}}: no {path.relative_to(ROOT)}")
+        cache[study] = json.loads(path.read_text())
+    return cache[study]
+
+
+def _split(path: str) -> list[str]:
+    """``a.b[x=1.5,y=z].c`` -> ``["a", "b[x=1.5,y=z]", "c"]`` (dots inside brackets stay)."""
+    parts, depth, cur = [], 0, ""
+    for ch in path:
+        if ch == "." and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += ch == "["
+        depth -= ch == "]"
+        cur += ch
+    return [*parts, cur]
+
+
+def selectors(path: str) -> list[tuple[str, str]]:
+    """Every ``key=value`` of the path's selectors, in order."""
+    out = []
+    for part in _split(path):
+        m = SELECTOR.match(part)
+        if m:
+            out += [tuple(kv.split("=", 1)) for kv in m["sel"].split(",") if kv]  # type: ignore[misc]
+    return out  # type: ignore[return-value]
+
+
+def _matches(item: Any, sel: list[tuple[str, str]]) -> bool:
+    return isinstance(item, dict) and all(str(item.get(k)) == v for k, v in sel)
+
+
+def walk(summary: Any, path: str) -> tuple[Any, list[dict[str, Any]]]:
+    """(value at ``path``, the list elements its selectors picked)."""
+    node, picked = summary, []
+    for part in _split(path):
+        m = SELECTOR.match(part)
+        key = m["key"] if m else part
+        if isinstance(node, list):
+            node = node[int(key)]
+        elif isinstance(node, dict) and key in node:
+            node = node[key]
+        else:
+            raise RenderError(f"{path!r}: no {key!r}")
+        if m:
+            sel = [tuple(kv.split("=", 1)) for kv in m["sel"].split(",") if kv]
+            hits = [item for item in node if _matches(item, sel)]  # type: ignore[arg-type]
+            if len(hits) != 1:
+                raise RenderError(f"{path!r}: selector [{m['sel']}] matches {len(hits)} elements, not one")
+            node = hits[0]
+            picked.append(node)
+    return node, picked
+
+
+def fmt(value: Any, spec: str | None) -> str:
+    if value is None:
+        raise RenderError("a placeholder's value is null (not measured): quote it as words instead")
+    return format(value, spec) if spec else str(value)
+
+
+def _after_blank(text: str, start: int) -> int:
+    """Where the block (paragraph, table) holding ``start`` begins."""
+    blank = text.rfind("\n\n", 0, start)
+    return 0 if blank < 0 else blank + 2
+
+
+def context(text: str, start: int, end: int) -> str:
+    """What names a placeholder at ``text[start:end]``: in a table, its row and its column's
+    header; in prose, its sentence (from the last sentence end before it to the next one),
+    within its paragraph."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start : line_end if line_end >= 0 else len(text)]
+    if line.lstrip().startswith("|"):
+        block_start = _after_blank(text, start)
+        header = text[block_start : text.find("\n", block_start)]
+        column = text[line_start:start].count("|") - 1
+        cells = header.split("|")
+        head = cells[column + 1] if 0 <= column + 1 < len(cells) else header
+        return f"{head} {line}"
+    para_start = _after_blank(text, start)
+    para_end = text.find("\n\n", end)
+    para = text[para_start : para_end if para_end >= 0 else len(text)]
+    offset = start - para_start
+    breaks = [m.end() for m in re.finditer(r"[.;:]\s(?=[A-Z*`(-])|\n- ", para) if m.end() <= offset]
+    after = [
+        m.start() for m in re.finditer(r"\.\s(?=[A-Z*`(])|\n- ", para) if m.start() >= offset + (end - start)
+    ]
+    return para[(breaks[-1] if breaks else 0) : (after[0] if after else len(para))]
+
+
+def required(study: str, path: str, picked: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """The phrase groups a placeholder's sentence must contain (each group: any one phrase)."""
+    groups: list[tuple[str, ...]] = []
+    for key, value in selectors(path):
+        if key == "T":
+            groups.append((f"T={value}", f"| {value} |", f"T = {value}"))
+        elif (key, value) in VALUE_WORDS:
+            groups.append(VALUE_WORDS[(key, value)])
+        elif key in ("variant", "method", "model", "target", "kernel", "generation", "release"):
+            groups.append((value, value.replace("_", "\\_")))
+    field = _split(path)[-1]
+    groups += list(FIELD_WORDS.get(field, ()))
+    for item in picked:  # a fix chosen per T is named by its form and unroll
+        if field.startswith("fix_") and "fix_form" in item and item.get("fix_form"):
+            groups.append((f"{item['fix_form']} u={item['fix_unroll']}",))
+    return groups
+
+
+def render(template: str, cache: dict[str, Any] | None = None) -> str:
+    """The README: every placeholder filled; raises RenderError for a placeholder that
+    cannot be filled or whose sentence does not name what it quotes."""
+    cache = {} if cache is None else cache
+    errors: list[str] = []
+
+    def one(m: re.Match[str]) -> str:
+        try:
+            value, picked = walk(load(m["study"], cache), m["path"].strip())
+            around = context(template, m.start(), m.end())
+            plain = PLACEHOLDER.sub("", around)
+            for group in required(m["study"], m["path"].strip(), picked):
+                if not any(phrase in plain for phrase in group):
+                    raise RenderError(f"its sentence names none of {list(group)}: {plain.strip()[:160]!r}")
+            return fmt(value, m["fmt"])
+        except (RenderError, ValueError, TypeError, IndexError) as err:
+            errors.append(f"{m.group(0)}: {err}")
+            return m.group(0)
+
+    out = PLACEHOLDER.sub(one, template)
+    if errors:
+        raise RenderError("\n".join(errors))
+    return out
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--check", action="store_true", help="fail if README.md is not what the template renders"
+    )
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    try:
+        text = render(TEMPLATE.read_text())
+    except RenderError as err:
+        print(f"readme: {err}", file=sys.stderr)
+        return 1
+    if args.check:
+        if README.read_text() != text:
+            print(
+                "readme: README.md is not what tools/README.template.md renders: run tools/readme.py",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    README.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
