@@ -44,7 +44,12 @@ def release_from_versions(output_root: Path | None) -> dict[str, Any] | None:
         if path.exists():
             part = json.loads(path.read_text()).get("filter_jit_runahead")
             if part and part.get("release_that_waits") and not part.get("smoke_run"):
-                return {**part, "source": relative(path)}
+                return {
+                    "release": part["release_that_waits"],
+                    "previous": part["previous_release"],
+                    "jax": part["jax"],
+                    "source": relative(path),
+                }
     return None
 
 
@@ -163,6 +168,7 @@ def headline(
     setups: pd.DataFrame,
     release: dict[str, Any] | None,
     *,
+    backend: str,
     quick: bool,
 ) -> dict[str, Any]:
     """summary.json's numbers: the verdicts, the loop per set-up, the cost of waiting, the goals."""
@@ -174,6 +180,8 @@ def headline(
         "question": "issue 21: does eqx.filter_jit wait for every call, what does it cost in the seed's loop, since which release?",
         "answer": answer(verdicts, cost, release, quick=quick),
         "smoke_run": quick,
+        "backend": backend,
+        "backend_label": "on this CPU" if backend == "cpu" else f"on the {backend}",
         "verdict_rule": {"boundary": rule.BOUNDARY, "heavy_enough_below": rule.HEAVY_ENOUGH_BELOW},
         "verdicts": verdicts.to_dict("records"),
         "release": release,
@@ -194,6 +202,64 @@ def headline(
     }
 
 
+def _bullets(summary: dict[str, Any], verdicts: pd.DataFrame) -> list[str]:
+    """At most five answer bullets: the verdicts, the loop's cost, the overlap the CPU allows,
+    the release, the change."""
+    quick, loop = summary["smoke_run"], summary["loop"]
+    waits = [label(m) for m in dict.fromkeys(verdicts[verdicts["verdict"] == rule.WAITS]["method"])]
+    ahead = verdicts[verdicts["verdict"] == rule.RUNS_AHEAD]["method"].nunique()
+    other = verdicts[~verdicts["verdict"].isin([rule.WAITS, rule.RUNS_AHEAD])]
+    bullets = [
+        f"- **Waits for each call:** {', '.join(waits) if waits else 'none'}; {ahead} other method(s) run ahead"
+        + (f"; {len(other)} row(s) unclear or not judged" if len(other) else "")
+        + " (enqueue vs blocked time per call on a heavy step; rule and margins folded below)."
+    ]
+    cost = loop["filter_jit_cost"]
+    if cost.get("measured"):
+        stats = {k: cost[k] for k in ("median", "q25", "q75")}
+        bullets.append(
+            f"- **The seed's loop, {summary['backend_label']}:** where the loader's host time is 0.3-1x the step's, "
+            f"`eqx.filter_jit` {markdown.versus(stats)} `jax.jit` on params: {markdown.ratio(stats)} its it/s "
+            f"({cost['cells']} cell(s), set-up `{loop['chosen_setup']}`)."
+        )
+    else:
+        bullets.append(
+            "- **The seed's loop:** no cell with the loader's host time at 0.3-1x the step's was measured."
+        )
+    jit = loop["jit_overlap"].get(loop["chosen_setup"], {})
+    if jit.get("measured"):
+        bullets.append(
+            f"- **How much the host overlaps the step here:** `jax.jit`'s overlap {fmt_stat(jit['overlap'])} at "
+            f"H/D = {jit['at_H_over_D']:.2f} (1 = `1/max(H, D)`, 0 = `1/(H + D)`). "
+            + (
+                "On this CPU loader and step share two cores: the loop can show only that much of the cost."
+                if summary["backend"] == "cpu"
+                else ""
+            )
+        )
+    release = summary.get("release")
+    bullets.append(
+        f"- **Since Equinox {release['release']}** ({release['previous']} runs ahead, both on jax {release['jax']}; "
+        "notebook 03's measurement)."
+        if release
+        else "- **Since which release:** not measured in this run; notebook 03 measures it."
+    )
+    fixed = verdicts[(verdicts["method"] == PATCHED) & (~verdicts["donated"])]
+    goal = summary["goals"]["cached_filter_jit"]
+    goal_text = (
+        "`cached_filter_jit`'s goals: not measured (" + goal.get("reason", "") + ")"
+        if not goal.get("measured")
+        else f"`cached_filter_jit` ties with or beats `jax.jit` everywhere: {markdown.verdict(goal['ties_or_beats_jit_everywhere'], quick)}; "
+        f">= {la.GOAL_VS_SLOW}x `eqx.filter_jit` in the band: {markdown.verdict(goal['at_least_1_3x_filter_jit_in_band'], quick)}"
+    )
+    bullets.append(
+        "- **The proposed change** (wait only when the function traced an error check), patched in: "
+        + (f"it {fixed.iloc[0]['verdict']}; " if len(fixed) else "")
+        + f"a failing `eqx.error_if` still raises Equinox's error at the call. {goal_text}."
+    )
+    return bullets
+
+
 def render(
     summary: dict[str, Any],
     verdicts: pd.DataFrame,
@@ -202,66 +268,62 @@ def render(
     failures: pd.DataFrame,
     issue_text: str,
 ) -> str:
-    """summary.md: the answer, the verdicts, the loop, the goals, then the issue-ready report."""
+    """summary.md at issue size: the answer in five bullets, everything else folded, the
+    issue-ready report for Equinox last."""
     quick = summary["smoke_run"]
-    lines = ["# Today's Equinox path: does `eqx.filter_jit` wait for every call?", ""]
-    if quick:
-        lines += [markdown.smoke_notice(True), ""]
-    lines += [f"**Answer.** {summary['answer']}", ""]
-    lines += [
-        "## Runs ahead or not, every method",
-        "",
-        "A heavy train step (its device time far above any method's host time per call), each method built, "
+    intro = [markdown.smoke_notice(True), ""] if quick else []
+    intro += [f"**Answer.** {summary['answer']}"]
+    rule_text = (
+        "Each method built for a heavy train step (device time far above any method's host time per call), "
         "checked to return the same (loss, params, opt_state) as `jax.jit` on params, then timed interleaved: "
         "blocked calls, and calls only enqueued and blocked once after the loop. Rule: *runs ahead* when the "
         f"upper quartile of enqueue/blocked per pair is below {rule.BOUNDARY}, *waits for each call* when the lower "
         f"quartile is above it, *unclear* when the IQR straddles it; *not judged* unless `jax.jit`'s own upper "
-        f"quartile is below {rule.HEAVY_ENOUGH_BELOW}. The margin is the deciding quartile's distance from "
-        f"{rule.BOUNDARY}.",
-        "",
-        markdown.table(verdict_table(verdicts)),
-        "",
-    ]
+        f"quartile is below {rule.HEAVY_ENOUGH_BELOW}. Margin: the deciding quartile's distance from {rule.BOUNDARY}."
+    )
+    verdict_body = [rule_text, "", markdown.table(verdict_table(verdicts))]
     if len(failures):
-        lines += ["Could not run: " + "; ".join(f"{r.method}: {r.error}" for r in failures.itertuples()), ""]
+        verdict_body += [
+            "",
+            "Could not run: " + "; ".join(f"{r.method}: {r.error}" for r in failures.itertuples()),
+        ]
+    folded = markdown.details("Runs ahead or not: every method", verdict_body)
     loop = summary["loop"]
-    lines += ["## The seed's loop", "", markdown.table(setups), ""]
+    loop_body = [markdown.table(setups), ""]
     for setup, info in loop["jit_overlap"].items():
         if info.get("measured"):
-            lines.append(
-                f"- {setup}: `jax.jit`'s overlap at H/D = {info['at_H_over_D']:.2f}: {fmt_stat(info['overlap'])} "
-                f"(1 = fully overlapped, 0 = one after the other); best median over costs {info['best_median']:.2f}."
+            loop_body.append(
+                f"- {setup}: `jax.jit`'s overlap at H/D = {info['at_H_over_D']:.2f}: {fmt_stat(info['overlap'])}; "
+                f"best median over costs {info['best_median']:.2f}."
             )
-    lines += ["", CPU_LIMITS, ""]
-    chosen = loop["chosen_setup"]
-    if chosen in loop_summaries:
-        lines += [f"Set-up `{chosen}` (where `jax.jit` overlaps most), per cell (per-pair ratios):", ""]
-        lines += [
-            "<details><summary>the loop's cells</summary>",
+    loop_body += ["", CPU_LIMITS if summary["backend"] == "cpu" else ""]
+    for setup, table in loop_summaries.items():
+        loop_body += [
             "",
-            markdown.table(loop_table(loop_summaries[chosen])),
+            f"Set-up `{setup}`, per cell (ratios per pair):",
             "",
-            "</details>",
-            "",
+            markdown.table(loop_table(table)),
         ]
-    goal = summary["goals"]["cached_filter_jit"]
-    lines += ["## Goals (benchmark)", ""]
-    if not goal.get("measured"):
-        lines.append(
-            f"- `jaxperf.cached_filter_jit` in the seed's loop: not measured ({goal.get('reason', '')})."
-        )
-    else:
-        lines.append(
-            f"- `cached_filter_jit` ties with or beats `jax.jit` in every cell: "
-            f"{markdown.verdict(goal['ties_or_beats_jit_everywhere'], quick)}; >= {la.GOAL_VS_SLOW}x `eqx.filter_jit` "
-            f"where 0.3 <= H/D <= 1 ({goal['cells_in_band']} cells): "
-            f"{markdown.verdict(goal['at_least_1_3x_filter_jit_in_band'], quick)} (on this CPU; the goal's backend is the GPU run)."
-        )
+    folded += markdown.details("The seed's loop: set-ups, overlap, every cell", loop_body)
     patched = loop["patched_cost"]
+    goal = summary["goals"]["cached_filter_jit"]
+    goal_body = [
+        "Goals for `jaxperf.cached_filter_jit` in the seed's loop (benchmark): ties with or beats `jax.jit` on "
+        f"params in every cell (per-pair IQR reaching 1 or above); >= {la.GOAL_VS_SLOW}x `eqx.filter_jit` where "
+        "the loader's host time is 0.3-1x the step's, on a backend where host and device overlap (the GPU run).",
+        "",
+        json.dumps(goal, indent=1, default=str)
+        if goal.get("measured")
+        else f"Not measured: {goal.get('reason', '')}.",
+    ]
     if patched.get("measured"):
-        lines.append(
-            f"- `eqx.filter_jit` with the proposed change, same cells: {patched['median']:.2f}x "
-            f"[{patched['q25']:.2f}, {patched['q75']:.2f}] `jax.jit`'s it/s."
-        )
-    lines += ["", issue_text]
-    return "\n".join(lines)
+        goal_body += [
+            "",
+            f"`eqx.filter_jit` with the proposed change, same cells: {markdown.ratio(patched)} `jax.jit`'s it/s.",
+        ]
+    folded += markdown.details("Goals", goal_body)
+    folded += markdown.details(
+        "Issue-ready report for Equinox: eqx.filter_jit waits for every call", [issue_text]
+    )
+    title = "Today's Equinox path: does `eqx.filter_jit` wait for every call?"
+    return markdown.answer_page(title, intro, _bullets(summary, verdicts), folded)

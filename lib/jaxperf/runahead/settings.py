@@ -72,9 +72,10 @@ class RunaheadSettings(StudySettings):
     loop_repeats: int = 5
     setups: tuple[str, ...] = tuple(SETUPS)
 
-    # A smoke run: five methods judged without donation, one short loop at two costs, one set-up.
+    # A smoke run: four methods (one over the devices) judged without donation, one short loop at
+    # two costs, one set-up.
     QUICK: ClassVar[Mapping[str, Any]] = {
-        "verdict_methods": (REFERENCE, SLOW, "filter_jit_shard", "pmap_params", PATCHED),
+        "verdict_methods": (REFERENCE, SLOW, "filter_jit_shard", PATCHED),
         "verdict_donate": (False,),
         "verdict_repeats": 2,
         "verdict_calls": 3,

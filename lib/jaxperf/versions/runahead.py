@@ -204,7 +204,8 @@ def first_waiting(verdict_table: pd.DataFrame) -> dict[str, Any] | None:
 def section(
     verdict_table: pd.DataFrame, environments: pd.DataFrame, config: RunaheadConfig, *, quick: bool
 ) -> tuple[dict[str, Any], str]:
-    """summary.json's ``filter_jit_runahead`` part and its Markdown section."""
+    """summary.json's ``filter_jit_runahead`` part and its Markdown section (the answer in one
+    paragraph, the method and the table folded)."""
     found = None if quick else first_waiting(verdict_table)
     lines = ["## Which release made `eqx.filter_jit` wait for every call?", ""]
     if quick:
@@ -213,9 +214,9 @@ def section(
         b, a = found["before"], found["after"]
         lines += [
             f"**Equinox {found['release']}**, measured: on jax {found['jax']}, `eqx.filter_jit` runs ahead in "
-            f"{found['previous']} (enqueue {b['enqueue_ms_per_call']:.2f} ms per call, blocked "
-            f"{b['blocked_ms_per_call']:.1f} ms: ratio {b['ratio_median']:.2f}) and waits for each call from "
-            f"{found['release']} (enqueue {a['enqueue_ms_per_call']:.1f} ms, blocked {a['blocked_ms_per_call']:.1f} ms: "
+            f"{found['previous']} (enqueue {b['enqueue_ms_per_call']:.2f} ms per call of a "
+            f"{b['blocked_ms_per_call']:.1f} ms step: ratio {b['ratio_median']:.2f}) and waits for each call from "
+            f"{found['release']} on (enqueue {a['enqueue_ms_per_call']:.1f} ms of {a['blocked_ms_per_call']:.1f} ms: "
             f"ratio {a['ratio_median']:.2f}).",
             "",
         ]
@@ -224,23 +225,28 @@ def section(
             "**Not named by this run:** no pair of releases on one JAX went from running ahead to waiting.",
             "",
         ]
-    lines += [
+    method = (
         f"The step: {config.layers} products of a {config.batch} x {config.width} activation with "
         f"{config.width} x {config.width} weights, each then `tanh`, on one CPU host device, through `jax.jit` "
         "(the reference, known to run ahead) and `eqx.filter_jit`, interleaved in one process per release: "
         f"{config.repeats} repeats of {config.number} blocked calls and {config.number} enqueued calls (blocked "
-        "once after). Rule: runs ahead when the upper quartile of enqueue/blocked per pair is below "
-        f"{rule.BOUNDARY}, waits when the lower quartile is above it; not judged when `jax.jit`'s own upper "
-        f"quartile is not below {rule.HEAVY_ENOUGH_BELOW}.",
-        "",
-    ]
-    shown = verdict_table.assign(
-        ratio=[
-            markdown.fmt_stat({"median": m, "q25": lo, "q75": hi})
-            for m, lo, hi in zip(
-                verdict_table["ratio_median"], verdict_table["ratio_q25"], verdict_table["ratio_q75"]
-            )
-        ]
+        "once after), per round. Rule (`jaxperf.runahead.verdict`): runs ahead when the upper quartile of "
+        f"enqueue/blocked per pair is below {rule.BOUNDARY}, waits when the lower quartile is above it; not judged "
+        f"when `jax.jit`'s own upper quartile is not below {rule.HEAVY_ENOUGH_BELOW}. The release is named from "
+        "these verdicts, not from Equinox's history. *error_if raised*: where a failing `eqx.error_if` inside "
+        "`eqx.filter_jit` raised."
+    )
+    shown = (
+        verdict_table.assign(
+            ratio=[
+                markdown.fmt_stat({"median": m, "q25": lo, "q75": hi})
+                for m, lo, hi in zip(
+                    verdict_table["ratio_median"], verdict_table["ratio_q25"], verdict_table["ratio_q75"]
+                )
+            ]
+        )
+        if len(verdict_table)
+        else verdict_table
     )
     cols = [
         "release",
@@ -250,18 +256,22 @@ def section(
         "blocked_ms_per_call",
         "ratio",
         "verdict",
+        "margin",
         "error_if_raised",
     ]
-    lines.append(
-        markdown.table(shown[[c for c in cols if c in shown]]) if len(shown) else "(nothing measured)"
-    )
+    body = [
+        method,
+        "",
+        markdown.table(shown[[c for c in cols if c in shown]]) if len(shown) else "(nothing measured)",
+    ]
     failed = environments[environments["status"] != "ok"] if "status" in environments else environments
     if len(failed):
-        lines += [
+        body += [
             "",
             "Environments that failed: "
             + "; ".join(f"{r.release}: {r.error[:300]}" for r in failed.itertuples()),
         ]
+    lines += markdown.details("How it was measured, and every release", body)
     summary = {
         "release_that_waits": found["release"] if found else None,
         "previous_release": found["previous"] if found else None,
