@@ -457,3 +457,17 @@ def test_notebook_quick_run_records_verdicts_loop_and_report(tmp_path):
     assert "Issue-ready report for Equinox" in text and markdown.SMOKE_NOTICE in text
     for figure in ("runahead_verdicts.png", "runahead_seed_loop.png"):
         assert (tmp_path / "figures" / "cpu" / figure).exists()
+
+
+def test_the_device_run_times_the_seed_loop_inside_the_dispatch_budget():
+    from jaxperf.gpu.settings import GpuSettings
+
+    full, dry = GpuSettings(), GpuSettings.from_parameters({"quick": True})
+    assert {"jit_single_device", "filter_jit"} <= set(full.seed_loop.methods)
+    assert full.seed_loop.steps == ("train",) and all(0.3 <= f <= 1.0 for f in full.seed_loop.cost_fractions)
+    assert (
+        full.seed_loop_max_s + 8 < full.budgets["dispatch"]
+    )  # the sweep keeps the rest (8 s: Budget's margin)
+    assert dry.seed_loop.width < full.seed_loop.width and dry.seed_loop.repeats == 1
+    with pytest.raises(ValueError, match=r"seed_loop_cost_fractions\[0\]=-0.3"):
+        GpuSettings(seed_loop_cost_fractions=(-0.3,))

@@ -132,28 +132,46 @@ def _time_step(runner: Runner, x: Any, calls: int) -> float:
 
 def build_step(config: LoopConfig, step: str) -> tuple[dict[str, Runner], list[dict[str, Any]]]:
     """Every method of ``config`` for ``step`` on one device, each proved to compute the same
-    (loss, params, opt_state) as jax.jit on params on a first batch; the check rows."""
+    (loss, params, opt_state) as jax.jit on params on a first batch; the check rows. A method
+    other than the reference that cannot be built or run here (say, a patch that does not apply
+    to this Equinox) is left out with its error in its row; a wrong result raises."""
     spec = config.spec
     model, opt_state = spec.build()
     first = loaders.make_pool((config.batch, config.width), size=1, seed=7)[0]
     x = jax.numpy.asarray(first)
     runners, checks, reference = {}, [], None
     for method in (REFERENCE, *[m for m in config.methods if m != REFERENCE]):
-        runner = study_methods.build(method, step, model, opt_state, x, 1, donate=config.donate)
-        got = runner.canonical(runner.step_on(runner.place_batch(first)))
+        row = {"step": step, "method": method, "same_as": REFERENCE}
+        try:
+            runner = study_methods.build(method, step, model, opt_state, x, 1, donate=config.donate)
+            got = runner.canonical(runner.step_on(runner.place_batch(first)))
+        except Exception as err:  # noqa: BLE001 -- recorded; the reference's failure is not
+            if method == REFERENCE:
+                raise
+            checks.append({**row, "same_result": None, "error": f"{type(err).__name__}: {err}"[:300]})
+            continue
         reference = got if reference is None else reference
         if not same_result(reference, got):
             raise AssertionError(
                 f"method {method!r} does not compute the same pytree as {REFERENCE!r} ({step})"
             )
         runners[method] = runner
-        checks.append({"step": step, "method": method, "same_as": REFERENCE, "same_result": True})
+        checks.append({**row, "same_result": True, "error": ""})
     return runners, checks
 
 
-def run(config: LoopConfig, *, progress: Any = None, log: Callable[[str], None] | None = None) -> LoopResult:
+def run(
+    config: LoopConfig,
+    *,
+    progress: Any = None,
+    log: Callable[[str], None] | None = None,
+    deadline_s: float | None = None,
+) -> LoopResult:
     """Build and check every method for every step, measure the train step's device time,
-    then time the loops (module docstring). ``progress`` is advanced once per timed loop."""
+    then time the loops (module docstring). ``progress`` is advanced once per timed loop;
+    with ``deadline_s``, no repeat starts later than that many seconds after the call (at
+    least one runs), so a time-boxed run keeps whole, interleaved repeats."""
+    started = time.perf_counter()
     built = {step: build_step(config, step) for step in config.steps}
     checks = pd.DataFrame([row for _, rows in built.values() for row in rows])
     pass_s = loaders.calibrate()
@@ -172,6 +190,10 @@ def run(config: LoopConfig, *, progress: Any = None, log: Callable[[str], None] 
                 _time_loop(runner, loaders.Loader(pool, costs[-1][1], 2))
     rows = []
     for repeat in range(config.repeats):
+        if repeat and deadline_s is not None and time.perf_counter() - started > deadline_s:
+            if log:
+                log(f"seed loop: stopped after {repeat} of {config.repeats} repeats (deadline {deadline_s:.0f} s)")
+            break
         for step, (runners, _) in built.items():
             ref = runners[REFERENCE]
             row = {"step": step, "repeat": repeat, "batches": config.batches}
