@@ -74,10 +74,14 @@ def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 def best_setup(loop_summaries: dict[str, pd.DataFrame]) -> str | None:
     """The CPU set-up where jax.jit overlaps most (its train-step overlap nearest H = D)."""
-    scored = {s: la.jit_overlap(t) for s, t in loop_summaries.items()}
-    scored = {s: v["overlap"]["median"] for s, v in scored.items() if v.get("measured")}
+    overlaps = {s: la.jit_overlap(t) for s, t in loop_summaries.items()}
+    scored: dict[str, float] = {
+        s: float(v["overlap"]["median"]) for s, v in overlaps.items() if v.get("measured")
+    }
     scored = {s: v for s, v in scored.items() if np.isfinite(v)}
-    return max(scored, key=scored.get) if scored else (next(iter(loop_summaries), None))
+    if not scored:
+        return next(iter(loop_summaries), None)
+    return max(scored, key=lambda s: scored[s])
 
 
 def waiting_cost(summary: pd.DataFrame, method: str = SLOW) -> dict[str, Any]:

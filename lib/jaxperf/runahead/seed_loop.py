@@ -141,7 +141,7 @@ def build_step(config: LoopConfig, step: str) -> tuple[dict[str, Runner], list[d
     x = jax.numpy.asarray(first)
     runners, checks, reference = {}, [], None
     for method in (REFERENCE, *[m for m in config.methods if m != REFERENCE]):
-        row = {"step": step, "method": method, "same_as": REFERENCE}
+        row: dict[str, Any] = {"step": step, "method": method, "same_as": REFERENCE}
         try:
             runner = study_methods.build(method, step, model, opt_state, x, 1, donate=config.donate)
             got = runner.canonical(runner.step_on(runner.place_batch(first)))
@@ -192,7 +192,9 @@ def run(
     for repeat in range(config.repeats):
         if repeat and deadline_s is not None and time.perf_counter() - started > deadline_s:
             if log:
-                log(f"seed loop: stopped after {repeat} of {config.repeats} repeats (deadline {deadline_s:.0f} s)")
+                log(
+                    f"seed loop: stopped after {repeat} of {config.repeats} repeats (deadline {deadline_s:.0f} s)"
+                )
             break
         for step, (runners, _) in built.items():
             ref = runners[REFERENCE]

@@ -122,7 +122,8 @@ def gather(
         )
         for r in releases
     }
-    frames, documents = [], {r: [] for r in releases}
+    frames: list[pd.DataFrame] = []
+    documents: dict[str, list[dict[str, Any]]] = {r: [] for r in releases}
     for round_index in range(rounds):
         for release in releases:
             status = statuses[release]
