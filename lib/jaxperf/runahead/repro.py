@@ -81,13 +81,18 @@ def run_repro(platforms: str | None = "cpu", timeout_s: int = 600) -> pd.DataFra
         kept = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(flag)]
         env["XLA_FLAGS"] = " ".join(kept + [f"{flag}=1"])
     rows = []
-    for equinox, source in (("as shipped", REPRO_SCRIPT), ("changed", CHANGED_PRELUDE + REPRO_SCRIPT)):
+    runs = (
+        ("as shipped", REPRO_SCRIPT, {}),
+        ("as shipped, EQX_ON_ERROR=off", REPRO_SCRIPT, {"EQX_ON_ERROR": "off"}),
+        ("changed", CHANGED_PRELUDE + REPRO_SCRIPT, {}),
+    )
+    for equinox, source, extra in runs:
         proc = subprocess.run(
             [sys.executable, "-c", source],
             capture_output=True,
             text=True,
             timeout=timeout_s,
-            env=env,
+            env={**env, **extra},
             cwd=PROJECT_ROOT,
         )
         if proc.returncode != 0:
