@@ -391,7 +391,7 @@ def test_the_summary_leads_with_the_answer_and_fits_an_issue():
     assert (
         "waits for each call" in summary["answer"]
         and "0.11.8" in summary["answer"]
-        and "0.62x" in summary["answer"]
+        and "0.62×" in summary["answer"]
     )
     rows = pd.DataFrame(
         [
@@ -471,3 +471,30 @@ def test_the_device_run_times_the_seed_loop_inside_the_dispatch_budget():
     assert dry.seed_loop.width < full.seed_loop.width and dry.seed_loop.repeats == 1
     with pytest.raises(ValueError, match=r"seed_loop_cost_fractions\[0\]=-0.3"):
         GpuSettings(seed_loop_cost_fractions=(-0.3,))
+
+
+def test_where_jax_jit_itself_does_not_overlap_the_answer_says_the_loop_cannot_show_the_cost():
+    timings = _loop_timings({"jit_single_device": 16.0, "filter_jit": 16.0}, H=6.0, D=10.0)
+    table = loop_analysis.table(loop_analysis.cells(timings))
+    jit = loop_analysis.jit_overlap(table)
+    assert jit["measured"] and not jit["shows_overlap"]
+    verdicts = pd.DataFrame(
+        [
+            dict(
+                method="jit_single_device",
+                donated=False,
+                enqueue_ms_per_call=0.1,
+                blocked_ms_per_call=20.0,
+                verdict=verdict.RUNS_AHEAD,
+            ),
+            dict(
+                method="filter_jit",
+                donated=False,
+                enqueue_ms_per_call=20.0,
+                blocked_ms_per_call=20.0,
+                verdict=verdict.WAITS,
+            ),
+        ]
+    )
+    text = report.answer(verdicts, report.waiting_cost(table), None, quick=False, jit=jit)
+    assert "cannot show what waiting costs on this CPU" in text and "ties with" in text

@@ -54,7 +54,7 @@ def scratch(seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(WORK_ELEMENTS).astype(np.float32)
 
 
-def calibrate(passes: int = 40, repeats: int = 5) -> float:
+def calibrate(passes: int = 200, repeats: int = 7) -> float:
     """Seconds one pass of :func:`work` takes here, alone: the median of ``repeats`` timings
     of ``passes`` passes, after one warm-up."""
     check_int("passes", passes, minimum=1)

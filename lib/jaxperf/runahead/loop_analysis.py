@@ -27,6 +27,8 @@ GOAL_BAND = (0.3, 1.0)
 GOAL_VS_SLOW = 1.3
 
 KEYS = ["step", "cost_fraction", "repeat"]
+#: jax.jit's overlap (median, at H = D) from which a backend is said to show the cost of waiting
+SHOWS_OVERLAP = 0.5
 #: the overlap is reported only where the shorter of H and D is at least this share of the longer
 MIN_SHARE = 0.1
 
@@ -101,12 +103,16 @@ def jit_overlap(summary: pd.DataFrame, step: str = "train") -> dict[str, Any]:
     if part.empty:
         return {"measured": False}
     at = part.iloc[int(np.argmin(np.abs(np.log(part["H_over_D"].clip(lower=1e-9)))))]
+    overlap = {k: float(at[f"overlap_{k}"]) for k in ("median", "q25", "q75")}
     return {
         "measured": True,
         "step": step,
         "at_H_over_D": float(at["H_over_D"]),
-        "overlap": {k: float(at[f"overlap_{k}"]) for k in ("median", "q25", "q75")},
+        "overlap": overlap,
         "best_median": float(part["overlap_median"].max()),
+        # Where jax.jit itself overlaps less than half, a method that waits cannot lose much to
+        # it: the loop cannot show the cost of waiting here (the verdict still can).
+        "shows_overlap": bool(overlap["median"] >= SHOWS_OVERLAP),
     }
 
 

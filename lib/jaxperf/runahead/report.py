@@ -112,9 +112,17 @@ def _of(verdicts: pd.DataFrame, method: str) -> dict[str, Any] | None:
 
 
 def answer(
-    verdicts: pd.DataFrame, cost: dict[str, Any], release: dict[str, Any] | None, *, quick: bool
+    verdicts: pd.DataFrame,
+    cost: dict[str, Any],
+    release: dict[str, Any] | None,
+    *,
+    quick: bool,
+    jit: dict[str, Any] | None = None,
+    where: str = "on this CPU",
 ) -> str:
-    """The one or two sentences that lead summary.md (and that the README can quote)."""
+    """The one to three sentences that lead summary.md (and that the README can quote).
+    ``jit`` is jax.jit's overlap (:func:`~jaxperf.runahead.loop_analysis.jit_overlap`) where the
+    loop ran: when it is under half, the loop's ratio is reported as not showing the cost."""
     if quick:
         return "Smoke run: nothing is judged."
     waits = [label(m) for m in dict.fromkeys(verdicts[verdicts["verdict"] == rule.WAITS]["method"])]
@@ -133,12 +141,19 @@ def answer(
             f"It has since Equinox {release['release']} ({release['previous']} runs ahead; jax {release['jax']})."
         )
     if cost.get("measured"):
-        tie = " (a tie: the IQRs reach 1)" if cost["tie"] else ""
-        parts.append(
-            f"In the seed's loop on this CPU, with the loader's host time at 0.3-1x the step's, it runs at "
-            f"{cost['median']:.2f}x [{cost['q25']:.2f}, {cost['q75']:.2f}] the it/s of `jax.jit`{tie}; on an "
-            "accelerator the bound is 1/(H+D) instead of 1/max(H,D), 0.5x at H = D."
+        stats = {k: cost[k] for k in ("median", "q25", "q75")}
+        measured = (
+            f"in the seed's loop {where}, with the loader's host time at 0.3-1x the step's, it "
+            f"{markdown.versus(stats)} `jax.jit`: {markdown.ratio(stats)} its it/s"
         )
+        if jit and jit.get("measured") and not jit["shows_overlap"]:
+            parts.append(
+                f"The loop cannot show what waiting costs {where}: `jax.jit` itself overlaps the loader with the "
+                f"step by only {jit['overlap']['median']:.2f} (1 = fully) there; {measured}. On an accelerator a "
+                "waiting call turns 1/max(H, D) into 1/(H + D): 0.5x at H = D."
+            )
+        else:
+            parts.append(measured[0].upper() + measured[1:] + ".")
     return " ".join(parts)
 
 
@@ -182,7 +197,14 @@ def headline(
     judged = not quick
     return {
         "question": "issue 21: does eqx.filter_jit wait for every call, what does it cost in the seed's loop, since which release?",
-        "answer": answer(verdicts, cost, release, quick=quick),
+        "answer": answer(
+            verdicts,
+            cost,
+            release,
+            quick=quick,
+            jit=la.jit_overlap(table) if len(table) else None,
+            where="on this CPU" if backend == "cpu" else f"on the {backend}",
+        ),
         "smoke_run": quick,
         "backend": backend,
         "backend_label": "on this CPU" if backend == "cpu" else f"on the {backend}",
@@ -232,13 +254,16 @@ def _bullets(summary: dict[str, Any], verdicts: pd.DataFrame) -> list[str]:
         )
     jit = loop["jit_overlap"].get(loop["chosen_setup"], {})
     if jit.get("measured"):
+        shows = jit["shows_overlap"]
         bullets.append(
             f"- **How much the host overlaps the step here:** `jax.jit`'s overlap {fmt_stat(jit['overlap'])} at "
             f"H/D = {jit['at_H_over_D']:.2f} (1 = `1/max(H, D)`, 0 = `1/(H + D)`). "
             + (
-                "On this CPU loader and step share two cores: the loop can show only that much of the cost."
-                if summary["backend"] == "cpu"
-                else ""
+                "Enough for the loop to show the cost of waiting."
+                if shows
+                else "Under half: here even `jax.jit` hardly overlaps the loader with the step, so the loop cannot "
+                "show what waiting costs (the ratio above is not that cost); the verdict is the signal, and a GPU "
+                "run measures the loop."
             )
         )
     release = summary.get("release")

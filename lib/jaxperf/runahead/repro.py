@@ -81,7 +81,7 @@ def run_repro(platforms: str | None = "cpu", timeout_s: int = 600) -> pd.DataFra
         kept = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(flag)]
         env["XLA_FLAGS"] = " ".join(kept + [f"{flag}=1"])
     rows = []
-    runs = (
+    runs: tuple[tuple[str, str, dict[str, str]], ...] = (
         ("as shipped", REPRO_SCRIPT, {}),
         ("as shipped, EQX_ON_ERROR=off", REPRO_SCRIPT, {"EQX_ON_ERROR": "off"}),
         ("changed", CHANGED_PRELUDE + REPRO_SCRIPT, {}),
