@@ -4,7 +4,7 @@ pytree, bad parameters are clear errors, and the notebook writes what it promise
 import json
 
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf.dispatch import (
     BASELINE,

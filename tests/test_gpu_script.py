@@ -24,7 +24,7 @@ import pytest
 from jaxperf import records
 from jaxperf.gpu import report
 from jaxperf.gpu.settings import PARTS, GpuSettings
-from jaxperf.loops import vocab
+from jaxperf.jax20909 import vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "device" / "run_gpu.sh"

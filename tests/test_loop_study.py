@@ -8,10 +8,11 @@ import json
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown, plots
-from jaxperf.loops import analysis, figures, report, sweep, vocab
+from jaxperf.jax20909 import vocab
+from jaxperf.loops import analysis, figures, report, sweep
 from jaxperf.loops.settings import LoopSettings
 
 
@@ -178,7 +179,7 @@ def test_tiny_sweep_checks_and_times_every_variant():
 
 
 def test_sweep_refuses_a_wrong_kernel(monkeypatch):
-    from jaxperf.loops import reference as ref
+    from jaxperf.jax20909 import reference as ref
 
     real = ref.reference
     monkeypatch.setattr(ref, "reference", lambda kernel, inputs, **kw: real(kernel, inputs, **kw) + 1.0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from jaxperf.compilers import xla
 from jaxperf.loops import mechanism
 
 SHAPE = dict(T=1024, D=64, batch=2, dtype="float16")  # 16 steps, 8 row blocks of 128 per batch element
@@ -81,8 +82,8 @@ ENTRY %main (x: f32[4]) -> f32[4] {
   ROOT %x = f32[4]{0} parameter(0)
 }
 """
-    computations, entry = mechanism.parse(hlo)
+    computations, entry = xla.parse(hlo)
     assert entry == "main" and [i.opcode for i in computations["body"]] == ["parameter", "tuple"]
     assert computations["body"][0].shape == "(s32[], f32[4]{0})"
     with pytest.raises(ValueError, match="hlo has no ENTRY computation"):
-        mechanism.parse("HloModule m\n")
+        xla.parse("HloModule m\n")

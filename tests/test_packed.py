@@ -1,5 +1,7 @@
-"""The packed fast path: the same loss and params as eqx.filter_pmap after N train
-steps (MLPs and the transformer, pmap and jit forms), donation, and clear errors."""
+"""The packed fast path on the study's models: the same loss and params as eqx.filter_pmap
+after N train steps (MLPs and the transformer, pmap and jit forms), donation, and the TPU
+study's ahead-of-time path. PackedState's own contract (every way a leaf comes back, misuse
+errors, re-packing) is tested in tests/core/test_packed_state.py."""
 
 import functools
 
@@ -13,7 +15,6 @@ from jax.sharding import PartitionSpec as P
 
 from jaxperf import PackedState, packed_jit, packed_pmap
 from jaxperf.dispatch import AXIS, ModelSpec, make_train_step, state_step
-from jaxperf.fixes import _pmap_entry, packed
 
 N = 8
 STEPS = 4
@@ -87,66 +88,6 @@ def test_packed_jit_trains_like_filter_pmap(spec):
     np.testing.assert_allclose(got, losses, rtol=2e-5)
     host = jax.tree.map(np.asarray, eqx.filter(state.unpack(), eqx.is_array))
     assert_close(params, host)
-
-
-def test_pack_groups_by_dtype_and_round_trips():
-    model, opt = ModelSpec("mlp", 2).build()
-    state = PackedState.pack((model, opt))
-    assert [str(b.dtype) for b in state.buffers] == ["float32", "int32"]  # params + Adam moments, count
-    assert state.buffers[1].shape == (1,)
-    back_model, back_opt = state.unpack()
-    assert_close(eqx.filter((model, opt), eqx.is_array), eqx.filter((back_model, back_opt), eqx.is_array))
-    assert back_model.activation is model.activation  # non-array leaves kept in the layout
-    assert "19 leaves in 2 buffers" in repr(state) and state.nbytes == sum(b.nbytes for b in state.buffers)
-
-
-def test_a_step_that_changes_the_state_is_a_clear_error():
-    state = PackedState.pack({"w": jnp.ones((2, 3)), "n": jnp.zeros((), jnp.int32)})
-    reshape = packed_jit(lambda tree: (0.0, {"w": tree["w"].T, "n": tree["n"]}), donate=False)
-    with pytest.raises(ValueError, match=r"shape \(2, 3\) and dtype float32"):
-        reshape(state)
-    restructure = packed_jit(lambda tree: (0.0, {"w": tree["w"]}), donate=False)
-    with pytest.raises(ValueError, match="new state"):
-        restructure(state)
-
-
-def test_sharded_leaves_cannot_be_packed():
-    mesh = Mesh(np.array(jax.devices()[:N]), (AXIS,))
-    sharded = jax.device_put(jnp.ones((N, 2)), NamedSharding(mesh, P(AXIS)))
-    with pytest.raises(ValueError, match="fully replicated"):
-        PackedState.pack({"w": sharded})
-
-
-def _spy_on_pmap(monkeypatch, module):
-    calls = []
-    real = jax.pmap
-
-    def spy(fun, **kwargs):
-        calls.append(kwargs)
-        return real(fun, **kwargs)
-
-    monkeypatch.setattr(module.jax, "pmap", spy)
-    return calls
-
-
-def _has_list(tree):
-    return isinstance(tree, list) or (isinstance(tree, tuple) and any(_has_list(t) for t in tree))
-
-
-def test_no_list_axes_reach_jax_pmap(monkeypatch):
-    """Multi-process jax.pmap rejects list out_axes (equinox's bug there): neither path passes one."""
-    from jaxperf import cached_filter_pmap
-
-    calls = _spy_on_pmap(monkeypatch, packed)
-    model, opt = ModelSpec("mlp", 1).build()
-    state = PackedState.pack((model, opt)).replicate(jax.devices()[:N])
-    packed_pmap(lambda t, x: (x.sum(), t), axis_name=AXIS)(state, jnp.ones((N, 2)))
-    monkeypatch.undo()
-    calls += _spy_on_pmap(monkeypatch, _pmap_entry)
-    cached_filter_pmap(lambda m, x: (0.0, m, x), out_axes=(None, 0, 0))(stacked(model), jnp.ones((N, 2)))
-    assert len(calls) == 2
-    for kwargs in calls:
-        assert not _has_list(kwargs.get("out_axes")) and not _has_list(kwargs.get("in_axes"))
 
 
 def test_ahead_of_time_from_abstract_arrays():

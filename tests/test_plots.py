@@ -102,7 +102,7 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
 
 def test_every_method_and_loop_form_has_its_own_colour():
     from jaxperf.dispatch.methods import METHODS
-    from jaxperf.loops.vocab import LOOP_FORMS
+    from jaxperf.jax20909.vocab import LOOP_FORMS
 
     for group, names in ((plots.METHOD_COLORS, METHODS), (plots.LOOP_FORM_COLORS, LOOP_FORMS)):
         assert set(names) <= set(group), f"no colour for {set(names) - set(group)}"

@@ -67,6 +67,49 @@ def test_jax_broadcast_prefix_and_trace_context_resolve():
         assert trace_context() != before  # the x64 state is part of it
 
 
+# --- public fixes: cached_filter_jit, cached_filter_pmap ------------------------------
+
+
+def test_jax_traceback_exclusion_registers_the_file():
+    import importlib
+
+    from jaxperf import private_api
+
+    module = importlib.import_module(private_api.JAX_TRACEBACK_EXCLUSION[0])
+    private_api.jax_traceback_exclusion("/nowhere/excluded_by_jaxperf.py")
+    assert "/nowhere/excluded_by_jaxperf.py" in module._exclude_paths
+
+
+def test_equinox_jit_error_message_is_what_filter_jit_raises():
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    from jaxperf import private_api
+
+    def checked(x):
+        return eqx.error_if(x, x > 0, "pinned check message")
+
+    with pytest.raises(eqx.EquinoxRuntimeError) as info:
+        eqx.filter_jit(checked)(jnp.ones(()))
+    message = private_api.equinox_jit_error_message(b"no such id")  # no cut: every recorded frame
+    raised, tail = str(info.value), "\nequinox.EquinoxRuntimeError: pinned check message"
+    assert message is not None and message.startswith("Above is the stack outside of JIT")
+    assert tail in raised and message[message.index(tail) :] == raised[raised.index(tail) :]
+
+
+def test_equinox_callback_log_filter_drops_jax_s_callback_failure_record():
+    import logging
+
+    from jaxperf import private_api
+
+    log_filter = private_api.equinox_callback_log_filter()
+    record = logging.LogRecord(
+        "jax._src.callback", logging.ERROR, "", 0, "jax.pure_callback failed", (), None
+    )
+    other = logging.LogRecord("jax._src.callback", logging.ERROR, "", 0, "something else", (), None)
+    assert not log_filter.filter(record) and log_filter.filter(other)
+
+
 # --- Triton compile study -------------------------------------------------------
 
 
@@ -78,7 +121,7 @@ def test_triton_lowering_hook_sees_the_module_and_is_restored():
     from jax.experimental import pallas as pl
 
     from jaxperf import private_api
-    from jaxperf.triton.capture import capture
+    from jaxperf.compilers.triton.capture import capture
 
     lowering = importlib.import_module(private_api.TRITON_LOWERING_MODULE)
     original = getattr(lowering, private_api.TRITON_LOWERING_FUNCTION)

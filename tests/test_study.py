@@ -189,7 +189,7 @@ def test_committed_executed_notebooks_read_well(executed):
     """Issue 9's goals on the committed runs: every figure inline, no machine path,
     progress in every cell that ran longer than ~10 s. Rerun the notebook (./run_all.sh)
     to fix a failure here."""
-    from conftest import machine_paths
+    from notebook_support import machine_paths
 
     nb = json.loads(executed.read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]

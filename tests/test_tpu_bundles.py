@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxperf.tpu import bundles, estimate
+from jaxperf.compilers.mosaic_tpu import bundles, estimate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tpu"
 

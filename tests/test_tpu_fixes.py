@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from jaxperf.loops import vocab
+from jaxperf.jax20909 import vocab
 from jaxperf.tpu import figures, report, sweep
 from jaxperf.tpu.settings import TpuSettings
 

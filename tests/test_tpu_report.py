@@ -10,8 +10,9 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from jaxperf import markdown
-from jaxperf.loops import vocab
-from jaxperf.tpu import report, sweep, topology
+from jaxperf.compilers.mosaic_tpu import topology
+from jaxperf.jax20909 import vocab
+from jaxperf.tpu import report, sweep
 from jaxperf.tpu.settings import TpuSettings
 
 NOTEBOOK = Path(__file__).parents[1] / "notebooks" / "05_tpu_compile.ipynb"
@@ -53,7 +54,15 @@ def test_the_sweep_reports_its_own_wall_time(monkeypatch):
 
 def _summary(quick: bool) -> dict:
     verdict = [
-        {"generation": "v5e", "T": 4096, "best portable fix": "hand_unrolled u=8", "note": "a | b <x>"}
+        {
+            "generation": "v5e",
+            "T": 4096,
+            "best portable fix": "hand_unrolled u=8",
+            "note": "a | b <x>",
+            "fori / python": 13.4,
+            "fix / python": 1.35,
+            "fix closes the gap": False,
+        }
     ]
     return dict(
         libtpu="0.0",
@@ -75,6 +84,10 @@ def _summary(quick: bool) -> dict:
 def test_summary_tables_render_literally_and_a_smoke_run_says_so():
     text = report.summary_markdown(_summary(quick=False))
     html = RENDER.render(text)
-    assert re.findall(r"<td>(.*?)</td>", html) == ["v5e", "4096", "hand_unrolled u=8", "a | b &lt;x&gt;"]
+    assert re.findall(r"<td>(.*?)</td>", html)[:4] == ["v5e", "4096", "hand_unrolled u=8", "a | b &lt;x&gt;"]
+    answer = text[: text.index("<details>")]
+    assert "TPU v5e T=4096: `fori_loop` 13.4×, best portable fix `hand_unrolled u=8` 1.35×" in answer
+    assert "closes it on no generation" in answer and "not executed" in answer
+    assert markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES
     assert markdown.SMOKE_NOTICE not in text
     assert markdown.SMOKE_NOTICE in report.summary_markdown(_summary(quick=True))

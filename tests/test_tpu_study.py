@@ -9,9 +9,10 @@ import textwrap
 
 import pandas as pd
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf.tpu import dispatch_step, report, topology
+from jaxperf.compilers.mosaic_tpu import topology
+from jaxperf.tpu import dispatch_step, report
 from jaxperf.tpu.settings import TpuSettings
 
 
@@ -98,7 +99,7 @@ def test_seed_table_says_why_a_point_has_no_number():
 REAL_COMPILE = textwrap.dedent(
     """
     import json, sys, tempfile
-    from jaxperf.tpu import topology
+    from jaxperf.compilers.mosaic_tpu import topology
     topology.prepare(tempfile.mkdtemp(), vmem_limit_kib=None)
     import jax
     jax.config.update("jax_platforms", "cpu")

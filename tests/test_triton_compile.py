@@ -9,11 +9,12 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf import triton as tc
-from jaxperf.loops import kernels
-from jaxperf.triton import analysis, figures, report, sweep
+from jaxperf import markdown
+from jaxperf.compilers import triton as tc
+from jaxperf.jax20909 import kernels
+from jaxperf.triton import analysis, figures, report, sections, sweep
 from jaxperf.triton.settings import TritonSettings
 
 TRITON = tc.status()
@@ -238,6 +239,9 @@ def test_the_report_shows_the_scalar_carry_apart_from_the_looping_forms():
     text = report.summary_markdown(df, report.summary_dict(df, settings, TRITON))
     assert "The scalar carry (`scalar_carry u=1`" in text and "ptxas unrolls the one-scalar loop" in text
     assert "| 65536 | 32768 ms / not executed | 120 ms / not executed | 485 ms / not executed |" in text
+    answer = text[: text.index("<details>")]
+    assert "**The reporter's compile column: reproduced**" in answer and "**The fix on Triton:**" in answer
+    assert answer.count("\n- ") <= 5 and markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES
 
 
 def test_notebook_source_is_clean():
@@ -322,7 +326,7 @@ def test_points_without_an_estimate_are_listed_with_their_reason():
 
 
 def test_closest_to_python_ranks_by_distance_and_keeps_forms_not_estimated(monkeypatch):
-    from jaxperf.triton import estimate
+    from jaxperf.compilers.triton import estimate
 
     fake = pd.DataFrame(
         [
@@ -334,5 +338,5 @@ def test_closest_to_python_ranks_by_distance_and_keeps_forms_not_estimated(monke
     closest = estimate.closest_to_python(pd.DataFrame())
     assert list(closest.variant) == ["c", "a", "b"]  # 1.5x is nearer than 0.5x; b not estimated, last
     assert set(closest["T"]) == {65536} and closest.ratio.isna().tolist() == [False, False, True]
-    line = report._closest_lines(report._records(closest))[0]
+    line = sections.closest_lines(report._records(closest))[0]
     assert "c 1.50x, a 0.50x, b not estimated" in line

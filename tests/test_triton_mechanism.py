@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import pytest
 
-from jaxperf import triton as tc
-from jaxperf.triton import estimate, mechanism, sweep
+from jaxperf.compilers import triton as tc
+from jaxperf.compilers.triton import estimate
+from jaxperf.triton import mechanism, sweep
 
 TRITON = tc.status()
 pytestmark = pytest.mark.skipif(not TRITON.available, reason=TRITON.reason or "triton unavailable")

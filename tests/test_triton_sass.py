@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from jaxperf.triton import estimate, mechanism
-from jaxperf.triton import sass as s
+from jaxperf.compilers.triton import estimate, ir
+from jaxperf.compilers.triton import sass as s
+from jaxperf.triton import mechanism
 
 
 def _sass(lines: list[str]) -> str:
@@ -143,7 +144,7 @@ TTGIR = """module {
 
 
 def test_mlir_counts_ops_inside_and_outside_loops():
-    inside, outside, loops = mechanism.mlir_counts(TTGIR)
+    inside, outside, loops = ir.mlir_counts(TTGIR)
     assert loops == 1
     assert inside["reduce"] == 1 and outside["reduce"] == 0  # the combiner's addf is not counted apart
     assert (
@@ -172,7 +173,7 @@ LLIR = """define ptx_kernel void @k(ptr addrspace(1) %0) {
 
 
 def test_llir_counts_a_back_edge_as_a_loop_and_vector_ops_by_element():
-    inside, outside, loops = mechanism.llir_counts(LLIR)
+    inside, outside, loops = ir.llir_counts(LLIR)
     assert loops == 1
     assert inside["fp operations (elements)"] == 65 and inside["shuffle"] == 0
     assert outside["shuffle"] == 1 and outside["barrier"] == 1

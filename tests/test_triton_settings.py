@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from jaxperf.loops import vocab
+from jaxperf.jax20909 import vocab
 from jaxperf.triton.settings import REPORTER_SIZES, TritonSettings
 
 

@@ -4,6 +4,9 @@ The public API, importable from the package root:
 
 - :func:`cached_filter_pmap`: a drop-in for ``eqx.filter_pmap`` that partitions
   the inputs once per input structure instead of on every call (equinox#192);
+- :func:`cached_filter_jit`: a drop-in for ``eqx.filter_jit`` that partitions once
+  per input structure and never waits for its call (``eqx.filter_jit`` blocks on every
+  call since Equinox 0.11.8);
 - :class:`PackedState`, :func:`packed_pmap`, :func:`packed_jit`: the packed fast
   path, a training state carried as one buffer per dtype through a compiled step;
 - :func:`hand_unrolled_fori`: a ``lax.fori_loop`` stand-in unrolled by hand, which
@@ -23,6 +26,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _PUBLIC = {
     "cached_filter_pmap": "jaxperf.fixes.cached_pmap",
+    "cached_filter_jit": "jaxperf.fixes.cached_jit",
     "PackedState": "jaxperf.fixes.packed",
     "packed_pmap": "jaxperf.fixes.packed",
     "packed_jit": "jaxperf.fixes.packed",

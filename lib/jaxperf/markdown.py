@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -174,3 +174,20 @@ def answer_page(title: str, intro: list[str], bullets: list[str], folded: list[s
             f"summary has {visible_lines(text)} visible lines: expected at most {MAX_VISIBLE_LINES}; fold more"
         )
     return text
+
+
+def fold_sections(lines: list[str]) -> list[str]:
+    """Lines with ``## heading`` sections, each section turned into a :func:`details` block
+    titled by its heading (text before the first heading is folded under "More")."""
+    out: list[str] = []
+    title, body = "More", cast(list[str], [])
+    for line in lines:
+        if line.startswith("## "):
+            if any(b.strip() for b in body):
+                out += details(title, body)
+            title, body = line[3:].strip().strip("`").replace("`", ""), []
+        else:
+            body.append(line)
+    if any(b.strip() for b in body):
+        out += details(title, body)
+    return out

@@ -53,6 +53,18 @@ def output_root(override: str | os.PathLike[str] | None = None) -> Path:
     return SCRATCH_ROOT
 
 
+PUBLISHED_ENV_VAR = "JAXPERF_PUBLISHED_ROOT"
+
+
+def published_root() -> Path:
+    """Where the results other notebooks already published live, for a notebook that reads
+    them (the cross-study answers): ``run_all.sh``'s output root while it runs (it sets
+    ``$JAXPERF_PUBLISHED_ROOT``), else the project, whose committed results a notebook run by
+    hand reads (it still writes its own outputs under :func:`output_root`)."""
+    from_env = os.environ.get(PUBLISHED_ENV_VAR, "")
+    return Path(from_env).expanduser().resolve() if from_env else PROJECT_ROOT
+
+
 def _make(path: Path, override: str | os.PathLike[str] | None) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)

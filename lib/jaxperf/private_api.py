@@ -68,6 +68,48 @@ def jax_trace_context() -> Callable[[], Any]:
     return getattr(importlib.import_module(module), name)
 
 
+# --- public fixes: cached_filter_jit, cached_filter_pmap ------------------------
+
+JAX_TRACEBACK_EXCLUSION = ("jax._src.traceback_util", "register_exclusion")
+#: what ``eqx.filter_jit``'s ``_call`` uses to turn an ``eqx.error_if`` failure into
+#: Equinox's message: the message template, the (msg, stack) the failing check left, the
+#: logging filter that hides JAX's "pure_callback failed" record meanwhile
+EQUINOX_JIT_ERROR = ("equinox._jit", "_on_error_msg", "last_error_info", "_FilterCallback")
+
+
+def jax_traceback_exclusion(path: str) -> None:
+    """Hide the frames of the file ``path`` from JAX's filtered tracebacks and from the stack
+    ``eqx.error_if`` records at trace time, as JAX and Equinox hide their own."""
+    module, name = JAX_TRACEBACK_EXCLUSION
+    getattr(importlib.import_module(module), name)(path)
+
+
+def equinox_jit_error_message(jit_id: bytes) -> str | None:
+    """The message ``eqx.filter_jit`` raises as ``EquinoxRuntimeError`` for the last failed
+    ``eqx.error_if`` (None if none failed), with the stack cut, as Equinox cuts it, at the
+    frame whose ``__equinox_jit_id__`` local is ``jit_id``."""
+    module_name, template, info, _ = EQUINOX_JIT_ERROR
+    module = importlib.import_module(module_name)
+    last = getattr(module, info)
+    if last is None:
+        return None
+    msg, stack = last
+    pieces: list[str] = []
+    for id_or_str in stack:
+        if type(id_or_str) is str:
+            pieces.append(id_or_str)
+        elif id_or_str == jit_id:
+            break
+    return getattr(module, template).format(msg=msg, stack="".join(reversed(pieces)))
+
+
+def equinox_callback_log_filter() -> Any:
+    """A fresh ``logging.Filterer`` that drops JAX's "jax.pure_callback failed" record, which
+    Equinox installs on ``jax._src.callback``'s logger while a ``filter_jit`` call runs."""
+    module, *_, name = EQUINOX_JIT_ERROR
+    return getattr(importlib.import_module(module), name)()
+
+
 # --- loop study (jax#20909) -----------------------------------------------
 
 MOSAIC_GPU_PALLAS_CALL_MODULE = "jax._src.pallas.mosaic_gpu.pallas_call"

@@ -159,7 +159,10 @@ def _one(
     cmd = _papermill(python, nb, stage / executed, notebooks.parameters(nb, opts, backend), opts)
     say(f"\n=== {nb.name} ({time.strftime('%H:%M:%S')})")
     start = time.monotonic()
-    rc = execute.run_papermill(cmd, {**env, "JAXPERF_OUTPUT_ROOT": str(stage)})
+    # Outputs go to staging; a notebook that reads what earlier ones published reads the root.
+    rc = execute.run_papermill(
+        cmd, {**env, "JAXPERF_OUTPUT_ROOT": str(stage), "JAXPERF_PUBLISHED_ROOT": str(root)}
+    )
     secs = round(time.monotonic() - start)
     if rc != 0:
         kept = publish.keep_failed(root, stage / executed)

@@ -1,10 +1,16 @@
 """One compiled path of :class:`~jaxperf.fixes.cached_pmap.CachedFilterPmap`: the
-``jax.pmap`` for one input structure, how to rebuild its outputs, and its
-ahead-of-time forms (``Lowered``, ``Compiled``)."""
+``jax.pmap`` for one input structure and how it resolves ``out_axes``, as Equinox does.
+
+Equinox classifies each output leaf by the axis the caller's ``out_axes`` resolves to on
+it, not by its type: a leaf with an integer axis leaves the pmap mapped (a Python scalar
+comes back as an array with one entry per device, a string is JAX's TypeError), a leaf
+with ``None`` leaves it unmapped if it is an array and is returned as it is otherwise.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import equinox as eqx
@@ -12,42 +18,43 @@ import jax
 import jax.tree_util as jtu
 
 from .. import private_api
+from ._partition import ARRAY_TYPES, Outputs, merge
 
 if TYPE_CHECKING:
     from .cached_pmap import CachedFilterPmap
 
-_ARRAY_TYPES = private_api.equinox_array_types()
 _broadcast_prefix = private_api.jax_broadcast_prefix()
-#: marks an array leaf's slot in a list of static leaves
-ARRAY = object()
+#: what ``eqx.filter_pmap`` sizes ``out_axes`` by: arrays and Python scalars
+_ARRAY_LIKE = (*ARRAY_TYPES, bool, int, float, complex)
+# Equinox's messages, word for word (equinox/_vmap_pmap.py)
+_SPEC_ERROR = "`in_axes` and `out_axes` must consist of None, ints, and callables only."
+_RANGE_ERROR = "integers in filter_pmap(..., out_axes=...) must correspond to a dimension of the output array"
+_KIND_ERROR = "filter_pmap(..., out_axes=...) must contain only integers and Nones"
+
+
+#: ``tracing.traced`` is set when a trace reaches the wrapped function (per thread): from
+#: then on an error is the function's, or its outputs', and is raised, never handed over
+tracing = threading.local()
 
 
 class Entry:
-    """The ``jax.pmap`` for one cache key, and how to rebuild its outputs. The output
-    structure and non-array outputs are recorded when JAX traces; the cache key holds
-    everything that makes JAX retrace, so they always belong to the compiled function."""
+    """The ``jax.pmap`` for one cache key and the record of its outputs."""
 
-    __slots__ = ("pmapped", "out_treedef", "out_static", "calls")
+    __slots__ = ("pmapped", "outputs")
 
     def __init__(self) -> None:
         self.pmapped: Any = None
-        self.out_treedef: Any = None
-        self.out_static: list[Any] = []
-        self.calls = 0
-
-    def rebuild(self, out_dynamic: tuple) -> Any:
-        it = iter(out_dynamic)
-        return self.out_treedef.unflatten([next(it) if s is ARRAY else s for s in self.out_static])
+        self.outputs = Outputs()
 
 
 def _is_axis_leaf(x: Any) -> bool:
     return x is None or isinstance(x, int) or callable(x)
 
 
-def resolve_axes(spec: Any, tree: Any, array_types: tuple[type, ...] = _ARRAY_TYPES) -> list[Any]:
+def resolve_axes(spec: Any, tree: Any, array_types: tuple[type, ...] = ARRAY_TYPES) -> list[Any]:
     """One axis per leaf of ``tree`` from a prefix ``spec`` of None / ints / callables
-    (called on each leaf), as Equinox resolves ``in_axes`` and ``out_axes``; an
-    ``eqx.if_array(k)`` gives ``k`` for any leaf of ``array_types``."""
+    (called on each leaf), as Equinox resolves ``in_axes``; an ``eqx.if_array(k)`` gives
+    ``k`` for any leaf of ``array_types``."""
     per_leaf = _broadcast_prefix(spec, tree, is_leaf=_is_axis_leaf)
     leaves = jtu.tree_leaves(tree)
     return [
@@ -58,94 +65,100 @@ def resolve_axes(spec: Any, tree: Any, array_types: tuple[type, ...] = _ARRAY_TY
     ]
 
 
+def _resolve_one(spec: Any, subtree: Any) -> Any:
+    if spec is None or isinstance(spec, int):
+        return jtu.tree_map(lambda _: spec, subtree)
+    if callable(spec):
+        return jtu.tree_map(spec, subtree)
+    raise ValueError(_SPEC_ERROR)
+
+
+def out_axes_per_leaf(spec: Any, out: Any, leaves: list[Any]) -> list[Any]:
+    """One resolved axis per leaf of ``out``, checked with Equinox's rules and messages."""
+    resolved = jtu.tree_map(_resolve_one, spec, out, is_leaf=lambda x: x is None)
+    treedef: Any = jtu.tree_structure(out)
+    axes = treedef.flatten_up_to(resolved)
+    ndims = [getattr(x, "ndim", 0) for x in leaves if isinstance(x, _ARRAY_LIKE)]
+    max_out_size = 1 + max(ndims) if ndims else 0  # the mapped axis counts
+    for axis in axes:
+        if isinstance(axis, int):
+            if axis < -max_out_size or axis >= max_out_size:
+                raise ValueError(_RANGE_ERROR)
+        elif axis is not None:
+            raise ValueError(_KIND_ERROR)
+    return [None if a is None else int(a) for a in axes]  # True is axis 1, as Equinox reads it
+
+
 def _one_or_tuple(axes: list[Any]) -> Any:
-    """A single int when every leaf shares it (jax.pmap then broadcasts nothing per call);
+    """A single value when every leaf shares it (jax.pmap then broadcasts nothing per call);
     else a tuple (never a list: multi-process jax.pmap rejects list axes)."""
     return axes[0] if axes and len(set(axes)) == 1 else tuple(axes)
+
+
+def _known_out_axes(spec: Any) -> tuple[bool, Any]:
+    """(known, pmap out_axes): the forms whose axes need no look at the outputs."""
+    if isinstance(spec, eqx.if_array):
+        return True, spec.axis
+    if spec is None or isinstance(spec, int):
+        return True, None if spec is None else int(spec)
+    return False, None
 
 
 def build_entry(wrapper: CachedFilterPmap, treedef: Any, static: list, axes: list, dynamic: list) -> Entry:
     """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
     one per array leaf in ``dynamic``)."""
     entry = Entry()
-    fun, fun_in_tree = wrapper._fun, wrapper._flattens_fun
+    # The entry may outlive the wrapper (wrappers of one function share entries, as Equinox's
+    # share compiled functions): its closures hold the options, never the wrapper.
+    fun_ref, fun_in_tree, spec = wrapper._fun_ref, wrapper._flattens_fun, wrapper._out_axes
+    axis_name, axis_size = wrapper._axis_name, wrapper._axis_size
 
     def call(dynamic_leaves: tuple) -> Any:
-        it = iter(dynamic_leaves)
-        tree = treedef.unflatten([next(it) if s is ARRAY else s for s in static])
-        f, args = (tree[0], tree[1]) if fun_in_tree else (fun, tree)
+        tree = merge(treedef, static, dynamic_leaves)
+        f, args = (tree[0], tree[1]) if fun_in_tree else (fun_ref(), tree)
+        tracing.traced = True
         return f(*args)
 
-    def record(out: Any) -> tuple:
-        leaves, entry.out_treedef = jtu.tree_flatten(out)
-        entry.out_static = [ARRAY if isinstance(x, _ARRAY_TYPES) else x for x in leaves]
-        return tuple(x for x in leaves if isinstance(x, _ARRAY_TYPES))
+    def classify(out: Any) -> tuple[list[Any], list[Any], list[bool]]:
+        leaves = jtu.tree_leaves(out)
+        per_leaf = out_axes_per_leaf(spec, out, leaves)
+        mapped = [a is not None or isinstance(x, ARRAY_TYPES) for a, x in zip(per_leaf, leaves)]
+        return leaves, per_leaf, mapped
 
     in_axes = _one_or_tuple(axes)
-    if isinstance(wrapper._out_axes, eqx.if_array):
-        out_axes = wrapper._out_axes.axis
-    else:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
+    known, out_axes = _known_out_axes(spec)
+    if not known:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
         resolved: list[Any] = []
 
         def probe(dynamic_leaves: tuple) -> tuple:
-            out = call(dynamic_leaves)
-            leaves = jtu.tree_leaves(out)
-            per_leaf = resolve_axes(wrapper._out_axes, out)
-            resolved[:] = [a for a, x in zip(per_leaf, leaves) if isinstance(x, _ARRAY_TYPES)]
-            return record(out)
+            leaves, per_leaf, mapped = classify(call(dynamic_leaves))
+            resolved[:] = [a for a, m in zip(per_leaf, mapped) if m]
+            return tuple(x for x in leaves if isinstance(x, _ARRAY_LIKE))
 
         structs = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in dynamic)
-        vmapped = jax.vmap(
-            probe, in_axes=(in_axes,), axis_name=wrapper._axis_name, axis_size=wrapper._axis_size
-        )
+        vmapped = jax.vmap(probe, in_axes=(in_axes,), axis_name=axis_name, axis_size=axis_size)
         jax.eval_shape(vmapped, structs)
         out_axes = _one_or_tuple(resolved) if resolved else 0
 
     def inner(dynamic_leaves: tuple) -> tuple:
-        return record(call(dynamic_leaves))
+        out = call(dynamic_leaves)
+        return entry.outputs.record(out, classify(out)[2])
 
+    fun = fun_ref()
     inner.__name__ = getattr(fun, "__name__", type(fun).__name__)
     inner.__qualname__ = getattr(fun, "__qualname__", inner.__name__)
     entry.pmapped = jax.pmap(
         inner,
         in_axes=(in_axes,),
         out_axes=out_axes,
-        axis_name=wrapper._axis_name,
-        axis_size=wrapper._axis_size,
+        axis_name=axis_name,
+        axis_size=axis_size,
         donate_argnums=(0,) if wrapper._donate != "none" else (),
         **wrapper._pmapkwargs,
     )
     return entry
 
 
-class Compiled:
-    """``Lowered.compile()``: call it with arguments of the structure it was lowered for."""
-
-    def __init__(self, compiled: Any, entry: Entry, key: Hashable, key_of: Callable) -> None:
-        self.compiled, self._entry, self._key, self._key_of = compiled, entry, key, key_of
-
-    def __call__(self, *args: Any) -> Any:
-        key, dynamic = self._key_of(args)
-        if key != self._key:
-            raise TypeError(
-                "arguments of another structure, shape, dtype or static value than those it was "
-                "lowered for: lower(...) again with these arguments."
-            )
-        return self._entry.rebuild(self.compiled(tuple(dynamic)))
-
-    def as_text(self) -> str:
-        return self.compiled.as_text()
-
-
-class Lowered:
-    """``cached_filter_pmap(f).lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's."""
-
-    def __init__(self, lowered: Any, entry: Entry, key: Hashable, key_of: Callable) -> None:
-        self.lowered, self._entry, self._key, self._key_of = lowered, entry, key, key_of
-
-    def as_text(self) -> str:
-        return self.lowered.as_text()
-
-    def compile(self, compiler_options: dict[str, str | bool] | None = None) -> Compiled:
-        compiled = self.lowered.compile(compiler_options=compiler_options)
-        return Compiled(compiled, self._entry, self._key, self._key_of)
+def run_compiled(entry: Entry) -> Callable[[Any, list], Any]:
+    """How a compiled (ahead-of-time) form of ``entry`` is called."""
+    return lambda compiled, dynamic: entry.outputs.rebuild(compiled(tuple(dynamic)))

@@ -8,12 +8,12 @@ function, and combining the outputs (equinox issue #192). This wrapper keys a
 cache on what that work depends on and, on a hit, does one C++ flatten, one
 dictionary lookup and one ``jax.pmap`` call.
 
-The key holds everything that makes JAX retrace: the input treedef, the
-non-array leaves (with their types: ``1``, ``1.0`` and ``True`` are equal in
-Python but trace differently), each array's shape, dtype and weak type, and
-JAX's trace context (the x64 flag, default device, matmul precision, ...). The
-non-array outputs recorded when a trace runs therefore always belong to the
-compiled function the key selects.
+The key (shared with ``cached_filter_jit``, in :mod:`._partition`) holds
+everything that makes JAX retrace, so the outputs recorded when a trace runs
+always belong to the compiled function the key selects. Outputs are classified
+by the axis the caller's ``out_axes`` gives them, as Equinox does: with
+``out_axes=0`` a Python scalar output comes back as an array with one entry per
+device, with ``eqx.if_array(0)`` (the default) it comes back as it is.
 
 Same signature, results and errors as ``eqx.filter_pmap``: plain functions,
 decorators with and without arguments, methods and ``__call__`` of an
@@ -22,9 +22,11 @@ prefix of the arguments or a dict by parameter name, any ``out_axes`` pytree,
 ``axis_name``, ``axis_size``, ``donate`` and ``.lower(...).compile()``. It
 hands a call to an ``eqx.filter_pmap`` built with the same options only where
 Equinox's own behaviour is the answer: keyword arguments and inputs Equinox
-rejects (so its errors stay its own), unhashable non-array leaves, and nothing
-mapped. Each hand-over is counted, per wrapper (``stats``, ``fallback_reasons``)
-and in total (:func:`fallback_counts`).
+rejects before tracing (so its errors stay its own), unhashable non-array
+leaves, and nothing mapped. Once the function has been traced here, an error
+(the function's own, or Equinox's check of ``out_axes``) is raised here, once:
+the function is never traced again by Equinox. Each hand-over is counted, per
+wrapper (``stats``, ``fallback_reasons``) and in total (:func:`fallback_counts`).
 """
 
 from __future__ import annotations
@@ -32,25 +34,23 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import types
 import warnings
+import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
 import equinox as eqx
-import jax
 import jax.tree_util as jtu
 import numpy as np
 
-from .. import private_api
-from ._pmap_entry import ARRAY, Entry, Lowered, build_entry, resolve_axes
+from ._partition import ARRAY, ARRAY_TYPES, LOWER_TYPES, Counted, Fallback, Lowered, lookup, split
+from ._pmap_entry import Entry, build_entry, resolve_axes, run_compiled, tracing
 
-_ARRAY_TYPES = private_api.equinox_array_types()
-# .lower() also takes abstract arrays, as jax.jit(...).lower does: compile for a topology
-# (e.g. a TPU v3-8 described on a CPU) without any array of it.
-_LOWER_TYPES = (*_ARRAY_TYPES, jax.ShapeDtypeStruct)
-_trace_context = private_api.jax_trace_context()
 _sentinel = object()
 _FALLBACKS: collections.Counter[str] = collections.Counter()
+# compiled paths by function (weakly, as Equinox's compile cache), then by (options, call key)
+_SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Entry]] = weakref.WeakKeyDictionary()
 
 
 def fallback_counts() -> dict[str, int]:
@@ -58,11 +58,7 @@ def fallback_counts() -> dict[str, int]:
     return dict(_FALLBACKS)
 
 
-class _Fallback(Exception):
-    """Raised while resolving a call that Equinox must handle; carries the reason."""
-
-
-class CachedFilterPmap:
+class CachedFilterPmap(Counted):
     """The wrapper ``cached_filter_pmap`` returns. ``stats`` counts hits, misses and fallbacks."""
 
     def __init__(
@@ -87,6 +83,7 @@ class CachedFilterPmap:
             donate=donate,
             **pmapkwargs,
         )
+        super().__init__(_FALLBACKS)
         functools.update_wrapper(self, fun, updated=())
         self._fun = fun
         self._in_axes = in_axes
@@ -96,15 +93,15 @@ class CachedFilterPmap:
         self._donate = "all" if donate == "arrays" else donate
         self._pmapkwargs = pmapkwargs
         # A function (or a Module without arrays) is constant: only its arrays need passing.
-        self._fun_arrays = any(isinstance(leaf, _ARRAY_TYPES) for leaf in jtu.tree_leaves(fun))
+        self._fun_arrays = any(isinstance(leaf, ARRAY_TYPES) for leaf in jtu.tree_leaves(fun))
         self._dummy = (
             None if axis_size is None else np.broadcast_to(0, axis_size)
         )  # JAX issue #9252, as Equinox
         self._flattens_fun = self._fun_arrays or self._dummy is not None  # flatten (fun, args, dummy)
         self._named: dict[int, tuple] = {}
-        self._cache: dict[Hashable, Entry] = {}
-        self.stats = {"hits": 0, "misses": 0, "fallbacks": 0}
-        self.fallback_reasons: collections.Counter[str] = collections.Counter()
+        self._cache, self._options, self._fun_ref = _shared_cache(
+            fun, (in_axes, out_axes, axis_name, axis_size, self._donate, pmapkwargs)
+        )
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
@@ -115,63 +112,53 @@ class CachedFilterPmap:
     # ------------------------------------------------------------ the call
 
     def _fall_back(self, reason: str, args: tuple, kwargs: dict, lower: bool = False) -> Any:
-        self.stats["fallbacks"] += 1
-        self.fallback_reasons[reason] += 1
-        _FALLBACKS[reason] += 1
+        self.count_fallback(reason)
         return (self._fallback.lower if lower else self._fallback)(*args, **kwargs)
 
-    def _key(self, args: tuple, types: tuple[type, ...] = _ARRAY_TYPES) -> tuple[Hashable, list, list, Any]:
-        """(cache key, array leaves, static leaves with ARRAY marks, treedef) of one call;
-        ``types``: what counts as an array (abstract ones too when lowering)."""
+    def _split(self, args: tuple, types: tuple[type, ...] = ARRAY_TYPES) -> tuple[Hashable, list, list, Any]:
         tree = (self._fun, args, self._dummy) if self._flattens_fun else args
-        leaves, treedef = jtu.tree_flatten(tree)
-        dynamic: list[Any] = []
-        static: list[Any] = []
-        signature: list[Any] = []
-        leaf: Any
-        for leaf in leaves:
-            if isinstance(leaf, types):
-                dynamic.append(leaf)
-                static.append(ARRAY)
-                array: Any = leaf
-                signature.append((array.shape, array.dtype, getattr(array, "weak_type", False)))
-            else:
-                static.append(leaf)
-                signature.append(type(leaf))
-        key = (treedef, tuple(static), tuple(signature), _trace_context())
-        hash(key)  # TypeError for an unhashable non-array leaf
-        return key, dynamic, static, treedef
+        return split(tree, types)
 
-    def _lookup(self, args: tuple, types: tuple[type, ...] = _ARRAY_TYPES) -> tuple[Hashable, Entry, list]:
+    def _lookup(self, args: tuple, types: tuple[type, ...] = ARRAY_TYPES) -> tuple[Hashable, Entry, list]:
         """(key, entry, array leaves) of one call; builds the entry on a miss."""
-        try:
-            key, dynamic, static, treedef = self._key(args, types)
-        except TypeError as err:
-            raise _Fallback("unhashable non-array leaf") from err
-        entry = self._cache.get(key)
+        call_key, dynamic, static, treedef = self._split(args, types)
+        key = (self._options, call_key)
+        entry = lookup(self._cache, key)
         if entry is not None:
             self.stats["hits"] += 1
             return key, entry, dynamic
-        entry = build_entry(self, treedef, static, self._dynamic_axes(args, static, types), dynamic)
+        entry = build_entry(self, treedef, static, self._dynamic_axes(args, static, dynamic, types), dynamic)
         self._cache[key] = entry
         self.stats["misses"] += 1
         return key, entry, dynamic
 
-    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+    def _guarded(
+        self, args: tuple, kwargs: dict, lower: bool, run: Callable[[Hashable, Entry, list], Any]
+    ) -> Any:
+        """``run(key, entry, arrays)`` of this call; Equinox takes over only when the call fails
+        before the function was traced here (so it is traced once, and Equinox's errors stay its own)."""
         if kwargs:
-            return self._fall_back("keyword arguments", args, kwargs)
+            return self._fall_back("keyword arguments", args, kwargs, lower)
+        key: Hashable = None
+        entry: Entry | None = None
+        outer, tracing.traced = getattr(tracing, "traced", False), False
         try:
-            _, entry, dynamic = self._lookup(args)
-            if entry.calls == 0:  # a new compile: errors in it are Equinox's to raise
-                out = self._run(entry, dynamic)
-                entry.calls += 1
-                return out
-        except _Fallback as reason:
-            return self._fall_back(str(reason), args, kwargs)
-        except Exception:  # noqa: BLE001 -- re-raised by Equinox, with Equinox's own message
-            self._cache = {k: e for k, e in self._cache.items() if e.calls}
-            return self._fall_back("error on first call", args, kwargs)
-        return self._run(entry, dynamic)
+            key, entry, dynamic = self._lookup(args, LOWER_TYPES if lower else ARRAY_TYPES)
+            return run(key, entry, dynamic)
+        except Fallback as reason:
+            return self._fall_back(str(reason), args, kwargs, lower)
+        except Exception:
+            traced_before = entry is not None and entry.outputs.treedef is not None
+            if entry is not None and not traced_before:
+                self._cache.pop(key, None)  # never traced to the end: build it again next time
+            if tracing.traced or traced_before:
+                raise
+            return self._fall_back("error before tracing", args, kwargs, lower)
+        finally:
+            tracing.traced = outer or tracing.traced
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        return self._guarded(args, kwargs, False, lambda key, entry, dynamic: self._run(entry, dynamic))
 
     def _run(self, entry: Entry, dynamic: list) -> Any:
         if self._donate == "all":
@@ -180,24 +167,22 @@ class CachedFilterPmap:
                 out = entry.pmapped(tuple(dynamic))
         else:
             out = entry.pmapped(tuple(dynamic))
-        return entry.rebuild(out)
+        return entry.outputs.rebuild(out)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
         """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``;
         array arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
-        if kwargs:
-            return self._fall_back("keyword arguments", args, kwargs, lower=True)
-        try:
-            key, entry, dynamic = self._lookup(args, _LOWER_TYPES)
-            return Lowered(entry.pmapped.lower(tuple(dynamic)), entry, key, self._key_of)
-        except _Fallback as reason:
-            return self._fall_back(str(reason), args, kwargs, lower=True)
-        except Exception:  # noqa: BLE001 -- re-raised by Equinox
-            return self._fall_back("error on first call", args, kwargs, lower=True)
 
-    def _key_of(self, args: tuple) -> tuple[Hashable, list]:
-        key, dynamic, _, _ = self._key(args)
-        return key, dynamic
+        def lowered(key: Hashable, entry: Entry, dynamic: list) -> Lowered:
+            return Lowered(entry.pmapped.lower(tuple(dynamic)), key, self._key_of, run_compiled(entry))
+
+        return self._guarded(args, kwargs, True, lowered)
+
+    def _key_of(self, args: tuple, kwargs: dict) -> tuple[Hashable, list]:
+        if kwargs:
+            raise RuntimeError("keyword arguments cannot be used with functions wrapped with `filter_pmap`")
+        call_key, dynamic, _, _ = self._split(args)
+        return (self._options, call_key), dynamic
 
     # ------------------------------------------------------------ axes
 
@@ -210,29 +195,59 @@ class CachedFilterPmap:
             params = inspect.signature(self._fun).parameters
             names = [name for _, name in zip(args, params)]
             if set(self._in_axes) - set(names):
-                raise _Fallback("in_axes names no argument")  # Equinox's ValueError
+                raise Fallback("in_axes names no argument")  # Equinox's ValueError
             named = tuple(self._in_axes.get(name, eqx.if_array(0)) for name in names)
             self._named[len(args)] = named
         return named
 
-    def _dynamic_axes(self, args: tuple, static: list, types: tuple[type, ...]) -> list[int | None]:
+    def _dynamic_axes(
+        self, args: tuple, static: list, dynamic: list, types: tuple[type, ...]
+    ) -> list[int | None]:
         """One resolved axis (int or None) per array leaf of the flattened call, in order:
         fun's arrays broadcast (None), then the arguments', then the axis_size dummy (0)."""
         try:
             arg_axes = resolve_axes(self._prefix(args), args, types)
         except (ValueError, TypeError) as err:
-            raise _Fallback("in_axes does not fit the arguments") from err
+            raise Fallback("in_axes does not fit the arguments") from err
         n_fun = len(static) - len(arg_axes) - (self._dummy is not None)
         axes = [None] * n_fun + arg_axes + ([0] if self._dummy is not None else [])
         for axis, slot in zip(axes, static):
             if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)):
-                raise _Fallback("in_axes resolves to neither an int nor None")
+                raise Fallback("in_axes resolves to neither an int nor None")
             if axis is not None and slot is not ARRAY:
-                raise _Fallback("a non-array argument is mapped")
+                raise Fallback("a non-array argument is mapped")
         dynamic_axes = [axis for axis, slot in zip(axes, static) if slot is ARRAY]
         if all(axis is None for axis in dynamic_axes):
-            raise _Fallback("nothing mapped")
+            raise Fallback("nothing mapped")
+        sizes = set()
+        for axis, leaf in zip(dynamic_axes, dynamic):
+            if axis is not None:
+                if not -len(leaf.shape) <= axis < len(leaf.shape):
+                    raise Fallback("a mapped axis is out of range")  # Equinox's (vmap's) error
+                sizes.add(leaf.shape[axis])
+        if len(sizes) > 1 or (self._axis_size is not None and sizes != {self._axis_size}):
+            raise Fallback("mapped axes of different sizes")  # Equinox's (vmap's) error
         return dynamic_axes
+
+
+def _shared_cache(fun: Callable, options: Any) -> tuple[dict[Hashable, Entry], Hashable, Callable[[], Any]]:
+    """(entries, options key, fun getter): entries shared by every wrapper of ``fun`` with these
+    options (a function weakly, by itself; another callable by type and static part), so that
+    wrapping a function again traces nothing again, as with Equinox; a wrapper of its own
+    when an option or the function's static part is unhashable."""
+    leaves, treedef = jtu.tree_flatten(options)
+    key: Hashable = (tuple(leaves), treedef)
+    ref: Callable[[], Any]
+    if type(fun) is types.FunctionType:
+        ref = weakref.ref(fun)
+        owner: Any = fun
+    else:
+        key, ref, owner = (key, split(fun)[0][:3]), (lambda: fun), type(fun)
+    try:
+        hash(key)
+    except TypeError:
+        return {}, None, lambda: fun
+    return _SHARED.setdefault(owner, {}), key, ref
 
 
 def cached_filter_pmap(

@@ -22,102 +22,55 @@ list, so it also runs across processes, where ``jax.pmap`` rejects list
 ``out_axes`` (the bug that stops ``eqx.filter_pmap`` there). The jit form keeps
 each buffer on its group's sharding (replicated leaves only: a leaf sharded
 along an axis cannot be flattened into a shared 1-D buffer).
+
+What a step may return for each leaf, and why, is in :mod:`._layout`: a leaf's
+shape and dtype are fixed by the layout, a weakly typed leaf keeps its weak type
+(it gets a buffer of its own), a non-array leaf is static. Packing a tree of a
+structure packed before reuses that layout, so nothing compiles again.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import jax.tree_util as jtu
-import numpy as np
 
 from ..errors import bad_value
+from ._layout import Group, Layout, Slot, interned, is_array
+
+__all__ = ["Group", "Layout", "PackedState", "Slot", "packed_jit", "packed_pmap", "state_step"]
 
 
-@dataclass(frozen=True)
-class Group:
-    """One buffer: its dtype, its length, and the sharding its leaves shared (None: uncommitted)."""
-
-    dtype: np.dtype
-    size: int
-    sharding: jax.sharding.Sharding | None
-
-
-@dataclass(frozen=True)
-class Slot:
-    """Where one array leaf lives: leaf index in the flattened tree, group, offset, shape."""
-
-    leaf: int
-    group: int
-    offset: int
-    shape: tuple[int, ...]
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-
-@dataclass(frozen=True, eq=False)  # compared by identity: JAX's caches then hit in one pointer compare
-class Layout:
-    """The static half of a packed state: rebuilds the pytree from the buffers."""
-
-    treedef: jtu.PyTreeDef
-    statics: tuple[Any, ...]  # the non-array leaves, None where an array goes
-    slots: tuple[Slot, ...]
-    groups: tuple[Group, ...]
-
-    def unpack(self, buffers: Sequence[jax.Array]) -> Any:
-        """The pytree, from buffers of this layout; any leading axes (a device axis) are kept."""
-        leaves = list(self.statics)
-        for slot in self.slots:
-            buf = buffers[slot.group]
-            piece = buf[..., slot.offset : slot.offset + slot.size]
-            leaves[slot.leaf] = piece.reshape(*buf.shape[:-1], *slot.shape)
-        return self.treedef.unflatten(leaves)
-
-    def repack(self, tree: Any, *, constrain: bool = False) -> tuple[jax.Array, ...]:
-        """Buffers of this layout from ``tree`` (inside a compiled step). Raises ValueError
-        when the tree does not fit the layout (structure, a non-array leaf, shape or dtype)."""
-        leaves, treedef = jtu.tree_flatten(tree)
-        if treedef != self.treedef:
-            raise bad_value("new state", treedef, f"the packed structure {self.treedef}")
-        parts: list[list[jax.Array]] = [[] for _ in self.groups]
-        for slot in self.slots:
-            leaf, group = leaves[slot.leaf], self.groups[slot.group]
-            if not _is_array(leaf) or tuple(leaf.shape) != slot.shape or leaf.dtype != group.dtype:
-                raise bad_value(
-                    f"new state leaf {slot.leaf}",
-                    getattr(leaf, "aval", leaf),
-                    f"an array of shape {slot.shape} and dtype {group.dtype}, as packed",
-                )
-            parts[slot.group].append(jnp.ravel(leaf))
-        for i, (leaf, static) in enumerate(zip(leaves, self.statics)):
-            if not _is_array(leaf) and leaf is not static and leaf != static:
-                raise bad_value(f"new state leaf {i}", leaf, f"the packed non-array leaf {static!r}")
-        buffers = tuple(jnp.concatenate(p) if len(p) > 1 else p[0] for p in parts)
-        if constrain:
-            buffers = tuple(
-                b if g.sharding is None else jax.lax.with_sharding_constraint(b, g.sharding)
-                for b, g in zip(buffers, self.groups)
-            )
-        return buffers
-
-
-def _is_array(x: Any) -> bool:
-    return isinstance(x, (jax.Array, np.ndarray, np.generic))
-
-
-def _group_key(leaf: Any, index: int) -> tuple[np.dtype, jax.sharding.Sharding | None]:
+def _group_key(leaf: Any, index: int) -> tuple[Any, ...]:
     sharding = getattr(leaf, "sharding", None) if getattr(leaf, "committed", False) else None
     if sharding is not None and not sharding.is_fully_replicated:
         raise bad_value(
             f"leaf {index}'s sharding", sharding, "a fully replicated sharding (packing flattens each leaf)"
         )
-    return np.dtype(leaf.dtype), sharding
+    weak = bool(getattr(leaf, "weak_type", False))
+    return leaf.dtype, sharding, index if weak else None  # a weak leaf: a buffer of its own
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _pack_buffers(layout: Layout, *arrays: Any) -> tuple[jax.Array, ...]:
+    return layout.repack(layout.treedef.unflatten(_merge(layout.statics, arrays)))
+
+
+def _identity(tree: Any) -> Any:
+    return tree
+
+
+def _check_devices(devices: Any) -> list[jax.Device]:
+    expected = "a non-empty sequence of distinct jax.Device (each holds one replica)"
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) or not devices:
+        raise bad_value("devices", devices, expected)
+    if not all(isinstance(d, jax.Device) for d in devices) or len(set(devices)) != len(devices):
+        raise bad_value("devices", devices, expected)
+    return list(devices)
 
 
 class PackedState:
@@ -131,14 +84,15 @@ class PackedState:
 
     @classmethod
     def pack(cls, tree: Any) -> PackedState:
-        """Flatten ``tree`` once into one buffer per (dtype, sharding). Leaves must be
-        replicated or uncommitted; non-array leaves are kept in the layout."""
+        """Flatten ``tree`` once into one buffer per (dtype, sharding), and one per weakly
+        typed leaf. Leaves must be replicated or uncommitted; non-array leaves are kept in
+        the layout (static)."""
         leaves, treedef = jtu.tree_flatten(tree)
         keys: dict[tuple, int] = {}
         sizes: list[int] = []
         slots, statics, arrays = [], [], []
         for i, leaf in enumerate(leaves):
-            if not _is_array(leaf):
+            if not is_array(leaf):
                 statics.append(leaf)
                 continue
             statics.append(None)
@@ -148,11 +102,12 @@ class PackedState:
             slots.append(Slot(i, group, sizes[group], tuple(leaf.shape)))
             sizes[group] += slots[-1].size
             arrays.append(leaf)
-        groups = tuple(Group(dtype, size, sharding) for (dtype, sharding), size in zip(keys, sizes))
-        layout = Layout(treedef, tuple(statics), tuple(slots), groups)
-        buffers = jax.jit(lambda *xs: layout.repack(jtu.tree_unflatten(treedef, _merge(statics, xs))))(
-            *arrays
+        groups = tuple(
+            Group(dtype, size, sharding, weak is not None)
+            for (dtype, sharding, weak), size in zip(keys, sizes)
         )
+        layout = interned(Layout(treedef, tuple(statics), tuple(slots), groups))
+        buffers = _pack_buffers(layout, *arrays)
         buffers = tuple(
             b if g.sharding is None else jax.device_put(b, g.sharding) for b, g in zip(buffers, groups)
         )
@@ -164,9 +119,14 @@ class PackedState:
 
     def replicate(self, devices: Sequence[jax.Device]) -> PackedState:
         """The pmap form: every buffer stacked over ``devices`` and placed as jax.pmap wants it."""
+        devices = _check_devices(devices)
+        if any(b.ndim != 1 for b in self.buffers):
+            raise bad_value("state", self, "an unreplicated PackedState (this one is replicated already)")
+        if not self.buffers:
+            return PackedState((), self.layout)  # nothing to place
         n = len(devices)
         stacked = [jnp.broadcast_to(b, (n, *b.shape)) for b in self.buffers]
-        return PackedState(tuple(jax.pmap(lambda t: t, devices=devices)(stacked)), self.layout)
+        return PackedState(tuple(jax.pmap(_identity, devices=devices)(stacked)), self.layout)
 
     def abstract(self, *, replicas: int | None = None, sharding: Any = None) -> PackedState:
         """This layout with ``jax.ShapeDtypeStruct`` buffers, to lower and compile a packed step
@@ -174,7 +134,8 @@ class PackedState:
         form's leading device axis, ``sharding`` places each buffer for the jit form."""
         lead = () if replicas is None else (replicas,)
         buffers = tuple(
-            jax.ShapeDtypeStruct((*lead, g.size), g.dtype, sharding=sharding) for g in self.layout.groups
+            jax.ShapeDtypeStruct((*lead, g.size), g.dtype, sharding=sharding, weak_type=g.weak_type)
+            for g in self.layout.groups
         )
         return PackedState(buffers, self.layout)  # type: ignore[arg-type]
 
@@ -187,7 +148,7 @@ class PackedState:
         return f"PackedState({len(self.layout.slots)} leaves in {len(self.buffers)} buffers: {shapes})"
 
 
-def _merge(statics: list[Any], arrays: Sequence[Any]) -> list[Any]:
+def _merge(statics: Sequence[Any], arrays: Sequence[Any]) -> list[Any]:
     """Leaves from statics and arrays: flattening never yields None, so None marks an array's slot."""
     it = iter(arrays)
     return [next(it) if s is None else s for s in statics]
@@ -200,15 +161,69 @@ jtu.register_pytree_node(
 )
 
 StateFun = Callable[..., tuple[Any, Any]]
+_NOT_A_STATE = "a PackedState (PackedState.pack(tree), .replicate(devices) for packed_pmap)"
 
 
-def _stepper(fun: StateFun, constrain: bool) -> Callable[..., tuple[Any, PackedState]]:
+def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedState]]:
     def packed_step(state: PackedState, *args: Any) -> tuple[Any, PackedState]:
+        if not isinstance(state, PackedState):
+            raise bad_value("state", type(state).__name__, _NOT_A_STATE)
+        state.layout.check_buffers(
+            state,
+            "a state replicated over the devices (state.replicate(devices)) for packed_pmap"
+            if mapped
+            else "an unreplicated PackedState for packed_jit (a replicated one goes to packed_pmap)",
+        )
         aux, new_tree = fun(state.unpack(), *args)
-        return aux, PackedState(state.layout.repack(new_tree, constrain=constrain), state.layout)
+        return aux, PackedState(state.layout.repack(new_tree, constrain=not mapped), state.layout)
 
     packed_step.__name__ = f"packed_{getattr(fun, '__name__', 'step')}"
     return packed_step
+
+
+def _replication_problem(state: Any, devices: Sequence[jax.Device] | None) -> ValueError | None:
+    """What is wrong with ``state`` for a packed_pmap over ``devices``, when something is."""
+    if not isinstance(state, PackedState):
+        return bad_value("state", type(state).__name__, _NOT_A_STATE)
+    leading = {b.shape[0] if b.ndim == 2 else None for b in state.buffers}
+    if None in leading or len(leading) > 1:
+        return bad_value(
+            "state", state, "a state replicated over the devices: call state.replicate(devices) first"
+        )
+    replicas = int(leading.pop() or 0) if leading else 0
+    available = len(devices) if devices is not None else jax.local_device_count()
+    if (devices is not None and replicas != available) or replicas > available:
+        return bad_value(
+            "devices" if devices is not None else "state",
+            devices if devices is not None else state,
+            f"as many devices ({available}) as the state has replicas ({replicas}): replicate it over "
+            "the devices the step runs on",
+        )
+    return None
+
+
+class PackedPmap:
+    """What :func:`packed_pmap` returns: the ``jax.pmap`` (also ``.lower``), with a clear
+    error when the state does not fit the devices."""
+
+    def __init__(self, pmapped: Any, devices: Sequence[jax.Device] | None) -> None:
+        self.pmapped, self._devices = pmapped, devices
+        functools.update_wrapper(self, pmapped, updated=())
+
+    def _checked(self, call: Callable[..., Any], state: Any, args: tuple) -> Any:
+        try:
+            return call(state, *args)
+        except (ValueError, TypeError) as err:
+            problem = _replication_problem(state, self._devices)
+            if problem is None:
+                raise
+            raise problem from err
+
+    def __call__(self, state: PackedState, *args: Any) -> tuple[Any, PackedState]:
+        return self._checked(self.pmapped, state, args)
+
+    def lower(self, state: PackedState, *args: Any) -> Any:
+        return self._checked(self.pmapped.lower, state, args)
 
 
 def packed_pmap(
@@ -222,15 +237,18 @@ def packed_pmap(
     """``jax.pmap`` of ``fun(tree, *args) -> (aux, new_tree)`` over a replicated
     :class:`PackedState` (see :meth:`PackedState.replicate`): returns ``(aux,
     new_state)``, every argument mapped over axis 0, the state donated unless
-    ``donate=False``. ``new_tree`` must have the packed structure, shapes and dtypes."""
-    return jax.pmap(
-        _stepper(fun, constrain=False),
+    ``donate=False``. ``new_tree`` must fit the layout (see :mod:`._layout`)."""
+    if devices is not None:
+        devices = _check_devices(devices)
+    pmapped = jax.pmap(
+        _stepper(fun, mapped=True),
         axis_name=axis_name,
         devices=devices,
         out_axes=0,
         donate_argnums=(0,) if donate else (),
         **pmap_kwargs,
     )
+    return PackedPmap(pmapped, devices)
 
 
 def packed_jit(
@@ -239,8 +257,8 @@ def packed_jit(
     """``jax.jit`` of ``fun(tree, *args) -> (aux, new_tree)`` over a :class:`PackedState`
     whose buffers keep their sharding (e.g. replicated over a mesh, with the
     batch in ``args`` sharded): returns ``(aux, new_state)``, the state donated
-    unless ``donate=False``."""
-    return jax.jit(_stepper(fun, constrain=True), donate_argnums=(0,) if donate else (), **jit_kwargs)
+    unless ``donate=False``. ``new_tree`` must fit the layout (see :mod:`._layout`)."""
+    return jax.jit(_stepper(fun, mapped=False), donate_argnums=(0,) if donate else (), **jit_kwargs)
 
 
 def state_step(step: Callable[[Any, Any, Any], tuple[Any, Any, Any]]) -> StateFun:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..loops import vocab
+from ..jax20909 import vocab
 from .env import Budget, failure, not_measured_rows, predict, save_figure
 from .settings import GpuSettings
 

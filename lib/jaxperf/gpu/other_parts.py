@@ -39,7 +39,7 @@ def estimate_forms(s: GpuSettings) -> list[tuple[str, int]]:
 def compile_on_host(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
     """Part c: writes ``toolchain``, ``compile_records`` (one row per compile, with the static
     counts) and ``estimate`` records; "not measured" with the reason when Triton is not usable."""
-    from ..triton import estimate, toolchain
+    from ..compilers.triton import estimate, toolchain
     from ..triton import sweep as tsweep
 
     status = toolchain.status()

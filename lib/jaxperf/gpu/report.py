@@ -11,6 +11,8 @@ Runs after the parts, on the CPU (it reads records, starts no device):
   instructions per call; the committed notebook 04 one when part c made
   none) beside part a's measured ms per call, and the predicted vs measured
   ratio to the Python loop;
+- ``measured_vs_predicted``: every measured ms per call beside the time model's prediction
+  registered for it before the run (``results/predictions``), as measured / predicted;
 - ``summary.json``/``summary.md``: every part's status and time, the
   seed-format GPU column beside the reporter's, the two tables, the versions
   that ran and where they differ from the pins.
@@ -28,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from .. import markdown, paths, records
-from ..loops import vocab
+from ..jax20909 import vocab
 from .settings import PARTS
 
 KEYS = ["variant", "T"]
@@ -106,7 +108,7 @@ def _estimates(results: Path, project_cpu: Path) -> pd.DataFrame | None:
     committed, prov = _read(project_cpu / "triton_compile" / "estimate_records")
     if committed is None or "sass_dynamic_per_call" not in committed:
         return None
-    from ..triton import estimate
+    from ..compilers.triton import estimate
 
     carry = prov.get("parameters", {}).get("seed_carry_dtype", "input")
     table = estimate.table(committed)
@@ -178,6 +180,10 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
     estimates = estimate_table(results, project_cpu)
     records.write_records(compiles, run_dir / "compile_compare", prov)
     records.write_records(estimates, run_dir / "estimate_vs_measured", prov)
+    from ..gpu_model import h200 as registered  # the predictions committed before the run
+
+    beside = registered.beside_measured(results)
+    records.write_records(beside, run_dir / "measured_vs_predicted", prov)
     seed_table, _ = _read(results / "loops" / "seed_table")
     device = f"{prov.get('device_count', '?')} x {prov.get('device_kind', '?')} ({prov.get('backend', '?')})"
     claim = (
@@ -202,6 +208,11 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         ),
         *_md_section("Compile: on the device beside the Triton compile on a CPU", compiles, "not measured"),
         *_md_section("Static SASS estimate beside the measured time", estimates, "not measured"),
+        *_md_section(
+            "Measured beside the registered prediction (jaxperf.gpu_model, committed before the run)",
+            beside,
+            "nothing measured has a registered prediction",
+        ),
         *_md_section("Dispatch on one device: it/s (median)", dispatch_table(results), "not measured"),
         "## Versions that ran, against the pins",
         "",
@@ -216,6 +227,7 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         "seed_table": [] if seed_table is None else seed_table.to_dict(orient="records"),
         "compile_compare": compiles.to_dict(orient="records"),
         "estimate_vs_measured": estimates.to_dict(orient="records"),
+        "measured_vs_predicted": beside.to_dict(orient="records"),
         "provenance": prov,
     }
     text = "\n".join(lines) + "\n" + _environment(prov)

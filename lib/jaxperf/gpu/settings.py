@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..errors import bad_value, check_choice, check_int, check_ints
-from ..loops import vocab
+from ..jax20909 import vocab
 from ..settings import StudySettings
 
 # Run order: the reporter's own harness first (the seed-format GPU column), then his kernel

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import timing
-from .vocab import FIX, PORTABLE_FORMS, UNROLLED_FORMS, seed_cell
+from ..jax20909.vocab import FIX, PORTABLE_FORMS, UNROLLED_FORMS, seed_cell
 
 WITHIN = 1.05  # "within 5% of the Python loop"
 COMPILE_BUDGET = 1.5  # "compile time within 1.5x of fori_loop(unroll=1)"

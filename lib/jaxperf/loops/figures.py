@@ -10,8 +10,15 @@ from typing import Any
 import pandas as pd
 
 from .. import plots
+from ..jax20909.vocab import (
+    PORTABLE_FORMS,
+    UNROLLED_FORMS,
+    facets,
+    frame_variant_order,
+    seed_records,
+    variant_name,
+)
 from .sweep import MODE_LABELS
-from .vocab import PORTABLE_FORMS, UNROLLED_FORMS, facets, frame_variant_order, seed_records, variant_name
 
 
 def key_variants(df: pd.DataFrame) -> list[str]:

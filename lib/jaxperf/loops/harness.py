@@ -9,7 +9,7 @@ single second call we also record the median of ``repeats`` further calls.
 
 Changes from his script: ``jax.random.key`` instead of the legacy
 ``PRNGKey`` (same stream); the kernel comes from
-:mod:`jaxperf.loops.kernels` (already vmapped over the batch, as his
+:mod:`jaxperf.jax20909.kernels` (already vmapped over the batch, as his
 ``jax.vmap(JaxKernel(...))``), so every variant is first checked against the
 float64 reference on a batch of its own.
 """
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import check_choice, check_int
-from . import inputs, kernels, reference, vocab
+from ..jax20909 import inputs, kernels, reference, vocab
 from .settings import LoopSettings
 
 HARNESS_MODES = {

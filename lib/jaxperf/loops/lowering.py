@@ -15,26 +15,21 @@ lowering rule runs, to count its lines and its loop ops (``scf.for``,
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .. import private_api
+from ..compilers.lowering import COMPILERS, capture_kernel_ir, error_text, export_variant, first_warning
 from ..errors import check_choice
-from ..triton.capture import TRITON_CUSTOM_CALL, cuda_export, raise_site
-from ..triton.toolchain import TARGETS
-from . import kernels, vocab
+from ..jax20909 import kernels, vocab
 from .settings import LoopSettings
 
-COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
-ABSTRACT_GPU = TARGETS["sm_90"][1]  # an H100: the device kind the GPU compilers see
 _LOOP_OP = re.compile(r"\bscf\.(for|while)\b")
 _LATE_UNROLL = re.compile(r"tpu\.late_unroll")
 
@@ -58,49 +53,6 @@ class Lowered:
     late_unroll: int  # loops Mosaic TPU marks tpu.late_unroll (unrolled after export)
     export_lines: int  # lines of the exported StableHLO wrapper
     warning: str = ""  # the first warning the lowering raised (e.g. Triton's deprecation)
-
-
-@contextlib.contextmanager
-def _capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
-    """Collect the kernel module's text while Pallas lowers it (hooks restored after)."""
-    captured: list[str] = []
-    if compiler == "triton":
-        hook = private_api.triton_lowering_hook(
-            lambda result, _s: captured.append(str(result.module.operation))
-        )
-    else:
-        hook = private_api.mosaic_lowering_hook(
-            compiler, lambda module: captured.append(str(module.operation))
-        )
-    with hook:
-        yield captured
-
-
-def export_variant(fn, args: tuple, compiler: str):
-    """``jax.export`` ``fn`` for ``compiler``'s platform (no such device needed)."""
-    from jax import export
-
-    check_choice("compiler", compiler, COMPILERS)
-    if compiler == "mosaic_tpu":
-        return export.export(fn, platforms=["tpu"])(*args)
-    with cuda_export(ABSTRACT_GPU, (TRITON_CUSTOM_CALL, "mosaic_gpu", "mosaic_gpu_v2")) as export_for_cuda:
-        return export_for_cuda(fn)(*args)
-
-
-def error_text(err: BaseException) -> str:
-    text = str(err).strip()
-    if text:
-        return text.splitlines()[0][:400]
-    # A bare exception (Triton's unroll, Mosaic GPU's missing rule): name where it was raised.
-    frame = raise_site(err)
-    if frame is None:
-        return "(no message, no traceback)"
-    path = frame.filename.split("site-packages/")[-1]
-    return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
-
-
-def _first_warning(caught: list) -> str:
-    return f"{caught[0].category.__name__}: {caught[0].message}"[:300] if caught else ""
 
 
 def lower_one(
@@ -133,7 +85,7 @@ def lower_one(
     )
     start = time.perf_counter()
     case: dict[str, Any] = dict(kernel=kernel, loop_form=loop_form, unroll=unroll, compiler=compiler, T=T)
-    with _capture_kernel_ir(compiler) as captured, warnings.catch_warnings(record=True) as caught:
+    with capture_kernel_ir(compiler) as captured, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             exported = export_variant(fn, args, compiler)
@@ -141,7 +93,7 @@ def lower_one(
             failed: dict[str, Any] = dict(
                 error_type=type(err).__name__, error=error_text(err), lower_s=time.perf_counter() - start
             )
-            return Lowered(**case, lowers=False, **failed, **_NO_IR, warning=_first_warning(caught))
+            return Lowered(**case, lowers=False, **failed, **_NO_IR, warning=first_warning(caught))
     elapsed = time.perf_counter() - start
     ir = captured[-1] if captured else ""
     return Lowered(
@@ -154,14 +106,14 @@ def lower_one(
         loop_ops=len(_LOOP_OP.findall(ir)),
         late_unroll=len(_LATE_UNROLL.findall(ir)),
         export_lines=len(exported.mlir_module().splitlines()),
-        warning=_first_warning(caught),
+        warning=first_warning(caught),
     )
 
 
 def variants(
     loop_forms: Iterable[str], unrolls: Iterable[int], kernel: str | None = None
 ) -> list[tuple[str, int]]:
-    """(loop form, unroll) pairs for ``kernel``: see :func:`jaxperf.loops.vocab.variants`."""
+    """(loop form, unroll) pairs for ``kernel``: see :func:`jaxperf.jax20909.vocab.variants`."""
     return vocab.variants(loop_forms, unrolls, kernel)
 
 

@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 
 from .. import markdown as md
+from ..jax20909.vocab import FIX, SEED_SETUP, seed_issue_table
 from . import analysis, lowering
 from .mechanism import verdict as xla_verdict
 from .sweep import MODE_LABELS
-from .vocab import FIX, SEED_SETUP, seed_issue_table
 
 HEADLINE_COLUMNS = (
     "mode kernel T loop_form unroll lower_ms compile_ms ms_per_call ms_q25 ms_q75 ms_vs_python "

@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from .. import timing
+from ..compilers.lowering import error_text
 from ..errors import check_choice, check_int, check_ints
-from . import inputs, kernels, reference, vocab
-from .kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS
-from .lowering import error_text
+from ..jax20909 import inputs, kernels, reference, vocab
+from ..jax20909.kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS
 from .settings import LoopSettings
 
 MODES = ("xla", "pallas_interpret", "pallas")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import compile, topology
+from ..compilers.mosaic_tpu import compile, topology
 
 METHODS = ("filter_pmap", "pmap_params", "cached_filter_pmap")
 REFERENCE = "pmap_params"

@@ -6,13 +6,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from .. import plots
-from ..loops import vocab
+from ..jax20909 import vocab
 from .sweep import OK
 
 
 def shown_variants(df: pd.DataFrame) -> list[str]:
     """The variants drawn (all are in the records): the reporter's two, fori_loop at the largest
-    unroll, and each portable fix (:data:`~jaxperf.loops.vocab.PORTABLE_FORMS`) at unroll 1 and
+    unroll, and each portable fix (:data:`~jaxperf.jax20909.vocab.PORTABLE_FORMS`) at unroll 1 and
     the largest unroll, in the study's order. Left out: hand_unrolled at unroll 1 (a plain
     fori_loop) and pl.loop (it wraps fori_loop and compiles to the same bundles)."""
     top = int(df.unroll.max()) if len(df) else 1

@@ -6,10 +6,10 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ..compilers.mosaic_tpu import topology
 from ..errors import bad_value, check_choice, check_int, check_ints
-from ..loops import vocab
+from ..jax20909 import vocab
 from ..settings import StudySettings
-from . import topology
 
 DTYPES = ("bfloat16", "float32", "float16")
 

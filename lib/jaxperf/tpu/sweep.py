@@ -1,6 +1,6 @@
 """The TPU compile sweep: generation x kernel x loop form x unroll x T, compiled on a CPU.
 
-Each point compiles the jax#20909 kernel (:mod:`jaxperf.loops.kernels`,
+Each point compiles the jax#20909 kernel (:mod:`jaxperf.jax20909.kernels`,
 forced to Mosaic TPU) for one device of the generation's topology, records
 its compile time, code size and final-bundle schedule, and the static cycle
 estimate of one kernel call at the compiled batch and at the reporter's
@@ -22,8 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..loops import kernels, vocab
-from . import bundles, compile, estimate, topology
+from ..compilers.mosaic_tpu import bundles, compile, estimate, topology
+from ..jax20909 import kernels, vocab
 
 OK, ERROR, OVER_BUDGET = "ok", "error", "over budget"
 GROWTH_EXPONENT = 1.5

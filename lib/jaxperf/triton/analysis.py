@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..loops import vocab
-from .compile import STAGES
+from ..compilers.triton.compile import STAGES
+from ..jax20909 import vocab
 from .sweep import STATUS_NO_LOWER, STATUS_OK
 
 STAGE_COLUMNS = ("export_ms", *(f"{s}_ms" for s in STAGES))

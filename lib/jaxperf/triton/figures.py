@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 
 from .. import plots
-from ..loops import vocab
-from . import analysis, estimate
+from ..compilers.triton import estimate
+from ..compilers.triton.toolchain import DEFAULT_TARGET, label
+from ..jax20909 import vocab
+from . import analysis
 from .sweep import STATUS_OK
-from .toolchain import DEFAULT_TARGET, label
 
 ISSUE = "jax-ml/jax#20909"
 

@@ -10,12 +10,12 @@ every level of the Triton pipeline is counted inside and outside its loops:
   barriers, global loads/stores and floating-point operations (a ``<64 x half>``
   add counts 64);
 - ``sass``: machine code; loops are backward branches; the instruction mix of
-  :data:`jaxperf.triton.sass.CATEGORIES`.
+  :data:`jaxperf.compilers.triton.sass.CATEGORIES` (counted by :mod:`jaxperf.compilers.triton.ir`).
 
 "Reduction inside the loop body" is then a count, per level: ``tt.reduce`` in
 the ``scf.for``, shuffles in an LLVM loop, ``SHFL`` in a SASS loop. The
 instructions each extra loop step costs come from the two T: the static
-dynamic counts of :mod:`jaxperf.triton.estimate` at T2 minus those at T1,
+dynamic counts of :mod:`jaxperf.compilers.triton.estimate` at T2 minus those at T1,
 divided by the extra steps (for a Python loop, which has no loop in SASS,
 that is what each traced step added; likewise for the scalar carry where ptxas
 unrolled its loop). Compiled, never executed.
@@ -23,133 +23,19 @@ unrolled its loop). Compiled, never executed.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 
-from ..loops import vocab
-from . import estimate
-from . import sass as _sass
-from .capture import capture
-from .compile import compile_ttir
+from ..compilers.triton import estimate
+from ..compilers.triton import sass as _sass
+from ..compilers.triton.capture import capture
+from ..compilers.triton.compile import compile_ttir
+from ..compilers.triton.ir import IN_LOOP, LEVELS, OUTSIDE, REDUCTION, levels
+from ..compilers.triton.toolchain import DEFAULT_TARGET, check_target, label
+from ..jax20909 import vocab
 from .sweep import Shape, Variant, build_variant
-from .toolchain import DEFAULT_TARGET, check_target, label
-
-LEVELS = ("ttir (JAX)", "ttir", "ttgir", "llir", "sass")
-# What "the reduction" is at each level.
-REDUCTION = {
-    "ttir (JAX)": "reduce",
-    "ttir": "reduce",
-    "ttgir": "reduce",
-    "llir": "shuffle",
-    "sass": "shuffle",
-}
-IN_LOOP, OUTSIDE = "in loop", "outside loops"
-
-_MLIR_OP = re.compile(r'^\s*(?:%[^=]+=\s*)?"?([a-z_]+\.[a-z_.]+)"?')
-_MLIR_KINDS = {"tt.reduce": "reduce", "tt.load": "load", "tt.store": "store", "tt.splat": "splat/broadcast"}
-_LL_LABEL = re.compile(r"^([\w.]+):")
-_LL_BRANCH = re.compile(r"label %([\w.]+)")
-_LL_FP = re.compile(r"=\s*(?:fast\s+)?(fadd|fsub|fmul|fdiv|fneg)\b[^<]*(?:<(\d+) x)?|@llvm\.fma")
-
-
-def mlir_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
-    """Ops by kind inside and outside ``scf.for``/``scf.while`` bodies, and the number of loops."""
-    inside: Counter[str] = Counter()
-    outside: Counter[str] = Counter()
-    stack: list[str] = []
-    loops = 0
-    for raw in text.splitlines():
-        line = re.sub(r"\s+loc\(.*$", "", raw).rstrip()
-        stripped = line.strip()
-        if stripped.startswith("}"):
-            if stack:
-                stack.pop()
-            if not stripped.endswith("{"):
-                continue
-        match = _MLIR_OP.match(line)
-        op = match.group(1) if match else ""
-        if op and "combiner" not in stack and op not in ("arith.constant", "scf.yield", "tt.reduce.return"):
-            kind = _MLIR_KINDS.get(op, op.split(".")[0] if op.startswith(("ttg.", "ttng.")) else "")
-            if op.startswith("arith."):
-                kind = "tensor arithmetic" if "tensor<" in line.split(":")[-1] else "scalar arithmetic"
-            if op.startswith("tt.broadcast"):
-                kind = "splat/broadcast"
-            (inside if "loop" in stack else outside)[kind or "other"] += 1
-        if stripped.endswith("{") and not stripped.startswith("}"):
-            if op in ("scf.for", "scf.while"):
-                loops += 1
-                stack.append("loop")
-            else:
-                stack.append("combiner" if op in ("tt.reduce", "tt.scan") else "region")
-    return inside, outside, loops
-
-
-def llir_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
-    """LLVM IR of the kernel: operations by kind inside and outside loops (back edges)."""
-    blocks: list[tuple[str, list[str]]] = [("entry", [])]
-    for line in text.split("\ndefine", 1)[-1].split("\n}\n", 1)[0].splitlines()[1:]:
-        label_match = _LL_LABEL.match(line)
-        if label_match:
-            blocks.append((label_match.group(1), []))
-        elif line.startswith("  "):
-            blocks[-1][1].append(line)
-    index = {name: i for i, (name, _) in enumerate(blocks)}
-    in_loop = [False] * len(blocks)
-    loops = 0
-    for i, (_, lines) in enumerate(blocks):
-        for target in (
-            t for line in lines if line.lstrip().startswith("br ") for t in _LL_BRANCH.findall(line)
-        ):
-            if index.get(target, len(blocks)) <= i:
-                loops += 1
-                for j in range(index[target], i + 1):
-                    in_loop[j] = True
-    inside: Counter[str] = Counter()
-    outside: Counter[str] = Counter()
-    for i, (_, lines) in enumerate(blocks):
-        counts = inside if in_loop[i] else outside
-        for line in lines:
-            fp = _LL_FP.search(line)
-            if "shfl.sync" in line:
-                counts["shuffle"] += 1
-            elif "barrier" in line:
-                counts["barrier"] += 1
-            elif "ld.global" in line or re.search(r"= load .* addrspace\(1\)", line):
-                counts["global load"] += 1
-            elif "st.global" in line or re.search(r"store .* addrspace\(1\)", line):
-                counts["global store"] += 1
-            elif "llvm.vector.reduce" in line:
-                counts["vector reduce"] += 1
-            elif fp:
-                counts["fp operations (elements)"] += int(fp.group(2) or 1) if fp.group(1) else 1
-    return inside, outside, loops
-
-
-def sass_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
-    """SASS instructions by category inside and outside loops (static counts)."""
-    code = _sass.parse(text)
-    found = _sass.loops(code)
-    inside: Counter[str] = Counter()
-    outside: Counter[str] = Counter()
-    for ins in code:
-        (inside if any(lp.contains(ins.address) for lp in found) else outside)[_sass.category(ins)] += 1
-    return inside, outside, len(found)
-
-
-def _levels(
-    ttir_jax: str, texts: dict[str, str], sass_text: str
-) -> dict[str, tuple[Counter[str], Counter[str], int]]:
-    return {
-        "ttir (JAX)": mlir_counts(ttir_jax),
-        "ttir": mlir_counts(texts["ttir"]),
-        "ttgir": mlir_counts(texts["ttgir"]),
-        "llir": llir_counts(texts["llir"]),
-        "sass": sass_counts(sass_text),
-    }
 
 
 def evidence(
@@ -179,7 +65,7 @@ def evidence(
             result = compile_ttir(
                 captured.ttir, target=target, num_warps=captured.num_warps, num_stages=captured.num_stages
             )
-            for level, (inside, outside, loops) in _levels(captured.ttir, result.texts, result.sass).items():
+            for level, (inside, outside, loops) in levels(captured.ttir, result.texts, result.sass).items():
                 for where, counts in ((IN_LOOP, inside), (OUTSIDE, outside)):
                     rows += [
                         dict(

@@ -2,7 +2,7 @@
 
 One tidy row per (kernel, variant, T, repeat), with the compile time of each
 stage, the machine-code metrics and the static counts of
-:mod:`jaxperf.triton.estimate`. Honesty rules: a variant Pallas' Triton
+:mod:`jaxperf.compilers.triton.estimate`. Honesty rules: a variant Pallas' Triton
 lowering rejects is recorded "does not lower", once per T; a compile that
 crashes is recorded "failed" with its error; a point not compiled because of
 a budget is recorded "over budget" with the reason. Nothing is dropped.
@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..compilers.triton import estimate
+from ..compilers.triton.capture import DoesNotLower, capture
+from ..compilers.triton.compile import STAGES, compile_ttir
+from ..compilers.triton.toolchain import DEFAULT_TARGET, TritonUnavailableError, check_target, require
 from ..errors import bad_value, check_int, check_ints
-from ..loops import vocab
-from . import estimate
-from .capture import DoesNotLower, capture
-from .compile import STAGES, compile_ttir
-from .toolchain import DEFAULT_TARGET, TritonUnavailableError, check_target, require
+from ..jax20909 import vocab
 
 STATUS_OK = "ok"
 STATUS_NO_LOWER = "does not lower"
@@ -110,7 +110,7 @@ def build_variant(
 ) -> tuple[Any, tuple]:
     """The jitted ``pallas_call`` of ``v`` at ``T`` for the Triton lowering, and its input specs."""
     if build is None:
-        from ..loops.kernels import build as build_kernel
+        from ..jax20909.kernels import build as build_kernel
 
         build = build_kernel
     carry = shape.seed_carry_dtype if v.kernel == "seed" else "float32"

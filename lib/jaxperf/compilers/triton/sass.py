@@ -190,6 +190,20 @@ def _imm(text: str) -> int | None:
     return int(text, 0) if _IMM.match(text) else None
 
 
+def _half2_bits(halves: list[str]) -> int | None:
+    """The 32-bit word ``HFMA2.MMA R, -RZ, RZ, hi, lo`` writes: two fp16 immediates, the high
+    half first (``0, 4.17e-07``, i.e. 0 and 7 x 2^-24, is the integer 7)."""
+    import numpy as np
+
+    if len(halves) != 2:
+        return None
+    try:
+        hi, lo = (int(np.array(float(h), np.float16).view(np.uint16)) for h in halves)
+    except ValueError:
+        return None
+    return (hi << 16) | lo
+
+
 def _initial_value(code: list[Instruction], register: str, before: int) -> int | None:
     """The constant last written to ``register`` before address ``before`` (None if not a constant).
     ``CS2R Rn, SRZ`` zeroes the pair Rn, Rn+1."""
@@ -204,7 +218,7 @@ def _initial_value(code: list[Instruction], register: str, before: int) -> int |
         if ins.base in ("MOV", "UMOV"):
             return _imm(ops[1])
         if ins.opcode.startswith("HFMA2.MMA") and ops[1:3] == ["-RZ", "RZ"]:
-            return 0 if ops[3:] in (["0", "0"], ["0", "0.0"]) else None
+            return _half2_bits(ops[3:])
         if ins.opcode.startswith("IMAD.MOV") and ops[1:3] == ["RZ", "RZ"]:
             return _imm(ops[3])
         return None

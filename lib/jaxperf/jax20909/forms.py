@@ -1,7 +1,7 @@
 """The loop forms of the jax#20909 study, usable inside a Pallas kernel and in plain ``jax.jit``.
 
 Every form runs ``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``
-(names and meanings in :mod:`jaxperf.loops.vocab`). The hand-unrolled form is the
+(names and meanings in :mod:`jaxperf.jax20909.vocab`). The hand-unrolled form is the
 public fix :func:`jaxperf.fixes.unroll.hand_unrolled_fori`.
 """
 
@@ -33,7 +33,7 @@ def run_loop(loop_form: str, lower: Any, upper: Any, body: Body, init: Carry, un
     ``unroll`` must be 1 for ``python`` (already fully unrolled); for the
     others it is the number of body copies per loop iteration. ``hoisted``
     and ``scalar_carry`` run the loop as ``hand_unrolled``: hoisting is the kernel's job (it
-    passes a body without the invariant), see :mod:`jaxperf.loops.kernels`.
+    passes a body without the invariant), see :mod:`jaxperf.jax20909.kernels`.
     """
     from jax import lax
 

@@ -13,18 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import check_choice
+# The targets live with the CUDA export (shared with Mosaic GPU); named here as before.
+from ..cuda import DEFAULT_TARGET as DEFAULT_TARGET
+from ..cuda import REPORTER_TARGET as REPORTER_TARGET
+from ..cuda import TARGETS as TARGETS
+from ..cuda import check_target as check_target
 
-# Target name -> (compute capability, a device kind JAX's Pallas lowering maps
-# to that capability). sm_86 is the reporter's RTX A6000 generation (JAX knows
-# the A10, same sm_86); sm_90 is an H100.
-TARGETS: dict[str, tuple[int, str]] = {
-    "sm_90": (90, "NVIDIA H100 80GB HBM3"),
-    "sm_86": (86, "NVIDIA A10"),
-    "sm_80": (80, "NVIDIA A100-SXM4-80GB"),
-}
-DEFAULT_TARGET = "sm_90"
-REPORTER_TARGET = "sm_86"  # jax#20909 ran on an RTX A6000
 INSTALL_HINT = "pip install -e '.[triton]' (or JAXPERF_EXTRAS=triton bash tools/setup_env.sh)"
 NOT_INSTALLED = "not measured: triton extra not installed"
 
@@ -46,14 +40,14 @@ class TritonStatus:
     def describe(self) -> str:
         if not self.available:
             return self.reason
-        from ..paths import scrub  # name the tools inside site-packages, not this machine's folders
+        from ...paths import scrub  # name the tools inside site-packages, not this machine's folders
 
         tools = ", ".join(sorted(set(self.ptxas.values())))
         return scrub(f"triton {self.version} (ptxas: {tools}; cuobjdump: {self.cuobjdump})")
 
 
 def _import_triton() -> Any:
-    """Import triton and the pieces of it :mod:`jaxperf.triton.compile` uses."""
+    """Import triton and the pieces of it :mod:`jaxperf.compilers.triton.compile` uses."""
     triton = importlib.import_module("triton")
     for name in ("triton._C.libtriton", "triton.backends.compiler", "triton.compiler.compiler"):
         importlib.import_module(name)
@@ -96,12 +90,6 @@ def require() -> TritonStatus:
     if not st.available:
         raise TritonUnavailableError(st.reason)
     return st
-
-
-def check_target(target: str) -> int:
-    """The compute capability for ``target``; ValueError naming what is allowed."""
-    check_choice("target", target, TARGETS)
-    return TARGETS[target][0]
 
 
 def label(target: str = DEFAULT_TARGET) -> str:

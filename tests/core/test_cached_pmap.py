@@ -1,32 +1,14 @@
 """cached_filter_pmap is a drop-in for eqx.filter_pmap: same outputs, fresh
-partition when the structure changes, Equinox's own behaviour where it falls back."""
+partition when the structure changes, Equinox's own behaviour where it falls back.
+A core test: jaxperf's public API, jax, equinox, numpy and pytest only."""
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
+from dropin_checks import N, assert_same, stacked
 
 from jaxperf import cached_filter_pmap
-
-N = 8
-
-
-def stacked(tree):
-    return jax.tree.map(lambda a: jnp.broadcast_to(a, (N, *a.shape)) if eqx.is_array(a) else a, tree)
-
-
-def assert_same(a, b):
-    """Same structure, same non-array leaves (and types), arrays of the same shape, dtype and values."""
-    la, ta = jax.tree.flatten(a)
-    lb, tb = jax.tree.flatten(b)
-    assert ta == tb
-    for x, y in zip(la, lb):
-        if eqx.is_array(x):
-            assert eqx.is_array(y) and x.shape == y.shape and x.dtype == y.dtype
-            np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=1e-6)
-        else:
-            assert x == y and type(x) is type(y)
 
 
 class Inner(eqx.Module):

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import bad_value
+from ...errors import bad_value
 
 # Generation -> the topology compiled for (the smallest slice libtpu accepts that
 # matches the study: v3:2x2 is the equinox#192 reporter's v3-8).

@@ -1,6 +1,6 @@
 """The jax#20909 kernels, in every loop form, as a ``pallas_call`` and as plain ``jax.jit``.
 
-Kernel names and meanings: :mod:`jaxperf.loops.vocab`. Sizes follow the
+Kernel names and meanings: :mod:`jaxperf.jax20909.vocab`. Sizes follow the
 reporter: ``out_rows`` is his ``fwd_blk_i`` (128: rows per program and of the
 carry), ``block_rows`` his ``fwd_blk_j`` (64: the loop runs ``T // 64`` steps).
 
@@ -16,7 +16,7 @@ Where today's API forced a change from the reporter's code (``seed``):
 
 :func:`build` returns the jitted ``pallas_call`` (vmapped over the batch, as
 the reporter did for ``seed``); :func:`build_xla` the same math in plain
-``jax.jit``. :mod:`jaxperf.loops.reference` holds the float64 answers.
+``jax.jit``. :mod:`jaxperf.jax20909.reference` holds the float64 answers.
 """
 
 from __future__ import annotations

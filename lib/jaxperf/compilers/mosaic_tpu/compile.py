@@ -4,7 +4,7 @@
 ``ShapeDtypeStruct`` placed on a ``Mesh`` of the topology's devices compiles for
 that TPU without one. Each repeat compiles a *fresh* function (the builder is
 called again), so no JAX cache serves a repeat; the compile time is the
-median. With libtpu's bundle dump on (:func:`jaxperf.tpu.topology.prepare`)
+median. With libtpu's bundle dump on (:func:`jaxperf.compilers.mosaic_tpu.topology.prepare`)
 the kernel's final bundles of the first compile are parsed.
 """
 

@@ -4,27 +4,25 @@
 of the target's generation stands in for the hardware) and keeps the Triton
 module that Pallas' Triton lowering produced, as text ``.ttir``, with the
 launch settings (``num_warps``, ``num_stages``, grid) from the custom call.
-:func:`cuda_export` and :func:`raise_site` are shared with the loop study's
-lowering matrix (:mod:`jaxperf.loops.lowering`).
+The CUDA export itself (:func:`~jaxperf.compilers.cuda.cuda_export`) is shared
+with Mosaic GPU; it is imported here under its old name too.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import re
 import time
-import traceback
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..private_api import triton_lowering_hook
+from ...private_api import triton_lowering_hook
+from ..cuda import TRITON_CUSTOM_CALL as TRITON_CUSTOM_CALL
+from ..cuda import cuda_export as cuda_export
+from ..cuda import raise_site as raise_site
 from .toolchain import DEFAULT_TARGET, TARGETS, check_target
-
-TRITON_CUSTOM_CALL = "__gpu$xla.gpu.triton"
 
 
 class DoesNotLower(NotImplementedError):
@@ -60,29 +58,6 @@ class CapturedModule:
     def programs(self) -> int:
         """Kernel programs (CTAs) per call: the product of the grid."""
         return self.grid[0] * self.grid[1] * self.grid[2]
-
-
-@contextlib.contextmanager
-def cuda_export(
-    device_kind: str, custom_calls: Sequence[str] = (TRITON_CUSTOM_CALL,)
-) -> Iterator[Callable[..., Any]]:
-    """Inside an abstract one-device mesh of ``device_kind`` (no GPU needed), yield
-    ``jax.export.export`` bound to CUDA with ``custom_calls`` allowed. The caller
-    calls it, so the exported module's source locations stay the caller's."""
-    import jax
-    from jax.sharding import AbstractDevice, AbstractMesh
-
-    device = AbstractDevice(device_kind=device_kind, num_cores=None, platform="cuda")
-    mesh = AbstractMesh((1,), ("x",), abstract_device=device)
-    checks = [jax.export.DisabledSafetyCheck.custom_call(name) for name in custom_calls]
-    with jax.sharding.use_abstract_mesh(mesh):
-        yield functools.partial(jax.export.export, platforms=["cuda"], disabled_checks=checks)
-
-
-def raise_site(err: BaseException) -> traceback.FrameSummary | None:
-    """The frame where ``err`` was raised (JAX raises some NotImplementedErrors bare)."""
-    frames = traceback.extract_tb(err.__traceback__)
-    return frames[-1] if frames else None
 
 
 def capture(

@@ -1,5 +1,6 @@
 """cached_filter_pmap is a drop-in wherever eqx.filter_pmap's documented uses work:
-each case runs both side by side and compares outputs, errors and side effects."""
+each case runs both side by side and compares outputs, errors and side effects.
+A core test: jaxperf's public API, jax, equinox, numpy and pytest only."""
 
 import warnings
 
@@ -8,13 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_cached_pmap import assert_same
+from dropin_checks import N, assert_same
 
 import jaxperf
 from jaxperf import cached_filter_pmap
 from jaxperf.fixes import cached_pmap
-
-N = 8
 
 
 def both(fun, **options):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import check_int
+from ...errors import check_int
 from .sass import SassStats, disassemble, ptx_instructions, sass_stats
 from .toolchain import DEFAULT_TARGET, TritonUnavailableError, check_target, require
 

@@ -4,7 +4,7 @@ Every study of jax-ml/jax#20909 names kernels, loop forms and variants from
 here, orders them the same way, and quotes the reporter's numbers from the
 same table. Nothing here imports JAX.
 
-Kernels (built by :mod:`jaxperf.loops.kernels`):
+Kernels (built by :mod:`jaxperf.jax20909.kernels`):
 
 ``seed``
     The reporter's kernel, ported faithfully: a grid over ``T / 128`` row
@@ -20,7 +20,7 @@ Kernels (built by :mod:`jaxperf.loops.kernels`):
     Online-softmax attention over key blocks: each step depends on the
     step's data and on the carry, so nothing can be hoisted.
 
-Loop forms (run by :mod:`jaxperf.loops.forms`):
+Loop forms (run by :mod:`jaxperf.jax20909.forms`):
 
 ``python``   a Python ``for`` loop, traced once per step (the reporter's "scanless");
 ``fori``     ``lax.fori_loop(..., unroll=k)``;

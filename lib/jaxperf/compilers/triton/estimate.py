@@ -4,7 +4,7 @@
 one compiled kernel, every instruction outside loops counts once, every
 instruction inside a loop counts as many times as the loops around it run
 (nested loops multiply; trip counts read from the loop counter in the machine
-code, :func:`jaxperf.triton.sass.loops`). Per program that is the
+code, :func:`jaxperf.compilers.triton.sass.loops`). Per program that is the
 instruction stream one warp issues; per kernel call it is multiplied by the
 warps per program and the programs in the grid. Latency, memory traffic,
 occupancy and dual issue are ignored: the ratio of two forms' counts says how
@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..loops import vocab
+from ...jax20909 import vocab
 from . import sass as _sass
 
 LABEL = "static estimate from SASS compiled on a CPU (not a measurement)"
@@ -42,7 +42,7 @@ class DynamicCounts:
         int | None
     )  # outside + each in-loop instruction x the trips of its loops; None if a trip is unknown
     how: str  # how the trips were read, or why one was not
-    by_category: dict[str, int | None]  # per_program split by jaxperf.triton.sass.category
+    by_category: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.category
 
     @property
     def resolved(self) -> bool:

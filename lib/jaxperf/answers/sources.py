@@ -1,0 +1,105 @@
+"""What the studies published about jax#20909, read back for the one figure that sets them
+side by side: the reporter's fori_loop / Python loop ratio beside each backend measured,
+estimated or predicted here, each labelled as what it is.
+
+It reads only the studies' committed outputs (summary.json and tidy CSVs, checked against
+their sidecars), never their code: a source that was not run is simply absent, and a GPU
+that was not lent is "not measured".
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .. import records
+from ..jax20909 import vocab
+
+#: (source, what kind of number it is), in the order the figure draws them (six at most)
+KINDS = {
+    "reporter A6000": "measured by the reporter (RTX A6000, Pallas Triton, ms per call)",
+    "H200": "measured here on an NVIDIA H200 (ms per call)",
+    "model A6000": "predicted by the time model for his A6000 (ms per call)",
+    "XLA:CPU": "measured here, an analogue: plain jax.jit on XLA:CPU (ms per call)",
+    "Triton sm_86": "static estimate, SASS compiled for sm_86 on a CPU (instructions per call)",
+    "Mosaic TPU": "static estimate, Mosaic TPU v5e bundles compiled on a CPU (cycles per call)",
+    "Pallas interpret": "measured here, the Pallas interpreter's timings (ms per call)",
+}
+MAX_LINES = 6
+
+
+@dataclass(frozen=True)
+class Read:
+    """One file the answers read, and the commit that made it (None: not found)."""
+
+    path: str
+    commit: str | None
+    dirty: bool | None
+
+
+def _summary(root: Path, backend: str, study: str, read: list[Read]) -> dict[str, Any] | None:
+    path = root / "results" / backend / study / "summary.json"
+    rel = path.relative_to(root).as_posix()
+    if not path.is_file():
+        read.append(Read(rel, None, None))
+        return None
+    data = json.loads(path.read_text())
+    git = data.get("provenance", {}).get("git", {})
+    read.append(Read(rel, git.get("commit"), git.get("dirty")))
+    return data
+
+
+def _rows(source: str, pairs: list[tuple[int, float]]) -> list[dict[str, Any]]:
+    return [
+        {"source": source, "kind": KINDS[source], "T": int(T), "ratio": float(r)} for T, r in pairs if r == r
+    ]
+
+
+def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Read]]:
+    """fori_loop(unroll=1) / Python loop on the reporter's kernel, per source and T, and the
+    files read. Sources not published under ``root`` are left out."""
+    read: list[Read] = []
+    rows = _rows("reporter A6000", [(r["T"], r["ratio"]) for r in vocab.seed_records()])
+    loops = _summary(root, backend, "loops", read)
+    if loops:
+        for mode, source in (("xla", "XLA:CPU"), ("pallas_interpret", "Pallas interpret")):
+            rows += _rows(
+                source, [(r["T"], r["ratio"]) for r in loops["seed_reproduction"] if r["mode"] == mode]
+            )
+    triton = _summary(root, backend, "triton_compile", read)
+    if triton and triton.get("estimate"):
+        pairs = [
+            (r["T"], r.get("fori u=1 / python"))
+            for r in triton["estimate"]["ratios"]
+            if r["target"] == "sm_86" and r.get("fori u=1 / python") is not None
+        ]
+        rows += _rows("Triton sm_86", pairs)
+    tpu = _summary(root, backend, "tpu_compile", read)
+    if tpu:
+        points, _ = records.read_records(root / "results" / backend / "tpu_compile" / "compile_points")
+        seed = points[
+            (points["kernel"] == "seed") & (points["generation"] == "v5e") & (points["status"] == "ok")
+        ]
+        at = seed.pivot_table(index="T", columns="variant", values="us_seed_batch")
+        if {"python", "fori u=1"} <= set(at.columns):
+            rows += _rows("Mosaic TPU", list((at["fori u=1"] / at["python"]).dropna().items()))
+    model = _summary(root, backend, "gpu_model", read)
+    if model:
+        rows += _rows("model A6000", [(r["T"], r["fori/Python, predicted"]) for r in model["reporter_table"]])
+    gpu = _summary(root, "gpu", "loops", read)
+    if gpu:
+        rows += _rows(
+            "H200", [(r["T"], r["ratio"]) for r in gpu.get("seed_reproduction", []) if r["mode"] == "pallas"]
+        )
+    frame = pd.DataFrame(rows, columns=["source", "kind", "T", "ratio"])
+    return frame, read
+
+
+def shown(frame: pd.DataFrame) -> list[str]:
+    """The sources the figure draws: in :data:`KINDS` order, at most :data:`MAX_LINES`."""
+    present = set(frame["source"])
+    return [s for s in KINDS if s in present][:MAX_LINES]

@@ -1,0 +1,65 @@
+"""Lower a Pallas kernel for a compiler this machine has no device for, and keep its own module.
+
+Each compiler's export: ``platforms=['tpu']`` for Mosaic TPU; ``platforms=['cuda']``
+inside an abstract mesh whose abstract device is an H100 for Triton and Mosaic
+GPU (:func:`jaxperf.compilers.cuda.cuda_export`). The kernel's own module
+(Triton's ``tt`` IR, Mosaic's IR) is what the exported program carries as
+opaque bytes; :func:`capture_kernel_ir` collects it as text while the
+lowering rule runs. :func:`error_text` is how every study records a lowering
+error (a bare exception names where it was raised).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from .. import private_api
+from ..errors import check_choice
+from .cuda import TARGETS, TRITON_CUSTOM_CALL, cuda_export, raise_site
+
+COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
+ABSTRACT_GPU = TARGETS["sm_90"][1]  # an H100: the device kind the GPU compilers see
+
+
+@contextlib.contextmanager
+def capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
+    """Collect the kernel module's text while Pallas lowers it (hooks restored after)."""
+    captured: list[str] = []
+    if compiler == "triton":
+        hook = private_api.triton_lowering_hook(
+            lambda result, _s: captured.append(str(result.module.operation))
+        )
+    else:
+        hook = private_api.mosaic_lowering_hook(
+            compiler, lambda module: captured.append(str(module.operation))
+        )
+    with hook:
+        yield captured
+
+
+def export_variant(fn, args: tuple, compiler: str):
+    """``jax.export`` ``fn`` for ``compiler``'s platform (no such device needed)."""
+    from jax import export
+
+    check_choice("compiler", compiler, COMPILERS)
+    if compiler == "mosaic_tpu":
+        return export.export(fn, platforms=["tpu"])(*args)
+    with cuda_export(ABSTRACT_GPU, (TRITON_CUSTOM_CALL, "mosaic_gpu", "mosaic_gpu_v2")) as export_for_cuda:
+        return export_for_cuda(fn)(*args)
+
+
+def error_text(err: BaseException) -> str:
+    text = str(err).strip()
+    if text:
+        return text.splitlines()[0][:400]
+    # A bare exception (Triton's unroll, Mosaic GPU's missing rule): name where it was raised.
+    frame = raise_site(err)
+    if frame is None:
+        return "(no message, no traceback)"
+    path = frame.filename.split("site-packages/")[-1]
+    return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
+
+
+def first_warning(caught: list) -> str:
+    return f"{caught[0].category.__name__}: {caught[0].message}"[:300] if caught else ""

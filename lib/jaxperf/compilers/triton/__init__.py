@@ -1,0 +1,31 @@
+"""Pallas -> Triton -> SASS on a CPU: lower, compile, read the machine code, count loop work.
+
+Nothing here runs a kernel: every number is compile time, code size or a
+count read from the compiler's output, for a named NVIDIA target, on the CPU
+of this machine. One module per concern:
+
+- :mod:`.toolchain`: is the optional ``triton`` extra usable (targets: :mod:`jaxperf.compilers.cuda`);
+- :mod:`.capture`: export a Pallas kernel for CUDA and keep its Triton module;
+- :mod:`.compile`: that module through ttir, ttgir, llir, PTX and cubin, each stage timed;
+- :mod:`.sass`: read the machine code (instructions, loops and their trip counts, the mix);
+- :mod:`.ir`: count each level's ops (TTIR, TTGIR, LLVM IR, SASS) inside and outside loops;
+- :mod:`.estimate`: dynamic SASS instructions per kernel call (a static estimate, not a measurement).
+
+The compile study that uses them (notebook 04) is :mod:`jaxperf.triton`.
+"""
+
+from .capture import TRITON_CUSTOM_CALL, CapturedModule, DoesNotLower, capture, cuda_export, raise_site
+from .compile import STAGES, CompileResult, compile_ttir
+from .sass import CATEGORIES, SassStats, disassemble, ptx_instructions, sass_stats
+from .toolchain import (
+    DEFAULT_TARGET,
+    NOT_INSTALLED,
+    REPORTER_TARGET,
+    TARGETS,
+    TritonStatus,
+    TritonUnavailableError,
+    check_target,
+    label,
+    require,
+    status,
+)

@@ -1,0 +1,62 @@
+"""Notebook 99 reads what the studies published, never their code, and labels each source."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import matplotlib.pyplot as plt
+import pytest
+from notebook_support import assert_clean_source, run_notebook
+
+from jaxperf.answers import figures, sources
+from jaxperf.answers.settings import AnswersSettings
+from jaxperf.paths import PROJECT_ROOT
+
+
+def _publish(root, study: str) -> None:
+    src = PROJECT_ROOT / "results" / "cpu" / study
+    shutil.copytree(src, root / "results" / "cpu" / study)
+
+
+def test_only_what_was_published_is_shown(tmp_path):
+    frame, read = sources.seed_ratios(tmp_path)  # nothing published: the reporter's numbers only
+    assert set(frame["source"]) == {"reporter A6000"}
+    assert {r.path for r in read if r.commit is None} >= {"results/cpu/loops/summary.json"}
+    _publish(tmp_path, "loops")
+    frame, read = sources.seed_ratios(tmp_path)
+    assert {"XLA:CPU", "reporter A6000"} <= set(frame["source"])
+    loops = next(r for r in read if r.path == "results/cpu/loops/summary.json")
+    assert loops.commit is not None
+    xla = frame[frame["source"] == "XLA:CPU"]
+    summary = json.loads((tmp_path / "results/cpu/loops/summary.json").read_text())
+    expected = {r["T"]: r["ratio"] for r in summary["seed_reproduction"] if r["mode"] == "xla"}
+    assert dict(zip(xla["T"], xla["ratio"])) == pytest.approx(expected)  # read, not recomputed
+
+
+def test_the_figure_draws_at_most_six_labelled_sources():
+    frame, _ = sources.seed_ratios(PROJECT_ROOT)
+    fig, data = figures.plot_seed_ratio(frame)
+    ax = fig.axes[0]
+    drawn = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert 1 <= len(drawn) <= sources.MAX_LINES
+    assert all(":" in line.get_label() for line in drawn)  # "source: what kind of number"
+    assert "not measured" in ax.get_title() or "H200" in set(data["source"])
+    plt.close(fig)
+
+
+def test_bad_settings_are_clear_errors():
+    with pytest.raises(ValueError, match="sources_backend='tpu'"):
+        AnswersSettings(sources_backend="tpu")
+
+
+def test_source_notebook_is_clean():
+    assert_clean_source("99_answers")
+
+
+@pytest.mark.notebook
+def test_the_notebook_runs_and_records_what_it_read(tmp_path):
+    run_notebook("99_answers", tmp_path, quick=True)
+    summary = json.loads((tmp_path / "results/cpu/answers/summary.json").read_text())
+    assert {r["path"] for r in summary["read"]} >= {"results/cpu/loops/summary.json"}
+    assert (tmp_path / "figures/cpu/answers_seed_ratio_vs_T.png").stat().st_size > 0
