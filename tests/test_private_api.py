@@ -209,7 +209,7 @@ def test_equinox_jit_internals_resolve_and_are_swapped_back():
             raise KeyError("restored even on an error")
     assert jit_module._call is original
     # the text the proposed change edits is in the installed Equinox (else the patch refuses)
-    from jaxperf.runahead import eqx_fix
+    from jaxperf.dispatch.runahead import eqx_fix
 
     for name in ("_call", "_filter_jit_cache"):
         assert eqx_fix.fixed_source(name)

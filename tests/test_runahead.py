@@ -14,13 +14,14 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import assert_clean_source, run_notebook
+from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown, records
+from jaxperf import runs_ahead as verdict
 from jaxperf.dispatch import METHODS, ModelSpec, build_runner
+from jaxperf.dispatch.runahead import eqx_fix, loader, loop_analysis, report, repro, seed_loop, setups
+from jaxperf.dispatch.runahead.settings import RunaheadSettings
 from jaxperf.dispatch.sweep import same_result
-from jaxperf.runahead import eqx_fix, loader, loop_analysis, report, repro, seed_loop, setups, verdict
-from jaxperf.runahead.settings import RunaheadSettings
 
 NB = "07_filter_jit_runahead"
 
@@ -410,7 +411,7 @@ def test_the_summary_leads_with_the_answer_and_fits_an_issue():
             }
         ]
     )
-    from jaxperf.runahead import issue
+    from jaxperf.dispatch.runahead import issue
 
     text = issue.section(summary, verdicts, rows, checks, {"equinox": "0.13.8"}, "cpu")
     page = report.render(summary, verdicts, tables, about, pd.DataFrame(columns=["method", "error"]), text)

@@ -6,7 +6,7 @@ SASS, the static estimate for ``compile_target``), for the forms the estimate
 compares, on the same program part a times (the reporter's kernel, float32
 carry). :mod:`jaxperf.gpu.report` puts it beside the real GPU compile and the
 measured ms per call. Part d (:func:`dispatch`): first the seed's whole loop
-(:mod:`jaxperf.runahead`: does ``eqx.filter_jit``'s wait for each call cost it/s where host
+(:mod:`jaxperf.dispatch.runahead`: does ``eqx.filter_jit``'s wait for each call cost it/s where host
 and device really overlap), then the dispatch study's methods on the one GPU
 (:mod:`jaxperf.dispatch`), one model at a time inside what is left of the budget.
 """
@@ -86,9 +86,9 @@ def seed_loop(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
     """The seed's loop (``seed_loop_*``): ``seed_loop_timings``, ``seed_loop_checks`` and
     ``seed_loop_summary`` records and the ``seed_loop`` figure; at most ``seed_loop_max_s``
     seconds (whole repeats), and nothing when that would not fit the part's budget."""
-    from ..runahead import figures as rfigures
-    from ..runahead import loop_analysis, report
-    from ..runahead import seed_loop as loop
+    from ..dispatch.runahead import figures as rfigures
+    from ..dispatch.runahead import loop_analysis, report
+    from ..dispatch.runahead import seed_loop as loop
 
     if not budget.fits(s.seed_loop_max_s):
         study.records(

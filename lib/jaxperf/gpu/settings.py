@@ -25,7 +25,7 @@ PARTS = ("harness", "loops_seed", "compile", "dispatch", "loops_attention")
 # The reporter's T in the order a part measures them: the extremes first (his largest T
 # holds the widest fori/Python gap), so that a budget cut loses a middle T.
 REPORTER_TS_ORDER = (256, 65536, 8192, 2048, 32768, 16384)
-#: jax.jit on params, eqx.filter_jit, and eqx.filter_jit with the proposed change (jaxperf.runahead)
+#: jax.jit on params, eqx.filter_jit, and eqx.filter_jit with the proposed change (jaxperf.dispatch.runahead)
 SEED_LOOP_METHODS = ("jit_single_device", "filter_jit", "filter_jit_fixed")
 DISPATCH_METHODS = (
     "filter_pmap",
@@ -175,8 +175,8 @@ class GpuSettings(StudySettings):
 
     @property
     def seed_loop(self) -> Any:
-        """The seed's loop as :class:`jaxperf.runahead.seed_loop.LoopConfig` (the train step)."""
-        from ..runahead.seed_loop import LoopConfig
+        """The seed's loop as :class:`jaxperf.dispatch.runahead.seed_loop.LoopConfig` (the train step)."""
+        from ..dispatch.runahead.seed_loop import LoopConfig
 
         try:
             return LoopConfig(

@@ -22,7 +22,7 @@ environments), ``bench`` (the benchmark in a child interpreter, gathering),
 
 ``runahead`` asks a second question of the same environments (issue 21): which release
 made ``eqx.filter_jit`` wait for every call (``bench_runahead.py`` in each, the verdict
-from :mod:`jaxperf.runahead.verdict`).
+from :mod:`jaxperf.runs_ahead`).
 """
 
 from . import runahead

@@ -21,7 +21,7 @@ excluded; each repeat runs both variants in an order rotated from repeat to repe
 per variant and repeat, ``number`` calls each blocked (wall and thread-CPU seconds per
 call) and ``number`` calls only enqueued, blocked once after the loop (enqueue
 seconds per call, before that block). The verdict is the parent's
-(``jaxperf.runahead.verdict``).
+(``jaxperf.runs_ahead``).
 
 Then, once: where a failing ``eqx.error_if`` inside ``eqx.filter_jit`` raises, at the
 call or only at the next ``block_until_ready``, and what it raises.

@@ -114,7 +114,7 @@ def plot_runahead_vs_release(verdict_table: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     from .. import plots
-    from ..runahead import verdict as rule
+    from .. import runs_ahead as rule
 
     data = verdict_table.copy()
     if data.empty:

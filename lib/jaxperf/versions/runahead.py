@@ -5,7 +5,7 @@ reused by :func:`jaxperf.versions.envs.ensure_env`, as the filter_pmap matrix do
 one CPU host device, and times a step whose device time is far above its host time
 through ``jax.jit`` and ``eqx.filter_jit``: enqueue-only and blocked seconds per call,
 interleaved. :func:`table` gives each release's verdict by the study's rule
-(:mod:`jaxperf.runahead.verdict`, ``jax.jit`` as the reference), and :func:`first_waiting`
+(:mod:`jaxperf.runs_ahead`, ``jax.jit`` as the reference), and :func:`first_waiting`
 names the release that made calls synchronous from those verdicts: the first release,
 among those on one JAX, whose ``filter_jit`` waits while the release before it runs ahead.
 """
@@ -24,9 +24,9 @@ from typing import Any
 import pandas as pd
 
 from .. import markdown
+from .. import runs_ahead as rule
 from ..errors import check_int
 from ..paths import PROJECT_ROOT
-from ..runahead import verdict as rule
 from .bench import BenchmarkError
 from .envs import ENVS_DIR, EnvStatus, ensure_env
 from .releases import PINS_DIR, available_releases, check_releases, release_key
@@ -231,7 +231,7 @@ def section(
         f"{config.width} x {config.width} weights, each then `tanh`, on one CPU host device, through `jax.jit` "
         "(the reference, known to run ahead) and `eqx.filter_jit`, interleaved in one process per release: "
         f"{config.repeats} repeats of {config.number} blocked calls and {config.number} enqueued calls (blocked "
-        "once after), per round. Rule (`jaxperf.runahead.verdict`): runs ahead when the upper quartile of "
+        "once after), per round. Rule (`jaxperf.runs_ahead`): runs ahead when the upper quartile of "
         f"enqueue/blocked per pair is below {rule.BOUNDARY}, waits when the lower quartile is above it; not judged "
         f"when `jax.jit`'s own upper quartile is not below {rule.HEAVY_ENOUGH_BELOW}. The release is named from "
         "these verdicts, not from Equinox's history. *error_if raised*: where a failing `eqx.error_if` inside "

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from .. import plots
-from . import verdict as rule
+from ... import plots
+from ... import runs_ahead as rule
 from .methods import PATCHED, label
 from .seed_loop import REFERENCE, SLOW
 

@@ -2,7 +2,7 @@
 
 On a CPU the "device" is the host's own cores: the step can only run beside the loader
 if XLA leaves a core free for it. XLA reads its flags once, when the CPU backend starts,
-so each set-up runs in a fresh interpreter (``python -m jaxperf.runahead.child SETUP CONFIG``)
+so each set-up runs in a fresh interpreter (``python -m jaxperf.dispatch.runahead.child SETUP CONFIG``)
 with one CPU host device and its own ``XLA_FLAGS``:
 
 - ``xla_default``: XLA:CPU as it comes (its Eigen thread pool spreads one step over all cores);
@@ -25,11 +25,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import bad_value
-from ..paths import PROJECT_ROOT
+from ...errors import bad_value
+from ...paths import PROJECT_ROOT
 from .seed_loop import LoopConfig, LoopResult
 
-PROTOCOL = "jaxperf.runahead.seed_loop/1"
+PROTOCOL = "jaxperf.dispatch.runahead.seed_loop/1"
 SETUPS: dict[str, tuple[str, ...]] = {
     "xla_default": (),
     "xla_single_thread": ("--xla_cpu_multi_thread_eigen=false",),
@@ -56,7 +56,7 @@ def run_setup(setup: str, config: LoopConfig, *, timeout_s: int = 1200) -> tuple
     check_setups([setup])
     env = {**os.environ, "XLA_FLAGS": xla_flags(setup), "JAX_PLATFORMS": "cpu"}
     payload = json.dumps(dataclasses.asdict(config))
-    cmd = [sys.executable, "-m", "jaxperf.runahead.child", setup, payload]
+    cmd = [sys.executable, "-m", "jaxperf.dispatch.runahead.child", setup, payload]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=PROJECT_ROOT)
     if proc.returncode != 0:
         raise RuntimeError(
@@ -136,7 +136,7 @@ def run_loop(
 
 
 def summaries(timings: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """:func:`jaxperf.runahead.loop_analysis.table` per set-up."""
+    """:func:`jaxperf.dispatch.runahead.loop_analysis.table` per set-up."""
     from . import loop_analysis
 
     return {

@@ -1,13 +1,13 @@
 """Runs ahead or not, for every dispatch method: enqueue-only vs blocked time on a heavy step.
 
-Each (method, donation) of :data:`jaxperf.runahead.methods.ALL` (every dispatch method, and
+Each (method, donation) of :data:`jaxperf.dispatch.runahead.methods.ALL` (every dispatch method, and
 ``eqx.filter_jit`` with the proposed change) is built for the train step
 on an MLP whose device time is far above any method's host time per call (a few
 ``width`` x ``width`` products per example, ``batch_per_device`` examples per device), proved
 to compute the same (loss, params, opt_state) as ``jax.jit`` on params (one device), then
 timed interleaved by :func:`jaxperf.timing.compare`: per repeat, ``calls`` blocked calls
 (``wall_s_per_call``) and ``calls`` enqueued calls blocked once after the loop
-(``dispatch_s_per_call``). :func:`jaxperf.runahead.verdict.verdicts` judges each.
+(``dispatch_s_per_call``). :func:`jaxperf.runs_ahead.verdicts` judges each.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 
 import pandas as pd
 
-from .. import timing
-from ..dispatch.methods import Runner, variant_name
-from ..dispatch.models import ModelSpec
-from ..dispatch.sweep import same_result, sync
-from ..errors import bad_value, check_choice, check_int
-from . import verdict
+from ... import runs_ahead as verdict
+from ... import timing
+from ...errors import bad_value, check_choice, check_int
+from ..methods import Runner, variant_name
+from ..models import ModelSpec
+from ..sweep import same_result, sync
 from .methods import ALL, build
 
 REFERENCE = "jit_single_device"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from .. import markdown
-from ..markdown import fmt_stat
+from ... import markdown
+from ... import runs_ahead as rule
+from ...markdown import fmt_stat
 from . import eqx_fix, repro
-from . import verdict as rule
 from .methods import PATCHED
 from .seed_loop import SLOW
 
@@ -136,7 +136,7 @@ separate trace; that function then runs ahead and its error surfaces at the next
 ```
 
 **Shown to work here** (the change patched in at runtime: Equinox's own `_call` and `_filter_jit_cache`
-recompiled from their source with these lines, `jaxperf.runahead.eqx_fix.fixed_filter_jit`):
+recompiled from their source with these lines, `jaxperf.dispatch.runahead.eqx_fix.fixed_filter_jit`):
 
 {chr(10).join(shown)}
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..errors import bad_value
-from ..settings import StudySettings
+from ...errors import bad_value
+from ...settings import StudySettings
 from .methods import ALL, PATCHED
 from .probe import ProbeConfig
 from .seed_loop import REFERENCE, SLOW, LoopConfig

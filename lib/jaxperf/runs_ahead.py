@@ -1,5 +1,8 @@
 """Runs ahead or waits: a measured verdict per method, from enqueue-only vs blocked time.
 
+Shared by the runs-ahead study (:mod:`jaxperf.dispatch.runahead`, notebook 07) and the
+version matrix (:mod:`jaxperf.versions.runahead`, notebook 03), so it lives below both.
+
 A call that returns once its step is enqueued lets a loop of N calls finish enqueueing
 long before the N steps have run; a call that waits for its step cannot enqueue faster
 than the steps run. So, on a step whose device time is well above its host time, the
@@ -35,7 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import bad_value
+from .errors import bad_value
 
 BOUNDARY = 0.5
 HEAVY_ENOUGH_BELOW = 0.25

@@ -4,7 +4,7 @@ The answer leads: which methods wait for each call (the verdicts), what that cos
 the seed's loop here (eqx.filter_jit's per-pair it/s ratio to jax.jit where the loader's
 host time is 0.3-1x the step's device time), and since which release (notebook 03's
 measurement, read from its summary.json when present). Then the sections, and the
-issue-ready report for Equinox (:mod:`jaxperf.runahead.issue`).
+issue-ready report for Equinox (:mod:`jaxperf.dispatch.runahead.issue`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import markdown
-from ..markdown import fmt_stat
-from ..paths import PROJECT_ROOT, relative
+from ... import markdown
+from ... import runs_ahead as rule
+from ...markdown import fmt_stat
+from ...paths import PROJECT_ROOT, relative
 from . import loop_analysis as la
-from . import verdict as rule
 from .figures import SHORT
 from .methods import PATCHED, label
 from .seed_loop import REFERENCE, SLOW
@@ -121,7 +121,7 @@ def answer(
     where: str = "on this CPU",
 ) -> str:
     """The one to three sentences that lead summary.md (and that the README can quote).
-    ``jit`` is jax.jit's overlap (:func:`~jaxperf.runahead.loop_analysis.jit_overlap`) where the
+    ``jit`` is jax.jit's overlap (:func:`~jaxperf.dispatch.runahead.loop_analysis.jit_overlap`) where the
     loop ran: when it is under half, the loop's ratio is reported as not showing the cost."""
     if quick:
         return "Smoke run: nothing is judged."

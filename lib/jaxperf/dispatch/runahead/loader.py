@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import bad_value, check_int
+from ...errors import bad_value, check_int
 
 #: elements of the float32 scratch buffer one pass of work runs over (128 KiB: in cache)
 WORK_ELEMENTS = 1 << 15

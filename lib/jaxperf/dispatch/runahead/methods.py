@@ -8,8 +8,8 @@ from typing import Any
 
 import jax
 
-from ..dispatch.methods import METHODS, Runner, build_filter_jit_like, build_runner
-from ..errors import check_choice
+from ...errors import check_choice
+from ..methods import METHODS, Runner, build_filter_jit_like, build_runner
 from . import eqx_fix
 
 PATCHED = "filter_jit_fixed"

@@ -1,4 +1,4 @@
-"""The child interpreter of :mod:`jaxperf.runahead.setups`: ``python -m jaxperf.runahead.child
+"""The child interpreter of :mod:`jaxperf.dispatch.runahead.setups`: ``python -m jaxperf.dispatch.runahead.child
 SETUP CONFIG_JSON`` runs the seed's loop on one CPU host device under the ``XLA_FLAGS`` its
 parent set, and prints one JSON document (the protocol's) on stdout; everything else goes
 to stderr."""
@@ -17,7 +17,7 @@ def main(setup: str, payload: str) -> int:
     started = time.perf_counter()
     real_stdout, sys.stdout = sys.stdout, sys.stderr  # only the JSON document on stdout
     try:
-        from .. import backend
+        from ... import backend
         from . import seed_loop
         from .seed_loop import LoopConfig
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..timing import iqr_stats
+from ...timing import iqr_stats
 from .seed_loop import LOADER_ALONE, REFERENCE, SLOW, STEP_ALONE
 
 FIX = "cached_filter_jit"

@@ -8,7 +8,7 @@ the transfer's host time per batch, D the step's device time); if the call waits
 add up (``1 / (H + D)``).
 
 :func:`run` builds each method of :class:`LoopConfig` on one device
-(:func:`jaxperf.runahead.methods.build`), proves that each computes the same (loss,
+(:func:`jaxperf.dispatch.runahead.methods.build`), proves that each computes the same (loss,
 params, opt_state) as ``jax.jit`` on params on a first batch through the same
 ``place_batch``/``step_on`` path the loop uses, then times, interleaved per repeat: the
 step alone (``jax.jit``'s pipelined calls on a placed batch: D), for each loader cost the
@@ -27,12 +27,12 @@ import jax
 import numpy as np
 import pandas as pd
 
-from .. import timing
-from ..dispatch.methods import Runner
-from ..dispatch.models import ModelSpec
-from ..dispatch.steps import STEPS
-from ..dispatch.sweep import same_result
-from ..errors import bad_value, check_choice, check_int
+from ... import timing
+from ...errors import bad_value, check_choice, check_int
+from ..methods import Runner
+from ..models import ModelSpec
+from ..steps import STEPS
+from ..sweep import same_result
 from . import loader as loaders
 from . import methods as study_methods
 from .methods import ALL
@@ -45,7 +45,7 @@ LOADER_ALONE = "loader alone"
 
 @dataclass(frozen=True)
 class LoopConfig:
-    """What the seed's loop runs: ``methods`` (:data:`~jaxperf.runahead.methods.ALL` ids, with
+    """What the seed's loop runs: ``methods`` (:data:`~jaxperf.dispatch.runahead.methods.ALL` ids, with
     ``jax.jit`` on params among them) on an MLP (``depth``, ``width``, a batch of ``batch``
     rows) for each of ``steps``, at loader costs ``cost_fractions`` x the train step's device
     time; ``batches`` loop iterations per timed loop, ``repeats`` interleaved repeats."""

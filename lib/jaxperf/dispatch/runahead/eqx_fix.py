@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import private_api
+from ... import private_api
 
 COUNTER = "_error_checks_traced"
 SUFFIX = "_jaxperf_fixed"

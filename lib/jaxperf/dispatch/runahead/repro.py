@@ -3,7 +3,7 @@
 :data:`REPRO_SCRIPT` is the issue's repro: the same step through ``jax.jit`` and
 ``eqx.filter_jit``, 20 calls enqueued, then one block. :func:`run_repro` runs it in a fresh
 interpreter (one CPU host device, or whatever JAX finds when ``platforms`` is None) as
-shipped, and again with :func:`jaxperf.runahead.eqx_fix.fixed_filter_jit` in
+shipped, and again with :func:`jaxperf.dispatch.runahead.eqx_fix.fixed_filter_jit` in
 ``eqx.filter_jit``'s place, and returns what it printed, parsed; also as shipped with
 ``EQX_ON_ERROR=off``, to show whether turning the checks off removes the wait.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..paths import PROJECT_ROOT
+from ...paths import PROJECT_ROOT
 
 REPRO_SCRIPT = """\
 import time
@@ -54,7 +54,7 @@ for name, f in {"jax.jit": jax.jit(step), "eqx.filter_jit": eqx.filter_jit(step)
 #: prepended to run the repro with the proposed change patched in (needs jaxperf)
 CHANGED_PRELUDE = """\
 import equinox
-from jaxperf.runahead.eqx_fix import fixed_filter_jit
+from jaxperf.dispatch.runahead.eqx_fix import fixed_filter_jit
 equinox.filter_jit = fixed_filter_jit  # the proposed change, patched in at runtime
 """
 
