@@ -148,8 +148,15 @@ def test_unknown_methods_steps_and_setups_are_clear_errors():
 
 
 #: one method per way a batch is placed and state carried: mapped with the batch third, over a mesh
-#: with the batch first, packed, one device donated, and the reference
-LOOP_METHODS = ("pmap_static_argnums", "filter_jit_shard", "packed_pmap", "filter_jit", "jit_single_device")
+#: with the batch first, packed, one device donated (eqx.filter_jit), the drop-in, and the reference
+LOOP_METHODS = (
+    "pmap_static_argnums",
+    "filter_jit_shard",
+    "packed_pmap",
+    "filter_jit",
+    "cached_filter_jit",
+    "jit_single_device",
+)
 
 
 def test_dispatch_methods_run_the_seeds_loop_and_compute_what_jax_jit_does():
@@ -220,6 +227,9 @@ def test_the_changed_filter_jit_runs_ahead_where_the_shipped_one_waits():
     assert _returns_before_its_step_has_run(jax.jit)
     assert not _returns_before_its_step_has_run(eqx.filter_jit)
     assert _returns_before_its_step_has_run(eqx_fix.fixed_filter_jit)
+    from jaxperf import cached_filter_jit
+
+    assert _returns_before_its_step_has_run(cached_filter_jit)  # the drop-in timed beside them
     assert _returns_before_its_step_has_run(eqx.filter_jit) is False  # the shipped one is left as it was
 
 
@@ -447,11 +457,8 @@ def test_notebook_quick_run_records_verdicts_loop_and_report(tmp_path):
     assert {row["method"] for row in summary["verdicts"]} == set(RunaheadSettings.QUICK["verdict_methods"])
     assert summary["loop"]["chosen_setup"] == "xla_single_thread"
     checks, _ = records.read_records(folder / "loop_checks.csv")
-    assert checks["same_result"].all() and set(checks["method"]) == {
-        "jit_single_device",
-        "filter_jit",
-        "filter_jit_fixed",
-    }
+    assert checks["same_result"].all()
+    assert set(checks["method"]) == set(RunaheadSettings().loop_methods)
     repro_rows, _ = records.read_records(folder / "repro.csv")
     assert set(repro_rows["equinox"]) == {"as shipped", "as shipped, EQX_ON_ERROR=off", "changed"}
     text = (folder / "summary.md").read_text()

@@ -30,6 +30,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..errors import bad_value, check_choice, check_int
 from ..fixes import packed
+from ..fixes.cached_jit import cached_filter_jit
 from ..fixes.cached_pmap import cached_filter_pmap
 from .runners import Inputs, Runner, canonical_form, on_params, put, variant_name
 from .steps import AXIS, get_step
@@ -225,9 +226,10 @@ _TABLE: dict[str, tuple[str, Builder]] = {
     ),
     "jit_single_device": ("jax.jit on 1 device (floor)", _jit_single_device),
     "filter_jit": ("eqx.filter_jit on 1 device (whole model)", _filter_jit),
-    # HOOK(cached_filter_jit): once jaxperf.fixes.cached_jit is on main, import it above and add
-    #   "cached_filter_jit": ("jaxperf.cached_filter_jit on 1 device (never blocks)",
-    #                         lambda inputs: _filter_jit(inputs, cached_filter_jit, "cached_filter_jit")),
+    "cached_filter_jit": (
+        "jaxperf.cached_filter_jit on 1 device (the drop-in that never blocks)",
+        lambda inputs: _filter_jit(inputs, cached_filter_jit, "cached_filter_jit"),
+    ),
 }
 
 #: method id -> label used in figures and tables

@@ -25,8 +25,9 @@ PARTS = ("harness", "loops_seed", "compile", "dispatch", "loops_attention")
 # The reporter's T in the order a part measures them: the extremes first (his largest T
 # holds the widest fori/Python gap), so that a budget cut loses a middle T.
 REPORTER_TS_ORDER = (256, 65536, 8192, 2048, 32768, 16384)
-#: jax.jit on params, eqx.filter_jit, and eqx.filter_jit with the proposed change (jaxperf.dispatch.runahead)
-SEED_LOOP_METHODS = ("jit_single_device", "filter_jit", "filter_jit_fixed")
+#: jax.jit on params, eqx.filter_jit, the drop-in jaxperf.cached_filter_jit, and eqx.filter_jit with
+#: the proposed change (jaxperf.dispatch.runahead)
+SEED_LOOP_METHODS = ("jit_single_device", "filter_jit", "cached_filter_jit", "filter_jit_fixed")
 DISPATCH_METHODS = (
     "filter_pmap",
     "pmap_params",

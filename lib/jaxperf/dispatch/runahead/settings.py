@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from ...errors import bad_value
 from ...settings import StudySettings
+from .loop_analysis import FIX
 from .methods import ALL, PATCHED
 from .probe import ProbeConfig
 from .seed_loop import REFERENCE, SLOW, LoopConfig
@@ -62,7 +63,7 @@ class RunaheadSettings(StudySettings):
     verdict_batch_per_device: int = 32
     verdict_repeats: int = 5
     verdict_calls: int = 6
-    loop_methods: tuple[str, ...] = (REFERENCE, SLOW, PATCHED)
+    loop_methods: tuple[str, ...] = (REFERENCE, SLOW, FIX, PATCHED)
     loop_steps: tuple[str, ...] = ("noop", "train")
     loader_cost_fractions: tuple[float, ...] = (0.0, 0.3, 0.6, 1.0, 1.5)
     loop_depth: int = 3
@@ -75,7 +76,7 @@ class RunaheadSettings(StudySettings):
     # A smoke run: four methods (one over the devices) judged without donation, one short loop at
     # two costs, one set-up.
     QUICK: ClassVar[Mapping[str, Any]] = {
-        "verdict_methods": (REFERENCE, SLOW, "filter_jit_shard", PATCHED),
+        "verdict_methods": (REFERENCE, SLOW, "filter_jit_shard", FIX, PATCHED),
         "verdict_donate": (False,),
         "verdict_repeats": 2,
         "verdict_calls": 3,
