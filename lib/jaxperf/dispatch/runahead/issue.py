@@ -38,6 +38,13 @@ def section(
         else "Since which release: not measured in this run (notebook 03 measures it: `./run_all.sh --versions --only 03`)."
     )
     fj, fixed = _verdict_of(verdicts, SLOW), _verdict_of(verdicts, PATCHED)
+    cached = _verdict_of(verdicts, "cached_filter_jit")
+    workaround = (
+        "**Until then**, a loop can call `jax.jit` on `eqx.partition`ed params, or use "
+        "`jaxperf.cached_filter_jit`, a drop-in for `eqx.filter_jit` that never waits"
+        + (f" (the study's verdict for it: {cached['verdict']})" if cached else "")
+        + "."
+    )
     measured = (
         f"On a {fj['blocked_ms_per_call']:.0f} ms step here, `eqx.filter_jit` takes "
         f"{fj['enqueue_ms_per_call']:.1f} ms per call to enqueue (enqueue/blocked {fmt_stat({'median': fj['ratio_median'], 'q25': fj['ratio_q25'], 'q75': fj['ratio_q75']})}: "
@@ -141,6 +148,8 @@ recompiled from their source with these lines, `jaxperf.dispatch.runahead.eqx_fi
 {chr(10).join(shown)}
 
 {markdown.table(checks)}
+
+{workaround}
 
 Rule used for "runs ahead" / "waits": enqueue time over blocked time per call, per pair; the upper quartile
 below {rule.BOUNDARY} runs ahead, the lower quartile above it waits.
