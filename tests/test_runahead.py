@@ -19,7 +19,16 @@ from notebook_support import assert_clean_source, run_notebook
 from jaxperf import markdown, records
 from jaxperf import runs_ahead as verdict
 from jaxperf.dispatch import METHODS, ModelSpec, build_runner
-from jaxperf.dispatch.runahead import eqx_fix, loader, loop_analysis, report, repro, seed_loop, setups
+from jaxperf.dispatch.runahead import (
+    eqx_fix,
+    loader,
+    loop_analysis,
+    report,
+    repro,
+    seed_loop,
+    setups,
+    summary_md,
+)
 from jaxperf.dispatch.runahead.settings import RunaheadSettings
 from jaxperf.dispatch.sweep import same_result
 
@@ -424,7 +433,9 @@ def test_the_summary_leads_with_the_answer_and_fits_an_issue():
     from jaxperf.dispatch.runahead import issue
 
     text = issue.section(summary, verdicts, rows, checks, {"equinox": "0.13.8"}, "cpu")
-    page = report.render(summary, verdicts, tables, about, pd.DataFrame(columns=["method", "error"]), text)
+    page = summary_md.render(
+        summary, verdicts, tables, about, pd.DataFrame(columns=["method", "error"]), text
+    )
     assert markdown.visible_lines(page) <= markdown.MAX_VISIBLE_LINES
     assert "Since Equinox 0.11.8" in page and "```diff" in page and "is slower than" in page
     smoke = report.headline(verdicts, tables, about, None, backend="cpu", quick=True)

@@ -12,7 +12,8 @@ One module per concern:
 - :mod:`~jaxperf.dispatch.runahead.eqx_fix`: the proposed change to Equinox, patched in to show it works;
 - :mod:`~jaxperf.dispatch.runahead.repro`: the minimal repro and the error check;
 - :mod:`~jaxperf.dispatch.runahead.methods`: the dispatch methods plus the patched ``eqx.filter_jit``;
-- :mod:`~jaxperf.dispatch.runahead.report`, :mod:`~jaxperf.dispatch.runahead.issue`: summary.json/md, the issue text;
+- :mod:`~jaxperf.dispatch.runahead.report`, :mod:`~jaxperf.dispatch.runahead.summary_md`,
+  :mod:`~jaxperf.dispatch.runahead.issue`: summary.json's numbers, summary.md, the issue text;
 - :mod:`~jaxperf.dispatch.runahead.figures`: the figures;
 - :mod:`~jaxperf.dispatch.runahead.settings`: :class:`RunaheadSettings`, notebook 07's parameters.
 
@@ -20,7 +21,7 @@ The release that made calls wait is measured in notebook 03 (:mod:`jaxperf.versi
 """
 
 from ... import runs_ahead as verdict
-from . import figures, issue, loop_analysis, probe, report, repro, seed_loop, setups
+from . import figures, issue, loop_analysis, probe, report, repro, seed_loop, setups, summary_md
 from .eqx_fix import fixed_filter_jit
 from .settings import RunaheadSettings
 
@@ -35,5 +36,6 @@ __all__ = [
     "repro",
     "seed_loop",
     "setups",
+    "summary_md",
     "verdict",
 ]
