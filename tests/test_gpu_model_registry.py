@@ -151,7 +151,15 @@ def test_the_plan_covers_every_point_the_device_run_measures():
     sweep = plan[plan.part == "loops_seed"]
     assert {"python", "fori u=1", "fori u=16", "hand_unrolled u=8", "scalar_carry u=1"} <= set(sweep.variant)
     assert len(sweep) == len(s.seed_Ts) * len(set(sweep.variant))
-    assert {p for p, _ in h200.NOT_PREDICTED} == {"loops_attention", "compile", "dispatch", "mosaic_gpu"}
+    assert {p for p, _ in h200.NOT_PREDICTED} == {
+        "loops_attention",
+        "compile",
+        "dispatch",
+        "loops_mosaic_gpu",
+    }
+    from jaxperf.gpu.settings import PARTS
+
+    assert {p for p, _ in h200.NOT_PREDICTED} | set(plan.part) == set(PARTS)  # every part, named once
 
 
 def test_the_device_report_puts_measurements_beside_the_registered_prediction(tmp_path):

@@ -166,6 +166,13 @@ def test_dry_run_of_every_part(tmp_path: Path, alt_python: Path) -> None:
     assert (
         "| scalar\\_carry u=1 |" in text and "scalar\\_carry u=1 |\n|---" in text
     )  # a table row and a column
+    # The reporter's kernel written for Mosaic GPU ran (in Mosaic GPU's interpreter, with jax 0.11.2)
+    # and the report puts it beside the Triton kernel.
+    mosaic = pd.read_csv(where / "results/cpu/loops/mosaic_gpu_variants.csv", comment="#")
+    assert list(mosaic.variant)[:2] == ["python", "fori u=1"] and set(mosaic.status) == {"timed"}
+    assert set(mosaic.lowering) == {"mosaic_gpu"} and (mosaic.error_vs_tolerance <= 1).all()
+    both = {r["variant"]: r for r in summary["triton_vs_mosaic_gpu"]}
+    assert both["fori u=1"]["Mosaic GPU ms per call"] > 0 and both["fori u=1"]["Triton ms per call"] > 0
 
 
 def test_a_real_run_without_a_gpu_fails_and_writes_nothing(tmp_path: Path, alt_python: Path) -> None:
@@ -189,6 +196,7 @@ def test_settings_budgets_fit_one_device_call() -> None:
     assert 'total="${JAXPERF_DEVICE_TOTAL_S:-450}"' in script
     reserve = int(re.search(r"^reserve=(\d+)", script, re.M).group(1))
     assert full.total_budget_s() + 10 * len(PARTS) + reserve <= 450
+    assert full.budgets["dispatch"] == 50  # the dispatch part's budget is another issue's to change
     dry = GpuSettings.from_parameters({"quick": True})
     assert dry.backend == "cpu" and dry.mode == "pallas_interpret"
     with pytest.raises(ValueError, match="budgets"):
@@ -250,6 +258,17 @@ def test_the_gpu_run_measures_the_scalar_carry_beside_the_reporters_loops() -> N
     assert (
         fix in sweep_config(dry, "seed").variants("seed", 128) and "scalar_carry u=1" in dry.harness_variants
     )
+    # Mosaic GPU: the reporter's two loops first, the fix and the best portable form beside them, the
+    # Python loop only where its lowering fits the part (128 steps), the other forms at every T.
+    from jaxperf.gpu.loop_parts import mosaic_gpu_config
+
+    mosaic = mosaic_gpu_config(full)
+    assert mosaic.lowering == "mosaic_gpu" and mosaic.Ts == full.seed_Ts
+    assert mosaic.variants("seed", 8192) == [("python", 1), ("fori", 1), fix, ("hoisted", 1)]
+    assert mosaic.variants("seed", 16384) == [("fori", 1), fix, ("hoisted", 1)]
+    assert "python" in set(mosaic.skipped().variant)
+    with pytest.raises(ValueError, match="unroll=3 is not allowed"):
+        GpuSettings(mosaic_gpu_variants=("fori u=3",))
     rows = pd.DataFrame(
         [
             dict(T=2048, variant=v, compile_ms=c, ms_per_call=ms)

@@ -16,7 +16,7 @@ import pytest
 from jaxperf.paths import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "lib" / "jaxperf"
-STUDIES = ("loops", "triton", "tpu", "dispatch", "versions", "multiprocess")
+STUDIES = ("loops", "triton", "tpu", "mosaic_gpu", "dispatch", "versions", "multiprocess")
 # What each layer may import from the packages of lib/jaxperf (top-level modules are always allowed).
 ALLOWED = {
     "fixes": set(),

@@ -31,8 +31,9 @@ def _row(matrix, kernel, form, unroll, compiler):
 
 
 # (loop form, unroll) -> verdict per compiler, jax 0.12.0.1.
-# Mosaic GPU: through JAX's Mosaic GPU pallas_call shim; it unrolls only when
-# unroll divides the trip count (8 does not divide 4).
+# Mosaic GPU: the seed kernel is the port with each program's block in shared memory
+# (jaxperf.jax20909.mosaic_gpu_kernel), the others go through JAX's Mosaic GPU pallas_call
+# shim; it unrolls only when unroll divides the trip count (8 does not divide 4).
 EXPECTED = {
     ("python", 1): dict(triton=True, mosaic_gpu=True, mosaic_tpu=True),
     ("fori", 1): dict(triton=True, mosaic_gpu=True, mosaic_tpu=True),
@@ -190,11 +191,18 @@ def test_lowering_answer_for_the_summary(matrix):
 
 
 def test_mosaic_gpu_holds_whole_arrays_in_shared_memory():
-    # The reporter's kernel has no BlockSpecs: Mosaic GPU stages each program's whole [T, D] input
-    # and output in shared memory, which overflows beyond small T (a rewrite, not a port).
+    # The reporter's kernel as written has no BlockSpecs: Mosaic GPU stages each program's whole
+    # [T, D] input and output in shared memory, which overflows beyond small T. The matrix lowers
+    # the port whose programs copy their own 128-row block (jaxperf.jax20909.mosaic_gpu_kernel).
     row = lowering.lower_one("seed", "fori", 1, "mosaic_gpu", T=1024, **SHAPE)
-    assert not row.lowers and row.error_type == "ValueError"
-    assert row.error.startswith("Mosaic GPU kernel exceeds available shared memory")
+    assert row.lowers and row.loop_ops == 1
+    from jaxperf.jax20909 import kernels
+
+    fn, args = kernels.build("seed", "fori", 1, T=1024, interpret=False, lowering="mosaic_gpu", **SHAPE)
+    with pytest.raises(ValueError, match="^Mosaic GPU kernel exceeds available shared memory"):
+        lowering.export_variant(fn, args, "mosaic_gpu")
+    with pytest.raises(ValueError, match="block_rows/out_rows"):
+        lowering.lower_one("seed", "fori", 1, "mosaic_gpu", T=1024, **(SHAPE | {"block_rows": 32}))
     # The streaming kernel's BlockSpecs give each program one batch element: its async copy takes
     # at most 256 elements per dimension.
     row = lowering.lower_one("streaming", "fori", 1, "mosaic_gpu", T=1024, **SHAPE)

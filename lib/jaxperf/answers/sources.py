@@ -26,6 +26,7 @@ KINDS = {
     "model A6000": "predicted by the time model for his A6000 (ms per call)",
     "XLA:CPU": "measured here, an analogue: plain jax.jit on XLA:CPU (ms per call)",
     "Triton sm_86": "static estimate, SASS compiled for sm_86 on a CPU (instructions per call)",
+    "Mosaic GPU": "static estimate, SASS compiled for sm_90a by Mosaic GPU on a CPU (instructions per call)",
     "Mosaic TPU": "static estimate, Mosaic TPU v5e bundles compiled on a CPU (cycles per call)",
     "Pallas interpret": "measured here, the Pallas interpreter's timings (ms per call)",
 }
@@ -78,6 +79,10 @@ def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Re
             if r["target"] == "sm_86" and r.get("fori u=1 / python") is not None
         ]
         rows += _rows("Triton sm_86", pairs)
+    mosaic = _summary(root, backend, "mosaic_gpu", read)
+    if mosaic and (mosaic.get("estimate") or {}).get("ratios"):
+        pairs = [(r["T"], r.get("fori u=1 / python")) for r in mosaic["estimate"]["ratios"]]
+        rows += _rows("Mosaic GPU", [(T, r) for T, r in pairs if r is not None])
     tpu = _summary(root, backend, "tpu_compile", read)
     if tpu:
         points, _ = records.read_records(root / "results" / backend / "tpu_compile" / "compile_points")

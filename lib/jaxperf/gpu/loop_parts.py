@@ -33,8 +33,12 @@ def _config_class() -> Any:
     @dataclasses.dataclass(frozen=True)
     class UnrollOneConfig(sweep.SweepConfig):
         unroll_one_forms: tuple[str, ...] = ()
+        listed: tuple[str, ...] = ()  # when given: exactly these variants, in this order
 
         def variants(self, kernel: str, T: int) -> list[tuple[str, int]]:
+            if self.listed:
+                pairs = [vocab.parse_variant(v) for v in self.listed]
+                return [v for v in pairs if not self._too_long(kernel, v[0], T)]
             every = super().variants(kernel, T)
             out: list[tuple[str, int]] = []
             for form in self.loop_forms:
@@ -66,14 +70,62 @@ def sweep_config(s: GpuSettings, kernel: str) -> Any:
     )
 
 
-def loop_sweep(study: Any, s: GpuSettings, kernel: str, budget: Budget) -> dict[str, Any]:
-    """Part a for ``kernel``: writes ``<kernel>_variants``, ``_timings``, ``_headline``,
-    ``_not_measured`` and ``bandwidth`` records and two figures; returns a summary dict."""
+def mosaic_gpu_config(s: GpuSettings) -> Any:
+    """The loop sweep for the reporter's kernel written for Mosaic GPU: ``mosaic_gpu_variants``
+    at ``mosaic_gpu_Ts``, the Python loop only up to ``mosaic_gpu_python_max_steps`` steps."""
+    forms = tuple(dict.fromkeys(vocab.parse_variant(v)[0] for v in s.mosaic_gpu_variants))
+    return _config_class()(
+        listed=s.mosaic_gpu_variants,
+        lowering="mosaic_gpu",
+        mode=s.mode,
+        Ts=s.mosaic_gpu_Ts,
+        kernels=("seed",),
+        loop_forms=forms,
+        unrolls=tuple(sorted({vocab.parse_variant(v)[1] for v in s.mosaic_gpu_variants})),
+        D=s.D,
+        batch=s.batch,
+        dtype=s.dtype,
+        repeats=s.repeats,
+        compile_repeats=s.compile_repeats,
+        python_max_steps={"seed": s.mosaic_gpu_python_max_steps},
+    )
+
+
+def mosaic_gpu_sweep(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
+    """Part e: the Mosaic GPU port on the GPU (interpreted in the dry run), as part a; records
+    ``mosaic_gpu_*``. A GPU Mosaic GPU cannot run on (before Hopper) is refused before any
+    compile and every point recorded "not measured" with the reason."""
+    cfg = mosaic_gpu_config(s)
+    if s.mode == "pallas":
+        import jax
+
+        from ..compilers.mosaic_gpu import toolchain
+
+        try:
+            toolchain.check_device(jax.devices()[0])
+        except ValueError as err:
+            keys = [
+                dict(mode=s.mode, kernel="seed", T=T, variant=vocab.variant_name(*v))
+                for T in cfg.Ts
+                for v in cfg.variants("seed", T)
+            ]
+            study.records(not_measured_rows(keys, f"not measured: {err}"), "mosaic_gpu_not_measured")
+            return {"kernel": "seed", "lowering": "mosaic_gpu", "measured_Ts": [], "reason": str(err)}
+    return loop_sweep(study, s, "seed", budget, cfg=cfg, name="mosaic_gpu")
+
+
+def loop_sweep(
+    study: Any, s: GpuSettings, kernel: str, budget: Budget, *, cfg: Any = None, name: str = ""
+) -> dict[str, Any]:
+    """Part a for ``kernel`` (or ``cfg``): writes ``<name>_variants``, ``_timings``, ``_headline``,
+    ``_not_measured`` and ``bandwidth`` records (``name`` defaults to the kernel) and two
+    figures; returns a summary dict."""
     from ..loops import analysis, figures, roofline
 
-    cfg = sweep_config(s, kernel)
+    cfg = cfg or sweep_config(s, kernel)
+    name = name or kernel
     bandwidth = roofline.measure_bandwidth(s.bandwidth_megabytes)
-    study.records(pd.DataFrame([bandwidth]), f"{kernel}_bandwidth")
+    study.records(pd.DataFrame([bandwidth]), f"{name}_bandwidth")
     metas: list[pd.DataFrame] = []
     times: list[pd.DataFrame] = []
     missing = [cfg.skipped()]
@@ -99,24 +151,25 @@ def loop_sweep(study: Any, s: GpuSettings, kernel: str, budget: Budget) -> dict[
             last = (T, time.perf_counter() - start)
         metas.append(meta)
         times.append(timing)
-        study.records(pd.concat(metas, ignore_index=True), f"{kernel}_variants")
-        study.records(pd.concat(times, ignore_index=True), f"{kernel}_timings")
-        print(f"[{study.name}] {kernel} T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
+        study.records(pd.concat(metas, ignore_index=True), f"{name}_variants")
+        study.records(pd.concat(times, ignore_index=True), f"{name}_timings")
+        print(f"[{study.name}] {name} T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
     skipped = pd.concat(missing, ignore_index=True)
-    study.records(skipped, f"{kernel}_not_measured")
+    study.records(skipped, f"{name}_not_measured")
     if not metas:
         return {"kernel": kernel, "measured_Ts": [], "not_measured": len(skipped)}
     variants, timings = pd.concat(metas, ignore_index=True), pd.concat(times, ignore_index=True)
     head = analysis.headline(variants, timings)
     head = roofline.attach(head, bandwidth["gb_per_s"], D=s.D, batch_of={s.mode: s.batch}, dtype=s.dtype)
-    study.records(head, f"{kernel}_headline")
+    study.records(head, f"{name}_headline")
     fig, data = figures.plot_ms_vs_T(timings, s.mode)
-    save_figure(study, fig, f"{kernel}_ms_vs_T", data)
+    save_figure(study, fig, f"{name}_ms_vs_T", data)
     fig, data = figures.plot_compile_vs_T(variants, s.mode)
-    save_figure(study, fig, f"{kernel}_compile_vs_T", data)
+    save_figure(study, fig, f"{name}_compile_vs_T", data)
     table = analysis.seed_table(head, s.mode, kernel) if kernel == "seed" else None
     return {
         "kernel": kernel,
+        "lowering": cfg.lowering,
         "mode": s.mode,
         "measured_Ts": sorted({int(t) for t in timings["T"]}),
         "not_measured": len(skipped),

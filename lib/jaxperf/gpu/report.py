@@ -7,6 +7,8 @@ Runs after the parts, on the CPU (it reads records, starts no device):
   reporter's-harness compile (part b: first call - second call), notebook
   04's compile on the device machine's CPU (part c) and on the project's own
   CPU (the committed ``results/cpu/triton_compile``, if present);
+- ``triton_vs_mosaic_gpu``: per (form, T) of the reporter's kernel, ms per call and compile
+  on Triton (part a) beside the kernel written for Mosaic GPU (part e);
 - ``estimate_vs_measured``: part c's static SASS estimate (dynamic
   instructions per call; the committed notebook 04 one when part c made
   none) beside part a's measured ms per call, and the predicted vs measured
@@ -142,6 +144,24 @@ def sweep_table(results: Path, kernel: str) -> pd.DataFrame | None:
     return table[order].reset_index()
 
 
+def backends_table(results: Path) -> pd.DataFrame | None:
+    """Per (T, variant) of the reporter's kernel: ms per call and compile on Pallas' default
+    backend (Triton, part a) beside the same kernel written for Mosaic GPU (part e)."""
+    frames = []
+    for name, label in (("seed", "Triton"), ("mosaic_gpu", "Mosaic GPU")):
+        head, _ = _read(results / "loops" / f"{name}_headline")
+        if head is not None and len(head):
+            cols = {"ms_per_call": f"{label} ms per call", "compile_ms": f"{label} compile ms"}
+            keep = [c for c in cols if c in head]
+            frames.append(head[[*KEYS, *keep]].rename(columns=cols))
+    if len(frames) < 2:
+        return frames[0] if frames else None
+    out = frames[0].merge(frames[1], on=KEYS, how="outer")
+    if "Triton ms per call" in out and "Mosaic GPU ms per call" in out:
+        out["Mosaic GPU / Triton"] = out["Mosaic GPU ms per call"] / out["Triton ms per call"]
+    return out.sort_values(["T", "variant"], key=vocab.variant_sort_key).reset_index(drop=True)
+
+
 def dispatch_table(results: Path) -> pd.DataFrame | None:
     """Part d: median it/s per (step, model, leaves) and variant (method, donated)."""
     timings, _ = _read(results / "dispatch" / "timings")
@@ -180,6 +200,9 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
     estimates = estimate_table(results, project_cpu)
     records.write_records(compiles, run_dir / "compile_compare", prov)
     records.write_records(estimates, run_dir / "estimate_vs_measured", prov)
+    backends = backends_table(results)
+    if backends is not None:
+        records.write_records(backends, run_dir / "triton_vs_mosaic_gpu", prov)
     from ..gpu_model import h200 as registered  # the predictions committed before the run
 
     beside = registered.beside_measured(results)
@@ -204,6 +227,12 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
             "Loop sweep, reporter's kernel: ms per kernel call", sweep_table(results, "seed"), "not measured"
         ),
         *_md_section(
+            "Mosaic GPU (Hopper's Pallas backend), reporter's kernel: ms per kernel call",
+            sweep_table(results, "mosaic_gpu"),
+            "not measured",
+        ),
+        *_md_section("The reporter's kernel on Triton and on Mosaic GPU", backends, "not measured"),
+        *_md_section(
             "Loop sweep, attention: ms per kernel call", sweep_table(results, "attention"), "not measured"
         ),
         *_md_section("Compile: on the device beside the Triton compile on a CPU", compiles, "not measured"),
@@ -227,6 +256,7 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         "seed_table": [] if seed_table is None else seed_table.to_dict(orient="records"),
         "compile_compare": compiles.to_dict(orient="records"),
         "estimate_vs_measured": estimates.to_dict(orient="records"),
+        "triton_vs_mosaic_gpu": [] if backends is None else backends.to_dict(orient="records"),
         "measured_vs_predicted": beside.to_dict(orient="records"),
         "provenance": prov,
     }

@@ -33,6 +33,7 @@ from .settings import PARTS, GpuSettings
 
 STUDY_OF = {
     "loops_seed": "loops",
+    "loops_mosaic_gpu": "loops",
     "loops_attention": "loops",
     "harness": "loops",
     "compile": "triton_compile",
@@ -45,6 +46,7 @@ def _part_function(part: str) -> Callable[..., dict[str, Any]]:
 
     return {
         "loops_seed": lambda study, s, b: loop_parts.loop_sweep(study, s, "seed", b),
+        "loops_mosaic_gpu": loop_parts.mosaic_gpu_sweep,
         "loops_attention": lambda study, s, b: loop_parts.loop_sweep(study, s, "attention", b),
         "harness": loop_parts.harness,
         "compile": other_parts.compile_on_host,

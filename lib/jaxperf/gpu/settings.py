@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..errors import bad_value, check_choice, check_int, check_ints
-from ..jax20909 import vocab
+from ..jax20909 import mosaic_gpu_kernel, vocab
 from ..settings import StudySettings
 
 # Run order: the reporter's own harness first (the seed-format GPU column), then his kernel
-# in the loop sweep, the compile (joined with it), dispatch, and attention last.
-PARTS = ("harness", "loops_seed", "compile", "dispatch", "loops_attention")
+# in the loop sweep (Pallas' default, Triton), the same kernel written for Mosaic GPU (Hopper's
+# Pallas backend), the compile (joined with them), dispatch, and attention last.
+PARTS = ("harness", "loops_seed", "loops_mosaic_gpu", "compile", "dispatch", "loops_attention")
 # The reporter's T in the order a part measures them: the extremes first (his largest T
 # holds the widest fori/Python gap), so that a budget cut loses a middle T.
 REPORTER_TS_ORDER = (256, 65536, 8192, 2048, 32768, 16384)
@@ -52,7 +53,12 @@ class GpuSettings(StudySettings):
     the Triton compile on the host CPU and its static SASS estimate for
     ``compile_target`` at ``compile_Ts`` (the forms the estimate compares, scalar carry included).
     Dispatch (part d): ``dispatch_methods`` on MLPs of ``mlp_depths`` (and
-    ``transformer_layers``), ``dispatch_steps``, with and without donation.
+    ``transformer_layers``), ``dispatch_steps``, with and without donation. Mosaic GPU
+    (part e): the reporter's kernel written for Mosaic GPU (``mosaic_gpu_variants``: his two
+    loops, the scalar carry and ``hoisted u=1``, the portable form notebook 09's estimate puts
+    closest to the Python loop) at ``mosaic_gpu_Ts``, its Python loop only up to
+    ``mosaic_gpu_python_max_steps`` steps (its lowering grows faster than T, and 1024 steps
+    exceed Python's recursion limit in Mosaic GPU's layout inference).
     """
 
     backend: str = "gpu"
@@ -80,6 +86,9 @@ class GpuSettings(StudySettings):
         "hoisted u=1",
         "hand_unrolled u=8",
     )
+    mosaic_gpu_variants: tuple[str, ...] = ("python", "fori u=1", "scalar_carry u=1", "hoisted u=1")
+    mosaic_gpu_Ts: tuple[int, ...] = REPORTER_TS_ORDER
+    mosaic_gpu_python_max_steps: int = 128
     compile_target: str = "sm_90"
     compile_Ts: tuple[int, ...] = REPORTER_TS_ORDER
     estimate_unroll: int = 4
@@ -102,11 +111,12 @@ class GpuSettings(StudySettings):
     seed_loop_max_s: int = 18
     budgets: Mapping[str, int] = dataclasses.field(
         default_factory=lambda: {
-            "harness": 85,
-            "loops_seed": 135,
-            "compile": 55,
+            "harness": 80,
+            "loops_seed": 100,
+            "loops_mosaic_gpu": 50,
+            "compile": 45,
             "dispatch": 50,
-            "loops_attention": 50,
+            "loops_attention": 40,
         }
     )
 
@@ -124,6 +134,7 @@ class GpuSettings(StudySettings):
         "harness_N": 2,
         "harness_repeats": 1,
         "harness_variants": ("python", "fori u=1", "scalar_carry u=1"),
+        "mosaic_gpu_Ts": (128,),
         "compile_Ts": (128,),
         "estimate_unroll": 2,
         "mlp_depths": (1,),
@@ -146,6 +157,14 @@ class GpuSettings(StudySettings):
         for name in ("harness_repeats", "dispatch_repeats", "calls_per_repeat", "estimate_unroll"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("attention_python_max_steps", self.attention_python_max_steps, minimum=1)
+        check_int("mosaic_gpu_python_max_steps", self.mosaic_gpu_python_max_steps, minimum=1)
+        for T in check_ints("mosaic_gpu_Ts", self.mosaic_gpu_Ts):
+            if T % vocab.SEED_PROGRAM_ROWS:
+                raise bad_value(
+                    "mosaic_gpu_Ts[...]", T, f"a multiple of {vocab.SEED_PROGRAM_ROWS} (a program's block)"
+                )
+            for variant in self.mosaic_gpu_variants:
+                mosaic_gpu_kernel.check_divides(*vocab.parse_variant(variant), T)
         for name in ("unrolls", "seed_Ts", "attention_Ts", "harness_Ts", "compile_Ts", "mlp_depths"):
             check_ints(name, getattr(self, name))
         if self.transformer_layers:

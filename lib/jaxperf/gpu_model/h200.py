@@ -9,9 +9,9 @@ predict, with the reason. :func:`jaxperf.gpu.predictions.register` writes them a
 registered prediction (:mod:`jaxperf.gpu_model.registry`); :func:`beside_measured` puts a
 device run's measurements beside every registered prediction, as measured / predicted.
 
-The Mosaic GPU port of the seed kernel (another helper's work in progress) has
-no prediction yet: when it lands, predict its points here under
-``lowering="mosaic_gpu"`` and register them as a new dated file.
+The Mosaic GPU port of the seed kernel (part ``loops_mosaic_gpu``,
+:mod:`jaxperf.jax20909.mosaic_gpu_kernel`) has no prediction yet: predict its points here
+under ``lowering="mosaic_gpu"`` and register them as a new dated file.
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ NOT_PREDICTED = (
     ("loops_attention", "not predicted: the model covers the reporter's kernel (seed) only"),
     ("compile", "not predicted: compile time is not kernel execution"),
     ("dispatch", "not predicted: host dispatch is not kernel execution"),
-    ("mosaic_gpu", "not predicted yet: the Mosaic GPU port is not on main; a new dated file will add it"),
+    (
+        "loops_mosaic_gpu",
+        "not predicted yet: the Mosaic GPU port has no prediction; a new dated file will add it",
+    ),
 )
 
 

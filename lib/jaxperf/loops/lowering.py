@@ -4,9 +4,12 @@ Pallas GPU/TPU compiler, and how big is the kernel IR? No accelerator needed.
 Each variant is exported with ``jax.export`` for a platform this machine does
 not have: ``platforms=['tpu']`` for Mosaic TPU; ``platforms=['cuda']`` inside
 an abstract mesh whose abstract device is an H100 for Triton and Mosaic GPU
-(Pallas' Triton lowering asks the device for its compute capability). Mosaic
-GPU goes through JAX's Mosaic GPU ``pallas_call`` shim, since jax 0.12's
-``pl.pallas_call`` registers no Mosaic GPU lowering rule. The
+(Pallas' Triton lowering asks the device for its compute capability). On Mosaic
+GPU the reporter's kernel is the port each of whose programs copies its own 128-row
+block into shared memory (:mod:`jaxperf.jax20909.mosaic_gpu_kernel`; the whole-input
+original is refused from T=1024 for shared memory); the other kernels go through
+JAX's Mosaic GPU ``pallas_call`` shim, since jax 0.12's ``pl.pallas_call``
+registers no Mosaic GPU lowering rule. The
 kernel's own module (Triton's ``tt`` IR, Mosaic's ``tpu`` IR) is what the
 exported program carries as opaque bytes; it is captured as text while the
 lowering rule runs, to count its lines and its loop ops (``scf.for``,
@@ -26,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from ..compilers.lowering import COMPILERS, capture_kernel_ir, error_text, export_variant, first_warning
-from ..errors import check_choice
-from ..jax20909 import kernels, vocab
+from ..errors import bad_value, check_choice
+from ..jax20909 import kernels, mosaic_gpu_kernel, vocab
 from .settings import LoopSettings
 
 _LOOP_OP = re.compile(r"\bscf\.(for|while)\b")
@@ -70,19 +73,32 @@ def lower_one(
 ) -> Lowered:
     """Lower one variant for ``compiler``; never raises for a lowering failure."""
     check_choice("compiler", compiler, COMPILERS)
-    fn, args = kernels.build(
-        kernel,
-        loop_form,
-        unroll,
-        T=T,
-        D=D,
-        batch=batch,
-        dtype=dtype,
-        block_rows=block_rows,
-        interpret=False,
-        out_rows=out_rows,
-        lowering=compiler,
-    )
+    if compiler == "mosaic_gpu" and kernel == "seed":
+        # The reporter's kernel written the way Mosaic GPU needs it (each program's block in shared
+        # memory); Mosaic GPU's own unroll rule is recorded, not pre-empted (check_unroll=False).
+        if (block_rows, out_rows) != (kernels.SEED_BLOCK_ROWS, kernels.SEED_OUT_ROWS):
+            raise bad_value(
+                "block_rows/out_rows",
+                (block_rows, out_rows),
+                f"the reporter's ({kernels.SEED_BLOCK_ROWS}, {kernels.SEED_OUT_ROWS}) for the Mosaic GPU port",
+            )
+        fn, args = mosaic_gpu_kernel.build(
+            loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype, check_unroll=False
+        )
+    else:
+        fn, args = kernels.build(
+            kernel,
+            loop_form,
+            unroll,
+            T=T,
+            D=D,
+            batch=batch,
+            dtype=dtype,
+            block_rows=block_rows,
+            interpret=False,
+            out_rows=out_rows,
+            lowering=compiler,
+        )
     start = time.perf_counter()
     case: dict[str, Any] = dict(kernel=kernel, loop_form=loop_form, unroll=unroll, compiler=compiler, T=T)
     with capture_kernel_ir(compiler) as captured, warnings.catch_warnings(record=True) as caught:

@@ -19,8 +19,8 @@ import pandas as pd
 
 from .. import timing
 from ..compilers.lowering import error_text
-from ..errors import check_choice, check_int, check_ints
-from ..jax20909 import inputs, kernels, reference, vocab
+from ..errors import bad_value, check_choice, check_int, check_ints
+from ..jax20909 import inputs, kernels, mosaic_gpu_kernel, reference, vocab
 from ..jax20909.kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS
 from .settings import LoopSettings
 
@@ -55,9 +55,23 @@ class SweepConfig:
     compile_repeats: int = 3  # compile time: median of up to this many fresh compiles ...
     compile_budget_s: float = 1.0  # ... stopping once a variant's compiles took this long
     python_max_steps: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # "default": Pallas picks the compiler (Triton on a GPU); "mosaic_gpu": the reporter's kernel
+    # written for Mosaic GPU (jaxperf.jax20909.mosaic_gpu_kernel), "seed" only.
+    lowering: str = "default"
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, MODES)
+        check_choice("lowering", self.lowering, ("default", "mosaic_gpu"))
+        if self.lowering == "mosaic_gpu" and (
+            set(self.kernels) != {"seed"}
+            or self.mode == "xla"
+            or (self.block_rows, self.out_rows) != (64, 128)
+        ):
+            raise bad_value(
+                "lowering",
+                self.lowering,
+                "'mosaic_gpu' only for kernels=('seed',) in a Pallas mode at the reporter's block sizes",
+            )
         object.__setattr__(self, "Ts", tuple(check_ints("Ts", self.Ts)))
         object.__setattr__(self, "unrolls", tuple(check_ints("unrolls", self.unrolls)))
         for name in ("compile_repeats", "repeats", "check_batch"):
@@ -111,6 +125,16 @@ def build(cfg: SweepConfig, kernel: str, loop_form: str, unroll: int, T: int) ->
     """The jitted variant for ``cfg.mode`` and its ShapeDtypeStructs."""
     if cfg.mode == "xla":
         return kernels.build_xla(kernel, loop_form, unroll, T=T, **cfg.shape())
+    if cfg.lowering == "mosaic_gpu":
+        return mosaic_gpu_kernel.build(
+            loop_form,
+            unroll,
+            T=T,
+            D=cfg.D,
+            batch=cfg.batch,
+            dtype=cfg.dtype,
+            interpret=cfg.mode == "pallas_interpret",
+        )
     return kernels.build(
         kernel, loop_form, unroll, T=T, interpret=cfg.mode == "pallas_interpret", **cfg.shape()
     )
@@ -160,7 +184,7 @@ def measure_group(
         name = vocab.variant_name(loop_form, unroll)
         row: dict[str, Any] = dict(
             mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name
-        )
+        ) | ({"lowering": cfg.lowering} if cfg.lowering != "default" else {})
         try:
             make = lambda f=loop_form, u=unroll: build(cfg, kernel, f, u, T)  # noqa: E731
             exe, stats = compile_fresh(make, cfg.compile_repeats, cfg.compile_budget_s)

@@ -1,0 +1,182 @@
+"""Compile the Mosaic GPU port for sm_90a on this CPU, from the project's venv.
+
+:func:`compile_points` writes a request, runs :mod:`jaxperf.compilers.mosaic_gpu.aot` in the
+compile environment (:func:`jaxperf.compilers.mosaic_gpu.toolchain.python`) as a subprocess,
+and reads its rows back: per point, the lowering and compile times of each repeat (fresh
+kernels, no cache), the status and error, and where its dumps are. :func:`read_dump` loads
+one point's texts; :func:`point_counts` counts them (:mod:`.ir`, :mod:`.sass`). A point the
+worker did not reach before its time ran out is recorded "over budget"; without the
+environment every point is "not measured", with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import bad_value, check_int
+from ...jax20909 import mosaic_gpu_kernel, vocab
+from ...paths import PROJECT_ROOT
+from . import ir, sass, toolchain
+
+STATUS_OK, STATUS_FAILED, STATUS_OVER_BUDGET, STATUS_NOT_MEASURED = (
+    "ok",
+    "failed",
+    "over budget",
+    "not measured",
+)
+LEVELS = ("mosaic (JAX)", "llvm", "ptx", "sass")
+WARPS_PER_PROGRAM = 4  # one warpgroup: the 128 threads Mosaic GPU launches per program
+
+
+def point(
+    loop_form: str, unroll: int, T: int, *, batch: int = 1, D: int = 64, dtype: str = "float16"
+) -> dict:
+    """One point of a request, checked here (ValueError before any compile)."""
+    mosaic_gpu_kernel.check(loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype)
+    return dict(loop_form=loop_form, unroll=int(unroll), T=int(T), batch=batch, D=D, dtype=dtype)
+
+
+def _worker_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "MOSAIC_GPU_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT / "lib"), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    env["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"  # no cuDNN/cuBLAS here: nothing runs, the compile needs none
+    return env
+
+
+def compile_points(
+    points: Sequence[dict[str, Any]],
+    out_dir: Path,
+    *,
+    repeats: int = 1,
+    repeat_below_s: float = float("inf"),
+    dump: bool = True,
+    budget_s: float = 600.0,
+    progress: Any = None,
+) -> list[dict[str, Any]]:
+    """Compile every point in the environment's worker; one row per point, in order.
+
+    ``progress`` (a tqdm bar) advances as the worker finishes each point. The worker stops
+    starting points after ``budget_s``, and is stopped 120 s after that; the points it did
+    not reach are recorded "over budget" with the reason.
+    """
+    check_int("repeats", repeats, minimum=1)
+    if not budget_s > 0:
+        raise bad_value("budget_s", budget_s, "a number of seconds > 0")
+    status = toolchain.status()
+    if not status.available:
+        return [dict(p, status=STATUS_NOT_MEASURED, error=status.reason) for p in points]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = out_dir / "results.jsonl"
+    results.unlink(missing_ok=True)
+    request = dict(
+        points=list(points), repeats=repeats, repeat_below_s=repeat_below_s, dump=dump, budget_s=budget_s
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(request, handle)
+    command = [str(toolchain.python()), "-m", "jaxperf.compilers.mosaic_gpu.aot", handle.name, str(out_dir)]
+    started, done, tail = time.perf_counter(), 0, ""
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(command, env=_worker_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            while proc.poll() is None:
+                if time.perf_counter() - started > budget_s + 120:
+                    proc.kill()
+                    tail = f"the worker ran past {budget_s + 120:.0f} s and was stopped"
+                    break
+                time.sleep(0.5)
+                done = _advance(results, done, progress)
+            proc.wait()
+        finally:
+            Path(handle.name).unlink(missing_ok=True)
+        _advance(results, done, progress)
+        if proc.returncode and not tail:
+            log.seek(0)
+            tail = log.read()[-600:]
+    rows = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+    wall_s = time.perf_counter() - started
+    last = tail.strip().splitlines()[-1] if tail.strip() else "no reason given"
+    for p in list(points)[len(rows) :]:
+        rows.append(
+            dict(p, status=STATUS_OVER_BUDGET, error=f"the worker stopped after {wall_s:.0f} s: {last}")
+        )
+    return rows
+
+
+def _advance(results: Path, done: int, progress: Any) -> int:
+    """Move ``progress`` on to the points the worker has written so far."""
+    if not results.exists():
+        return done
+    now = len(results.read_text().splitlines())
+    if progress is not None and now > done:
+        progress.update(now - done)
+    return now
+
+
+def worker_toolchain(out_dir: Path) -> dict[str, str]:
+    """What the worker compiled with (JAX, the CUDA root, ``ptxas --version``), or {}; paths
+    inside the project name no folder of this machine (``paths.scrub``)."""
+    from ...paths import scrub
+
+    path = Path(out_dir) / "toolchain.json"
+    found = json.loads(path.read_text()) if path.exists() else {}
+    return {key: scrub(str(value)) for key, value in found.items()}
+
+
+def read_dump(out_dir: Path, row: dict[str, Any]) -> dict[str, str]:
+    """One compiled point's texts: ``mosaic``, ``llvm``, ``ptx``, ``ptxas``, ``sass`` (cuobjdump form)."""
+    where = Path(out_dir) / str(row.get("dump_dir", ""))
+    if not row.get("dump_dir") or not where.is_dir():
+        return {}
+    texts = {"mosaic": (where / "mosaic.mlir").read_text(), "llvm": (where / "llvm.mlir").read_text()}
+    texts |= {k: (where / f"{k}.txt").read_text() for k in ("ptx", "ptxas")}
+    texts["sass"] = sass.to_cuobjdump((where / "sass.txt").read_text())
+    return texts
+
+
+def level_counts(texts: dict[str, str]) -> dict[str, ir.Counts]:
+    """Every level's counts inside and outside loops (SASS by instruction category)."""
+    inside, outside, loops = sass.counts(texts["sass"])
+    return {
+        "mosaic (JAX)": ir.mosaic_counts(texts["mosaic"]),
+        "llvm": ir.llvm_counts(texts["llvm"]),
+        "ptx": ir.ptx_counts(texts["ptx"]),
+        "sass": (Counter(inside), Counter(outside), loops),
+    }
+
+
+def point_counts(texts: dict[str, str], *, programs: int) -> dict[str, Any]:
+    """A compiled point's code metrics and its static estimate (one warpgroup per program)."""
+    counts = sass.dynamic_counts(texts["sass"])
+    registers = re.search(r"Used (\d+) registers", texts.get("ptxas", ""))
+    carried = ir.carried(texts["mosaic"])
+    per_call = None if counts.per_program is None else counts.per_program * WARPS_PER_PROGRAM * programs
+    return {
+        "mosaic_loops": len(carried),
+        "loop_carries": "; ".join(carried),
+        "carried_elements_per_thread": max((ir.carried_elements(c) for c in carried), default=0),
+        "ptx_lines": texts["ptx"].count("\n") + 1,
+        "sass_instructions": counts.outside_loops + counts.in_loops,
+        "sass_loops": counts.loops,
+        "sass_loop_trips": ",".join("?" if t is None else str(t) for t in counts.loop_trips),
+        "registers": int(registers.group(1)) if registers else None,
+        "sass_dynamic_per_program": counts.per_program,
+        "sass_dynamic_per_call": per_call,
+        "sass_trips_how": counts.how,
+    }
+
+
+def programs(T: int, batch: int) -> int:
+    """Programs (CTAs) per kernel call: T/128 row blocks per batch element."""
+    return batch * (T // vocab.SEED_PROGRAM_ROWS)

@@ -1,0 +1,116 @@
+"""Read Mosaic GPU's SASS (its ``nvdisasm`` dump) with the study's SASS reader, and count it.
+
+Mosaic GPU dumps SASS through ``nvdisasm -c -hex`` (``.sass_ctrl``: a control-code column,
+no ``;``, branch targets as labels); :func:`to_cuobjdump` rewrites it in ``cuobjdump -sass``
+form, labels resolved to addresses, so that :mod:`jaxperf.compilers.triton.sass` parses it.
+
+Two kinds of backward branch in Mosaic GPU's code are not the kernel's loops: the spin of a
+barrier wait (``SYNCS.PHASECHK ... @!P0 BRA`` back to itself, placed after ``EXIT``), which
+runs as often as the memory system makes it wait (a loop with no readable counter around
+``SYNCS``/``NANOSLEEP``), and the branch that resumes the kernel
+after that out-of-line wait. :func:`loops` keeps the kernel's loops and the waits (a wait
+counted as one pass, ``trips=1``); :func:`dynamic_counts` is then the static estimate of
+:func:`jaxperf.compilers.triton.estimate.dynamic_counts` on that reading. A static estimate
+from SASS compiled on a CPU, never a measurement.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..triton import sass as _sass
+from ..triton.estimate import DynamicCounts
+
+_LINE = re.compile(r"^\s*(?:\S+\s+)?/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$")
+_LABEL = re.compile(r"^\s*(\.L_x_\d+):\s*$")
+_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
+WAIT_OPCODES = ("SYNCS", "NANOSLEEP")
+
+
+def to_cuobjdump(nvdisasm: str) -> str:
+    """``nvdisasm`` text (with or without control codes) as ``cuobjdump -sass`` lines."""
+    lines = nvdisasm.splitlines()
+    labels: dict[str, int] = {}
+    pending: list[str] = []
+    for line in lines:
+        label = _LABEL.match(line)
+        if label:
+            pending.append(label.group(1))
+            continue
+        found = _LINE.match(line)
+        if found:
+            labels.update(dict.fromkeys(pending, int(found.group(1), 16)))
+            pending = []
+    out = []
+    for line in lines:
+        found = _LINE.match(line)
+        if found:
+            text = _TARGET.sub(
+                lambda m: f"{labels[m.group(1)]:#06x}" if m.group(1) in labels else m.group(0), found.group(2)
+            )
+            out.append(f"        /*{found.group(1)}*/                   {text} ;")
+    return "\n".join(out)
+
+
+def _exit_address(code: list[_sass.Instruction]) -> int | None:
+    return next((i.address for i in code if i.base == "EXIT" and not i.predicate), None)
+
+
+def loops(code: list[_sass.Instruction]) -> list[_sass.Loop]:
+    """The kernel's loops (trip counts read as for Triton) and its barrier waits (``trips=1``)."""
+    end = _exit_address(code)
+    out = []
+    for loop in _sass.loops(code):
+        body = [i for i in code if loop.contains(i.address)]
+        if end is not None and loop.branch > end >= loop.head:
+            continue  # resumes the kernel after an out-of-line wait: not a loop
+        if loop.trips is None and any(i.base in WAIT_OPCODES for i in body):
+            out.append(_sass.Loop(loop.head, loop.branch, 1, "a barrier wait, counted once"))
+        else:
+            out.append(loop)
+    return out
+
+
+def kernel_loops(code: list[_sass.Instruction]) -> list[_sass.Loop]:
+    """:func:`loops` without the barrier waits: the loops the kernel's own code makes."""
+    return [lp for lp in loops(code) if lp.how != "a barrier wait, counted once"]
+
+
+def dynamic_counts(sass_text: str) -> DynamicCounts:
+    """Instructions one warp issues per program (``cuobjdump`` form, see :func:`to_cuobjdump`)."""
+    code = _sass.parse(sass_text)
+    found = loops(code)
+    by_category: dict[str, int | None] = dict.fromkeys(_sass.CATEGORIES, 0)
+    in_loops = 0
+    for ins in code:
+        around = [lp for lp in found if lp.contains(ins.address)]
+        in_loops += bool(around)
+        trips = [lp.trips for lp in around]
+        kind = _sass.category(ins)
+        so_far = by_category[kind]
+        known = [t for t in trips if t is not None]
+        by_category[kind] = None if so_far is None or len(known) < len(trips) else so_far + math.prod(known)
+    counted = [v for v in by_category.values() if v is not None]
+    return DynamicCounts(
+        outside_loops=len(code) - in_loops,
+        in_loops=in_loops,
+        loops=len(kernel_loops(code)),
+        loop_trips=tuple(lp.trips for lp in kernel_loops(code)),
+        per_program=None if len(counted) < len(by_category) else sum(counted),
+        how="; ".join(lp.how for lp in found) or "no loop in SASS",
+        by_category=by_category,
+    )
+
+
+def counts(sass_text: str) -> tuple[dict[str, int], dict[str, int], int]:
+    """SASS instructions by category inside and outside the kernel's loops (static counts)."""
+    code = _sass.parse(sass_text)
+    found = kernel_loops(code)
+    inside: dict[str, int] = {}
+    outside: dict[str, int] = {}
+    for ins in code:
+        where = inside if any(lp.contains(ins.address) for lp in found) else outside
+        kind = _sass.category(ins)
+        where[kind] = where.get(kind, 0) + 1
+    return inside, outside, len(found)

@@ -1,0 +1,124 @@
+"""Is Mosaic GPU's own compiler usable on this machine, and for which target?
+
+Mosaic GPU's passes (to LLVM/NVVM, PTX, cubin) are C++ inside the CUDA plugin
+(``jax-cuda13-plugin``), not in the CPU jaxlib. The plugin compiles without a GPU
+through XLA's deviceless topology (``jax.experimental.topologies.get_topology_desc(
+platform="cuda", target_config=...)``, openxla/xla#16913): the kernel is lowered for
+that topology's device and ``compile()`` runs XLA's GPU compiler, whose Mosaic GPU custom
+call compiles the kernel for the topology's compute capability (ptxas built into the
+plugin; ``nvdisasm`` from ``nvidia-cuda-nvdisasm`` for the SASS dump). Installed into
+the project's venv, the plugin would make JAX try to start CUDA in every process, so it
+lives in its own environment (``tools/make_mosaic_gpu_env.sh``), and
+:mod:`jaxperf.compilers.mosaic_gpu.compile` runs it there as a subprocess.
+
+:func:`status` says whether that environment is usable, never raising;
+:func:`check_device` is the runtime check a timed run makes before it compiles anything.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import bad_value
+from ...paths import PROJECT_ROOT
+
+JAX_VERSION = "0.12.0.1"
+ENV_DIR = PROJECT_ROOT / ".envs" / f"mosaic-gpu-{JAX_VERSION}"
+PYTHON_ENV = "JAXPERF_MOSAIC_GPU_PYTHON"  # another interpreter with the CUDA plugin
+INSTALL_HINT = "bash tools/make_mosaic_gpu_env.sh (from PyPI, about 1.3 GB)"
+NOT_INSTALLED = "not measured: the Mosaic GPU compile environment is not built"
+TARGET = "sm_90a"  # Mosaic GPU compiles Hopper kernels for the arch-specific sm_90a
+MIN_CAPABILITY = (9, 0)
+
+# An H100 SXM as XLA's GpuTargetConfig (text proto) for the deviceless topology. The values
+# are the ones a jax#28376 reporter's deviceless H100 compile used; Mosaic GPU reads the
+# compute capability (9.0 -> sm_90a) and XLA its limits (232448 bytes of opt-in shared memory).
+TARGET_CONFIG = """gpu_device_info {
+  threads_per_block_limit: 1024
+  threads_per_warp: 32
+  shared_memory_per_block: 49152
+  shared_memory_per_core: 233472
+  threads_per_core_limit: 2048
+  core_count: 132
+  fpus_per_core: 128
+  block_dim_limit_x: 2147483647
+  block_dim_limit_y: 65535
+  block_dim_limit_z: 65535
+  memory_bandwidth: 3352320000000
+  l2_cache_size: 52428800
+  clock_rate_ghz: 1.98
+  device_memory_size: 84929347584
+  shared_memory_per_block_optin: 232448
+  cuda_compute_capability { major: 9 }
+  registers_per_core_limit: 65536
+  registers_per_block_limit: 65536
+}
+platform_name: "CUDA"
+dnn_version_info { major: 9 minor: 7 }
+runtime_version { major: 13 minor: 0 patch: 0 }
+device_description_str: "NVIDIA H100 80GB HBM3"
+"""
+
+
+@dataclass(frozen=True)
+class MosaicGpuStatus:
+    """Whether the compile environment is usable: ``reason`` says why not ("" when it is)."""
+
+    available: bool
+    python: str | None
+    reason: str
+
+    def describe(self) -> str:
+        if not self.available:
+            return self.reason
+        from ...paths import scrub
+
+        return scrub(f"jax-cuda13-plugin {JAX_VERSION} in {self.python}")
+
+
+def python() -> Path:
+    """The interpreter of the compile environment (``$JAXPERF_MOSAIC_GPU_PYTHON`` if set)."""
+    given = os.environ.get(PYTHON_ENV, "")
+    return Path(given) if given else ENV_DIR / "bin" / "python"
+
+
+def status() -> MosaicGpuStatus:
+    """Whether the environment is built (its ``.complete`` marker, or the named interpreter)."""
+    interpreter = python()
+    if not interpreter.exists():
+        return MosaicGpuStatus(
+            False, None, f"{NOT_INSTALLED} ({interpreter} missing); build it: {INSTALL_HINT}"
+        )
+    if not os.environ.get(PYTHON_ENV) and not (ENV_DIR / ".complete").exists():
+        return MosaicGpuStatus(False, None, f"{NOT_INSTALLED} (half-built: no {ENV_DIR.name}/.complete)")
+    return MosaicGpuStatus(True, str(interpreter), "")
+
+
+def check_device(device: Any) -> tuple[int, int]:
+    """The compute capability of ``device`` if Mosaic GPU runs there; else ValueError.
+
+    Mosaic GPU supports Hopper (9.0) and newer only: a CPU, a TPU or an Ampere GPU (the
+    reporter's A6000 is 8.6, which has only Pallas' Triton backend) is refused here,
+    before anything is compiled.
+    """
+    platform = getattr(device, "platform", None)
+    capability = getattr(device, "compute_capability", None)
+    if platform != "gpu" or not capability:
+        raise bad_value(
+            "backend",
+            f"{platform} ({getattr(device, 'device_kind', device)})",
+            "a CUDA GPU of compute capability >= 9.0 (Hopper or newer) for Mosaic GPU, "
+            "or interpret=True (Mosaic GPU's interpreter on the CPU)",
+        )
+    major, minor = (int(p) for p in str(capability).split(".")[:2])
+    if (major, minor) < MIN_CAPABILITY:
+        raise bad_value(
+            "backend",
+            f"{device.device_kind} (compute capability {capability})",
+            "a GPU of compute capability >= 9.0: Mosaic GPU supports Hopper and newer; "
+            "on Ampere use Pallas' Triton backend",
+        )
+    return major, minor

@@ -1,0 +1,73 @@
+"""Notebook 09 (the Mosaic GPU study): its settings refuse bad input by name, a missing compile
+environment is "not measured" (never simulated), and one quick run of the notebook writes an
+issue-sized summary whose numbers come from the records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from notebook_support import assert_clean_source, run_notebook
+
+from jaxperf import markdown
+from jaxperf.compilers.mosaic_gpu import compile as mgpu_compile
+from jaxperf.compilers.mosaic_gpu import toolchain
+from jaxperf.mosaic_gpu import MosaicGpuSettings
+from jaxperf.paths import PROJECT_ROOT
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (
+            dict(compile_variants=("fori u=3",)),
+            "unroll=3 is not allowed: expected a divisor of the trip count",
+        ),
+        (dict(sizes=(200,)), "T=200 is not allowed"),
+        (dict(mechanism_sizes=(256, 256)), "mechanism_sizes"),
+        (dict(mechanism_sizes=(256, 1024)), r"T among sizes=.*missing \[1024\]"),
+        (dict(repeats=9), "repeats=9 is not allowed"),
+        (dict(compile_budget_s=0), "compile_budget_s=0 is not allowed"),
+        (dict(interpret_variants=("while u=1",)), "variant='while u=1' is not allowed"),
+    ],
+)
+def test_settings_refuse_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MosaicGpuSettings(**kwargs)
+
+
+def test_without_the_compile_environment_every_point_is_not_measured(tmp_path, monkeypatch):
+    monkeypatch.setenv(toolchain.PYTHON_ENV, str(tmp_path / "no-such-python"))
+    assert not toolchain.status().available
+    rows = mgpu_compile.compile_points([mgpu_compile.point("fori", 1, 256)], tmp_path)
+    assert rows[0]["status"] == "not measured" and "not built" in rows[0]["error"]
+    with pytest.raises(ValueError, match="unroll=3 is not allowed"):
+        mgpu_compile.point("fori", 3, 256)
+
+
+def test_notebook_source_is_clean():
+    assert_clean_source("09_mosaic_gpu")
+
+
+def test_notebook_quick_run(tmp_path: Path):
+    executed = run_notebook("09_mosaic_gpu", tmp_path, quick=True)
+    cells = [c for c in json.loads(executed.read_text())["cells"] if "compile_sweep" in "".join(c["source"])]
+    assert any("compile for sm_90a" in str(c.get("outputs")) for c in cells) == toolchain.status().available
+    results = tmp_path / "results" / "cpu" / "mosaic_gpu"
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["smoke_run"] is True
+    assert summary["interpret"]["checked"] == summary["interpret"]["points"] == 2
+    lowering = {r["variant"]: r for r in summary["lowering"]}
+    assert (
+        lowering["fori u=2"]["lowers at T"] == "256, 512"
+        and not lowering["scalar_carry u=2"]["does not lower"]
+    )
+    text = (results / "summary.md").read_text()
+    assert markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES and "not judged" in text
+    assert str(PROJECT_ROOT) not in text  # the toolchain's paths are relative to the project
+    if toolchain.status().available:
+        assert summary["compiled"] == 4 and summary["mechanism"]["loop_carries"]["fori u=1"] == "f32"
+        assert (tmp_path / "figures" / "cpu" / "mosaic_gpu_compile_ms_vs_T.png").exists()
+    else:
+        assert summary["compiled"] is None and "not measured" in text
