@@ -25,13 +25,8 @@ BOUND_STYLES = {
 }
 
 
-#: not in plots' palette (it is this study's demonstration, not a dispatch method): its own colour,
-#: distinct from every method's there
-PATCHED_COLOR = "#8c6d31"
-
-
 def _color(method: str) -> str:
-    return PATCHED_COLOR if method == PATCHED else plots.colors_for([method])[method]
+    return plots.color(method)
 
 
 def _label(method: str) -> str:
