@@ -42,6 +42,11 @@ def dry_run(out: Path, only: str, python: Path) -> subprocess.CompletedProcess:
     )
 
 
+def summary_of(where: Path, part: str) -> dict:
+    """What ``part`` returned, from its run JSON."""
+    return json.loads((where / "results" / "cpu" / "run" / f"{part}.json").read_text())["summary"]
+
+
 def unpacked(out: Path) -> Path:
     where = out / "unpacked"
     with tarfile.open(out / "jaxperf_gpu_results.tar.gz") as tar:
@@ -151,6 +156,10 @@ def test_dry_run_of_every_part(tmp_path: Path, alt_python: Path) -> None:
     assert fix in {r["variant"] for r in summary["compile_compare"] if r["run_host_cpu_triton_compile_ms"]}
     assert fix in {r["variant"] for r in summary["estimate_vs_measured"]}
     assert "scalar carry compile / exec (this run)" in summary["seed_table"][0]
+    # The dispatch part runs the seed's whole loop first (issue 21), each method checked against jax.jit.
+    checks, _ = records.read_records(where / "results/cpu/dispatch/seed_loop_checks.csv")
+    assert {"jit_single_device", "filter_jit"} <= set(checks["method"]) and checks["same_result"].all()
+    assert summary_of(where, "dispatch")["seed_loop"]["measured"] is True
     head = pd.read_csv(where / "results/cpu/loops/seed_headline.csv", comment="#")
     assert fix in set(head.variant) and "scalar_carry u=2" not in set(head.variant)
     text = (where / "results/cpu/run/summary.md").read_text()

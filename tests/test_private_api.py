@@ -187,3 +187,29 @@ def test_jax_backends_initialized_answers_a_bool():
     from jaxperf.private_api import jax_backends_initialized
 
     assert isinstance(jax_backends_initialized(), bool)
+
+
+# --- runs ahead: eqx.filter_jit's per-call block (issue 21) --------------------
+
+
+def test_equinox_jit_internals_resolve_and_are_swapped_back():
+    from jaxperf import private_api
+
+    jit_module, errors_module = private_api.equinox_jit_modules()
+    for module, names in (
+        (jit_module, private_api.EQUINOX_JIT_NAMES),
+        (errors_module, private_api.EQUINOX_ERRORS_NAMES),
+    ):
+        for name in names:
+            assert callable(getattr(module, name)), name
+    original = jit_module._call
+    with pytest.raises(KeyError):
+        with private_api.equinox_attributes_replaced(jit_module, {"_call": len}):
+            assert jit_module._call is len
+            raise KeyError("restored even on an error")
+    assert jit_module._call is original
+    # the text the proposed change edits is in the installed Equinox (else the patch refuses)
+    from jaxperf.dispatch.runahead import eqx_fix
+
+    for name in ("_call", "_filter_jit_cache"):
+        assert eqx_fix.fixed_source(name)

@@ -37,7 +37,18 @@ CURRENT = "0.13.8"
 
 def test_pin_files_parse_and_pin_exact_versions():
     known = versions.available_releases()
-    assert list(known) == ["0.7.1", "0.9.2", "0.10.2", "0.11.12", "0.13.8"]
+    assert list(known) == [
+        "0.7.1",
+        "0.9.2",
+        "0.10.2",
+        "0.11.6",
+        "0.11.7",
+        "0.11.8",
+        "0.11.9",
+        "0.11.10",
+        "0.11.12",
+        "0.13.8",
+    ]
     for release, pins in known.items():
         assert pins.equinox == release
         assert pins.python in ("3.10", "3.12")
@@ -45,8 +56,9 @@ def test_pin_files_parse_and_pin_exact_versions():
         for line in pins.pin_file.read_text().splitlines():
             if line.strip() and not line.startswith("#"):
                 assert "==" in line and not any(op in line for op in ("<", ">", "~", "!", "*", "@")), line
-    # The first three share one JAX: that is what isolates Equinox's change.
+    # The first three share one JAX: that is what isolates Equinox's change; so do 0.11.6-0.11.10.
     assert {known[r].jax for r in ("0.7.1", "0.9.2", "0.10.2")} == {"0.4.13"}
+    assert {known[r].jax for r in ("0.11.6", "0.11.7", "0.11.8", "0.11.9", "0.11.10")} == {"0.4.35"}
 
 
 def test_current_release_pins_match_the_project():
@@ -288,9 +300,26 @@ def test_notebook_runs_on_the_current_release_only(tmp_path):
     """Tiny sizes restricted to today's release: no old environment is built."""
     import json
 
-    run_notebook("03_equinox_versions", tmp_path, releases=[CURRENT], rounds=1, repeats=2, number=2, warmup=1)
+    run_notebook(
+        "03_equinox_versions",
+        tmp_path,
+        releases=[CURRENT],
+        rounds=1,
+        repeats=2,
+        number=2,
+        warmup=1,
+        runahead_releases=[CURRENT],
+        runahead_repeats=2,
+        runahead_number=2,
+    )
     summary = json.loads((tmp_path / "results" / "cpu" / "versions" / "summary.json").read_text())
     assert summary["releases_measured"] == [CURRENT] and summary["releases_failed"] == {}
     assert (tmp_path / "figures" / "cpu" / "versions_filter_pmap_overhead_vs_release.png").exists()
     environments = pd.read_csv(tmp_path / "results" / "cpu" / "versions" / "environments.csv")
     assert environments["environment"].tolist() == ["project .venv"]  # nothing was built
+    # The runs-ahead matrix ran in the same environment and judged both variants of today's release.
+    runahead = summary["filter_jit_runahead"]
+    assert {row["variant"] for row in runahead["table"]} == {"jax.jit", "eqx.filter_jit"}
+    assert all(row["release"] == CURRENT for row in runahead["table"])
+    assert runahead["release_that_waits"] is None  # one release cannot name a change
+    assert (tmp_path / "figures" / "cpu" / "versions_filter_jit_runahead_vs_release.png").exists()

@@ -53,6 +53,7 @@ METHOD_COLORS = {
     "jit_single_device": "#000000",
     "filter_jit": "#ff7f0e",
     "cached_filter_jit": "#006d2c",
+    "filter_jit_fixed": "#8c6d31",  # eqx.filter_jit with the proposed change patched in
     "jit_params": "#393b79",
 }
 LOOP_FORM_COLORS = {

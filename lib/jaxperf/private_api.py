@@ -220,3 +220,38 @@ def equinox_pmap_cache_replaced(replacement: Callable[..., Any]) -> Iterator[Non
         yield
     finally:
         setattr(module, EQUINOX_PMAP_CACHE, original)
+
+
+# --- runs ahead: eqx.filter_jit's per-call block (issue 21) --------------------
+
+EQUINOX_JIT_MODULE = "equinox._jit"
+EQUINOX_ERRORS_MODULE = "equinox._errors"
+#: what the proposed change touches: in equinox._jit, the call and the jitted wrapper's builder;
+#: in equinox._errors, the traced check and the filter_jit every eqx.error_if goes through
+EQUINOX_JIT_NAMES = ("_call", "_filter_jit_cache")
+EQUINOX_ERRORS_NAMES = ("_error", "branched_error_if_impl", "branched_error_if_impl_jit")
+
+
+def equinox_jit_modules() -> tuple[Any, Any]:
+    """The modules ``equinox._jit`` and ``equinox._errors``: ``_call`` blocks on the marker that
+    ``_filter_jit_cache``'s wrapped function returns; ``_error`` is what ``eqx.error_if`` traces."""
+    jit_module = importlib.import_module(EQUINOX_JIT_MODULE)
+    errors_module = importlib.import_module(EQUINOX_ERRORS_MODULE)
+    for module, names in ((jit_module, EQUINOX_JIT_NAMES), (errors_module, EQUINOX_ERRORS_NAMES)):
+        for name in names:
+            getattr(module, name)  # AttributeError here, by name, if Equinox moved it
+    return jit_module, errors_module
+
+
+@contextlib.contextmanager
+def equinox_attributes_replaced(module: Any, replacements: dict[str, Any]) -> Iterator[None]:
+    """Set ``module.<name> = value`` for each of ``replacements`` for the duration; each
+    original (which must exist) is restored after, even on an error."""
+    originals = {name: getattr(module, name) for name in replacements}
+    for name, value in replacements.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in originals.items():
+            setattr(module, name, value)

@@ -5,8 +5,10 @@ machine's own CPU and Triton (:mod:`jaxperf.triton`: capture, ttir -> cubin,
 SASS, the static estimate for ``compile_target``), for the forms the estimate
 compares, on the same program part a times (the reporter's kernel, float32
 carry). :mod:`jaxperf.gpu.report` puts it beside the real GPU compile and the
-measured ms per call. Part d (:func:`dispatch`): the dispatch study's methods
-on the one GPU (:mod:`jaxperf.dispatch`), one model at a time inside the budget.
+measured ms per call. Part d (:func:`dispatch`): first the seed's whole loop
+(:mod:`jaxperf.dispatch.runahead`: does ``eqx.filter_jit``'s wait for each call cost it/s where host
+and device really overlap), then the dispatch study's methods on the one GPU
+(:mod:`jaxperf.dispatch`), one model at a time inside what is left of the budget.
 """
 
 from __future__ import annotations
@@ -80,12 +82,62 @@ def compile_on_host(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any
     }
 
 
+def seed_loop(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
+    """The seed's loop (``seed_loop_*``): ``seed_loop_timings``, ``seed_loop_checks`` and
+    ``seed_loop_summary`` records and the ``seed_loop`` figure; at most ``seed_loop_max_s``
+    seconds (whole repeats), and nothing when that would not fit the part's budget."""
+    from ..dispatch.runahead import figures as rfigures
+    from ..dispatch.runahead import loop_analysis, report
+    from ..dispatch.runahead import seed_loop as loop
+
+    if not budget.fits(s.seed_loop_max_s):
+        study.records(
+            not_measured_rows([dict(part="seed_loop")], budget.reason(s.seed_loop_max_s)),
+            "seed_loop_not_measured",
+        )
+        return {"measured": False, "reason": budget.reason(s.seed_loop_max_s)}
+    started = time.perf_counter()
+    try:
+        result = loop.run(
+            s.seed_loop,
+            deadline_s=s.seed_loop_max_s,
+            log=lambda msg: print(f"[{study.name}] {msg}", flush=True),
+        )
+    except Exception as err:  # noqa: BLE001 -- recorded, the sweep still runs
+        study.records(not_measured_rows([dict(part="seed_loop")], failure(err)), "seed_loop_not_measured")
+        return {"measured": False, "reason": failure(err)}
+    study.records(result.timings, "seed_loop_timings")
+    study.records(result.checks, "seed_loop_checks")
+    table = loop_analysis.table(loop_analysis.cells(result.timings))
+    study.records(table, "seed_loop_summary")
+    fig, data = rfigures.plot_seed_loop(table, study.info.device_kind)
+    save_figure(study, fig, "seed_loop", data)
+    print(
+        f"[{study.name}] seed loop: {time.perf_counter() - started:.1f} s ({budget.elapsed():.0f} s spent)",
+        flush=True,
+    )
+    return {
+        "measured": True,
+        "train_step_ms": result.base_step_ms,
+        "repeats": int(result.timings["repeat"].nunique()),
+        "methods": sorted(set(result.checks[result.checks["same_result"] == True]["method"])),  # noqa: E712
+        "left_out": result.checks[result.checks["same_result"] != True].to_dict(orient="records"),  # noqa: E712
+        "filter_jit_vs_jit": report.waiting_cost(table),
+        "patched_vs_jit": report.waiting_cost(table, "filter_jit_fixed"),
+        "cached_filter_jit_goals": loop_analysis.goals(table),
+        "jit_overlap": loop_analysis.jit_overlap(table),
+    }
+
+
 def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
-    """Part d: every method of ``dispatch_methods``, with and without donation,
-    one model at a time (smallest first), for each step of ``dispatch_steps``; writes ``timings``, ``unsupported``, ``fix_ratios``
+    """Part d: the seed's loop first (:func:`seed_loop`), then every method of
+    ``dispatch_methods``, with and without donation, one model at a time (smallest first),
+    for each step of ``dispatch_steps``; writes ``timings``, ``unsupported``, ``fix_ratios``
     and ``not_measured`` records and the it/s figure."""
     from ..dispatch import DispatchSettings, ModelSpec, figures, report
     from ..dispatch import sweep as dsweep
+
+    loop_summary = seed_loop(study, s, budget)
 
     base = DispatchSettings(
         backend=s.backend,
@@ -129,7 +181,7 @@ def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
         "not_measured",
     )
     if not frames:
-        return {"models": [], "not_measured": len(missing)}
+        return {"seed_loop": loop_summary, "models": [], "not_measured": len(missing)}
     timings = dsweep.add_derived(pd.concat(frames, ignore_index=True))
     study.records(pd.concat(failures, ignore_index=True), "unsupported")
     ratios = report.speedups(timings)
@@ -140,6 +192,7 @@ def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
         timings.groupby(["step", "model", "leaves", "variant"], sort=False)["it_per_s"].median().reset_index()
     )
     return {
+        "seed_loop": loop_summary,
         "models": [spec.name for spec in specs if spec.name in set(timings["model"])],
         "not_measured": len(missing),
         "it_per_s_medians": medians.to_dict(orient="records"),

@@ -172,6 +172,13 @@ def dispatch_table(results: Path) -> pd.DataFrame | None:
     return table.reset_index()
 
 
+def seed_loop_table(results: Path) -> pd.DataFrame | None:
+    """Part d's first half: the seed's whole loop (loader, transfer, step) per method and
+    loader cost, with its bounds (:mod:`jaxperf.dispatch.runahead`)."""
+    table, _ = _read(results / "dispatch" / "seed_loop_summary")
+    return None if table is None or table.empty else table
+
+
 def _provenance(results: Path, run_dir: Path) -> dict[str, Any]:
     """The provenance of the first record a part wrote (backend, device, versions)."""
     for part in PARTS:
@@ -215,13 +222,9 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         else f"Measured on {device}."
     )
     versions = prov.get("versions_vs_pins", {})
-    lines = [
-        f"# jax#20909 and equinox#192: the device run ({device})",
-        "",
-        claim,
-        "",
-        markdown.table(pd.DataFrame(parts)),
-        "",
+    loop = seed_loop_table(results)
+    sections = [
+        *_md_section("Parts of the run", pd.DataFrame(parts), "no part ran"),
         *_md_section("The reporter's table, this device beside his A6000", seed_table, "not measured"),
         *_md_section(
             "Loop sweep, reporter's kernel: ms per kernel call", sweep_table(results, "seed"), "not measured"
@@ -242,12 +245,29 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
             beside,
             "nothing measured has a registered prediction",
         ),
+        *_md_section(
+            "The seed's whole loop (equinox#192, today's path): it/s per loader cost", loop, "not measured"
+        ),
         *_md_section("Dispatch on one device: it/s (median)", dispatch_table(results), "not measured"),
         "## Versions that ran, against the pins",
         "",
         *[f"- {line}" for line in versions.get("differ_from_pins", [])],
         "",
     ]
+    done = [p["part"] for p in parts if p.get("status") == "ok"] if parts and "part" in parts[0] else []
+    bullets = [
+        f"- **{claim}**",
+        f"- **Parts that finished:** {', '.join(done) if done else 'none'} (each part's status is folded below).",
+        "- **Measured beside predicted:** "
+        + (
+            f"{len(beside)} points have a registered prediction (measured ÷ predicted, folded below)."
+            if len(beside)
+            else "no measured point has a registered prediction."
+        ),
+    ]
+    text = markdown.answer_page(
+        f"jax#20909 and equinox#192: the device run ({device})", [], bullets, markdown.fold_sections(sections)
+    )
     summary = {
         "dry_run": dry,
         "backend": backend,
@@ -258,9 +278,10 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         "estimate_vs_measured": estimates.to_dict(orient="records"),
         "triton_vs_mosaic_gpu": [] if backends is None else backends.to_dict(orient="records"),
         "measured_vs_predicted": beside.to_dict(orient="records"),
+        "seed_loop": [] if loop is None else loop.to_dict(orient="records"),
         "provenance": prov,
     }
-    text = "\n".join(lines) + "\n" + _environment(prov)
+    text = text + "\n" + _environment(prov)
     records.write_summary(run_dir, summary, text)
     return run_dir
 

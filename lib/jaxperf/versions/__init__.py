@@ -19,8 +19,13 @@ error; the other releases still run.
 One module per concern: ``releases`` (pin files), ``envs`` (interpreters and
 environments), ``bench`` (the benchmark in a child interpreter, gathering),
 ``report`` (tables, figure, summary). Their public names are re-exported here.
+
+``runahead`` asks a second question of the same environments (issue 21): which release
+made ``eqx.filter_jit`` wait for every call (``bench_runahead.py`` in each, the verdict
+from :mod:`jaxperf.runs_ahead`).
 """
 
+from . import runahead
 from .bench import (
     BASELINE,
     BENCH_SCRIPT,
@@ -41,7 +46,7 @@ from .envs import (
     ensure_env,
     find_python,
 )  # _stamp: the tests fake a cached env
-from .figures import plot_overhead_vs_release
+from .figures import plot_overhead_vs_release, plot_runahead_vs_release
 from .releases import PINS_DIR, Release, available_releases, check_releases, read_pins, release_table
 from .report import summarize
 from .settings import VersionsSettings

@@ -102,3 +102,48 @@ def plot_overhead_vs_release(table: pd.DataFrame):
         f"{s}_{k}" for s, _ in panels for k in ("median", "q25", "q75")
     ]
     return fig, data[cols].reset_index(drop=True)
+
+
+def plot_runahead_vs_release(verdict_table: pd.DataFrame):
+    """Enqueue time over blocked time per call against Equinox release, for ``jax.jit`` and
+    ``eqx.filter_jit`` (per-pair median, IQR bars), with the verdict's boundary: below it a
+    call returns before its step has run, above it the call waits. Marker shape = JAX version.
+
+    Returns (figure, the plotted data).
+    """
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+    from .. import runs_ahead as rule
+
+    data = verdict_table.copy()
+    if data.empty:
+        raise ValueError("verdict_table is empty: no release was measured (see the environments table).")
+    order = sorted(dict.fromkeys(data["release"]), key=release_key)
+    data["x"] = data["release"].map({r: i for i, r in enumerate(order)})
+    markers = dict(zip(dict.fromkeys(data["jax"]), ["o", "s", "D", "^", "v", "P"]))
+    colors = {"jax.jit": plots.color("jit_single_device"), "eqx.filter_jit": plots.color("filter_jit")}
+    fig, ax = plt.subplots(figsize=(8.5, 4.2))
+    for (variant, jax_version), part in data.groupby(["variant", "jax"], sort=False):
+        color = colors.get(variant, "0.3")
+        ax.errorbar(
+            part["x"],
+            part["ratio_median"],
+            yerr=[part["ratio_median"] - part["ratio_q25"], part["ratio_q75"] - part["ratio_median"]],
+            fmt=markers[jax_version],
+            color=color,
+            ms=6,
+            capsize=3,
+            label=f"{variant} (jax {jax_version})",
+        )
+    plots.reference_line(ax, rule.BOUNDARY, f"boundary {rule.BOUNDARY}: above, each call waits")
+    ax.set_yscale("log")
+    ax.set_ylim(max(1e-4, float(data["ratio_q25"].min()) / 3), 3.0)
+    ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xticks(range(len(order)))
+    ax.set_xticklabels(order)
+    ax.set_xlabel("Equinox release (each in its own environment)")
+    ax.set_ylabel("enqueue time / blocked time per call\n(per-pair median, IQR bars)", fontsize=9)
+    ax.set_title("Which Equinox release made eqx.filter_jit wait for every call", fontsize=10)
+    plots.legend_outside(ax)
+    return fig, data

@@ -1,0 +1,41 @@
+"""Today's Equinox path (issue 21): does ``eqx.filter_jit`` wait for every call, and what does
+that cost in the seed's whole loop? Notebook 07.
+
+One module per concern:
+
+- :mod:`~jaxperf.runs_ahead`: the rule, runs ahead or waits, from enqueue vs blocked time;
+- :mod:`~jaxperf.dispatch.runahead.probe`: that verdict for every dispatch method on a heavy step;
+- :mod:`~jaxperf.dispatch.runahead.loader`: the seed's loader, host numpy work of a set cost per batch;
+- :mod:`~jaxperf.dispatch.runahead.seed_loop`: the seed's whole loop per method and loader cost;
+- :mod:`~jaxperf.dispatch.runahead.setups`: that loop on a CPU, one child per XLA:CPU set-up;
+- :mod:`~jaxperf.dispatch.runahead.loop_analysis`: bounds, overlap, per-pair ratios, the goals;
+- :mod:`~jaxperf.dispatch.runahead.eqx_fix`: the proposed change to Equinox, patched in to show it works;
+- :mod:`~jaxperf.dispatch.runahead.repro`: the minimal repro and the error check;
+- :mod:`~jaxperf.dispatch.runahead.methods`: the dispatch methods plus the patched ``eqx.filter_jit``;
+- :mod:`~jaxperf.dispatch.runahead.report`, :mod:`~jaxperf.dispatch.runahead.summary_md`,
+  :mod:`~jaxperf.dispatch.runahead.issue`: summary.json's numbers, summary.md, the issue text;
+- :mod:`~jaxperf.dispatch.runahead.figures`: the figures;
+- :mod:`~jaxperf.dispatch.runahead.settings`: :class:`RunaheadSettings`, notebook 07's parameters.
+
+The release that made calls wait is measured in notebook 03 (:mod:`jaxperf.versions.runahead`).
+"""
+
+from ... import runs_ahead as verdict
+from . import figures, issue, loop_analysis, probe, report, repro, seed_loop, setups, summary_md
+from .eqx_fix import fixed_filter_jit
+from .settings import RunaheadSettings
+
+__all__ = [
+    "RunaheadSettings",
+    "figures",
+    "fixed_filter_jit",
+    "issue",
+    "loop_analysis",
+    "probe",
+    "report",
+    "repro",
+    "seed_loop",
+    "setups",
+    "summary_md",
+    "verdict",
+]

@@ -1,0 +1,181 @@
+"""What every dispatch method is built into: a :class:`Runner`, and the placement and
+canonical forms its builders share (:mod:`jaxperf.dispatch.methods` holds the builders).
+
+A runner runs one step on fixed inputs (``call()``, what the sweep times), or on a new
+host batch each time (``place_batch`` then ``step_on``, what the seed's loop
+``for x in loader: x = shard_over_devices(x); loss, model, opt_state = step(model, x, opt_state)``
+does), and maps its raw output to (loss, params, opt_state) on the host
+(``canonical``), so that every method can be proved to compute the same thing before
+it is timed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from .steps import AXIS
+
+Canonical = Callable[[Any], tuple[Any, Any, Any]]
+Carry = Callable[[Any, tuple], tuple]
+
+
+@dataclass
+class Runner:
+    """A method ready to time. ``call()`` runs ``fn(*args)``, one step; a donated runner
+    then feeds the step's outputs back as its next inputs (``feed``). ``canonical`` maps an
+    output to (loss, params, opt_state) on the host. ``args[batch_at]`` is the batch;
+    ``carry`` makes the next args from an output, donated or not (the seed's loop threads
+    its model and optimiser state from step to step)."""
+
+    method: str
+    donated: bool
+    fn: Callable[..., Any]
+    args: tuple
+    canonical: Canonical
+    feed: Carry | None = field(default=None, repr=False)
+    batch_at: int = 1
+    carry: Carry | None = field(default=None, repr=False)
+
+    def call(self) -> Any:
+        out = self.fn(*self.args)
+        if self.feed is not None:
+            self.args = self.feed(out, self.args)
+        return out
+
+    def place_batch(self, x_host: Any) -> Any:
+        """``shard_over_devices(x)``: the host batch put where this runner's batch lives
+        (same shape, e.g. a mapped method's leading device axis, and the same sharding)."""
+        template = self.args[self.batch_at]
+        return jax.device_put(np.reshape(x_host, template.shape), template.sharding)
+
+    def step_on(self, x: Any) -> Any:
+        """One step of the seed's loop on a placed batch ``x``; the step's new model and
+        optimiser state become the next step's inputs."""
+        args = (*self.args[: self.batch_at], x, *self.args[self.batch_at + 1 :])
+        out = self.fn(*args)
+        carry = self.carry or self.feed
+        self.args = carry(out, args) if carry is not None else args
+        return out
+
+
+def variant_name(method: str, donated: bool) -> str:
+    """The name a (method, donated) pair is timed under: one column, no renames."""
+    return f"{method}+donate" if donated else method
+
+
+# ---------------------------------------------------------------- placement and canonical forms
+
+
+def _stack(tree: Any, n: int) -> Any:
+    return jax.tree.map(lambda a: jnp.broadcast_to(a, (n, *a.shape)) if eqx.is_array(a) else a, tree)
+
+
+def _pmap_place(tree: Any, devices: list) -> Any:
+    """Put a leading-axis pytree where jax.pmap wants it, so that no call reshards."""
+    dynamic, static = eqx.partition(tree, eqx.is_array)
+    return eqx.combine(jax.pmap(lambda t: t, devices=devices)(dynamic), static)
+
+
+def put(tree: Any, sharding: Any) -> Any:
+    """``jax.device_put`` of the arrays of ``tree`` (a Module's functions and static fields pass through)."""
+    dynamic, static = eqx.partition(tree, eqx.is_array)
+    return eqx.combine(jax.device_put(dynamic, sharding), static)
+
+
+def _host(tree: Any) -> Any:
+    return jax.tree.map(np.asarray, tree)
+
+
+def _first(tree: Any) -> Any:
+    return jax.tree.map(lambda a: np.asarray(a)[0], tree)
+
+
+def canonical_form(mapped: bool, static: Any = None) -> Canonical:
+    """(loss, model or params, opt) -> host (loss, params, opt): the first replica when mapped."""
+    pick = _first if mapped else _host
+
+    def canonical(out: Any) -> tuple[Any, Any, Any]:
+        loss, model, opt = out
+        model = model if static is None else eqx.combine(model, static)
+        return np.asarray(loss).reshape(-1)[0], pick(eqx.filter(model, eqx.is_array)), pick(opt)
+
+    return canonical
+
+
+def carry_state(model_at: int, opt_at: int) -> Carry:
+    """Next args: the step's new (model, opt) in place of the ones it was given."""
+
+    def carry(out: Any, args: tuple) -> tuple:
+        new = list(args)
+        new[model_at], new[opt_at] = out[1], out[2]
+        return tuple(new)
+
+    return carry
+
+
+def on_params(step: Callable, static: Any) -> Callable:
+    """The seed's fast form of ``step``: over the model's arrays only (``params``), the static
+    half closed over, returning the new params. What ``jax.pmap`` on params (and the jit and
+    shard_map methods) compile; ``static`` is ``eqx.partition(model, eqx.is_array)[1]``."""
+
+    def run(p: Any, xb: jax.Array, o: Any) -> tuple[Any, Any, Any]:
+        loss, m, o = step(eqx.combine(p, static), xb, o)
+        return loss, eqx.filter(m, eqx.is_array), o
+
+    return run
+
+
+@dataclass
+class Inputs:
+    """What every builder starts from: one model, its optimiser state, a global batch."""
+
+    step: str
+    model: Any
+    opt_state: Any
+    x: jax.Array
+    devices: list
+    donate: bool
+
+    @property
+    def n(self) -> int:
+        return len(self.devices)
+
+    def donate_argnums(self, *argnums: int) -> tuple[int, ...]:
+        return argnums if self.donate else ()
+
+    def mapped_batch(self) -> jax.Array:
+        """The batch split into one slice per device, placed as jax.pmap wants."""
+        return _pmap_place(self.x.reshape(self.n, self.x.shape[0] // self.n, *self.x.shape[1:]), self.devices)
+
+    def mapped(self) -> tuple[Any, jax.Array, Any]:
+        """Model and opt state replicated, batch split, all placed as jax.pmap wants."""
+        stack = lambda t: _pmap_place(_stack(t, self.n), self.devices)  # noqa: E731
+        return stack(self.model), self.mapped_batch(), stack(self.opt_state)
+
+    def mesh(self) -> tuple[NamedSharding, NamedSharding]:
+        """(replicated, batch-sharded) over a 1-D mesh of the devices."""
+        mesh = Mesh(np.array(self.devices), (AXIS,))
+        return NamedSharding(mesh, P()), NamedSharding(mesh, P(AXIS))
+
+    def runner(
+        self,
+        method: str,
+        fn: Callable,
+        args: tuple,
+        canonical: Canonical,
+        at: tuple[int, int] = (0, 2),
+        batch_at: int = 1,
+    ) -> Runner:
+        carry = carry_state(*at)
+        return Runner(
+            method, self.donate, fn, args, canonical, carry if self.donate else None, batch_at, carry
+        )
