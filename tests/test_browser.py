@@ -3,7 +3,11 @@ drive Debian's chromium through Playwright, open notebook 01, set quick mode in
 its parameters cell, run all cells, and check what the reader sees: the kernel
 "Python (jaxperf)", no cell with an error, an inline image in every cell that
 draws a figure, and no tracked file changed (outputs go to the ignored
-.scratch/, the source notebook is not saved). Screenshots: .browser-test/.
+.scratch/, the source notebook is not saved). Then it opens each committed executed
+notebook (results/<backend>/NN_*.ipynb, untrusted, as a reader who clones the project
+does) at notebook width and fails on a clipped table (an output that scrolls sideways, or
+a table wider than the notebook column) or progress-bar clutter (more than two lines of
+one bar in a cell). Screenshots: .browser-test/.
 
 Skips, saying why, where chromium or Playwright is missing or cannot start.
 """
@@ -19,7 +23,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,13 +106,15 @@ def _user_settings(folder: Path) -> Path:
     cell stays in the page (JupyterLab otherwise renders only the cells in view)."""
     tracker = folder / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
-    tracker.write_text(json.dumps({"windowingMode": "none"}))
+    # kernelShutdown: closing an executed notebook's tab stops the kernel its opening started
+    tracker.write_text(json.dumps({"windowingMode": "none", "kernelShutdown": True}))
     return folder
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory) -> Iterator[str]:
-    """`./run_all.sh lab` on a free port with a known token; yields the base URL."""
+def lab(tmp_path_factory) -> Iterator[Callable[[str], str]]:
+    """`./run_all.sh lab` on a free port with a known token; yields ``url(path)``, the URL
+    that opens a project file in JupyterLab."""
     port, token = _free_port(), secrets.token_hex(16)
     log = SHOTS / "jupyterlab.log"
     SHOTS.mkdir(exist_ok=True)
@@ -122,6 +128,7 @@ def lab(tmp_path_factory) -> Iterator[str]:
         f"--IdentityProvider.token={token}",
         f"--LabApp.workspaces_dir={tmp_path_factory.mktemp('workspaces')}",
         f"--LabApp.user_settings_dir={_user_settings(tmp_path_factory.mktemp('settings'))}",
+        "--ContentsManager.allow_hidden=True",  # JAXPERF_EXECUTED may name a run under .scratch/
     ]
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -132,7 +139,7 @@ def lab(tmp_path_factory) -> Iterator[str]:
         _wait_for(lambda: f"open {base}/lab" in log.read_text() or proc.poll() is not None, 120)
         if proc.poll() is not None:
             pytest.fail(f"./run_all.sh lab exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        yield f"{base}/lab/tree/{NOTEBOOK}?token={token}"
+        yield lambda path: f"{base}/lab/tree/{path}?token={token}"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -175,7 +182,7 @@ def test_notebook_01_quick_run_in_jupyterlab(chromium, lab):
     before = _snapshot()
     page = chromium.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(lab)
+        page.goto(lab(NOTEBOOK))
         kernel = page.locator(".jp-NotebookPanel-toolbar .jp-Toolbar-kernelName")
         kernel.wait_for(timeout=60_000)
         page.wait_for_function(
@@ -219,3 +226,90 @@ def test_notebook_01_quick_run_in_jupyterlab(chromium, lab):
     finally:
         page.close()
     assert _snapshot() == before, f"a tracked file changed in {', '.join(WATCHED)}"
+
+
+# ---------------------------------------------------------------- the committed executed notebooks
+
+# results/<backend>/NN_*.ipynb, or JAXPERF_EXECUTED (a glob relative to the project root, e.g. a
+# quick run copied under .scratch/) to check other executed notebooks the same way.
+EXECUTED_GLOB = os.environ.get("JAXPERF_EXECUTED", "results/*/[0-9][0-9]_*.ipynb")
+EXECUTED = sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in PROJECT_ROOT.glob(EXECUTED_GLOB))
+NOTEBOOK_WIDTH_PX = (850, 950)  # the output column the checks run at: a notebook about 900 px wide
+VIEWPORT = {"width": 1330, "height": 900}  # with JupyterLab's file browser open
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook on show
+RENDERED = f"""n => document.querySelectorAll('{PANEL} .jp-Cell').length === n
+    && [...document.querySelectorAll('{PANEL} img')].every(i => i.complete)"""
+# Per output: its width, whether it scrolls sideways, the tables wider than the column, and its
+# text (for the progress lines).
+OUTPUTS = r"""() => [...document.querySelectorAll('PANEL .jp-Cell')].flatMap((cell, index) =>
+    [...cell.querySelectorAll('.jp-OutputArea-output')].map(out => ({
+        cell: index,
+        width: out.clientWidth,
+        scrolls: out.scrollWidth > out.clientWidth + 1 ? out.scrollWidth : 0,
+        wide_tables: [...out.querySelectorAll('table')]
+            .map(t => Math.round(t.getBoundingClientRect().width))
+            .filter(w => w > out.clientWidth + 1),
+        text: out.innerText,
+    })))""".replace("PANEL", PANEL)
+PROGRESS_LINE = re.compile(r"^\s*(?P<bar>[^\n|]*?):\s+\d{1,3}%\|", re.M)
+
+
+def progress_clutter(outputs: list[dict[str, Any]]) -> dict[int, dict[str, int]]:
+    """Cells with more than two lines of one progress bar (by its description): {cell: {bar: lines}}."""
+    lines: dict[int, dict[str, int]] = {}
+    for out in outputs:
+        for match in PROGRESS_LINE.finditer(out["text"]):
+            bars = lines.setdefault(out["cell"], {})
+            bars[match["bar"]] = bars.get(match["bar"], 0) + 1
+    return {
+        cell: {b: n for b, n in bars.items() if n > 2}
+        for cell, bars in lines.items()
+        if max(bars.values()) > 2
+    }
+
+
+def clipped(outputs: list[dict[str, Any]]) -> list[str]:
+    """Outputs that scroll sideways or hold a table wider than the notebook column."""
+    return [
+        f"cell {o['cell']}: "
+        + (f"scrolls ({o['scrolls']} px in {o['width']})" if o["scrolls"] else "")
+        + (f" tables of {o['wide_tables']} px in {o['width']}" if o["wide_tables"] else "")
+        + f": {o['text'][:60]!r}"
+        for o in outputs
+        if o["scrolls"] or o["wide_tables"]
+    ]
+
+
+def test_progress_clutter_counts_the_lines_of_each_bar():
+    outputs = [
+        {"cell": 3, "text": "lowering:   0%|  | 0/9\nlowering:  50%|# | 4/9\nlowering: 100%|##| 9/9"},
+        {"cell": 3, "text": "figures: 100%|##| 2/2"},
+        {"cell": 5, "text": "compile for sm_90:   0%| | 0/3\ncompile for sm_90: 100%|#| 3/3\nratio: 5%|x"},
+    ]
+    assert progress_clutter(outputs) == {3: {"lowering": 3}}
+    assert progress_clutter(outputs[1:]) == {}
+
+
+@pytest.mark.skipif(not EXECUTED, reason=f"no executed notebook matches {EXECUTED_GLOB}")
+@pytest.mark.parametrize("executed", EXECUTED)
+def test_executed_notebook_reads_at_notebook_width(chromium, lab, executed):
+    """As a reader sees a committed run in JupyterLab: no table clipped at the notebook's
+    width, no progress bar spread over more than two lines (papermill once wrote one line per
+    redraw: rerun the notebook with ./run_all.sh to fix that)."""
+    cells = len(json.loads((PROJECT_ROOT / executed).read_text())["cells"])
+    page = chromium.new_page(viewport=VIEWPORT)
+    name = Path(executed).stem
+    try:
+        page.goto(lab(executed) + "&reset")  # a fresh workspace: this notebook alone
+        page.wait_for_function(RENDERED, arg=cells, timeout=90_000)
+        outputs = page.evaluate(OUTPUTS)
+        page.screenshot(path=SHOTS / f"executed-{name}.png")
+    finally:
+        page.close()
+    widths = {o["width"] for o in outputs if o["width"]}
+    assert widths and NOTEBOOK_WIDTH_PX[0] <= max(widths) <= NOTEBOOK_WIDTH_PX[1], widths
+    problems = clipped(outputs)
+    clutter = progress_clutter(outputs)
+    assert not problems and not clutter, (
+        f"{executed}: clipped tables {problems}; progress bars over more than two lines {clutter}"
+    )

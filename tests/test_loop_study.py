@@ -305,10 +305,14 @@ def test_figures_draw_from_synthetic_data():
     )
     drawn = list(figures.draw_all(matrix, variants, timings, head, analysis.seed_reproduction(head)))
     assert [d[0] for d in drawn] == [
-        "ms_per_call_vs_T_xla", "compile_ms_vs_T_xla", "unroll_heatmap_xla", "seed_ratio_vs_T", "ir_lines_vs_T"
+        "ms_per_call_vs_T_xla", "compile_ms_vs_T_xla", "unroll_heatmap_xla", "seed_ratio_vs_T", "ir_lines_vs_T",
+        "ir_lines_vs_T_other_kernels",
     ]  # fmt: skip
     for _, fig, data, _ in drawn:
-        assert len(data) > 0 and plots.who_drew(fig).startswith("jaxperf.loops.figures.plot_")
+        drawn_by = plots.who_drew(fig)
+        assert len(data) > 0 and drawn_by.startswith(
+            ("jaxperf.loops.figures.plot_", "jaxperf.loops.unroll_heatmap.")
+        )
         plt.close(fig)
     assert figures.key_variants(timings) == ["python", "fori u=1", "hoisted u=1", "hoisted u=4"]
 

@@ -195,15 +195,19 @@ def test_summary_md_says_which_method_could_not_run_which_model_and_why(built):
     assert "`filter_pmap` on" not in text  # the bug is reported as the bug
 
 
-def test_scaling_figure_has_a_row_of_panels_per_model_and_measure():
+def test_scaling_figures_have_a_row_of_panels_per_model_and_a_column_per_step():
     run = _synthetic_run()
     fig, data = figures.plot_scaling(run.timings)
-    titles = [ax.get_title() for ax in fig.axes]
-    assert titles == [f"{m}: {s} step" for m in MODELS for _ in range(2) for s in ("noop", "train")]
-    assert set(data["model"]) == set(MODELS)
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.axison]
+    assert titles == [f"{m}, {s} step" for m in MODELS for s in ("noop", "train")]
+    assert set(data["model"]) == set(MODELS) and set(data["measure"]) == {"it_per_s"}
+    fig, data = figures.plot_scaling(run.timings, "cpu_ms_per_call")
+    assert set(data["measure"]) == {"cpu_ms_per_call"}
+    fig, data = figures.plot_scaling_more(run.timings)
+    assert len([ax for ax in fig.axes if ax.axison]) == 2 * len(MODELS) * 2  # (model, measure) x step
     split = analysis.collective_split(analysis.medians(run.timings))
     fig, long = figures.plot_split(split)
-    assert [ax.get_title() for ax in fig.axes if ax.axison] == [
+    assert [ax.get_title(loc="left").replace("\n", " ") for ax in fig.axes if ax.axison] == [
         "mlp_depth4: jax.pmap on params",
         "mlp_depth4: jax.jit(jax.shard_map) (global Mesh)",
         "transformer_2layers: jax.pmap on params",

@@ -125,6 +125,10 @@ KERNEL_CELLS = [
     # A kernel told to use Agg (MPLBACKEND=Agg) still shows the figure: the saved PNG.
     "import matplotlib; matplotlib.use('agg')\n"
     "study.figure(draw(), 'agg_line', pd.DataFrame({'x': [1, 2]}), drawn_by=draw)",
+    # study.start made tables wrap: DataFrames and Markdown tables get break opportunities
+    "from IPython.display import Markdown, display\n"
+    "display(Markdown('| `fix_unroll` |\\n|---|'))\n"
+    "pd.DataFrame({'python_compile_ms': [1.0]})",
 ]
 
 
@@ -145,19 +149,28 @@ def test_in_a_kernel_a_figure_shows_once_inline_and_progress_is_not_on_stderr(ro
     assert figure[1].text == "after the figure\n"
     assert (root / "figures" / "cpu" / "demo_line.png").exists()
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs[2])
-    text = "".join(o.get("text", "") for o in outputs[3])
-    assert "text steps: 100%" in text
+    # text mode in a kernel: one output line, updated in place to the bar's last state
+    [bar] = outputs[3]
+    assert bar.output_type == "display_data" and "text steps: 100%" in bar.data["text/plain"]
     assert [o.output_type for o in outputs[4]] == ["display_data"]
     assert "image/png" in outputs[4][0].data
+    markdown, frame = outputs[5]
+    assert markdown.data["text/markdown"].startswith("| `fix_`<wbr>`unroll` |")
+    assert "python_<wbr>compile_<wbr>ms" in frame.data["text/html"]
 
 
-def test_under_papermill_progress_is_plain_text_on_stdout(tmp_path, monkeypatch):
+def test_under_papermill_a_bar_keeps_one_line_with_its_final_state(tmp_path, monkeypatch):
     import subprocess
     import sys
 
     monkeypatch.delenv(jaxperf.study.PROGRESS_ENV, raising=False)
     src, out = tmp_path / "progress.ipynb", tmp_path / "progress.out.ipynb"
-    cell = "import jaxperf.study\nfor _ in jaxperf.study.track(range(3), 'papermill steps'): pass"
+    cell = (
+        "import time, jaxperf.study\n"
+        "jaxperf.study.TEXT_INTERVAL_S = 0  # redraw at every step: each redraw must replace the last\n"
+        "for _ in jaxperf.study.track(range(5), 'papermill steps'): time.sleep(0.02)\n"
+        "print('after the bar')"
+    )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
     nbformat.write(nb, src)
     subprocess.run(
@@ -167,20 +180,26 @@ def test_under_papermill_progress_is_plain_text_on_stdout(tmp_path, monkeypatch)
         timeout=300,
     )
     [outputs] = [c.outputs for c in nbformat.read(out, as_version=4).cells]
-    assert {(o.output_type, o.get("name")) for o in outputs} == {("stream", "stdout")}
-    text = "".join(o.text for o in outputs)
-    assert "papermill steps: 100%" in text and "\r" not in text
+    assert [o.output_type for o in outputs] == ["display_data", "stream"]
+    bar = outputs[0].data["text/plain"]
+    assert bar.startswith("papermill steps: 100%") and "5/5" in bar and "\n" not in bar.strip()
+    assert outputs[1].name == "stdout" and outputs[1].text == "after the bar\n"
 
 
 EXECUTED = sorted(PROJECT_ROOT.glob("results/*/[0-9][0-9]_*.ipynb"))
 LONG_CELL_S = 10.0
 
 
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
 def _stdout(cell: dict[str, Any]) -> str:
+    """What a cell printed: its stdout, and its plain-text displays (a progress bar's line)."""
     return "".join(
-        "".join(o["text"]) if isinstance(o["text"], list) else o["text"]
+        _text(o["text"]) if o["output_type"] == "stream" else _text(o.get("data", {}).get("text/plain", ""))
         for o in cell.get("outputs", [])
-        if o["output_type"] == "stream" and o["name"] == "stdout"
+        if (o["output_type"] == "stream" and o["name"] == "stdout") or o["output_type"] == "display_data"
     )
 
 

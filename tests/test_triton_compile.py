@@ -151,13 +151,17 @@ def test_sweep_records_what_does_not_lower_and_what_is_over_budget():
     assert list(table["T"]) == [256, 512] and table.iloc[0, -1] == "177 / 193 ms"
     for plot in (
         figures.compile_vs_T,
+        figures.compile_unrolls_vs_T,
         figures.sass_vs_T,
+        figures.sass_unrolls_vs_T,
         figures.stage_breakdown,
         figures.python_stages_vs_T,
     ):
         fig, data = plot(df)
         assert isinstance(data, pd.DataFrame) and not data.empty
-        assert getattr(fig, "_jaxperf_drawn_by", "").startswith("jaxperf.triton.figures.")
+        assert getattr(fig, "_jaxperf_drawn_by", "").startswith(
+            ("jaxperf.triton.figures.", "jaxperf.triton.stage_figures.")
+        )
 
 
 def test_verdict_fits_exponents_and_ignores_remainder_only_points():
@@ -283,9 +287,12 @@ def test_notebook_quick_run(tmp_path):
     assert "The scalar carry (`scalar_carry u=1`" in markdown
     assert figures_made == [
         "triton_compile_compile_ms_vs_T.png",
+        "triton_compile_compile_ms_vs_T_unrolls.png",
+        "triton_compile_estimate_instructions_vs_T.png",
         "triton_compile_estimate_vs_T.png",
         "triton_compile_python_stages_vs_T.png",
         "triton_compile_sass_instructions_vs_T.png",
+        "triton_compile_sass_instructions_vs_T_unrolls.png",
         "triton_compile_stages_at_largest_T.png",
     ]
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from . import figure_rules as _rules
 from . import provenance as _prov
 from .errors import bad_value
 from .records import _atomic_write
@@ -42,6 +43,7 @@ METHOD_COLORS = {
     "filter_pmap": "#d62728",  # the slow path of equinox#192: red
     "pmap_params": "#1f77b4",  # the reporter's fast baseline: blue
     "cached_filter_pmap": "#2ca02c",  # the drop-in fix: green
+    "filter_pmap_fixed": "#ff9896",  # filter_pmap with the proposed fix patched in: light red
     "packed_pmap": "#9467bd",
     "packed_jit": "#bcbd22",
     "pmap_static_argnums": "#17becf",
@@ -117,36 +119,31 @@ def unroll_style(variant: str) -> Any:
 def ratio_axis(ax: matplotlib.axes.Axes, axis: str = "y") -> None:
     """Plain ratio tick labels (0.5x, 1x, 2x) on a log or linear ratio axis, never 9x10^-1."""
     target = ax.yaxis if axis == "y" else ax.xaxis
-    fmt = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x")
-    target.set_major_formatter(fmt)
-    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
     if (ax.get_yscale() if axis == "y" else ax.get_xscale()) == "log":
-        target.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        _rules.plain_log_ticks(ax, axis, suffix="x")
+        return
+    target.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    target.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def reference_line(
-    ax: matplotlib.axes.Axes, y: float, label: str, *, color: str = "0.35", ls: str = ":"
+    ax: matplotlib.axes.Axes, y: float, label: str, *, color: str = "0.35", ls: str = ":", **text: Any
 ) -> None:
-    """A horizontal reference (a goal, the seed's number) labelled on the plot, at its right end."""
-    ax.axhline(y, color=color, ls=ls, lw=1.1, zorder=1)
-    ax.annotate(
-        label,
-        xy=(1.0, y),
-        xycoords=("axes fraction", "data"),
-        xytext=(-3, 2),
-        textcoords="offset points",
-        ha="right",
-        va="bottom",
-        fontsize=7.5,
-        color=color,
-    )
+    """A horizontal reference (a goal, the seed's number) labelled on the plot at its right end, above
+    the line (``va="top"``: under it); ``text`` styles the label (``fontsize=figure_rules.pt(fig)``
+    reads as 8 pt in a notebook). Marked as a reference, not a data line, for figure_rules.problems."""
+    ax.axhline(y, color=color, ls=ls, lw=1.1, zorder=1, gid=_rules.REFERENCE_GID)
+    text = {"ha": "right", "va": "bottom", "fontsize": 7.5, "color": color, **text}
+    offset = (-3, -2 if text["va"] == "top" else 2)
+    ax.annotate(label, (1.0, y), offset, ("axes fraction", "data"), "offset points", **text)
 
 
 def legend_outside(ax: matplotlib.axes.Axes, **kwargs: Any) -> None:
     """The axes' legend to the right of the data, never over it."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, **kwargs)
+        kwargs.setdefault("fontsize", _rules.pt(ax.figure))
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), **kwargs)
 
 
 def spans_decades(values: Any, decades: float = 1.5) -> bool:
@@ -188,26 +185,27 @@ def median_iqr_lines(
         ax.plot(part[x], part["median"], marker="o", ms=4, label=str(name), color=c, ls=unroll_style(name))
         ax.fill_between(part[x], part["q25"], part["q75"], alpha=0.2, color=c, linewidth=0)
     if logx if logx is not None else spans_decades(stats[x]):
-        ax.set_xscale("log")
-        # Tick the swept values themselves: log minor-tick labels (3x10^1, 4x10^1, ...) collide.
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        _rules.plain_log_ticks(ax, "x")  # plain labels: log minor labels (3x10^1, ...) collide
         swept = sorted(stats[x].unique())
-        if len(swept) <= 10:
+        if len(swept) <= 10:  # tick the swept values themselves
             ax.set_xticks(swept)
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     if logy if logy is not None else spans_decades(stats["median"]):
-        ax.set_yscale("log")
+        _rules.plain_log_ticks(ax, "y")
     return stats
 
 
-FOOTER_PT = 7
 # Characters of a 7-pt footer line per inch of figure width (measured on DejaVu Sans, with margin).
 _FOOTER_CHARS_PER_INCH = 17
 
 
+def footer_pt(fig: matplotlib.figure.Figure) -> float:
+    """The footer's font size: 8 pt once a notebook has scaled ``fig`` to its width."""
+    return _rules.pt(fig)
+
+
 def footer_lines(fig: matplotlib.figure.Figure, text: str) -> list[str]:
     """``text`` wrapped to the figure's width, so that no footer line runs off the canvas."""
-    width = max(int(fig.get_size_inches()[0] * _FOOTER_CHARS_PER_INCH), 40)
+    width = max(int(fig.get_size_inches()[0] * _FOOTER_CHARS_PER_INCH * 7 / footer_pt(fig)), 40)
     lines: list[str] = []
     for line in text.splitlines():
         lines += textwrap.wrap(line, width=width, break_on_hyphens=False) or [""]
@@ -218,7 +216,7 @@ def add_footer(fig: matplotlib.figure.Figure, prov: dict[str, Any], extra: str =
     """The provenance footer (backend, device, versions, commit, plus ``extra``) inside the
     canvas, wrapped to its width; returns its number of lines."""
     lines = footer_lines(fig, _prov.footer(prov) + (f"\n{extra}" if extra else ""))
-    fig.text(0.01, 0.005, "\n".join(lines), fontsize=FOOTER_PT, color="0.35", ha="left", va="bottom")
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=footer_pt(fig), color="0.35", ha="left", va="bottom")
     return len(lines)
 
 
@@ -304,7 +302,7 @@ def save(
     # Room at the bottom for the footer, at the top for a figure-level legend (tight_layout
     # ignores both).
     height = fig.get_size_inches()[1]
-    bottom = (0.12 + n_lines * FOOTER_PT * 1.25 / 72) / height
+    bottom = (0.12 + n_lines * footer_pt(fig) * 1.25 / 72) / height
     fig.tight_layout(rect=(0, bottom, 1, 1 - 0.8 / height if fig.legends else 1))
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -312,7 +310,7 @@ def save(
     for ext in ("png", "svg"):
         path = figures_dir / f"{name}.{ext}"
         tmp = figures_dir / f".{name}.tmp.{ext}"
-        fig.savefig(tmp, dpi=130, format=ext)
+        fig.savefig(tmp, dpi=_rules.DPI, format=ext)
         tmp.replace(path)
         images[ext] = path
     csv = _atomic_write(figures_dir / f"{name}.csv", data.to_csv(index=False).encode())

@@ -9,11 +9,12 @@ records, figures and the summary through one object.
     study.summary(summary_dict, markdown_text)
 
 Long loops report progress with :func:`progress` or :func:`track`: a widget in
-JupyterLab, plain text lines on stdout under papermill and in scripts.
+JupyterLab, one text line per bar under papermill (updated in place), plain lines in scripts.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -25,7 +26,7 @@ import matplotlib.figure
 import pandas as pd
 
 from . import backend as _backend
-from . import paths, plots, provenance, records
+from . import display, paths, plots, provenance, records
 from .errors import bad_value
 from .settings import StudySettings
 
@@ -139,6 +140,7 @@ def start(
     if parameters.get("output_root"):
         parameters["output_root"] = paths.relative(str(parameters["output_root"]))
     info = _backend.configure(backend or "auto", 8 if host_devices is None else host_devices)
+    display.install()  # in a notebook: tables wrap at the notebook's width
     prov = provenance.capture(parameters, info)
     return Study(
         name=name,
@@ -167,7 +169,8 @@ def _under_papermill() -> bool:
         cmdline = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"papermill" in cmdline or b"nbclient" in cmdline
+    # A word of the command line, not any mention: `pytest -k papermill` is not papermill.
+    return any(os.path.basename(word) in (b"papermill", b"nbclient") for word in cmdline.split(b"\0"))
 
 
 def progress_mode() -> str:
@@ -188,23 +191,55 @@ def progress_mode() -> str:
 
 
 class _Lines:
-    """A stream for tqdm that turns its carriage-return redraws into whole lines on
-    stdout: readable in an executed notebook, in run_all.sh's log and in a terminal."""
+    """tqdm's stream in text mode, so that a notebook keeps one line per bar.
+
+    Outside a kernel (scripts, run_all.sh's own output): each redraw a whole line on stdout.
+    In a kernel (papermill, or text mode in JupyterLab): one output line, updated in place,
+    so the executed notebook stores the bar's last state only, never a line per redraw; under
+    papermill every redraw also goes to the kernel's own terminal (run_all.sh's log), which
+    ipykernel keeps behind ``sys.stdout.fileno()``.
+    """
+
+    def __init__(self) -> None:
+        self.in_kernel = _in_kernel()
+        self.echo = self.in_kernel and _under_papermill()
+        self.handle: Any = None
 
     def write(self, text: str) -> None:
         line = text.strip("\r\n ")
-        if line:
+        if not line:
+            return
+        if not self.in_kernel:
             sys.stdout.write(line + "\n")
+            return
+        from IPython.display import display as show_output
+
+        if self.handle is None:  # papermill's --log-output prints this first line itself
+            self.handle = show_output({"text/plain": line}, raw=True, display_id=True)
+            return
+        self.handle.update({"text/plain": line}, raw=True)
+        if self.echo:
+            _to_terminal(line)
 
     def flush(self) -> None:
         sys.stdout.flush()
 
 
+def _to_terminal(line: str) -> None:
+    """``line`` on the kernel process's own stdout (not the notebook), where there is one."""
+    try:
+        os.write(sys.stdout.fileno(), (line + "\n").encode())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
 def progress(total: int, desc: str, **kwargs: Any) -> Any:
     """A progress bar for ``total`` steps (use as a context manager, call ``update()``).
 
-    A widget in JupyterLab; under papermill and in scripts a plain text line on stdout at
-    most every 10 s and at the end (never on stderr, which notebooks show as an error box).
+    A widget in JupyterLab; in text mode one line at most every 10 s and at the end, on
+    stdout outside a notebook and as a single output line updated in place inside one, so an
+    executed notebook keeps one line per bar (never on stderr, which notebooks show as an
+    error box).
     """
     if progress_mode() == "widget":
         from tqdm.notebook import tqdm as notebook_tqdm

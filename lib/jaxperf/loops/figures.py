@@ -1,5 +1,10 @@
-"""The loop study's figures. Each function draws one claim and returns ``(fig, data)``;
-:func:`draw_all` yields every figure of a run as ``(name, fig, data, note)``."""
+"""The loop study's figures. Each function draws one claim, stated in its title from the
+data it plots, and returns ``(fig, data)``; :func:`planned` lists every figure of a run.
+
+The curves show the variants a reader needs (:func:`key_variants`, at most five per panel);
+the whole unroll sweep is in the unroll heatmap. Panels stack in rows over one T axis and
+share their y scale, legends sit right of the data, and the reporter's numbers are lines
+labelled as his."""
 
 from __future__ import annotations
 
@@ -9,146 +14,176 @@ from typing import Any
 
 import pandas as pd
 
+from .. import figure_rules as rules
 from .. import plots
-from ..jax20909.vocab import (
-    PORTABLE_FORMS,
-    UNROLLED_FORMS,
-    facets,
-    frame_variant_order,
-    seed_records,
-    variant_name,
-)
+from ..jax20909.shown import key_variants, ratio_at_largest_T
+from ..jax20909.vocab import FIX, seed_records, variant_name
 from .sweep import MODE_LABELS
+from .unroll_heatmap import plot_unroll_heatmap
+
+T_LABEL = "T (sequence length)"
+# The palette colour of each mode's numbers (plots.SOURCE_COLORS: plain XLA takes XLA:CPU's); a
+# harness mode takes its mode's colour, dashed. The names shown are the short ones (a mode runs
+# on whatever backend the notebook ran on).
+MODE_SOURCES = {"xla": "XLA:CPU", "pallas_interpret": "Pallas interpret", "pallas": "H200"}
+SHORT = {"xla": "XLA", "pallas_interpret": "Pallas interpret", "pallas": "compiled Pallas"}
+REPORTER = "reporter A6000"
 
 
-def key_variants(df: pd.DataFrame) -> list[str]:
-    """The lines worth a curve: the Python loop, fori_loop(unroll=1), and each portable form at
-    unroll 1 and at its largest unroll (every unroll is in the heatmap)."""
-    portable = df[df.loop_form.isin(PORTABLE_FORMS)]
-    largest = portable.groupby("loop_form")["unroll"].transform("max")
-    keep = df[df.variant.isin(["python", "fori u=1"])]
-    keep = pd.concat([keep, portable[(portable.unroll == 1) | (portable.unroll == largest)]])
-    return frame_variant_order(keep)
+def _named(df: pd.DataFrame) -> pd.DataFrame:
+    if "variant" in df:
+        return df
+    return df.assign(variant=[variant_name(f, u) for f, u in zip(df.loop_form, df.unroll)])
 
 
-def _log_axes(ax: Any, title: str, ylabel: str) -> None:
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set(title=title, xlabel="T (sequence length)", ylabel=ylabel)
-    ax.legend(fontsize=7)
+def _claim(medians: pd.DataFrame, value: str, variants: Sequence[str]) -> str:
+    parts = []
+    for name in variants:
+        got = ratio_at_largest_T(medians, value, name)
+        if got:
+            parts.append((got[0], f"{name} {got[1]:.2f}x"))
+    if not parts:
+        return "no Python loop to compare"
+    return f"at T={parts[0][0]}: " + ", ".join(p for _, p in parts) + " the Python loop"
+
+
+def _rows_by_kernel(data: pd.DataFrame, value: str, ylabel: str, title: str) -> tuple[Any, pd.DataFrame]:
+    """One row per kernel, the key variants' medians (IQR band) vs T, sharing x and y."""
+    kernels = list(dict.fromkeys(data.kernel))
+    fig, axes = rules.stacked(len(kernels))
+    stats = []
+    for ax, kernel in zip(axes, kernels):
+        part = data[data.kernel == kernel]
+        shown = key_variants(part)
+        part = part[part.variant.isin(shown)]
+        s = plots.median_iqr_lines(ax, part, "T", value, "variant", hue_order=shown, logx=True, logy=True)
+        stats.append(s.assign(kernel=kernel))
+        named = [v for v in ("fori u=1", FIX) if v in shown] or [v for v in shown if v != "python"][:1]
+        claim = _claim(s.rename(columns={"median": value}), value, named)
+        rules.panel_title(ax, f"{kernel} kernel: {claim}")
+        ax.set(ylabel=ylabel, xlabel="")
+        plots.legend_outside(ax)
+    axes[-1].set_xlabel(T_LABEL)
+    _tick_swept(axes, data["T"])
+    for ax in axes:
+        rules.plain_log_ticks(ax, "y")
+    rules.title(fig, title)
+    return fig, pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
+
+
+def _tick_swept(axes: Sequence[Any], sizes: Any) -> None:
+    swept = sorted({int(t) for t in sizes})
+    for ax in axes:
+        rules.plain_log_ticks(ax, "x")
+        if len(swept) <= 10:
+            ax.set_xticks(swept)
 
 
 @plots.draws
 def plot_ms_vs_T(
     timings: pd.DataFrame, mode: str, variants: Sequence[str] | None = None
 ) -> tuple[Any, pd.DataFrame]:
-    """ms per kernel call vs T per variant (log-log, the reporter's curve); median line, IQR band."""
+    """ms per kernel call vs T, one row per kernel, the key variants (median line, IQR band);
+    the title gives fori u=1 and the next variant over the Python loop at the largest T."""
     data = timings[timings["mode"] == mode]
-    data = data[data.variant.isin(key_variants(data) if variants is None else variants)]
-    kernels = list(dict.fromkeys(data.kernel))
-    fig, axes = facets(len(kernels))
-    stats = []
-    for ax, kernel in zip(axes, kernels):
-        part = data[data.kernel == kernel]
-        s = plots.median_iqr_lines(
-            ax, part, "T", "ms_per_call", "variant", hue_order=frame_variant_order(part), logx=True, logy=True
-        )
-        stats.append(s.assign(kernel=kernel))
-        ax.set(
-            title=f"{kernel}: {MODE_LABELS[mode]}",
-            xlabel="T (sequence length)",
-            ylabel="ms per kernel call (median, IQR band)",
-        )
-        ax.legend(fontsize=7)
-    return fig, pd.concat(stats, ignore_index=True)
+    if variants is not None:
+        data = data[data.variant.isin(variants)]
+    title = f"{MODE_LABELS.get(mode, mode)}: ms per kernel call vs T"
+    seed = data[data.kernel == "seed"]
+    got = ratio_at_largest_T(
+        seed.groupby(["variant", "T"], as_index=False).ms_per_call.median(), "ms_per_call", "fori u=1"
+    )
+    if got:
+        title += f"; seed kernel at T={got[0]}: fori u=1 takes {got[1]:.2f}x the Python loop's time (ratio of medians)"
+    return _rows_by_kernel(data, "ms_per_call", "ms per kernel call\n(median, IQR band)", title)
 
 
 @plots.draws
 def plot_compile_vs_T(variants_df: pd.DataFrame, mode: str) -> tuple[Any, pd.DataFrame]:
-    """Compile time (ms, median of fresh compiles) vs T per key variant, log-log."""
+    """Compile ms (median of fresh compiles) vs T, one row per kernel, the key variants."""
     data = variants_df[(variants_df["mode"] == mode) & (variants_df["status"] == "timed")]
-    data = data[data.variant.isin(key_variants(data))]
-    kernels = list(dict.fromkeys(data.kernel))
-    fig, axes = facets(len(kernels))
-    for ax, kernel in zip(axes, kernels):
-        part = data[data.kernel == kernel]
-        for name in frame_variant_order(part):
-            v = part[part.variant == name].sort_values("T")
-            ax.plot(v["T"], v["compile_ms"], marker="o", ms=4, label=name)
-        _log_axes(ax, f"{kernel}: {MODE_LABELS[mode]}", "compile ms (median)")
+    title = f"{MODE_LABELS.get(mode, mode)}: compile ms vs T"
+    py = data[(data.kernel == "seed") & (data.variant == "python")].sort_values("T")
+    if len(py) >= 2:
+        growth = py.compile_ms.iloc[-1] / py.compile_ms.iloc[0]
+        title += (
+            f"; the seed kernel's Python loop compiles {growth:.1f}x slower at T={int(py['T'].iloc[-1])}"
+            f" than at T={int(py['T'].iloc[0])}"
+        )
+    fig, _ = _rows_by_kernel(data, "compile_ms", "compile ms (median)", title)
     return fig, data[["mode", "kernel", "T", "variant", "loop_form", "unroll", "lower_ms", "compile_ms"]]
 
 
-@plots.draws
-def plot_unroll_heatmap(
-    head: pd.DataFrame, mode: str, loop_forms: Sequence[str] = UNROLLED_FORMS
-) -> tuple[Any, pd.DataFrame]:
-    """Heatmap of T x unroll: median ms per call relative to the Python loop (<1: faster)."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+def _short(mode: str) -> str:
+    base = mode.removesuffix("_harness")
+    return SHORT.get(base, base) + (" in the reporter's harness" if mode.endswith("_harness") else "")
 
-    data = head[(head["mode"] == mode) & head.loop_form.isin(loop_forms)]
-    kernels = list(dict.fromkeys(data.kernel))
-    forms = [f for f in loop_forms if f in set(data.loop_form)]
-    fig, axes = plt.subplots(
-        len(kernels), len(forms), figsize=(4.2 * len(forms), 3.4 * len(kernels)), squeeze=False
-    )
-    for i, kernel in enumerate(kernels):
-        for j, form in enumerate(forms):
-            part = data[(data.kernel == kernel) & (data.loop_form == form)]
-            ax = axes[i][j]
-            if part.empty or part["ms_vs_python"].isna().all():
-                ax.set_axis_off()
-                ax.set_title(f"{kernel}, {form}: no Python loop to compare", fontsize=8)
-                continue
-            grid = part.pivot_table(index="T", columns="unroll", values="ms_vs_python")
-            sns.heatmap(
-                grid, ax=ax, annot=True, fmt=".2f", cmap="RdBu_r", center=1.0, cbar=j == len(forms) - 1
-            )
-            ax.set(title=f"{kernel}, {form}", xlabel="unroll", ylabel="T")
-    fig.suptitle(f"ms per call / Python loop's (median per-repeat ratio), {MODE_LABELS[mode]}")
-    return fig, data[["mode", "kernel", "T", "loop_form", "unroll", "ms_per_call", "ms_vs_python"]]
+
+def _source(mode: str) -> tuple[str, str]:
+    """(palette source, line style) of a mode: a harness mode is its mode's colour, dashed."""
+    base, harness = (mode[: -len("_harness")], True) if mode.endswith("_harness") else (mode, False)
+    return MODE_SOURCES.get(base, base), "--" if harness else "-"
 
 
 @plots.draws
 def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
     """fori/Python execution ratio vs T: each mode measured here beside the reporter's A6000."""
     data = pd.DataFrame(list(rows))
-    reporter = pd.DataFrame(seed_records()).assign(mode="reporter (RTX A6000, jax 0.4.25)")
-    data = pd.concat([data[["mode", "T", "ratio"]], reporter[["mode", "T", "ratio"]]], ignore_index=True)
-    fig, [ax] = facets(1, width=6.0)
+    reporter = pd.DataFrame(seed_records()).assign(mode="reporter")
+    cols = ["mode", "T", "ratio"]
+    data = pd.concat(
+        [data[cols] if len(data) else pd.DataFrame(columns=cols), reporter[cols]], ignore_index=True
+    )
+    fig, [ax] = rules.stacked(1, row_height=3.6)
+    claims = []
+    sources = {str(m): _source(str(m)) for m in dict.fromkeys(data["mode"]) if m != "reporter"}
+    colors = plots.colors_for([s for s, _ in sources.values()] + [REPORTER])
     for mode, part in data.groupby("mode", sort=False):
         part = part.sort_values("T")
-        ax.plot(part["T"], part["ratio"], marker="o", ms=4, label=MODE_LABELS.get(str(mode), str(mode)))
-    ax.axhline(1.0, color="0.6", lw=0.8)
-    ax.set_xscale("log")
-    ax.set(
-        title="fori_loop / Python loop, ms per kernel call (seed)",
-        xlabel="T (sequence length)",
-        ylabel="ratio of medians",
-    )
-    ax.legend(fontsize=7)
+        if mode == "reporter":
+            color, ls, label = colors[REPORTER], "-", "reporter: RTX A6000, jax 0.4.25"
+        else:
+            source, ls = sources[str(mode)]
+            color, label = colors[source], MODE_LABELS.get(str(mode), str(mode))
+        ax.plot(part["T"], part["ratio"], marker="o", ms=4, color=color, ls=ls, label=label)
+        if mode == "reporter":
+            rules.label_end(ax, part["T"], part["ratio"], "reporter, A6000", color)
+        last = part.iloc[-1]
+        who = "the reporter" if mode == "reporter" else _short(str(mode))
+        claims.append(f"{who} {last.ratio:.1f}x at T={int(last['T'])}")
+    ax.set_yscale("log")
+    plots.ratio_axis(ax)
+    ax.set_ylim(bottom=min(0.7, ax.get_ylim()[0]))
+    plots.reference_line(ax, 1.0, "1x: the Python loop's speed", va="top", fontsize=rules.pt(fig))
+    _tick_swept([ax], data["T"])
+    ax.tick_params(axis="x", labelrotation=45)
+    ax.set(xlabel=T_LABEL, ylabel="fori_loop / Python loop\n(ms per call, ratio of medians)")
+    plots.legend_outside(ax)
+    rules.title(fig, "Seed kernel, fori_loop / Python loop: " + "; ".join(claims))
     return fig, data
 
 
-@plots.draws
-def plot_ir_size(matrix: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
-    """Kernel IR lines vs T for the key variants, per compiler and kernel."""
-    import matplotlib.pyplot as plt
-
-    data = matrix[matrix.lowers].assign(
-        variant=lambda d: [variant_name(f, u) for f, u in zip(d.loop_form, d.unroll)]
+def _ir_rows(data: pd.DataFrame, compilers: Sequence[str], kernels: Sequence[str], title: str) -> Any:
+    fig, axes = rules.grid(
+        len(compilers), len(kernels), width=rules.ROW_WIDTH_IN if len(kernels) == 1 else 9.5
     )
-    data = data[data.variant.isin(key_variants(data))]
-    compilers = list(dict.fromkeys(matrix.compiler))
-    kernels = list(dict.fromkeys(matrix.kernel))
-    fig, axes = plt.subplots(
-        len(kernels), len(compilers), figsize=(5 * len(compilers), 3.8 * len(kernels)), squeeze=False
-    )
-    for i, kernel in enumerate(kernels):
-        for j, compiler in enumerate(compilers):
+    for i, compiler in enumerate(compilers):
+        for j, kernel in enumerate(kernels):
             ax = axes[i][j]
             part = data[(data.compiler == compiler) & (data.kernel == kernel)]
+            shown = key_variants(part) if len(part) else []
+            colors = plots.colors_for(shown)
+            for name in shown:
+                v = part[part.variant == name].sort_values("T")
+                ax.plot(
+                    v["T"],
+                    v["ir_lines"],
+                    marker="o",
+                    ms=4,
+                    color=colors[name],
+                    ls=plots.unroll_style(name),
+                    label=name,
+                )
             if part.empty:
                 ax.text(
                     0.5,
@@ -159,12 +194,40 @@ def plot_ir_size(matrix: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
                     transform=ax.transAxes,
                     color="0.4",
                 )
-                ax.set(title=f"{kernel}: {compiler}", xticks=[], yticks=[])
-                continue
-            for name in frame_variant_order(part):
-                v = part[part.variant == name].sort_values("T")
-                ax.plot(v["T"], v["ir_lines"], marker="o", ms=3, label=name)
-            _log_axes(ax, f"{kernel}: {compiler}", "kernel IR lines")
+            rules.panel_title(ax, f"{kernel} kernel: {compiler}")
+            ax.set_ylabel("kernel IR lines" if j == 0 else "")
+            if j == len(kernels) - 1 and len(part):
+                plots.legend_outside(ax)
+    _tick_swept([ax for row in axes for ax in row], data["T"])
+    for row in axes:
+        for ax in row:
+            rules.plain_log_ticks(ax, "y")
+    for ax in axes[-1]:
+        ax.set_xlabel(T_LABEL)
+    rules.title(fig, title)
+    return fig
+
+
+@plots.draws
+def plot_ir_size(matrix: pd.DataFrame, kernels: Sequence[str] = ("seed",)) -> tuple[Any, pd.DataFrame]:
+    """Kernel IR lines vs T for the key variants, one row per compiler (``kernels``: one
+    column each); the title gives the Python loop's growth beside fori_loop's."""
+    data = _named(matrix[matrix.lowers & matrix.kernel.isin(kernels)])
+    compilers = list(dict.fromkeys(matrix.compiler))
+    grows = []
+    for compiler in compilers:
+        part = data[(data.compiler == compiler) & (data.kernel == kernels[0])]
+        py, f1 = (part[part.variant == v].sort_values("T") for v in ("python", "fori u=1"))
+        if len(py) >= 2 and len(f1) >= 2:
+            grows.append(
+                f"{compiler}: Python loop {py.ir_lines.iloc[-1] / py.ir_lines.iloc[0]:.1f}x, "
+                f"fori u=1 {f1.ir_lines.iloc[-1] / f1.ir_lines.iloc[0]:.1f}x"
+            )
+    title = f"Kernel IR lines vs T (jax.export, no accelerator), {', '.join(kernels)} kernel"
+    if grows:
+        span = f"T={int(data['T'].min())} to {int(data['T'].max())}"
+        title += f"; growth from {span} ({kernels[0]}): " + "; ".join(grows)
+    fig = _ir_rows(data, compilers, list(kernels), title)
     return fig, data[
         ["kernel", "compiler", "T", "loop_form", "unroll", "variant", "ir_lines", "loop_ops", "lower_s"]
     ]
@@ -192,6 +255,9 @@ def planned(
     if matrix["lowers"].any():
         note = "kernel IR from jax.export, no accelerator"
         plans.append(("ir_lines_vs_T", partial(plot_ir_size, matrix), note))
+        others = tuple(k for k in dict.fromkeys(matrix.kernel) if k != "seed")
+        if others:
+            plans.append(("ir_lines_vs_T_other_kernels", partial(plot_ir_size, matrix, others), note))
     return plans
 
 

@@ -1,0 +1,74 @@
+"""jaxperf.display: tables a notebook shows wrap at its width (issue 19, item 7). Break
+opportunities (<wbr>) go after underscores and slashes of names, never inside an HTML tag,
+a link target or a code span; a frame still too wide is transposed or split into column
+groups; nothing but the display changes."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from jaxperf import display
+
+
+def test_breakable_escapes_and_breaks_after_underscores_and_slashes():
+    assert display.breakable("python_compile_ms") == "python_<wbr>compile_<wbr>ms"
+    assert display.breakable("a/b <c>") == "a/<wbr>b &lt;c&gt;"
+    assert display.breakable("x_ y") == "x_ y"  # a break before a space is no use
+    assert display.breakable("") == ""
+
+
+def test_markdown_tables_get_breaks_outside_code_links_and_tags_only():
+    text = (
+        "Some `prose_name` stays.\n"
+        "| step\\_without | `fix_unroll` | [a_b](dir_x/f_y.md) | x<br/>y | 1.5 |\n"
+        "|---|:---:|---|---|---|\n"
+    )
+    out = display.wrap_markdown(text)
+    prose, row, rule = out.splitlines()
+    assert prose == "Some `prose_name` stays."  # not a table row
+    assert rule == "|---|:---:|---|---|---|"
+    assert "step\\_<wbr>without" in row
+    assert "`fix_`<wbr>`unroll`" in row
+    assert "[a_<wbr>b](dir_x/f_y.md)" in row  # the link target is untouched
+    assert "<br/>" in row and "1.5" in row
+    assert out.endswith("\n")
+
+
+def _columns_in(html: str) -> int:
+    return len(re.findall(r"<table", html))
+
+
+def test_a_narrow_frame_is_pandas_table_with_breaks_and_short_floats():
+    df = pd.DataFrame({"python_compile_ms": [1.23456789, 20.0], "variant": ["fori u=1", "hand_unrolled u=8"]})
+    html = display.frame_html(df)
+    assert _columns_in(html) == 1 and "transposed" not in html and "groups" not in html
+    assert "python_<wbr>compile_<wbr>ms" in html and "hand_<wbr>unrolled u=8" in html
+    assert ">1.235<" in html and "1.23456789" not in html
+    assert "<style scoped>" in html  # pandas' own look
+
+
+def test_a_short_wide_frame_is_transposed_with_its_names_as_headers():
+    row = {"compiler": "XLA:CPU", "kernel": "seed", "T": 1024, "variant": "fori u=1"}
+    row |= {f"measure_number_{k}": 1000.5 + k for k in range(20)}
+    df = pd.DataFrame([row, {**row, "variant": "python"}])
+    html = display.frame_html(df)
+    assert html.startswith("<div><p>(transposed to fit") and _columns_in(html) == 1
+    body = html.split("<tbody>")[1]
+    assert "measure_<wbr>number_<wbr>19" in body  # the measures are rows now
+    assert "python" in html.split("<tbody>")[0]  # the names head the columns
+
+
+def test_a_long_wide_frame_is_split_into_column_groups_that_each_fit():
+    df = pd.DataFrame({f"column_{k}": [123456.789 + k] * 80 for k in range(30)})
+    html = display.frame_html(df)
+    assert "(columns in" in html and _columns_in(html) >= 2
+    assert "first 60 of 80 rows" in html
+    for table in html.split("<table")[1:]:
+        heads = re.findall(r"<th>(column_<wbr>\d+)</th>", table)
+        assert heads and display.CELL_PAD_PX * (len(heads) + 1) < display.WIDTH_PX
+
+
+def test_install_outside_a_kernel_changes_nothing():
+    assert display.install() is False
