@@ -129,9 +129,17 @@ def walk(summary: Any, path: str) -> tuple[Any, list[dict[str, Any]]]:
     return node, picked
 
 
+#: format specs for verdicts: a boolean rendered as words
+WORD_SPECS = {"met": ("met", "not met"), "yes": ("yes", "no"), "shown": ("shown", "not shown")}
+
+
 def fmt(value: Any, spec: str | None) -> str:
     if value is None:
         raise RenderError("a placeholder's value is null (not measured): quote it as words instead")
+    if spec in WORD_SPECS:
+        if not isinstance(value, bool):
+            raise RenderError(f"format :{spec} needs a true/false value, got {value!r}")
+        return WORD_SPECS[spec][0 if value else 1]
     return format(value, spec) if spec else str(value)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import timing
+from .. import markdown, timing
 from .methods import BASELINE, FAST_PATHS, FIX, SLOW
 from .stages import CALLS
 from .sweep import paired_ratios
@@ -221,6 +221,7 @@ def _measure_answer(ratios: pd.DataFrame, measure: str) -> dict[str, Any] | None
         "leaves": leaves,
         "filter_pmap_over_pmap": per_model[largest],
         "fix_over_pmap": fix_over_pmap,
+        "fix_reads": markdown.versus(fix_over_pmap),  # "ties with" when its range holds 1
         "fix_over_filter_pmap": fix_over_slow,
         "fix_over_filter_pmap_meets": None
         if fix_over_slow is None or leaves < GOAL_LEAVES
