@@ -109,7 +109,7 @@ def test_the_committed_readme_is_what_the_template_renders():
 
 
 def test_a_verdict_renders_as_words_and_only_from_a_boolean():
-    cache = {"cpu/x": {"goal": {"met": True, "ratio": 0.9}}}
+    cache = {"cpu/x": {"goal": {"met": True, "value": 0.9}}}
     assert readme.render("Goal: {{cpu/x goal.met:met}}.", cache=cache) == "Goal: met."
     with pytest.raises(readme.RenderError, match="needs a true/false value"):
-        readme.render("Goal: {{cpu/x goal.ratio:met}}.", cache=cache)
+        readme.render("Goal: {{cpu/x goal.value:met}}.", cache=cache)
