@@ -113,3 +113,14 @@ def test_a_verdict_renders_as_words_and_only_from_a_boolean():
     assert readme.render("Goal: {{cpu/x goal.met:met}}.", cache=cache) == "Goal: met."
     with pytest.raises(readme.RenderError, match="needs a true/false value"):
         readme.render("Goal: {{cpu/x goal.value:met}}.", cache=cache)
+
+
+def test_a_measure_named_by_the_path_must_be_named_by_the_sentence():
+    cache = {"cpu/d": {"by_measure": {"loop_it_per_s": {"low": 0.4}}}}
+    assert "0.40" in readme.render(
+        "In the pipelined loop it is {{cpu/d by_measure.loop_it_per_s.low:.2f}}×.", cache=cache
+    )
+    with pytest.raises(readme.RenderError, match="pipelined"):
+        readme.render(
+            "With each call blocked it is {{cpu/d by_measure.loop_it_per_s.low:.2f}}×.", cache=cache
+        )

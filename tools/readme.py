@@ -66,6 +66,15 @@ FIELD_WORDS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
+#: words a path segment (not the quoted field) must appear with: the measure a branch holds
+SEGMENT_WORDS: dict[str, tuple[str, ...]] = {
+    "loop_it_per_s": ("pipelined",),
+    "it_per_s": ("blocked",),
+    "sm_86": ("sm_86",),
+    "sm_90": ("sm_90",),
+}
+
+
 class RenderError(ValueError):
     """A placeholder that cannot be filled, or whose sentence does not name what it quotes."""
 
@@ -184,8 +193,13 @@ def required(study: str, path: str, picked: list[dict[str, Any]]) -> list[tuple[
             groups.append(VALUE_WORDS[(key, value)])
         elif key in ("variant", "method", "model", "target", "kernel", "generation", "release"):
             groups.append((value, value.replace("_", "\\_")))
-    field = _split(path)[-1]
+    parts = _split(path)
+    field = parts[-1]
     groups += list(FIELD_WORDS.get(field, ()))
+    for part in parts[:-1]:
+        key = SELECTOR.match(part)["key"] if SELECTOR.match(part) else part  # type: ignore[index]
+        if key in SEGMENT_WORDS:
+            groups.append(SEGMENT_WORDS[key])
     for item in picked:  # a fix chosen per T is named by its form and unroll
         if field.startswith("fix_") and "fix_form" in item and item.get("fix_form"):
             groups.append((f"{item['fix_form']} u={item['fix_unroll']}",))
