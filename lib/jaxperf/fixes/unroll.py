@@ -18,7 +18,13 @@ Body = Callable[[Any, Carry], Carry]
 
 
 def check_unroll(unroll: Any) -> int:
-    """``unroll`` must be an int >= 1 (``True``/``False`` are not accepted)."""
+    """``unroll`` must be an integer >= 1: a Python int or a NumPy integer scalar such as
+    ``np.int64(4)``, as ``lax.fori_loop``'s own ``unroll`` takes (``True``/``False``, floats
+    and arrays are not accepted). Returns it as a Python int."""
+    import numpy as np
+
+    if isinstance(unroll, np.integer) and not isinstance(unroll, np.bool_):
+        unroll = int(unroll)
     return check_int("unroll", unroll, minimum=1)
 
 
@@ -84,7 +90,7 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
     """
     from jax import lax
 
-    check_unroll(unroll)
+    unroll = check_unroll(unroll)
     if unroll == 1:
         return lax.fori_loop(lower, upper, body, init)
     import jax.numpy as jnp
@@ -93,24 +99,55 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
     if bounds is not None:
         index_dtype(lower, upper)  # fori_loop's TypeError for mismatched bound types
         start, stop = bounds
-        outer = max(stop - start, 0) // unroll
+        if stop <= start:  # no step: fori_loop's own result (the init as JAX arrays)
+            return lax.fori_loop(lower, upper, body, init)
+        outer = (stop - start) // unroll
         carry = init
         if outer:
             carry = lax.fori_loop(0, outer, _copies(body, start, unroll, unroll), carry)
         for j in range(start + outer * unroll, stop):
             carry = body(jnp.asarray(j), carry)  # a weakly typed int32, as fori_loop's index
         return carry
+    return _traced(lower, upper, body, init, unroll)
+
+
+def _traced(lower: Any, upper: Any, body: Body, init: Carry, unroll: int) -> Carry:
+    """Traced bounds: ``trips = (upper - lower) // unroll`` outer iterations, then the rest.
+
+    All index arithmetic stays in the bounds' own dtype, where it cannot overflow: the
+    difference ``upper - lower`` is taken in the unsigned type of the same width (exact for
+    ``upper > lower``, since it is below ``2**bits``), and is zero when ``upper <= lower``
+    (the subtraction in the bounds' dtype wraps around: ``uint8`` 5 .. 2 would be 253 trips).
+    With ``unroll >= 2`` the outer trip count fits the signed dtype; ``lower + i * unroll``
+    may overflow on the way, but two's-complement wrap-around leaves the exact value, which
+    lies between the bounds.
+    """
     import jax
+    import numpy as np
+    from jax import lax
 
     # As fori_loop: a bound is converted only if its dtype differs, and the index takes the
     # lower bound's type, weak type included (a Python int lower keeps an int8 carry int8).
-    dtype = index_dtype(lower, upper)
+    dtype = np.dtype(index_dtype(lower, upper))
     lo = lower if jax.typeof(lower).dtype == dtype else lax.convert_element_type(lower, dtype)
     hi = upper if jax.typeof(upper).dtype == dtype else lax.convert_element_type(upper, dtype)
+    bits = dtype.itemsize * 8
+    if unroll >= 2 ** (bits - 1):  # no outer iteration can run: every step is in the rest
+        return lax.fori_loop(lo, hi, body, init)
+    unsigned = np.dtype(f"uint{bits}")
+    span = lax.convert_element_type(hi, unsigned) - lax.convert_element_type(lo, unsigned)
+    span = lax.select(hi > lo, span, lax.full_like(span, 0))
+    trips = lax.convert_element_type(span // np.array(unroll, unsigned), dtype)  # < 2**(bits-1)
+    step = np.array(unroll, dtype)
 
     def as_index(value: Any) -> Any:
-        return lax.full_like(lo, value)
+        return lax.full_like(lo, value)  # the bounds' dtype, weakly typed if lower is
 
-    trips = jnp.maximum(hi - lo, 0) // unroll
-    carry = lax.fori_loop(as_index(0), as_index(trips), _copies(body, lo, unroll, unroll), init)
-    return lax.fori_loop(as_index(lo + trips * unroll), hi, body, carry)
+    def copies(i: Any, carry: Any) -> Any:
+        base = as_index(lo + i * step)
+        for r in range(unroll):
+            carry = body(base + as_index(r), carry)
+        return carry
+
+    carry = lax.fori_loop(as_index(0), as_index(trips), copies, init)
+    return lax.fori_loop(as_index(lo + trips * step), hi, body, carry)
