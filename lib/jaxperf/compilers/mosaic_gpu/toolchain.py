@@ -87,10 +87,12 @@ def python() -> Path:
 
 def status() -> MosaicGpuStatus:
     """Whether the environment is built (its ``.complete`` marker, or the named interpreter)."""
+    from ...paths import scrub
+
     interpreter = python()
-    if not interpreter.exists():
+    if not interpreter.exists():  # the reason is printed and written to summaries: no machine paths
         return MosaicGpuStatus(
-            False, None, f"{NOT_INSTALLED} ({interpreter} missing); build it: {INSTALL_HINT}"
+            False, None, scrub(f"{NOT_INSTALLED} ({interpreter} missing); build it: {INSTALL_HINT}")
         )
     if not os.environ.get(PYTHON_ENV) and not (ENV_DIR / ".complete").exists():
         return MosaicGpuStatus(False, None, f"{NOT_INSTALLED} (half-built: no {ENV_DIR.name}/.complete)")
