@@ -271,7 +271,8 @@ def test_tabulate_and_summary_answer_the_question():
     change = summary["fixed_jax_comparisons"]["mlp: 0.9.2 -> 0.10.2"]
     assert change["extra_cpu_ms"]["cut_fraction"] == pytest.approx(5 / 11)
     assert change["extra_wall_ms"]["cut_fraction"] == pytest.approx(5 / 11)
-    assert "Does 0.10 help? Yes" in markdown and "Today's release (0.13.8" in markdown
+    answer = markdown.split("<details>")[0]
+    assert "- **Yes.** Equinox 0.9.2 -> 0.10.2" in answer and "Today's release (0.13.8" in answer
     assert "cannot be reproduced" in markdown
 
     fig, data = versions.plot_overhead_vs_release(table)
