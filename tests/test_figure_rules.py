@@ -29,6 +29,19 @@ def _saved(fig: plt.Figure, tmp_path: Path, data: pd.DataFrame | None = None) ->
     return found
 
 
+def _drawn(fig: plt.Figure) -> list[str]:
+    """The rules' findings on a figure as drawn, before plots.save fits its text for a notebook."""
+    fig.tight_layout()
+    found = figure_rules.problems(fig)
+    plt.close(fig)
+    return found
+
+
+def _drawn_keep(fig: plt.Figure) -> list[str]:
+    fig.tight_layout()
+    return figure_rules.problems(fig)
+
+
 def _clean() -> tuple[plt.Figure, plt.Axes]:
     fig, ax = plt.subplots(figsize=(7, 3))
     for k in range(3):
@@ -67,9 +80,22 @@ def test_text_outside_the_canvas_and_small_text_are_caught(tmp_path):
     fig, ax = _clean()
     ax.set_title("a title far too long to fit in this figure's width " * 4, loc="left")
     ax.text(0.5, 0.5, "tiny", fontsize=5, transform=ax.transAxes)
-    found = _saved(fig, tmp_path)
+    found = _drawn(fig)
     assert any("outside the canvas" in p for p in found)
     assert any(p.startswith("'tiny' reads as 4.9 pt") for p in found)  # 5 pt on a 7-in figure at 900 px
+
+
+def test_saving_raises_small_text_and_default_log_labels_to_what_a_notebook_reads(tmp_path):
+    fig, ax = plt.subplots(figsize=(9.5, 3))  # shown at 0.73x: its 10 pt ticks would read as 7.3 pt
+    for k in range(3):
+        ax.plot([1, 10, 100], [1 + k, 20 + k, 400 + k], label=f"line {k}")
+    ax.set_yscale("log")
+    tiny = ax.text(0.5, 0.5, "tiny", fontsize=5, transform=ax.transAxes)
+    big = ax.set_title("a title", fontsize=30)
+    plots.legend_outside(ax)
+    assert any("reads as" in p for p in _drawn_keep(fig)) and any("scientific" in p for p in _drawn_keep(fig))
+    assert _saved(fig, tmp_path) == []
+    assert tiny.get_fontsize() == pytest.approx(figure_rules.pt(fig)) and big.get_fontsize() == 30
 
 
 def test_text_scales_with_the_figure_width():
@@ -84,7 +110,7 @@ def test_scientific_and_minor_log_tick_labels_are_caught_and_plain_ticks_pass(tm
     fig, ax = _clean()
     ax.set_yscale("log")
     ax.set_ylim(0.7, 30)  # matplotlib's own labels: 10^0, 10^1 and minor 2x10^0 ...
-    found = _saved(fig, tmp_path)
+    found = _drawn(fig)
     assert any("scientific tick label" in p or "minor log tick labels" in p for p in found), found
     fig, ax = _clean()
     figure_rules.plain_log_ticks(ax, "y")

@@ -88,6 +88,24 @@ def plain_log_ticks(ax: matplotlib.axes.Axes, axis: str = "y", suffix: str = "")
     target.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
+def fit_for_notebook(fig: matplotlib.figure.Figure) -> None:
+    """Make ``fig`` meet the text rules as a notebook shows it, before it is laid out and saved:
+    every text that would read below :data:`MIN_PT` at :data:`NOTEBOOK_PX` is raised to read
+    as exactly that (larger texts keep their size, so titles stay above labels), and every
+    log axis still on matplotlib's default labels gets plain ones (:func:`plain_log_ticks`)."""
+    floor = pt(fig)
+    for text in drawn_texts(fig):
+        if text.get_fontsize() < floor - 0.05:
+            text.set_fontsize(floor)
+    for ax in fig.axes:
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            scale_of = ax.get_xscale() if name == "x" else ax.get_yscale()
+            if scale_of == "log" and isinstance(axis.get_major_formatter(), matplotlib.ticker.LogFormatter):
+                plain_log_ticks(ax, name)
+        ax.tick_params(which="both", labelsize=max(floor, ax.xaxis.get_ticklabels()[0].get_fontsize())
+                       if ax.xaxis.get_ticklabels() else floor)
+
+
 def data_lines(ax: matplotlib.axes.Axes) -> list[Any]:
     """The panel's data lines: every visible line but the labelled reference lines."""
     return [ln for ln in ax.get_lines() if ln.get_visible() and ln.get_gid() != REFERENCE_GID]

@@ -296,6 +296,7 @@ def save(
     The figure stays open: showing or closing it is the caller's choice.
     """
     author = who_drew(fig, drawn_by)
+    _rules.fit_for_notebook(fig)  # no text below 8 pt, no 10^k labels, as a notebook shows it
     n_lines = add_footer(
         fig, prov, extra=f"drawn by {author}; data: {name}.csv" + (f"; {note}" if note else "")
     )

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .. import figure_rules as rules
 from .. import plots
 from .inner_call import RUNGS
 from .methods import BASELINE, FIX, METHODS, SLOW
@@ -98,7 +99,9 @@ def plot_it_per_s(df: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     pipelined loop (left) and with each call blocked (right); the seed's TPU numbers marked."""
     noop = df[(df["step"] == "noop") & (df["kind"] == "mlp")]
     measures = [m for m in ("loop_it_per_s", "it_per_s") if m in noop]
-    fig, axes = plt.subplots(1, len(measures), figsize=(10, 4.4), sharey=True, squeeze=False)
+    # Stacked, one measure a row: each panel gets the notebook's width, the legend its right.
+    fig, flat = rules.stacked(len(measures), row_height=2.6)
+    axes = [flat]
     stats = []
     pairs = [p for p in HEADLINE if p[0] in set(noop["method"])]
     for ax, measure in zip(axes[0], measures):
@@ -107,21 +110,24 @@ def plot_it_per_s(df: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
             plots.reference_line(
                 ax,
                 rate,
-                f"equinox#192, TPU v3-8: {METHODS[method].split(' (')[0]} {rate:g} it/s",
+                f"#192 on a TPU v3-8: {METHODS[method].split(' (')[0]} {rate:g} it/s",
                 color=plots.color(method),
+                va="bottom" if rate == max(SEED_IT_PER_S.values()) else "top",
             )
         ax.set_yscale("log")
         _leaves_axis(ax, noop["leaves"])
         ax.set_title(IT_MEASURES[measure], fontsize=10)
-    axes[0][0].set_ylabel("it/s (median, IQR band)")
+        ax.set_ylabel("it/s (median, IQR)")
+    for ax in axes[0][:-1]:
+        ax.set_xlabel("")
     found = _ratio_at_largest(noop, SLOW, measures[0]) if measures else None
     claim = (
         f"eqx.filter_pmap: {found[1]:.2f}x the it/s of jax.pmap on params at {found[0]} leaves (pipelined)"
         if found
         else "it/s vs array leaves"
     )
-    fig.suptitle(f"No-op step of equinox#192 on this backend: {claim}", fontsize=10.5)
-    plots.legend_outside(axes[0][-1])
+    rules.title(fig, f"No-op step of equinox#192 on this backend: {claim}")
+    plots.legend_outside(axes[0][0])
     return fig, pd.concat(stats, ignore_index=True)
 
 
@@ -224,7 +230,9 @@ def plot_speedup(ratios: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     eqx.filter_pmap (right), each goal drawn and labelled; one row per step."""
     data = ratios[(ratios["measure"] == "loop_it_per_s") & (ratios["kind"] == "mlp")]
     steps = list(dict.fromkeys(data["step"]))
-    fig, axes = plt.subplots(len(steps), 2, figsize=(10, 3.4 * len(steps) + 0.5), squeeze=False)
+    fig, axes = plt.subplots(
+        len(steps), 2, figsize=(rules.ROW_WIDTH_IN, 3.0 * len(steps) + 0.9), sharey="col", squeeze=False
+    )
     stats = []
     for r, step in enumerate(steps):
         part = data[data["step"] == step]
@@ -242,16 +250,27 @@ def plot_speedup(ratios: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
         plots.reference_line(
             right, GOAL_VS_FILTER, f"goal ≥ {GOAL_VS_FILTER}x at ≥ {GOAL_LEAVES} leaves", color="0.3"
         )
-        for ax, title in ((left, "÷ jax.pmap on params (no donation)"), (right, "fix ÷ eqx.filter_pmap")):
+        for ax, over in ((left, "jax.pmap on params"), (right, "eqx.filter_pmap")):
             ax.axhline(1.0, color="0.6", lw=0.8)
             ax.set_yscale("log")
             plots.ratio_axis(ax)
             _leaves_axis(ax, part["leaves"])
-            ax.set_title(f"{step} step: it/s {title}", fontsize=9.5)
-            ax.set_ylabel("per-pair ratio (median, IQR)", fontsize=9)
-        if r == 0:  # one legend for the row, outside the data: the left panel holds every method
+            ax.set_title(f"{step} step", fontsize=9.5)
+            ax.set_ylabel(f"it/s ÷ {over}\n(per pair, median, IQR)", fontsize=9)
+        if r < len(steps) - 1:
+            left.set_xlabel("")
+            right.set_xlabel("")
+        if r == 0:  # one legend for the figure, above the panels: the left panel holds every method
             handles, labels = left.get_legend_handles_labels()
-            right.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+            fig.legend(
+                handles,
+                labels,
+                loc="upper center",
+                ncols=len(labels),
+                bbox_to_anchor=(0.5, 0.95),
+                fontsize=rules.pt(fig),
+                frameon=False,
+            )
     fig.suptitle("The fix and the packed path in the seed's pipelined loop", fontsize=10.5)
     return fig, pd.concat(stats, ignore_index=True)
 
