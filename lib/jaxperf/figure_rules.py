@@ -95,15 +95,20 @@ def fit_for_notebook(fig: matplotlib.figure.Figure) -> None:
     log axis still on matplotlib's default labels gets plain ones (:func:`plain_log_ticks`)."""
     floor = pt(fig)
     for text in drawn_texts(fig):
-        if text.get_fontsize() < floor - 0.05:
+        if float(text.get_fontsize()) < floor - 0.05:
             text.set_fontsize(floor)
     for ax in fig.axes:
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
             scale_of = ax.get_xscale() if name == "x" else ax.get_yscale()
             if scale_of == "log" and isinstance(axis.get_major_formatter(), matplotlib.ticker.LogFormatter):
                 plain_log_ticks(ax, name)
-        ax.tick_params(which="both", labelsize=max(floor, ax.xaxis.get_ticklabels()[0].get_fontsize())
-                       if ax.xaxis.get_ticklabels() else floor)
+        # Ticks made later (a re-layout) keep the size.
+        ax.tick_params(axis="x", which="both", labelsize=_tick_size(ax.xaxis, floor))
+        ax.tick_params(axis="y", which="both", labelsize=_tick_size(ax.yaxis, floor))
+
+
+def _tick_size(axis: Any, floor: float) -> float:
+    return max([floor] + [float(t.get_fontsize()) for t in axis.get_ticklabels()])
 
 
 def data_lines(ax: matplotlib.axes.Axes) -> list[Any]:
