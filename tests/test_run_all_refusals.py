@@ -176,3 +176,11 @@ def test_a_settings_class_the_stdlib_cannot_import_is_left_to_the_environment():
     with pytest.raises(UsageError, match="01_x: host_devices=0 is not allowed"):
         check.run(PROJECT_ROOT, [{**bad, "injected": {"host_devices": 0}}], "auto")
     assert check.run(PROJECT_ROOT, [bad], "auto") == []
+
+
+def test_the_usage_text_states_each_limit():
+    from runall.options import USAGE
+
+    for option, limit in LIMITS.items():
+        line = USAGE[USAGE.index(option) : USAGE.index("\n  --", USAGE.index(option))]
+        assert f"1 to {limit}" in line, (option, line)

@@ -27,10 +27,12 @@ Options for a study run:
   --only LIST                 comma-separated notebook numbers or names (01,02)
   --versions                  also run 03 (builds one venv per Equinox release)
   --output-root DIR           where results/ and figures/ go (default: here)
-  --timeout SECONDS           per-cell timeout (default 1800)
-  --host-devices N            forced CPU devices (default 8, like a TPU v3-8)
+  --timeout SECONDS           per-cell timeout (default 1800; 1 to 10000000)
+  --host-devices N            forced CPU devices (default 8, like a TPU v3-8;
+                              1 to 4096)
   --processes N               local processes for notebooks that declare
-                              `processes` (06); default: the notebook's own
+                              `processes` (06; 1 to 1024); default: the
+                              notebook's own
   -p NAME VALUE               set a notebook parameter (a Python literal) in
                               the selected notebooks that declare NAME
   --python PATH               run inside an existing Python environment (its
