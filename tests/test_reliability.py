@@ -164,7 +164,7 @@ def staging_leftovers(root: Path) -> list[str]:
 
 # ---- bad input: refused before any work or write ------------------------------------------
 
-NEEDS = "needs a value"
+NEEDS = "is missing its value"
 BAD_FLAGS = [
     (["--backend"], NEEDS),
     (["--backend", ""], "--backend '' is not one of auto, cpu, gpu, tpu"),
@@ -197,7 +197,7 @@ BAD_FLAGS = [
     (["--processes", "-3"], "--processes '-3' is not a positive integer"),
     (["--processes", "4", "--only", "01"], "no selected notebook takes 'processes'"),
     (["-p"], NEEDS),
-    (["-p", "repeats"], "-p repeats needs a value"),
+    (["-p", "repeats"], "-p repeats is missing its value: -p repeats VALUE"),
     (["-p", "", "3"], "-p '' is not a parameter name"),
     (["-p", "quick", "True"], "-p quick: use --quick instead"),
     (["-p", "nosuch", "1"], "no selected notebook declares 'nosuch'"),

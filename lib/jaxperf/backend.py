@@ -65,6 +65,42 @@ def _auto_platforms(dev: Path = Path("/dev")) -> str | None:
     return "cpu"
 
 
+# Device nodes (and tools) that show an accelerator is attached, read with the standard library
+# only (run_all.sh refuses a missing backend with them before any environment exists).
+_GPU_NODES = ("nvidia[0-9]*", "kfd", "dxg")  # NVIDIA, AMD ROCm, WSL2's GPU
+_GPU_TOOLS = ("nvidia-smi", "rocm-smi")
+_TPU_NODES = ("accel*", "vfio")
+
+
+def hardware(dev: Path = Path("/dev")) -> dict[str, str | None]:
+    """For each study backend, what shows it is attached (a device node or a driver tool), or
+    None where nothing does. Standard library only; imports no JAX. ``"cpu"`` is always present.
+    A None is definite (no GPU, no TPU here); a sign is not a promise that JAX can use it."""
+    import shutil
+
+    def first(patterns: tuple[str, ...]) -> str | None:
+        for pattern in patterns:
+            for node in sorted(dev.glob(pattern)):
+                return str(node)
+        return None
+
+    gpu = first(_GPU_NODES) or next((t for t in _GPU_TOOLS if shutil.which(t)), None)
+    return {"cpu": "always", "gpu": gpu, "tpu": first(_TPU_NODES)}
+
+
+def missing(backend: str, dev: Path = Path("/dev")) -> str | None:
+    """Why ``backend`` is certainly not present here (naming what is), or None when it may be."""
+    check_choice("backend", backend, BACKENDS)
+    found = hardware(dev)
+    if backend == "auto" or found.get(backend):
+        return None
+    what = {
+        "gpu": "no GPU was found (no /dev/nvidia*, /dev/kfd or /dev/dxg, no nvidia-smi or rocm-smi)",
+        "tpu": "no TPU was found (no /dev/accel* or /dev/vfio)",
+    }[backend]
+    return f"{what}; available here: {', '.join(b for b, sign in found.items() if sign)}"
+
+
 def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
     """Select ``backend`` and, on CPU, force ``host_devices`` devices.
 
@@ -85,9 +121,11 @@ def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
         jax.config.update("jax_num_cpu_devices", host_devices)
     try:
         devices = jax.devices()
-    except RuntimeError as err:
+    except Exception as err:  # RuntimeError, or a bare AssertionError from JAX's backend set-up
+        why = missing(backend) if backend != "auto" else None
+        reason = why or f"JAX could not start it: {type(err).__name__}: {err}".rstrip(": ")
         raise BackendUnavailableError(
-            f"backend={backend!r} is not available on this machine ({err}); "
+            f"backend={backend!r} is not available on this machine: {reason}; "
             "it is reported as not measured, never simulated."
         ) from err
     actual = jax.default_backend()

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar, Self
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from .errors import bad_value, check_choice, check_int
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BACKENDS = ("auto", "cpu", "gpu", "tpu")
 
@@ -77,6 +78,8 @@ class StudySettings:
     @classmethod
     def presets(cls) -> pd.DataFrame:
         """Full-run defaults beside the quick preset, one row per field that quick mode changes."""
+        import pandas as pd  # here, not at the top: the options check builds settings with the stdlib only
+
         defaults = {f.name: _default(f) for f in dataclasses.fields(cls)}
         rows = [
             {"parameter": name, "full": defaults[name], "quick": value} for name, value in cls.QUICK.items()

@@ -19,23 +19,13 @@ by their median and interquartile range.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .errors import check_int
-
-
-@dataclass
-class Clock:
-    """Wall and thread-CPU clocks; tests substitute a fake one."""
-
-    wall: Callable[[], float] = time.perf_counter
-    cpu: Callable[[], float] = time.thread_time
+from .timing_config import Clock, TimingConfig
 
 
 def block(tree: Any) -> Any:
@@ -43,20 +33,6 @@ def block(tree: Any) -> Any:
     import jax
 
     return jax.block_until_ready(tree)
-
-
-@dataclass
-class TimingConfig:
-    warmup: int = 3
-    repeats: int = 7
-    number: int = 20  # calls per repeat
-    dispatch_only: bool = True
-    clock: Clock = field(default_factory=Clock)
-
-    def __post_init__(self) -> None:
-        check_int("warmup", self.warmup, minimum=0)
-        check_int("repeats", self.repeats, minimum=1)
-        check_int("number", self.number, minimum=1)
 
 
 def _blocked_batch(fn: Callable[[], Any], number: int, clock: Clock, sync) -> tuple[float, float]:

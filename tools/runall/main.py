@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import execute, notebooks, publish, pyenv
+from . import check, execute, notebooks, publish, pyenv
 from .options import USAGE, Options, UsageError, parse, resolve_root
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -39,10 +39,14 @@ def _backend(python: str, opts: Options) -> str:
     )
     if proc.returncode != 0:
         reason = (proc.stderr.strip().splitlines() or ["no reason given"])[-1]
-        warn(f"run_all.sh: backend '{opts.backend}' is not available here: {reason}")
-        warn("run_all.sh: nothing was run; that backend is reported as not measured.")
+        _backend_missing(f"backend '{opts.backend}' is not available here: {reason}")
         raise SystemExit(4)
     return proc.stdout.strip().splitlines()[-1]
+
+
+def _backend_missing(message: str) -> None:
+    warn(f"run_all.sh: {message}")
+    warn("run_all.sh: nothing was run; that backend is reported as not measured.")
 
 
 def _papermill(python: str, nb: notebooks.Notebook, executed: Path, params: dict, opts: Options) -> list[str]:
@@ -56,21 +60,33 @@ def _papermill(python: str, nb: notebooks.Notebook, executed: Path, params: dict
     return cmd
 
 
-def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path]:
-    """Everything that can be refused is refused here, before any work."""
+def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path, set[str]]:
+    """Everything that can be refused is refused here, before any work and any write: the
+    options, each notebook's settings object built from what it will be given (with this
+    stdlib-only Python: no lock, output root or environment is needed for it), the backend's
+    device, then the output root (created last, when everything else passed). Returns the
+    notebooks whose settings could only be checked inside the environment."""
     nb_dir = Path(os.environ.get("JAXPERF_NOTEBOOKS_DIR") or PROJECT / "notebooks")
     selected = notebooks.select(notebooks.discover(nb_dir), opts)
     if not selected:
         raise UsageError(f"no notebook to run in {nb_dir}")
     notebooks.check_params(selected, opts)
     python = pyenv.check_python(opts.python) if opts.python else ""
+    unchecked = check.run(PROJECT, _settings_checks(selected, opts), opts.backend)
+    for nb in unchecked:
+        why = f"its settings need more than the standard library ({nb['why']})"
+        warn(f"run_all.sh: warning: {nb['name']}: {why}; they are checked after the set-up")
     root = publish.check_root(resolve_root(opts, PROJECT))
-    return python, selected, root
+    return python, selected, root, {nb["name"] for nb in unchecked}
 
 
 def run(argv: list[str]) -> int:
     opts = parse(argv)
-    python, selected, root = _prepare(opts)
+    try:
+        python, selected, root, unchecked = _prepare(opts)
+    except check.BackendMissing as err:
+        _backend_missing(str(err))
+        return 4
     command = "./run_all.sh " + shlex.join(argv)
     lock = publish.RootLock(root, command)
     try:
@@ -81,13 +97,13 @@ def run(argv: list[str]) -> int:
     try:
         publish.recover(root, say)
         publish.clean_stale(root, say=say)
-        return _run_locked(opts, python, selected, root)
+        return _run_locked(opts, python, selected, root, unchecked)
     finally:
         lock.release()
 
 
 def _settings_checks(selected: list[notebooks.Notebook], opts: Options) -> list[dict]:
-    """What preflight needs to build each notebook's settings object."""
+    """What the settings check needs to build each notebook's settings object."""
     return [
         {
             "name": nb.name,
@@ -101,7 +117,9 @@ def _settings_checks(selected: list[notebooks.Notebook], opts: Options) -> list[
     ]
 
 
-def _run_locked(opts: Options, python: str, selected: list[notebooks.Notebook], root: Path) -> int:
+def _run_locked(
+    opts: Options, python: str, selected: list[notebooks.Notebook], root: Path, unchecked: set[str]
+) -> int:
     try:
         if python:
             pyenv.prepare_external(python, PROJECT, say)
@@ -111,7 +129,10 @@ def _run_locked(opts: Options, python: str, selected: list[notebooks.Notebook], 
         warn(f"run_all.sh: {err}")
         return 3
     differ = pyenv.pin_report(python, PROJECT)
-    pyenv.preflight(python, _settings_checks(selected, opts))
+    # Only a notebook whose settings the stdlib check could not import (none of the project's:
+    # tests/test_settings_stdlib.py; a notebook of JAXPERF_NOTEBOOKS_DIR or one added later may)
+    # is checked here, in the environment, after the set-up and before anything runs.
+    pyenv.preflight(python, [c for c in _settings_checks(selected, opts) if c["name"] in unchecked])
     backend = _backend(python, opts)
     say(f"run_all.sh: backend={backend} quick={opts.quick} output root={root} python={python}")
     say(f"run_all.sh: notebooks: {' '.join(nb.name for nb in selected)}")

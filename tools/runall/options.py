@@ -27,10 +27,12 @@ Options for a study run:
   --only LIST                 comma-separated notebook numbers or names (01,02)
   --versions                  also run 03 (builds one venv per Equinox release)
   --output-root DIR           where results/ and figures/ go (default: here)
-  --timeout SECONDS           per-cell timeout (default 1800)
-  --host-devices N            forced CPU devices (default 8, like a TPU v3-8)
+  --timeout SECONDS           per-cell timeout (default 1800; 1 to 10000000)
+  --host-devices N            forced CPU devices (default 8, like a TPU v3-8;
+                              1 to 4096)
   --processes N               local processes for notebooks that declare
-                              `processes` (06); default: the notebook's own
+                              `processes` (06; 1 to 1024); default: the
+                              notebook's own
   -p NAME VALUE               set a notebook parameter (a Python literal) in
                               the selected notebooks that declare NAME
   --python PATH               run inside an existing Python environment (its
@@ -58,6 +60,24 @@ RESERVED = {
 
 
 _FLAGS = ("--quick", "--versions", "--wait")
+# Options that take a value, with what the value is (for "is missing its value").
+_VALUED = {
+    "--backend": "auto|cpu|gpu|tpu",
+    "--only": "LIST",
+    "--output-root": "DIR",
+    "--timeout": "SECONDS",
+    "--host-devices": "N",
+    "--processes": "N",
+    "--python": "PATH",
+    "-p": "NAME VALUE",
+}
+# The largest value each integer option takes.
+LIMITS = {"--timeout": 10**7, "--host-devices": 4096, "--processes": 1024}
+
+
+def _is_option(arg: str) -> bool:
+    """Whether ``arg`` is one of run_all.sh's options (``--name=value`` included)."""
+    return arg.split("=", 1)[0] in (*_FLAGS, *_VALUED, "-h", "--help")
 
 
 class UsageError(Exception):
@@ -80,11 +100,14 @@ class Options:
 
 
 def _positive_int(option: str, value: str, what: str) -> int:
-    text = value.strip()
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"{option} '{value}' is not a positive integer ({what})")
-    if int(text) > 10**7:
-        raise UsageError(f"{option} '{value}' is out of range ({what}, at most 10000000)")
+    """``value`` as an integer from 1 to ``LIMITS[option]``, written in ASCII digits (``str.isdigit``
+    also accepts '²' or '٣', which ``int`` refuses or reads as another number)."""
+    text, limit = value.strip(), LIMITS[option]
+    allowed = f"{what}: an integer from 1 to {limit}"
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise UsageError(f"{option} '{value}' is not a positive integer ({allowed})")
+    if int(text) > limit:
+        raise UsageError(f"{option} '{value}' is out of range ({allowed})")
     return int(text)
 
 
@@ -106,9 +129,17 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
     opts = Options(python=env.get("JAXPERF_PYTHON") or None)
     args = list(argv)
 
-    def value(option: str) -> str:
-        if not args or (args[0].startswith("--") and args[0] != "--"):
-            raise UsageError(f"{option} needs a value")
+    def value(option: str, shown: str | None = None) -> str:
+        """The next argument as ``option``'s value; refused when there is none or it is an option
+        (``-p repeats --output-root R``: the value was forgotten, not ``--output-root``)."""
+        shown = shown or option
+        what = _VALUED.get(option, "VALUE") if shown == option else "VALUE"
+        if not args:
+            raise UsageError(f"{shown} is missing its value: {shown} {what}")
+        if _is_option(args[0]) or (args[0].startswith("--") and args[0] != "--"):
+            raise UsageError(
+                f"{shown} is missing its value: {shown} {what} (the next argument, '{args[0]}', is an option)"
+            )
         return args.pop(0)
 
     while args:
@@ -140,13 +171,13 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
             opts.processes = _positive_int(arg, value(arg), "local processes")
         elif arg == "-p":
             name = value(arg)
-            if not args:
-                raise UsageError(f"-p {name} needs a value: -p NAME VALUE")
-            if not name.isidentifier():
-                raise UsageError(f"-p '{name}' is not a parameter name")
+            if not name.isidentifier() or not name.isascii():
+                raise UsageError(
+                    f"-p '{name}' is not a parameter name (a notebook's parameter, e.g. repeats)"
+                )
             if name in RESERVED:
                 raise UsageError(f"-p {name}: use {RESERVED[name]} instead")
-            opts.params.append((name, args.pop(0)))
+            opts.params.append((name, value(arg, f"-p {name}")))
         elif arg == "--python":
             opts.python = value(arg)
             if not opts.python.strip():
@@ -154,7 +185,7 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
         elif arg == "--wait":
             opts.wait = True
         else:
-            raise UsageError(f"unknown option '{arg}'")
+            raise UsageError(f"unknown option '{arg}' (the options are listed below)")
     return opts
 
 

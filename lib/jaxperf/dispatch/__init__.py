@@ -18,13 +18,64 @@ One module per concern:
 - :mod:`~jaxperf.dispatch.settings`: :class:`DispatchSettings`, notebook 01's parameters.
 """
 
-from ..fixes.cached_pmap import CachedFilterPmap, cached_filter_pmap, fallback_counts
-from ..fixes.packed import Layout, PackedState, packed_jit, packed_pmap, state_step
-from .methods import BASELINE, FAST_PATHS, FIX, METHODS, SLOW, Runner, build_runner, on_params, variant_name
-from .models import ModelSpec, count_leaves
-from .settings import DispatchSettings
-from .steps import AXIS, STEPS, get_step, make_train_step, noop_step
-from .sweep import SweepResult, add_derived, check_runners, same_result
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from ..fixes.cached_pmap import CachedFilterPmap, cached_filter_pmap, fallback_counts
+    from ..fixes.packed import Layout, PackedState, packed_jit, packed_pmap, state_step
+    from .methods import (
+        BASELINE,
+        FAST_PATHS,
+        FIX,
+        METHODS,
+        SLOW,
+        Runner,
+        build_runner,
+        on_params,
+        variant_name,
+    )
+    from .models import ModelSpec, count_leaves
+    from .settings import DispatchSettings
+    from .steps import AXIS, STEPS, get_step, make_train_step, noop_step
+    from .sweep import SweepResult, add_derived, check_runners, same_result
+
+# Loaded on first use: importing this package (or its settings) imports no JAX.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "CachedFilterPmap": ("..fixes.cached_pmap", "CachedFilterPmap"),
+        "cached_filter_pmap": ("..fixes.cached_pmap", "cached_filter_pmap"),
+        "fallback_counts": ("..fixes.cached_pmap", "fallback_counts"),
+        "Layout": ("..fixes.packed", "Layout"),
+        "PackedState": ("..fixes.packed", "PackedState"),
+        "packed_jit": ("..fixes.packed", "packed_jit"),
+        "packed_pmap": ("..fixes.packed", "packed_pmap"),
+        "state_step": ("..fixes.packed", "state_step"),
+        "BASELINE": (".methods", "BASELINE"),
+        "FAST_PATHS": (".methods", "FAST_PATHS"),
+        "FIX": (".methods", "FIX"),
+        "METHODS": (".methods", "METHODS"),
+        "SLOW": (".methods", "SLOW"),
+        "Runner": (".methods", "Runner"),
+        "build_runner": (".methods", "build_runner"),
+        "on_params": (".methods", "on_params"),
+        "variant_name": (".methods", "variant_name"),
+        "ModelSpec": (".models", "ModelSpec"),
+        "count_leaves": (".models", "count_leaves"),
+        "DispatchSettings": (".settings", "DispatchSettings"),
+        "AXIS": (".steps", "AXIS"),
+        "STEPS": (".steps", "STEPS"),
+        "get_step": (".steps", "get_step"),
+        "make_train_step": (".steps", "make_train_step"),
+        "noop_step": (".steps", "noop_step"),
+        "SweepResult": (".sweep", "SweepResult"),
+        "add_derived": (".sweep", "add_derived"),
+        "check_runners": (".sweep", "check_runners"),
+        "same_result": (".sweep", "same_result"),
+    },
+)
 
 __all__ = [
     "AXIS",

@@ -15,7 +15,7 @@ every array (``eqx.filter_pmap(donate="all")``) offer it too, and XLA leaves it
 alone because no output can reuse its buffer.
 
 A method is one entry of ``_TABLE`` (its label and its builder); :data:`METHODS`
-(id -> label) is read from it.
+(id -> label) comes from :mod:`.vocab` (standard library only, for the settings check).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from ..fixes.cached_jit import cached_filter_jit
 from ..fixes.cached_pmap import cached_filter_pmap
 from .runners import Inputs, Runner, canonical_form, on_params, put, variant_name
 from .steps import AXIS, get_step
+from .vocab import BASELINE, FAST_PATHS, FIX, METHODS, SLOW
 
 __all__ = [
     "BASELINE",
@@ -47,10 +48,6 @@ __all__ = [
     "variant_name",
 ]
 
-BASELINE = "pmap_params"
-SLOW = "filter_pmap"
-FIX = "cached_filter_pmap"
-FAST_PATHS = ("packed_pmap", "packed_jit")
 
 # ---------------------------------------------------------------- the builders
 
@@ -210,30 +207,27 @@ def _packed(inputs: Inputs, mapped: bool) -> Runner:
 
 Builder = Callable[[Inputs], Runner]
 
-# One entry per method: id -> (label used in figures and tables, builder).
-_TABLE: dict[str, tuple[str, Builder]] = {
-    "filter_pmap": ("eqx.filter_pmap (whole model)", _filter_pmap),
-    "pmap_params": ("jax.pmap on params (partition once)", _pmap_params),
-    "pmap_static_argnums": ("jax.pmap, static_broadcasted_argnums", _pmap_static_argnums),
-    "cached_filter_pmap": ("jaxperf.cached_filter_pmap (the drop-in fix)", _cached_filter_pmap),
-    "packed_pmap": ("jaxperf.packed_pmap (packed fast path)", lambda inputs: _packed(inputs, mapped=True)),
-    "jit_named_sharding": ("jax.jit + NamedSharding", _jit_named_sharding),
-    "filter_jit_shard": ("eqx.filter_jit + eqx.filter_shard", _filter_jit_shard),
-    "jit_shard_map": ("jax.jit(jax.shard_map)", _jit_shard_map),
-    "packed_jit": (
-        "jaxperf.packed_jit + NamedSharding (packed fast path)",
-        lambda inputs: _packed(inputs, mapped=False),
-    ),
-    "jit_single_device": ("jax.jit on 1 device (floor)", _jit_single_device),
-    "filter_jit": ("eqx.filter_jit on 1 device (whole model)", _filter_jit),
-    "cached_filter_jit": (
-        "jaxperf.cached_filter_jit on 1 device (the drop-in that never blocks)",
-        lambda inputs: _filter_jit(inputs, cached_filter_jit, "cached_filter_jit"),
-    ),
+# One builder per method of vocab.METHODS (whose labels are used in figures and tables).
+_BUILDERS: dict[str, Builder] = {
+    "filter_pmap": _filter_pmap,
+    "pmap_params": _pmap_params,
+    "pmap_static_argnums": _pmap_static_argnums,
+    "cached_filter_pmap": _cached_filter_pmap,
+    "packed_pmap": lambda inputs: _packed(inputs, mapped=True),
+    "jit_named_sharding": _jit_named_sharding,
+    "filter_jit_shard": _filter_jit_shard,
+    "jit_shard_map": _jit_shard_map,
+    "packed_jit": lambda inputs: _packed(inputs, mapped=False),
+    "jit_single_device": _jit_single_device,
+    "filter_jit": _filter_jit,
+    "cached_filter_jit": lambda inputs: _filter_jit(inputs, cached_filter_jit, "cached_filter_jit"),
 }
-
-#: method id -> label used in figures and tables
-METHODS: dict[str, str] = {method: label for method, (label, _) in _TABLE.items()}
+if list(_BUILDERS) != list(METHODS):
+    raise RuntimeError(f"vocab.METHODS {list(METHODS)} and the builders {list(_BUILDERS)} differ")
+# id -> (label used in figures and tables, builder).
+_TABLE: dict[str, tuple[str, Builder]] = {
+    method: (label, _BUILDERS[method]) for method, label in METHODS.items()
+}
 
 
 def build_runner(

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import timing
+from .. import timing_config as timing
 from ..errors import bad_value, check_choice, check_int, check_ints
 from ..settings import StudySettings
-from ..timing import TimingConfig
-from .methods import BASELINE, METHODS
-from .models import ModelSpec
-from .steps import STEPS
+from ..timing_config import TimingConfig
+from .vocab import BASELINE, METHODS, STEPS
+
+if TYPE_CHECKING:
+    from .models import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class DispatchSettings(StudySettings):
     @property
     def specs(self) -> list[ModelSpec]:
         """The models to sweep: the MLP depths, then the transformers."""
+        from .models import ModelSpec  # here: the settings check runs with the standard library only
+
         mlps = [ModelSpec("mlp", d) for d in self.mlp_depths]
         return mlps + [ModelSpec("transformer", n) for n in self.transformer_layers]
 
@@ -75,6 +78,8 @@ class DispatchSettings(StudySettings):
     def breakdown_specs(self) -> list[ModelSpec]:
         """The models whose filter_pmap call is split into stages: the smallest and largest MLP,
         and the first transformer."""
+        from .models import ModelSpec
+
         depths = sorted({min(self.mlp_depths), max(self.mlp_depths)})
         return [ModelSpec("mlp", d) for d in depths] + [
             ModelSpec("transformer", n) for n in self.transformer_layers[:1]

@@ -21,10 +21,8 @@ import jax.numpy as jnp
 
 from ..errors import check_choice
 from .models import adam_update
-
-STEPS = ("noop", "train")
-#: the axis name every mapped method uses
-AXIS = "devices"
+from .vocab import AXIS as AXIS
+from .vocab import STEPS
 
 Step = Callable[[Any, jax.Array, Any], tuple[Any, Any, Any]]
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..errors import bad_value, check_choice, check_int, check_ints
-from ..jax20909 import mosaic_gpu_kernel, vocab
+from ..jax20909 import mosaic_gpu_rules, vocab
 from ..settings import StudySettings
 
 # Run order: the reporter's own harness first (the seed-format GPU column), then his kernel
@@ -164,7 +164,7 @@ class GpuSettings(StudySettings):
                     "mosaic_gpu_Ts[...]", T, f"a multiple of {vocab.SEED_PROGRAM_ROWS} (a program's block)"
                 )
             for variant in self.mosaic_gpu_variants:
-                mosaic_gpu_kernel.check_divides(*vocab.parse_variant(variant), T)
+                mosaic_gpu_rules.check_divides(*vocab.parse_variant(variant), T)
         for name in ("unrolls", "seed_Ts", "attention_Ts", "harness_Ts", "compile_Ts", "mlp_depths"):
             check_ints(name, getattr(self, name))
         if self.transformer_layers:
@@ -196,7 +196,7 @@ class GpuSettings(StudySettings):
     @property
     def seed_loop(self) -> Any:
         """The seed's loop as :class:`jaxperf.dispatch.runahead.seed_loop.LoopConfig` (the train step)."""
-        from ..dispatch.runahead.seed_loop import LoopConfig
+        from ..dispatch.runahead.config import LoopConfig
 
         try:
             return LoopConfig(

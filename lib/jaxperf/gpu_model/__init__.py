@@ -16,6 +16,19 @@ anybody's measurements. One module per concern:
 - :mod:`.report`, :mod:`.figures`, :mod:`.settings`: the notebook's summary, figure and parameters.
 """
 
-from .registry import MODEL_VERSION
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from .registry import MODEL_VERSION
+
+# Loaded on first use: importing this package (or its settings) imports no JAX.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "MODEL_VERSION": (".registry", "MODEL_VERSION"),
+    },
+)
 
 __all__ = ["MODEL_VERSION"]

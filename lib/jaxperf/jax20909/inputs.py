@@ -7,10 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import check_choice
-from .vocab import KERNELS, SEED_PROGRAM_ROWS
-
-DTYPES = ("float16", "bfloat16", "float32")
-SEED_OUT_ROWS = SEED_PROGRAM_ROWS
+from .vocab import DTYPES, KERNELS, SEED_OUT_ROWS
 
 
 def check_dtype(dtype: Any) -> np.dtype:

@@ -28,24 +28,27 @@ from typing import Any
 import numpy as np
 
 from .. import private_api
-from ..errors import bad_value, check_choice, check_int
+from ..errors import bad_value, check_choice
 from .forms import check_unroll, run_loop
 from .inputs import check_dtype, example_args
-from .vocab import KERNELS, LOOP_FORMS, SEED_PROGRAM_ROWS, SEED_STEP_ROWS, applies
+from .vocab import CARRY_DTYPES as CARRY_DTYPES
+from .vocab import (
+    KERNELS,
+    LOOP_FORMS,
+    SEED_BLOCK_ROWS,
+    SEED_OUT_ROWS,
+    check_carry_dtype,
+    check_variant,
+)
 
 # How the pallas_call is compiled: "default" lets Pallas pick for the platform
 # (Triton on GPU, Mosaic on TPU); the others force a compiler's parameters.
 LOWERINGS = ("default", "triton", "mosaic_gpu", "mosaic_tpu")
-CARRY_DTYPES = ("float32", "input")
-SEED_OUT_ROWS = SEED_PROGRAM_ROWS
-SEED_BLOCK_ROWS = SEED_STEP_ROWS
 
 
 def carry_dtype_of(kernel: str, dtype: Any, carry_dtype: str) -> np.dtype:
     """The carry's (and output's) dtype: float32, or the input's for ``carry_dtype="input"``."""
-    check_choice("carry_dtype", carry_dtype, CARRY_DTYPES)
-    if carry_dtype == "input" and kernel == "attention":
-        raise bad_value("carry_dtype", carry_dtype, "'float32' for kernel='attention'")
+    check_carry_dtype(kernel, carry_dtype)
     return check_dtype(dtype) if carry_dtype == "input" else np.dtype("float32")
 
 
@@ -61,30 +64,11 @@ def check_params(
     block_rows: int = SEED_BLOCK_ROWS,
     out_rows: int = SEED_OUT_ROWS,
 ) -> np.dtype:
-    """Validate a variant; raise ValueError naming the parameter, value and what is allowed."""
+    """Validate a variant (:func:`jaxperf.jax20909.vocab.check_variant`); the input's NumPy dtype."""
     check_choice("kernel", kernel, KERNELS)
     check_choice("loop_form", loop_form, LOOP_FORMS)
-    check_unroll(unroll)
-    if loop_form == "python" and unroll != 1:
-        raise bad_value("unroll", unroll, "1 for loop_form='python' (a Python loop is fully unrolled)")
-    if not applies(kernel, loop_form):
-        raise bad_value(
-            "loop_form", loop_form, f"not a hoisting form for kernel={kernel!r} (no loop invariant)"
-        )
-    for name, value in (
-        ("T", T),
-        ("D", D),
-        ("batch", batch),
-        ("block_rows", block_rows),
-        ("out_rows", out_rows),
-    ):
-        check_int(name, value, minimum=1)
-    if T % block_rows:
-        raise bad_value("T", T, f"a multiple of block_rows={block_rows}")
-    if kernel == "seed" and T % out_rows:
-        raise bad_value(
-            "T", T, f"a multiple of out_rows={out_rows} (the seed's grid has T / out_rows programs)"
-        )
+    unroll = check_unroll(unroll)
+    check_variant(kernel, loop_form, unroll, T=T, D=D, batch=batch, block_rows=block_rows, out_rows=out_rows)
     return check_dtype(dtype)
 
 

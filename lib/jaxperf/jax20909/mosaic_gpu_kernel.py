@@ -25,31 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import bad_value, check_choice
+from ..errors import bad_value
 from .inputs import example_args
-from .kernels import CARRY_DTYPES, SEED_BLOCK_ROWS, SEED_OUT_ROWS, carry_dtype_of, check_params, seed_block
-from .vocab import variant_name
+from .kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS, carry_dtype_of, check_params, seed_block
+from .mosaic_gpu_rules import FORI_UNROLLED, check_divides, divisors
+from .vocab import check_carry_dtype, variant_name
 
-#: Forms whose ``unroll`` Mosaic GPU's ``fori_loop`` lowering applies (and so must divide the steps).
-FORI_UNROLLED = ("fori", "pl_loop")
-
-
-def divisors(n: int) -> list[int]:
-    """The unrolls Mosaic GPU accepts for a loop of ``n`` steps."""
-    return [k for k in range(1, n + 1) if n % k == 0]
-
-
-def check_divides(loop_form: str, unroll: int, T: int) -> None:
-    """Mosaic GPU's unroll rule, before any compile: for ``fori``/``pl_loop`` the unroll must
-    divide the trip count ``T / 64`` (ValueError naming the divisors allowed). Imports no JAX."""
-    steps = T // SEED_BLOCK_ROWS
-    if loop_form in FORI_UNROLLED and steps % unroll:
-        raise bad_value(
-            "unroll",
-            unroll,
-            f"a divisor of the trip count T/{SEED_BLOCK_ROWS}={steps} for loop_form={loop_form!r} on "
-            f"Mosaic GPU (one of {divisors(steps)}), or a hand-unrolled form (any unroll)",
-        )
+__all__ = ["FORI_UNROLLED", "build", "check", "check_divides", "divisors"]
 
 
 def check(
@@ -66,8 +48,9 @@ def check(
     """Validate a variant of the port; the carry's dtype. ValueError names the parameter, the
     value and what is allowed: an unknown form or dtype, ``T`` not a multiple of 128 (the
     block a program copies), or (``check_unroll``) a ``fori``/``pl_loop`` unroll that does not
-    divide the trip count ``T / 64``."""
-    check_choice("carry_dtype", carry_dtype, CARRY_DTYPES)
+    divide the trip count ``T / 64``. (:func:`jaxperf.jax20909.mosaic_gpu_rules.check` is the
+    same check with the standard library only, for dtypes given by name.)"""
+    check_carry_dtype("seed", carry_dtype)
     check_params(
         "seed",
         loop_form,

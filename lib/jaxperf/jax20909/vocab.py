@@ -42,6 +42,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import bad_value, check_choice, check_int
+
 KERNELS = ("seed", "streaming", "attention")
 LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled", "hoisted", "scalar_carry")
 # Forms whose ``unroll`` is a number of body copies per iteration (python is fully unrolled).
@@ -55,6 +57,12 @@ HOISTING_FORMS = ("hoisted", "scalar_carry")
 
 SEED_PROGRAM_ROWS = 128  # the reporter's fwd_blk_i: rows per program, and the carry's rows
 SEED_STEP_ROWS = 64  # the reporter's fwd_blk_j: the loop runs T / 64 steps
+SEED_BLOCK_ROWS = SEED_STEP_ROWS  # rows a loop step reads
+SEED_OUT_ROWS = SEED_PROGRAM_ROWS  # rows a program writes
+#: input dtypes every kernel is built for (the reporter's fp16, TPU's bf16, and fp32)
+DTYPES = ("float16", "bfloat16", "float32")
+#: the carry's dtype: float32, or the input's (the reporter's fp16 carry)
+CARRY_DTYPES = ("float32", "input")
 SEED_N = 16  # the reporter's harness: a lax.scan over 16 fresh batches
 SEED_SIZES = {"batch": 512, "D": 64, "dtype": "float16"}
 
@@ -173,3 +181,56 @@ def facets(n: int, width: float = 5.0, height: float = 3.8) -> tuple[Any, list[A
 
     fig, axes = plt.subplots(1, max(n, 1), figsize=(width * max(n, 1), height), squeeze=False)
     return fig, list(axes[0])
+
+
+def check_dtype_name(dtype: Any) -> None:
+    """A dtype given by name must be one of :data:`DTYPES` (other dtype objects are checked where
+    the kernel is built, by :func:`jaxperf.jax20909.inputs.check_dtype`)."""
+    if isinstance(dtype, str):
+        check_choice("dtype", dtype, DTYPES)
+
+
+def check_carry_dtype(kernel: str, carry_dtype: str) -> None:
+    """``carry_dtype`` is one of :data:`CARRY_DTYPES`; ``"input"`` is refused for attention."""
+    check_choice("carry_dtype", carry_dtype, CARRY_DTYPES)
+    if carry_dtype == "input" and kernel == "attention":
+        raise bad_value("carry_dtype", carry_dtype, "'float32' for kernel='attention'")
+
+
+def check_variant(
+    kernel: str,
+    loop_form: str,
+    unroll: int,
+    *,
+    T: int,
+    D: int,
+    batch: int,
+    block_rows: int = SEED_BLOCK_ROWS,
+    out_rows: int = SEED_OUT_ROWS,
+) -> None:
+    """Validate a variant's names and sizes (standard library only); raise ValueError naming the
+    parameter, value and what is allowed. :func:`jaxperf.jax20909.kernels.check_params` is this
+    plus the input's dtype (:func:`check_dtype_name` checks one given by name)."""
+    check_choice("kernel", kernel, KERNELS)
+    check_choice("loop_form", loop_form, LOOP_FORMS)
+    check_int("unroll", unroll, minimum=1)
+    if loop_form == "python" and unroll != 1:
+        raise bad_value("unroll", unroll, "1 for loop_form='python' (a Python loop is fully unrolled)")
+    if not applies(kernel, loop_form):
+        raise bad_value(
+            "loop_form", loop_form, f"not a hoisting form for kernel={kernel!r} (no loop invariant)"
+        )
+    for name, value in (
+        ("T", T),
+        ("D", D),
+        ("batch", batch),
+        ("block_rows", block_rows),
+        ("out_rows", out_rows),
+    ):
+        check_int(name, value, minimum=1)
+    if T % block_rows:
+        raise bad_value("T", T, f"a multiple of block_rows={block_rows}")
+    if kernel == "seed" and T % out_rows:
+        raise bad_value(
+            "T", T, f"a multiple of out_rows={out_rows} (the seed's grid has T / out_rows programs)"
+        )

@@ -13,8 +13,15 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..errors import bad_value, check_choice, check_int, check_ints
-from ..jax20909.inputs import DTYPES
-from ..jax20909.vocab import KERNELS, LOOP_FORMS, SEED_N, SEED_PROGRAM_ROWS, SEED_STEP_ROWS, parse_variant
+from ..jax20909.vocab import (
+    DTYPES,
+    KERNELS,
+    LOOP_FORMS,
+    SEED_N,
+    SEED_PROGRAM_ROWS,
+    SEED_STEP_ROWS,
+    parse_variant,
+)
 from ..settings import StudySettings
 
 DEFAULT_DTYPE = {

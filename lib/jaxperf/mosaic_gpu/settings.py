@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..errors import bad_value, check_choice, check_int, check_ints
-from ..jax20909 import mosaic_gpu_kernel, vocab
+from ..jax20909 import mosaic_gpu_rules, vocab
 from ..settings import StudySettings
 
 REPORTER_SIZES = tuple(row[0] for row in vocab.SEED_ROWS)
@@ -92,7 +92,7 @@ class MosaicGpuSettings(StudySettings):
         for name in ("sizes", "interpret_Ts", "mechanism_sizes"):
             Ts = tuple(check_ints(name, getattr(self, name)))
             for T in Ts:
-                mosaic_gpu_kernel.check(
+                mosaic_gpu_rules.check(
                     "fori", 1, T=T, D=self.D, dtype=self.dtype, carry_dtype=self.carry_dtype
                 )
             object.__setattr__(self, name, Ts)
@@ -103,7 +103,7 @@ class MosaicGpuSettings(StudySettings):
             for variant in getattr(self, name):
                 form, unroll = vocab.parse_variant(variant)
                 for T in Ts:  # e.g. "fori u=4" needs 4 to divide every T/64 it is compiled at
-                    mosaic_gpu_kernel.check(form, unroll, T=T, D=self.D, dtype=self.dtype)
+                    mosaic_gpu_rules.check(form, unroll, T=T, D=self.D, dtype=self.dtype)
         for name in (
             "interpret_budget_s",
             "lowering_budget_s",

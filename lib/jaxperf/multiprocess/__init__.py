@@ -12,5 +12,20 @@ count, results gathered), ``report`` (grouped per model) with ``bug_report``
 the dispatch study's transformer).
 """
 
-from . import launch
-from .launch import LaunchError, LaunchResult
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from . import launch
+    from .launch import LaunchError, LaunchResult
+
+# Loaded on first use: importing this package (or its settings) imports no JAX.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "launch": (".launch", None),
+        "LaunchError": (".launch", "LaunchError"),
+        "LaunchResult": (".launch", "LaunchResult"),
+    },
+)

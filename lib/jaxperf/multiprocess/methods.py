@@ -39,23 +39,8 @@ from ..dispatch.steps import AXIS, make_train_step, noop_step
 from ..errors import check_choice
 from ..fixes.cached_pmap import cached_filter_pmap
 from . import bug
-
-METHODS: dict[str, str] = {
-    "pmap_params": "jax.pmap on params",
-    "filter_pmap": "eqx.filter_pmap (0.13.8 as shipped)",
-    "filter_pmap_fixed": "eqx.filter_pmap, proposed fix patched in",
-    "cached_filter_pmap": "jaxperf.cached_filter_pmap",
-    "packed_pmap": "packed fast path, jax.pmap form",
-    "jit_named_sharding": "jax.jit + NamedSharding (global Mesh)",
-    "packed_jit": "packed fast path, jax.jit + NamedSharding form",
-    "jit_shard_map": "jax.jit(jax.shard_map) (global Mesh)",
-}
-MAPPED = ("pmap_params", "filter_pmap", "filter_pmap_fixed", "cached_filter_pmap", "packed_pmap")
-STEPS = ("noop", "train", "train_local", "allreduce")
-#: the methods that time the collective split (steps train_local and allreduce)
-SPLIT_METHODS = ("pmap_params", "jit_shard_map")
-#: steps whose result is checked against the one-device reference
-CHECKED_STEPS = ("noop", "train", "allreduce")
+from .vocab import CHECKED_STEPS as CHECKED_STEPS
+from .vocab import MAPPED, METHODS, SPLIT_METHODS, STEPS
 
 Canonical = tuple[float, list[np.ndarray]]
 

@@ -6,10 +6,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..dispatch.models import ModelSpec
 from ..errors import bad_value, check_choice, check_int, check_ints
 from ..settings import StudySettings
-from .methods import METHODS, STEPS
+from .vocab import METHODS, STEPS
 
 #: ``allclose`` to the one-device reference after one train step (loss, params, Adam state).
 #: Every method and process agrees bitwise; against one device, the batch mean is summed in
@@ -95,6 +94,10 @@ class MultiprocessSettings(StudySettings):
     @property
     def model_names(self) -> list[str]:
         """The models' names as the records carry them (``mlp_depth4``, ``transformer_2layers``)."""
+        from ..dispatch.models import (
+            ModelSpec,  # here: the settings check runs with the standard library only
+        )
+
         return [ModelSpec(kind=m["kind"], size=m["size"]).name for m in self.models]
 
     def worker_config(self) -> dict[str, Any]:

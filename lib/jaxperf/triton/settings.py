@@ -14,11 +14,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..compilers.triton.toolchain import TARGETS, check_target
+from ..compilers.cuda import TARGETS, check_target
 from ..errors import bad_value, check_choice, check_int, check_ints
 from ..jax20909 import vocab
 from ..settings import StudySettings
-from .sweep import Shape, Variant, check_sizes, plan
+from .plan import Shape, Variant, check_sizes, plan
 
 REPORTER_SIZES = tuple(row[0] for row in vocab.SEED_ROWS)
 CARRY_DTYPES = ("input", "float32")

@@ -25,29 +25,71 @@ made ``eqx.filter_jit`` wait for every call (``bench_runahead.py`` in each, the 
 from :mod:`jaxperf.runs_ahead`).
 """
 
-from . import runahead
-from .bench import (
-    BASELINE,
-    BENCH_SCRIPT,
-    MODELS,
-    VARIANTS,
-    BenchConfig,
-    BenchmarkError,
-    VersionMatrix,
-    documents_table,
-    gather,
-    run_bench,
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from . import runahead
+    from .bench import (
+        BASELINE,
+        BENCH_SCRIPT,
+        MODELS,
+        VARIANTS,
+        BenchConfig,
+        BenchmarkError,
+        VersionMatrix,
+        documents_table,
+        gather,
+        run_bench,
+    )
+    from .envs import (
+        ENVS_DIR,
+        STAMP_NAME,
+        EnvStatus,
+        _stamp,
+        ensure_env,
+        find_python,
+    )  # _stamp: the tests fake a cached env
+    from .figures import plot_overhead_vs_release, plot_runahead_vs_release
+    from .releases import PINS_DIR, Release, available_releases, check_releases, read_pins, release_table
+    from .report import summarize
+    from .settings import VersionsSettings
+    from .tables import EXTRA_MEASURES, display_table, tabulate
+
+# Loaded on first use: importing this package (or its settings) imports no JAX.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "runahead": (".runahead", None),
+        "BASELINE": (".bench", "BASELINE"),
+        "BENCH_SCRIPT": (".bench", "BENCH_SCRIPT"),
+        "MODELS": (".bench", "MODELS"),
+        "VARIANTS": (".bench", "VARIANTS"),
+        "BenchConfig": (".bench", "BenchConfig"),
+        "BenchmarkError": (".bench", "BenchmarkError"),
+        "VersionMatrix": (".bench", "VersionMatrix"),
+        "documents_table": (".bench", "documents_table"),
+        "gather": (".bench", "gather"),
+        "run_bench": (".bench", "run_bench"),
+        "ENVS_DIR": (".envs", "ENVS_DIR"),
+        "STAMP_NAME": (".envs", "STAMP_NAME"),
+        "EnvStatus": (".envs", "EnvStatus"),
+        "_stamp": (".envs", "_stamp"),
+        "ensure_env": (".envs", "ensure_env"),
+        "find_python": (".envs", "find_python"),
+        "plot_overhead_vs_release": (".figures", "plot_overhead_vs_release"),
+        "plot_runahead_vs_release": (".figures", "plot_runahead_vs_release"),
+        "PINS_DIR": (".releases", "PINS_DIR"),
+        "Release": (".releases", "Release"),
+        "available_releases": (".releases", "available_releases"),
+        "check_releases": (".releases", "check_releases"),
+        "read_pins": (".releases", "read_pins"),
+        "release_table": (".releases", "release_table"),
+        "summarize": (".report", "summarize"),
+        "VersionsSettings": (".settings", "VersionsSettings"),
+        "EXTRA_MEASURES": (".tables", "EXTRA_MEASURES"),
+        "display_table": (".tables", "display_table"),
+        "tabulate": (".tables", "tabulate"),
+    },
 )
-from .envs import (
-    ENVS_DIR,
-    STAMP_NAME,
-    EnvStatus,
-    _stamp,
-    ensure_env,
-    find_python,
-)  # _stamp: the tests fake a cached env
-from .figures import plot_overhead_vs_release, plot_runahead_vs_release
-from .releases import PINS_DIR, Release, available_releases, check_releases, read_pins, release_table
-from .report import summarize
-from .settings import VersionsSettings
-from .tables import EXTRA_MEASURES, display_table, tabulate

@@ -8,7 +8,6 @@ release's environment, runs it there and collects the tidy timings.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -20,52 +19,20 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import bad_value, check_int
+from ..errors import check_int
 from ..paths import PROJECT_ROOT, relative
+from .configs import MODELS as MODELS
+from .configs import BenchConfig
 from .envs import ENVS_DIR, EnvStatus, ensure_env
 from .releases import PINS_DIR, available_releases, check_releases
 
 BENCH_SCRIPT = Path(__file__).resolve().parent / "bench_old.py"
 BASELINE = "pmap_params"  # the variant every other one is compared with, per pair
 VARIANTS = ("filter_pmap", "pmap_params", "pmap_cached")
-MODELS = ("mlp", "transformer")
 
 
 class BenchmarkError(RuntimeError):
     """``bench_old.py`` failed in a child interpreter; the message carries its stderr."""
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """What ``bench_old.py`` runs; field names match its command-line flags."""
-
-    models: tuple[str, ...] = MODELS
-    warmup: int = 3
-    repeats: int = 15
-    number: int = 20
-    mlp_width: int = 128
-    mlp_depth: int = 8
-    d_model: int = 64
-    blocks: int = 4
-    heads: int = 4
-    seq_len: int = 16
-    vocab: int = 256
-    batch: int = 2
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            if f.name != "models":
-                check_int(f.name, getattr(self, f.name), minimum=0 if f.name == "warmup" else 1)
-        models = self.models
-        if isinstance(models, str) or not models or any(m not in MODELS for m in models):
-            raise bad_value("models", models, "a non-empty list drawn from " + ", ".join(MODELS))
-
-    def argv(self) -> list[str]:
-        out = []
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            out += ["--" + f.name.replace("_", "-"), ",".join(value) if f.name == "models" else str(value)]
-        return out
 
 
 def run_bench(

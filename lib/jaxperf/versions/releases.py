@@ -13,11 +13,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..errors import bad_value
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PINS_DIR = Path(__file__).resolve().parent / "pins"
 
@@ -112,6 +113,8 @@ def check_releases(
 
 def release_table(releases: Sequence[str], pins_dir: str | os.PathLike = PINS_DIR) -> pd.DataFrame:
     """The pinned versions of each release, with its pin file's first note."""
+    import pandas as pd  # here: the settings check reads the pins with the standard library only
+
     known = available_releases(pins_dir)
     return pd.DataFrame(
         [

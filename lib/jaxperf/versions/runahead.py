@@ -28,31 +28,13 @@ from .. import runs_ahead as rule
 from ..errors import check_int
 from ..paths import PROJECT_ROOT
 from .bench import BenchmarkError
+from .configs import RunaheadConfig
 from .envs import ENVS_DIR, EnvStatus, ensure_env
 from .releases import PINS_DIR, available_releases, check_releases, release_key
 
 SCRIPT = Path(__file__).resolve().parent / "bench_runahead.py"
 PROTOCOL = "jaxperf.versions.bench_runahead/1"
 REFERENCE, SUBJECT = "jax.jit", "eqx.filter_jit"
-
-
-@dataclass(frozen=True)
-class RunaheadConfig:
-    """What ``bench_runahead.py`` runs; field names match its flags."""
-
-    warmup: int = 2
-    repeats: int = 7
-    number: int = 8
-    width: int = 512
-    layers: int = 4
-    batch: int = 512
-
-    def __post_init__(self) -> None:
-        for name, value in vars(self).items():
-            check_int(name, value, minimum=0 if name == "warmup" else 1)
-
-    def argv(self) -> list[str]:
-        return [a for name, value in vars(self).items() for a in (f"--{name}", str(value))]
 
 
 def run_child(

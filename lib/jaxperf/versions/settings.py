@@ -7,9 +7,8 @@ from typing import Any, ClassVar
 
 from ..errors import bad_value, check_int
 from ..settings import StudySettings
-from .bench import BenchConfig
+from .configs import BenchConfig, RunaheadConfig
 from .releases import check_releases
-from .runahead import RunaheadConfig
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,18 +14,54 @@ of this machine. One module per concern:
 The compile study that uses them (notebook 04) is :mod:`jaxperf.triton`.
 """
 
-from .capture import TRITON_CUSTOM_CALL, CapturedModule, DoesNotLower, capture, cuda_export, raise_site
-from .compile import STAGES, CompileResult, compile_ttir
-from .sass import CATEGORIES, SassStats, disassemble, ptx_instructions, sass_stats
-from .toolchain import (
-    DEFAULT_TARGET,
-    NOT_INSTALLED,
-    REPORTER_TARGET,
-    TARGETS,
-    TritonStatus,
-    TritonUnavailableError,
-    check_target,
-    label,
-    require,
-    status,
+from typing import TYPE_CHECKING
+
+from ..._lazy import exports
+
+if TYPE_CHECKING:
+    from .capture import TRITON_CUSTOM_CALL, CapturedModule, DoesNotLower, capture, cuda_export, raise_site
+    from .compile import STAGES, CompileResult, compile_ttir
+    from .sass import CATEGORIES, SassStats, disassemble, ptx_instructions, sass_stats
+    from .toolchain import (
+        DEFAULT_TARGET,
+        NOT_INSTALLED,
+        REPORTER_TARGET,
+        TARGETS,
+        TritonStatus,
+        TritonUnavailableError,
+        check_target,
+        label,
+        require,
+        status,
+    )
+
+# Loaded on first use: importing this package (or its settings) imports no JAX.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "TRITON_CUSTOM_CALL": (".capture", "TRITON_CUSTOM_CALL"),
+        "CapturedModule": (".capture", "CapturedModule"),
+        "DoesNotLower": (".capture", "DoesNotLower"),
+        "capture": (".capture", "capture"),
+        "cuda_export": (".capture", "cuda_export"),
+        "raise_site": (".capture", "raise_site"),
+        "STAGES": (".compile", "STAGES"),
+        "CompileResult": (".compile", "CompileResult"),
+        "compile_ttir": (".compile", "compile_ttir"),
+        "CATEGORIES": (".sass", "CATEGORIES"),
+        "SassStats": (".sass", "SassStats"),
+        "disassemble": (".sass", "disassemble"),
+        "ptx_instructions": (".sass", "ptx_instructions"),
+        "sass_stats": (".sass", "sass_stats"),
+        "DEFAULT_TARGET": (".toolchain", "DEFAULT_TARGET"),
+        "NOT_INSTALLED": (".toolchain", "NOT_INSTALLED"),
+        "REPORTER_TARGET": (".toolchain", "REPORTER_TARGET"),
+        "TARGETS": (".toolchain", "TARGETS"),
+        "TritonStatus": (".toolchain", "TritonStatus"),
+        "TritonUnavailableError": (".toolchain", "TritonUnavailableError"),
+        "check_target": (".toolchain", "check_target"),
+        "label": (".toolchain", "label"),
+        "require": (".toolchain", "require"),
+        "status": (".toolchain", "status"),
+    },
 )

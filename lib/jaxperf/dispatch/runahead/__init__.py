@@ -20,10 +20,34 @@ One module per concern:
 The release that made calls wait is measured in notebook 03 (:mod:`jaxperf.versions.runahead`).
 """
 
-from ... import runs_ahead as verdict
-from . import figures, issue, loop_analysis, probe, report, repro, seed_loop, setups, summary_md
-from .eqx_fix import fixed_filter_jit
-from .settings import RunaheadSettings
+from typing import TYPE_CHECKING
+
+from ..._lazy import exports
+
+if TYPE_CHECKING:
+    from ... import runs_ahead as verdict
+    from . import figures, issue, loop_analysis, probe, report, repro, seed_loop, setups, summary_md
+    from .eqx_fix import fixed_filter_jit
+    from .settings import RunaheadSettings
+
+# Loaded on first use: importing this package (or its settings) imports no JAX.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "verdict": ("...runs_ahead", None),
+        "figures": (".figures", None),
+        "issue": (".issue", None),
+        "loop_analysis": (".loop_analysis", None),
+        "probe": (".probe", None),
+        "report": (".report", None),
+        "repro": (".repro", None),
+        "seed_loop": (".seed_loop", None),
+        "setups": (".setups", None),
+        "summary_md": (".summary_md", None),
+        "fixed_filter_jit": (".eqx_fix", "fixed_filter_jit"),
+        "RunaheadSettings": (".settings", "RunaheadSettings"),
+    },
+)
 
 __all__ = [
     "RunaheadSettings",

@@ -20,26 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import bad_value, check_int
+from .config import check_cost as check_cost
+from .config import check_costs as check_costs
 
 #: elements of the float32 scratch buffer one pass of work runs over (128 KiB: in cache)
 WORK_ELEMENTS = 1 << 15
-
-
-def check_cost(name: str, value: object) -> float:
-    """``value`` as a float if it is a real, finite number >= 0 (seconds, or a fraction of
-    the step's device time); else a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
-        raise bad_value(name, value, "a finite number >= 0")
-    if value < 0:
-        raise bad_value(name, value, "a finite number >= 0")
-    return float(value)
-
-
-def check_costs(name: str, values: object) -> tuple[float, ...]:
-    """A non-empty list of :func:`check_cost` values, each named ``name[i]`` in its error."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
-        raise bad_value(name, values, "a non-empty list of finite numbers >= 0")
-    return tuple(check_cost(f"{name}[{i}]", v) for i, v in enumerate(values))
 
 
 def work(buffer: np.ndarray, passes: int) -> None:

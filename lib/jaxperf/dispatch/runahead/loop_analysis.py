@@ -19,9 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ...timing import iqr_stats
-from .seed_loop import LOADER_ALONE, REFERENCE, SLOW, STEP_ALONE
+from .config import FIX, LOADER_ALONE, REFERENCE, SLOW, STEP_ALONE
 
-FIX = "cached_filter_jit"
 #: the goal's band of loader cost, as a share of the step's device time (H / D)
 GOAL_BAND = (0.3, 1.0)
 GOAL_VS_SLOW = 1.3

@@ -9,13 +9,12 @@ from typing import Any
 import jax
 
 from ...errors import check_choice
-from ..methods import METHODS, Runner, build_filter_jit_like, build_runner
+from ..methods import Runner, build_filter_jit_like, build_runner
 from . import eqx_fix
+from .config import ALL, PATCHED
+from .config import EXTRA as EXTRA
 
-PATCHED = "filter_jit_fixed"
 #: method id -> label, beyond the dispatch study's
-EXTRA: dict[str, str] = {PATCHED: "eqx.filter_jit, proposed change patched in (1 device)"}
-ALL: dict[str, str] = {**METHODS, **EXTRA}
 
 
 def label(method: str) -> str:

@@ -19,57 +19,13 @@ import pandas as pd
 
 from ... import runs_ahead as verdict
 from ... import timing
-from ...errors import bad_value, check_choice, check_int
 from ..methods import Runner, variant_name
-from ..models import ModelSpec
 from ..sweep import same_result, sync
-from .methods import ALL, build
+from .config import ALL as ALL
+from .config import REFERENCE, ProbeConfig
+from .methods import build
 
-REFERENCE = "jit_single_device"
 ATOL = 1e-5
-
-
-@dataclass(frozen=True)
-class ProbeConfig:
-    """The heavy step and how long to time it; ``methods`` x ``donate`` are judged."""
-
-    methods: tuple[str, ...] = tuple(ALL)
-    donate: tuple[bool, ...] = (False, True)
-    depth: int = 2
-    width: int = 512
-    batch_per_device: int = 16
-    warmup: int = 1
-    repeats: int = 5
-    calls: int = 6
-
-    def __post_init__(self) -> None:
-        for name in ("methods", "donate"):
-            if isinstance(getattr(self, name), list):
-                object.__setattr__(self, name, tuple(getattr(self, name)))
-        if isinstance(self.methods, str) or not self.methods:
-            raise bad_value("methods", self.methods, f"a non-empty list drawn from {list(ALL)}")
-        for method in self.methods:
-            check_choice("methods[...]", method, ALL)
-        if REFERENCE not in self.methods:
-            raise bad_value(
-                "methods", list(self.methods), f"a list that includes the reference {REFERENCE!r}"
-            )
-        if not self.donate or any(not isinstance(d, bool) for d in self.donate):
-            raise bad_value("donate", self.donate, "a non-empty list of True/False")
-        for name in ("depth", "width", "batch_per_device", "repeats", "calls"):
-            check_int(name, getattr(self, name), minimum=1)
-        check_int("warmup", self.warmup, minimum=0)
-
-    @property
-    def spec(self) -> ModelSpec:
-        return ModelSpec("mlp", self.depth, width=self.width, batch_per_device=self.batch_per_device)
-
-    @property
-    def timing(self) -> timing.TimingConfig:
-        return timing.TimingConfig(warmup=self.warmup, repeats=self.repeats, number=self.calls)
-
-    def timed_batches(self) -> int:
-        return len(self.methods) * len(self.donate) * self.repeats
 
 
 @dataclass

@@ -28,66 +28,12 @@ import numpy as np
 import pandas as pd
 
 from ... import timing
-from ...errors import bad_value, check_choice, check_int
 from ..methods import Runner
-from ..models import ModelSpec
-from ..steps import STEPS
 from ..sweep import same_result
 from . import loader as loaders
 from . import methods as study_methods
-from .methods import ALL
-
-REFERENCE = "jit_single_device"  # jax.jit on params, one device
-SLOW = "filter_jit"
-STEP_ALONE = "step alone"
-LOADER_ALONE = "loader alone"
-
-
-@dataclass(frozen=True)
-class LoopConfig:
-    """What the seed's loop runs: ``methods`` (:data:`~jaxperf.dispatch.runahead.methods.ALL` ids, with
-    ``jax.jit`` on params among them) on an MLP (``depth``, ``width``, a batch of ``batch``
-    rows) for each of ``steps``, at loader costs ``cost_fractions`` x the train step's device
-    time; ``batches`` loop iterations per timed loop, ``repeats`` interleaved repeats."""
-
-    methods: tuple[str, ...] = (REFERENCE, SLOW)
-    steps: tuple[str, ...] = STEPS
-    cost_fractions: tuple[float, ...] = (0.0, 0.3, 0.6, 1.0, 1.3)
-    depth: int = 3
-    width: int = 512
-    batch: int = 128
-    batches: int = 12
-    repeats: int = 7
-    warmup: int = 2
-    donate: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("methods", "steps", "cost_fractions"):
-            value = getattr(self, name)
-            if isinstance(value, list):
-                object.__setattr__(self, name, tuple(value))
-        if isinstance(self.methods, str) or not self.methods:
-            raise bad_value("methods", self.methods, f"a non-empty list drawn from {list(ALL)}")
-        for method in self.methods:
-            check_choice("methods[...]", method, ALL)
-        if REFERENCE not in self.methods:
-            raise bad_value(
-                "methods", list(self.methods), f"a list that includes the reference {REFERENCE!r}"
-            )
-        if isinstance(self.steps, str) or not self.steps:
-            raise bad_value("steps", self.steps, f"a non-empty list drawn from {list(STEPS)}")
-        for step in self.steps:
-            check_choice("steps[...]", step, STEPS)
-        object.__setattr__(self, "cost_fractions", loaders.check_costs("cost_fractions", self.cost_fractions))
-        for name in ("depth", "width", "batch", "batches", "repeats"):
-            check_int(name, getattr(self, name), minimum=1)
-        check_int("warmup", self.warmup, minimum=0)
-        if not isinstance(self.donate, bool):
-            raise bad_value("donate", self.donate, "True or False")
-
-    @property
-    def spec(self) -> ModelSpec:
-        return ModelSpec("mlp", self.depth, width=self.width, batch_per_device=self.batch)
+from .config import LOADER_ALONE, REFERENCE, STEP_ALONE, LoopConfig
+from .config import SLOW as SLOW
 
 
 @dataclass

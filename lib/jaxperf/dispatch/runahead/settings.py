@@ -8,11 +8,7 @@ from typing import Any, ClassVar
 
 from ...errors import bad_value
 from ...settings import StudySettings
-from .loop_analysis import FIX
-from .methods import ALL, PATCHED
-from .probe import ProbeConfig
-from .seed_loop import REFERENCE, SLOW, LoopConfig
-from .setups import SETUPS, check_setups
+from .config import ALL, FIX, PATCHED, REFERENCE, SETUPS, SLOW, LoopConfig, ProbeConfig, check_setups
 
 # config field -> the notebook parameter that sets it
 _PROBE_NAMES = {

@@ -25,25 +25,11 @@ from typing import Any
 
 import pandas as pd
 
-from ...errors import bad_value
 from ...paths import PROJECT_ROOT
+from .config import SETUPS, check_setups
 from .seed_loop import LoopConfig, LoopResult
 
 PROTOCOL = "jaxperf.dispatch.runahead.seed_loop/1"
-SETUPS: dict[str, tuple[str, ...]] = {
-    "xla_default": (),
-    "xla_single_thread": ("--xla_cpu_multi_thread_eigen=false",),
-}
-
-
-def check_setups(setups: Any) -> tuple[str, ...]:
-    allowed = "a non-empty list drawn from " + ", ".join(SETUPS)
-    if isinstance(setups, str) or not isinstance(setups, (list, tuple)) or not setups:
-        raise bad_value("setups", setups, allowed)
-    for setup in setups:
-        if setup not in SETUPS:
-            raise bad_value("setups", list(setups), allowed + f" ({setup!r} is not one)")
-    return tuple(setups)
 
 
 def xla_flags(setup: str) -> str:

@@ -1,0 +1,162 @@
+"""Every notebook's settings object (and the device run's) builds with the standard library only:
+run_all.sh checks the options with it before the lock, the output root and the environment
+exist. A meta-path finder refuses the heavy packages, so an import that slips back in fails here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from jaxperf.paths import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "tools"))
+
+from runall import notebooks  # noqa: E402
+
+HEAVY = ("jax", "jaxlib", "numpy", "equinox", "pandas", "matplotlib", "tqdm", "seaborn", "triton", "optax")
+
+# In a fresh interpreter: block the heavy packages, run the notebook's own import of its settings
+# class, build it from the notebook's defaults (full and quick) and from a bad value.
+_CHILD = """
+import json, sys
+HEAVY = set(json.loads(sys.argv[2]))
+
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY:
+            raise ImportError(f"the settings check imported {name}")
+        return None
+
+sys.meta_path.insert(0, Blocker())
+sys.path.insert(0, sys.argv[3])
+case = json.loads(sys.argv[1])
+ns = {}
+for line in case["imports"]:
+    exec(line, ns)
+cls = eval(case["cls"], ns)
+out = {}
+for quick in (False, True):
+    out[str(quick)] = cls.from_parameters({**case["params"], "quick": quick}).as_dict()
+try:
+    cls.from_parameters({**case["params"], case["bad"][0]: case["bad"][1]})
+    out["bad"] = None
+except ValueError as err:
+    out["bad"] = str(err)
+out["heavy"] = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
+print(json.dumps(out))
+"""
+
+NOTEBOOKS = [nb for nb in notebooks.discover(PROJECT_ROOT / "notebooks") if nb.settings_class]
+# The device run's settings (tools/device/run_gpu.sh builds them before JAX starts).
+GPU = ("gpu_device_run", ["from jaxperf.gpu.settings import GpuSettings"], "GpuSettings", {})
+
+
+def _bad(params: dict) -> tuple[str, object]:
+    """A value every study refuses: host_devices=0 (the base class checks it)."""
+    return ("host_devices", 0)
+
+
+def _run(imports: list[str], cls: str, params: dict) -> dict:
+    case = {"imports": imports, "cls": cls, "params": params, "bad": _bad(params)}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(case), json.dumps(HEAVY), str(PROJECT_ROOT / "lib")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def test_every_notebook_has_a_settings_class_to_check():
+    names = {nb.number for nb in NOTEBOOKS}
+    every = {nb.number for nb in notebooks.discover(PROJECT_ROOT / "notebooks")}
+    assert names == every, f"notebooks without a settings check: {sorted(every - names)}"
+    assert all(nb.settings_imports for nb in NOTEBOOKS)
+
+
+@pytest.mark.parametrize(
+    ("name", "imports", "cls", "params"),
+    [(nb.name, nb.settings_imports, nb.settings_class, nb.declared) for nb in NOTEBOOKS] + [GPU],
+    ids=[nb.name for nb in NOTEBOOKS] + [GPU[0]],
+)
+def test_settings_build_with_the_standard_library_only(name, imports, cls, params):
+    # The notebook's own defaults, as papermill would inject them (backend "auto": the
+    # device run's default "gpu" is kept where the notebook does not say).
+    params = {k: v for k, v in params.items() if k != "output_root"}
+    out = _run(imports, cls, params)
+    assert out["heavy"] == []
+    assert out["False"]["host_devices"] == params.get("host_devices", out["False"]["host_devices"])
+    assert out["bad"] is not None and "host_devices=0" in out["bad"] and "expected" in out["bad"]
+
+
+def test_the_stdlib_build_equals_the_full_environments():
+    """Same fields, same values, whether built with the standard library only or with JAX
+    and NumPy importable (the vocabulary has one source)."""
+    for nb in NOTEBOOKS:
+        ns: dict = {}
+        for line in nb.settings_imports:
+            exec(line, ns)
+        cls = eval(nb.settings_class, ns)
+        params = {k: v for k, v in nb.declared.items() if k != "output_root"}
+        stdlib = _run(nb.settings_imports, nb.settings_class, params)
+        for quick in (False, True):
+            full = cls.from_parameters({**params, "quick": quick}).as_dict()
+            assert json.loads(json.dumps(full)) == stdlib[str(quick)], nb.name
+
+
+def test_the_heavy_modules_take_their_names_from_the_vocabulary():
+    from jaxperf.dispatch import methods, steps
+    from jaxperf.dispatch import vocab as dvocab
+    from jaxperf.dispatch.runahead import config, loop_analysis, probe, seed_loop, setups
+    from jaxperf.dispatch.runahead import methods as rmethods
+    from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, mosaic_gpu_rules
+    from jaxperf.jax20909 import vocab as jvocab
+    from jaxperf.multiprocess import methods as mmethods
+    from jaxperf.multiprocess import vocab as mvocab
+    from jaxperf.triton import plan, sweep
+    from jaxperf.versions import bench, configs, runahead
+
+    assert methods.METHODS is dvocab.METHODS and list(methods._TABLE) == list(dvocab.METHODS)
+    assert (methods.BASELINE, methods.FIX, methods.SLOW, methods.FAST_PATHS) == (
+        dvocab.BASELINE,
+        dvocab.FIX,
+        dvocab.SLOW,
+        dvocab.FAST_PATHS,
+    )
+    assert steps.STEPS is dvocab.STEPS and steps.AXIS is dvocab.AXIS
+    assert mmethods.METHODS is mvocab.METHODS and mmethods.STEPS is mvocab.STEPS
+    assert rmethods.ALL is config.ALL and rmethods.PATCHED == config.PATCHED
+    assert probe.ProbeConfig is config.ProbeConfig and seed_loop.LoopConfig is config.LoopConfig
+    assert setups.SETUPS is config.SETUPS and loop_analysis.FIX == config.FIX
+    assert inputs.DTYPES is jvocab.DTYPES and kernels.CARRY_DTYPES is jvocab.CARRY_DTYPES
+    assert mosaic_gpu_kernel.check_divides is mosaic_gpu_rules.check_divides
+    assert sweep.Variant is plan.Variant and sweep.check_sizes is plan.check_sizes
+    assert bench.BenchConfig is configs.BenchConfig and runahead.RunaheadConfig is configs.RunaheadConfig
+
+
+@pytest.mark.parametrize(
+    ("kw", "named"),
+    [
+        ({"loop_form": "while"}, "loop_form"),
+        ({"unroll": 0}, "unroll"),
+        ({"unroll": 3, "loop_form": "fori"}, "unroll"),  # 3 does not divide 4096/64
+        ({"T": 100}, "T"),
+        ({"dtype": "float64"}, "dtype"),
+        ({"carry_dtype": "int8"}, "carry_dtype"),
+        ({"loop_form": "python", "unroll": 2}, "unroll"),
+    ],
+)
+def test_the_stdlib_mosaic_gpu_check_refuses_what_the_port_refuses(kw, named):
+    from jaxperf.jax20909 import mosaic_gpu_kernel, mosaic_gpu_rules
+
+    args = {"loop_form": "fori", "unroll": 1, "T": 4096, **kw}
+    form, unroll = args.pop("loop_form"), args.pop("unroll")
+    with pytest.raises(ValueError, match=named) as stdlib:
+        mosaic_gpu_rules.check(form, unroll, **args)
+    with pytest.raises(ValueError, match=named) as port:
+        mosaic_gpu_kernel.check(form, unroll, **args)
+    assert str(stdlib.value) == str(port.value)
