@@ -36,7 +36,7 @@ class PrivateAPIError(ImportError):
 #: package -> (oldest, newest) version the core's private hooks were checked on, both
 #: inclusive; pyproject.toml's dependency ranges say the same (tests/core/test_private_hooks.py)
 CHECKED: dict[str, tuple[str, str]] = {
-    "jax": ("0.4.38", "0.12.0.1"),
+    "jax": ("0.6.0", "0.12.0.1"),
     "equinox": ("0.13.3", "0.13.8"),
 }
 #: the environment variable that turns a version outside :data:`CHECKED` into a warning
