@@ -16,7 +16,7 @@ N = 4
 
 def enable_x64(enabled: bool) -> Any:
     """``jax.enable_x64(enabled)`` where JAX has it; ``jax.experimental.enable_x64``
-    before (the oldest JAX of the core's range, 0.4.38, has only that one)."""
+    where it has not (the oldest JAX of the core's range, 0.6.0, has only that one)."""
     if hasattr(jax, "enable_x64"):
         return jax.enable_x64(enabled)
     from jax.experimental import enable_x64 as experimental_enable_x64
@@ -53,7 +53,7 @@ def outcome(call: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
         return "error", (type(err), str(err))
 
 
-#: how JAX before 0.10 or so prints a tracer inside an error message (jax 0.12 prints none in
+#: how JAX up to 0.9 at least prints a tracer inside an error message (jax 0.12 prints none in
 #: the messages compared here): the one trace-dependent part of a message
 _TRACER_REPRS = re.compile(
     r"Traced<[^\n]*?>with<BatchTrace> with\n\s*val = [^\n]*\n\s*batch_dim = (?:\d+|None)"
