@@ -174,3 +174,15 @@ def test_the_core_alone_passes_its_tests_at_each_end_of_the_range(core_envs, end
         if module and not any(child.tag in ("failure", "error", "skipped") for child in case):
             passed[module] = passed.get(module, 0) + 1
     assert modules and all(passed.get(m, 0) > 0 for m in modules), (modules, passed)
+
+
+def test_a_gpu_run_still_reports_against_the_study_s_exact_versions():
+    """pyproject.toml states the core's ranges; a GPU run's versions report reads the lock's
+    exact jax, jaxlib and equinox for them, and the study extra's packages too."""
+    from jaxperf.gpu import env
+
+    pins, locked = env.pins(), _locked()
+    for name in ("jax", "jaxlib", "equinox"):
+        assert pins[name] == f"=={locked[name]}", (name, pins[name])
+    assert {"pandas", "matplotlib", "papermill", "ipykernel", "numpy"} <= set(pins), pins
+    assert env.versions_report()["differ_from_pins"] == []  # the project's .venv holds them
