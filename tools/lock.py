@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements.lock"
-EXTRAS = ("dev", "triton", "tpu")
+EXTRAS = ("dev", "study", "triton", "tpu")
 
 
 def platform_tag() -> str:

@@ -16,9 +16,10 @@ lock="$root/requirements.lock"
 # Extras from pyproject.toml: "triton" (default: compiles Pallas kernels for NVIDIA
 # targets on a CPU), "tpu" (default: libtpu compiles for TPU v3-v6e on a CPU),
 # "gpu" (jax[cuda13]); comma-separated. JAXPERF_EXTRAS= (empty) installs none of
-# these. "dev" (tests, lint, types, hooks) is always installed.
+# these. "study" (Jupyter, papermill, the plotting stack) and "dev" (tests, lint, types,
+# hooks) are always installed: the package alone (`pip install jaxperf`) is the core only.
 extras="${JAXPERF_EXTRAS-triton,tpu}"
-all_extras="dev${extras:+,$extras}"
+all_extras="dev,study${extras:+,$extras}"
 
 find_python() {
   local cand

@@ -4,15 +4,92 @@ Each hook is a small function that imports the private name at call time, so
 that importing jaxperf never depends on it, and each is pinned by
 ``tests/test_private_api.py``: an upgrade that moves or renames one fails there,
 loudly and by name, instead of deep inside a study.
+
+The hooks the public fixes (the core, ``pip install jaxperf``) use are listed in
+:data:`CORE_HOOKS` with the package they come from, and :data:`CHECKED` holds the oldest
+and newest version of each package they were checked on (``tests/test_core_envs.py`` runs
+the fixes' tests, ``tests/core``, in clean environments at both ends; pyproject.toml
+states the same ranges). A core hook refuses, with a :class:`PrivateAPIError` that names
+the hook, the installed version and the checked range, when the installed version is
+outside that range or the name is missing: at import of the fix that uses it, not as an
+``AttributeError`` deep in a call. ``JAXPERF_UNCHECKED_PRIVATE_API=1`` turns the version
+refusal into a warning (to try a newer JAX or Equinox); a missing name always refuses.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import os
+import re
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
+
+
+class PrivateAPIError(ImportError):
+    """A private JAX or Equinox name that jaxperf's core uses is missing, or the installed
+    version is outside the range the name was checked on."""
+
+
+#: package -> (oldest, newest) version the core's private hooks were checked on, both
+#: inclusive; pyproject.toml's dependency ranges say the same (tests/core/test_private_hooks.py)
+CHECKED: dict[str, tuple[str, str]] = {
+    "jax": ("0.6.0", "0.12.0.1"),
+    "equinox": ("0.13.3", "0.13.8"),
+}
+#: the environment variable that turns a version outside :data:`CHECKED` into a warning
+UNCHECKED_ENV = "JAXPERF_UNCHECKED_PRIVATE_API"
+
+
+def installed_version(package: str) -> str:
+    """The version of ``package`` (``"jax"`` or ``"equinox"``) that Python imports."""
+    return str(importlib.import_module(package).__version__)
+
+
+def release(version: str) -> tuple[int, ...]:
+    """The release numbers a version starts with (``"0.12.0.1"`` -> ``(0, 12, 0, 1)``; a
+    pre-release or dev suffix is dropped: ``"0.13.0.dev20260101"`` -> ``(0, 13, 0)``)."""
+    found = re.match(r"\d+(?:\.\d+)*", version)
+    if found is None:
+        raise PrivateAPIError(f"version={version!r} is not allowed: expected a version such as '0.12.0'.")
+    return tuple(int(part) for part in found.group().split("."))
+
+
+def check_core_hook(hook: tuple[str, ...]) -> Any:
+    """The module of core hook ``hook`` = ``(module, name, ...)`` after checking that its
+    package's installed version is in :data:`CHECKED` and that every name exists."""
+    module_name, *names = hook
+    package = CORE_HOOKS[hook]
+    oldest, newest = CHECKED[package]
+    version = installed_version(package)
+    where = ", ".join(f"{module_name}.{name}" for name in names)
+    checked = f"checked on {package} {oldest} to {newest}"
+    if not release(oldest) <= release(version) <= release(newest):
+        message = (
+            f"jaxperf's core uses the private {package} hook {where}, {checked}; the installed "
+            f"{package} is {version}. Install {package}>={oldest},<={newest} (pyproject.toml's range), "
+            f"or set {UNCHECKED_ENV}=1 to try this {package} anyway."
+        )
+        if os.environ.get(UNCHECKED_ENV, "") not in ("1", "true", "yes"):
+            raise PrivateAPIError(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise PrivateAPIError(
+            f"jaxperf's core uses the private {package} hook {where}, {checked}: {package} {version} "
+            f"has no module {module_name} ({err})."
+        ) from None
+    missing = [name for name in names if not hasattr(module, name)]
+    if missing:
+        raise PrivateAPIError(
+            f"jaxperf's core uses the private {package} hook {where}, {checked}: {package} {version} "
+            f"has no {', '.join(f'{module_name}.{name}' for name in missing)}."
+        )
+    return module
+
 
 # --- shared harness (backend) ---------------------------------------------
 
@@ -43,8 +120,7 @@ JAX_TRACE_CONTEXT = ("jax._src.config", "trace_context")
 def equinox_array_types() -> tuple[type, ...]:
     """The types ``eqx.is_array`` tests for (numpy arrays and scalars, ``jax.Array`` and
     JAX's literal array types), for an inline ``isinstance`` on a hot path."""
-    module, name = EQUINOX_ARRAY_TYPES
-    return tuple(getattr(importlib.import_module(module), name))
+    return tuple(getattr(check_core_hook(EQUINOX_ARRAY_TYPES), EQUINOX_ARRAY_TYPES[1]))
 
 
 def equinox_pmap_stage_helpers() -> dict[str, Callable[..., Any]]:
@@ -57,15 +133,13 @@ def equinox_pmap_stage_helpers() -> dict[str, Callable[..., Any]]:
 def jax_broadcast_prefix() -> Callable[..., list[Any]]:
     """``jax._src.tree_util.broadcast_prefix``: what ``jax.pmap`` itself uses to expand an
     ``in_axes`` prefix to one axis per leaf."""
-    module, name = JAX_BROADCAST_PREFIX
-    return getattr(importlib.import_module(module), name)
+    return getattr(check_core_hook(JAX_BROADCAST_PREFIX), JAX_BROADCAST_PREFIX[1])
 
 
 def jax_trace_context() -> Callable[[], Any]:
     """``jax._src.config.trace_context``: the hashable tuple of every config value that makes
     JAX retrace (x64, default device, matmul precision, ...), as JAX's own caches key on it."""
-    module, name = JAX_TRACE_CONTEXT
-    return getattr(importlib.import_module(module), name)
+    return getattr(check_core_hook(JAX_TRACE_CONTEXT), JAX_TRACE_CONTEXT[1])
 
 
 # --- public fixes: cached_filter_jit, cached_filter_pmap ------------------------
@@ -77,19 +151,34 @@ JAX_TRACEBACK_EXCLUSION = ("jax._src.traceback_util", "register_exclusion")
 EQUINOX_JIT_ERROR = ("equinox._jit", "_on_error_msg", "last_error_info", "_FilterCallback")
 
 
+#: the private hooks the public fixes use -> the package each comes from (its range: CHECKED)
+CORE_HOOKS: dict[tuple[str, ...], str] = {
+    EQUINOX_ARRAY_TYPES: "equinox",
+    JAX_BROADCAST_PREFIX: "jax",
+    JAX_TRACE_CONTEXT: "jax",
+    JAX_TRACEBACK_EXCLUSION: "jax",
+    EQUINOX_JIT_ERROR: "equinox",
+}
+
+
+def check_core_hooks() -> None:
+    """Check every core hook (version and names), as importing the fixes does one by one."""
+    for hook in CORE_HOOKS:
+        check_core_hook(hook)
+
+
 def jax_traceback_exclusion(path: str) -> None:
     """Hide the frames of the file ``path`` from JAX's filtered tracebacks and from the stack
     ``eqx.error_if`` records at trace time, as JAX and Equinox hide their own."""
-    module, name = JAX_TRACEBACK_EXCLUSION
-    getattr(importlib.import_module(module), name)(path)
+    getattr(check_core_hook(JAX_TRACEBACK_EXCLUSION), JAX_TRACEBACK_EXCLUSION[1])(path)
 
 
 def equinox_jit_error_message(jit_id: bytes) -> str | None:
     """The message ``eqx.filter_jit`` raises as ``EquinoxRuntimeError`` for the last failed
     ``eqx.error_if`` (None if none failed), with the stack cut, as Equinox cuts it, at the
     frame whose ``__equinox_jit_id__`` local is ``jit_id``."""
-    module_name, template, info, _ = EQUINOX_JIT_ERROR
-    module = importlib.import_module(module_name)
+    _, template, info, _ = EQUINOX_JIT_ERROR
+    module = check_core_hook(EQUINOX_JIT_ERROR)
     last = getattr(module, info)
     if last is None:
         return None
@@ -106,8 +195,7 @@ def equinox_jit_error_message(jit_id: bytes) -> str | None:
 def equinox_callback_log_filter() -> Any:
     """A fresh ``logging.Filterer`` that drops JAX's "jax.pure_callback failed" record, which
     Equinox installs on ``jax._src.callback``'s logger while a ``filter_jit`` call runs."""
-    module, *_, name = EQUINOX_JIT_ERROR
-    return getattr(importlib.import_module(module), name)()
+    return getattr(check_core_hook(EQUINOX_JIT_ERROR), EQUINOX_JIT_ERROR[-1])()
 
 
 # --- loop study (jax#20909) -----------------------------------------------

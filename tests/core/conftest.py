@@ -3,8 +3,9 @@ where they run alone: ``pytest --confcutdir tests/core tests/core``, as
 tests/test_core_envs.py runs them in clean environments with only ``pip install jaxperf``).
 
 The core tests import only jaxperf's public API (``jaxperf``, ``jaxperf.fixes.*``,
-``jaxperf.errors``), jax, equinox, numpy, pytest and hypothesis. They run on CPU with 8
-devices, forced before JAX starts, as the rest of the suite does.
+``jaxperf.errors``, and ``jaxperf.private_api`` whose checks they test), jax, equinox, numpy
+and pytest. They run on CPU with 8 devices, forced before JAX starts, as the rest of the
+suite does.
 """
 
 from __future__ import annotations

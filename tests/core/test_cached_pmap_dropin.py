@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from dropin_checks import N, assert_same
+from dropin_checks import N, assert_same, enable_x64
 
 import jaxperf
 from jaxperf import cached_filter_pmap
@@ -162,7 +162,7 @@ def test_x64_state_gets_its_own_non_array_outputs():
     x = np.ones((N, 2), np.float32)
     expected, ours = both(fun)
     for x64 in (True, False, True, False):
-        with jax.enable_x64(x64):
+        with enable_x64(x64):
             got, want = ours(x), expected(x)
             assert_same(want, got)
             assert got[1] == (jnp.int64 if x64 else jnp.int32)

@@ -62,6 +62,8 @@ from ._partition import (
 )
 
 private_api.jax_traceback_exclusion(__file__)
+# the Equinox hooks a failed eqx.error_if reads: refused here, by name, if missing
+private_api.check_core_hook(private_api.EQUINOX_JIT_ERROR)
 _sentinel = object()
 _FALLBACKS: collections.Counter[str] = collections.Counter()
 _JaxRuntimeError = jax.errors.JaxRuntimeError

@@ -41,16 +41,25 @@ def _satisfies(version: str, spec: str) -> bool:
 
 
 def pins() -> dict[str, str]:
-    """``{package: specifier}`` of pyproject.toml's runtime dependencies (``{}`` if it is absent)."""
+    """``{package: specifier}`` of pyproject.toml's runtime dependencies and its ``study``
+    extra (``{}`` if it is absent). A bounded range (the core's jax, jaxlib, equinox) reads
+    as the version requirements.lock pins, the one the study runs with; lower bounds stay."""
     try:
         meta = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
     except (OSError, KeyError, tomllib.TOMLDecodeError):
         return {}
+    try:
+        lock = (PROJECT_ROOT / "requirements.lock").read_text().splitlines()
+    except OSError:
+        lock = []
+    locked = dict(line.split("==", 1) for line in lock if "==" in line and not line.startswith("#"))
     out = {}
-    for req in meta.get("dependencies", []):
+    for req in [*meta.get("dependencies", []), *meta.get("optional-dependencies", {}).get("study", [])]:
         match = re.match(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*(.*)$", req)
         if match:
-            out[match.group(1).lower()] = match.group(3).strip()
+            name = match.group(1).lower()
+            spec = match.group(3).strip()
+            out[name] = f"=={locked[name]}" if "<" in spec and name in locked else spec
     return out
 
 
