@@ -33,14 +33,21 @@ class SetupError(Exception):
 
 
 def _pins(project: Path) -> dict[str, str]:
-    """``{name: specifier}`` from pyproject.toml (dependencies and the triton extra)."""
+    """``{name: specifier}`` from pyproject.toml (the core's dependencies, the study and triton
+    extras). A bounded range (the core's jax, jaxlib, equinox) reads as the exact version
+    requirements.lock pins, the one the study runs with; lower bounds stay as written."""
     meta = tomllib.loads((project / "pyproject.toml").read_text())["project"]
-    reqs = list(meta["dependencies"]) + list(meta.get("optional-dependencies", {}).get("triton", []))
+    extras = meta.get("optional-dependencies", {})
+    reqs = list(meta["dependencies"]) + list(extras.get("study", [])) + list(extras.get("triton", []))
+    lock = project / "requirements.lock"
+    lines = lock.read_text().splitlines() if lock.exists() else []
+    locked = dict(line.split("==", 1) for line in lines if "==" in line and not line.startswith("#"))
     pins = {}
     for req in reqs:
         match = re.match(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*(.*)$", req)
         if match:
-            pins[match.group(1).lower()] = match.group(3).strip()
+            name, spec = match.group(1).lower(), match.group(3).strip()
+            pins[name] = f"=={locked[name]}" if "<" in spec and name in locked else spec
     return pins
 
 
