@@ -13,6 +13,10 @@ from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown
 from jaxperf.compilers import triton as tc
+
+# The function, from its module: the package also has a submodule named `capture`, which
+# shadows a lazily exported function of that name once anything has imported it.
+from jaxperf.compilers.triton.capture import capture
 from jaxperf.jax20909 import kernels
 from jaxperf.triton import analysis, figures, report, sections, sweep
 from jaxperf.triton.settings import TritonSettings
@@ -34,7 +38,7 @@ def test_bad_target_is_a_clear_error(bad):
         tc.compile_ttir("module {}", target=bad)
     fn, args = _seed("fori")
     with pytest.raises(ValueError, match="target="):
-        tc.capture(fn, args, target=bad)
+        capture(fn, args, target=bad)
 
 
 def test_absent_triton_is_reported_not_crashed(monkeypatch):
@@ -53,7 +57,7 @@ def test_absent_triton_is_reported_not_crashed(monkeypatch):
     json.dumps(summary)
     # capture needs only JAX: the Triton module is still there to be read
     fn, args = _seed("fori")
-    assert "scf.for" in tc.capture(fn, args).ttir
+    assert "scf.for" in capture(fn, args).ttir
 
 
 @pytest.mark.parametrize(
@@ -61,7 +65,7 @@ def test_absent_triton_is_reported_not_crashed(monkeypatch):
     [("python", 1), ("fori", 1), ("pl_loop", 1), ("hand_unrolled", 2), ("hoisted", 1), ("scalar_carry", 1)],
 )
 def test_capture_gives_the_reporters_grid_for_each_loop_form(loop_form, unroll):
-    captured = tc.capture(*_seed(loop_form, unroll))
+    captured = capture(*_seed(loop_form, unroll))
     assert "tt.func" in captured.ttir and "tt.load" in captured.ttir
     assert captured.grid == (256 // 128, 8, 1) and captured.programs == 16  # T/128 row blocks x batch
     assert ("scf.for" in captured.ttir) == (loop_form != "python")
@@ -70,7 +74,7 @@ def test_capture_gives_the_reporters_grid_for_each_loop_form(loop_form, unroll):
 @pytest.mark.parametrize("loop_form", ["fori", "pl_loop"])
 def test_unroll_above_one_does_not_lower_on_triton(loop_form):
     with pytest.raises(tc.DoesNotLower) as info:
-        tc.capture(*_seed(loop_form, 2))
+        capture(*_seed(loop_form, 2))
     assert isinstance(info.value, NotImplementedError) and "_scan_lowering_rule" in info.value.where
 
 
@@ -79,12 +83,12 @@ def test_capture_rejects_a_function_without_pallas():
     import jax.numpy as jnp
 
     with pytest.raises(ValueError, match="expected exactly one Triton pallas_call"):
-        tc.capture(lambda x: x + 1, [jax.ShapeDtypeStruct((4,), jnp.float32)])
+        capture(lambda x: x + 1, [jax.ShapeDtypeStruct((4,), jnp.float32)])
 
 
 @needs_triton
 def test_compile_keeps_every_stage_and_yields_sass():
-    captured = tc.capture(*_seed("fori"))
+    captured = capture(*_seed("fori"))
     result = tc.compile_ttir(captured.ttir, num_warps=captured.num_warps, num_stages=captured.num_stages)
     assert tuple(result.stage_ms) == tc.STAGES and all(ms > 0 for ms in result.stage_ms.values())
     assert set(result.texts) == {"ttir", "ttgir", "llir", "ptx"} and "ttg." in result.texts["ttgir"]
@@ -104,7 +108,7 @@ def test_the_scalar_carry_compiles_for_sm_90_with_either_carry(carry):
 
 @needs_triton
 def test_compile_for_the_reporters_generation():
-    result = tc.compile_ttir(tc.capture(*_seed("python"), target="sm_86").ttir, target="sm_86")
+    result = tc.compile_ttir(capture(*_seed("python"), target="sm_86").ttir, target="sm_86")
     assert ".target sm_86" in result.ptx and result.sass_stats.instructions > 0
 
 

@@ -34,7 +34,9 @@ def summary(frame: pd.DataFrame, read: list[Read]) -> tuple[dict[str, Any], str]
         "estimate or a prediction, and nothing is recomputed here.",
         "- **Not found (not run, or not measured):** " + (", ".join(missing) if missing else "none") + ".",
     ]
-    folded = markdown.details("Every source's numbers (fori_loop ÷ Python loop, per T)", [markdown.table(wide)])
+    folded = markdown.details(
+        "Every source's numbers (fori_loop ÷ Python loop, per T)", [markdown.table(wide)]
+    )
     folded += markdown.details(
         "What each source is",
         [markdown.table(pd.DataFrame({"source": list(KINDS), "kind": list(KINDS.values())}))],

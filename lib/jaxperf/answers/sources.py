@@ -110,21 +110,27 @@ def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Re
     return frame, read
 
 
+#: where registered predictions live (jaxperf.gpu_model.registry writes them; read as files here)
+PREDICTIONS = Path("results") / "predictions"
+
+
 def _h200_predicted(root: Path, read: list[Read]) -> list[dict[str, Any]]:
     """The newest registered H200 prediction of the reporter's harness (ms per call), as
     fori_loop(unroll=1) / Python loop per T; nothing when none is registered."""
-    from ..gpu_model import registry
-
-    folder = Path(root) / registry.PREDICTIONS
-    pairs = registry.registered(Path(root)) if folder.is_dir() else []
-    if not pairs:
-        read.append(Read(registry.PREDICTIONS.as_posix(), None, None))
-        return []
-    meta, rows = pairs[-1]
-    git = meta.get("git", {})
-    read.append(
-        Read((registry.PREDICTIONS / f"{meta['name']}.json").as_posix(), git.get("commit"), git.get("dirty"))
+    folder = Path(root) / PREDICTIONS
+    metas = (
+        [json.loads(p.read_text()) | {"_path": p} for p in sorted(folder.glob("*.json"))]
+        if folder.is_dir()
+        else []
     )
+    metas = [m for m in metas if "H200" in str(m.get("device", {}).get("name", ""))]
+    if not metas:
+        read.append(Read(PREDICTIONS.as_posix(), None, None))
+        return []
+    meta = max(metas, key=lambda m: m.get("created_utc", ""))
+    git = meta.get("git", {})
+    read.append(Read((PREDICTIONS / meta["_path"].name).as_posix(), git.get("commit"), git.get("dirty")))
+    rows = pd.read_csv(meta["_path"].with_name(meta["data"]))
     seed = rows[(rows["part"] == "harness") & (rows["lowering"] == "triton") & (rows["status"] == "ok")]
     at = seed.pivot_table(index="T", columns="variant", values="predicted_ms")
     if not {"python", "fori u=1"} <= set(at.columns):
