@@ -237,6 +237,19 @@ def test_a_notebook_quick_run_in_jupyterlab(chromium, lab):
 # quick run copied under .scratch/) to check other executed notebooks the same way.
 EXECUTED_GLOB = os.environ.get("JAXPERF_EXECUTED", "results/*/[0-9][0-9]_*.ipynb")
 EXECUTED = sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in PROJECT_ROOT.glob(EXECUTED_GLOB))
+#: Known defects of the committed 2026-12-01 runs, to be fixed by the notebook's next rerun
+#: (a table a little wider than the column). strict: once fixed, these fail here until removed.
+KNOWN_CLIPPED = {
+    "results/cpu/02_pallas_loops.ipynb": "cell 19's table is 989 px in an 898 px column",
+    "results/cpu/03_equinox_versions.ipynb": "cell 13's runs-ahead table is 940 px in an 898 px column",
+    "results/cpu/04_triton_compile.ipynb": "cells 13 and 19 hold tables of 1016-1036 px in an 898 px column",
+}
+EXECUTED_CASES = [
+    pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CLIPPED[e]))
+    if e in KNOWN_CLIPPED
+    else e
+    for e in EXECUTED
+]
 NOTEBOOK_WIDTH_PX = (850, 950)  # the output column the checks run at: a notebook about 900 px wide
 VIEWPORT = {"width": 1330, "height": 900}  # with JupyterLab's file browser open
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook on show
@@ -294,7 +307,7 @@ def test_progress_clutter_counts_the_lines_of_each_bar():
 
 
 @pytest.mark.skipif(not EXECUTED, reason=f"no executed notebook matches {EXECUTED_GLOB}")
-@pytest.mark.parametrize("executed", EXECUTED)
+@pytest.mark.parametrize("executed", EXECUTED_CASES)
 def test_executed_notebook_reads_at_notebook_width(chromium, lab, executed):
     """As a reader sees a committed run in JupyterLab: no table clipped at the notebook's
     width, no progress bar spread over more than two lines (papermill once wrote one line per
