@@ -237,24 +237,49 @@ def test_a_notebook_quick_run_in_jupyterlab(chromium, lab):
 # quick run copied under .scratch/) to check other executed notebooks the same way.
 EXECUTED_GLOB = os.environ.get("JAXPERF_EXECUTED", "results/*/[0-9][0-9]_*.ipynb")
 EXECUTED = sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in PROJECT_ROOT.glob(EXECUTED_GLOB))
-#: Known defects of the committed 2026-12-01 runs, to be fixed by the notebook's next rerun
-#: (a table a little wider than the column). strict: once fixed, these fail here until removed.
-KNOWN_CLIPPED = {
-    "results/cpu/02_pallas_loops.ipynb": "cell 19's table is 989 px in an 898 px column",
-    "results/cpu/03_equinox_versions.ipynb": "cell 13's runs-ahead table is 940 px in an 898 px column",
-    "results/cpu/04_triton_compile.ipynb": "cells 13 and 19 hold tables of 1016-1036 px in an 898 px column",
-}
-EXECUTED_CASES = [
-    pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CLIPPED[e]))
-    if e in KNOWN_CLIPPED
-    else e
-    for e in EXECUTED
-]
 NOTEBOOK_WIDTH_PX = (850, 950)  # the output column the checks run at: a notebook about 900 px wide
 VIEWPORT = {"width": 1330, "height": 900}  # with JupyterLab's file browser open
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook on show
-RENDERED = f"""n => document.querySelectorAll('{PANEL} .jp-Cell').length === n
-    && [...document.querySelectorAll('{PANEL} img')].every(i => i.complete)"""
+# Rendered: every cell attached, every image loaded, every output and Markdown cell filled in
+# (rendering is asynchronous: a page measured before it would see no table at all).
+RENDERED = f"""n => document.querySelectorAll('{PANEL} .jp-Cell').length === n.cells
+    && [...document.querySelectorAll('{PANEL} img')].every(i => i.complete)
+    && [...document.querySelectorAll('{PANEL} .jp-OutputArea-output')]
+        .filter(o => o.childElementCount > 0 || o.textContent.trim()).length >= n.outputs
+    && [...document.querySelectorAll('{PANEL} .jp-MarkdownCell .jp-RenderedMarkdown')]
+        .filter(m => m.childElementCount > 0).length >= n.markdown"""
+
+
+#: The MIME type JupyterLab renders of an output's data, in its order of preference.
+SHOWN_MIME = ("text/html", "image/png", "image/svg+xml", "text/markdown", "text/latex", "text/plain")
+
+
+def shows_something(out: dict[str, Any]) -> bool:
+    """Whether an output renders with visible content (an empty Markdown display renders blank)."""
+    if out["output_type"] == "stream":
+        return bool("".join(out.get("text", "")).strip())
+    if out["output_type"] == "error":
+        return True
+    data = out.get("data", {})
+    mime = next((m for m in SHOWN_MIME if m in data), None)
+    return mime is not None and bool("".join(data[mime]).strip())
+
+
+def rendered_counts(nb: dict[str, Any]) -> dict[str, int]:
+    """What a rendered notebook must show: its cells, its code cells' outputs (a run of stream
+    outputs of one name shows as one) and its non-empty Markdown cells."""
+    outputs = 0
+    for cell in nb["cells"]:
+        last_stream = None
+        for out in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            stream = out.get("name") if out["output_type"] == "stream" else None
+            outputs += shows_something(out) and not (stream and stream == last_stream)
+            last_stream = stream
+    markdown = sum(1 for c in nb["cells"] if c["cell_type"] == "markdown" and "".join(c["source"]).strip())
+    return {"cells": len(nb["cells"]), "outputs": outputs, "markdown": markdown}
+
+
+OPEN_DETAILS = f"""() => document.querySelectorAll('{PANEL} details').forEach(d => {{ d.open = true; }})"""
 # Per output: its width, whether it scrolls sideways, the tables wider than the column, and its
 # text (for the progress lines).
 OUTPUTS = r"""() => [...document.querySelectorAll('PANEL .jp-Cell')].flatMap((cell, index) =>
@@ -296,6 +321,29 @@ def clipped(outputs: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def test_rendered_counts_expect_what_jupyterlab_draws():
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["# title"]},
+            {"cell_type": "markdown", "source": [""]},
+            {
+                "cell_type": "code",
+                "outputs": [
+                    {"output_type": "stream", "name": "stdout", "text": ["a\\n"]},
+                    {"output_type": "stream", "name": "stdout", "text": ["b\\n"]},  # merged with a
+                    {"output_type": "stream", "name": "stderr", "text": ["c\\n"]},
+                    {
+                        "output_type": "display_data",
+                        "data": {"text/markdown": [""], "text/plain": ["<Markdown>"]},
+                    },
+                    {"output_type": "display_data", "data": {"text/html": ["<table/>"], "text/plain": ["t"]}},
+                ],
+            },
+        ]
+    }
+    assert rendered_counts(nb) == {"cells": 3, "outputs": 3, "markdown": 1}
+
+
 def test_progress_clutter_counts_the_lines_of_each_bar():
     outputs = [
         {"cell": 3, "text": "lowering:   0%|  | 0/9\nlowering:  50%|# | 4/9\nlowering: 100%|##| 9/9"},
@@ -307,17 +355,18 @@ def test_progress_clutter_counts_the_lines_of_each_bar():
 
 
 @pytest.mark.skipif(not EXECUTED, reason=f"no executed notebook matches {EXECUTED_GLOB}")
-@pytest.mark.parametrize("executed", EXECUTED_CASES)
+@pytest.mark.parametrize("executed", EXECUTED)
 def test_executed_notebook_reads_at_notebook_width(chromium, lab, executed):
     """As a reader sees a committed run in JupyterLab: no table clipped at the notebook's
     width, no progress bar spread over more than two lines (papermill once wrote one line per
     redraw: rerun the notebook with ./run_all.sh to fix that)."""
-    cells = len(json.loads((PROJECT_ROOT / executed).read_text())["cells"])
+    counts = rendered_counts(json.loads((PROJECT_ROOT / executed).read_text()))
     page = chromium.new_page(viewport=VIEWPORT)
     name = Path(executed).stem
     try:
         page.goto(lab(executed) + "&reset")  # a fresh workspace: this notebook alone
-        page.wait_for_function(RENDERED, arg=cells, timeout=90_000)
+        page.wait_for_function(RENDERED, arg=counts, timeout=90_000)
+        page.evaluate(OPEN_DETAILS)  # a folded table is still one a reader opens
         outputs = page.evaluate(OUTPUTS)
         page.screenshot(path=SHOTS / f"executed-{name}.png")
     finally:

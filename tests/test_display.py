@@ -72,3 +72,71 @@ def test_a_long_wide_frame_is_split_into_column_groups_that_each_fit():
 
 def test_install_outside_a_kernel_changes_nothing():
     assert display.install() is False
+
+
+def test_each_level_of_a_multiindex_counts_as_a_column_of_its_own():
+    """A 3-level index renders as three label columns, each padded: counted as one (the
+    committed 03 run), a table estimated to fit was 940 px in an 898 px column."""
+    rows = [
+        {"release": "0.11.6", "jax": "0.12.0.1", "variant": "eqx.filter_jit", "m": 1.0},
+        {"release": "0.11.7", "jax": "0.12.0.1", "variant": "jax.jit", "m": 2.0},
+    ]
+    one = pd.DataFrame(rows).set_index(["release", "jax", "variant"])
+    labels, _ = display._widths(one)
+    single = display._width(["release 0.11.6 0.12.0.1 eqx.filter_jit"])
+    assert labels > 2 * single
+    assert labels == sum(
+        display._width(t)
+        for t in (
+            ["release", "0.11.6", "0.11.7"],
+            ["jax", "0.12.0.1"] * 2,
+            ["variant", "eqx.filter", "jax.jit"],
+        )
+    )
+
+
+def test_a_frame_whose_labels_push_it_over_is_split():
+    row = {"release": "0.11.10", "jax": "0.12.0.1", "variant": "cached_filter_jit"}
+    row |= {f"ratio_q{k}": 0.003629 for k in range(8)}
+    html = display.frame_html(pd.DataFrame([row] * 12))
+    assert "(columns in" in html
+    for table in html.split("<table")[1:]:
+        assert ">release<" in table and ">variant<" in table  # the labels repeat
+
+
+def _md_table(columns: int, rows: int = 3) -> str:
+    head = "| variant | " + " | ".join(f"measure number {k}" for k in range(columns)) + " |"
+    rule = "|" + "---|" * (columns + 1)
+    body = [
+        f"| hand\\_unrolled u={r} | " + " | ".join(f"{k}.50" for k in range(columns)) + " |"
+        for r in range(rows)
+    ]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def test_a_wide_markdown_table_is_split_into_groups_that_repeat_its_names():
+    out = display.wrap_markdown("Before.\n\n" + _md_table(16) + "\nAfter.\n")
+    assert out.startswith("Before.\n") and out.rstrip().endswith("After.")
+    assert "(columns in " in out
+    tables = [t for t in out.split("\n\n") if t.lstrip().startswith("|")]
+    assert len(tables) >= 2
+    seen = []
+    for t in tables:
+        lines = t.strip().splitlines()
+        assert lines[0].startswith("| variant |") and re.fullmatch(r"\|( --- \|)+", lines[1])
+        assert all(line.startswith("| hand\\_<wbr>unrolled u=") for line in lines[2:])
+        assert len({line.count("|") for line in lines}) == 1  # every row has the header's cells
+        heads = [c.strip() for c in lines[0].strip("|").split("|")][1:]
+        widths = [display._width([h, "15.50"]) for h in heads]
+        assert display._width(["variant", "hand_", "unrolled u=2"]) + sum(widths) <= display.WIDTH_PX
+        seen += heads
+    assert seen == [f"measure number {k}" for k in range(16)]  # each once, in order
+
+
+def test_a_markdown_table_that_fits_keeps_its_rows_and_an_odd_one_is_left_alone():
+    narrow = _md_table(3)
+    assert display.wrap_markdown(narrow).replace("<wbr>", "") == narrow
+    ragged = "| a | b |\n|---|---|\n| 1 |\n"  # a row short of cells: shown as written
+    assert display.wrap_markdown(ragged) == ragged
+    escaped = "| x \\| y | z |\n|---|---|\n| 1 | 2 |\n"
+    assert display._md_cells(escaped.splitlines()[0]) == ["x \\| y", "z"]

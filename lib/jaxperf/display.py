@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-WIDTH_PX = 860  # the output column of a notebook about 900 px wide, less its padding
+WIDTH_PX = 820  # the output column of a notebook about 900 px wide, less its padding and a margin
 CHAR_PX = 7.6  # one character of JupyterLab's table font (13 px), with margin
 CELL_PAD_PX = 18  # a cell's padding (0.5em each side) and border
 BREAK_AFTER = re.compile(r"([_/])(?=[^\s_/])")
@@ -48,16 +48,45 @@ def _longest_piece(text: str) -> int:
     return max((len(p) for p in re.split(r"[\s_/]", text)), default=0)
 
 
-def _widths(df: pd.DataFrame) -> list[int]:
-    """Estimated pixel width of each column (the row labels first) once its cells wrap."""
-    labels = [" ".join(str(n) for n in df.index.names if n is not None)] + [
-        " ".join(map(str, i)) if isinstance(i, tuple) else str(i) for i in df.index
+def _label_columns(df: pd.DataFrame) -> list[list[str]]:
+    """The texts of each column of row labels (one per index level; the level's name first):
+    a MultiIndex is shown as one column per level, each with its own padding."""
+    levels = df.index.nlevels
+    names = list(df.index.names)
+    return [
+        [str(names[k]) if names[k] is not None else ""]
+        + [str(i[k]) if isinstance(i, tuple) else str(i) for i in df.index]
+        for k in range(levels)
     ]
-    cols = [labels] + [
+
+
+def _width(texts: list[str]) -> int:
+    return int(CELL_PAD_PX + CHAR_PX * max(max(map(_longest_piece, texts), default=0), 1))
+
+
+def _widths(df: pd.DataFrame) -> tuple[int, list[int]]:
+    """Estimated pixel widths once cells wrap: (all row-label columns together, each column)."""
+    labels = sum(_width(texts) for texts in _label_columns(df))
+    cols = [
         [" ".join(map(str, c)) if isinstance(c, tuple) else str(c)] + [_cell(v) for v in df[c]]
         for c in df.columns
     ]
-    return [int(CELL_PAD_PX + CHAR_PX * max(max(map(_longest_piece, texts)), 1)) for texts in cols]
+    return labels, [_width(texts) for texts in cols]
+
+
+def _groups(names: list[Any], widths: list[int], base: int) -> list[list[Any]]:
+    """``names`` in consecutive groups whose widths, each plus ``base``, fit :data:`WIDTH_PX`."""
+    groups: list[list[Any]] = []
+    current: list[Any] = []
+    used = base
+    for name, width in zip(names, widths):
+        if current and used + width > WIDTH_PX:
+            groups.append(current)
+            current, used = [], base
+        current.append(name)
+        used += width
+    groups.append(current)
+    return groups
 
 
 KEY_NAMES = {"T", "unroll", "processes", "process_id", "generation", "target", "repeat", "leaves"}
@@ -88,28 +117,25 @@ def _table(df: pd.DataFrame) -> str:
     return style + _ + table
 
 
+def _fits(df: pd.DataFrame) -> bool:
+    labels, widths = _widths(df)
+    return labels + sum(widths) <= WIDTH_PX
+
+
 def frame_html(df: pd.DataFrame, max_rows: int = 60) -> str:
     """The HTML a notebook shows for ``df``: wrapped, else transposed or split to fit :data:`WIDTH_PX`."""
     note = f"<p>first {max_rows} of {len(df)} rows</p>" if len(df) > max_rows else ""
     shown = df.head(max_rows)
-    if sum(_widths(shown)) <= WIDTH_PX or shown.shape[1] <= 1:
+    if _fits(shown) or shown.shape[1] <= 1:
         return f"<div>{_table(shown)}{note}</div>"
     shown = _with_labels(shown)
     flipped = shown.T
-    if len(shown) <= shown.shape[1] and sum(_widths(flipped)) <= WIDTH_PX:
+    if len(shown) <= shown.shape[1] and _fits(flipped):
         return f"<div><p>(transposed to fit: one column per row)</p>{_table(flipped)}{note}</div>"
-    widths = _widths(shown)
-    groups: list[list[Any]] = []
-    current: list[Any] = []
-    used = widths[0]
-    for col, width in zip(shown.columns, widths[1:]):
-        if current and used + width > WIDTH_PX:
-            groups.append(current)
-            current, used = [], widths[0]
-        current.append(col)
-        used += width
-    groups.append(current)
-    parts = [_table(shown[cols]) for cols in groups]
+    if _fits(shown):
+        return f"<div>{_table(shown)}{note}</div>"
+    labels, widths = _widths(shown)
+    parts = [_table(shown[cols]) for cols in _groups(list(shown.columns), widths, labels)]
     return f"<div><p>(columns in {len(parts)} groups to fit)</p>{''.join(parts)}{note}</div>"
 
 
@@ -122,20 +148,86 @@ def _code_breaks(span: str) -> str:
     return "<wbr>".join(f"`{p}`" for p in pieces if p)
 
 
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_RULE = re.compile(r"\s*\|[\s:|-]*\|?\s*")
+
+
+def _md_cells(line: str) -> list[str]:
+    """The cells of one Markdown table row (pipes escaped as ``\\|`` stay in their cell)."""
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [c.strip() for c in _CELL_SPLIT.split(inner)]
+
+
+def _visible(cell: str) -> str:
+    """What a Markdown cell shows: no code ticks, link targets, tags or escapes."""
+    cell = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", cell)
+    cell = re.sub(r"<[^>]*>", "", cell).replace("`", "")
+    return re.sub(r"\\(.)", r"\1", cell)
+
+
+def _split_table(rows: list[str]) -> list[list[str]]:
+    """A Markdown table (header, rule, body) as one or more tables that each fit :data:`WIDTH_PX`:
+    its leading text columns (at most two, the row's names) repeat in every group."""
+    cells = [_md_cells(r) for r in rows]
+    header, rule, body = cells[0], cells[1], cells[2:]
+    n = len(header)
+    if n < 2 or any(len(r) != n for r in cells):
+        return [rows]
+    widths = [_width([_visible(r[k]) for r in [header, *body]]) for k in range(n)]
+    if sum(widths) <= WIDTH_PX:
+        return [rows]
+    numeric = re.compile(r"[-+]?[\d.,]+(e[-+]?\d+)?[x×%]?|—|")
+    lead = 0
+    while lead < min(2, n - 1) and not all(numeric.fullmatch(_visible(r[lead])) for r in body):
+        lead += 1
+    base = sum(widths[:lead])
+    groups = _groups(list(range(lead, n)), widths[lead:], base)
+    if len(groups) == 1:
+        return [rows]
+
+    def row(r: list[str], cols: list[int]) -> str:
+        return "| " + " | ".join(r[k] for k in [*range(lead), *cols]) + " |"
+
+    return [[row(r, g) for r in [header, rule, *body]] for g in groups]
+
+
+def _break_row(line: str) -> str:
+    return "".join(
+        (_code_breaks(p) if p.startswith("`") else p)
+        if _PROTECTED.fullmatch(p)
+        else re.sub(r"(\\?_|/)(?=[^\s_/|\\])", r"\1<wbr>", p)
+        for p in _PROTECTED.split(line)
+    )
+
+
 def wrap_markdown(text: str) -> str:
-    """``text`` with break opportunities in the cells of its tables (rows starting with ``|``):
-    ``<wbr>`` after ``_`` (``\\_`` too) and ``/`` inside words, code spans split around them,
-    never inside an HTML tag, a link target or an entity."""
-    out = []
-    for line in text.splitlines():
-        if line.lstrip().startswith("|") and not re.fullmatch(r"\s*\|[\s:|-]*\|?\s*", line):
-            line = "".join(
-                (_code_breaks(p) if p.startswith("`") else p)
-                if _PROTECTED.fullmatch(p)
-                else re.sub(r"(\\?_|/)(?=[^\s_/|\\])", r"\1<wbr>", p)
-                for p in _PROTECTED.split(line)
-            )
-        out.append(line)
+    """``text`` with its tables fitted to the notebook: a table wider than :data:`WIDTH_PX`
+    split into column groups (its row names repeated), and break opportunities in the cells
+    (rows starting with ``|``): ``<wbr>`` after ``_`` (``\\_`` too) and ``/`` inside words,
+    code spans split around them, never inside an HTML tag, a link target or an entity."""
+    lines = text.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].lstrip().startswith("|"):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            j += 1
+        block = lines[i:j]
+        tables = _split_table(block) if len(block) >= 2 and _RULE.fullmatch(block[1]) else [block]
+        if len(tables) > 1:
+            out.append(f"(columns in {len(tables)} groups to fit)")
+            out.append("")
+        for k, table in enumerate(tables):
+            if k:
+                out.append("")
+            out.extend(line if _RULE.fullmatch(line) else _break_row(line) for line in table)
+        i = j
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
