@@ -97,6 +97,21 @@ def test_figure_and_summary_link_figure_data_and_function(root):
     assert md_path.read_text().startswith("## Demo\n\n<details><summary>Environment</summary>")
 
 
+def test_drawing_counts_the_cell_s_figures_on_one_bar(root, capsys, monkeypatch):
+    monkeypatch.setenv("JAXPERF_PROGRESS", "text")
+    study = jaxperf.study.start("demo", DemoSettings(backend="cpu"))
+    with study.drawing(2):
+        for name in ("one", "two"):
+            fig, data = _draw()
+            study.figure(fig, name, data)
+        assert study._drawing is not None and study._drawing.n == 2
+    assert study._drawing is None  # a later figure counts on no bar
+    fig, data = _draw()
+    study.figure(fig, "three", data)
+    out = capsys.readouterr().out
+    assert "figures: 100%|" in out and "2/2" in out
+
+
 def test_text_progress_goes_to_stdout_as_lines(capsys, monkeypatch):
     monkeypatch.setenv(jaxperf.study.PROGRESS_ENV, "auto")  # outside a kernel: text
     assert list(jaxperf.study.track(range(3), "steps")) == [0, 1, 2]
@@ -187,22 +202,7 @@ def test_under_papermill_a_bar_keeps_one_line_with_its_final_state(tmp_path, mon
 
 
 EXECUTED_FILES = sorted(PROJECT_ROOT.glob("results/*/[0-9][0-9]_*.ipynb"))
-#: Known defects of the committed runs, each to be fixed by its notebook's next rerun: cells
-#: that draw several figures (plots.save now fits each for a notebook, two more draws) or
-#: run one long step now take 11-25 s with no progress line. strict: a fixed one fails here.
-KNOWN_SILENT_CELLS = {
-    "01_filter_pmap_dispatch.ipynb": "figure cell 4 ran 11.3 s without progress (2026-12-01 run)",
-    "05_tpu_compile.ipynb": "figure cell 7 ran 14.8 s without progress (2026-12-01 run)",
-    "06_multiprocess.ipynb": "figure cell 6 ran 13.0 s without progress (2026-12-01 run)",
-    "07_filter_jit_runahead.ipynb": "repro cell 5 ran 12.3 s without progress (2026-12-01 run)",
-    "08_gpu_time_model.ipynb": "prediction cell 4 ran 25.0 s without progress (2026-12-01 run)",
-}
-EXECUTED = [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_SILENT_CELLS[p.name]))
-    if p.name in KNOWN_SILENT_CELLS and p.parent.name == "cpu"
-    else p
-    for p in EXECUTED_FILES
-]
+EXECUTED = EXECUTED_FILES
 LONG_CELL_S = 10.0
 
 
@@ -219,7 +219,7 @@ def _stdout(cell: dict[str, Any]) -> str:
     )
 
 
-@pytest.mark.parametrize("executed", EXECUTED, ids=[str(p.relative_to(PROJECT_ROOT)) for p in EXECUTED_FILES])
+@pytest.mark.parametrize("executed", EXECUTED, ids=[str(p.relative_to(PROJECT_ROOT)) for p in EXECUTED])
 def test_committed_executed_notebooks_read_well(executed):
     """Issue 9's goals on the committed runs: every figure inline, no machine path,
     progress in every cell that ran longer than ~10 s. Rerun the notebook (./run_all.sh)

@@ -14,6 +14,7 @@ JupyterLab, one text line per bar under papermill (updated in place), plain line
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -47,6 +48,7 @@ class Study:
     figures_dir: Path
     settings: StudySettings | None = None
     figures: dict[str, plots.SavedFigure] = field(default_factory=dict)
+    _drawing: Any = field(default=None, repr=False)
 
     @property
     def backend(self) -> str:
@@ -79,6 +81,19 @@ class Study:
         saved = plots.save(fig, self.figures_dir, full, data, self.provenance, drawn_by=drawn_by, note=note)
         self.figures[full] = saved
         plots.show(fig, saved.png)
+        if self._drawing is not None:
+            self._drawing.update(1)
+
+    @contextlib.contextmanager
+    def drawing(self, n: int) -> Iterator[None]:
+        """A progress bar over the next ``n`` :meth:`figure` calls of a cell (each figure is
+        laid out, fitted for a notebook and saved twice: a few seconds each)."""
+        with progress(n, "figures") as bar:
+            self._drawing = bar
+            try:
+                yield
+            finally:
+                self._drawing = None
 
     def summary(self, summary: dict[str, Any], markdown: str) -> None:
         """Write summary.json (with the figures drawn so far and provenance) and summary.md
