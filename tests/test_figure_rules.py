@@ -230,7 +230,26 @@ def _multiprocess() -> list[tuple[str, object]]:
     ]
 
 
+def _dispatch() -> list[tuple[str, object]]:
+    from jaxperf.dispatch import figures, inner_call, report
+
+    timings, ladder = _read("dispatch__timings"), _read("dispatch__inner_call_ladder")
+    stage_ms, totals = (
+        report.stage_table(_read("dispatch__breakdown_stages")),
+        _read("dispatch__breakdown_totals"),
+    )
+    return [
+        ("dispatch_it_per_s", lambda: figures.plot_it_per_s(timings)),
+        ("dispatch_methods", lambda: figures.plot_methods(timings)),
+        ("dispatch_donation", lambda: figures.plot_donation(timings)),
+        ("dispatch_host_overhead", lambda: figures.plot_host_overhead(timings)),
+        ("dispatch_breakdown", lambda: figures.plot_breakdown(stage_ms, totals)),
+        ("dispatch_inner_call", lambda: figures.plot_inner_call(ladder, inner_call.explain(ladder))),
+    ]
+
+
 STUDIES = {
+    "dispatch": _dispatch,
     "loops": _loops,
     "loops_one_T": lambda: _loops((256,)),  # a smoke run's sizes: one point per line
     "triton": _triton,

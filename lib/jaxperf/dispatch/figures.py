@@ -5,6 +5,8 @@ palette (:mod:`jaxperf.plots`); at most six method lines per panel."""
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.axes
 import matplotlib.pyplot as plt
 import numpy as np
@@ -16,6 +18,20 @@ from .inner_call import RUNGS
 from .methods import BASELINE, FIX, METHODS, SLOW
 from .report import FAST_GOAL_NOOP, GOAL_LEAVES, GOAL_VS_FILTER, GOAL_VS_PMAP, IT_MEASURES
 from .stages import STAGES
+
+#: The staged call's stages as the breakdown figure stacks them: Equinox's own pytree work, its
+#: other bookkeeping, the inner pmap call, the wait (each a sum of :data:`STAGES` medians).
+BREAKDOWN_GROUPS = {
+    "partition + combine": ("partition", "combine"),
+    "axis resolution, ShapeDtypeStruct, cache lookup": (
+        "axis resolution",
+        "ShapeDtypeStruct",
+        "cache lookup",
+    ),
+    "inner pmap call (dispatch)": ("inner pmap call (dispatch)",),
+    "wait for execution": ("wait for execution",),
+}
+assert sorted(sum(BREAKDOWN_GROUPS.values(), ())) == sorted(STAGES)
 
 #: the seed's numbers (equinox#192, TPU v3-8, 2022), drawn as labelled reference lines
 SEED_IT_PER_S = {SLOW: 8.0, BASELINE: 25.0}
@@ -277,36 +293,54 @@ def plot_speedup(ratios: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
 
 @plots.draws
 def plot_breakdown(stage_ms: pd.DataFrame, totals: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """Per model: one eqx.filter_pmap call stage by stage (stacked medians of the staged
-    calls), beside an ordinary filter_pmap call and jax.pmap on params measured in the same
-    rounds (median bars, IQR whiskers). ``stage_ms`` from :func:`report.stage_table`,
+    """Per model (one panel each): one eqx.filter_pmap call stage by stage (stacked medians of
+    the staged calls, Equinox's own stages in two groups), beside an ordinary filter_pmap call
+    and jax.pmap on params measured in the same rounds (median bars, IQR whiskers).
+    Horizontal, so each call's name reads in full. ``stage_ms`` from :func:`report.stage_table`,
     ``totals`` from :func:`stages.run_breakdowns`."""
     models = list(dict.fromkeys(stage_ms["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(10, 4.0), squeeze=False)
-    stage_colors = plots.colors_for(list(STAGES))
-    for ax, model in zip(axes[0], models):
+    fig, all_axes = plt.subplots(
+        len(models) + 1,
+        1,
+        figsize=(10, 1.45 * len(models) + 2.0),
+        squeeze=False,
+        gridspec_kw={"height_ratios": [1.0] * len(models) + [0.55]},
+    )
+    axes, key_ax = all_axes[:-1], all_axes[-1][0]
+    group_colors = dict(zip(BREAKDOWN_GROUPS, ("0.35", "0.68", "#9467bd", "#f0b3d0")))
+    rows = ["filter_pmap, stage by stage", "filter_pmap call", "jax.pmap on params"]
+    y = {name: float(len(rows) - 1 - k) for k, name in enumerate(rows)}
+    for ax, model in zip(axes[:, 0], models):
         part = stage_ms[stage_ms["model"] == model].set_index("stage")
         tot = totals[totals["model"] == model].iloc[0]
-        bottom = 0.0
-        for stage in [s for s in STAGES if s in part.index]:
-            value = float(part.loc[stage, "median_ms"])
-            ax.bar(0, value, bottom=bottom, color=stage_colors[stage], label=stage, width=0.6)
-            bottom += value
-        for x, key, method in ((1, "whole_call_ms", SLOW), (2, "pmap_params_call_ms", BASELINE)):
-            med, q25, q75 = (float(tot[f"{key}_{q}"]) for q in ("median", "q25", "q75"))
-            ax.bar(x, med, color=plots.color(method), width=0.6, alpha=0.85)
-            ax.errorbar(x, med, yerr=[[med - q25], [q75 - med]], fmt="none", ecolor="0.2", lw=1)
-        ax.set_xticks([0, 1, 2])
-        ax.set_xticklabels(
-            ["filter_pmap\nstage by stage", "filter_pmap\ncall", "pmap on\nparams"], fontsize=8
+        left = 0.0
+        for group, members in BREAKDOWN_GROUPS.items():
+            value = float(part.loc[[m for m in members if m in part.index], "median_ms"].sum())
+            ax.barh(y[rows[0]], value, left=left, color=group_colors[group], label=group, height=0.6)
+            left += value
+        keys = (("whole_call_ms", SLOW), ("pmap_params_call_ms", BASELINE))
+        stats = [[float(tot[f"{key}_{q}"]) for q in ("median", "q25", "q75")] for key, _ in keys]
+        ys = [y[rows[1]], y[rows[2]]]
+        med = [m for m, _, _ in stats]
+        ax.barh(ys, med, color=[plots.color(m) for _, m in keys], height=0.6, alpha=0.85)
+        ax.errorbar(
+            med,
+            ys,
+            xerr=[[m - lo for m, lo, _ in stats], [hi - m for m, _, hi in stats]],
+            fmt="none",
+            ecolor="0.2",
+            lw=1,
         )
-        ax.set_title(f"{model} ({int(part['leaves'].iloc[0])} leaves)", fontsize=9.5)
-        ax.set_ylabel("wall ms per blocked call (median)" if ax is axes[0][0] else "", fontsize=9)
+        ax.set_yticks([y[r] for r in rows])
+        ax.set_yticklabels(rows)
+        ax.set_title(f"{model} ({int(part['leaves'].iloc[0])} leaves)", loc="left")
+    axes[-1][0].set_xlabel("wall ms per blocked call (median; whiskers: interquartile range)")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    axes[0][-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    fig.suptitle(
-        "Where one eqx.filter_pmap call spends its time, beside the calls it is compared with", fontsize=10.5
+    key_ax.axis("off")  # a row of its own for the key, below the x label
+    key_ax.legend(
+        handles, labels, title="the staged call's stages", loc="center", ncol=2, fontsize=rules.pt(fig)
     )
+    fig.suptitle("Where one eqx.filter_pmap call spends its time, beside the calls it is compared with")
     return fig, stage_ms
 
 
@@ -315,7 +349,7 @@ def plot_inner_call(ladder: pd.DataFrame, explained: dict) -> tuple[plt.Figure, 
     """The inner jax.pmap call's host CPU per call, rung by rung from jax.pmap on params to
     filter_pmap's own inner call (:mod:`jaxperf.dispatch.inner_call`), per model."""
     models = list(dict.fromkeys(ladder["model"]))
-    fig, axes = plt.subplots(len(models), 1, figsize=(10, 1.9 * len(models) + 0.9), squeeze=False)
+    fig, axes = plt.subplots(len(models), 1, figsize=(10, 3.1 * len(models) + 0.9), squeeze=False)
     stats = []
     for ax, model in zip(axes[:, 0], models):
         part = ladder[ladder["model"] == model]
@@ -333,15 +367,19 @@ def plot_inner_call(ladder: pd.DataFrame, explained: dict) -> tuple[plt.Figure, 
             lw=1,
         )
         ax.set_yticks(y)
-        ax.set_yticklabels(RUNGS, fontsize=8)
+        ax.set_yticklabels([textwrap.fill(r, 26) for r in RUNGS], fontsize=8)
         e = explained[model]["excess_cpu_ms"]
         ax.set_title(
-            f"{model}: inner call +{e['inner_over_pmap_params']['median']:.2f} ms over pmap on params; "
-            f"per-leaf in_axes +{e['in_axes_pytree']['median']:.2f}, output trees +{e['output_trees']['median']:.2f}, "
-            f"both +{e['both']['median']:.2f}",
-            fontsize=8.5,
+            f"{model}: inner call +{e['inner_over_pmap_params']['median']:.2f} ms over pmap on params\n"
+            f"alone: per-leaf in_axes +{e['in_axes_pytree']['median']:.2f} ms, output trees "
+            f"+{e['output_trees']['median']:.2f} ms; both +{e['both']['median']:.2f} ms",
+            loc="left",
         )
         stats.append(s.reset_index().rename(columns={"index": "rung"}).assign(model=model))
     axes[-1][0].set_xlabel("dispatching thread's CPU ms per blocked call (median, IQR)", fontsize=9)
-    fig.suptitle("Why filter_pmap's inner jax.pmap call costs more than jax.pmap on params", fontsize=10.5)
+    fig.suptitle(
+        "Why filter_pmap's inner jax.pmap call costs more than jax.pmap on params\n"
+        "(bars: medians over repeats; the + numbers: medians of per-repeat differences)",
+        fontsize=10.5,
+    )
     return fig, pd.concat(stats, ignore_index=True)

@@ -5,7 +5,9 @@ count read from the compiler's output, for a named NVIDIA target, on the CPU
 of this machine. One module per concern:
 
 - :mod:`.toolchain`: is the optional ``triton`` extra usable (targets: :mod:`jaxperf.compilers.cuda`);
-- :mod:`.capture`: export a Pallas kernel for CUDA and keep its Triton module;
+- :mod:`.capture`: export a Pallas kernel for CUDA and keep its Triton module
+  (:func:`.capture.capture`; the package exports no function of that name, so
+  ``jaxperf.compilers.triton.capture`` is always the module);
 - :mod:`.compile`: that module through ttir, ttgir, llir, PTX and cubin, each stage timed;
 - :mod:`.sass`: read the machine code (instructions, loops and their trip counts, the mix);
 - :mod:`.ir`: count each level's ops (TTIR, TTGIR, LLVM IR, SASS) inside and outside loops;
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..._lazy import exports
 
 if TYPE_CHECKING:
-    from .capture import TRITON_CUSTOM_CALL, CapturedModule, DoesNotLower, capture, cuda_export, raise_site
+    from .capture import TRITON_CUSTOM_CALL, CapturedModule, DoesNotLower, cuda_export, raise_site
     from .compile import STAGES, CompileResult, compile_ttir
     from .sass import CATEGORIES, SassStats, disassemble, ptx_instructions, sass_stats
     from .toolchain import (
@@ -42,7 +44,6 @@ __getattr__, __dir__ = exports(
         "TRITON_CUSTOM_CALL": (".capture", "TRITON_CUSTOM_CALL"),
         "CapturedModule": (".capture", "CapturedModule"),
         "DoesNotLower": (".capture", "DoesNotLower"),
-        "capture": (".capture", "capture"),
         "cuda_export": (".capture", "cuda_export"),
         "raise_site": (".capture", "raise_site"),
         "STAGES": (".compile", "STAGES"),
