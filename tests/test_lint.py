@@ -84,30 +84,43 @@ def _filtered_hash(path: str, content: bytes) -> str:
     )
 
 
-def test_a_run_notebook_reaches_git_as_its_clean_source():
+def _clean_after_a_run(source: Path) -> list[str]:
+    """What is wrong with ``source`` as git's clean filter sees it (empty: nothing)."""
     import json
+
+    path = str(source.relative_to(PROJECT_ROOT))
+    clean = source.read_bytes()
+    nb = json.loads(clean)
+    # What JupyterLab saves after a run: outputs, counts, widget state, the kernel's language_info.
+    nb["metadata"]["language_info"] = {"name": "python", "version": "3.12.1", "mimetype": "text/x-python"}
+    nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    for number, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
+        cell["execution_count"] = number + 1
+        cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["ran\n"]}]
+        cell["metadata"]["execution"] = {"iopub.status.busy": "2026-01-01T00:00:00Z"}
+    run = json.dumps(nb, indent=1, ensure_ascii=False).encode() + b"\n"
+    problems = []
+    if _filtered_hash(path, run) != _filtered_hash(path, clean):
+        problems.append(f"{path}: after a run, git would record a change")
+    committed = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=PROJECT_ROOT, capture_output=True)
+    if committed.returncode == 0:  # committed through the filter: a fixed point of it
+        blob = _run("git", "rev-parse", f"HEAD:{path}").stdout.strip()
+        if _filtered_hash(path, committed.stdout) != blob:
+            problems.append(
+                f"{path} was committed with outputs or run metadata: git add --renormalize {path}"
+            )
+    return problems
+
+
+def test_a_run_notebook_reaches_git_as_its_clean_source():
+    from concurrent.futures import ThreadPoolExecutor
 
     configured = _run("git", "config", "filter.nbstripout.clean")
     if configured.returncode != 0:
         pytest.skip("the nbstripout git filter is not configured here: run tools/setup_env.sh")
-    for source in sorted((PROJECT_ROOT / "notebooks").glob("*.ipynb")):
-        path = str(source.relative_to(PROJECT_ROOT))
-        clean = source.read_bytes()
-        nb = json.loads(clean)
-        # What JupyterLab saves after a run: outputs, counts, widget state, the kernel's language_info.
-        nb["metadata"]["language_info"] = {"name": "python", "version": "3.12.1", "mimetype": "text/x-python"}
-        nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
-        for number, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
-            cell["execution_count"] = number + 1
-            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["ran\n"]}]
-            cell["metadata"]["execution"] = {"iopub.status.busy": "2026-01-01T00:00:00Z"}
-        run = json.dumps(nb, indent=1, ensure_ascii=False).encode() + b"\n"
-        assert _filtered_hash(path, run) == _filtered_hash(path, clean), (
-            f"{path}: after a run, git would record a change"
-        )
-        committed = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=PROJECT_ROOT, capture_output=True)
-        if committed.returncode == 0:  # committed through the filter: a fixed point of it
-            blob = _run("git", "rev-parse", f"HEAD:{path}").stdout.strip()
-            assert _filtered_hash(path, committed.stdout) == blob, (
-                f"{path} was committed with outputs or run metadata: git add --renormalize {path}"
-            )
+    sources = sorted((PROJECT_ROOT / "notebooks").glob("*.ipynb"))
+    assert sources
+    # Each check runs the filter (a Python process, seconds each): several at once.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        problems = [p for found in pool.map(_clean_after_a_run, sources) for p in found]
+    assert not problems, problems
