@@ -248,7 +248,15 @@ def _dispatch() -> list[tuple[str, object]]:
     ]
 
 
+def _answers() -> list[tuple[str, object]]:
+    from jaxperf.answers import figures, sources
+
+    frame, _ = sources.seed_ratios(FIXTURES.parents[2])  # the committed results' summaries
+    return [("answers_seed_ratio", lambda: figures.plot_seed_ratio(frame))]
+
+
 STUDIES = {
+    "answers": _answers,
     "dispatch": _dispatch,
     "loops": _loops,
     "loops_one_T": lambda: _loops((256,)),  # a smoke run's sizes: one point per line

@@ -14,7 +14,9 @@ from .sources import KINDS, shown
 def plot_seed_ratio(frame: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     """fori_loop(unroll=1) over the Python loop vs T, one line per source (at most six), on
     a log ratio axis with plain ticks; the legend says what each number is."""
-    fig, ax = plt.subplots(figsize=(10, 5.2))
+    # The key gets a row of its own below the x label: anchored under the axes, it slid over
+    # the label once plots.save had raised the text to its notebook size.
+    fig, (ax, key_ax) = plt.subplots(2, 1, figsize=(10, 6.6), gridspec_kw={"height_ratios": [3.0, 1.25]})
     sources = shown(frame)
     for source in sources:
         part = frame[frame["source"] == source].sort_values("T")
@@ -40,7 +42,7 @@ def plot_seed_ratio(frame: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     ax.set_ylabel("fori_loop ÷ Python loop", fontsize=9)
     missing = "" if "H200" in sources else "; NVIDIA H200: not measured (no GPU was lent)"
     ax.set_title(f"jax#20909's gap, on every backend this study reached{missing}", fontsize=10)
-    # Below the x label, never over it: the anchor sits a label's height further down once
-    # plots.save has fitted the text for a notebook (the label may be raised to about 11 pt).
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), fontsize=8, ncol=1, frameon=False)
+    handles, labels = ax.get_legend_handles_labels()
+    key_ax.axis("off")
+    key_ax.legend(handles, labels, loc="center", fontsize=8, ncol=1, frameon=False)
     return fig, frame[frame["source"].isin(sources)].reset_index(drop=True)
