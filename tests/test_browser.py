@@ -250,8 +250,17 @@ RENDERED = f"""n => document.querySelectorAll('{PANEL} .jp-Cell').length === n.c
         .filter(m => m.childElementCount > 0).length >= n.markdown"""
 
 
-#: The MIME type JupyterLab renders of an output's data, in its order of preference.
-SHOWN_MIME = ("text/html", "image/png", "image/svg+xml", "text/markdown", "text/latex", "text/plain")
+#: The MIME type JupyterLab renders of an output's data, in its order of preference (the
+#: standard renderer factories of @jupyterlab/rendermime).
+SHOWN_MIME = (
+    "text/html",
+    "text/markdown",
+    "text/latex",
+    "image/svg+xml",
+    "image/png",
+    "image/jpeg",
+    "text/plain",
+)
 
 
 def shows_something(out: dict[str, Any]) -> bool:
