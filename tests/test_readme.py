@@ -124,3 +124,23 @@ def test_a_measure_named_by_the_path_must_be_named_by_the_sentence():
         readme.render(
             "With each call blocked it is {{cpu/d by_measure.loop_it_per_s.low:.2f}}×.", cache=cache
         )
+
+
+@pytest.mark.parametrize(
+    ("stat", "verdict"),
+    [
+        ({"median": 12.0, "q25": 10.0, "q75": 13.0}, "met"),  # the whole range clears the goal
+        ({"median": 10.1, "q25": 9.47, "q75": 12.41}, "a tie, its spread holds 10×"),  # the 2026-12-01 run
+        ({"median": 9.9, "q25": 9.0, "q75": 10.0}, "a tie, its spread holds 10×"),
+        ({"median": 8.24, "q25": 8.18, "q75": 9.01}, "not met"),
+    ],
+)
+def test_a_goal_is_met_only_when_its_spread_clears_it(stat, verdict):
+    """A median that passes while the spread holds the goal is a tie: a rerun must not flip
+    "met" to "not met" (8.24x one run, 10.10x the next, for the same packed_jit cell)."""
+    assert readme.fmt(stat, "goal>=10") == verdict
+
+
+def test_a_goal_spec_needs_a_spread():
+    with pytest.raises(readme.RenderError, match="median, q25, q75"):
+        readme.fmt(10.5, "goal>=10")

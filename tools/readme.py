@@ -142,9 +142,27 @@ def walk(summary: Any, path: str) -> tuple[Any, list[dict[str, Any]]]:
 WORD_SPECS = {"met": ("met", "not met"), "yes": ("yes", "no"), "shown": ("shown", "not shown")}
 
 
+#: ``:goal>=X``: a median [q25, q75] judged against a goal of X, a tie when its spread holds X
+GOAL_SPEC = re.compile(r"^goal>=(?P<goal>[0-9.]+)$")
+
+
+def goal_verdict(stat: Any, goal: float) -> str:
+    """ "met" only when the whole interquartile range clears ``goal``, "not met" when it lies
+    below, else a tie with the goal: a rerun of the study cannot flip a stated verdict."""
+    if not (isinstance(stat, dict) and {"median", "q25", "q75"} <= set(stat)):
+        raise RenderError(f"format :goal>= needs a {{median, q25, q75}} value, got {stat!r}")
+    if stat["q25"] >= goal:
+        return "met"
+    if stat["q75"] < goal:
+        return "not met"
+    return f"a tie, its spread holds {goal:g}×"
+
+
 def fmt(value: Any, spec: str | None) -> str:
     if value is None:
         raise RenderError("a placeholder's value is null (not measured): quote it as words instead")
+    if spec and GOAL_SPEC.match(spec):
+        return goal_verdict(value, float(GOAL_SPEC.match(spec)["goal"]))  # type: ignore[index]
     if spec in WORD_SPECS:
         if not isinstance(value, bool):
             raise RenderError(f"format :{spec} needs a true/false value, got {value!r}")
