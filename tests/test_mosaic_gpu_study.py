@@ -71,3 +71,27 @@ def test_notebook_quick_run(tmp_path: Path):
         assert (tmp_path / "figures" / "cpu" / "mosaic_gpu_compile_ms_vs_T.png").exists()
     else:
         assert summary["compiled"] is None and "not measured" in text
+
+
+def test_the_estimate_line_quotes_the_largest_T_where_both_loops_compiled():
+    """The Python loop does not lower at T=65536 (RecursionError): the committed 2026-12-01
+    summary read "`fori_loop` issues nanx the Python loop's at T=65536"."""
+    from jaxperf.mosaic_gpu import report
+
+    nan = float("nan")
+    est = {
+        "label": "static estimate",
+        "ratios": [
+            {"T": 16384, "fori u=1 / python": 7.7, "reporter measured fori / python": 1.23},
+            {"T": 32768, "fori u=1 / python": 9.2, "reporter measured fori / python": 1.63},
+            {"T": 65536, "fori u=1 / python": nan, "reporter measured fori / python": 2.42},
+        ],
+        "closest_to_python": [
+            {"variant": "hoisted u=1", "ratio": 1.83},
+            {"variant": "fori u=4", "ratio": nan},
+        ],
+    }
+    line = report._estimate_line(est)
+    assert "nan" not in line
+    assert "9.20x the Python loop's at T=32768, the largest T where the Python loop compiled" in line
+    assert "1.63x" in line and "fori u=4 n/a" in line

@@ -132,15 +132,25 @@ def _estimate_line(est: dict[str, Any]) -> str:
     ratios = pd.DataFrame(est["ratios"])
     if ratios.empty or "fori u=1 / python" not in ratios:
         return "- Static estimate: n/a."
-    last = ratios.sort_values("T").iloc[-1]
+    both = ratios.dropna(subset=["fori u=1 / python"]).sort_values("T")  # T where both loops compiled
+    if both.empty:
+        return "- Static estimate: n/a (the Python loop compiled at no T where `fori_loop` did)."
+    last = both.iloc[-1]
+    where = (
+        f"T={int(last['T'])}"
+        if int(last["T"]) == int(ratios["T"].max())
+        else f"T={int(last['T'])}, the largest T where the Python loop compiled"
+    )
     closest = ", ".join(
-        f"{r['variant']} {r['ratio']:.2f}x" if r["ratio"] else f"{r['variant']} n/a"
+        f"{r['variant']} {r['ratio']:.2f}x"
+        if r["ratio"] is not None and pd.notna(r["ratio"])
+        else f"{r['variant']} n/a"
         for r in est["closest_to_python"][:3]
     )
     reporter = last.get("reporter measured fori / python")
     return (
         f"- Static estimate ({est['label']}; instructions per kernel call, B=512): `fori_loop` issues "
-        f"{last['fori u=1 / python']:.2f}x the Python loop's at T={int(last['T'])}"
+        f"{last['fori u=1 / python']:.2f}x the Python loop's at {where}"
         + (f" (the reporter measured {reporter:.2f}x in ms on Triton, A6000)" if pd.notna(reporter) else "")
         + f"; closest to the Python loop: {closest}."
     )
