@@ -67,10 +67,10 @@ def test_recommendation_picks_smallest_unroll_within_5pct_and_checks_goals():
     rec = analysis.recommend(analysis.headline(*_synthetic(MS, COMPILE))).set_index("loop_form")
     # fori: best 10.0 at u=4; u=2 (10.4) is within 5% -> u=2; compile 1.2x fori u=1
     assert rec.loc["fori", "unroll"] == 2 and rec.loc["fori", "best_unroll"] == 4
-    assert rec.loc["fori", "goal_met"] == True  # noqa: E712 - a bool, not None
+    assert rec.loc["fori", "goal_met"] == "met"
     # hand: u=2 (12.0) is not within 5% of 10.2 -> u=4; 1.02x python; 1.4x compile -> goal met
     assert rec.loc["hand_unrolled", "unroll"] == 4
-    assert bool(rec.loc["hand_unrolled", "exec_within_5pct_of_python"])
+    assert rec.loc["hand_unrolled", "exec_within_5pct_of_python"] == "met"
     assert bool(rec.loc["hand_unrolled", "compile_within_1.5x_of_fori1"])
 
 
@@ -78,8 +78,8 @@ def test_recommendation_reports_a_missed_goal():
     ms = dict(MS, **{"hand_unrolled u=4": 11.0, "hand_unrolled u=2": 11.5})
     rec = analysis.recommend(analysis.headline(*_synthetic(ms, COMPILE))).set_index("loop_form")
     assert rec.loc["hand_unrolled", "unroll"] == 2  # 11.5 within 5% of 11.0
-    assert rec.loc["hand_unrolled", "exec_within_5pct_of_python"] == False  # noqa: E712 - a bool, not None
-    assert rec.loc["hand_unrolled", "goal_met"] == False  # noqa: E712
+    assert rec.loc["hand_unrolled", "exec_within_5pct_of_python"] == "not met"
+    assert rec.loc["hand_unrolled", "goal_met"] == "not met"
 
 
 def test_goal_is_none_without_a_python_loop():
@@ -116,6 +116,7 @@ def test_seed_reproduction_rows_and_goals():
         "mode", "T", "python_ms", "fori_ms", "ratio", "python_compile_ms", "fori_compile_ms",
         "fix_form", "fix_unroll", "fix_ms", "fix_compile_ms",
         "scalar_carry_u1_ms", "scalar_carry_u1_vs_python", "scalar_carry_u1_compile_ms",
+        "scalar_carry_u1_vs_python_pair",
     }  # fmt: skip
     assert rows[0]["scalar_carry_u1_ms"] is None  # not swept here: never borrowed from another unroll
     assert (
@@ -133,11 +134,40 @@ def test_seed_reproduction_rows_and_goals():
         with_fix[1]["scalar_carry_u1_vs_python"] == pytest.approx(2.0)
         and with_fix[1]["fix_form"] == "hoisted"
     )
+    assert with_fix[1]["scalar_carry_u1_vs_python_pair"]["median"] == pytest.approx(2.0)
     goals = analysis.goals(head, roofline_ms=5.0, quick=False)
     assert goals["judged"] and goals["reproduction"]["met"] is True and goals["fix"]["met"] is True
     assert goals["fix"]["variants_meeting_it_per_T"][4096] == ["hoisted u=4"]
     assert goals["roofline"]["best_fix_vs_roofline"] == pytest.approx(10.3 / 5.0, rel=0.02)
-    assert goals["roofline"]["met"] is False
+    assert goals["roofline"]["met"] is False and goals["roofline"]["verdict"] == "not met"
+    assert goals["fix"]["verdict"] == "met" and goals["fix"]["variants_tying_it_per_T"][4096] == []
+
+
+def test_a_fix_whose_per_pair_spread_holds_the_bound_is_a_tie_not_met():
+    variants, timings = _synthetic(
+        {"python": 10.0, "fori u=1": 20.0, "hoisted u=4": 10.0}, COMPILE | {"hoisted u=4": 120.0}
+    )
+    # hoisted u=4 over the Python loop, per repeat: 0.96, 1.04, 1.10 -> median 1.04 <= 1.05 < q75 1.07
+    part = timings["variant"] == "hoisted u=4"
+    timings.loc[part, "ms_per_call"] = [
+        r * p for r, p in zip((0.96, 1.04, 1.10), timings.loc[timings["variant"] == "python", "ms_per_call"])
+    ]
+    head = analysis.headline(variants, timings)
+    row = head.set_index("variant").loc["hoisted u=4"]
+    assert row.ms_vs_python == pytest.approx(1.04) and row.ms_vs_python_q75 > 1.05
+    goals = analysis.goals(head, quick=False)
+    assert goals["fix"]["verdict"] == "tie" and goals["fix"]["met"] is False
+    assert goals["fix"]["variants_meeting_it_per_T"][1024] == []
+    assert goals["fix"]["variants_tying_it_per_T"][1024] == ["hoisted u=4"]
+    text = " ".join(report.goal_lines(goals, quick=False))
+    assert (
+        "T=1024: none (a tie: hoisted u=4)" in text
+        and "judged on each per-pair ratio's interquartile range): a tie" in text
+    )
+    rec = analysis.recommend(head).set_index("loop_form")
+    assert (
+        rec.loc["hoisted", "exec_within_5pct_of_python"] == "tie" and rec.loc["hoisted", "goal_met"] == "tie"
+    )
 
 
 def test_a_smoke_run_judges_no_goal():

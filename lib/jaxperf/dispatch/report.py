@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import goals as rule
 from .. import markdown, timing
 from .methods import BASELINE, FAST_PATHS, FIX, SLOW
 from .stages import CALLS
@@ -116,9 +117,10 @@ def fix_rows(df: pd.DataFrame, ratios: pd.DataFrame) -> list[dict[str, Any]]:
     for row in _ratio_rows(df, ratios, FIX):
         vs_pmap, vs_filter = row["over_pmap_params"], row["over_filter_pmap"]
         row["fix_over_pmap_params"], row["fix_over_filter_pmap"] = vs_pmap, vs_filter
-        row["meets_vs_pmap"] = bool(vs_pmap["median"] >= GOAL_VS_PMAP) if vs_pmap else None
+        # Judged on the spread (jaxperf.goals): "tie" when the interquartile range holds the goal
+        row["meets_vs_pmap"] = rule.judge(vs_pmap, GOAL_VS_PMAP)
         at_size = row["leaves"] >= GOAL_LEAVES and vs_filter is not None
-        row["meets_vs_filter_pmap"] = bool(vs_filter["median"] >= GOAL_VS_FILTER) if at_size else None
+        row["meets_vs_filter_pmap"] = rule.judge(vs_filter, GOAL_VS_FILTER) if at_size else None
         row["host_cpu_filter_pmap_over_fix"] = row.pop("host_cpu_filter_pmap_over_this")
         rows.append(row)
     return rows
@@ -149,10 +151,9 @@ def fast_path_goals(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             stat_ = last.get("over_pmap_params_undonated") or last["over_pmap_params"]
             if stat_ is None:
                 continue
-            ratio = stat_["median"]
             goal[f"{step}_leaves"] = int(s["leaves"].iloc[-1])
-            goal[f"{step}_over_pmap_params"] = ratio
-            goal[f"{step}_meets"] = bool(ratio >= threshold)
+            goal[f"{step}_over_pmap_params"] = stat_
+            goal[f"{step}_meets"] = rule.judge(stat_, threshold)
             cpu = s["cpu_us_per_call"].to_numpy()
             goal[f"{step}_cpu_spread"] = float(cpu[-1] / cpu[0]) if len(cpu) > 1 else None
             goal[f"{step}_cpu_meets"] = (
@@ -224,10 +225,10 @@ def _measure_answer(ratios: pd.DataFrame, measure: str) -> dict[str, Any] | None
         "fix_reads": markdown.versus(fix_over_pmap),  # "ties with" when its range holds 1
         "fix_over_filter_pmap": fix_over_slow,
         "fix_over_filter_pmap_meets": None
-        if fix_over_slow is None or leaves < GOAL_LEAVES
-        else bool(fix_over_slow["median"] >= GOAL_VS_FILTER),
+        if leaves < GOAL_LEAVES
+        else rule.judge(fix_over_slow, GOAL_VS_FILTER),
         "packed_jit_donated_over_pmap": packed,
-        "packed_jit_meets": None if packed is None else bool(packed["median"] >= FAST_GOAL_NOOP),
+        "packed_jit_meets": rule.judge(packed, FAST_GOAL_NOOP),
     }
     return out
 
@@ -248,8 +249,12 @@ def answer(fix: list[dict[str, Any]], ratios: pd.DataFrame) -> dict[str, Any]:
     fix = [g for g in fix if g.get("over_pmap_params")]  # cells with a pmap pair to compare
     if fix:
         low = min(fix, key=lambda g: g["over_pmap_params"]["median"])
+        counted = rule.count(g["meets_vs_pmap"] for g in fix)
         out["fix_cells"] = {
-            "meeting": sum(bool(g["meets_vs_pmap"]) for g in fix),
+            "verdict": rule.every(g["meets_vs_pmap"] for g in fix),
+            "meeting": counted[rule.MET],
+            "ties": counted[rule.TIE],
+            "missing": counted[rule.MISSED],
             "of": len(fix),
             "lowest": low["over_pmap_params"]["median"],
             "lowest_at": {k: low[k] for k in ("step", "model", "measure", "donated")},
@@ -317,8 +322,8 @@ def headline(
     for measure in dict.fromkeys(g["measure"] for g in fix):
         mine = [g for g in fix if g["measure"] == measure and not g["donated"]]
         verdict[measure] = {
-            "all_meet_vs_pmap": all(g["meets_vs_pmap"] for g in mine),
-            "all_meet_vs_filter_pmap": all(g["meets_vs_filter_pmap"] in (True, None) for g in mine),
+            "all_meet_vs_pmap": rule.every(g["meets_vs_pmap"] for g in mine),
+            "all_meet_vs_filter_pmap": rule.every(g["meets_vs_filter_pmap"] for g in mine),
         }
     fast = fast_path_rows(df, ratios)
     return {

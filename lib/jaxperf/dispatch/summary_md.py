@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import goals
 from .. import markdown as md
 from .methods import BASELINE, FAST_PATHS, FIX, SLOW
 from .report import FAST_GOAL_NOOP, FAST_GOAL_TRAIN, GOAL_LEAVES, GOAL_VS_FILTER, GOAL_VS_PMAP, MEASURE_SHORT
@@ -125,15 +126,23 @@ def _cause(breakdown: dict[str, Any]) -> str | None:
     return text
 
 
-def _vs_filter_cells(summary: dict[str, Any], measure: str) -> tuple[int, int]:
-    """(cells meeting, cells judged) of the fix's goal against ``filter_pmap``: undonated, both
-    steps, every model of at least the goal's leaves (the cells ``verdict`` is judged on)."""
-    judged = [
-        g
+def _vs_filter_cells(summary: dict[str, Any], measure: str) -> str:
+    """How the cells judged on the fix's goal against ``filter_pmap`` came out (undonated,
+    both steps, every model of at least the goal's leaves: the cells ``verdict`` is judged
+    on), as "2 of 6 met, 1 a tie"."""
+    found = [
+        g["meets_vs_filter_pmap"]
         for g in summary.get("fix", [])
         if g["measure"] == measure and not g["donated"] and g.get("meets_vs_filter_pmap") is not None
     ]
-    return sum(bool(g["meets_vs_filter_pmap"]) for g in judged), len(judged)
+    return _cell_count(goals.count(found), len(found))
+
+
+def _cell_count(counted: dict[str, int], of: int) -> str:
+    text = f"{counted[goals.MET]} of {of} met"
+    if counted[goals.TIE]:
+        text += f", {counted[goals.TIE]} a tie"
+    return text
 
 
 def _fix(ans: dict[str, Any], summary: dict[str, Any], quick: bool) -> list[str]:
@@ -145,18 +154,19 @@ def _fix(ans: dict[str, Any], summary: dict[str, Any], quick: bool) -> list[str]
         top = a.get("largest")
         if not top or top.get("fix_over_pmap") is None:
             continue
-        met, of = _vs_filter_cells(summary, measure)
+        cells_text = _vs_filter_cells(summary, measure)
         overall = (summary.get("verdict") or {}).get(measure, {}).get("all_meet_vs_filter_pmap")
         words.append(
             f"{MEASURE_SHORT[measure]}: it {md.versus(top['fix_over_pmap'])} pmap on params at {top['leaves']} leaves "
             f"({md.ratio(top['fix_over_pmap'])}) and runs at {md.ratio(top['fix_over_filter_pmap'])} "
             f"`filter_pmap` there (goal ≥ {GOAL_VS_FILTER}× in every undonated cell of ≥ {GOAL_LEAVES} leaves: "
-            f"**{md.verdict(overall, quick)}**, {met} of {of})"
+            f"**{goals.text(overall, quick, tie_text='a tie')}**, {cells_text})"
         )
     cells = ans.get("fix_cells")
     goal = (
         f"; goal ≥ {GOAL_VS_PMAP}× pmap on params in every (step, model, measure, donation) cell: "
-        f"**{md.verdict(cells['meeting'] == cells['of'], quick)}** ({cells['meeting']} of {cells['of']}, lowest "
+        f"**{goals.text(cells['verdict'], quick, tie_text='a tie')}** "
+        f"({_cell_count({goals.MET: cells['meeting'], goals.TIE: cells['ties']}, cells['of'])}, lowest "
         f"{cells['lowest']:.2f}×)"
         if cells
         else ""
@@ -176,7 +186,7 @@ def _fix(ans: dict[str, Any], summary: dict[str, Any], quick: bool) -> list[str]
         if top.get("packed_jit_donated_over_pmap"):
             packed.append(
                 f"{MEASURE_SHORT[measure]} {md.ratio(top['packed_jit_donated_over_pmap'])} (goal ≥ {FAST_GOAL_NOOP:g}×: "
-                f"**{md.verdict(top['packed_jit_meets'], quick)}**)"
+                f"**{goals.text(top['packed_jit_meets'], quick, tie_text='a tie, its spread holds it')}**)"
             )
     if packed:
         lines.append(
@@ -233,16 +243,16 @@ def _goal_lines(summary: dict[str, Any], quick: bool) -> list[str]:
     for measure, v in summary["verdict"].items():
         lines.append(
             f"- Fix, {MEASURE_SHORT.get(measure, measure)} it/s, no donation: ≥ {GOAL_VS_PMAP}× pmap at every size "
-            f"**{md.verdict(v['all_meet_vs_pmap'], quick)}**; ≥ {GOAL_VS_FILTER}× filter_pmap at ≥ "
-            f"{GOAL_LEAVES} leaves **{md.verdict(v['all_meet_vs_filter_pmap'], quick)}**."
+            f"**{goals.text(v['all_meet_vs_pmap'], quick, tie_text='a tie')}**; ≥ {GOAL_VS_FILTER}× filter_pmap at ≥ "
+            f"{GOAL_LEAVES} leaves **{goals.text(v['all_meet_vs_filter_pmap'], quick, tie_text='a tie')}**."
         )
     handed = summary.get("cached_filter_pmap_fallbacks") or {}
     reasons = ", ".join(f"{reason}: {n}" for reason, n in handed.items())
     lines.append(f"- Calls the fix handed to `eqx.filter_pmap` during the sweep: {reasons or 'none'}.")
     for g in summary["fast_path_goals"]:
         parts = [
-            f"{step} ≥ {thr}× undonated pmap at {g[f'{step}_leaves']} leaves: {g[f'{step}_over_pmap_params']:.2f}× "
-            f"**{md.verdict(g[f'{step}_meets'], quick)}**, host CPU spread {_times(g[f'{step}_cpu_spread'])} "
+            f"{step} ≥ {thr}× undonated pmap at {g[f'{step}_leaves']} leaves: {md.ratio(g[f'{step}_over_pmap_params'])} "
+            f"**{goals.text(g[f'{step}_meets'], quick, tie_text='a tie')}**, host CPU spread {_times(g[f'{step}_cpu_spread'])} "
             f"**{md.verdict(g[f'{step}_cpu_meets'], quick)}**"
             for step, thr in (("noop", FAST_GOAL_NOOP), ("train", FAST_GOAL_TRAIN))
             if f"{step}_meets" in g
@@ -263,10 +273,11 @@ def _tables(
     for (step, donated), part in res.groupby(["step", "donated"], sort=False):
         title = f"{step} step, {'model and optimiser state donated' if donated else 'no donation'}: it/s per method (blocked)"
         lines += _details(title, [md.table(_results_table(part))])
-    lines += _details(
-        "The fix, cached_filter_pmap (a drop-in that partitions once per input structure): every cell",
-        [md.table(_ratio_table(summary["fix"], with_method=False))],
-    )
+    if summary["fix"]:
+        lines += _details(
+            "The fix, cached_filter_pmap (a drop-in that partitions once per input structure): every cell",
+            [md.table(_ratio_table(summary["fix"], with_method=False))],
+        )
     if summary["fast_path"]:
         lines += _details(
             "The packed fast path, packed_pmap and packed_jit (model and optimiser state packed once into one "

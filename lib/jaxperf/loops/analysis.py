@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import goals as verdicts
 from .. import timing
 from ..jax20909.vocab import FIX, PORTABLE_FORMS, UNROLLED_FORMS, seed_cell
 
@@ -28,7 +29,15 @@ def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     out = stats.merge(variants[KEYS + ["lower_ms", "compile_ms", "error_vs_tolerance"]], on=KEYS)
     if "python" in set(timings["variant"]):
         ratios = timing.pair_ratios(timings, "python", "ms_per_call", by=GROUP)
-        med = ratios.groupby(GROUP + ["variant"])["ratio"].median().rename("ms_vs_python").reset_index()
+        grouped = ratios.groupby(GROUP + ["variant"])["ratio"]
+        med = pd.concat(
+            [
+                grouped.median().rename("ms_vs_python"),
+                grouped.quantile(0.25).rename("ms_vs_python_q25"),
+                grouped.quantile(0.75).rename("ms_vs_python_q75"),
+            ],
+            axis=1,
+        ).reset_index()
         out = out.merge(med, on=GROUP + ["variant"], how="left")
         py = out[out.variant == "python"].set_index(GROUP)["compile_ms"].rename("python_compile_ms")
         out = out.join(py, on=GROUP)
@@ -59,13 +68,14 @@ def recommend(
 ) -> pd.DataFrame:
     """Per (mode, kernel, T, loop form): the smallest unroll within ``within`` of that form's best,
     and whether it meets issue 11's fix goal (execution within 5% of the Python loop,
-    compile within 1.5x of fori_loop(unroll=1)); None where that was not measured."""
+    compile within 1.5x of fori_loop(unroll=1)); None where that was not measured. Execution is
+    judged on the per-pair ratio's spread (:func:`exec_verdict`): "tie" when it holds 1.05."""
     rows = []
     for (mode, kernel, T, form), g in head[head.loop_form.isin(loop_forms)].groupby([*GROUP, "loop_form"]):
         best = g.ms_per_call.min()
         pick = g[g.ms_per_call <= within * best].sort_values("unroll").iloc[0]
         vs_python, vs_fori1 = pick.get("ms_vs_python", np.nan), pick.get("compile_vs_fori1", np.nan)
-        exec_ok = None if pd.isna(vs_python) else bool(vs_python <= within)
+        exec_ok = exec_verdict(pick, within)
         compile_ok = None if pd.isna(vs_fori1) else bool(vs_fori1 <= COMPILE_BUDGET)
         rows.append(
             dict(
@@ -82,10 +92,29 @@ def recommend(
                 exec_within_5pct_of_python=exec_ok,
                 compile_vs_fori1=vs_fori1,
                 **{"compile_within_1.5x_of_fori1": compile_ok},
-                goal_met=None if exec_ok is None or compile_ok is None else exec_ok and compile_ok,
+                goal_met=None
+                if exec_ok is None or compile_ok is None
+                else verdicts.every([exec_ok, verdicts.MET if compile_ok else verdicts.MISSED]),
             )
         )
     return pd.DataFrame(rows)
+
+
+def exec_verdict(row: pd.Series, within: float = WITHIN) -> str | None:
+    """One variant's execution against the Python loop: "met" when the per-pair ratio's
+    interquartile range lies within ``within``, "not met" when it lies above, else "tie";
+    None where no Python loop ran at that T."""
+    if pd.isna(row.get("ms_vs_python", np.nan)):
+        return None
+    return verdicts.judge(
+        {
+            "median": row["ms_vs_python"],
+            "q25": row.get("ms_vs_python_q25"),
+            "q75": row.get("ms_vs_python_q75"),
+        },
+        within,
+        at_least=False,
+    )
 
 
 def _pick_fix(g: pd.DataFrame) -> pd.Series | None:
@@ -129,9 +158,21 @@ def seed_reproduction(head: pd.DataFrame, kernel: str = "seed") -> list[dict[str
                 if named is None
                 else float(named.ms_per_call / py.ms_per_call),
                 scalar_carry_u1_compile_ms=None if named is None else float(named.compile_ms),
+                # per pair (same repeat), median and interquartile range: what a verdict reads
+                scalar_carry_u1_vs_python_pair=None if named is None else _pair_stat(named),
             )
         )
     return sorted(rows, key=lambda r: (r["mode"], r["T"]))
+
+
+def _pair_stat(row: pd.Series) -> dict[str, float] | None:
+    """A variant's per-pair ratio to the Python loop as {median, q25, q75}, None if not timed."""
+    if pd.isna(row.get("ms_vs_python", np.nan)):
+        return None
+    return {
+        q: float(row[c])
+        for q, c in (("median", "ms_vs_python"), ("q25", "ms_vs_python_q25"), ("q75", "ms_vs_python_q75"))
+    }
 
 
 def _grows(values: Sequence[float], slack: float = 0.9) -> bool:
@@ -177,26 +218,49 @@ def goals(
     out["reproduction"] = dict(
         met=reproduced, Ts=[r["T"] for r in rows], ratios=ratios, python_compile_ms=py_c, fori_compile_ms=f1_c
     )
-    per_T = {}
+    per_T: dict[int, list[str] | None] = {}
+    tying: dict[int, list[str] | None] = {}
+    at_T: list[str | None] = []
     for T, g in part.groupby("T"):
-        ok = g[
-            g.loop_form.isin(PORTABLE_FORMS)
-            & (g.get("ms_vs_python", np.nan) <= WITHIN)
-            & (g.get("compile_vs_fori1", np.nan) <= COMPILE_BUDGET)
-        ]
-        per_T[int(T)] = (
-            [str(v) for v in ok.sort_values("ms_per_call").variant] if "ms_vs_python" in g else None
-        )
-    fix_met = None if not per_T or any(v is None for v in per_T.values()) else all(per_T.values())
-    out["fix"] = dict(met=fix_met, variants_meeting_it_per_T=per_T)
-    best = None
+        if "ms_vs_python" not in g:
+            per_T[int(T)] = tying[int(T)] = None
+            at_T.append(None)
+            continue
+        ok = g[g.loop_form.isin(PORTABLE_FORMS) & (g.get("compile_vs_fori1", np.nan) <= COMPILE_BUDGET)]
+        ok = ok.assign(verdict=[exec_verdict(row) for _, row in ok.iterrows()]).sort_values("ms_per_call")
+        per_T[int(T)] = [str(v) for v in ok.loc[ok.verdict == verdicts.MET, "variant"]]
+        tying[int(T)] = [str(v) for v in ok.loc[ok.verdict == verdicts.TIE, "variant"]]
+        # this T meets the goal when one form meets it, ties when the best form ties
+        at_T.append(verdicts.MET if per_T[int(T)] else verdicts.TIE if tying[int(T)] else verdicts.MISSED)
+    verdict = None if not at_T or any(v is None for v in at_T) else verdicts.every(at_T)
+    out["fix"] = dict(
+        met=None if verdict is None else verdict == verdicts.MET,
+        verdict=verdict,
+        variants_meeting_it_per_T=per_T,
+        variants_tying_it_per_T=tying,
+    )
+    best = best_row = None
     if len(part) and roofline_ms:
         largest = part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)]
-        best = float(largest.ms_per_call.min()) if len(largest) else None
+        best_row = largest.loc[largest.ms_per_call.idxmin()] if len(largest) else None
+        best = None if best_row is None else float(best_row.ms_per_call)
     vs_roof = None if best is None or not roofline_ms else best / roofline_ms
     fresh = fresh_output_roofline_ms
+    roof_verdict = (
+        None
+        if vs_roof is None or best_row is None or not roofline_ms
+        else verdicts.judge(
+            {
+                q: best_row.get(col, best) / roofline_ms
+                for q, col in (("median", "ms_per_call"), ("q25", "ms_q25"), ("q75", "ms_q75"))
+            },
+            ROOFLINE_WITHIN,
+            at_least=False,
+        )
+    )
     out["roofline"] = dict(
-        met=None if vs_roof is None else vs_roof <= ROOFLINE_WITHIN,
+        met=None if roof_verdict is None else roof_verdict == verdicts.MET,
+        verdict=roof_verdict,
         best_fix_ms=best,
         roofline_ms=roofline_ms,
         best_fix_vs_roofline=vs_roof,
@@ -206,4 +270,6 @@ def goals(
     if quick:
         for key in ("reproduction", "fix", "roofline"):
             out[key]["met"] = None
+            if "verdict" in out[key]:
+                out[key]["verdict"] = None
     return out

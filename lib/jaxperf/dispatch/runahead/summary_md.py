@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from ... import markdown
+from ... import goals, markdown
 from ... import runs_ahead as rule
 from ...markdown import fmt_stat
 from . import loop_analysis as la
@@ -112,7 +112,7 @@ def _bullets(summary: dict[str, Any], verdicts: pd.DataFrame) -> list[str]:
         "`cached_filter_jit`'s goals: not measured (" + goal.get("reason", "") + ")"
         if not goal.get("measured")
         else f"`cached_filter_jit` ties with or beats `jax.jit` everywhere: {markdown.verdict(goal['ties_or_beats_jit_everywhere'], quick)}; "
-        f">= {la.GOAL_VS_SLOW}x `eqx.filter_jit` in the band: {markdown.verdict(goal['at_least_1_3x_filter_jit_in_band'], quick)}"
+        f">= {la.GOAL_VS_SLOW}x `eqx.filter_jit` in the band: {goals.text(goal['at_least_1_3x_filter_jit_in_band'], quick, tie_text='a tie')}"
     )
     bullets.append(
         "- **The proposed change** (wait only when the function traced an error check), patched in: "
