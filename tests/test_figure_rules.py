@@ -301,3 +301,40 @@ def test_the_loop_figures_lead_with_the_key_variants():
     assert seed_panel.get_title(loc="left").startswith("seed kernel: at T=16384: fori u=1 ")
     assert "scalar_carry u=1" in seed_panel.get_title(loc="left")
     plt.close(fig)
+
+
+def _crossings(fig: plt.Figure, tmp_path: Path) -> list[str]:
+    """Reference-line labels ("#192 on a TPU ...") whose box a data line (or its IQR band's
+    median line) passes through, after the figure is saved as a notebook shows it."""
+    import numpy as np
+
+    plots.save(fig, tmp_path, "figure", pd.DataFrame({"x": [1]}), PROV, drawn_by="t.f")
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for ax in fig.axes:
+        lines = figure_rules.data_lines(ax)
+        for text in ax.texts:
+            if not text.get_text().startswith("#192"):
+                continue
+            box = text.get_window_extent(renderer)
+            for line in lines:
+                xy = ax.transData.transform(np.column_stack(line.get_data()))
+                # sample each segment densely: a line crosses the box if any sample falls in it
+                for (x0, y0), (x1, y1) in zip(xy, xy[1:]):
+                    t = np.linspace(0, 1, 200)
+                    xs, ys = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
+                    inside = (xs > box.x0) & (xs < box.x1) & (ys > box.y0) & (ys < box.y1)
+                    if inside.any():
+                        found.append(f"{text.get_text()!r} crossed by {line.get_label()!r}")
+                        break
+    plt.close(fig)
+    return found
+
+
+def test_the_seeds_reference_labels_are_clear_of_the_data_lines(tmp_path):
+    from jaxperf.dispatch import figures
+
+    fig, _ = figures.plot_it_per_s(_read("dispatch__timings"))
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("#192")]
+    assert len(labels) == 4  # 8 and 25 it/s, in each of the two panels
+    assert _crossings(fig, tmp_path) == []

@@ -8,12 +8,12 @@ goal is judged here, and ``tools/readme.py`` states the README's with the same r
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from .markdown import NOT_JUDGED
 
 MET, TIE, MISSED = "met", "tie", "not met"
-Verdict = Literal["met", "tie", "not met"]
+Verdict = str  # one of VERDICTS
 VERDICTS = (MET, TIE, MISSED)
 
 
