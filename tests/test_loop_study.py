@@ -438,5 +438,7 @@ def test_summary_from_synthetic_results():
     assert "Not measured here (never simulated)" in text and "no GPU" in text
     answer = text[: text.index("<details>")]
     assert "**On XLA:CPU**" in answer and "an analogue" in answer and "not his GPU" in answer
+    # fori's compile over the Ts: 100 at T=256, 110 at T=4096 -> its range, lowest first
+    assert "`fori_loop`'s stays within 100–110 ms" in answer
     assert "Reproduced" not in answer  # an analogue on another compiler reproduces nothing on a GPU
     assert answer.count("\n- ") <= 5 and markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES
