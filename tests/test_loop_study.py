@@ -186,6 +186,39 @@ def test_ratio_that_falls_is_not_a_reproduction():
     )
     goals = analysis.goals(analysis.headline(*_sweep_of(by_T)), quick=False)
     assert goals["reproduction"]["met"] is False  # 3.0 at T=4096, 1.5 at T=8192: < 2 at the largest T
+    # each missed part named with its numbers (the summary says why the pattern is not shown)
+    assert goals["reproduction"]["misses"] == [
+        "fori/Python falls from 3.0× at T=4096 to 1.5× at T=8192",
+        "fori/Python is 1.50× at T=8192, under 2×",
+    ]
+    lines = report.goal_lines(goals, quick=False)
+    assert "missed: fori/Python falls from 3.0× at T=4096 to 1.5× at T=8192" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "ratios,python_c,fori_c,expected",
+    [
+        ([1.0, 2.0, 3.0], [100, 150, 300], [100, 100, 120], []),
+        ([1.0, 3.0, 2.8], [100, 150, 300], [100, 100, 120], []),  # within 0.9x of the T before
+        (
+            [2.5, 2.5, 2.4],
+            [100, 150, 300],
+            [100, 100, 120],
+            ["fori/Python does not grow (2.50× at T=1, 2.40× at T=3)"],
+        ),
+        (
+            [1.0, 2.0, 3.0],
+            [100, 150, 200],
+            [100, 100, 151],
+            [
+                "the Python loop's compile does not double (100 → 200 ms)",
+                "fori_loop's compile grows more than 1.5× (100 → 151 ms)",
+            ],
+        ),
+    ],
+)
+def test_pattern_misses_names_each_part(ratios, python_c, fori_c, expected):
+    assert analysis.pattern_misses([1, 2, 3], ratios, python_c, fori_c) == expected
 
 
 def test_tiny_sweep_checks_and_times_every_variant():

@@ -175,13 +175,34 @@ def _pair_stat(row: pd.Series) -> dict[str, float] | None:
     }
 
 
-def _grows(values: Sequence[float], slack: float = 0.9) -> bool:
-    """Rises from first to last, never falling below ``slack`` x the previous value (timing noise)."""
-    return (
-        len(values) >= 2
-        and values[-1] > values[0]
-        and all(b >= slack * a for a, b in zip(values, values[1:]))
-    )
+def pattern_misses(
+    Ts: Sequence[int],
+    ratios: Sequence[float],
+    python_compile_ms: Sequence[float],
+    fori_compile_ms: Sequence[float],
+) -> list[str]:
+    """Which parts of the reporter's pattern a sweep misses, each in words with its numbers
+    (empty: shown): fori/Python grows with T (never below 0.9x the previous T's), is at least
+    2 at the largest T, the Python loop's compile at least doubles, fori's grows at most 1.5x."""
+    out = []
+    for (t0, a), (t1, b) in zip(zip(Ts, ratios), zip(Ts[1:], ratios[1:])):
+        if b < 0.9 * a:
+            out.append(f"fori/Python falls from {a:.1f}× at T={t0} to {b:.1f}× at T={t1}")
+    if ratios and ratios[-1] <= ratios[0] and not out:
+        out.append(
+            f"fori/Python does not grow ({ratios[0]:.2f}× at T={Ts[0]}, {ratios[-1]:.2f}× at T={Ts[-1]})"
+        )
+    if ratios and ratios[-1] < REPRODUCED_RATIO:
+        out.append(f"fori/Python is {ratios[-1]:.2f}× at T={Ts[-1]}, under {REPRODUCED_RATIO:g}×")
+    if python_compile_ms and not python_compile_ms[-1] > 2 * python_compile_ms[0]:
+        out.append(
+            f"the Python loop's compile does not double ({python_compile_ms[0]:.0f} → {python_compile_ms[-1]:.0f} ms)"
+        )
+    if fori_compile_ms and not fori_compile_ms[-1] <= 1.5 * fori_compile_ms[0]:
+        out.append(
+            f"fori_loop's compile grows more than 1.5× ({fori_compile_ms[0]:.0f} → {fori_compile_ms[-1]:.0f} ms)"
+        )
+    return out
 
 
 def goals(
@@ -207,16 +228,15 @@ def goals(
     out: dict[str, Any] = {"judged": not quick, "mode": mode, "kernel": kernel}
     ratios = [r["ratio"] for r in rows]
     py_c, f1_c = [r["python_compile_ms"] for r in rows], [r["fori_compile_ms"] for r in rows]
-    reproduced = (
-        None
-        if len(rows) < 2
-        else _grows(ratios)
-        and ratios[-1] >= REPRODUCED_RATIO
-        and py_c[-1] > 2 * py_c[0]
-        and f1_c[-1] <= 1.5 * f1_c[0]
-    )
+    Ts = [r["T"] for r in rows]
+    misses = pattern_misses(Ts, ratios, py_c, f1_c) if len(rows) >= 2 else None
     out["reproduction"] = dict(
-        met=reproduced, Ts=[r["T"] for r in rows], ratios=ratios, python_compile_ms=py_c, fori_compile_ms=f1_c
+        met=None if misses is None else not misses,
+        misses=misses or [],
+        Ts=Ts,
+        ratios=ratios,
+        python_compile_ms=py_c,
+        fori_compile_ms=f1_c,
     )
     per_T: dict[int, list[str] | None] = {}
     tying: dict[int, list[str] | None] = {}
