@@ -8,7 +8,9 @@ The suite runs on two pytest-xdist workers by default (see ``pytest_cmdline_main
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -61,30 +63,31 @@ def _cpu_backend():
 #: processes (papermill kernels, pip, JupyterLab, chromium), so two overlap well on two cores.
 WORKERS = 2
 
-#: Tests that must share a worker (``--dist loadgroup``), one after another, beyond those that
-#: share a module-scoped fixture (grouped per module below):
+#: Tests that must run on one worker, one after another (one unit of xdist's work):
 #: - the project's ./run_all.sh runs tools/setup_env.sh, whose `git config` writes take
-#:   .git/config's lock (two at once: one fails) and whose JupyterLab settings it rewrites;
+#:   .git/config's lock (two at once: one fails) and which rewrites JupyterLab's settings;
 #: - the ``alt_python`` environment is built on first use (two builds at once would remove
 #:   each other's), and ``./run_all.sh --python`` installs into it while the device dry run
-#:   runs from it.
-#: Both in one group: test_run_all's --python test is in each (and the two reliability modules
-#: keep one tally of their cases).
+#:   (test_gpu_script) runs from it;
+#: - the two reliability modules keep one tally of their cases.
+#: One unit for all: test_run_all's --python test is in the first two.
 PROJECT_ENV_MODULES = {
     "tests/test_browser.py",
     "tests/test_run_all.py",
     "tests/test_reliability.py",
     "tests/test_reliability_runs.py",
+    "tests/test_gpu_script.py",
 }
 PROJECT_ENV = "project-env"
+TESTS = Path(__file__).resolve().parent
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """``-n 2 --dist loadgroup`` unless the command line chose (``-n``, ``--dist``, ``--tx``),
-    wants one process (``-s``, ``--pdb``, ``--collect-only``), or xdist is not there
-    (``-p no:xdist``). Set here, not in pyproject.toml's addopts: tests/core is run with the
-    same [tool.pytest.ini_options] in test_core_envs' clean environments, which lack xdist."""
+    """``-n 2`` unless the command line chose (``-n``, ``--dist``, ``--tx``), wants one process
+    (``-s``, ``--pdb``, ``--collect-only``), or xdist is not there (``-p no:xdist``). Set
+    here, not in pyproject.toml's addopts: tests/core is run with the same
+    [tool.pytest.ini_options] in test_core_envs' clean environments, which lack xdist."""
     opt = config.option
     if hasattr(config, "workerinput") or not hasattr(opt, "numprocesses"):
         return
@@ -92,8 +95,43 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         return
     if opt.usepdb or opt.capture == "no" or opt.collectonly:
         return
-    opt.numprocesses, opt.dist = WORKERS, "loadgroup"
+    opt.numprocesses, opt.dist = WORKERS, "loadscope"  # in units: pytest_xdist_make_scheduler
     opt.loadscopereorder = False  # keep pytest_collection_modifyitems' order: longest first
+
+
+@functools.cache
+def _modules_with_module_fixtures() -> frozenset[str]:
+    """Test modules that define a module-scoped fixture: each worker that runs one of their
+    tests sets it up again, so their tests go to one worker."""
+    found = set()
+    for path in TESTS.rglob("test_*.py"):
+        if re.search(r"""scope=["']module["']""", path.read_text()):
+            found.add(path.relative_to(TESTS.parent).as_posix())
+    return frozenset(found)
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of work (one worker's, in order) that a test belongs to."""
+    module = nodeid.split("::")[0]
+    if module in PROJECT_ENV_MODULES:
+        return PROJECT_ENV
+    return module if module in _modules_with_module_fixtures() else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """(xdist's controller) Work handed out in the units of ``_unit``, in the workers'
+    collection order. Its own ``--dist loadgroup`` cannot do it here: it renames a test's
+    nodeid, which pytest 9's nodes no longer take."""
+    if config.option.dist not in ("load", "loadscope", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return UnitScheduling(config, log)
 
 
 #: Seconds each long test (or group) took in one process on the 2-core CI machine; the
@@ -129,33 +167,17 @@ COST_S = {
 }
 
 
-def _group(item: pytest.Item) -> str | None:
-    module = item.nodeid.split("::")[0]
-    if module in PROJECT_ENV_MODULES or "alt_python" in item.fixturenames:
-        return PROJECT_ENV
-    info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs.values() if info is not None else []
-    if any(fixturedefs and fixturedefs[-1].scope == "module" for fixturedefs in defs):
-        return module  # one set-up of it
-    return None
-
-
 def _cost(item: pytest.Item) -> float:
     return next((s for prefix, s in COST_S.items() if item.nodeid.startswith(prefix)), 0.0)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
+@pytest.hookimpl(trylast=True)  # after pytest's own grouping by fixture: the order xdist is sent
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    groups = {item: _group(item) for item in items}
-    for item, group in groups.items():
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
     if not hasattr(config, "workerinput"):
         return  # one process: the usual order
-    # Longest first, a group as long as its tests together; ties keep the collection order.
+    # Longest first, a unit as long as its tests together; ties keep the collection order.
+    units = {item: _unit(item.nodeid) for item in items}
     total: dict[str, float] = {}
-    for item, group in groups.items():
-        if group is not None:
-            total[group] = total.get(group, 0.0) + _cost(item)
-    cost = {item: total[group] if group is not None else _cost(item) for item, group in groups.items()}
-    items.sort(key=lambda item: -cost[item])
+    for item, unit in units.items():
+        total[unit] = total.get(unit, 0.0) + _cost(item)
+    items.sort(key=lambda item: -total[units[item]])
