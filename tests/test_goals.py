@@ -2,7 +2,6 @@
 when the range holds it, and the README's `:goal>=X` format states the same verdicts."""
 
 import importlib.util
-import math
 from pathlib import Path
 
 import pytest
@@ -79,11 +78,16 @@ def test_count_and_text():
 
 @pytest.mark.parametrize("q25", [0.5, 0.9, 0.99, 1.0, 1.5])
 @pytest.mark.parametrize("q75", [0.95, 1.0, 1.01, 2.0])
-def test_the_readme_format_states_the_same_verdict(q25, q75):
-    if q25 > q75:
-        return
-    stat = {"median": (q25 + q75) / 2, "q25": q25, "q75": q75}
+@pytest.mark.parametrize("median", [0.9, 1.0, 1.2])  # inside, at and outside the quartiles
+def test_the_readme_format_states_the_same_verdict(q25, q75, median):
+    stat = {"median": median, "q25": min(q25, q75), "q75": max(q25, q75)}
     words = _readme_tool().goal_verdict(stat, 1.0)
     expected = goals.judge(stat, 1.0)
     assert words == expected or (expected == "tie" and words.startswith("a tie")), (stat, words, expected)
-    assert not math.isnan(stat["median"])
+
+
+def test_the_readme_states_a_verdict_in_words():
+    tool = _readme_tool()
+    assert [tool.fmt(v, "verdict") for v in ("met", "tie", "not met")] == ["met", "a tie", "not met"]
+    with pytest.raises(tool.RenderError, match=r"format :verdict needs one of"):
+        tool.fmt(True, "verdict")

@@ -140,6 +140,8 @@ def walk(summary: Any, path: str) -> tuple[Any, list[dict[str, Any]]]:
 
 #: format specs for verdicts: a boolean rendered as words
 WORD_SPECS = {"met": ("met", "not met"), "yes": ("yes", "no"), "shown": ("shown", "not shown")}
+#: ``:verdict``: a three-valued verdict of jaxperf.goals ("met", "tie", "not met") as a sentence says it
+VERDICT_WORDS = {"met": "met", "tie": "a tie", "not met": "not met"}
 
 
 #: ``:goal>=X``: a median [q25, q75] judged against a goal of X, a tie when its spread holds X
@@ -151,9 +153,11 @@ def goal_verdict(stat: Any, goal: float) -> str:
     below, else a tie with the goal: a rerun of the study cannot flip a stated verdict."""
     if not (isinstance(stat, dict) and {"median", "q25", "q75"} <= set(stat)):
         raise RenderError(f"format :goal>= needs a {{median, q25, q75}} value, got {stat!r}")
-    if stat["q25"] >= goal:
+    # the range widened to hold the median, as jaxperf.goals.judge does (tests/test_goals.py)
+    lo, hi = min(stat["q25"], stat["median"]), max(stat["q75"], stat["median"])
+    if lo >= goal:
         return "met"
-    if stat["q75"] < goal:
+    if hi < goal:
         return "not met"
     return f"a tie, its spread holds {goal:g}×"
 
@@ -163,6 +167,10 @@ def fmt(value: Any, spec: str | None) -> str:
         raise RenderError("a placeholder's value is null (not measured): quote it as words instead")
     if spec and GOAL_SPEC.match(spec):
         return goal_verdict(value, float(GOAL_SPEC.match(spec)["goal"]))  # type: ignore[index]
+    if spec == "verdict":
+        if value not in VERDICT_WORDS:
+            raise RenderError(f"format :verdict needs one of {sorted(VERDICT_WORDS)}, got {value!r}")
+        return VERDICT_WORDS[value]
     if spec in WORD_SPECS:
         if not isinstance(value, bool):
             raise RenderError(f"format :{spec} needs a true/false value, got {value!r}")
