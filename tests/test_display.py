@@ -140,3 +140,41 @@ def test_a_markdown_table_that_fits_keeps_its_rows_and_an_odd_one_is_left_alone(
     assert display.wrap_markdown(ragged) == ragged
     escaped = "| x \\| y | z |\n|---|---|\n| 1 | 2 |\n"
     assert display._md_cells(escaped.splitlines()[0]) == ["x \\| y", "z"]
+
+
+def test_a_split_markdown_table_repeats_its_sweep_keys_keeps_its_indent_and_its_note_is_a_paragraph():
+    # 04's compile-stage table: kernel, variant, then T (numeric, a key by its header)
+    heads = ["kernel", "variant", "T", *(f"stage number {k}" for k in range(14))]
+    rows = [
+        "| " + " | ".join(heads) + " |",
+        "|" + "---|" * len(heads),
+        *(
+            f"| seed | fori u={u} | {T} | " + " | ".join("12.5" for _ in heads[3:]) + " |"
+            for u, T in ((1, 256), (2, 8192))
+        ),
+    ]
+    text = "Text just before.\n" + "\n".join("  " + r for r in rows) + "\n"
+    out = display.wrap_markdown(text)
+    assert "Text just before.\n\n  (columns in " in out  # its own paragraph, at the table's indent
+    tables = [t for t in out.split("\n\n") if t.lstrip().startswith("|")]
+    assert len(tables) >= 2
+    for t in tables:
+        lines = t.splitlines()
+        assert all(line.startswith("  | ") for line in lines)  # still inside the list item
+        assert lines[0].startswith("  | kernel | variant | T |")
+        assert lines[2].startswith("  | seed | fori u=1 | 256 |") and lines[3].startswith(
+            "  | seed | fori u=2 | 8192 |"
+        )
+
+
+def test_a_numeric_column_not_named_as_a_key_is_not_repeated():
+    out = display.wrap_markdown(
+        _md_table(16)
+        .replace("| variant |", "| variant | score |", 1)
+        .replace("---|", "---|---|", 1)
+        .replace("unrolled u=0 |", "unrolled u=0 | 1.5 |")
+        .replace("unrolled u=1 |", "unrolled u=1 | 2.5 |")
+        .replace("unrolled u=2 |", "unrolled u=2 | 3.5 |")
+    )
+    tables = [t for t in out.split("\n\n") if t.lstrip().startswith("|")]
+    assert len(tables) >= 2 and not tables[1].startswith("| variant | score |")

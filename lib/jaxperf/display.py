@@ -89,7 +89,19 @@ def _groups(names: list[Any], widths: list[int], base: int) -> list[list[Any]]:
     return groups
 
 
-KEY_NAMES = {"T", "unroll", "processes", "process_id", "generation", "target", "repeat", "leaves"}
+KEY_NAMES = {
+    "T",
+    "unroll",
+    "processes",
+    "process_id",
+    "generation",
+    "target",
+    "repeat",
+    "leaves",
+    "devices",
+}
+#: at most this many leading columns name a row (repeated in every group of a split table)
+MAX_LABELS = 4
 
 
 def _with_labels(df: pd.DataFrame) -> pd.DataFrame:
@@ -169,7 +181,8 @@ def _visible(cell: str) -> str:
 
 def _split_table(rows: list[str]) -> list[list[str]]:
     """A Markdown table (header, rule, body) as one or more tables that each fit :data:`WIDTH_PX`:
-    its leading text columns (at most two, the row's names) repeat in every group."""
+    its leading columns that name a row (text, or a sweep key such as ``T`` by its header: at
+    most :data:`MAX_LABELS`) repeat in every group, and the table keeps its indent."""
     cells = [_md_cells(r) for r in rows]
     header, rule, body = cells[0], cells[1], cells[2:]
     n = len(header)
@@ -180,15 +193,19 @@ def _split_table(rows: list[str]) -> list[list[str]]:
         return [rows]
     numeric = re.compile(r"[-+]?[\d.,]+(e[-+]?\d+)?[x×%]?|—|")
     lead = 0
-    while lead < min(2, n - 1) and not all(numeric.fullmatch(_visible(r[lead])) for r in body):
+    while lead < min(MAX_LABELS, n - 1) and (
+        _visible(header[lead]) in KEY_NAMES or not all(numeric.fullmatch(_visible(r[lead])) for r in body)
+    ):
         lead += 1
     base = sum(widths[:lead])
     groups = _groups(list(range(lead, n)), widths[lead:], base)
     if len(groups) == 1:
         return [rows]
 
+    indent = rows[0][: len(rows[0]) - len(rows[0].lstrip())]
+
     def row(r: list[str], cols: list[int]) -> str:
-        return "| " + " | ".join(r[k] for k in [*range(lead), *cols]) + " |"
+        return indent + "| " + " | ".join(r[k] for k in [*range(lead), *cols]) + " |"
 
     return [[row(r, g) for r in [header, rule, *body]] for g in groups]
 
@@ -221,7 +238,10 @@ def wrap_markdown(text: str) -> str:
         block = lines[i:j]
         tables = _split_table(block) if len(block) >= 2 and _RULE.fullmatch(block[1]) else [block]
         if len(tables) > 1:
-            out.append(f"(columns in {len(tables)} groups to fit)")
+            indent = block[0][: len(block[0]) - len(block[0].lstrip())]
+            if out and out[-1].strip():
+                out.append("")  # the note is a paragraph of its own, not the end of the one before
+            out.append(f"{indent}(columns in {len(tables)} groups to fit)")
             out.append("")
         for k, table in enumerate(tables):
             if k:

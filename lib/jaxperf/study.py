@@ -48,7 +48,7 @@ class Study:
     figures_dir: Path
     settings: StudySettings | None = None
     figures: dict[str, plots.SavedFigure] = field(default_factory=dict)
-    _drawing: Any = field(default=None, repr=False)
+    _drawing: Any = field(default=None, init=False, repr=False, compare=False)  # the open progress bar
 
     @property
     def backend(self) -> str:
