@@ -106,9 +106,11 @@ def goal_lines(goals: dict[str, Any], quick: bool) -> list[str]:
         for T, v in (fix["variants_meeting_it_per_T"] or {}).items()
     )
     return [
-        f"- Reproduction (fori/Python grows with T, >= 2 at the largest T; Python compile grows, fori's flat): "
-        f"{md.verdict(rep['met'], quick)} ({ratios or 'no T with both loops'})"
-        + (f"; missed: {'; '.join(rep.get('misses') or [])}" if rep["met"] is False and not quick else "")
+        f"- Reproduction (fori/Python grows from the first T to the largest, >= 2 at the largest T, both judged on the "
+        f"per-pair interquartile range; Python compile doubles, fori's within 1.5x): "
+        f"{rule.text(rep.get('verdict'), quick, tie_text='a tie')} ({ratios or 'no T with both loops'})"
+        + (f"; missed: {'; '.join(rep.get('misses') or [])}" if rep.get("misses") and not quick else "")
+        + (f"; a tie: {'; '.join(rep.get('ties') or [])}" if rep.get("ties") and not quick else "")
         + ".",
         f"- Fix (a portable loop: hand-unrolled, hoisted or scalar carry, within 1.05x of the Python loop and 1.5x of fori's compile, "
         f"at every T, judged on each per-pair ratio's interquartile range): {rule.text(fix.get('verdict'), quick, tie_text='a tie')} "
@@ -145,8 +147,13 @@ def answer_bullets(r: LoopResults) -> list[str]:
             f"Python loop at T={last['T']} ({last['fori_ms']:.1f} vs {last['python_ms']:.1f} ms), from "
             f"{first['ratio']:.2f}× at T={first['T']}; the Python loop's compile grows {first['python_compile_ms']:.0f} → "
             f"{last['python_compile_ms']:.0f} ms, `fori_loop`'s stays within {min(rep['fori_compile_ms']):.0f}–"
-            f"{max(rep['fori_compile_ms']):.0f} ms (the pattern: **{md.verdict(rep['met'], quick, met_text='shown', missed_text='not shown')}**"
-            + (f": {'; '.join(rep.get('misses') or [])}" if rep["met"] is False and not quick else "")
+            f"{max(rep['fori_compile_ms']):.0f} ms (the pattern: **"
+            f"{rule.text(rep.get('verdict'), quick, met_text='shown', missed_text='not shown', tie_text='within its spread')}**"
+            + (
+                f": {'; '.join(rep.get('misses') or rep.get('ties') or [])}"
+                if rep.get("verdict") in (rule.MISSED, rule.TIE) and not quick
+                else ""
+            )
             + "). "
             "The reporter: 2.42× at T=65536 on an RTX A6000 (Pallas Triton)."
         )
