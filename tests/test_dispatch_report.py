@@ -62,6 +62,25 @@ def test_fix_vs_pmap_threshold_is_inclusive(fix_rate, meets):
     assert rows[0]["host_cpu_over_pmap_params"] == pytest.approx(100 / fix_rate)
 
 
+def test_a_missed_goal_names_its_cell_with_quartiles_that_do_not_round_onto_the_goal():
+    # the fix over pmap on params, per repeat: 0.92, 0.93, 0.94, 0.949 -> q75 0.942, "0.94" not "0.95"
+    rows = frame({**BASE, ("cached_filter_pmap", False): 93.0})
+    fix = rows["method"] == "cached_filter_pmap"
+    rates = [92.0, 93.0, 94.0, 94.9]
+    rows.loc[fix, "it_per_s"] = rows.loc[fix, "loop_it_per_s"] = rates
+    rows.loc[fix, "wall_s_per_call"] = [1 / r for r in rates]
+    summary = summarize(rows)
+    v = summary["verdict"]["it_per_s"]
+    assert v["all_meet_vs_pmap"] == "not met"
+    (cell,) = v["missed_vs_pmap"]
+    assert cell["model"] == "mlp_392" and cell["ratio"]["q75"] < 0.95
+    lines = summary_md._goal_lines(summary, quick=False)
+    blocked = next(line for line in lines if line.startswith("- Fix, blocked"))
+    assert "**not met**; missed: noop, mlp_392 (392 leaves): 0.94× [0.9" in blocked
+    assert f"{cell['ratio']['q75']:.3f}]" in blocked and "0.95]" not in blocked
+    assert "missed" not in " ".join(summary_md._goal_lines(summary, quick=True))
+
+
 @pytest.mark.parametrize(
     "leaves,fix_rate,expected", [(392, 100.0, "met"), (392, 99.0, "not met"), (56, 10.0, None)]
 )
@@ -186,7 +205,11 @@ def test_summary_leads_with_the_answer_and_folds_the_tables():
     assert answer.index("pipelined loop") < answer.index("each call blocked")
     assert "0.30–0.40× over MLPs of 14–392 array leaves" in answer
     assert "it is slower than pmap on params at 392 leaves (0.80× [0.80, 0.80])" in answer
-    assert "**met**" in answer and "2 of 4 met, lowest 0.80×" in answer
+    assert "**met**" in answer and "2 of 4 met, 2 not met, lowest 0.80×" in answer
+    assert sorted((c["model"], c["measure"]) for c in cells["missed_at"]) == [
+        ("mlp_392", "it_per_s"),
+        ("mlp_392", "loop_it_per_s"),
+    ]
     assert ans["reproduced"] is True and "**Reproduced**" in answer
     # filter_pmap as fast as pmap at 14 leaves: not reproduced; a smoke run judges nothing
     even = summarize(pd.concat([frame({**BASE, ("filter_pmap", False): 100.0}, leaves=14), large]))

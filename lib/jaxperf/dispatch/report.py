@@ -14,6 +14,7 @@ import pandas as pd
 
 from .. import goals as rule
 from .. import markdown, timing
+from . import cells
 from .methods import BASELINE, FAST_PATHS, FIX, SLOW
 from .stages import CALLS
 from .sweep import paired_ratios
@@ -30,7 +31,6 @@ IT_MEASURES = {
 }
 #: ``over`` of the ratios against jax.pmap on params without donation, whatever the method's donation
 REPORTER_BASELINE = "pmap_params_undonated"
-MEASURE_SHORT = {"it_per_s": "blocked", "loop_it_per_s": "pipelined"}
 SEED_NOTE = (
     "for scale: equinox#192 reported 8 it/s (filter_pmap) vs 25 it/s (pmap on params) on a TPU v3-8, 2022"
 )
@@ -245,19 +245,9 @@ def answer(fix: list[dict[str, Any]], ratios: pd.DataFrame) -> dict[str, Any]:
     if first is not None:  # judged on the seed's own measure, the pipelined loop when it ran
         out["reproduced"] = first["reproduced"]
         out["reproduced_on"] = first["measure"]
-    fix = [g for g in fix if g.get("over_pmap_params")]  # cells with a pmap pair to compare
-    if fix:
-        low = min(fix, key=lambda g: g["over_pmap_params"]["median"])
-        counted = rule.count(g["meets_vs_pmap"] for g in fix)
-        out["fix_cells"] = {
-            "verdict": rule.every(g["meets_vs_pmap"] for g in fix),
-            "meeting": counted[rule.MET],
-            "ties": counted[rule.TIE],
-            "missing": counted[rule.MISSED],
-            "of": len(fix),
-            "lowest": low["over_pmap_params"]["median"],
-            "lowest_at": {k: low[k] for k in ("step", "model", "measure", "donated")},
-        }
+    found = cells.fix_cells(fix)
+    if found:
+        out["fix_cells"] = found
     return out
 
 
@@ -325,6 +315,13 @@ def headline(
         verdict[measure] = {
             "all_meet_vs_pmap": rule.every(g["meets_vs_pmap"] for g in mine),
             "all_meet_vs_filter_pmap": rule.every(g["meets_vs_filter_pmap"] for g in mine),
+            # the cells that decide a "not met", so a summary can name them
+            "missed_vs_pmap": cells.missed_cells(
+                mine, "meets_vs_pmap", "over_pmap_params", cells.PER_MEASURE
+            ),
+            "missed_vs_filter_pmap": cells.missed_cells(
+                mine, "meets_vs_filter_pmap", "over_filter_pmap", cells.PER_MEASURE
+            ),
         }
     fast = fast_path_rows(df, ratios)
     return {

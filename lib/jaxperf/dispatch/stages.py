@@ -12,7 +12,9 @@ itself costs more than pmap on params is :mod:`jaxperf.dispatch.inner_call`'s qu
 Every timed call here ends by dropping its outputs, as the sweep's blocked calls do: the
 no-op step returns the whole model and optimiser state (391 arrays at 392 leaves, each
 sharded over the devices), and freeing them costs a few ms of host time that falls inside
-an ordinary call's clock. The staged call times it as its last stage, ``free the outputs``;
+an ordinary call's clock. The staged call times it as its last stage, ``free the outputs``
+(which also drops the call's partition of its inputs and their ShapeDtypeStructs, the
+last references Equinox's call holds; the input arrays stay alive in the caller's model);
 without that stage the stages summed ~10 ms (18%) short of the ordinary call at 392 leaves.
 """
 

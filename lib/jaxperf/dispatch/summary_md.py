@@ -9,8 +9,10 @@ import pandas as pd
 
 from .. import goals
 from .. import markdown as md
+from . import cells
+from .cells import MEASURE_SHORT
 from .methods import BASELINE, FAST_PATHS, FIX, SLOW
-from .report import FAST_GOAL_NOOP, FAST_GOAL_TRAIN, GOAL_LEAVES, GOAL_VS_FILTER, GOAL_VS_PMAP, MEASURE_SHORT
+from .report import FAST_GOAL_NOOP, FAST_GOAL_TRAIN, GOAL_LEAVES, GOAL_VS_FILTER, GOAL_VS_PMAP
 
 MEASURE_LONG = {"loop_it_per_s": "in the seed's pipelined loop", "it_per_s": "with each call blocked"}
 
@@ -134,27 +136,9 @@ def _freeing(b: dict[str, Any]) -> str:
         return ""
     return (
         f", freeing the outputs included ({ms:.1f} ms: the no-op step returns the whole model and optimiser "
-        "state, as it does under pmap on params)"
+        "state, as it does under pmap on params; the stage also drops the call's partition of its inputs, "
+        "whose arrays the caller still holds, so only the outputs' buffers are freed)"
     )
-
-
-def _vs_filter_cells(summary: dict[str, Any], measure: str) -> str:
-    """How the cells judged on the fix's goal against ``filter_pmap`` came out (undonated,
-    both steps, every model of at least the goal's leaves: the cells ``verdict`` is judged
-    on), as "2 of 6 met, 1 a tie"."""
-    found = [
-        g["meets_vs_filter_pmap"]
-        for g in summary.get("fix", [])
-        if g["measure"] == measure and not g["donated"] and g.get("meets_vs_filter_pmap") is not None
-    ]
-    return _cell_count(goals.count(found), len(found))
-
-
-def _cell_count(counted: dict[str, int], of: int) -> str:
-    text = f"{counted[goals.MET]} of {of} met"
-    if counted[goals.TIE]:
-        text += f", {counted[goals.TIE]} a tie"
-    return text
 
 
 def _fix(ans: dict[str, Any], summary: dict[str, Any], quick: bool) -> list[str]:
@@ -166,7 +150,7 @@ def _fix(ans: dict[str, Any], summary: dict[str, Any], quick: bool) -> list[str]
         top = a.get("largest")
         if not top or top.get("fix_over_pmap") is None:
             continue
-        cells_text = _vs_filter_cells(summary, measure)
+        cells_text = cells.vs_filter_cells(summary, measure)
         overall = (summary.get("verdict") or {}).get(measure, {}).get("all_meet_vs_filter_pmap")
         words.append(
             f"{MEASURE_SHORT[measure]}: it {md.versus(top['fix_over_pmap'])} pmap on params at {top['leaves']} leaves "
@@ -174,15 +158,19 @@ def _fix(ans: dict[str, Any], summary: dict[str, Any], quick: bool) -> list[str]
             f"`filter_pmap` there (goal ≥ {GOAL_VS_FILTER}× in every undonated cell of ≥ {GOAL_LEAVES} leaves: "
             f"**{goals.text(overall, quick, tie_text='a tie')}**, {cells_text})"
         )
-    cells = ans.get("fix_cells")
-    goal = (
-        f"; goal ≥ {GOAL_VS_PMAP}× pmap on params in every (step, model, measure, donation) cell: "
-        f"**{goals.text(cells['verdict'], quick, tie_text='a tie')}** "
-        f"({_cell_count({goals.MET: cells['meeting'], goals.TIE: cells['ties']}, cells['of'])}, lowest "
-        f"{cells['lowest']:.2f}×)"
-        if cells
-        else ""
-    )
+    fixed = ans.get("fix_cells")
+    goal = ""
+    if fixed:
+        counted = {
+            goals.MET: fixed["meeting"],
+            goals.TIE: fixed["ties"],
+            goals.MISSED: fixed.get("missing", 0),
+        }
+        goal = (
+            f"; goal ≥ {GOAL_VS_PMAP}× pmap on params in every (step, model, measure, donation) cell: "
+            f"**{goals.text(fixed['verdict'], quick, tie_text='a tie')}** "
+            f"({cells.count_text(counted, fixed['of'])}, lowest {fixed['lowest']:.2f}×)"
+        )
     if words:
         lines.append(
             "- **What to write instead: partition once**, by hand as the seed did (`jax.pmap` over "
@@ -255,8 +243,12 @@ def _goal_lines(summary: dict[str, Any], quick: bool) -> list[str]:
     for measure, v in summary["verdict"].items():
         lines.append(
             f"- Fix, {MEASURE_SHORT.get(measure, measure)} it/s, no donation: ≥ {GOAL_VS_PMAP}× pmap at every size "
-            f"**{goals.text(v['all_meet_vs_pmap'], quick, tie_text='a tie')}**; ≥ {GOAL_VS_FILTER}× filter_pmap at ≥ "
-            f"{GOAL_LEAVES} leaves **{goals.text(v['all_meet_vs_filter_pmap'], quick, tie_text='a tie')}**."
+            f"**{goals.text(v['all_meet_vs_pmap'], quick, tie_text='a tie')}**"
+            + ("" if quick else cells.missed_text(v.get("missed_vs_pmap") or []))
+            + f"; ≥ {GOAL_VS_FILTER}× filter_pmap at ≥ {GOAL_LEAVES} leaves "
+            f"**{goals.text(v['all_meet_vs_filter_pmap'], quick, tie_text='a tie')}**"
+            + ("" if quick else cells.missed_text(v.get("missed_vs_filter_pmap") or []))
+            + "."
         )
     handed = summary.get("cached_filter_pmap_fallbacks") or {}
     reasons = ", ".join(f"{reason}: {n}" for reason, n in handed.items())
