@@ -357,6 +357,10 @@ def test_bounds_overlap_and_the_goals_from_synthetic_loops():
     slow = loop_analysis.goals(table.reset_index(), fix="filter_jit")
     assert not slow["ties_or_beats_jit_everywhere"] and slow["at_least_1_3x_filter_jit_in_band"] == "not met"
     assert loop_analysis.goals(table.reset_index(), fix="not_timed")["measured"] is False
+    # no train cell in the band: nothing judged there, not a miss
+    outside = table.reset_index().assign(H_over_D=5.0)
+    none_in_band = loop_analysis.goals(outside)
+    assert none_in_band["cells_in_band"] == 0 and none_in_band["at_least_1_3x_filter_jit_in_band"] is None
     cost = report.waiting_cost(table.reset_index())
     assert cost["measured"] and cost["median"] == pytest.approx(10 / 16) and not cost["tie"]
     # nothing to overlap at a loader cost of 0: no overlap number

@@ -112,7 +112,12 @@ def _bullets(summary: dict[str, Any], verdicts: pd.DataFrame) -> list[str]:
         "`cached_filter_jit`'s goals: not measured (" + goal.get("reason", "") + ")"
         if not goal.get("measured")
         else f"`cached_filter_jit` ties with or beats `jax.jit` everywhere: {markdown.verdict(goal['ties_or_beats_jit_everywhere'], quick)}; "
-        f">= {la.GOAL_VS_SLOW}x `eqx.filter_jit` in the band: {goals.text(goal['at_least_1_3x_filter_jit_in_band'], quick, tie_text='a tie')}"
+        f">= {la.GOAL_VS_SLOW}x `eqx.filter_jit` in the band: "
+        + (
+            f"n/a (no train cell with {goal['band'][0]:g} <= H/D <= {goal['band'][1]:g} in this run)"
+            if not goal.get("cells_in_band") and not quick
+            else goals.text(goal["at_least_1_3x_filter_jit_in_band"], quick, tie_text="a tie")
+        )
     )
     bullets.append(
         "- **The proposed change** (wait only when the function traced an error check), patched in: "
