@@ -32,88 +32,16 @@ import seaborn as sns
 from . import figure_rules as _rules
 from . import provenance as _prov
 from .errors import bad_value
+from .palette import LOOP_FORM_COLORS as LOOP_FORM_COLORS  # the one palette, re-exported
+from .palette import METHOD_COLORS as METHOD_COLORS
+from .palette import SOURCE_COLORS as SOURCE_COLORS
+from .palette import UNROLL_STYLES as UNROLL_STYLES
+from .palette import color as color
+from .palette import colors_for as colors_for
+from .palette import unroll_style as unroll_style
 from .records import _atomic_write
 
 sns.set_theme(context="notebook", style="whitegrid")
-
-# ---------------------------------------------------------------- the one palette
-# One colour per dispatch method, per loop form and per source of a jax#20909 number, the
-# same in every figure of the study; within each group no two names share a colour.
-METHOD_COLORS = {
-    "filter_pmap": "#d62728",  # the slow path of equinox#192: red
-    "pmap_params": "#1f77b4",  # the reporter's fast baseline: blue
-    "cached_filter_pmap": "#2ca02c",  # the drop-in fix: green
-    "filter_pmap_fixed": "#ff9896",  # filter_pmap with the proposed fix patched in: light red
-    "packed_pmap": "#9467bd",
-    "packed_jit": "#bcbd22",
-    "pmap_static_argnums": "#17becf",
-    "jit_named_sharding": "#8c564b",
-    "filter_jit_shard": "#e377c2",
-    "jit_shard_map": "#7f7f7f",
-    "jit_single_device": "#000000",
-    "filter_jit": "#ff7f0e",
-    "cached_filter_jit": "#006d2c",
-    "filter_jit_fixed": "#8c6d31",  # eqx.filter_jit with the proposed change patched in
-    "jit_params": "#393b79",
-}
-LOOP_FORM_COLORS = {
-    "python": "#000000",
-    "fori": "#d62728",
-    "pl_loop": "#ff7f0e",
-    "hand_unrolled": "#9467bd",
-    "hoisted": "#1f77b4",
-    "scalar_carry": "#2ca02c",
-}
-SOURCE_COLORS = {  # where a jax#20909 number comes from
-    "reporter A6000": "#000000",
-    "XLA:CPU": "#1f77b4",
-    "Pallas interpret": "#7f7f7f",
-    "Triton sm_86": "#ff7f0e",
-    "Triton sm_90": "#d62728",
-    "Mosaic GPU": "#17becf",
-    "Mosaic TPU": "#9467bd",
-    "model A6000": "#8c564b",
-    "model H200": "#e377c2",
-    "H200": "#2ca02c",
-}
-UNROLL_STYLES = {1: "-", 2: (0, (5, 1)), 4: "--", 8: "-.", 16: ":"}
-
-
-def color(name: str) -> str:
-    """The study's colour for a dispatch method id, a loop form or a variant (``"fori u=4"``
-    takes ``fori``'s colour), or a source of a jax#20909 number (see :data:`SOURCE_COLORS`).
-    Raises ValueError for a name the palette does not know: add it to its group first."""
-    for group in (METHOD_COLORS, LOOP_FORM_COLORS, SOURCE_COLORS):
-        if name in group:
-            return group[name]
-    form = str(name).split(" u=")[0].split("+")[0]
-    for group in (LOOP_FORM_COLORS, METHOD_COLORS):
-        if form in group:
-            return group[form]
-    raise bad_value("name", name, "a method, loop form or source in jaxperf.plots' palette")
-
-
-def colors_for(names: Sequence[str]) -> dict[str, Any]:
-    """Colours for the hues of one plot: the palette's colour for each name it knows (methods,
-    loop forms, sources), and for other names (models, stages, releases) a colourblind-safe
-    cycle in the order given."""
-    others = [n for n in names if not _known(n)]
-    cycle = dict(zip(others, sns.color_palette("colorblind", n_colors=max(len(others), 1))))
-    return {n: color(n) if _known(n) else cycle[n] for n in names}
-
-
-def _known(name: str) -> bool:
-    try:
-        color(name)
-    except ValueError:
-        return False
-    return True
-
-
-def unroll_style(variant: str) -> Any:
-    """The line style of a variant's unroll (``"hoisted u=4"`` -> ``"--"``; python/u=1: solid)."""
-    _, _, unroll = str(variant).partition(" u=")
-    return UNROLL_STYLES.get(int(unroll), "-") if unroll.isdigit() else "-"
 
 
 def ratio_axis(ax: matplotlib.axes.Axes, axis: str = "y") -> None:
@@ -192,6 +120,26 @@ def median_iqr_lines(
     if logy if logy is not None else spans_decades(stats["median"]):
         _rules.plain_log_ticks(ax, "y")
     return stats
+
+
+def median_iqr_bars(
+    ax: matplotlib.axes.Axes,
+    y: Sequence[float] | np.ndarray,
+    stats: pd.DataFrame,
+    colors: Sequence[Any],
+    **bar: Any,
+) -> None:
+    """Horizontal bars at ``y``: each row's ``median`` as the bar, its interquartile range
+    (``q25``, ``q75``) as a dark error bar on it."""
+    ax.barh(y, stats["median"], color=list(colors), **bar)
+    ax.errorbar(
+        stats["median"],
+        y,
+        xerr=[stats["median"] - stats["q25"], stats["q75"] - stats["median"]],
+        fmt="none",
+        ecolor="0.2",
+        lw=1,
+    )
 
 
 # Characters of a 7-pt footer line per inch of figure width (measured on DejaVu Sans, with margin).

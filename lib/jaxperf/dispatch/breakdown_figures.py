@@ -61,18 +61,11 @@ def plot_breakdown(stage_ms: pd.DataFrame, totals: pd.DataFrame) -> tuple[plt.Fi
             ax.barh(y[rows[0]], value, left=left, color=group_colors[group], label=group, height=0.6)
             left += value
         keys = (("whole_call_ms", SLOW), ("pmap_params_call_ms", BASELINE))
-        stats = [[float(tot[f"{key}_{q}"]) for q in ("median", "q25", "q75")] for key, _ in keys]
-        ys = [y[rows[1]], y[rows[2]]]
-        med = [m for m, _, _ in stats]
-        ax.barh(ys, med, color=[plots.color(m) for _, m in keys], height=0.6, alpha=0.85)
-        ax.errorbar(
-            med,
-            ys,
-            xerr=[[m - lo for m, lo, _ in stats], [hi - m for m, _, hi in stats]],
-            fmt="none",
-            ecolor="0.2",
-            lw=1,
+        calls = pd.DataFrame(
+            [{q: float(tot[f"{key}_{q}"]) for q in ("median", "q25", "q75")} for key, _ in keys]
         )
+        ys = [y[rows[1]], y[rows[2]]]
+        plots.median_iqr_bars(ax, ys, calls, [plots.color(m) for _, m in keys], height=0.6, alpha=0.85)
         ax.set_yticks([y[r] for r in rows])
         ax.set_yticklabels(rows)
         ax.set_title(f"{model} ({int(part['leaves'].iloc[0])} leaves)", loc="left")
@@ -99,15 +92,7 @@ def plot_inner_call(ladder: pd.DataFrame, explained: dict) -> tuple[plt.Figure, 
         s = s.loc[list(RUNGS), ["25%", "50%", "75%"]].set_axis(["q25", "median", "q75"], axis=1)
         y = np.arange(len(RUNGS))[::-1]
         colors = [plots.color(BASELINE), "0.65", "0.55", "0.45", plots.color(SLOW)]
-        ax.barh(y, s["median"], color=colors, height=0.65)
-        ax.errorbar(
-            s["median"],
-            y,
-            xerr=[s["median"] - s["q25"], s["q75"] - s["median"]],
-            fmt="none",
-            ecolor="0.2",
-            lw=1,
-        )
+        plots.median_iqr_bars(ax, y, s, colors, height=0.65)
         ax.set_yticks(y)
         ax.set_yticklabels([textwrap.fill(r, 26) for r in RUNGS], fontsize=8)
         e = explained[model]["excess_cpu_ms"]

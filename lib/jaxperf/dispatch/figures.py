@@ -212,15 +212,7 @@ def plot_donation(df: pd.DataFrame, measure: str = "loop_it_per_s") -> tuple[plt
         order = [m for m in METHODS if m in set(part["method"])]
         part = part.set_index("method").loc[order]
         y = np.arange(len(order))
-        ax.barh(y, part["median"], color=[plots.color(m) for m in order], alpha=0.85)
-        ax.errorbar(
-            part["median"],
-            y,
-            xerr=[part["median"] - part["q25"], part["q75"] - part["median"]],
-            fmt="none",
-            ecolor="0.2",
-            lw=1,
-        )
+        plots.median_iqr_bars(ax, y, part, [plots.color(m) for m in order], alpha=0.85)
         ax.axvline(1.0, color="0.4", lw=0.8)
         ax.set_yticks(y)
         ax.set_yticklabels([label(m) for m in order], fontsize=8)
