@@ -189,8 +189,8 @@ def test_ratio_that_falls_is_not_a_reproduction():
     # each missed part named with its numbers (the summary says why the pattern is not shown)
     assert goals["reproduction"]["verdict"] == "not met"
     assert goals["reproduction"]["misses"] == [
-        "fori/Python does not grow (1.50× [1.50, 1.50] at T=256, 1.50× [1.50, 1.50] at T=8192, per pair)",
-        "fori/Python is 1.50× [1.50, 1.50] at T=8192, under 2×",
+        "fori/Python does not grow (1.50× [1.50, 1.50] per pair at T=256, 1.50× [1.50, 1.50] per pair at T=8192)",
+        "fori/Python is 1.50× [1.50, 1.50] per pair at T=8192, under 2×",
     ]
     lines = report.goal_lines(goals, quick=False)
     assert "not met" in lines[0] and "missed: fori/Python does not grow (1.50×" in lines[0]
@@ -213,9 +213,25 @@ def test_a_reproduction_whose_spreads_overlap_is_a_tie():
     ]
     parts = analysis.pattern_parts([256, 16384], [1.2, 2.5], [70, 900], [62, 61], pairs)
     assert parts["misses"] == [] and parts["ties"] == [
-        "fori/Python's growth is within its spread (1.20× [1.00, 2.20] at T=256, 2.50× [1.90, 3.00] at T=16384, per pair)",
-        "fori/Python is 2.50× [1.90, 3.00] at T=16384, a tie with 2×",
+        "fori/Python's growth is within its spread (1.20× [1.00, 2.20] per pair at T=256, 2.50× [1.90, 3.00] per pair at T=16384)",
+        "fori/Python is 2.50× [1.90, 3.00] per pair at T=16384, a tie with 2×",
     ]
+    goals = {
+        "reproduction": {
+            "verdict": "tie",
+            "met": False,
+            "misses": [],
+            "ties": parts["ties"],
+            "Ts": [256, 16384],
+            "ratios": [1.2, 2.5],
+        },
+        "fix": {"verdict": None, "variants_meeting_it_per_T": {}},
+        "roofline": {"verdict": None, "best_fix_ms": None, "roofline_ms": None, "best_fix_vs_roofline": None,
+                     "fresh_output_roofline_ms": None, "best_fix_vs_fresh_output_roofline": None},
+    }  # fmt: skip
+    line = report.goal_lines(goals, quick=False)[0]
+    assert ": a tie (ratio of medians: T=256: 1.2" in line and "; tied on: fori/Python's growth" in line
+    assert "missed" not in line and "a tie" not in report.goal_lines(goals, quick=True)[0]
     # judged on the pairs, not the points: the same medians with tight spreads are shown
     tight = [{"median": 1.2, "q25": 1.1, "q75": 1.3}, {"median": 2.5, "q25": 2.4, "q75": 2.6}]
     assert analysis.pattern_parts([256, 16384], [1.2, 2.5], [70, 900], [62, 61], tight) == {
@@ -234,7 +250,7 @@ def test_a_reproduction_whose_spreads_overlap_is_a_tie():
             [2.5, 2.5, 2.4],
             [100, 150, 300],
             [100, 100, 120],
-            ["fori/Python does not grow (2.50× [2.50, 2.50] at T=1, 2.40× [2.40, 2.40] at T=3, per pair)"],
+            ["fori/Python does not grow (2.50× at T=1, 2.40× at T=3)"],  # no per-pair spread: points
         ),
         (
             [1.0, 2.0, 3.0],
@@ -498,7 +514,7 @@ def test_summary_from_synthetic_results():
     text = report.summary_markdown(results, device="test device")
     assert (
         "Reproduction (fori/Python grows from the first T to the largest" in text
-        and ": met (T=256: 1.5, T=4096: 3)" in text
+        and ": met (ratio of medians: T=256: 1.5, T=4096: 3)" in text
     )
     assert "the portable loops (hand-unrolled, hoisted, scalar carry) lower in 1 of the 1 cases" in text
     assert "Not measured here (never simulated)" in text and "no GPU" in text

@@ -176,11 +176,14 @@ def _pair_stat(row: pd.Series) -> dict[str, float] | None:
     }
 
 
-def _spread(pair: dict[str, float] | None, point: float) -> tuple[float, float]:
-    """A ratio's interquartile range (its point value twice where no per-pair spread exists)."""
-    if not pair or any(pd.isna(pair.get(q, np.nan)) for q in ("q25", "q75")):
-        return point, point
-    return min(pair["q25"], point), max(pair["q75"], point)
+def _spread(pair: dict[str, float] | None, point: float) -> tuple[float, float, float, str]:
+    """A ratio as (median, q25, q75, words): the per-pair median and interquartile range where
+    a per-pair spread exists, else the point value (a ratio of medians) with no range."""
+    if not pair or any(pd.isna(pair.get(q, np.nan)) for q in ("median", "q25", "q75")):
+        return point, point, point, f"{point:.2f}×"
+    med = float(pair["median"])
+    lo, hi = min(pair["q25"], med), max(pair["q75"], med)
+    return med, lo, hi, f"{med:.2f}× [{lo:.2f}, {hi:.2f}] per pair"
 
 
 def pattern_parts(
@@ -194,31 +197,28 @@ def pattern_parts(
     in words with its numbers (both empty: shown).
 
     fori/Python grows with T: its per-pair interquartile range at the largest T lies above
-    the one at the first T (overlapping ranges are a tie; the Ts between are not judged, so a
-    noisy middle T cannot flip the answer); it is at least 2 at the largest T, judged on that
-    range (``goals.judge``); the Python loop's compile at least doubles, fori's grows at most
-    1.5x. ``pairs`` holds each T's per-pair {median, q25, q75}; without it the ratios are
-    judged as points."""
+    the one at the first T (ranges that overlap by more than a point are a tie; the Ts between
+    are not judged, so a noisy middle T cannot flip the answer); it is at least 2 at the
+    largest T, judged on that range (``goals.judge``); the Python loop's compile at least
+    doubles, fori's grows at most 1.5x. ``pairs`` holds each T's per-pair {median, q25, q75};
+    without one a T's ratio of medians is judged as a point."""
     misses: list[str] = []
     ties: list[str] = []
     if not ratios:
         return {"misses": misses, "ties": ties}
     pairs = list(pairs) if pairs is not None else [None] * len(ratios)
-    (lo0, hi0), (lo1, hi1) = _spread(pairs[0], ratios[0]), _spread(pairs[-1], ratios[-1])
-    ends = (
-        f"{ratios[0]:.2f}× [{lo0:.2f}, {hi0:.2f}] at T={Ts[0]}, "
-        f"{ratios[-1]:.2f}× [{lo1:.2f}, {hi1:.2f}] at T={Ts[-1]}, per pair"
-    )
+    _, lo0, hi0, first = _spread(pairs[0], ratios[0])
+    med1, lo1, hi1, last = _spread(pairs[-1], ratios[-1])
+    ends = f"{first} at T={Ts[0]}, {last} at T={Ts[-1]}"
     if hi1 <= lo0:
         misses.append(f"fori/Python does not grow ({ends})")
     elif lo1 <= hi0:
         ties.append(f"fori/Python's growth is within its spread ({ends})")
-    at_least = verdicts.judge({"median": ratios[-1], "q25": lo1, "q75": hi1}, REPRODUCED_RATIO, at_least=True)
-    under = f"fori/Python is {ratios[-1]:.2f}× [{lo1:.2f}, {hi1:.2f}] at T={Ts[-1]}"
+    at_least = verdicts.judge({"median": med1, "q25": lo1, "q75": hi1}, REPRODUCED_RATIO, at_least=True)
     if at_least == verdicts.MISSED:
-        misses.append(f"{under}, under {REPRODUCED_RATIO:g}×")
+        misses.append(f"fori/Python is {last} at T={Ts[-1]}, under {REPRODUCED_RATIO:g}×")
     elif at_least == verdicts.TIE:
-        ties.append(f"{under}, a tie with {REPRODUCED_RATIO:g}×")
+        ties.append(f"fori/Python is {last} at T={Ts[-1]}, a tie with {REPRODUCED_RATIO:g}×")
     if python_compile_ms and not python_compile_ms[-1] > 2 * python_compile_ms[0]:
         misses.append(
             f"the Python loop's compile does not double ({python_compile_ms[0]:.0f} → {python_compile_ms[-1]:.0f} ms)"
@@ -341,4 +341,5 @@ def goals(
             out[key]["met"] = None
             if "verdict" in out[key]:
                 out[key]["verdict"] = None
+        out["reproduction"]["misses"] = out["reproduction"]["ties"] = []  # nothing judged
     return out

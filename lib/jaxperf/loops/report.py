@@ -108,9 +108,9 @@ def goal_lines(goals: dict[str, Any], quick: bool) -> list[str]:
     return [
         f"- Reproduction (fori/Python grows from the first T to the largest, >= 2 at the largest T, both judged on the "
         f"per-pair interquartile range; Python compile doubles, fori's within 1.5x): "
-        f"{rule.text(rep.get('verdict'), quick, tie_text='a tie')} ({ratios or 'no T with both loops'})"
+        f"{rule.text(rep.get('verdict'), quick, tie_text='a tie')} ({'ratio of medians: ' + ratios if ratios else 'no T with both loops'})"
         + (f"; missed: {'; '.join(rep.get('misses') or [])}" if rep.get("misses") and not quick else "")
-        + (f"; a tie: {'; '.join(rep.get('ties') or [])}" if rep.get("ties") and not quick else "")
+        + (f"; tied on: {'; '.join(rep.get('ties') or [])}" if rep.get("ties") and not quick else "")
         + ".",
         f"- Fix (a portable loop: hand-unrolled, hoisted or scalar carry, within 1.05x of the Python loop and 1.5x of fori's compile, "
         f"at every T, judged on each per-pair ratio's interquartile range): {rule.text(fix.get('verdict'), quick, tie_text='a tie')} "
@@ -148,9 +148,10 @@ def answer_bullets(r: LoopResults) -> list[str]:
             f"{first['ratio']:.2f}× at T={first['T']}; the Python loop's compile grows {first['python_compile_ms']:.0f} → "
             f"{last['python_compile_ms']:.0f} ms, `fori_loop`'s stays within {min(rep['fori_compile_ms']):.0f}–"
             f"{max(rep['fori_compile_ms']):.0f} ms (the pattern: **"
-            f"{rule.text(rep.get('verdict'), quick, met_text='shown', missed_text='not shown', tie_text='within its spread')}**"
+            f"{rule.text(rep.get('verdict'), quick, met_text='shown', missed_text='not shown', tie_text='a tie')}**"
             + (
-                f": {'; '.join(rep.get('misses') or rep.get('ties') or [])}"
+                f", {'missed' if rep.get('verdict') == rule.MISSED else 'tied on'}: "
+                + "; ".join(rep.get("misses") or rep.get("ties") or [])
                 if rep.get("verdict") in (rule.MISSED, rule.TIE) and not quick
                 else ""
             )
