@@ -448,6 +448,34 @@ def test_the_summary_leads_with_the_answer_and_fits_an_issue():
     )
 
 
+def test_the_goal_in_the_band_reads_n_a_when_no_cell_falls_in_it():
+    # H = 20 ms, D = 10 ms: H/D = 2, outside the goal's 0.3-1 band
+    timings = _loop_timings(
+        {"jit_single_device": 20.0, "filter_jit": 30.0, "cached_filter_jit": 20.0}, H=20.0, D=10.0
+    )
+    tables = {"xla_single_thread": loop_analysis.table(loop_analysis.cells(timings))}
+    verdicts = pd.DataFrame(
+        [
+            dict(method=m, donated=False, enqueue_ms_per_call=e, blocked_ms_per_call=20.0,
+                 host_cpu_ms_per_call=0.5, ratio_median=e / 20, ratio_q25=e / 21, ratio_q75=e / 19,
+                 reference_ratio_q75=0.01, pairs=5, verdict=v, margin=0.4)
+            for m, e, v in (
+                ("jit_single_device", 0.1, verdict.RUNS_AHEAD),
+                ("filter_jit", 20.5, verdict.WAITS),
+                ("filter_jit_fixed", 0.2, verdict.RUNS_AHEAD),
+            )
+        ]
+    )  # fmt: skip
+    about = pd.DataFrame([{"setup": "xla_single_thread", "base_step_ms": 10.0}])
+    summary = report.headline(verdicts, tables, about, None, backend="cpu", quick=False)
+    goal = summary["goals"]["cached_filter_jit"]
+    assert goal["measured"] and goal["cells_in_band"] == 0
+    assert goal["at_least_1_3x_filter_jit_in_band"] is None
+    page = "\n".join(summary_md._bullets(summary, verdicts))
+    assert "`eqx.filter_jit` in the band: n/a (no train cell with 0.3 <= H/D <= 1 in this run)" in page
+    assert "in the band: not met" not in page
+
+
 # ---------------------------------------------------------------- the notebook
 
 
