@@ -114,3 +114,97 @@ def test_errors_name_the_problem():
         timing.compare({}, timing.TimingConfig())
     with pytest.raises(ValueError, match="baseline='nope'"):
         timing.pair_ratios(pd.DataFrame({"variant": ["a"], "repeat": [0], "it_per_s": [1.0]}), "nope")
+
+
+# ------------------------------------------------------------------ precision-driven repeats
+
+
+def noisy_costs(spread_for):
+    """Variant costs that alternate around 1 ms by +-spread (per call number i)."""
+
+    def cost(spread):
+        return lambda i: 0.001 * (1 + spread * (-1) ** i)
+
+    return {name: cost(spread) for name, spread in spread_for.items()}
+
+
+def precision_config(clock, **kwargs):
+    base = dict(warmup=0, repeats=3, number=1, dispatch_only=False, clock=timing.Clock(clock.wall, clock.cpu))
+    return timing.TimingConfig(**{**base, **kwargs})
+
+
+def test_fixed_repeats_say_so():
+    clock = FakeClock()
+    df = timing.compare(
+        make_variants(clock, noisy_costs({"a": 0, "b": 0}), []), precision_config(clock), sync=lambda x: x
+    )
+    assert df["repeat"].max() == 2 and set(df["stopped_by"]) == {"fixed repeats"}
+    assert df["rel_iqr"].isna().all()  # nothing watched
+
+
+def test_quiet_ratios_stop_at_the_minimum_repeats():
+    clock = FakeClock()
+    cfg = precision_config(clock, precision=0.05)
+    df = timing.compare(make_variants(clock, noisy_costs({"a": 0, "b": 0}), []), cfg, sync=lambda x: x)
+    assert df["repeat"].max() == 2 and set(df["stopped_by"]) == {"precision"}
+    assert df["rel_iqr"].iloc[0] == pytest.approx(0.0)
+
+
+def test_a_noisy_ratio_runs_until_the_time_cap_and_says_how_wide_it_stayed():
+    clock = FakeClock()
+    # b alternates 0.5 ms / 1.5 ms per round: its ratio to a never narrows to +-5%
+    cfg = precision_config(clock, precision=0.05, max_seconds=0.1)
+    df = timing.compare(make_variants(clock, noisy_costs({"a": 0, "b": 0.5}), []), cfg, sync=lambda x: x)
+    assert set(df["stopped_by"]) == {"time cap"}
+    assert df["repeat"].max() + 1 > 3  # went past the minimum
+    assert clock.now >= 0.1 and df["rel_iqr"].iloc[0] > 0.05
+
+
+def test_the_repeat_cap_stops_a_comparison_that_never_narrows():
+    clock = FakeClock()
+    cfg = precision_config(clock, precision=0.05, max_repeats=6)
+    df = timing.compare(make_variants(clock, noisy_costs({"a": 0, "b": 0.5}), []), cfg, sync=lambda x: x)
+    assert set(df["stopped_by"]) == {"repeat cap"} and df["repeat"].max() == 5
+
+
+def test_only_the_watched_ratios_decide():
+    clock = FakeClock()
+    cfg = precision_config(clock, precision=0.05, max_repeats=8)
+    costs = noisy_costs({"a": 0, "b": 0, "c": 0.5})
+    quiet = timing.compare(
+        make_variants(clock, costs, []), cfg, sync=lambda x: x, watch=[("b", "a", "it_per_s")]
+    )
+    assert set(quiet["stopped_by"]) == {"precision"}
+    noisy = timing.compare(
+        make_variants(clock, costs, []), cfg, sync=lambda x: x, watch=[("c", "a", "it_per_s")]
+    )
+    assert set(noisy["stopped_by"]) == {"repeat cap"}
+
+
+@pytest.mark.parametrize(
+    "watch,match",
+    [
+        ([("b", "zz", "it_per_s")], "watch variant='zz'"),
+        ([("b", "a", "loop_it_per_s")], "watch value='loop_it_per_s'"),  # not timed: dispatch_only=False
+        (["b"], "watch='b'"),
+    ],
+)
+def test_a_bad_watch_is_a_clear_error(watch, match):
+    clock = FakeClock()
+    with pytest.raises(ValueError, match=match):
+        timing.compare(
+            make_variants(clock, noisy_costs({"a": 0, "b": 0}), []), precision_config(clock), watch=watch
+        )
+
+
+@pytest.mark.parametrize(
+    "field,value", [("precision", 0), ("precision", 1.5), ("precision", True), ("max_seconds", 0)]
+)
+def test_bad_precision_settings_are_clear_errors(field, value):
+    with pytest.raises(ValueError, match=field):
+        timing.TimingConfig(**{field: value})
+
+
+def test_relative_iqr():
+    assert timing.relative_iqr([0.9, 1.0, 1.0, 1.1]) == pytest.approx(0.025)  # q25 0.975, q75 1.025
+    assert timing.relative_iqr([0, 0, 0]) == float("inf")

@@ -15,6 +15,11 @@ Variants are compared interleaved: each repeat runs every variant once, in an
 order rotated from one repeat to the next, so that drift on a noisy machine
 hits all of them alike. Ratios are taken per pair (same repeat), then summarised
 by their median and interquartile range.
+
+How many repeats: a fixed count, or precision-driven (``TimingConfig.precision``): rounds
+continue until each ratio a stated answer reads has an interquartile range within the
+target relative width, or a time cap is reached (Hoefler and Belli, SC15: choose the
+number of measurements by the variability observed). Every row says what stopped it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import bad_value, check_choice
 from .timing_config import Clock, TimingConfig
 
 
@@ -53,53 +59,146 @@ def _dispatch_batch(fn: Callable[[], Any], number: int, clock: Clock, sync) -> t
     return enqueued / number, (clock.wall() - wall0) / number
 
 
+#: what ended a comparison's rounds (its ``stopped_by`` column)
+STOPS = ("fixed repeats", "precision", "time cap", "repeat cap")
+#: the per-call columns a watched ratio may read
+RATIO_VALUES = ("wall_s_per_call", "cpu_s_per_call", "it_per_s", "dispatch_s_per_call", "loop_it_per_s")
+#: (variant, baseline, value): the per-repeat ratio ``value(variant) / value(baseline)``
+Watch = tuple[str, str, str]
+
+
+def relative_iqr(values: Any) -> float:
+    """Half the interquartile range over the median: 0.05 means the middle half of the
+    values lies within about +-5% of their median (inf for a median of 0)."""
+    q25, median, q75 = np.percentile(np.asarray(values, dtype=float), [25, 50, 75])
+    return float((q75 - q25) / (2 * abs(median))) if median else float("inf")
+
+
+def default_watch(names: list[str], dispatch_only: bool) -> list[Watch]:
+    """Every variant against the first, on blocked it/s and (if timed) pipelined it/s."""
+    values = ["it_per_s"] + (["loop_it_per_s"] if dispatch_only else [])
+    return [(name, names[0], value) for name in names[1:] for value in values]
+
+
+def _check_watch(watch: list[Watch], names: list[str], config: TimingConfig) -> None:
+    allowed = [
+        v for v in RATIO_VALUES if config.dispatch_only or v not in ("dispatch_s_per_call", "loop_it_per_s")
+    ]
+    for entry in watch:
+        if not (isinstance(entry, tuple) and len(entry) == 3):
+            raise bad_value("watch", entry, "(variant, baseline, value) tuples")
+        variant, baseline, value = entry
+        for name in (variant, baseline):
+            check_choice("watch variant", name, names)
+        check_choice("watch value", value, allowed)
+
+
+def _widest(rows: list[dict], watch: list[Watch]) -> float:
+    """The widest relative IQR among the watched per-repeat ratios (nan: nothing watched)."""
+    if not watch:
+        return float("nan")
+    by_key = {(row["variant"], row["repeat"]): row for row in rows}
+    repeats = sorted({row["repeat"] for row in rows})
+    widths = []
+    for variant, baseline, value in watch:
+        ratios = [by_key[(variant, r)][value] / by_key[(baseline, r)][value] for r in repeats]
+        widths.append(relative_iqr(ratios))
+    return max(widths)
+
+
 def compare(
     variants: Mapping[str, Callable[[], Any]],
     config: TimingConfig | None = None,
     *,
     sync: Callable[[Any], Any] = block,
     progress: Any = None,
+    watch: list[Watch] | None = None,
     **labels: Any,
 ) -> pd.DataFrame:
     """Time each zero-argument callable in ``variants``, interleaved.
 
     Returns one tidy row per (variant, repeat) with ``wall_s_per_call``,
-    ``cpu_s_per_call``, ``it_per_s`` and (if enabled) ``dispatch_s_per_call``;
-    extra keyword ``labels`` (model, leaves, ...) become constant columns.
-    ``progress`` is an optional tqdm bar advanced once per variant batch.
+    ``cpu_s_per_call``, ``it_per_s`` and (if enabled) ``dispatch_s_per_call`` and
+    ``loop_it_per_s``; extra keyword ``labels`` (model, leaves, ...) become constant
+    columns. ``progress`` is an optional tqdm bar advanced once per variant batch.
+
+    How many rounds: ``config.repeats`` with fixed counts; with ``config.precision``,
+    rounds go on until every ``watch`` ratio (default :func:`default_watch`) has a
+    :func:`relative_iqr` within the target, or a cap is reached. Every row records
+    ``stopped_by`` (one of :data:`STOPS`) and ``rel_iqr``, the widest watched ratio's
+    relative IQR when the rounds stopped (nan when nothing is watched).
     """
     config = config or TimingConfig()
     if not variants:
         raise ValueError("variants={} is not allowed: expected at least one variant to time.")
     names = list(variants)
+    if watch is None:
+        watch = default_watch(names, config.dispatch_only) if config.precision is not None else []
+    watch = list(watch)
+    _check_watch(watch, names, config)
     clock = config.clock
     for name in names:
         for _ in range(config.warmup):
             sync(variants[name]())
-    rows = []
-    for repeat in range(config.repeats):
-        shift = repeat % len(names)
-        order = names[shift:] + names[:shift]
-        for position, name in enumerate(order):
-            wall, cpu = _blocked_batch(variants[name], config.number, clock, sync)
-            row = {
-                **labels,
-                "variant": name,
-                "repeat": repeat,
-                "position": position,
-                "calls": config.number,
-                "wall_s_per_call": wall,
-                "cpu_s_per_call": cpu,
-                "it_per_s": 1.0 / wall if wall > 0 else float("inf"),
-            }
-            if config.dispatch_only:
-                enqueue, loop = _dispatch_batch(variants[name], config.number, clock, sync)
-                row["dispatch_s_per_call"] = enqueue
-                row["loop_it_per_s"] = 1.0 / loop if loop > 0 else float("inf")
-            rows.append(row)
-            if progress is not None:
-                progress.update(1)
-    return pd.DataFrame(rows)
+    rows: list[dict] = []
+    start = clock.wall()
+    repeat = 0
+    while True:
+        _round(variants, names, repeat, config, clock, sync, progress, labels, rows)
+        repeat += 1
+        if repeat < config.repeats:
+            continue
+        if config.precision is None:
+            stopped = "fixed repeats"
+            break
+        if _widest(rows, watch) <= config.precision:
+            stopped = "precision"
+            break
+        if clock.wall() - start >= config.max_seconds:
+            stopped = "time cap"
+            break
+        if repeat >= config.max_repeats:
+            stopped = "repeat cap"
+            break
+    df = pd.DataFrame(rows)
+    df["stopped_by"] = stopped
+    df["rel_iqr"] = _widest(rows, watch)
+    return df
+
+
+def _round(
+    variants: Mapping[str, Callable[[], Any]],
+    names: list[str],
+    repeat: int,
+    config: TimingConfig,
+    clock: Clock,
+    sync: Callable[[Any], Any],
+    progress: Any,
+    labels: dict[str, Any],
+    rows: list[dict],
+) -> None:
+    """One interleaved round: every variant once, in an order rotated by ``repeat``."""
+    shift = repeat % len(names)
+    order = names[shift:] + names[:shift]
+    for position, name in enumerate(order):
+        wall, cpu = _blocked_batch(variants[name], config.number, clock, sync)
+        row = {
+            **labels,
+            "variant": name,
+            "repeat": repeat,
+            "position": position,
+            "calls": config.number,
+            "wall_s_per_call": wall,
+            "cpu_s_per_call": cpu,
+            "it_per_s": 1.0 / wall if wall > 0 else float("inf"),
+        }
+        if config.dispatch_only:
+            enqueue, loop = _dispatch_batch(variants[name], config.number, clock, sync)
+            row["dispatch_s_per_call"] = enqueue
+            row["loop_it_per_s"] = 1.0 / loop if loop > 0 else float("inf")
+        rows.append(row)
+        if progress is not None:
+            progress.update(1)
 
 
 def iqr_stats(values: Any) -> dict[str, float]:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import check_int
+from .errors import bad_value, check_int
 
 
 @dataclass
@@ -23,13 +23,40 @@ class Clock:
 
 @dataclass
 class TimingConfig:
+    """How :func:`jaxperf.timing.compare` repeats its interleaved rounds.
+
+    Fixed counts (``precision=None``): exactly ``repeats`` rounds. Precision-driven
+    (``precision`` a fraction such as 0.05): at least ``repeats`` rounds, then more until
+    every ratio the comparison watches has an interquartile range within ``±precision``
+    of its median, or ``max_seconds`` of timed rounds have passed, or ``max_repeats``
+    rounds have run; the rows record which of the three stopped it.
+    """
+
     warmup: int = 3
-    repeats: int = 7
+    repeats: int = 7  # rounds with fixed counts; the minimum with a precision target
     number: int = 20  # calls per repeat
     dispatch_only: bool = True
     clock: Clock = field(default_factory=Clock)
+    precision: float | None = None  # target relative half-width of each watched ratio's IQR
+    max_seconds: float = 60.0  # time cap of a precision-driven comparison (its timed rounds)
+    max_repeats: int = 400
 
     def __post_init__(self) -> None:
         check_int("warmup", self.warmup, minimum=0)
         check_int("repeats", self.repeats, minimum=1)
         check_int("number", self.number, minimum=1)
+        check_int("max_repeats", self.max_repeats, minimum=self.repeats)
+        if self.precision is not None and (
+            isinstance(self.precision, bool)
+            or not isinstance(self.precision, (int, float))
+            or not 0 < self.precision < 1
+        ):
+            raise bad_value(
+                "precision", self.precision, "None (fixed repeats) or a fraction in (0, 1), e.g. 0.05"
+            )
+        if (
+            isinstance(self.max_seconds, bool)
+            or not isinstance(self.max_seconds, (int, float))
+            or not self.max_seconds > 0
+        ):
+            raise bad_value("max_seconds", self.max_seconds, "a number of seconds > 0")
