@@ -22,6 +22,8 @@ PACKAGES = (
     "jax",
     "jaxlib",
     "equinox",
+    "flax",
+    "optax",
     "numpy",
     "pandas",
     "matplotlib",

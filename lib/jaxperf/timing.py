@@ -148,7 +148,7 @@ def compare(
         repeat += 1
         if repeat < config.repeats:
             continue
-        if config.precision is None:
+        if config.precision is None or not watch:  # nothing to narrow: the minimum is all
             stopped = "fixed repeats"
             break
         if _widest(rows, watch) <= config.precision:

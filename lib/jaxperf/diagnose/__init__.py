@@ -1,0 +1,125 @@
+"""Is *my* loop paying dispatch overhead, how much, and what should I change?
+
+:func:`diagnose` takes a compiled step as the reader calls it (``eqx.filter_jit``,
+``eqx.filter_pmap``, ``nnx.jit`` in graph or tree mode, ``jax.jit``, ``jax.pmap``, or one of
+jaxperf's drop-ins) and its arguments, and measures, per call: the time to enqueue, the
+blocked time, the dispatching thread's CPU time and the wait for the device, the array
+leaves crossing the call, and whether calls run ahead. Then every cheaper path that applies
+(:mod:`.paths`, :mod:`.nnx_paths`) is proved to return the same outputs and the same next
+state, and timed interleaved with the reader's path in the reader's own loop: the returned
+state passed to the next call, donation as the reader asked, the reader's loader when given.
+Rounds continue until each path's it/s ratio is within ``precision`` or the time cap.
+
+The same engine answers the study's own questions (notebooks 01, 07, 10, 11) and is behind
+``python -m jaxperf diagnose package.module:factory``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from .result import Diagnosis
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "Diagnosis": (".result", "Diagnosis"),
+        "identify": (".kinds", "identify"),
+        "KINDS": (".kinds", "KINDS"),
+    },
+)
+
+
+def environment() -> dict[str, Any]:
+    """Backend, devices and versions, for a diagnosis' heading and footer."""
+    import datetime
+    import sys
+
+    import jax
+
+    from .. import provenance
+
+    devices = jax.devices()
+    packages = {
+        k: ver for k, ver in provenance.package_versions(("jax", "jaxlib", "equinox", "flax")).items() if ver
+    }
+    return {
+        "backend": jax.default_backend(),
+        "device_kind": devices[0].device_kind,
+        "device_count": len(devices),
+        "packages": packages,
+        "python": sys.version.split()[0],
+        "timestamp_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def diagnose(
+    step: Callable[..., Any],
+    *args: Any,
+    loader: Any = None,
+    carry: Any = "auto",
+    batch_at: int | None = None,
+    precision: float = 0.05,
+    max_seconds: float = 60.0,
+    min_rounds: int = 5,
+    calls_per_round: int | None = None,
+    extra_paths: dict[str, Callable[..., Any]] | None = None,
+    progress: Any = None,
+) -> Diagnosis:
+    """Diagnose ``step(*args)`` as the reader's training loop calls it.
+
+    - ``loader``: None (every call gets the batch in ``args``), a callable returning the
+      next batch, or an iterable of batches, already placed as your loop places them;
+    - ``carry``: ``"auto"`` (each argument replaced by the output of the same structure,
+      as ``loss, model, opt_state = step(model, x, opt_state)`` does), None (nothing
+      carried, e.g. an NNX step that updates its modules in place), or a dict
+      ``{argument index: output index}``;
+    - ``batch_at``: the argument the loader's batch replaces (default: the one argument
+      that looks like the batch);
+    - ``precision``: stop when every path's it/s ratio has an IQR within +-precision of its
+      median; ``max_seconds``: the whole diagnosis' time cap (compiles included);
+      ``min_rounds``: rounds before the first stop; ``calls_per_round``: default about
+      50 ms of your step;
+    - ``extra_paths``: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``.
+
+    Raises ``ValueError`` naming the parameter for bad input, and when ``step`` raises on
+    ``args`` (nothing is written: the diagnosis only returns).
+    """
+    from .. import timing
+    from ..errors import bad_value, check_int
+    from . import engine
+    from .kinds import identify
+    from .result import Diagnosis
+
+    check_int("min_rounds", min_rounds, minimum=1)
+    if calls_per_round is not None:
+        check_int("calls_per_round", calls_per_round, minimum=1)
+    if isinstance(carry, str) and carry != "auto":
+        raise bad_value("carry", carry, '"auto", None, or a dict {argument index: output index}')
+    config = timing.TimingConfig(
+        warmup=1,
+        repeats=min_rounds,
+        number=calls_per_round or 1,
+        precision=precision,
+        max_seconds=max_seconds,
+    )
+    found = identify(step)
+    result = engine.run(
+        found,
+        args,
+        carry=carry,
+        loader=loader,
+        batch_at=batch_at,
+        config=config,
+        calls_per_round=calls_per_round,
+        extra=extra_paths,
+        progress=progress,
+    )
+    return Diagnosis(precision=precision, environment=environment(), **result)
+
+
+__all__ = ["Diagnosis", "diagnose", "environment"]

@@ -1,0 +1,65 @@
+"""A reader's step from ``package.module:factory``: what the CLI and notebook 10 call.
+
+A factory is a function of keyword arguments that returns either a dict
+``{"step": ..., "args": (...), "loader": ..., "carry": ..., "batch_at": ...}`` (only
+``step`` and ``args`` required) or a tuple ``(step, args)`` / ``(step, args, loader)``.
+Every way this can go wrong is a ``ValueError`` naming the parameter and what is allowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import bad_value
+
+#: what a factory's dict may hold, besides "step" and "args"
+OPTIONAL = ("loader", "carry", "batch_at")
+PARAMETER = "step_factory"
+
+
+def load(spec: str, parameter: str = PARAMETER) -> Callable[..., Any]:
+    """The function ``package.module:name`` names."""
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+        raise bad_value(parameter, spec, "'package.module:function' (a module on sys.path, then a colon)")
+    module_name, name = spec.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as err:  # ImportError, or an error raised while importing it
+        raise ValueError(
+            f"{parameter}={spec!r} is not allowed: importing {module_name!r} raised "
+            f"{type(err).__name__}: {err} (is its folder on sys.path, e.g. the current directory?)"
+        ) from err
+    found = getattr(module, name, None)
+    if not callable(found):
+        raise bad_value(parameter, spec, f"a function: {module_name!r} has no callable {name!r}")
+    return found
+
+
+def build(spec: str, kwargs: dict[str, Any] | None = None, parameter: str = PARAMETER) -> dict[str, Any]:
+    """Call the factory ``spec`` with ``kwargs``; its result as a dict with ``step``, ``args``
+    (a tuple) and the optional keys present."""
+    factory = load(spec, parameter)
+    try:
+        made = factory(**(kwargs or {}))
+    except TypeError as err:
+        raise bad_value(f"{parameter} arguments", kwargs, f"arguments {spec} accepts ({err})") from err
+    if isinstance(made, tuple) and len(made) in (2, 3):
+        made = dict(zip(("step", "args", "loader"), made))
+    if not isinstance(made, dict) or "step" not in made or "args" not in made:
+        raise bad_value(
+            f"{parameter}()",
+            type(made).__name__,
+            'a dict with "step" and "args" (and optionally "loader", "carry", "batch_at"), '
+            "or a tuple (step, args) or (step, args, loader)",
+        )
+    unknown = set(made) - {"step", "args", *OPTIONAL}
+    if unknown:
+        raise bad_value(f"{parameter}()", sorted(unknown), f"keys among step, args, {', '.join(OPTIONAL)}")
+    args = made["args"]
+    if not isinstance(args, (tuple, list)):
+        raise bad_value(
+            f"{parameter}()['args']", type(args).__name__, "a tuple of the step's positional arguments"
+        )
+    return {**made, "args": tuple(args)}

@@ -1,0 +1,131 @@
+"""What kind of compiled step a reader hands to :func:`jaxperf.diagnose`, read off the object.
+
+A step is recognised by the wrapper its transform returns (Equinox's ``_JitWrapper`` and
+``_PmapWrapper``, Flax NNX's ``JitWrapped`` / ``SimpleJitWrapped``, ``jax.jit``'s
+``PjitFunction``, ``jax.pmap``'s wrapped function, jaxperf's own drop-ins), never by its
+name. What each kind offers as a cheaper path depends on the raw function and the options
+read here (donation, axes), so a step of another kind gets a clear error that lists the
+kinds this engine knows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable
+from typing import Any
+
+#: every kind, with what a reader writes to get it
+KINDS = {
+    "eqx.filter_jit": "eqx.filter_jit(step)",
+    "eqx.filter_pmap": "eqx.filter_pmap(step, axis_name=...)",
+    "jaxperf.cached_filter_jit": "jaxperf.cached_filter_jit(step)",
+    "jaxperf.cached_filter_pmap": "jaxperf.cached_filter_pmap(step, axis_name=...)",
+    "jax.jit": "jax.jit(step)",
+    "jax.pmap": "jax.pmap(step, axis_name=...)",
+    "nnx.jit": "nnx.jit(step) (graph mode, Flax's default)",
+    "nnx.jit tree mode": "nnx.jit(step, graph=False)",
+    "jaxperf.cached_nnx_jit": "jaxperf.cached_nnx_jit(step)",
+}
+#: the family a kind belongs to: which cheaper paths apply
+FAMILY = {
+    "eqx.filter_jit": "jit",
+    "jaxperf.cached_filter_jit": "jit",
+    "jax.jit": "jit",
+    "eqx.filter_pmap": "pmap",
+    "jaxperf.cached_filter_pmap": "pmap",
+    "jax.pmap": "pmap",
+    "nnx.jit": "nnx",
+    "nnx.jit tree mode": "nnx",
+    "jaxperf.cached_nnx_jit": "nnx",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """A reader's compiled step, taken apart: ``raw`` is the Python function it compiles;
+    ``donate`` is Equinox's vocabulary ("none", "all", "all-except-first") whatever the
+    kind; ``axis_name`` the mapped axis of a pmap kind (None when unknown)."""
+
+    kind: str
+    call: Callable[..., Any]
+    raw: Callable[..., Any]
+    donate: str = "none"
+    axis_name: Hashable | None = None
+    default_axes: bool = True  # pmap kinds: every array argument mapped over axis 0, outputs too
+
+    @property
+    def family(self) -> str:
+        return FAMILY[self.kind]
+
+
+def _type_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _equinox_jit(step: Any, kind: str) -> Step:
+    if step.donate_rest:
+        donate = "all" if step.donate_first else "all-except-first"
+    else:
+        donate = "none"
+    return Step(kind, step, step.__wrapped__, donate)
+
+
+def _default_axes(in_axes: Any, out_axes: Any) -> bool:
+    import equinox as eqx
+
+    def default(axes: Any) -> bool:
+        return (isinstance(axes, eqx.if_array) and axes.axis == 0) or (
+            isinstance(axes, int) and not isinstance(axes, bool) and axes == 0
+        )
+
+    return default(in_axes) and default(out_axes)
+
+
+def _equinox_pmap(step: Any, kind: str) -> Step:
+    donate = "all" if "donate_argnums" in step._pmapkwargs else "none"
+    return Step(kind, step, step._fun, donate, step._axis_name, _default_axes(step._in_axes, step._out_axes))
+
+
+def _cached_pmap(step: Any, kind: str) -> Step:
+    donate = "none" if step._donate == "none" else "all"
+    return Step(
+        kind, step, step.__wrapped__, donate, step._axis_name, _default_axes(step._in_axes, step._out_axes)
+    )
+
+
+def _cached_jit(step: Any, kind: str) -> Step:
+    if step._donate_rest:
+        donate = "all" if step._donate_first else "all-except-first"
+    else:
+        donate = "none"
+    return Step(kind, step, step.__wrapped__, donate)
+
+
+def identify(step: Any) -> Step:
+    """The :class:`Step` of ``step``; ``ValueError`` naming its type and the kinds known."""
+    name = _type_name(step)
+    table: dict[str, tuple[str, Callable[[Any, str], Step]]] = {
+        "equinox._jit._JitWrapper": ("eqx.filter_jit", _equinox_jit),
+        "equinox._vmap_pmap._PmapWrapper": ("eqx.filter_pmap", _equinox_pmap),
+        "jaxperf.fixes.cached_jit.CachedFilterJit": ("jaxperf.cached_filter_jit", _cached_jit),
+        "jaxperf.fixes.cached_pmap.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _cached_pmap),
+    }
+    if name in table:
+        kind, build = table[name]
+        return build(step, kind)
+    if name == "jaxlib._jax.PjitFunction":
+        return Step("jax.jit", step, step.__wrapped__)
+    lower = getattr(step, "lower", None)
+    if callable(step) and getattr(lower, "__qualname__", "") == "pmap.<locals>.lower":
+        return Step("jax.pmap", step, step.__wrapped__)
+    if name.startswith("flax.nnx.transforms.compilation."):
+        from .nnx_paths import identify_nnx
+
+        return identify_nnx(step)
+    if name.startswith("jaxperf.fixes.nnx."):
+        return Step("jaxperf.cached_nnx_jit", step, step.__wrapped__)
+    known = "; ".join(KINDS.values())
+    raise ValueError(
+        f"step={step!r} (a {name}) is not allowed: expected a compiled step, one of: {known}. "
+        "A plain Python function is not compiled: wrap it as your training loop calls it."
+    )

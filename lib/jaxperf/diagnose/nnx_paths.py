@@ -1,0 +1,190 @@
+"""The cheaper paths of a Flax NNX step (``nnx.jit``), for :func:`jaxperf.diagnose`.
+
+Flax's own mitigations (its performance guide) and jaxperf's drop-in, each built on the
+reader's raw function with the reader's static arguments:
+
+- tree mode, ``nnx.jit(f, graph=False)``;
+- ``nnx.cached_partial(step, *modules)``: the graph walked once for the leading modules;
+- ``nnx.jit_partial(f, *modules, graph=False)``: tree mode with pre-flattened modules;
+- ``jax.jit`` on ``nnx.split`` state: split once outside the loop, merge and split again
+  inside the compiled function, the state carried from call to call;
+- ``jaxperf.cached_nnx_jit``, when installed: ``nnx.jit``'s semantics, walking the graph
+  once per graph structure.
+
+An NNX step usually updates its modules in place and returns a loss, so the reader's
+state is the modules themselves: every path starts from its own deep copy of them, and its
+view of "the next call's arguments" is its modules after the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import carry as carry_mod
+from .kinds import Step
+from .paths import NotApplicable, Path
+
+
+def identify_nnx(step: Any) -> Step:
+    """The :class:`Step` of an ``nnx.jit`` wrapper (graph mode, or tree mode)."""
+    tree_mode = getattr(step, "graph", True) is False
+    return Step("nnx.jit tree mode" if tree_mode else "nnx.jit", step, step.fun)
+
+
+def _statics(step: Step) -> tuple[int, ...]:
+    found = getattr(step.call, "static_argnums", None)
+    if found is None:
+        return ()
+    return (found,) if isinstance(found, int) else tuple(found)
+
+
+def _leading_nodes(args: tuple) -> int:
+    """How many leading arguments are NNX graph nodes (modules, optimisers, Rngs)."""
+    from flax.nnx import graph
+
+    count = 0
+    for arg in args:
+        if not graph.is_graph_node(arg):
+            break
+        count += 1
+    if count == 0:
+        raise NotApplicable("no leading NNX module argument to bind or split")
+    return count
+
+
+def _plain(
+    name: str,
+    what: str,
+    fn: Callable[..., Any],
+    args: tuple,
+    carry: carry_mod.Carry,
+    batch_at: int | None,
+    method: str,
+) -> Path:
+    return Path(name, what, fn, args, dict(carry), lambda out, a: (out, a), batch_at, method)
+
+
+def tree_mode(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    from flax import nnx
+
+    fn = nnx.jit(step.raw, graph=False, static_argnums=_statics(step) or None)
+    what = "nnx.jit in tree mode (graph=False): no graph walk, Variables as a pytree"
+    return _plain("nnx.jit tree mode", what, fn, carry_mod.fresh(args), carry, batch_at, "nnx_tree")
+
+
+def _bound(
+    name: str,
+    method: str,
+    bind: Callable[..., Any],
+    what: str,
+    args: tuple,
+    carry: carry_mod.Carry,
+    batch_at: int | None,
+) -> Path:
+    """A path whose leading modules are bound once (``bind(*modules)`` -> a callable of the rest)."""
+    if carry:
+        raise NotApplicable(
+            "the step returns state that the next call takes (bound modules are updated in place)"
+        )
+    args = carry_mod.fresh(args)
+    n = _leading_nodes(args)
+    if batch_at is not None and batch_at < n:
+        raise NotApplicable("the loader's batch is a module")
+    nodes = args[:n]
+    fn = bind(*nodes)
+    rest_batch = None if batch_at is None else batch_at - n
+    return Path(name, what, fn, args[n:], {}, lambda out, rest: (out, (*nodes, *rest)), rest_batch, method)
+
+
+def cached_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    from flax import nnx
+
+    what = "nnx.cached_partial(step, *modules): the modules' graph walked once, outside the loop"
+    return _bound(
+        "nnx.cached_partial",
+        "nnx_cached_partial",
+        lambda *m: nnx.cached_partial(step.call, *m),
+        what,
+        args,
+        carry,
+        batch_at,
+    )
+
+
+def jit_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    from flax import nnx
+
+    statics = _statics(step)
+    if statics:
+        raise NotApplicable("static arguments (nnx.jit_partial binds leading modules only)")
+    what = "nnx.jit_partial(step, *modules, graph=False): tree mode with the modules flattened once"
+    return _bound(
+        "nnx.jit_partial",
+        "nnx_jit_partial",
+        lambda *m: nnx.jit_partial(step.raw, *m, graph=False),
+        what,
+        args,
+        carry,
+        batch_at,
+    )
+
+
+def split_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    """``jax.jit`` on ``nnx.split`` state: Flax's functional loop."""
+    import jax
+    from flax import nnx
+
+    if carry:
+        raise NotApplicable("the step returns state that the next call takes")
+    if _statics(step):
+        raise NotApplicable("static arguments")
+    args = carry_mod.fresh(args)
+    n = _leading_nodes(args)
+    if batch_at is not None and batch_at < n:
+        raise NotApplicable("the loader's batch is a module")
+    graphdef, state = nnx.split(args[:n])
+
+    def pure(state: Any, *rest: Any) -> tuple[Any, Any]:
+        nodes = nnx.merge(graphdef, state)
+        out = step.raw(*nodes, *rest)
+        return out, nnx.split(nodes)[1]
+
+    jitted = jax.jit(pure)
+
+    def view(out: Any, path_args: tuple) -> Any:
+        return out[0], (*nnx.merge(graphdef, path_args[0]), *path_args[1:])
+
+    what = "jax.jit over nnx.split state, split once outside the loop, carried from call to call"
+    rest_batch = None if batch_at is None else batch_at - n + 1
+    return Path(
+        "jax.jit on nnx.split state",
+        what,
+        jitted,
+        (state, *args[n:]),
+        {0: 1},
+        view,
+        rest_batch,
+        "nnx_split_jit",
+    )
+
+
+def cached_nnx_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    try:
+        from ..fixes.nnx import cached_nnx_jit as drop_in
+    except ImportError as err:
+        raise NotApplicable(f"jaxperf.cached_nnx_jit is not available: {err}") from err
+    fn = drop_in(step.raw, static_argnums=_statics(step) or None)
+    what = "the same nnx.jit semantics, the graph walked once per graph structure"
+    return _plain(
+        "jaxperf.cached_nnx_jit", what, fn, carry_mod.fresh(args), carry, batch_at, "cached_nnx_jit"
+    )
+
+
+BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {
+    "tree mode": tree_mode,
+    "cached_partial": cached_partial,
+    "jit_partial": jit_partial,
+    "split": split_jit,
+    "cached_nnx_jit": cached_nnx_jit,
+}

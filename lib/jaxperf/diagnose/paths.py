@@ -1,0 +1,251 @@
+"""The ways one step can be dispatched, each as a :class:`Path` that runs the reader's loop.
+
+A path holds its own form of the arguments (a partitioned path the arrays only, a packed
+path one buffer per dtype), passes each call's outputs to the next call as the reader's
+loop does (``carry``, in the path's own form), and can say what the reader's step would
+have returned and be called with next (``view``), so that every path is proved to compute
+the same thing as the reader's before it is timed.
+
+The builders here serve the Equinox and JAX kinds (:mod:`.kinds`); Flax NNX's are in
+:mod:`.nnx_paths`. Each returns a :class:`Path`, or raises :class:`NotApplicable` with the
+reason, which the diagnosis reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import numpy as np
+
+from . import carry as carry_mod
+from .kinds import Step
+
+NO_BATCH = object()
+
+
+class NotApplicable(Exception):
+    """A cheaper path that does not apply to this step; the message says why."""
+
+
+@dataclasses.dataclass
+class Path:
+    """One way to dispatch the step, ready to run the reader's loop.
+
+    ``fn(*args)`` is one call; ``carry`` maps the path's argument positions to the output
+    positions that replace them; ``view(out, args)`` is ``(outputs, next arguments)`` in the
+    reader's form; ``batch_at`` is where a loader's batch goes in ``args`` (None: nowhere).
+    """
+
+    name: str
+    what: str
+    fn: Callable[..., Any]
+    args: tuple
+    carry: carry_mod.Carry
+    view: Callable[[Any, tuple], Any]
+    batch_at: int | None = None
+    method: str = ""  # the study's name for this way of dispatching (its colour in figures)
+    last: Any = dataclasses.field(default=None, repr=False)
+
+    def call(self, batch: Any = NO_BATCH) -> Any:
+        args = self.args
+        if batch is not NO_BATCH and self.batch_at is not None:
+            args = (*args[: self.batch_at], batch, *args[self.batch_at + 1 :])
+        out = self.fn(*args)
+        self.args = carry_mod.apply(self.carry, out, args)
+        self.last = out
+        return out
+
+    def reader_view(self) -> Any:
+        """(the last outputs, the arguments of the next call) as the reader's step has them."""
+        return self.view(self.last, self.args)
+
+
+def reader(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    """The reader's own step, as they call it."""
+    return Path(
+        f"{step.kind} (yours)",
+        "your step as you call it",
+        step.call,
+        carry_mod.fresh(args),
+        carry,
+        lambda out, a: (out, a),
+        batch_at,
+        {
+            "eqx.filter_jit": "filter_jit",
+            "eqx.filter_pmap": "filter_pmap",
+            "jax.jit": "jit_params",
+            "jax.pmap": "pmap_params",
+        }.get(step.kind, step.kind.replace("jaxperf.", "")),
+    )
+
+
+def _donated(step: Step, n_args: int) -> tuple[int, ...]:
+    if step.donate == "all":
+        return tuple(range(n_args))
+    if step.donate == "all-except-first":
+        return tuple(range(1, n_args))
+    return ()
+
+
+class _Statics:
+    """The non-array part of a traced function's output, recorded while JAX traces it."""
+
+    value: Any = None
+
+
+def _static_carry_check(carry: carry_mod.Carry, out_static: Any, arg_static: tuple) -> None:
+    outs = out_static if isinstance(out_static, (tuple, list)) else (out_static,)
+    for i, j in carry.items():
+        if carry_mod.first_difference(arg_static[i], outs[j]) is not None:
+            raise NotApplicable(
+                f"the step changes the non-array part of argument {i} (a partitioned path keeps it fixed)"
+            )
+
+
+def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    """``jax.jit`` (or ``jax.pmap``) on the arrays of the arguments, partitioned once outside
+    the loop: the seed's manual ``eqx.partition``, and Equinox's "low-overhead training
+    loops" advice."""
+    if step.kind in ("jax.jit", "jax.pmap"):
+        raise NotApplicable("your step already takes arrays only")
+    if step.family == "pmap" and not step.default_axes:
+        raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
+    dynamic, static = eqx.partition(carry_mod.fresh(args), eqx.is_array)
+    out_static = _Statics()
+
+    def on_arrays(*arrays: Any) -> Any:
+        out = step.raw(*eqx.combine(arrays, static))
+        out_dynamic, out_static.value = eqx.partition(out, eqx.is_array)
+        return out_dynamic
+
+    donate = _donated(step, len(args))
+    if step.family == "pmap":
+        fn = jax.pmap(on_arrays, axis_name=step.axis_name, donate_argnums=donate)
+        what = "jax.pmap over the arrays only, partitioned once outside the loop"
+        name, method = "jax.pmap on the partitioned state", "pmap_params"
+    else:
+        fn = jax.jit(on_arrays, donate_argnums=donate)
+        what = "jax.jit over the arrays only, partitioned once outside the loop"
+        name, method = "jax.jit on the partitioned state", "jit_params"
+
+    def view(out: Any, arrays: tuple) -> Any:
+        if carry:
+            _static_carry_check(carry, out_static.value, static)
+        return eqx.combine(out, out_static.value), eqx.combine(arrays, static)
+
+    return Path(name, what, fn, tuple(dynamic), dict(carry), view, batch_at, method)
+
+
+def cached(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    """jaxperf's drop-in for the Equinox wrapper the reader uses."""
+    from ..fixes.cached_jit import cached_filter_jit
+    from ..fixes.cached_pmap import cached_filter_pmap
+
+    if step.kind == "eqx.filter_jit":
+        fn = cached_filter_jit(step.raw, donate=step.donate)
+        name = "jaxperf.cached_filter_jit"
+    elif step.kind == "eqx.filter_pmap":
+        if not step.default_axes:
+            raise NotApplicable(
+                "in_axes/out_axes other than the default: wrap it yourself with the same axes"
+            )
+        fn = cached_filter_pmap(step.raw, axis_name=step.axis_name, donate=step.donate)
+        name = "jaxperf.cached_filter_pmap"
+    else:
+        raise NotApplicable(f"no drop-in replaces {step.kind}")
+    what = "the same call, its partition cached per input structure" + (
+        ", never waiting for the result" if step.kind == "eqx.filter_jit" else ""
+    )
+    return Path(
+        name,
+        what,
+        fn,
+        carry_mod.fresh(args),
+        dict(carry),
+        lambda out, a: (out, a),
+        batch_at,
+        name.split(".")[1],
+    )
+
+
+def _devices_of(tree: Any) -> list[Any]:
+    leaf = next((x for x in jax.tree.leaves(tree) if isinstance(x, jax.Array)), None)
+    if leaf is None:
+        raise NotApplicable("no array argument to find the devices from")
+    return [shard.device for shard in sorted(leaf.addressable_shards, key=lambda s: s.index[0].start or 0)]
+
+
+def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    """The carried state packed once into one buffer per dtype (``jaxperf.PackedState``),
+    carried packed through ``jaxperf.packed_jit`` / ``packed_pmap``, donated as yours is."""
+    from ..fixes.packed import PackedState, packed_jit, packed_pmap
+
+    if not carry:
+        raise NotApplicable("nothing is carried from one call to the next (no state to pack)")
+    if step.family == "pmap" and (step.axis_name is None or not step.default_axes):
+        raise NotApplicable("a pmap step with a named axis and default in_axes/out_axes only")
+    order = sorted(carry)
+    rest_at = [i for i in range(len(args)) if i not in carry]
+    if batch_at is not None and batch_at in carry:
+        raise NotApplicable("the loader's batch is carried")
+    args = carry_mod.fresh(args)
+    rest_dynamic, rest_static = eqx.partition(tuple(args[i] for i in rest_at), eqx.is_array)
+    aux_static = _Statics()
+    out_at = [carry[i] for i in order]
+
+    def full_args(tree: tuple, rest: tuple) -> list[Any]:
+        full: list[Any] = [None] * len(args)
+        for k, i in enumerate(order):
+            full[i] = tree[k]
+        for k, i in enumerate(rest_at):
+            full[i] = rest[k]
+        return full
+
+    def fun(tree: tuple, *rest: Any) -> tuple[Any, tuple]:
+        out = step.raw(*full_args(tree, eqx.combine(rest, rest_static)))
+        outs = tuple(out)
+        aux = tuple(o for j, o in enumerate(outs) if j not in out_at)
+        aux_dynamic, aux_static.value = eqx.partition(aux, eqx.is_array)
+        return aux_dynamic, tuple(outs[j] for j in out_at)
+
+    donate = step.donate != "none"
+    tree = tuple(args[i] for i in order)
+    try:
+        if step.family == "pmap":
+            devices = _devices_of(tree)
+            # one replica, on the host: packing places it again, replicated over the devices
+            first = jax.tree.map(lambda x: np.asarray(x[0]) if eqx.is_array(x) else x, tree)
+            state = PackedState.pack(first).replicate(devices)
+            fn = packed_pmap(fun, axis_name=step.axis_name, devices=devices, donate=donate)
+        else:
+            state = PackedState.pack(tree)
+            fn = packed_jit(fun, donate=donate)
+    except ValueError as err:
+        raise NotApplicable(f"the state cannot be packed: {err}") from err
+
+    def view(out: Any, path_args: tuple) -> Any:
+        aux = iter(eqx.combine(out[0], aux_static.value))
+        new_tree = out[1].unpack()
+        total = len(out_at) + len(aux_static.value)
+        outs = tuple(new_tree[out_at.index(j)] if j in out_at else next(aux) for j in range(total))
+        rest = eqx.combine(tuple(path_args[1:]), rest_static)
+        return outs, tuple(full_args(path_args[0].unpack(), rest))
+
+    batch = None if batch_at is None else 1 + rest_at.index(batch_at)
+    what = "the carried state packed once into one buffer per dtype, carried packed" + (
+        ", donated" if donate else ""
+    )
+    name = "jaxperf.packed_pmap" if step.family == "pmap" else "jaxperf.packed_jit"
+    return Path(name, what, fn, (state, *rest_dynamic), {0: 1}, view, batch, name.split(".")[1])
+
+
+#: the cheaper paths of the Equinox and JAX kinds, in the order a diagnosis lists them
+BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {
+    "partitioned": partitioned,
+    "cached": cached,
+    "packed": packed,
+}

@@ -1,0 +1,101 @@
+"""Verdicts from interleaved timings: how much faster a path is, whether it is resolved,
+and where the reader's time goes. Shared by :func:`jaxperf.diagnose` and the studies.
+
+A speed ratio is taken per pair (the same round), then summarised by its median and
+interquartile range:
+
+- **faster** / **slower** when the whole range lies above / below 1;
+- **a tie** when the range holds 1 and is narrow (its relative half-width within the
+  comparison's precision target): the two cannot be told apart at that precision;
+- **not resolved** when the range holds 1 and is wider than that: more rounds (or a
+  quieter machine) could still separate them. Never called a tie.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import runs_ahead, timing
+
+FASTER, SLOWER, TIE, UNRESOLVED = "faster", "slower", "a tie", "not resolved"
+
+
+def judge(q25: float, median: float, q75: float, precision: float) -> str:
+    """One of :data:`FASTER`, :data:`SLOWER`, :data:`TIE`, :data:`UNRESOLVED`."""
+    if q25 > 1:
+        return FASTER
+    if q75 < 1:
+        return SLOWER
+    width = (q75 - q25) / (2 * median) if median else float("inf")
+    return TIE if width <= precision else UNRESOLVED
+
+
+def ratio_text(row: dict[str, Any] | pd.Series) -> str:
+    """ "1.93x [1.80, 2.10]", or "a tie: 1.01x [0.98, 1.03]", or "not resolved: ..."."""
+    numbers = f"{row['median']:.2f}x [{row['q25']:.2f}, {row['q75']:.2f}]"
+    verdict = row["verdict"]
+    if verdict in (FASTER, SLOWER):
+        return numbers
+    return f"{verdict}: {numbers}"
+
+
+def ratios(timings: pd.DataFrame, reference: str, precision: float, value: str) -> pd.DataFrame:
+    """Per variant: the per-pair ``value`` ratio to ``reference`` (median, quartiles, pairs,
+    relative IQR) and its verdict."""
+    paired = timing.pair_ratios(timings, reference, value)
+    rows = []
+    for name, part in paired[paired["variant"] != reference].groupby("variant", sort=False):
+        q25, median, q75 = np.percentile(part["ratio"].to_numpy(dtype=float), [25, 50, 75])
+        rows.append(
+            {
+                "variant": name,
+                "value": value,
+                "median": float(median),
+                "q25": float(q25),
+                "q75": float(q75),
+                "pairs": len(part),
+                "rel_iqr": timing.relative_iqr(part["ratio"]),
+                "verdict": judge(q25, median, q75, precision),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["variant", "value", "median", "q25", "q75", "pairs", "rel_iqr", "verdict"]
+    )
+
+
+def per_call(timings: pd.DataFrame) -> pd.DataFrame:
+    """Per variant, medians and quartiles in ms per call: host CPU (``host_ms``), blocked wall
+    (``blocked_ms``), enqueue (``enqueue_ms``), the wait after the host's work
+    (``wait_ms`` = blocked wall - host CPU, per round), and pipelined ``loop_ms``."""
+    data = timings.assign(
+        host_ms=1e3 * timings["cpu_s_per_call"],
+        blocked_ms=1e3 * timings["wall_s_per_call"],
+        enqueue_ms=1e3 * timings["dispatch_s_per_call"],
+        wait_ms=1e3 * (timings["wall_s_per_call"] - timings["cpu_s_per_call"]),
+        loop_ms=1e3 / timings["loop_it_per_s"],
+    )
+    rows = []
+    for name, part in data.groupby("variant", sort=False):
+        row: dict[str, Any] = {"variant": name}
+        for col in ("host_ms", "blocked_ms", "enqueue_ms", "wait_ms", "loop_ms"):
+            q25, median, q75 = np.percentile(part[col].to_numpy(dtype=float), [25, 50, 75])
+            row.update({col: float(median), f"{col}_q25": float(q25), f"{col}_q75": float(q75)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def waiting(timings: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Runs ahead or waits, per variant (:func:`jaxperf.runs_ahead.verdicts`): ``reference``
+    is a path known to run ahead, which also tells whether the step is heavy enough to tell."""
+    return runs_ahead.verdicts(timings, reference)
+
+
+def bound(row: dict[str, Any] | pd.Series) -> str:
+    """Where a path's time per blocked call goes: host-bound when the dispatching thread's
+    CPU exceeds the time it waits for the device."""
+    host, wait = row["host_ms"], row["wait_ms"]
+    kind = "host-bound" if host > wait else "device-bound"
+    return f"{kind}: {host:.3g} ms of host CPU per call, {max(wait, 0):.3g} ms waiting for the device"

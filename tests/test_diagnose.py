@@ -1,0 +1,234 @@
+"""jaxperf.diagnose on steps written the way Equinox's, Flax's and JAX's docs write them:
+every cheaper path is proved to compute what the reader's step computes before it is
+timed; what differs is reported, never timed; bad input is a clear error that writes
+nothing. No timing is asserted: only what was measured and how it is stated."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxperf.diagnose import carry, diagnose, examples, factory
+from jaxperf.diagnose import verdicts as v
+from jaxperf.diagnose.paths import Path
+
+FAST = dict(precision=0.5, max_seconds=20, min_rounds=2, calls_per_round=2)
+
+
+@pytest.fixture(scope="module")
+def seed():
+    made = examples.seed_noop(depth=2)
+    return made, diagnose(made["step"], *made["args"], **FAST)
+
+
+def test_the_seeds_step_gets_every_equinox_pmap_path_proved_and_timed(seed):
+    made, result = seed
+    assert result.kind == "eqx.filter_pmap"
+    assert result.carry == {0: 1, 2: 2}  # model and optimiser state passed along, the batch not
+    assert result.problems == {}
+    timed = set(result.timings["variant"])
+    assert timed == {
+        "eqx.filter_pmap (yours)",
+        "jax.pmap on the partitioned state",
+        "jaxperf.cached_filter_pmap",
+        "jaxperf.packed_pmap",
+    }
+    # the reader's own arrays are never consumed or changed
+    assert all(not x.is_deleted() for x in jax.tree.leaves(eqx.filter(made["args"], eqx.is_array)))
+
+
+def test_the_markdown_is_paste_ready(seed):
+    _, result = seed
+    text = result.markdown()
+    assert len(text.splitlines()) <= 25
+    assert "eqx.filter_pmap step, 20 array leaves in its arguments" in text
+    assert "cpu: 8 x cpu" in text and "jax 0.12" in text
+    assert text.count("\n| ") >= 4  # a row per timed path
+    summary = json.loads(result.to_json())
+    assert summary["array_leaves_per_call"] == 20 and summary["stopped_by"] in (
+        "precision",
+        "time cap",
+        "repeat cap",
+    )
+
+
+def test_the_figure_draws_every_timed_path(seed):
+    _, result = seed
+    fig, data = result.figure()
+    assert list(data["path"])[0] == "eqx.filter_pmap (yours)" and len(data) == 4
+    assert (data["host_ms"] > 0).all()
+
+
+@pytest.mark.parametrize(
+    "name,offered",
+    [
+        (
+            "equinox_train",
+            {"jax.jit on the partitioned state", "jaxperf.cached_filter_jit", "jaxperf.packed_jit"},
+        ),
+        ("jax_train", {"jaxperf.packed_jit"}),
+        (
+            "nnx_train",
+            {"nnx.jit tree mode", "nnx.cached_partial", "nnx.jit_partial", "jax.jit on nnx.split state"},
+        ),
+    ],
+)
+def test_steps_from_the_libraries_docs_get_their_paths(name, offered):
+    made = getattr(examples, name)(depth=2, width=8, batch=8)
+    result = diagnose(
+        made["step"], *made["args"], loader=made.get("loader"), carry=made.get("carry", "auto"), **FAST
+    )
+    assert result.problems == {}
+    assert offered <= set(result.timings["variant"])
+    assert result.loader and result.batch_at == 2
+
+
+def test_a_path_that_computes_something_else_is_reported_and_not_timed():
+    made = examples.equinox_train(depth=1, width=8, batch=8)
+
+    def wrong(step, args, carry_map, batch_at):
+        def off_by_one(*a):
+            loss, model, opt = step.call(*a)
+            return loss + 1, model, opt
+
+        return Path(
+            "off by one",
+            "adds 1 to the loss",
+            off_by_one,
+            carry.fresh(args),
+            carry_map,
+            lambda o, a: (o, a),
+            batch_at,
+        )
+
+    result = diagnose(
+        made["step"], *made["args"], loader=made["loader"], extra_paths={"wrong": wrong}, **FAST
+    )
+    assert result.problems["off by one"] == "output[0]: largest difference 1"
+    assert "off by one" not in set(result.timings["variant"])
+    assert "off by one" in result.markdown()
+
+
+def test_a_donating_step_donates_on_every_path_and_spares_the_readers_arrays():
+    made = examples.equinox_train(depth=1, width=8, batch=8)
+    donating = eqx.filter_jit(made["step"].__wrapped__, donate="all-except-first")
+    result = diagnose(donating, *made["args"], loader=made["loader"], **FAST)
+    assert result.donate == "all-except-first" and result.problems == {}
+    assert all(not x.is_deleted() for x in jax.tree.leaves(eqx.filter(made["args"], eqx.is_array)))
+
+
+# ------------------------------------------------------------------ the carry and equality
+
+
+def test_the_carry_is_read_off_one_call():
+    model, x, opt = {"w": jnp.ones(3)}, jnp.ones(2), {"m": jnp.zeros(3)}
+    assert carry.infer((model, x, opt), (0.0, model, opt)) == {0: 1, 2: 2}
+    assert carry.infer((model, x), jnp.float32(0)) == {}  # an in-place step returns a loss
+    with pytest.raises(ValueError, match="carry=.*argument 0 vs output 0 differ"):
+        carry.check({0: 0}, (model, x), (x, model))
+    with pytest.raises(ValueError, match="carry=.*argument indices"):
+        carry.check({5: 0}, (model, x), (model,))
+
+
+def test_first_difference_names_the_leaf_and_the_size():
+    a = {"w": jnp.array([1.0, 2.0]), "n": 3}
+    assert carry.first_difference(a, {"w": jnp.array([1.0, 2.0]), "n": 3}) is None
+    assert carry.first_difference(a, {"w": jnp.array([1.0, 2.5]), "n": 3}) == "['w']: largest difference 0.5"
+    assert carry.first_difference(a, {"w": jnp.array([1.0, 2.0]), "n": 4}) == "['n']: 3 vs 4"
+    assert "structure differs" in carry.first_difference(a, {"w": jnp.array([1.0, 2.0])})
+    assert carry.first_difference(jnp.ones(2, jnp.float16), jnp.ones(2, jnp.float16) * 1.001) is None
+
+
+@pytest.mark.parametrize(
+    "quartiles,precision,verdict",
+    [
+        ((1.2, 1.3, 1.4), 0.05, v.FASTER),
+        ((0.6, 0.7, 0.8), 0.05, v.SLOWER),
+        ((0.98, 1.0, 1.02), 0.05, v.TIE),
+        ((0.8, 1.0, 1.3), 0.05, v.UNRESOLVED),  # holds 1, +-25%: never called a tie
+    ],
+)
+def test_verdicts(quartiles, precision, verdict):
+    assert v.judge(*quartiles, precision) == verdict
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_a_plain_function_is_not_a_compiled_step():
+    with pytest.raises(
+        ValueError, match=r"step=.* is not allowed: expected a compiled step, one of: eqx.filter_jit"
+    ):
+        diagnose(lambda x: x, jnp.ones(2))
+
+
+def test_a_step_that_raises_is_named():
+    with pytest.raises(ValueError, match="step raised TypeError"):
+        diagnose(jax.jit(lambda x: x + "a"), jnp.ones(2))
+
+
+@pytest.mark.parametrize(
+    "loader,match",
+    [
+        (lambda: None, "loader='a loader that returned None'"),
+        (iter([]), "ran out after 0 batches"),
+        (3, "loader=3"),
+    ],
+)
+def test_a_bad_loader_is_named(loader, match):
+    step = jax.jit(lambda w, x: (jnp.sum(x), w + 1))
+    with pytest.raises(ValueError, match=match):
+        diagnose(step, jnp.ones(2), jnp.ones(3), loader=loader, carry={0: 1}, **FAST)
+
+
+@pytest.mark.parametrize(
+    "spec,match",
+    [
+        ("no_colon", "step_factory='no_colon' is not allowed"),
+        ("no_such_module_xyz:f", "importing 'no_such_module_xyz' raised ModuleNotFoundError"),
+        ("jaxperf.diagnose.examples:nope", "has no callable 'nope'"),
+        ("jaxperf.errors:bad_value", "step_factory arguments"),
+    ],
+)
+def test_a_bad_factory_is_named(spec, match):
+    with pytest.raises(ValueError, match=match):
+        factory.build(spec)
+
+
+def test_a_factory_that_returns_the_wrong_thing_is_named(tmp_path, monkeypatch):
+    (tmp_path / "reader_steps.py").write_text("def make():\n    return 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"step_factory\(\)='int' is not allowed: expected a dict"):
+        factory.build("reader_steps:make")
+
+
+def test_the_cli_exits_2_and_writes_nothing_on_bad_input(tmp_path):
+    out = tmp_path / "d.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "jaxperf", "diagnose", "no_such_module_xyz:make", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2 and "importing 'no_such_module_xyz'" in run.stderr
+    assert not out.exists()
+
+
+def test_an_unknown_command_is_named():
+    run = subprocess.run(
+        [sys.executable, "-m", "jaxperf", "nope"], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 2 and "command='nope' is not allowed" in run.stderr
+
+
+def test_a_step_that_consumes_its_batch_needs_a_loader():
+    # the batch x is donated, and its buffer reused by the first output (same shape)
+    step = jax.jit(lambda w, x: (x * 2, w + 1), donate_argnums=(0, 1))
+    with pytest.raises(ValueError, match="loader=None is not allowed: expected a loader: the step donates argument 1"):
+        diagnose(step, jnp.ones(3), jnp.ones(4), carry={0: 1}, **FAST)
