@@ -65,6 +65,7 @@ def diagnose(
     batch_at: int | None = None,
     precision: float = 0.05,
     max_seconds: float = 60.0,
+    timing_only: bool = False,
     min_rounds: int = 5,
     calls_per_round: int | None = None,
     extra_paths: dict[str, Callable[..., Any]] | None = None,
@@ -81,7 +82,8 @@ def diagnose(
     - ``batch_at``: the argument the loader's batch replaces (default: the one argument
       that looks like the batch);
     - ``precision``: stop when every path's it/s ratio has an IQR within +-precision of its
-      median; ``max_seconds``: the whole diagnosis' time cap (compiles included);
+      median; ``max_seconds``: the whole diagnosis' time cap (compiles included), or the
+      timed rounds' alone with ``timing_only`` (a study that compares cells timed alike);
       ``min_rounds``: rounds before the first stop; ``calls_per_round``: default about
       50 ms of your step;
     - ``extra_paths``: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``.
@@ -116,6 +118,7 @@ def diagnose(
         batch_at=batch_at,
         config=config,
         calls_per_round=calls_per_round,
+        timing_only=timing_only,
         extra=extra_paths,
         progress=progress,
     )

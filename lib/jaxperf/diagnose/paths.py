@@ -179,6 +179,17 @@ def _devices_of(tree: Any) -> list[Any]:
     return [shard.device for shard in sorted(leaf.addressable_shards, key=lambda s: s.index[0].start or 0)]
 
 
+def _as_pmap_outputs(tree: Any, devices: list[Any], axis_name: Any) -> Any:
+    """``tree`` placed as ``jax.pmap(..., axis_name=axis_name)`` places its outputs (a mesh axis
+    named after the pmap's): the first call then compiles the program the loop's later calls
+    reuse, instead of a second one for the carried state's placement."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(np.array(devices), (axis_name,)), PartitionSpec(axis_name))
+    arrays, static = eqx.partition(tree, eqx.is_array)
+    return eqx.combine(jax.device_put(arrays, sharding), static)
+
+
 def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """The carried state packed once into one buffer per dtype (``jaxperf.PackedState``),
     carried packed through ``jaxperf.packed_jit`` / ``packed_pmap``, donated as yours is."""
@@ -218,8 +229,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
         if step.family == "pmap":
             devices = _devices_of(tree)
             # one replica, on the host: packing places it again, replicated over the devices
-            first = jax.tree.map(lambda x: np.asarray(x[0]) if eqx.is_array(x) else x, tree)
-            state = PackedState.pack(first).replicate(devices)
+            first = jax.tree.map(lambda x: np.asarray(x)[0] if eqx.is_array(x) else x, tree)
+            state = _as_pmap_outputs(PackedState.pack(first).replicate(devices), devices, step.axis_name)
             fn = packed_pmap(fun, axis_name=step.axis_name, devices=devices, donate=donate)
         else:
             state = PackedState.pack(tree)

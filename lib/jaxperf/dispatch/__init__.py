@@ -10,11 +10,15 @@ One module per concern:
 - :mod:`jaxperf.fixes.cached_pmap`: :func:`cached_filter_pmap`, the drop-in (re-exported);
 - :mod:`jaxperf.fixes.packed`: :class:`PackedState`, :func:`packed_pmap`,
   :func:`packed_jit`, the fast path;
-- :mod:`~jaxperf.dispatch.sweep`: build, check, time;
-- :mod:`~jaxperf.dispatch.stages`: stage timers and cProfile of one filter_pmap call;
-- :mod:`~jaxperf.dispatch.report`: speedups, goals and summary.json's numbers;
+- :mod:`~jaxperf.dispatch.cost`: notebook 01's cells, each a :func:`jaxperf.diagnose` of the
+  seed's step wrapped as a reader wraps it;
+- :mod:`~jaxperf.dispatch.per_leaf`: host CPU per call per leaf, fits, ranges over cells;
+- :mod:`~jaxperf.dispatch.stages`, :mod:`~jaxperf.dispatch.accounting`: one filter_pmap call
+  split stage by stage, and the accounting that adds up to the gap;
+- :mod:`~jaxperf.dispatch.report`: summary.json's numbers (and the project's goals);
 - :mod:`~jaxperf.dispatch.summary_md`: summary.md, ready to paste into equinox#192;
 - :mod:`~jaxperf.dispatch.figures`: the figures;
+- :mod:`~jaxperf.dispatch.sweep`: the earlier method sweep, kept for the GPU run and notebook 07;
 - :mod:`~jaxperf.dispatch.settings`: :class:`DispatchSettings`, notebook 01's parameters.
 """
 

@@ -1,283 +1,281 @@
-"""The dispatch study's figures, one claim each. Each function takes the timing frame (or a
-table from :mod:`jaxperf.dispatch.report`) and returns ``(figure, plotted data)``;
-``@plots.draws`` records which function drew each figure. Colours come from the study's one
-palette (:mod:`jaxperf.plots`); at most six method lines per panel. The figures of one call's
-stages and of the inner call are in :mod:`jaxperf.dispatch.breakdown_figures` (re-exported)."""
+"""Notebook 01's figures: one claim each, drawn from the sweep's rounds and the accounting.
+
+- :func:`plot_per_leaf`: extra host CPU per call over the partitioned path vs array leaves;
+- :func:`plot_seed_implied`: what that cost implies for the seed's 25 it/s TPU loop (a model);
+- :func:`plot_accounting`: where one ``eqx.filter_pmap`` call's extra host CPU goes;
+- :func:`plot_ranges`: the fix's and the packed path's it/s ratio to the baseline, every cell;
+- :func:`plot_analogue`: ``filter_pmap`` / ``jax.pmap`` it/s on 8 CPU devices (an analogue).
+"""
 
 from __future__ import annotations
 
-import matplotlib.axes
+from typing import Any
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import figure_rules as rules
 from .. import plots
-from .methods import BASELINE, FIX, METHODS, SLOW
-from .report import FAST_GOAL_NOOP, GOAL_LEAVES, GOAL_VS_FILTER, GOAL_VS_PMAP, IT_MEASURES
+from ..figure_rules import pt
+from . import accounting, per_leaf
+from .cost import BASELINE, FIX, PACKED, SLOW
 
-#: the seed's numbers (equinox#192, TPU v3-8, 2022), drawn as labelled reference lines
-SEED_IT_PER_S = {SLOW: 8.0, BASELINE: 25.0}
-SEED_LABEL = {SLOW: "filter_pmap", BASELINE: "pmap on params"}
-#: the first figure's methods: the seed's two paths, the fix and the packed path (donated, as it is meant)
-HEADLINE = ((SLOW, False), (BASELINE, False), (FIX, False), ("packed_pmap", True), ("packed_jit", True))
-#: the secondary figures group the methods so that no panel holds more than six lines
-FAMILIES = {
-    "pmap and its drop-ins": (SLOW, BASELINE, "pmap_static_argnums", FIX, "packed_pmap"),
-    "jit over the devices": ("jit_named_sharding", "filter_jit_shard", "jit_shard_map", "packed_jit"),
-    "one device": ("jit_single_device", "filter_jit", "cached_filter_jit"),
+LABELS = {
+    "filter_pmap": "eqx.filter_pmap",
+    "filter_jit": "eqx.filter_jit",
+    "cached_filter_pmap": "jaxperf.cached_filter_pmap",
+    "cached_filter_jit": "jaxperf.cached_filter_jit",
+    "packed_pmap": "jaxperf.packed_pmap",
+    "packed_jit": "jaxperf.packed_jit",
+    "filter_pmap_patched": "eqx.filter_pmap, patched",
+    "filter_jit_patched": "eqx.filter_jit, patched",
 }
+FAMILY_TITLES = {"pmap": "over 8 devices, vs jax.pmap on params", "jit": "on 1 device, vs jax.jit on params"}
 
 
-#: legend labels short enough to leave the panels their width
-SHORT = {
-    SLOW: "eqx.filter_pmap",
-    BASELINE: "jax.pmap on params",
-    "pmap_static_argnums": "jax.pmap, static argnums",
-    FIX: "cached_filter_pmap (fix)",
-    "packed_pmap": "packed_pmap",
-    "jit_named_sharding": "jit + NamedSharding",
-    "filter_jit_shard": "eqx.filter_jit + filter_shard",
-    "jit_shard_map": "jit(shard_map)",
-    "packed_jit": "packed_jit",
-    "jit_single_device": "jax.jit, 1 device",
-    "filter_jit": "eqx.filter_jit, 1 device",
-    "cached_filter_jit": "cached_filter_jit, 1 device",
-}
+def _label(method: str) -> str:
+    return LABELS.get(method, method)
 
 
-def label(method: str, donated: bool = False) -> str:
-    return SHORT.get(method, METHODS.get(method, method)) + (", donated" if donated else "")
+def _color(method: str) -> Any:
+    try:
+        return plots.color(method)
+    except ValueError:
+        return "0.5"
 
 
-def _lines(
-    ax: matplotlib.axes.Axes, data: pd.DataFrame, y: str, pairs: list[tuple[str, bool]]
-) -> pd.DataFrame:
-    """Median + IQR band of ``y`` vs leaves for each (method, donated), in palette colours."""
-    stats = []
-    for method, donated in pairs:
-        part = data[(data["method"] == method) & (data["donated"] == donated)]
-        if part.empty:
-            continue
-        s = part.groupby("leaves")[y].describe(percentiles=[0.25, 0.5, 0.75])[["25%", "50%", "75%", "count"]]
-        s = s.set_axis(["q25", "median", "q75", "n"], axis=1).reset_index()
-        color = plots.color(method)
-        ls = "--" if donated and (method, False) in pairs else "-"
-        ax.plot(
-            s["leaves"], s["median"], marker="o", ms=3.5, color=color, ls=ls, label=label(method, donated)
-        )
-        ax.fill_between(s["leaves"], s["q25"], s["q75"], color=color, alpha=0.18, linewidth=0)
-        stats.append(s.assign(method=method, donated=donated, measure=y))
-    return pd.concat(stats, ignore_index=True) if stats else pd.DataFrame()
-
-
-def _leaves_axis(ax: matplotlib.axes.Axes, leaves: pd.Series) -> None:
+def _leaves_axis(ax: Any, leaves: Any) -> None:
     ax.set_xscale("log")
-    ticks = sorted(leaves.unique())
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([f"{t:g}" for t in ticks], fontsize=8)
-    ax.xaxis.set_minor_formatter(plt.NullFormatter())
-    ax.set_xlabel("array leaves per call", fontsize=9)
-
-
-def _ratio_at_largest(df: pd.DataFrame, method: str, measure: str) -> tuple[int, float] | None:
-    """(leaves, median it/s ratio over pmap on params) at the largest MLP, no donation."""
-    mlp = df[(df["kind"] == "mlp") & (~df["donated"])]
-    if mlp.empty:
-        return None
-    top = mlp["leaves"].max()
-    mine = mlp[(mlp["leaves"] == top) & (mlp["method"] == method)].set_index("repeat")[measure]
-    base = mlp[(mlp["leaves"] == top) & (mlp["method"] == BASELINE)].set_index("repeat")[measure]
-    ratio = (mine / base).dropna()
-    return (int(top), float(ratio.median())) if len(ratio) else None
-
-
-def _seed_line(ax: matplotlib.axes.Axes, y: float, label: str, *, color: str, va: str) -> None:
-    """The seed's it/s as a reference line labelled at its left end: there the curves (few
-    leaves, fast calls) run far above the seed's TPU numbers, where at the right end this
-    CPU's curves cross them (a label there was drawn across the data)."""
-    ax.axhline(y, color=color, ls=":", lw=1.1, zorder=1, gid=rules.REFERENCE_GID)
-    offset = (3, -2 if va == "top" else 2)
-    ax.annotate(
-        label, (0.0, y), offset, ("axes fraction", "data"), "offset points",
-        ha="left", va=va, fontsize=7.5, color=color,
-    )  # fmt: skip
+    ticks = sorted(set(int(x) for x in leaves))
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
 
 
 @plots.draws
-def plot_it_per_s(df: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """The first equinox#192 figure: it/s vs array leaves on the seed's no-op step for
-    filter_pmap, pmap on params, the drop-in fix and the packed path, in the seed's
-    pipelined loop (left) and with each call blocked (right); the seed's TPU numbers marked."""
-    noop = df[(df["step"] == "noop") & (df["kind"] == "mlp")]
-    measures = [m for m in ("loop_it_per_s", "it_per_s") if m in noop]
-    # Stacked, one measure a row: each panel gets the notebook's width, the legend its right.
-    fig, flat = rules.stacked(len(measures), row_height=2.6)
-    axes = [flat]
-    stats = []
-    pairs = [p for p in HEADLINE if p[0] in set(noop["method"])]
-    for ax, measure in zip(axes[0], measures):
-        stats.append(_lines(ax, noop, measure, pairs))
-        for method, rate in SEED_IT_PER_S.items():
-            _seed_line(
-                ax,
-                rate,
-                f"#192, TPU v3-8: {SEED_LABEL[method]} {rate:g} it/s",
-                color=plots.color(method),
-                va="top",  # under its line: the curves come down to the seed's numbers from above
-            )
-        ax.set_yscale("log")
-        _leaves_axis(ax, noop["leaves"])
-        ax.set_title(IT_MEASURES[measure], fontsize=10)
-        ax.set_ylabel("it/s (median, IQR)")
-    for ax in axes[0][:-1]:
-        ax.set_xlabel("")
-    found = _ratio_at_largest(noop, SLOW, measures[0]) if measures else None
-    claim = (
-        f"eqx.filter_pmap: {found[1]:.2f}x the it/s of jax.pmap on params at {found[0]} leaves (pipelined)"
-        if found
-        else "it/s vs array leaves"
-    )
-    rules.title(fig, f"No-op step of equinox#192 on this backend: {claim}")
-    plots.legend_outside(axes[0][0])
-    return fig, pd.concat(stats, ignore_index=True)
-
-
-def _family_grid(df: pd.DataFrame, y: str, ylabel: str, steps: list[str]) -> tuple[plt.Figure, pd.DataFrame]:
-    families = {k: [m for m in v if m in set(df["method"])] for k, v in FAMILIES.items()}
-    families = {k: v for k, v in families.items() if v}
-    fig, axes = plt.subplots(
-        len(families), len(steps), figsize=(10, 3.1 * len(families) + 0.6), sharey="col", squeeze=False
-    )
-    stats = []
-    mlp = df[df["kind"] == "mlp"]
-    for r, (family, methods) in enumerate(families.items()):
-        for c, step in enumerate(steps):
-            ax = axes[r][c]
-            part = mlp[mlp["step"] == step]
-            s = _lines(ax, part, y, [(m, False) for m in methods])
-            stats.append(s.assign(step=step, family=family))
-            ax.set_yscale("log")
-            _leaves_axis(ax, mlp["leaves"])
-            ax.set_title(f"{family}, {step} step", fontsize=9.5)
-            ax.set_ylabel(ylabel if c == 0 else "", fontsize=9)
-            if c == len(steps) - 1:
-                plots.legend_outside(ax)
-    return fig, pd.concat(stats, ignore_index=True)
-
-
-@plots.draws
-def plot_methods(df: pd.DataFrame, measure: str = "loop_it_per_s") -> tuple[plt.Figure, pd.DataFrame]:
-    """Every method's it/s vs leaves (no donation), grouped so that a panel holds at most six
-    lines: pmap and its drop-ins, jit over the devices, one device; no-op and train step."""
-    steps = list(dict.fromkeys(df["step"]))
-    fig, data = _family_grid(df, measure, "it/s (median, IQR band)", steps)
-    fig.suptitle(f"Every method, {IT_MEASURES[measure]}, no donation", fontsize=10.5)
-    return fig, data
-
-
-@plots.draws
-def plot_host_overhead(df: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """Host work per call vs leaves (the dispatching thread's CPU time over blocked calls, no
-    donation), grouped as :func:`plot_methods`."""
-    steps = list(dict.fromkeys(df["step"]))
-    fig, data = _family_grid(df, "cpu_us_per_call", "thread CPU µs per call", steps)
+def plot_per_leaf(
+    timings: pd.DataFrame, lines: dict[str, Any], extra: tuple[str, ...] = ()
+) -> tuple[plt.Figure, pd.DataFrame]:
+    """Extra host CPU per blocked call over the family's partitioned path, vs array leaves, on
+    the undonated no-op step: medians and IQR per cell, the fitted line dashed."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharey=True)
+    data = []
+    for ax, family in zip(axes, ("pmap", "jit")):
+        methods = [SLOW[family], FIX[family], *[m for m in extra if family in m.split("_")[1]]]
+        for method in methods:
+            rounds = per_leaf.excess(timings, method)
+            rounds = rounds[(rounds["step"] == "noop") & (~rounds["donated"]) & (rounds["kind"] == "mlp")]
+            if rounds.empty:
+                continue
+            stats = rounds.groupby("leaves")["excess_ms"].quantile([0.25, 0.5, 0.75]).unstack()
+            stats.columns = ["q25", "median", "q75"]
+            color = _color(method)
+            ax.plot(stats.index, stats["median"], marker="o", ms=4, color=color, label=_label(method))
+            ax.fill_between(stats.index, stats["q25"], stats["q75"], color=color, alpha=0.2, lw=0)
+            if method in lines:
+                grid = np.array([stats.index.min(), stats.index.max()], dtype=float)
+                line = lines[method]
+                ax.plot(grid, line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * grid, ls="--", lw=1, color=color)
+            data.append(stats.reset_index().assign(method=method, family=family))
+        ax.axhline(0, color="0.6", lw=0.8)
+        _leaves_axis(ax, timings["leaves"])
+        ax.set_title(FAMILY_TITLES[family], fontsize=pt(fig))
+        ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
+        ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper left")
+        ax.tick_params(labelsize=pt(fig))
+    axes[0].set_ylabel("extra host CPU, ms per call (median, IQR)", fontsize=pt(fig))
     fig.suptitle(
-        "Host CPU per call grows with the leaves for every method that walks the pytree", fontsize=10.5
+        "Equinox's wrappers cost host CPU per call in proportion to the array leaves", fontsize=pt(fig) + 1
     )
-    return fig, data
+    fig.tight_layout()
+    return fig, pd.concat(data, ignore_index=True) if data else pd.DataFrame()
 
 
 @plots.draws
-def plot_donation(df: pd.DataFrame, measure: str = "loop_it_per_s") -> tuple[plt.Figure, pd.DataFrame]:
-    """What donating model and optimiser state buys each method at the largest MLP: the
-    per-repeat it/s ratio donated / not donated (median bar, IQR whisker), per step."""
-    mlp = df[df["kind"] == "mlp"]
-    top = mlp[mlp["leaves"] == mlp["leaves"].max()]
-    rows = []
-    for (step, method), part in top.groupby(["step", "method"], sort=False):
-        on = part[part["donated"]].set_index("repeat")[measure]
-        off = part[~part["donated"]].set_index("repeat")[measure]
-        ratio = (on / off).dropna()
-        if len(ratio):
-            q25, med, q75 = np.percentile(ratio, [25, 50, 75])
-            rows.append(
-                {"step": step, "method": method, "median": med, "q25": q25, "q75": q75, "n": len(ratio)}
-            )
-    data = pd.DataFrame(rows)
-    steps = list(dict.fromkeys(data["step"])) if not data.empty else []
-    fig, axes = plt.subplots(1, max(len(steps), 1), figsize=(10, 4.2), sharey=True, squeeze=False)
-    for ax, step in zip(axes[0], steps):
-        part = data[data["step"] == step]
-        order = [m for m in METHODS if m in set(part["method"])]
-        part = part.set_index("method").loc[order]
-        y = np.arange(len(order))
-        plots.median_iqr_bars(ax, y, part, [plots.color(m) for m in order], alpha=0.85)
-        ax.axvline(1.0, color="0.4", lw=0.8)
-        ax.set_yticks(y)
-        ax.set_yticklabels([label(m) for m in order], fontsize=8)
-        ax.set_xscale("log")
-        plots.ratio_axis(ax, "x")
-        ax.set_title(f"{step} step", fontsize=10)
-        ax.set_xlabel("it/s donated ÷ not donated (per repeat)", fontsize=9)
-    leaves = int(top["leaves"].iloc[0]) if not top.empty else 0
-    fig.suptitle(
-        f"Donating model and optimiser state, {IT_MEASURES[measure]}, MLP at {leaves} leaves", fontsize=10.5
+def plot_seed_implied(implied: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
+    """The seed's 25 it/s loop with this machine's extra host CPU per call added: the implied
+    it/s between its host-bound and device-bound bounds, the seed's 25 and 8 it/s marked."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    x = implied["leaves"]
+    ax.fill_between(
+        x,
+        implied["it_per_s_if_host_bound"],
+        implied["it_per_s_if_device_bound"],
+        color="#d62728",
+        alpha=0.25,
+        lw=0,
     )
-    return fig, data
+    ax.plot(
+        x,
+        implied["it_per_s_if_host_bound"],
+        color="#d62728",
+        marker="o",
+        ms=3,
+        label="if the 40 ms were host time",
+    )
+    ax.plot(
+        x,
+        implied["it_per_s_if_device_bound"],
+        color="#d62728",
+        ls="--",
+        label="if the 40 ms were device time",
+    )
+    for value, text in (
+        (per_leaf.SEED_FAST_IT_PER_S, "seed: jax.pmap, 25 it/s"),
+        (per_leaf.SEED_SLOW_IT_PER_S, "seed: eqx.filter_pmap, 8 it/s"),
+    ):
+        plots.reference_line(ax, value, text)
+    _leaves_axis(ax, x)
+    ax.set_ylim(0, per_leaf.SEED_FAST_IT_PER_S * 1.15)
+    ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
+    ax.set_ylabel("implied it/s of the seed's loop", fontsize=pt(fig))
+    ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="lower left")
+    ax.tick_params(labelsize=pt(fig))
+    ax.set_title(
+        "The seed's TPU loop with this machine's extra host CPU per call (a model)", fontsize=pt(fig)
+    )
+    fig.tight_layout()
+    return fig, implied
 
 
 @plots.draws
-def plot_speedup(ratios: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """The fix and the packed path as per-pair it/s ratios (pipelined loop, MLP sweep): over
-    jax.pmap on params without donation (the reporter's baseline, left) and the fix over
-    eqx.filter_pmap (right), each goal drawn and labelled; one row per step."""
-    data = ratios[(ratios["measure"] == "loop_it_per_s") & (ratios["kind"] == "mlp")]
-    steps = list(dict.fromkeys(data["step"]))
-    fig, axes = plt.subplots(
-        len(steps), 2, figsize=(rules.ROW_WIDTH_IN, 3.0 * len(steps) + 0.9), sharey="col", squeeze=False
-    )
-    stats = []
-    for r, step in enumerate(steps):
-        part = data[data["step"] == step]
-        left, right = axes[r]
-        pairs = [(FIX, False), ("packed_pmap", True), ("packed_jit", True)]
-        s = _lines(left, part[part["over"] == "pmap_params_undonated"], "ratio", pairs)
-        stats.append(s.assign(step=step, over="pmap_params_undonated"))
-        plots.reference_line(left, GOAL_VS_PMAP, f"fix goal ≥ {GOAL_VS_PMAP}x", color=plots.color(FIX))
-        if step == "noop":
-            plots.reference_line(
-                left, FAST_GOAL_NOOP, f"packed goal ≥ {FAST_GOAL_NOOP:g}x", color=plots.color("packed_jit")
+def plot_accounting(table: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
+    """Per model: the parts of one call's extra host CPU, stacked, beside the measured gap."""
+    parts = list(accounting.PARTS)
+    models = list(dict.fromkeys(table["model"]))
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.9 * len(models)))
+    colors = plots.colors_for(parts)
+    y = np.arange(len(models))[::-1]
+    for row, model in zip(y, models):
+        part = table[table["model"] == model].set_index("part")
+        left = 0.0
+        for name in parts:
+            value = max(float(part.loc[name, "cpu_ms"]), 0.0)
+            ax.barh(
+                row + 0.18,
+                value,
+                left=left,
+                height=0.32,
+                color=colors[name],
+                label=name if row == y[0] else None,
             )
-        s = _lines(right, part[(part["over"] == SLOW) & (~part["donated"])], "ratio", [(FIX, False)])
-        stats.append(s.assign(step=step, over=SLOW))
-        plots.reference_line(
-            right, GOAL_VS_FILTER, f"goal ≥ {GOAL_VS_FILTER}x at ≥ {GOAL_LEAVES} leaves", color="0.3"
+            left += value
+        gap = part.loc["gap"]
+        ax.barh(
+            row - 0.18,
+            gap["cpu_ms"],
+            height=0.32,
+            color="0.3",
+            label="the gap: filter_pmap - jax.pmap" if row == y[0] else None,
         )
-        for ax, over in ((left, "jax.pmap on params"), (right, "eqx.filter_pmap")):
-            ax.axhline(1.0, color="0.6", lw=0.8)
-            ax.set_yscale("log")
-            plots.ratio_axis(ax)
-            _leaves_axis(ax, part["leaves"])
-            ax.set_title(f"{step} step", fontsize=9.5)
-            ax.set_ylabel(f"it/s ÷ {over}\n(per pair, median, IQR)", fontsize=9)
-        if r < len(steps) - 1:
-            left.set_xlabel("")
-            right.set_xlabel("")
-        if r == 0:  # one legend for the figure, above the panels: the left panel holds every method
-            handles, labels = left.get_legend_handles_labels()
-            fig.legend(
-                handles,
-                labels,
-                loc="upper center",
-                ncols=len(labels),
-                bbox_to_anchor=(0.5, 0.95),
-                fontsize=rules.pt(fig),
-                frameon=False,
+        ax.errorbar(
+            gap["cpu_ms"],
+            row - 0.18,
+            xerr=[[gap["cpu_ms"] - gap["cpu_ms_q25"]], [gap["cpu_ms_q75"] - gap["cpu_ms"]]],
+            fmt="none",
+            ecolor="0.1",
+            lw=1,
+        )
+    leaves = table.groupby("model", sort=False)["leaves"].first()
+    ax.set_yticks(y, [f"{m} ({leaves[m]} leaves)" for m in models], fontsize=pt(fig))
+    ax.set_xlabel("host CPU per call, ms (medians over interleaved rounds)", fontsize=pt(fig))
+    ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.tick_params(labelsize=pt(fig))
+    ax.set_title("Where eqx.filter_pmap's extra host CPU per call goes", fontsize=pt(fig))
+    fig.tight_layout()
+    return fig, table
+
+
+@plots.draws
+def plot_ranges(
+    summary_ranges: dict[str, Any], measure: str = "loop_it_per_s"
+) -> tuple[plt.Figure, pd.DataFrame]:
+    """The drop-in fixes (left) and the packed paths (right) over their baseline with the same
+    donation, every cell: the per-pair it/s ratio (median, IQR), one row per cell and family."""
+    rows = []
+    for key, found in summary_ranges.items():
+        method, base = key.split("/")
+        kind = "fix" if method in FIX.values() else "packed" if method in PACKED.values() else None
+        if kind is None:
+            continue
+        rows += [
+            {**cell, "method": method, "baseline": base, "panel": kind} for cell in found[measure]["by_cell"]
+        ]
+    data = pd.DataFrame(rows)
+    cells = data.drop_duplicates(["step", "model", "donated"])[["step", "model", "donated"]].reset_index(
+        drop=True
+    )
+    y_of = {(r.step, r.model, r.donated): i for i, r in enumerate(cells.itertuples())}
+    fig, axes = plt.subplots(1, 2, figsize=(9, 0.32 * len(cells) + 2.0), sharey=True)
+    titles = {"fix": "the drop-in fixes / their baseline", "packed": "the packed paths / their baseline"}
+    for ax, panel in zip(axes, ("fix", "packed")):
+        part = data[data["panel"] == panel]
+        for offset, (method, sub) in zip((0.15, -0.15), part.groupby("method", sort=False)):
+            y = (
+                np.array([len(cells) - 1 - y_of[(r.step, r.model, r.donated)] for r in sub.itertuples()])
+                + offset
             )
-    fig.suptitle("The fix and the packed path in the seed's pipelined loop", fontsize=10.5)
-    return fig, pd.concat(stats, ignore_index=True)
+            err = [sub["median"] - sub["q25"], sub["q75"] - sub["median"]]
+            ax.errorbar(
+                sub["median"], y, xerr=err, fmt="o", ms=3, lw=1, color=_color(method), label=_label(method)
+            )
+        ax.axvline(1, color="0.5", lw=0.8)
+        if part["q75"].max() / max(part["q25"].min(), 1e-9) > 5:
+            ax.set_xscale("log")
+        plots.ratio_axis(ax, "x")
+        ax.set_title(titles[panel], fontsize=pt(fig))
+        ax.legend(
+            fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2
+        )
+        ax.tick_params(labelsize=pt(fig) - 1)
+    names = [f"{r.step}, {r.model}{', donated' if r.donated else ''}" for r in cells.itertuples()]
+    axes[0].set_yticks(np.arange(len(cells))[::-1], names, fontsize=pt(fig) - 1)
+    fig.suptitle(f"it/s ratio {per_leaf_words(measure)}, per cell (per-pair median, IQR)", fontsize=pt(fig))
+    fig.tight_layout()
+    return fig, data
 
 
-# the call-breakdown figures, kept in their own module; the notebook reaches them here
-from .breakdown_figures import BREAKDOWN_GROUPS, plot_breakdown, plot_inner_call  # noqa: E402, F401
+def per_leaf_words(measure: str) -> str:
+    from .report import MEASURES
+
+    return MEASURES[measure]
+
+
+@plots.draws
+def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
+    """``eqx.filter_pmap`` / ``jax.pmap`` on params it/s on 8 CPU devices sharing 2 cores, per
+    cell of the undonated no-op step: an analogue of the seed's ratio, not a TPU's."""
+    from .report import MEASURES
+
+    rows = []
+    for measure in MEASURES:
+        found = per_leaf.ranges(
+            timings[timings["family"] == "pmap"], SLOW["pmap"], BASELINE["pmap"], measure, 0.05
+        )["cells"]
+        found = found[(found["step"] == "noop") & (~found["donated"])]
+        rows.append(found.assign(measure=measure))
+    data = pd.concat(rows, ignore_index=True)
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    for measure, style in zip(MEASURES, ("-", "--")):
+        part = data[data["measure"] == measure].sort_values("leaves")
+        ax.errorbar(
+            part["leaves"],
+            part["median"],
+            yerr=[part["median"] - part["q25"], part["q75"] - part["median"]],
+            ls=style,
+            marker="o",
+            ms=3,
+            color=_color("filter_pmap"),
+            label=MEASURES[measure],
+        )
+    plots.reference_line(
+        ax, per_leaf.SEED_SLOW_IT_PER_S / per_leaf.SEED_FAST_IT_PER_S, "the seed's 8/25 on a TPU v3-8"
+    )
+    _leaves_axis(ax, data["leaves"])
+    ax.set_ylim(0, 1.1)
+    ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
+    ax.set_ylabel("eqx.filter_pmap / jax.pmap it/s", fontsize=pt(fig))
+    ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="lower right")
+    ax.tick_params(labelsize=pt(fig))
+    ax.set_title("An analogue: 8 forced CPU devices sharing 2 cores, not a TPU", fontsize=pt(fig))
+    fig.tight_layout()
+    return fig, data

@@ -6,100 +6,108 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import timing_config as timing
-from ..errors import bad_value, check_choice, check_int, check_ints
+from ..errors import bad_value, check_int, check_ints
 from ..settings import StudySettings
-from ..timing_config import TimingConfig
-from .vocab import BASELINE, METHODS, STEPS
 
 if TYPE_CHECKING:
+    from .cost import Cell
     from .models import ModelSpec
+
+
+def _check_fraction(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise bad_value(name, value, "a fraction in (0, 1), e.g. 0.05")
+
+
+def _check_seconds(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise bad_value(name, value, "a number of seconds > 0")
 
 
 @dataclass(frozen=True)
 class DispatchSettings(StudySettings):
-    """What the dispatch study runs: models, steps, methods, donation, and how long to time them.
+    """What the dispatch study runs, each cell under ``eqx.filter_pmap`` and ``eqx.filter_jit``.
 
-    ``donate`` lists the donation settings each method is timed with (``False``: inputs
-    kept; ``True``: model and optimiser state donated, as a real training loop does).
+    The no-op step on every model, undonated (the cost per leaf needs the leaf counts); the
+    train step on the ``train_depths`` MLPs and the transformers, undonated; both steps with
+    model and optimiser state donated on the ``donated_depths`` MLPs (and, for the no-op
+    step, the transformers). Each cell's diagnosis stops when its ratios are within
+    ``precision`` or after ``seconds_per_cell`` of timing (compiles not counted). The
+    accounting splits one call at each of ``accounting_depths`` over ``accounting_rounds``
+    interleaved rounds.
     """
 
-    mlp_depths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    mlp_depths: tuple[int, ...] = (1, 4, 16, 64)
     transformer_layers: tuple[int, ...] = (2,)
-    steps: tuple[str, ...] = STEPS
-    methods: tuple[str, ...] = tuple(METHODS)
-    donate: tuple[bool, ...] = (False, True)
-    warmup: int = 3
-    repeats: int = 7
-    calls_per_repeat: int = 8
-    breakdown_calls: int = 30
+    train_depths: tuple[int, ...] = (16, 64)
+    donated_depths: tuple[int, ...] = (64,)
+    precision: float = 0.05
+    seconds_per_cell: float = 12.0
+    min_rounds: int = 5
+    accounting_depths: tuple[int, ...] = (8, 64)
+    accounting_rounds: int = 30
 
-    # One MLP past 100 leaves and the smallest transformer: every method and both
-    # steps still run, in a few minutes on a 2-core machine.
+    # Two small MLPs, the no-op step, both donations: every path, the fit and the accounting
+    # still run, in a few minutes on a 2-core machine.
     QUICK: ClassVar[Mapping[str, Any]] = {
-        "mlp_depths": (16,),
-        "transformer_layers": (1,),
-        "repeats": 3,
-        "calls_per_repeat": 4,
-        "warmup": 1,
-        "breakdown_calls": 5,
+        "mlp_depths": (1, 4),
+        "transformer_layers": (),
+        "train_depths": (),
+        "donated_depths": (4,),
+        "seconds_per_cell": 2.0,
+        "min_rounds": 2,
+        "accounting_depths": (4,),
+        "accounting_rounds": 5,
     }
 
     def validate(self) -> None:
         check_ints("mlp_depths", self.mlp_depths)
+        if len(set(self.mlp_depths)) < 2:
+            raise bad_value(
+                "mlp_depths", self.mlp_depths, "at least two depths (a cost per leaf needs two sizes)"
+            )
         if self.transformer_layers:
             check_ints("transformer_layers", self.transformer_layers)
-        if not self.steps or isinstance(self.steps, str):
-            raise bad_value("steps", self.steps, f"a non-empty list drawn from {list(STEPS)}")
-        for step in self.steps:
-            check_choice("steps[...]", step, STEPS)
-        if isinstance(self.methods, str):
-            raise bad_value("methods", self.methods, f"a list drawn from {list(METHODS)}")
-        for method in self.methods:
-            check_choice("methods[...]", method, METHODS)
-        if BASELINE not in self.methods:
-            raise bad_value("methods", list(self.methods), f"a list that includes the baseline {BASELINE!r}")
-        if not self.donate or any(not isinstance(d, bool) for d in self.donate):
-            raise bad_value("donate", self.donate, "a non-empty list of True/False")
-        check_int("warmup", self.warmup, minimum=0)
-        check_int("repeats", self.repeats, minimum=1)
-        check_int("calls_per_repeat", self.calls_per_repeat, minimum=1)
-        check_int("breakdown_calls", self.breakdown_calls, minimum=1)
+        for name in ("train_depths", "donated_depths"):
+            if getattr(self, name):
+                check_ints(name, getattr(self, name))
+        _check_fraction("precision", self.precision)
+        _check_seconds("seconds_per_cell", self.seconds_per_cell)
+        check_int("min_rounds", self.min_rounds, minimum=2)
+        check_ints("accounting_depths", self.accounting_depths)
+        check_int("accounting_rounds", self.accounting_rounds, minimum=3)
 
     @property
     def specs(self) -> list[ModelSpec]:
-        """The models to sweep: the MLP depths, then the transformers."""
+        """The models of the no-op sweep: the MLP depths, then the transformers."""
         from .models import ModelSpec  # here: the settings check runs with the standard library only
 
         mlps = [ModelSpec("mlp", d) for d in self.mlp_depths]
         return mlps + [ModelSpec("transformer", n) for n in self.transformer_layers]
 
     @property
-    def breakdown_specs(self) -> list[ModelSpec]:
-        """The models whose filter_pmap call is split into stages: the smallest and largest MLP,
-        and the first transformer."""
+    def cells(self) -> list[Cell]:
+        """Every diagnosis of the sweep."""
+        from .cost import FAMILIES, Cell
         from .models import ModelSpec
 
-        depths = sorted({min(self.mlp_depths), max(self.mlp_depths)})
-        return [ModelSpec("mlp", d) for d in depths] + [
-            ModelSpec("transformer", n) for n in self.transformer_layers[:1]
+        transformers = [ModelSpec("transformer", n) for n in self.transformer_layers]
+        donated = [ModelSpec("mlp", d) for d in self.donated_depths]
+        plan = [
+            ("noop", self.specs, False),
+            ("train", [ModelSpec("mlp", d) for d in self.train_depths] + transformers, False),
+            ("noop", donated + transformers, True),
+            ("train", donated, True),
+        ]
+        return [
+            Cell(step, spec, donated, family)
+            for step, specs, donated in plan
+            for spec in specs
+            for family in FAMILIES
         ]
 
     @property
-    def timing(self) -> timing.TimingConfig:
-        return timing.TimingConfig(warmup=self.warmup, repeats=self.repeats, number=self.calls_per_repeat)
+    def accounting_specs(self) -> list[ModelSpec]:
+        from .models import ModelSpec
 
-    @property
-    def ladder_timing(self) -> TimingConfig:
-        """The inner-call ladder: blocked calls only (its question is host work per call)."""
-        return timing.TimingConfig(
-            warmup=max(self.warmup, 1),
-            repeats=self.repeats,
-            number=self.calls_per_repeat,
-            dispatch_only=False,
-        )
-
-    @property
-    def timed_batches(self) -> int:
-        """How many timed batches the sweep runs (for a progress bar)."""
-        return len(self.steps) * len(self.specs) * len(self.methods) * len(self.donate) * self.repeats
+        return [ModelSpec("mlp", d) for d in self.accounting_depths]

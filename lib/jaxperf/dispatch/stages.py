@@ -1,4 +1,5 @@
-"""Where one ``eqx.filter_pmap`` call spends its time: stage timers and cProfile.
+"""Where one ``eqx.filter_pmap`` call spends its time: stage timers and cProfile
+(:mod:`jaxperf.dispatch.accounting` adds them up).
 
 The stage timers run the same helpers, in the same order, as Equinox 0.13's
 ``_PmapWrapper._call`` (reached through :mod:`jaxperf.private_api`, pinned by
@@ -6,8 +7,7 @@ The stage timers run the same helpers, in the same order, as Equinox 0.13's
 as an ordinary call does (its host work after the dispatch overlaps the execution, and a
 block in the middle would serialise them). Each round also times an ordinary call and the
 same step under ``jax.pmap`` on params, interleaved, so that the stages can be checked to
-sum to a call, and compared with the reporter's fast one. Why the inner ``jax.pmap`` call
-itself costs more than pmap on params is :mod:`jaxperf.dispatch.inner_call`'s question.
+sum to a call, and compared with the reporter's fast one.
 
 Every timed call here ends by dropping its outputs, as the sweep's blocked calls do: the
 no-op step returns the whole model and optimiser state (391 arrays at 392 leaves, each
@@ -23,7 +23,7 @@ from __future__ import annotations
 import cProfile
 import pstats
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,6 @@ import pandas as pd
 from .. import private_api, timing
 from ..errors import check_int
 from ..paths import PROJECT_ROOT
-from .methods import build_runner
-from .models import ModelSpec, count_leaves
 
 STAGES = (
     "axis resolution",
@@ -121,28 +119,6 @@ def call_breakdown(fn: Any, args: tuple, reference: Any, calls: int = 30) -> pd.
     return pd.DataFrame(rows)
 
 
-def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
-    return a["q25"] <= b["q75"] and b["q25"] <= a["q75"]
-
-
-def call_totals(rows: pd.DataFrame) -> dict[str, Any]:
-    """Per-round sums of the staged call's stages against the ordinary call and pmap on params
-    (wall ms, median and quartiles), the sum of the stage medians, and whether the staged
-    sums and the ordinary calls' interquartile ranges overlap (``sums_to_call``)."""
-    staged = rows[rows["call"] == CALLS[0]].groupby("round")["wall_ms"].sum()
-    plain = rows[rows["call"] == CALLS[1]]["wall_ms"]
-    params = rows[rows["call"] == CALLS[2]]["wall_ms"]
-    stage_medians = rows[rows["call"] == CALLS[0]].groupby("stage")["wall_ms"].median()
-    staged_ms, whole_ms = timing.iqr_stats(staged), timing.iqr_stats(plain)
-    return {
-        "staged_call_ms": staged_ms,
-        "whole_call_ms": whole_ms,
-        "pmap_params_call_ms": timing.iqr_stats(params),
-        "sum_of_stage_medians_ms": float(stage_medians.sum()),
-        "sums_to_call": _overlap(staged_ms, whole_ms),
-    }
-
-
 def _where(filename: str) -> str:
     """A profiled function's file, naming no folder of this machine: the path inside
     site-packages, inside the project, or the bare name."""
@@ -177,63 +153,3 @@ def profile_calls(call: Callable[[], Any], calls: int, top: int = 15) -> pd.Data
     ]
     profile = pd.DataFrame(rows).sort_values("self_ms_per_step", ascending=False).head(top)
     return profile.reset_index(drop=True)
-
-
-def breakdown(
-    spec: ModelSpec, step: str, n_devices: int, calls: int = 30
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The staged, ordinary and pmap-on-params calls of :func:`call_breakdown` for ``spec``'s
-    model, and cProfile's top functions by self time of ordinary filter_pmap calls."""
-    model, opt_state = spec.build()
-    x = spec.batch(n_devices)
-    runner = build_runner("filter_pmap", step, model, opt_state, x, n_devices)
-    fast = build_runner("pmap_params", step, model, opt_state, x, n_devices)
-    fn, args = runner.fn, runner.args
-    return call_breakdown(fn, args, fast.call, calls), profile_calls(lambda: fn(*args), calls)
-
-
-def run_breakdowns(
-    specs: Iterable[ModelSpec], step: str, n_devices: int, calls: int
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """:func:`breakdown` for each spec: (stage rows, profiles, totals per model)."""
-    stages, profiles, totals = [], [], []
-    for spec in specs:
-        model, opt_state = spec.build()
-        leaves = count_leaves(model, spec.batch(n_devices), opt_state)
-        rows, prof = breakdown(spec, step, n_devices, calls)
-        stages.append(rows.assign(model=spec.name, leaves=leaves))
-        profiles.append(prof.assign(model=spec.name, leaves=leaves))
-        t = call_totals(rows)
-        totals.append(
-            {
-                "model": spec.name,
-                "leaves": leaves,
-                **{
-                    f"{k}_{q}": v[q]
-                    for k, v in t.items()
-                    if isinstance(v, dict)
-                    for q in ("median", "q25", "q75")
-                },
-                "sum_of_stage_medians_ms": t["sum_of_stage_medians_ms"],
-                "sums_to_call": t["sums_to_call"],
-            }
-        )
-    return pd.concat(stages, ignore_index=True), pd.concat(profiles, ignore_index=True), pd.DataFrame(totals)
-
-
-def profile_methods(
-    spec: ModelSpec, step: str, n_devices: int, methods: tuple[str, ...], calls: int, donate: bool = True
-) -> pd.DataFrame:
-    """Where the time goes now: cProfile's top functions by self time per call for each of
-    ``methods`` (donated by default, as a training loop runs them) on one model."""
-    model, opt_state = spec.build()
-    x = spec.batch(n_devices)
-    leaves = count_leaves(model, x, opt_state)
-    frames = []
-    for method in methods:
-        runner = build_runner(method, step, model, opt_state, x, n_devices, donate=donate)
-        for _ in range(WARMUP_CALLS):
-            timing.block(runner.call())
-        profile = profile_calls(runner.call, calls, top=8)
-        frames.append(profile.assign(method=method, donated=donate, model=spec.name, leaves=leaves))
-    return pd.concat(frames, ignore_index=True)

@@ -1,5 +1,7 @@
-"""summary.md of the dispatch study: the numbers of :func:`jaxperf.dispatch.report.headline`
-as an answer to equinox#192, ready to paste into the issue."""
+"""summary.md of notebook 01: the answer to equinox#192 in five bullets a maintainer can paste
+(the cost per call per leaf, what it means for a loop, where it goes, what to write instead,
+the patch), then everything else folded: every cell, the accounting, the profile, the
+project's goals, the issue-ready text."""
 
 from __future__ import annotations
 
@@ -7,321 +9,206 @@ from typing import Any
 
 import pandas as pd
 
-from .. import goals
+from .. import goals as rule
 from .. import markdown as md
-from . import cells
-from .cells import MEASURE_SHORT
-from .methods import BASELINE, FAST_PATHS, FIX, SLOW
-from .report import FAST_GOAL_NOOP, FAST_GOAL_TRAIN, GOAL_LEAVES, GOAL_VS_FILTER, GOAL_VS_PMAP
+from .accounting import PARTS
+from .report import MEASURES
 
-MEASURE_LONG = {"loop_it_per_s": "in the seed's pipelined loop", "it_per_s": "with each call blocked"}
-
-
-def _times(value: float | None) -> str:
-    return "n/a (one size)" if value is None else f"{value:.2f}×"
-
-
-def _fmt(stat_or_none: dict[str, float] | None, digits: int = 2) -> str:
-    return md.fmt_stat(stat_or_none, digits) if stat_or_none else "n/a"
-
-
-def _results_table(part: pd.DataFrame) -> pd.DataFrame:
-    """One row per model: it/s of pmap, filter_pmap, the fix and the fast paths, and ratios."""
-    table = []
-    for model in dict.fromkeys(part["model"]):
-        m = part[part["model"] == model].set_index("method")
-        row: dict[str, Any] = {"model": model, "leaves": int(m["leaves"].iloc[0])}
-        for method in (BASELINE, SLOW, FIX, *FAST_PATHS):
-            row[f"{method} it/s"] = _fmt(m.loc[method, "it_per_s"], 1) if method in m.index else "n/a"
-        for method in (SLOW, FIX, *FAST_PATHS):
-            ratio = m.loc[method, "ratio_to_pmap_params"] if method in m.index else None
-            row[f"{method} / pmap"] = _fmt(ratio if isinstance(ratio, dict) else None)
-        table.append(row)
-    return pd.DataFrame(table)
+NAMES = {
+    "filter_pmap": "`eqx.filter_pmap`",
+    "filter_jit": "`eqx.filter_jit`",
+    "cached_filter_pmap": "`jaxperf.cached_filter_pmap`",
+    "cached_filter_jit": "`jaxperf.cached_filter_jit`",
+    "packed_pmap": "`jaxperf.packed_pmap`",
+    "packed_jit": "`jaxperf.packed_jit`",
+    "pmap_params": "`jax.pmap` on params",
+    "jit_params": "`jax.jit` on params",
+    "filter_pmap_patched": "patched `eqx.filter_pmap`",
+    "filter_jit_patched": "patched `eqx.filter_jit`",
+}
 
 
-def _ratio_table(rows: list[dict[str, Any]], with_method: bool) -> pd.DataFrame:
-    frame = pd.DataFrame(rows)
-    out = {"method": frame["method"]} if with_method else {}
-    out.update(
-        {
-            "step": frame["step"],
-            "model": frame["model"],
-            "leaves": frame["leaves"],
-            "donated": frame["donated"].map({True: "yes", False: "no"}),
-            "it/s measure": frame["measure"].map(MEASURE_SHORT),
-            "÷ pmap on params": [_fmt(s) for s in frame["over_pmap_params"]],
-            "÷ filter_pmap": [_fmt(s) for s in frame["over_filter_pmap"]],
-            "÷ pmap on params, no donation": [_fmt(s) for s in frame["over_pmap_params_undonated"]],
-            "host CPU µs/call": [f"{v:.0f}" for v in frame["cpu_us_per_call"]],
-            "host CPU ÷ pmap": [f"{v:.2f}" for v in frame["host_cpu_over_pmap_params"]],
-        }
-    )
-    return pd.DataFrame(out)
-
-
-def _details(title: str, body: list[str]) -> list[str]:
-    return md.details(title, body)
-
-
-SEED_RATIO = 8 / 25  # equinox#192: 8 vs 25 it/s on a TPU v3-8
-
-
-def _range(fp: dict[str, Any]) -> str:
-    if fp.get("mlp_min") is None:
+def per_leaf_text(line: dict[str, Any] | None) -> str:
+    """For example "57 µs per leaf [56, 59] plus 0.58 ms per call"."""
+    if not line:
         return "n/a"
-    leaves = fp["mlp_leaves"]
-    return f"{fp['mlp_min']:.2f}–{fp['mlp_max']:.2f}× over MLPs of {min(leaves)}–{max(leaves)} array leaves"
-
-
-def _reproduction(ans: dict[str, Any], quick: bool) -> str:
-    """Bullet 1: the seed's pipelined loop first, each call blocked beside it."""
-    by = ans.get("by_measure", {})
-    parts = []
-    for measure, a in by.items():
-        fp, top = a["filter_pmap_over_pmap"], a.get("largest") or {}
-        at = f" ({md.ratio(top.get('filter_pmap_over_pmap'))} at {top['leaves']})" if top else ""
-        tr = fp.get("transformer")
-        tr_text = f"; the {tr['model']}: {md.ratio(tr)}" if tr else ""
-        parts.append(f"{MEASURE_LONG[measure]}: {_range(fp)}{at}{tr_text}")
-    label = md.verdict(ans.get("reproduced"), quick, met_text="Reproduced", missed_text="Not reproduced")
-    text = "; ".join(parts)
     return (
-        f"- **{label}** (no-op step, no donation; `eqx.filter_pmap` it/s ÷ `jax.pmap` on params, per pair). "
-        + text[:1].upper()
-        + text[1:]
-        + f". The seed: {SEED_RATIO:.2f}× (8 vs 25 it/s, TPU v3-8, 2022)."
+        f"{line['b_us_per_leaf']:.0f} µs per leaf [{line['b_us_per_leaf_q25']:.0f}, "
+        f"{line['b_us_per_leaf_q75']:.0f}] plus {line['a_ms']:.2f} ms per call"
     )
 
 
-def _cause(breakdown: dict[str, Any]) -> str | None:
-    """Bullet 2: where the extra time goes, at the largest model that was split."""
-    if not breakdown:
-        return None
-    model, b = max(breakdown.items(), key=lambda kv: kv[1]["leaves"])
-    inner = b.get("inner_call") or {}
-    e = inner.get("excess_cpu_ms", {})
-    sizes = inner.get("sizes", {})
-    text = (
-        f"- **Why: host work per call, not the program.** At {b['leaves']} leaves ({model}) one blocked "
-        f"`filter_pmap` call takes {md.fmt_stat(b['whole_call_ms'], 1)} ms against "
-        f"{md.fmt_stat(b['pmap_params_call_ms'], 1)} ms for `jax.pmap` on params (wall, same rounds). "
-        f"Its own stages (axis resolution, partition, ShapeDtypeStruct, cache lookup, combine) take "
-        f"{b['own_stages_ms']:.1f} ms. Timed stage by stage and summed per round, a call takes "
-        f"{md.fmt_stat(b['staged_call_ms'], 1)} ms, "
-        + (
-            "a spread that overlaps the ordinary call's"
-            if b["sums_to_call"]
-            else "a spread clear of the ordinary call's (the stages do not add up to the call)"
-        )
-        + _freeing(b)
-        + "."
+def range_text(found: dict[str, Any] | None) -> str:
+    """For example "0.93–1.02× over 12 cases (3 faster, 1 slower, 8 not resolved)"."""
+    if not found or not found.get("n"):
+        return "n/a"
+    counts = ", ".join(f"{n} {k}" for k, n in found["counts"].items() if n)
+    return f"{found['min']:.2f}–{found['max']:.2f}× over {found['n']} cases ({counts})"
+
+
+def _bullet_cost(s: dict[str, Any]) -> str:
+    lines = s["per_leaf"]
+    pmap, jit = lines.get("filter_pmap"), lines.get("filter_jit")
+    cells = s["per_leaf_cells"].get("filter_pmap", [])
+    on = sum(1 for c in cells if c["on_the_line"])
+    return (
+        f"- **The cost, per call per leaf** (the dispatching thread's CPU, this machine): "
+        f"`eqx.filter_pmap` costs {per_leaf_text(pmap)} more than `jax.pmap` on the partitioned "
+        f"state; `eqx.filter_jit` {per_leaf_text(jit)} more than `jax.jit` on it (lines fitted on the "
+        f"undonated no-op MLPs of {', '.join(str(n) for n in (pmap or {}).get('leaves', []))} leaves; "
+        f"{on} of {len(cells)} measured cases, the transformer, the train step and donation included, "
+        "hold the `filter_pmap` line within their interquartile range)."
     )
-    if e:
-        text += (
-            f" Its inner `jax.pmap` call costs {md.fmt_stat(e['inner_over_pmap_params'], 2)} ms more host CPU than "
-            f"pmap on params on the same program: Equinox hands `jax.pmap` a per-leaf `in_axes` pytree "
-            f"({sizes.get('in_axes_nodes', '?')} nodes; alone +{e['in_axes_pytree']['median']:.2f} ms) and "
-            f"{sizes.get('output_copies', '?')} filtered copies of the output tree "
-            f"({sizes.get('inner_output_nodes', '?')} nodes vs {sizes.get('params_output_nodes', '?')}; alone "
-            f"+{e['output_trees']['median']:.2f} ms), together +{e['both']['median']:.2f} ms."
+
+
+def _bullet_loop(s: dict[str, Any]) -> str:
+    implied = s["seed"]["implied"]
+    big = max(implied, key=lambda r: r["leaves"]) if implied else None
+    need = s["seed"]["leaves_to_explain"] or {}
+    analogue = s["ranges"].get("filter_pmap/pmap_params", {}).get("loop_it_per_s")
+    parts = [
+        "- **What it means for a loop:** it/s falls once this extra host time exceeds the step's device time."
+    ]
+    if big:
+        parts.append(
+            f"Added to the seed's 25 it/s TPU loop (40 ms per step), {big['extra_host_ms']:.1f} ms at "
+            f"{big['leaves']} leaves gives {big['it_per_s_if_host_bound']:.1f} it/s if those 40 ms were "
+            f"host time, {big['it_per_s_if_device_bound']:.1f} if device time."
         )
-    return text
+    if need.get("if_host_bound"):
+        parts.append(
+            f"At this machine's per-leaf cost the seed's 8 vs 25 it/s needs about "
+            f"{need['if_host_bound']:,.0f} leaves (host-bound) to {need['if_device_bound']:,.0f} (device-bound): "
+            "so either the 2022 stack paid far more per leaf than this one does today, or the seed's "
+            "model had that many leaves (it does not say)."
+        )
+    if analogue:
+        parts.append(
+            f"On 8 CPU devices sharing 2 cores (an analogue, not a TPU) `filter_pmap` runs at "
+            f"{range_text(analogue)} the it/s of `jax.pmap` on params {MEASURES['loop_it_per_s']}."
+        )
+    return " ".join(parts)
 
 
-def _freeing(b: dict[str, Any]) -> str:
-    """The breakdown's last stage, named: dropping the outputs is inside every timed call."""
-    ms = (b.get("stage_ms") or {}).get("free the outputs")
-    if ms is None:
+def _accounting_rows(s: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame(s["accounting"])
+
+
+def _bullet_accounting(s: dict[str, Any]) -> str:
+    acc = _accounting_rows(s)
+    if acc.empty:
         return ""
+    leaves = s["accounting_leaves"]
+    part = acc[acc["leaves"] == leaves].set_index("part")
+    gap = part.loc["gap"]
+    pieces = ", ".join(f"{name} {part.loc[name, 'cpu_ms']:.1f} ms ({PARTS[name][1]})" for name in PARTS)
+    adds = all(s["accounting_adds_up"].values())
+    rest = part.loc["unexplained"]
+    growth = pd.DataFrame(s["accounting_growth"])
+    grows = ""
+    if len(growth):
+        top = growth[growth["part"] != "gap"].sort_values("us_per_leaf", ascending=False).iloc[0]
+        grows = f" Fastest-growing part: {top['part']}, {top['us_per_leaf']:.0f} µs per added leaf."
+    top_fn = s["profile"][0] if s["profile"] else None
+    prof = (
+        f" cProfile's top self time: {md.escape(top_fn['function'].split(' (')[0])}, "
+        f"{top_fn['calls_per_step']:.0f} calls per call."
+        if top_fn
+        else ""
+    )
     return (
-        f", freeing the outputs included ({ms:.1f} ms: the no-op step returns the whole model and optimiser "
-        "state, as it does under pmap on params; the stage also drops the call's partition of its inputs, "
-        "whose arrays the caller still holds, so only the outputs' buffers are freed)"
+        f"- **Where it goes** (one set of interleaved rounds, thread CPU, {leaves} leaves): the gap is "
+        f"{md.fmt_stat({'median': gap['cpu_ms'], 'q25': gap['cpu_ms_q25'], 'q75': gap['cpu_ms_q75']}, 1)} ms per call; "
+        f"{pieces}; unexplained {md.fmt_stat({'median': rest['cpu_ms'], 'q25': rest['cpu_ms_q25'], 'q75': rest['cpu_ms_q75']}, 1)} ms "
+        f"({'the parts add up: its range holds 0' if adds else 'the parts do not add up: its range excludes 0'}).{grows}{prof}"
     )
 
 
-def _fix(ans: dict[str, Any], summary: dict[str, Any], quick: bool) -> list[str]:
-    """Bullets 3 and 4: what to write instead, each ratio beside its goal's verdict."""
-    by = ans.get("by_measure", {})
+def _bullet_fix(s: dict[str, Any]) -> str:
+    r = s["ranges"]
+    fix_p, fix_j = r.get("cached_filter_pmap/pmap_params", {}), r.get("cached_filter_jit/jit_params", {})
+    pk_p, pk_j = r.get("packed_pmap/pmap_params", {}), r.get("packed_jit/jit_params", {})
+    lines = s["per_leaf"]
+    return (
+        "- **What to write instead: partition once**, by hand as the seed did, or with the drop-ins. "
+        f"`jaxperf.cached_filter_pmap` runs at {range_text(fix_p.get('loop_it_per_s'))} the it/s of `jax.pmap` "
+        f"on params {MEASURES['loop_it_per_s']} (its extra host CPU: {per_leaf_text(lines.get('cached_filter_pmap'))}); "
+        f"`jaxperf.cached_filter_jit` {range_text(fix_j.get('loop_it_per_s'))} `jax.jit` on params. "
+        f"With many leaves, pack the state: `jaxperf.packed_pmap` {range_text(pk_p.get('loop_it_per_s'))}, "
+        f"`jaxperf.packed_jit` {range_text(pk_j.get('loop_it_per_s'))} their baseline with the same donation."
+    )
+
+
+def _bullet_patch(s: dict[str, Any], patch: dict[str, Any] | None) -> str:
+    if not patch:
+        return ""
+    lines = s["per_leaf"]
+    return (
+        f"- **A patch for Equinox** (`results/equinox_patch/`): {patch.get('what', 'a partition plan cached per input structure')}; "
+        f"patched `eqx.filter_pmap` costs {per_leaf_text(lines.get('filter_pmap_patched'))} more than `jax.pmap` on params, "
+        f"patched `eqx.filter_jit` {per_leaf_text(lines.get('filter_jit_patched'))}; Equinox's test suite: "
+        f"{patch.get('suite', 'n/a')}."
+    )
+
+
+def _cells_table(s: dict[str, Any]) -> list[str]:
+    out = []
+    for key, found in s["ranges"].items():
+        method, base = key.split("/")
+        for measure, words in MEASURES.items():
+            cells = pd.DataFrame(found[measure]["by_cell"])
+            if cells.empty:
+                continue
+            cells["ratio"] = [md.ratio(c) for c in found[measure]["by_cell"]]
+            table = cells[["step", "model", "leaves", "donated", "ratio", "verdict"]]
+            title = f"{NAMES.get(method, method)} it/s ÷ {NAMES.get(base, base)}, {words}: every case"
+            out += md.details(title, md.table(table))
+    return out
+
+
+def _goal_lines(s: dict[str, Any]) -> list[str]:
     lines = []
-    words = []
-    for measure, a in by.items():
-        top = a.get("largest")
-        if not top or top.get("fix_over_pmap") is None:
-            continue
-        cells_text = cells.vs_filter_cells(summary, measure)
-        overall = (summary.get("verdict") or {}).get(measure, {}).get("all_meet_vs_filter_pmap")
-        words.append(
-            f"{MEASURE_SHORT[measure]}: it {md.versus(top['fix_over_pmap'])} pmap on params at {top['leaves']} leaves "
-            f"({md.ratio(top['fix_over_pmap'])}) and runs at {md.ratio(top['fix_over_filter_pmap'])} "
-            f"`filter_pmap` there (goal ≥ {GOAL_VS_FILTER}× in every undonated cell of ≥ {GOAL_LEAVES} leaves: "
-            f"**{goals.text(overall, quick, tie_text='a tie')}**, {cells_text})"
-        )
-    fixed = ans.get("fix_cells")
-    goal = ""
-    if fixed:
-        counted = {
-            goals.MET: fixed["meeting"],
-            goals.TIE: fixed["ties"],
-            goals.MISSED: fixed.get("missing", 0),
-        }
-        goal = (
-            f"; goal ≥ {GOAL_VS_PMAP}× pmap on params in every (step, model, measure, donation) cell: "
-            f"**{goals.text(fixed['verdict'], quick, tie_text='a tie')}** "
-            f"({cells.count_text(counted, fixed['of'])}, lowest {fixed['lowest']:.2f}×)"
-        )
-    if words:
-        lines.append(
-            "- **What to write instead: partition once**, by hand as the seed did (`jax.pmap` over "
-            "`eqx.partition(model, eqx.is_array)[0]`), or with the drop-in `jaxperf.cached_filter_pmap`. "
-            + "; ".join(words)[:1].upper()
-            + "; ".join(words)[1:]
-            + goal
-            + "."
-        )
-    packed = []
-    for measure, a in by.items():
-        top = a.get("largest") or {}
-        if top.get("packed_jit_donated_over_pmap"):
-            packed.append(
-                f"{MEASURE_SHORT[measure]} {md.ratio(top['packed_jit_donated_over_pmap'])} (goal ≥ {FAST_GOAL_NOOP:g}×: "
-                f"**{goals.text(top['packed_jit_meets'], quick, tie_text='a tie, its spread holds it')}**)"
-            )
-    if packed:
-        lines.append(
-            "- **When leaves dominate: pack the state** (`jaxperf.PackedState` + `packed_jit`, donated: one buffer "
-            "per dtype crosses the call). On the no-op step at the largest MLP it runs at "
-            + ", ".join(packed)
-            + " the it/s of undonated `jax.pmap` on params; the training step gains less (details below)."
-        )
-    return lines
+    for name, goal in s["goals"].items():
+        verdict = rule.text(goal.get("verdict"), False)
+        count = goal.get("count")
+        extra = f" ({count['met']} met, {count['tie']} a tie, {count['not met']} not met)" if count else ""
+        lines.append(f"- {md.escape(name)}: **{verdict}**{extra}")
+    return lines or ["- not judged (smoke run)"]
 
 
-NOT_MEASURED = (
-    "- **Not measured here:** no GPU or TPU executed anything. Compiled for a TPU v3-8 on this CPU "
-    "(notebook 05), the train step from `eqx.filter_pmap`, `jax.pmap` on params and `cached_filter_pmap` "
-    "is one and the same program; the GPU run is prepared (`tools/device/`), not run."
-)
-
-
-def render(
-    summary: dict[str, Any],
-    info: Any,
-    stages_ms: pd.DataFrame,
-    profile: pd.DataFrame,
-    profile_now: pd.DataFrame | None = None,
-) -> str:
-    """An answer to equinox#192 with numbers, ready to paste into the issue: at most five
-    bullets first, goals and every table folded below. ``profile_now``: cProfile of the fix
-    and the fast path (:func:`jaxperf.dispatch.stages.profile_methods`)."""
-    quick = not summary.get("judged", True)
-    res = pd.DataFrame(summary["results"])
-    ans = summary.get("answer") or {}
-    bullets = [
-        _reproduction(ans, quick),
-        _cause(summary.get("breakdown") or {}),
-        *_fix(ans, summary, quick),
-        NOT_MEASURED,
-    ]
+def render(summary: dict[str, Any], info: Any, patch: dict[str, Any] | None = None, issue: str = "") -> str:
+    """summary.md: the five answer bullets, then the folded detail."""
     intro = [
-        md.smoke_notice(quick),
-        "",
-        f"Backend **{info.backend}**, {info.device_count} x {md.escape(info.device_kind)}. Numbers: median "
-        "[interquartile range] over interleaved repeats; ratios per pair (same repeat). *Pipelined*: a loop "
-        "that blocks once at its end, as the seed's training loop runs; *blocked*: each call waits for its "
-        "result. A ratio whose range holds 1 is a tie.",
+        md.smoke_notice(summary["quick"]),
+        f"Backend **{info.backend}**, {info.device_count} x {info.device_kind}. Numbers: median "
+        "[interquartile range] over interleaved rounds; ratios per pair (same round), measured by "
+        "`jaxperf.diagnose`, the same engine a reader runs on their own step. Host CPU is the "
+        "dispatching thread's CPU time per blocked call.",
     ]
-    folded = _details("Goals and their verdicts", _goal_lines(summary, quick))
-    folded += _tables(summary, res, stages_ms, profile, profile_now)
-    title = "equinox#192: eqx.filter_pmap vs jax.pmap, measured"
-    return md.answer_page(title, intro, [b for b in bullets if b][:5], folded)
-
-
-def _goal_lines(summary: dict[str, Any], quick: bool) -> list[str]:
-    lines = []
-    for measure, v in summary["verdict"].items():
-        lines.append(
-            f"- Fix, {MEASURE_SHORT.get(measure, measure)} it/s, no donation: ≥ {GOAL_VS_PMAP}× pmap at every size "
-            f"**{goals.text(v['all_meet_vs_pmap'], quick, tie_text='a tie')}**"
-            + ("" if quick else cells.missed_text(v.get("missed_vs_pmap") or []))
-            + f"; ≥ {GOAL_VS_FILTER}× filter_pmap at ≥ {GOAL_LEAVES} leaves "
-            f"**{goals.text(v['all_meet_vs_filter_pmap'], quick, tie_text='a tie')}**"
-            + ("" if quick else cells.missed_text(v.get("missed_vs_filter_pmap") or []))
-            + "."
-        )
-    handed = summary.get("cached_filter_pmap_fallbacks") or {}
-    reasons = ", ".join(f"{reason}: {n}" for reason, n in handed.items())
-    lines.append(f"- Calls the fix handed to `eqx.filter_pmap` during the sweep: {reasons or 'none'}.")
-    for g in summary["fast_path_goals"]:
-        parts = [
-            f"{step} ≥ {thr}× undonated pmap at {g[f'{step}_leaves']} leaves: {md.ratio(g[f'{step}_over_pmap_params'])} "
-            f"**{goals.text(g[f'{step}_meets'], quick, tie_text='a tie')}**, host CPU spread {_times(g[f'{step}_cpu_spread'])} "
-            f"**{md.verdict(g[f'{step}_cpu_meets'], quick)}**"
-            for step, thr in (("noop", FAST_GOAL_NOOP), ("train", FAST_GOAL_TRAIN))
-            if f"{step}_meets" in g
+    bullets = [
+        _bullet_cost(summary),
+        _bullet_loop(summary),
+        _bullet_accounting(summary),
+        _bullet_fix(summary),
+        _bullet_patch(summary, patch),
+    ]
+    acc = _accounting_rows(summary)
+    folded = md.details("Benchmark goals (the project's own, judged on their spread)", _goal_lines(summary))
+    if not acc.empty:
+        shown = acc[
+            ["model", "leaves", "part", "suspect", "cpu_ms", "cpu_ms_q25", "cpu_ms_q75", "share_of_gap"]
         ]
-        donated = "donated" if g["donated"] else "not donated"
-        lines.append(f"- Packed fast path, `{g['method']}` ({donated}, pipelined): " + "; ".join(parts) + ".")
-    return lines
-
-
-def _tables(
-    summary: dict[str, Any],
-    res: pd.DataFrame,
-    stages_ms: pd.DataFrame,
-    profile: pd.DataFrame,
-    profile_now: pd.DataFrame | None,
-) -> list[str]:
-    lines: list[str] = []
-    for (step, donated), part in res.groupby(["step", "donated"], sort=False):
-        title = f"{step} step, {'model and optimiser state donated' if donated else 'no donation'}: it/s per method (blocked)"
-        lines += _details(title, [md.table(_results_table(part))])
-    if summary["fix"]:
-        lines += _details(
-            "The fix, cached_filter_pmap (a drop-in that partitions once per input structure): every cell",
-            [md.table(_ratio_table(summary["fix"], with_method=False))],
+        folded += md.details("The accounting, every part (thread CPU ms per call)", md.table(shown))
+    if summary["profile"]:
+        folded += md.details(
+            "cProfile: top functions by self time per filter_pmap call",
+            md.table(pd.DataFrame(summary["profile"])),
         )
-    if summary["fast_path"]:
-        lines += _details(
-            "The packed fast path, packed_pmap and packed_jit (model and optimiser state packed once into one "
-            "buffer per dtype, carried packed, unpacked inside the compiled step): every cell",
-            [md.table(_ratio_table(summary["fast_path"], with_method=True))],
-        )
-    if not stages_ms.empty:
-        pivot = stages_ms.pivot_table(index="stage", columns="model", values="median_ms", sort=False)
-        lines += _details(
-            "Where one filter_pmap call spends its time (median wall ms per stage, staged calls)",
-            [md.table(pivot.reset_index())],
-        )
-    inner = {m: b["inner_call"] for m, b in (summary.get("breakdown") or {}).items() if b.get("inner_call")}
-    if inner:
-        rows = [
-            {
-                "model": m,
-                "rung": rung,
-                "host CPU ms": md.fmt_stat(v["cpu_ms"][rung]),
-                "wall ms": md.fmt_stat(v["wall_ms"][rung]),
-            }
-            for m, v in inner.items()
-            for rung in v["cpu_ms"]
-        ]
-        lines += _details(
-            "The inner jax.pmap call, rung by rung (per blocked call)", [md.table(pd.DataFrame(rows))]
-        )
-    if not profile.empty:
-        lines += _details("cProfile: top self time per filter_pmap call", [md.table(profile.head(8))])
-    if profile_now is not None and not profile_now.empty:
-        model = profile_now["model"].iloc[0]
-        body = []
-        for method, part in profile_now.groupby("method", sort=False):
-            cols = ["function", "calls_per_step", "self_ms_per_step", "cumulative_ms_per_step"]
-            body += [f"`{method}`:", "", md.table(part[cols].head(5)), ""]
-        lines += _details(
-            f"Where the time goes now: cProfile top self time per call ({model}, donated)", body
-        )
-    if summary["unsupported"]:
-        lines += _details(
-            "Methods that could not run a model", [md.table(pd.DataFrame(summary["unsupported"]))]
-        )
-    return lines
+    folded += _cells_table(summary)
+    if summary["not_timed"]:
+        folded += md.details("Paths not timed, and why", md.table(pd.DataFrame(summary["not_timed"])))
+    if issue:
+        folded += md.details("Issue-ready text for equinox#192", issue)
+    return md.answer_page(
+        "equinox#192: what eqx.filter_pmap costs per call, per leaf", intro, bullets, folded
+    )

@@ -1,0 +1,138 @@
+"""One accounting of an ``eqx.filter_pmap`` call that adds up, in one clock.
+
+Each round makes three blocked calls, interleaved (:func:`jaxperf.dispatch.stages.call_breakdown`):
+the call made stage by stage as Equinox makes it, the ordinary call, and the seed's
+``jax.pmap`` on the partitioned state. Every quantity is the dispatching thread's CPU time,
+per round, so the parts and the gap they explain are in one unit from one set of rounds:
+
+- Equinox's own stages, each mapped to the maintainer's suspects in equinox#192;
+- the inner ``jax.pmap`` call's excess: the staged call's dispatch, wait and freeing of the
+  outputs, minus the whole ``jax.pmap``-on-params call of the same round;
+- the gap: the ordinary ``filter_pmap`` call minus the ``jax.pmap``-on-params call;
+- unexplained: the gap minus the parts (the staged call's own clock reads, and noise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from .. import timing
+from ..diagnose import carry as carry_mod
+from ..diagnose.kinds import identify
+from ..diagnose.paths import partitioned
+from . import stages
+from .cost import Cell
+from .models import ModelSpec, count_leaves
+
+#: part -> (stages of the staged call it sums, the maintainer's suspect it answers)
+PARTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "axis resolution": (("axis resolution",), "signature binding and in_axes resolution"),
+    "partition": (("partition", "ShapeDtypeStruct", "cache lookup"), "partition (and hashing it)"),
+    "combine": (("combine",), "combine"),
+    "inner jax.pmap call, excess": (
+        ("inner pmap call (dispatch)", "wait for execution", "free the outputs"),
+        "out-axis handling: jax.pmap rebuilds Equinox's per-leaf in_axes and output trees",
+    ),
+}
+INNER = "inner jax.pmap call, excess"
+
+
+def measure(spec: ModelSpec, rounds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(stage rows of :func:`~jaxperf.dispatch.stages.call_breakdown`, cProfile's top functions)
+    for the no-op step on ``spec``'s model under ``eqx.filter_pmap``, against the seed's
+    ``jax.pmap`` on the partitioned state (the same path a diagnosis builds)."""
+    wrapped, args = Cell("noop", spec, False, "pmap").make()
+    step = identify(wrapped)
+    out = wrapped(*args)
+    reference = partitioned(step, args, carry_mod.infer(args, out), None)
+    rows = stages.call_breakdown(wrapped, args, lambda: reference.fn(*reference.args), rounds)
+    profile = stages.profile_calls(lambda: wrapped(*args), rounds)
+    model, opt_state = spec.build()
+    leaves = count_leaves(model, spec.batch(1), opt_state)
+    return rows.assign(model=spec.name, leaves=leaves), profile.assign(model=spec.name, leaves=leaves)
+
+
+def per_round(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per round: each part, the sum of parts, the gap and the unexplained rest (CPU ms)."""
+    staged = rows[rows["call"] == stages.CALLS[0]].pivot_table(
+        index="round", columns="stage", values="cpu_ms"
+    )
+    whole = rows[rows["stage"] == "whole call"].pivot_table(index="round", columns="call", values="cpu_ms")
+    params = whole[stages.CALLS[2]]
+    out = pd.DataFrame(index=staged.index)
+    for part, (names, _) in PARTS.items():
+        out[part] = staged[list(names)].sum(axis=1)
+    out[INNER] -= params
+    out["sum of parts"] = out[list(PARTS)].sum(axis=1)
+    out["gap"] = whole[stages.CALLS[1]] - params
+    out["unexplained"] = out["gap"] - out["sum of parts"]
+    out["filter_pmap call"] = whole[stages.CALLS[1]]
+    out["jax.pmap on params call"] = params
+    return out.reset_index()
+
+
+def table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per model: each part's CPU ms per call (median, quartiles), its suspect, its share of the
+    gap's median, and whether the parts add up (the unexplained rest's quartiles hold 0)."""
+    frames = []
+    for (model, leaves), part_rows in rows.groupby(["model", "leaves"], sort=False):
+        rounds = per_round(part_rows)
+        gap = float(rounds["gap"].median())
+        for name in [
+            *PARTS,
+            "sum of parts",
+            "unexplained",
+            "gap",
+            "filter_pmap call",
+            "jax.pmap on params call",
+        ]:
+            stats = timing.iqr_stats(rounds[name])
+            frames.append(
+                {
+                    "model": model,
+                    "leaves": leaves,
+                    "part": name,
+                    "suspect": PARTS[name][1] if name in PARTS else "",
+                    "cpu_ms": stats["median"],
+                    "cpu_ms_q25": stats["q25"],
+                    "cpu_ms_q75": stats["q75"],
+                    "share_of_gap": stats["median"] / gap if gap else float("nan"),
+                    "rounds": stats["n"],
+                }
+            )
+    return pd.DataFrame(frames)
+
+
+def adds_up(accounting: pd.DataFrame) -> dict[str, bool]:
+    """Per model: does the unexplained rest's interquartile range hold 0?"""
+    rest = accounting[accounting["part"] == "unexplained"]
+    return {row.model: bool(row.cpu_ms_q25 <= 0 <= row.cpu_ms_q75) for row in rest.itertuples()}
+
+
+def growth(accounting: pd.DataFrame) -> pd.DataFrame:
+    """Per part, µs of CPU per added leaf between the smallest and largest model measured."""
+    parts = accounting[accounting["part"].isin([*PARTS, "gap"])]
+    leaves = sorted(parts["leaves"].unique())
+    if len(leaves) < 2:
+        return pd.DataFrame(columns=["part", "us_per_leaf"])
+    lo, hi = leaves[0], leaves[-1]
+    by = parts.set_index(["part", "leaves"])["cpu_ms"]
+    names = list(dict.fromkeys(parts["part"]))
+    return pd.DataFrame(
+        [{"part": p, "us_per_leaf": 1e3 * (by[(p, hi)] - by[(p, lo)]) / (hi - lo)} for p in names]
+    )
+
+
+def run(specs: Iterable[ModelSpec], rounds: int, progress: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`measure` for each model: (stage rows, profiles)."""
+    all_rows, profiles = [], []
+    for spec in specs:
+        rows, profile = measure(spec, rounds)
+        all_rows.append(rows)
+        profiles.append(profile)
+        if progress is not None:
+            progress.update(1)
+    return pd.concat(all_rows, ignore_index=True), pd.concat(profiles, ignore_index=True)

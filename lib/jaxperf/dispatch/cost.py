@@ -1,0 +1,138 @@
+"""The per-call cost sweep of notebook 01: :func:`jaxperf.diagnose` on the study's models.
+
+Each cell is one (step, model, donation, family): the seed's step wrapped as a reader
+would wrap it, ``eqx.filter_pmap`` over every device (family ``pmap``, the seed's) or
+``eqx.filter_jit`` on one device (family ``jit``, where Equinox sends users today), with
+its model and Adam state, and the diagnosis engine does the rest: it derives every
+cheaper path (the partitioned ``jax.pmap``/``jax.jit``, jaxperf's drop-in, the packed path,
+and any extra path such as a patched Equinox), proves each returns the same outputs and
+next state, and times them interleaved in the seed's loop (state passed along). The same
+engine a reader runs on their own step, so the study's numbers and a reader's diagnosis
+are the same measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import equinox as eqx
+import jax
+import pandas as pd
+
+from ..diagnose import diagnose
+from ..diagnose.paths import _as_pmap_outputs
+from .models import ModelSpec, count_leaves
+from .runners import Inputs, put
+from .steps import AXIS, get_step
+
+FAMILIES = ("pmap", "jit")
+#: the study's name for each path a diagnosis times (its palette id), by family
+SLOW = {"pmap": "filter_pmap", "jit": "filter_jit"}
+BASELINE = {"pmap": "pmap_params", "jit": "jit_params"}
+FIX = {"pmap": "cached_filter_pmap", "jit": "cached_filter_jit"}
+PACKED = {"pmap": "packed_pmap", "jit": "packed_jit"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One diagnosis of the sweep."""
+
+    step: str
+    spec: ModelSpec
+    donated: bool
+    family: str
+
+    def make(self) -> tuple[Callable[..., Any], tuple]:
+        """The seed's step wrapped as a reader wraps it, and its arguments placed for it."""
+        model, opt_state = self.spec.build()
+        devices = jax.devices()
+        if self.family == "pmap":
+            inputs = Inputs(self.step, model, opt_state, self.spec.batch(len(devices)), devices, False)
+            args = _as_pmap_outputs(inputs.mapped(), devices, AXIS)
+            wrapped = eqx.filter_pmap(
+                get_step(self.step, AXIS), axis_name=AXIS, donate="all" if self.donated else "none"
+            )
+        else:
+            x = self.spec.batch(1)
+            model, x, opt_state = put((model, x, opt_state), devices[0])
+            args = (model, x, opt_state)
+            # the batch is the second argument; "all" would donate it too, so the seed's
+            # loop (which reuses no batch) is mirrored by donating model and state only
+            wrapped = eqx.filter_jit(
+                _model_first(get_step(self.step, None)), donate="all-except-first" if self.donated else "none"
+            )
+            args = (x, model, opt_state)
+        return wrapped, args
+
+    @property
+    def labels(self) -> dict[str, Any]:
+        model, opt_state = self.spec.build()
+        leaves = count_leaves(model, self.spec.batch(1), opt_state)
+        return {
+            "step": self.step,
+            "model": self.spec.name,
+            "kind": self.spec.kind,
+            "leaves": leaves,
+            "donated": self.donated,
+            "family": self.family,
+        }
+
+
+def _model_first(step: Callable[..., Any]) -> Callable[..., Any]:
+    """``step(model, x, opt)`` with the batch first: Equinox's "all-except-first" then donates
+    model and optimiser state and keeps the batch, as the pmap family's cells do."""
+
+    def batch_first(x: Any, model: Any, opt_state: Any) -> tuple[Any, Any, Any]:
+        return step(model, x, opt_state)
+
+    batch_first.__name__ = getattr(step, "__name__", "step")
+    return batch_first
+
+
+def run_cell(
+    cell: Cell,
+    *,
+    precision: float,
+    max_seconds: float,
+    min_rounds: int,
+    extra_paths: dict[str, Callable[..., Any]] | None = None,
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """(timings with the cell's labels and a ``method`` column, {path: how it differs or why it
+    was not offered}) of one diagnosis."""
+    wrapped, args = cell.make()
+    result = diagnose(
+        wrapped,
+        *args,
+        precision=precision,
+        max_seconds=max_seconds,
+        min_rounds=min_rounds,
+        extra_paths=extra_paths,
+    )
+    timings = result.timings.assign(method=result.timings["variant"].map(result.methods), **cell.labels)
+    notes = {**{k: f"not offered: {v}" for k, v in result.skipped.items()}, **result.problems}
+    return timings, notes
+
+
+def sweep(
+    cell_list: list[Cell],
+    *,
+    precision: float,
+    max_seconds: float,
+    min_rounds: int,
+    extra_paths: dict[str, Callable[..., Any]] | None = None,
+    progress: Any = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every cell: (timings, one row per path a cell did not time, with why)."""
+    frames, notes = [], []
+    for cell in cell_list:
+        timings, why = run_cell(
+            cell, precision=precision, max_seconds=max_seconds, min_rounds=min_rounds, extra_paths=extra_paths
+        )
+        frames.append(timings)
+        notes += [{**cell.labels, "path": path, "why": text} for path, text in why.items()]
+        if progress is not None:
+            progress.update(1)
+    columns = ["step", "model", "kind", "leaves", "donated", "family", "path", "why"]
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(notes, columns=columns)

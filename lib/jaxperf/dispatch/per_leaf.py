@@ -1,0 +1,168 @@
+"""What notebook 01's sweep says in the quantity that carries over: host CPU per call per leaf.
+
+- :func:`host_cpu`: each path's dispatching-thread CPU per blocked call, per cell;
+- :func:`excess`: per round, a path's host CPU minus the baseline's (``jax.pmap`` / ``jax.jit``
+  on the partitioned state) in the same cell and round;
+- :func:`fit`: ``excess = a + b * leaves`` over the undonated no-op MLP cells, with the spread
+  of ``a`` and ``b`` from resampling each cell's rounds; cells outside the fit (the
+  transformer, the train step) are set against its prediction;
+- :func:`seed_implied`: what such an excess implies for the seed's 25 it/s TPU loop, as bounds;
+- :func:`ranges`: a per-pair ratio over every cell (min-max of medians, verdict counts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..diagnose import verdicts
+from .cost import BASELINE
+
+KEYS = ["step", "model", "kind", "leaves", "donated", "family"]
+#: the seed's numbers (equinox#192, TPU v3-8, 2022): jax.pmap on params, eqx.filter_pmap
+SEED_FAST_IT_PER_S, SEED_SLOW_IT_PER_S = 25.0, 8.0
+BOOTSTRAP = 400
+
+
+def host_cpu(timings: pd.DataFrame) -> pd.DataFrame:
+    """Per (cell, method): host CPU ms per blocked call (median, quartiles) and it/s medians."""
+    data = timings.assign(host_ms=1e3 * timings["cpu_s_per_call"])
+    grouped = data.groupby([*KEYS, "method"], sort=False)
+    out = grouped["host_ms"].quantile([0.25, 0.5, 0.75]).unstack()
+    out.columns = ["host_ms_q25", "host_ms", "host_ms_q75"]
+    out["loop_it_per_s"] = grouped["loop_it_per_s"].median()
+    out["it_per_s"] = grouped["it_per_s"].median()
+    return out.reset_index()
+
+
+def excess(timings: pd.DataFrame, method: str) -> pd.DataFrame:
+    """Per cell and round: host CPU ms of the family's ``method`` path minus its baseline's."""
+    rows = []
+    for family, part in timings.groupby("family", sort=False):
+        wanted = method if method in set(part["method"]) else None
+        if wanted is None:
+            continue
+        cpu = part.assign(host_ms=1e3 * part["cpu_s_per_call"]).pivot_table(
+            index=[*KEYS, "repeat"], columns="method", values="host_ms"
+        )
+        if BASELINE[str(family)] not in cpu or wanted not in cpu:
+            continue
+        diff = (cpu[wanted] - cpu[BASELINE[str(family)]]).dropna().rename("excess_ms")
+        rows.append(diff.reset_index())
+    return (
+        pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[*KEYS, "repeat", "excess_ms"])
+    )
+
+
+def _line(leaves: np.ndarray, values: np.ndarray) -> tuple[float, float]:
+    b, a = np.polyfit(leaves, values, 1)
+    return float(a), float(b)
+
+
+def fit(rounds: pd.DataFrame, *, seed: int = 0) -> dict[str, Any]:
+    """``excess_ms = a + b * leaves`` over the cells in ``rounds`` (one row per cell and round):
+    the line through the cells' medians, and the quartiles of ``a`` (ms) and ``b`` (µs per leaf)
+    over :data:`BOOTSTRAP` resamples of each cell's rounds."""
+    cells = [g["excess_ms"].to_numpy(dtype=float) for _, g in rounds.groupby("leaves", sort=True)]
+    leaves = np.array(sorted(rounds["leaves"].unique()), dtype=float)
+    if len(leaves) < 2:
+        raise ValueError(f"rounds cover leaves={list(leaves)}: a cost per leaf needs two leaf counts or more")
+    a, b = _line(leaves, np.array([np.median(c) for c in cells]))
+    rng = np.random.default_rng(seed)
+    samples = np.array(
+        [
+            _line(leaves, np.array([np.median(rng.choice(c, size=len(c))) for c in cells]))
+            for _ in range(BOOTSTRAP)
+        ]
+    )
+    a_q = np.percentile(samples[:, 0], [25, 50, 75])
+    b_q = 1e3 * np.percentile(samples[:, 1], [25, 50, 75])
+    return {
+        "a_ms": a,
+        "a_ms_q25": float(a_q[0]),
+        "a_ms_q75": float(a_q[2]),
+        "b_us_per_leaf": 1e3 * b,
+        "b_us_per_leaf_q25": float(b_q[0]),
+        "b_us_per_leaf_q75": float(b_q[2]),
+        "leaves": [int(x) for x in leaves],
+        "cells": len(leaves),
+    }
+
+
+def against_fit(rounds: pd.DataFrame, line: dict[str, Any]) -> pd.DataFrame:
+    """Each cell's measured excess (median, quartiles) beside the line's prediction at its leaves."""
+    grouped = rounds.groupby(KEYS, sort=False)["excess_ms"]
+    out = grouped.quantile([0.25, 0.5, 0.75]).unstack()
+    out.columns = ["excess_ms_q25", "excess_ms", "excess_ms_q75"]
+    out = out.reset_index()
+    out["predicted_ms"] = line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * out["leaves"]
+    slack = 1e-9 + 1e-6 * out["predicted_ms"].abs()  # a line through exact medians lands on them
+    out["on_the_line"] = (out["excess_ms_q25"] - slack <= out["predicted_ms"]) & (
+        out["predicted_ms"] <= out["excess_ms_q75"] + slack
+    )
+    return out
+
+
+def seed_implied(line: dict[str, Any], leaves: list[int]) -> pd.DataFrame:
+    """The seed's ``jax.pmap`` loop ran at 25 it/s (40 ms per step) on a TPU v3-8. With ``E``
+    ms more host CPU per call, ``eqx.filter_pmap``'s loop runs at ``1000 / (40 + E)`` it/s if
+    those 40 ms were all host time (the extra adds up), and at ``1000 / max(40, E)`` if they
+    were all device time (the extra hides under the device until it exceeds it): the implied
+    it/s lies between the two. Assumes the TPU host's per-leaf cost equals this machine's."""
+    step_ms = 1e3 / SEED_FAST_IT_PER_S
+    rows = []
+    for n in leaves:
+        extra = max(line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * n, 0.0)
+        rows.append(
+            {
+                "leaves": n,
+                "extra_host_ms": extra,
+                "it_per_s_if_host_bound": 1e3 / (step_ms + extra),
+                "it_per_s_if_device_bound": 1e3 / max(step_ms, extra),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def seed_leaves(line: dict[str, Any]) -> dict[str, float | None]:
+    """The leaf counts at which this machine's excess would explain the seed's 8 vs 25 it/s:
+    if its 40 ms were host time (needs E = 125 - 40 ms) and if they were device time
+    (needs E = 125 ms). None where the line's slope is not positive."""
+    slope = 1e-3 * line["b_us_per_leaf"]
+    if slope <= 0:
+        return {"if_host_bound": None, "if_device_bound": None}
+    slow_ms, fast_ms = 1e3 / SEED_SLOW_IT_PER_S, 1e3 / SEED_FAST_IT_PER_S
+    return {
+        "if_host_bound": (slow_ms - fast_ms - line["a_ms"]) / slope,
+        "if_device_bound": (slow_ms - line["a_ms"]) / slope,
+    }
+
+
+def ranges(timings: pd.DataFrame, method: str, over: str, value: str, precision: float) -> dict[str, Any]:
+    """``method`` over ``over`` (both of one family, the same donation) in every cell where both
+    ran: the per-pair ratio of ``value`` per cell (median, quartiles, verdict), the min and max
+    of the cells' medians, and how many cells are faster / slower / a tie / not resolved."""
+    rows = []
+    for labels, part in timings.groupby(KEYS, sort=False):
+        names = dict(zip(part["method"], part["variant"]))
+        if method not in names or over not in names:
+            continue
+        table = verdicts.ratios(part[part["method"].isin([method, over])], names[over], precision, value)
+        row = table[table["variant"] == names[method]].iloc[0].to_dict()
+        rows.append({**dict(zip(KEYS, labels)), **row})
+    cells = pd.DataFrame(rows)
+    if cells.empty:
+        return {"cells": cells, "n": 0}
+    counts = cells["verdict"].value_counts().to_dict()
+    return {
+        "cells": cells,
+        "n": len(cells),
+        "min": float(cells["median"].min()),
+        "max": float(cells["median"].max()),
+        "counts": {
+            k: int(counts.get(k, 0))
+            for k in (verdicts.FASTER, verdicts.SLOWER, verdicts.TIE, verdicts.UNRESOLVED)
+        },
+    }
