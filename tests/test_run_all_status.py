@@ -112,13 +112,16 @@ def test_a_built_environment_and_a_skipped_part_make_the_notebook_partial(setup,
     assert "skipped: cpu/alpha: the compile: not built: make it" in proc.stdout
 
 
-def test_allow_partial_runs_without_a_missing_environment_and_reads_the_registered_predictions(
-    setup, tmp_path
-):
+def test_allow_partial_runs_without_a_missing_environment_then_the_rerun_check(setup, tmp_path):
     (setup / "marker").unlink(missing_ok=True)
-    out = tmp_path / "out"
-    proc = run_all(["--output-root", str(out), "--allow-partial"], env_table(setup, ["false"]))
+    out, committed = tmp_path / "out", tmp_path / "committed"
+    (committed / "results" / "cpu").mkdir(parents=True)
+    args = ["--output-root", str(out), "--allow-partial", "--compare-to", str(committed / "results" / "cpu")]
+    proc = run_all(args, env_table(setup, ["false"]))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # the rerun check ran after the notebooks: nothing of the README's was rerun by this fake study
+    assert "=== rerun check: passed" in proc.stdout and " 0 not rerun." not in proc.stdout
+    assert (out / "results" / "rerun_check.md").read_text().startswith("# Rerun check")
     assert "01_alpha                         partial" in proc.stdout
     assert (
         "skipped: ran without the fake toolchain: the build failed (false exited with status 1)"
