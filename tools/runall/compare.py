@@ -145,8 +145,14 @@ def _read(root: Path, study: str, cache: dict[str, Any]) -> Any:
         return None
 
 
+def _label(study: str, path: str, spec: str | None) -> str:
+    """A placeholder as the template writes it, without the braces."""
+    return f"{study} {path}" + (f":{spec}" if spec else "")
+
+
 def _compare(study: str, path: str, spec: str | None, old: Any, new: Any) -> Row:
-    text = f"{study} {path}" + (f":{spec}" if spec else "")
+    """One placeholder found in both summaries (``old`` holds it; ``new`` may not)."""
+    text = _label(study, path, spec)
     old_value, _ = readme.walk(old, path)
     row = Row(text, study, _kind(old_value, spec), "", committed=_printed(old_value, spec))
     try:
@@ -204,11 +210,10 @@ def check(
     seen: set[str] = set()
     for m in readme.PLACEHOLDER.finditer(template):
         study, path, spec = m["study"], m["path"].strip(), m["fmt"]
-        key = f"{study} {path}:{spec}"
-        if key in seen or (backend and not study.startswith(f"{backend}/")):
+        text = _label(study, path, spec)
+        if text in seen or (backend and not study.startswith(f"{backend}/")):
             continue
-        seen.add(key)
-        text = f"{study} {path}" + (f":{spec}" if spec else "")
+        seen.add(text)
         old = _read(result.committed_root, study, old_cache)
         if studies is not None and study not in studies:
             result.rows.append(Row(text, study, "", "not rerun"))
