@@ -8,9 +8,9 @@ its output and a line every 30 s while it works. When it still is not there, the
 before any notebook runs, with the command that builds it, unless ``--allow-partial`` was
 given: then the notebooks that need it run without it and end "partial" in the summary.
 
-The environments that notebooks build for themselves, cached under ``.envs/`` (one per
-Equinox release: notebooks 03 and 07), are not listed here: the notebook reports a failed
-build as a skipped part.
+The environments a notebook builds for itself, cached under ``.envs/`` (one per Equinox
+release: notebook 03, run only with --versions), are not listed here; a release whose build
+fails is that notebook's to record as skipped (``jaxperf.study.skip``).
 
 For tests only: ``JAXPERF_ENVIRONMENTS`` names a JSON file whose list replaces
 :data:`ENVIRONMENTS` (each item has the fields of :class:`Environment`).
