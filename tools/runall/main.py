@@ -169,6 +169,7 @@ def _run_locked(
     if differ:
         env["JAXPERF_PIN_DIFFERENCES"] = "; ".join(differ)
     table, outcomes, made = [], [], set()
+    started = time.monotonic()
     try:
         for nb in selected:
             outcome, row, studies = _one(
@@ -188,6 +189,7 @@ def _run_locked(
     say(f"{'notebook':<32} {'status':<7} {'wall':>7}  outputs")
     for row in table:
         say(row)
+    say(f"{'all':<32} {'':<7} {round(time.monotonic() - started):>6}s")
     if differ:
         say("versions that ran differ from the pins: " + "; ".join(differ))
     failed, partial = outcomes.count(status.FAILED), outcomes.count(status.PARTIAL)
