@@ -6,13 +6,15 @@
 #   ./run_all.sh setup              only create/refresh .venv and the Jupyter kernel
 #   ./run_all.sh lab [jupyter args] JupyterLab on the project, headless: prints the URL
 #   ./run_all.sh clean              remove staging left by interrupted runs
+#   ./run_all.sh compare OLD NEW    the rerun check of two existing output roots
 #
 # `./run_all.sh --help` lists the options. The work is done by tools/run_all.py
 # (stdlib only), which checks every option before any work or any write, locks
 # the output root, stages each notebook and publishes it all or nothing.
 # For tests only: JAXPERF_NOTEBOOKS_DIR runs the notebooks of another folder
 # (tests/test_reliability.py uses trivial ones), JAXPERF_TEST_CRASH_IN_PUBLISH=N
-# kills the run after N renames of a publish.
+# kills the run after N renames of a publish, JAXPERF_ENVIRONMENTS=FILE replaces
+# the table of environments the notebooks need (tools/runall/envs.py).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv_py="$root/.venv/bin/python"

@@ -144,3 +144,27 @@ def test_a_goal_is_met_only_when_its_spread_clears_it(stat, verdict):
 def test_a_goal_spec_needs_a_spread():
     with pytest.raises(readme.RenderError, match="median, q25, q75"):
         readme.fmt(10.5, "goal>=10")
+
+
+def test_renders_from_another_output_root(tmp_path):
+    """A rerun's README: the same template, read from that root's results (issue 32)."""
+    study = tmp_path / "results" / "cpu" / "loops"
+    study.mkdir(parents=True)
+    (study / "summary.json").write_text('{"seed_reproduction": [{"mode": "xla", "T": 16384, "ratio": 12.8}]}')
+    text = (
+        "On XLA:CPU at T=16384 the fori_loop is {{cpu/loops seed_reproduction[mode=xla,T=16384].ratio:.1f}}×."
+    )
+    assert readme.render(text, root=tmp_path).endswith("is 12.8×.")
+    with pytest.raises(readme.RenderError, match="no results/cpu/answers/summary.json"):
+        readme.render("{{cpu/answers a.b}}", root=tmp_path)
+
+
+def test_the_command_writes_a_rerun_readme_beside_its_results(tmp_path):
+    out = tmp_path / "README.md"
+    assert readme.main(["--root", str(PROJECT_ROOT), "--out", str(out)]) == 0
+    assert out.read_text() == readme.README.read_text()
+    with pytest.raises(SystemExit) as exit_:
+        readme.main(["--root", str(tmp_path)])  # no results/ there
+    assert exit_.value.code == 2
+    with pytest.raises(SystemExit):
+        readme.main(["--check", "--out", str(out)])  # --check is about the project's README.md

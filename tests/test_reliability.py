@@ -208,6 +208,10 @@ BAD_FLAGS = [
     (["--python", ""], "--python '' is empty"),
     (["--python", "/nonexistent/python"], "is not an executable file"),
     (["--python", "/bin/true"], "does not run as Python"),
+    (["--compare-to"], NEEDS),
+    (["--compare-to", ""], "--compare-to '' is empty"),
+    (["--compare-to", "/nonexistent/results/cpu"], "is neither an output root"),
+    (["--allow-partial=1"], "--allow-partial takes no value"),
     (["--quick=yes"], "--quick takes no value"),
     (["--wait=3"], "--wait takes no value"),
     (["--bogus"], "unknown option '--bogus'"),
@@ -224,6 +228,16 @@ def test_bad_flag_is_refused_before_any_work(args, message, nbs, tmp_path):
     assert rc == 2, err
     assert message in err
     assert "Options for a study run" in err
+
+
+def test_a_rerun_into_the_results_it_is_compared_with_is_refused(nbs, tmp_path):
+    root = tmp_path / "committed"
+    (root / "results" / "cpu").mkdir(parents=True)
+    proc = start(["--output-root", str(root), "--compare-to", str(root / "results" / "cpu")], nbs)
+    rc, out, err = finish(proc, timeout=30)
+    record("bad option values", late=(root / ".staging").exists() or "backend=" in out)
+    assert rc == 2, err
+    assert "would overwrite what it is compared with" in err
 
 
 # ---- output roots that cannot be used -------------------------------------------------------

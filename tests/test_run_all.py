@@ -32,6 +32,9 @@ def test_help_lists_every_option():
         "--processes",
         "--python",
         "--wait",
+        "--compare-to",
+        "--allow-partial",
+        "compare COMMITTED RERUN",
         "-p",
     ):
         assert option in proc.stdout

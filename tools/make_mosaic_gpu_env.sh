@@ -21,10 +21,14 @@ for cand in "${PYTHON:-}" python3.12 ${pyenv_root:+"$pyenv_root"/versions/3.12*/
 done
 [ -n "$py" ] || { echo "make_mosaic_gpu_env: no python3.12 found" >&2; exit 1; }
 rm -rf "$env"
+# Step lines, so a caller (./run_all.sh prints them as the build goes) can tell where it is.
+echo "make_mosaic_gpu_env: 1/3 a Python 3.12 venv in .envs/$(basename "$env")"
 "$py" -m venv "$env"
+echo "make_mosaic_gpu_env: 2/3 the CUDA plugin, no CUDA runtime ($plugin; about 1 GB)"
 # --no-deps for the plugin: its CUDA runtime libraries are an extra ([with-cuda]) a compile does not need.
 # shellcheck disable=SC2086  # the specs are lists of requirements
 "$env/bin/python" -m pip install -q --retries 1 --timeout 30 --no-deps $plugin
+echo "make_mosaic_gpu_env: 3/3 ptxas, nvdisasm, libdevice and the plugin's own needs ($deps)"
 # shellcheck disable=SC2086
 "$env/bin/python" -m pip install -q --retries 1 --timeout 30 $deps
 echo "$spec" >"$env/.complete"

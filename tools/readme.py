@@ -21,6 +21,8 @@ or "unroll=1"; ``loop_it_per_s``: "pipelined"). A sentence that quotes the 11.0 
 
     python tools/readme.py          # rewrite README.md
     python tools/readme.py --check  # exit 1 if README.md differs from what it renders, or a label fails
+    python tools/readme.py --root DIR  # render from another output root's results (a rerun's)
+                                       # into DIR/README.md (or --out FILE)
 """
 
 from __future__ import annotations
@@ -79,11 +81,13 @@ class RenderError(ValueError):
     """A placeholder that cannot be filled, or whose sentence does not name what it quotes."""
 
 
-def load(study: str, cache: dict[str, Any]) -> Any:
+def load(study: str, cache: dict[str, Any], root: Path = ROOT) -> Any:
+    """``<root>/results/<study>/summary.json`` (``study`` is ``backend/name``), read once into
+    ``cache``; RenderError naming the file when there is none."""
     if study not in cache:
-        path = ROOT / "results" / study / "summary.json"
+        path = root / "results" / study / "summary.json"
         if not path.is_file():
-            raise RenderError(f"{{{{{study} ...}}}}: no {path.relative_to(ROOT)}")
+            raise RenderError(f"{{{{{study} ...}}}}: no {path.relative_to(root)}")
         cache[study] = json.loads(path.read_text())
     return cache[study]
 
@@ -232,15 +236,16 @@ def required(study: str, path: str, picked: list[dict[str, Any]]) -> list[tuple[
     return groups
 
 
-def render(template: str, cache: dict[str, Any] | None = None) -> str:
-    """The README: every placeholder filled; raises RenderError for a placeholder that
-    cannot be filled or whose sentence does not name what it quotes."""
+def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT) -> str:
+    """The README: every placeholder filled from ``root``'s results (the project's by default);
+    raises RenderError for a placeholder that cannot be filled or whose sentence does not name
+    what it quotes."""
     cache = {} if cache is None else cache
     errors: list[str] = []
 
     def one(m: re.Match[str]) -> str:
         try:
-            value, picked = walk(load(m["study"], cache), m["path"].strip())
+            value, picked = walk(load(m["study"], cache, root), m["path"].strip())
             around = context(template, m.start(), m.end())
             plain = PLACEHOLDER.sub("", around)
             for group in required(m["study"], m["path"].strip(), picked):
@@ -262,9 +267,22 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="fail if README.md is not what the template renders"
     )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=ROOT,
+        help="the output root whose results/ to read (default: the project's committed results)",
+    )
+    parser.add_argument("--out", type=Path, help="where to write the README (default: README.md in --root)")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    root = args.root.resolve()
+    if not (root / "results").is_dir():
+        parser.error(f"--root {args.root}: no results/ folder there (give an output root of run_all.sh)")
+    out = args.out or root / "README.md"
+    if args.check and out.resolve() != README:
+        parser.error("--check compares the project's README.md: give no --root or --out")
     try:
-        text = render(TEMPLATE.read_text())
+        text = render(TEMPLATE.read_text(), root=root)
     except RenderError as err:
         print(f"readme: {err}", file=sys.stderr)
         return 1
@@ -276,7 +294,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             )
             return 1
         return 0
-    README.write_text(text)
+    out.write_text(text)
     return 0
 
 

@@ -8,6 +8,11 @@ records, figures and the summary through one object.
     study.figure(fig, "it_per_s_vs_leaves", data)  # saved, then shown inline
     study.summary(summary_dict, markdown_text)
 
+A part the study could not do here (a compiler whose environment is not built, a budget
+that ran out) is recorded with ``study.skip(part, reason)``, or :func:`skip` from library
+code, before the summary: summary.json lists it under ``skipped``, and ``./run_all.sh``
+reports the notebook "partial", naming it, never "ok".
+
 Long loops report progress with :func:`progress` or :func:`track`: a widget in
 JupyterLab, one text line per bar under papermill (updated in place), plain lines in scripts.
 """
@@ -48,6 +53,7 @@ class Study:
     figures_dir: Path
     settings: StudySettings | None = None
     figures: dict[str, plots.SavedFigure] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # {"part", "reason"}, in order
     _drawing: Any = field(default=None, init=False, repr=False, compare=False)  # the open progress bar
 
     @property
@@ -95,9 +101,24 @@ class Study:
             finally:
                 self._drawing = None
 
+    def skip(self, part: str, reason: str) -> None:
+        """Record that ``part`` of this study was not done here, and why; the reason says how to
+        get it (the command that builds what was missing). Call it before :meth:`summary`, which
+        writes the list as summary.json's ``skipped``; ``./run_all.sh`` then reports the notebook
+        "partial". What a backend cannot have (a GPU kernel on a CPU) and a smoke run's smaller
+        sizes are the study's scope, not skipped parts. Recording the same part twice keeps one.
+        Raises ValueError for an empty ``part`` or ``reason``."""
+        for name, text in (("part", part), ("reason", reason)):
+            if not isinstance(text, str) or not text.strip():
+                raise bad_value(name, text, "a non-empty string")
+        entry = {"part": part.strip(), "reason": reason.strip()}
+        if entry not in self.skipped:
+            self.skipped.append(entry)
+
     def summary(self, summary: dict[str, Any], markdown: str) -> None:
-        """Write summary.json (with the figures drawn so far and provenance) and summary.md
-        (with the environment block) in the study's results folder."""
+        """Write summary.json (with the figures drawn so far, the parts skipped (:meth:`skip`)
+        and provenance) and summary.md (with the environment block) in the study's results
+        folder."""
         figures = {
             name: {
                 "files": [paths.relative(p) for p in saved.files()],
@@ -111,6 +132,7 @@ class Study:
             "backend": self.backend,
             **summary,
             "figures": figures,
+            "skipped": list(self.skipped),
             "provenance": {**self.provenance, "code": provenance.code_files(own)},
         }
         text = markdown.rstrip() + "\n\n" + provenance.environment_block(self.provenance) + "\n"
@@ -123,6 +145,9 @@ class Study:
             provenance.environment_block(self.provenance)
             + f"\n\nOutputs: `{paths.relative(self.results_dir)}/` and `{paths.relative(self.figures_dir)}/`"
         )
+
+
+_current: Study | None = None  # the study :func:`start` made last, for :func:`skip`
 
 
 def start(
@@ -157,7 +182,8 @@ def start(
     info = _backend.configure(backend or "auto", 8 if host_devices is None else host_devices)
     display.install()  # in a notebook: tables wrap at the notebook's width
     prov = provenance.capture(parameters, info)
-    return Study(
+    global _current
+    _current = Study(
         name=name,
         info=info,
         parameters=parameters,
@@ -166,6 +192,15 @@ def start(
         figures_dir=paths.figures_dir(info.backend, root),
         settings=settings if isinstance(settings, StudySettings) else None,
     )
+    return _current
+
+
+def skip(part: str, reason: str) -> None:
+    """:meth:`Study.skip` on the study this process started last (library code that decides to
+    leave a part out need not hold the study). Raises RuntimeError when no study was started."""
+    if _current is None:
+        raise RuntimeError("jaxperf.study.skip: no study started in this process (jaxperf.study.start first)")
+    _current.skip(part, reason)
 
 
 def _in_kernel() -> bool:

@@ -1,9 +1,12 @@
-"""run_all.sh's study run: check everything, lock the output root, run each
-notebook into staging, publish each success all or nothing, print a table.
+"""run_all.sh's study run: check everything, lock the output root, make the environments
+the notebooks need ready, run each notebook into staging, publish each success all or
+nothing, print a table (each notebook "ok", "partial" with what it skipped, or "FAILED"),
+then, with ``--compare-to``, the rerun check.
 
-Exit codes: 0 all ran; 1 a notebook failed; 2 bad option (before any work);
-3 environment setup failed; 4 backend not present; 5 output root busy;
-130/143 interrupted by SIGINT/SIGTERM (nothing partial published).
+Exit codes: 0 all ran whole; 1 a notebook failed; 2 bad option (before any work);
+3 environment setup failed, or an environment a notebook needs is missing; 4 backend not
+present; 5 output root busy; 6 a notebook ended partial (without ``--allow-partial``);
+7 the rerun check failed; 130/143 interrupted by SIGINT/SIGTERM (nothing partial published).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import check, execute, notebooks, publish, pyenv
+from . import check, compare, envs, execute, inputs, notebooks, publish, pyenv, rerun_report, status
 from .options import USAGE, Options, UsageError, parse, resolve_root
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -76,6 +79,18 @@ def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path, set[st
     for nb in unchecked:
         why = f"its settings need more than the standard library ({nb['why']})"
         warn(f"run_all.sh: warning: {nb['name']}: {why}; they are checked after the set-up")
+    if opts.compare_to:
+        try:
+            committed, _ = compare.split_results(opts.compare_to)
+        except ValueError as err:
+            raise UsageError(f"--compare-to {err}") from None
+        if committed == resolve_root(opts, PROJECT).resolve():
+            raise UsageError(
+                f"--compare-to '{opts.compare_to}': the rerun would overwrite what it is compared with; "
+                "give another --output-root"
+            )
+        opts.compare_to = os.path.abspath(os.path.expanduser(opts.compare_to))
+    inputs.check(PROJECT, resolve_root(opts, PROJECT))
     root = publish.check_root(resolve_root(opts, PROJECT))
     return python, selected, root, {nb["name"] for nb in unchecked}
 
@@ -140,6 +155,12 @@ def _run_locked(
         say(
             "run_all.sh: NOTE: this environment differs from the pins in pyproject.toml: " + "; ".join(differ)
         )
+    try:
+        without = envs.ensure(python, PROJECT, [nb.number for nb in selected], opts.allow_partial, say)
+    except envs.EnvironmentMissing as err:
+        warn(f"run_all.sh: {err}")
+        return 3
+    inputs.provide(PROJECT, root, say)
     run_dir = publish.new_run_dir(root)
     env = dict(os.environ)
     env["JUPYTER_PATH"] = os.pathsep.join(
@@ -147,12 +168,16 @@ def _run_locked(
     )
     if differ:
         env["JAXPERF_PIN_DIFFERENCES"] = "; ".join(differ)
-    table, failed = [], 0
+    table, outcomes, made = [], [], set()
+    started = time.monotonic()
     try:
         for nb in selected:
-            ok, row = _one(nb, python, backend, opts, root, run_dir, env)
+            outcome, row, studies = _one(
+                nb, python, backend, opts, root, run_dir, env, without.get(nb.number, [])
+            )
             table.append(row)
-            failed += not ok
+            outcomes.append(outcome)
+            made |= studies
     except execute.Interrupted as sig:
         warn(f"run_all.sh: interrupted by {sig}: stopped the running notebook; published nothing from it")
         for row in table:
@@ -164,17 +189,33 @@ def _run_locked(
     say(f"{'notebook':<32} {'status':<7} {'wall':>7}  outputs")
     for row in table:
         say(row)
+    say(f"{'all':<32} {'':<7} {round(time.monotonic() - started):>6}s")
     if differ:
         say("versions that ran differ from the pins: " + "; ".join(differ))
+    failed, partial = outcomes.count(status.FAILED), outcomes.count(status.PARTIAL)
     if failed:
         warn(f"run_all.sh: {failed} notebook(s) failed")
-    return 1 if failed else 0
+    if partial:
+        warn(f"run_all.sh: {partial} notebook(s) skipped part of their work (partial: see above)")
+    checked = rerun_report.run_check(opts.compare_to, root, studies=made, say=say) if opts.compare_to else 0
+    if failed:
+        return 1
+    return checked or (6 if partial and not opts.allow_partial else 0)
 
 
 def _one(
-    nb: notebooks.Notebook, python: str, backend: str, opts: Options, root: Path, run_dir: Path, env: dict
-) -> tuple[bool, str]:
-    """Run one notebook into staging; publish it only if it succeeded. Returns (ok, table row)."""
+    nb: notebooks.Notebook,
+    python: str,
+    backend: str,
+    opts: Options,
+    root: Path,
+    run_dir: Path,
+    env: dict,
+    without: list[str],
+) -> tuple[str, str, set[str]]:
+    """Run one notebook into staging; publish it only if it succeeded. Returns its status (ok,
+    partial or FAILED), its table row, and the studies it published (``backend/study``).
+    ``without``: the environments it runs without (``--allow-partial``), each with why."""
     stage = run_dir / nb.name
     executed = f"results/{backend}/{nb.path.name}"
     cmd = _papermill(python, nb, stage / executed, notebooks.parameters(nb, opts, backend), opts)
@@ -188,13 +229,20 @@ def _one(
     if rc != 0:
         kept = publish.keep_failed(root, stage / executed)
         where = f"executed copy kept in {kept}" if kept else "no executed copy"
-        return False, f"{nb.name:<32} {'FAILED':<7} {secs:>6}s  {where} (results untouched)"
+        return (
+            status.FAILED,
+            f"{nb.name:<32} {status.FAILED:<7} {secs:>6}s  {where} (results untouched)",
+            set(),
+        )
     _relative_paths(stage / executed, nb, executed)
     crash = os.environ.get("JAXPERF_TEST_CRASH_IN_PUBLISH")  # tests only: a SIGKILL mid-publish
     with execute.deferred_signals():
         files = publish.publish(root, stage, nb.name, executed, int(crash) if crash else None)
     shown = " ".join(f for f in files if f.endswith(("summary.md", ".ipynb")))
-    return True, f"{nb.name:<32} {'ok':<7} {secs:>6}s  {len(files)} files: {shown}"
+    skipped = [f"ran without {what}" for what in without] + status.skipped(root, files)
+    outcome = status.PARTIAL if skipped else status.OK
+    row = f"{nb.name:<32} {outcome:<7} {secs:>6}s  {len(files)} files: {shown}"
+    return outcome, "\n".join([row, *(f"{'':<32} skipped: {s}" for s in skipped)]), status.studies(files)
 
 
 def clean(argv: list[str]) -> int:
@@ -237,13 +285,15 @@ def _relative_paths(path: Path, nb: notebooks.Notebook, executed: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Entry point: ``[lab|clean] ARGS`` or a study run's options."""
-    if argv[:1] == ["help"] or (argv[:1] != ["lab"] and {"-h", "--help"} & set(argv)):
+    if argv[:1] == ["help"] or (argv[:1] not in (["lab"], ["compare"]) and {"-h", "--help"} & set(argv)):
         print(USAGE)
         return 0
     if argv[:1] == ["lab"]:
         from .lab import run_lab
 
         return run_lab(argv[1:], PROJECT, Path(sys.executable).parent)
+    if argv[:1] == ["compare"]:
+        return rerun_report.main(argv[1:])
     execute.install_handlers()
     try:
         if argv[:1] == ["clean"]:

@@ -18,6 +18,8 @@ Regenerate the study headless, or run its tests.
   ./run_all.sh setup              only create/refresh .venv and the Jupyter kernel
   ./run_all.sh lab [jupyter args] JupyterLab on the project, headless: prints the URL
   ./run_all.sh clean [--output-root DIR]  remove staging left by interrupted runs
+  ./run_all.sh compare COMMITTED RERUN   the rerun check of two existing output roots
+                              (no notebook runs; `compare --help` for its options)
 
 Options for a study run:
   --backend auto|cpu|gpu|tpu  where to run (default auto: the best present)
@@ -38,6 +40,14 @@ Options for a study run:
   --python PATH               run inside an existing Python environment (its
                               own jax/jaxlib, never touched); also JAXPERF_PYTHON
   --wait                      if another run holds the output root, wait for it
+  --compare-to DIR            the rerun check: after the run, compare every number
+                              and verdict the README renders with DIR's (an output
+                              root, or its results/<backend>: results/cpu); writes
+                              <output root>/results/rerun_check.md. The rerun goes
+                              to --output-root (default .rerun/), never into DIR
+  --allow-partial             run a notebook even when an environment it needs
+                              (below) is missing and cannot be built; it ends
+                              "partial"
   -h, --help                  this text
 
 Each notebook runs through papermill into a staging folder under
@@ -46,6 +56,19 @@ of them or none (a journal finishes an interrupted publish on the next run).
 One failing notebook does not stop the others; the exit code is non-zero if
 any failed. SIGINT/SIGTERM stop the running notebook, publish nothing from it
 and exit 130/143. One run at a time per output root (a lock).
+
+Before any notebook runs, the environments the selected notebooks need are
+made ready: the Mosaic GPU compile environment (09) is built once under .envs/
+(about 1.3 GB from PyPI); triton (04, 08) and libtpu (05) come with the set-up.
+If one cannot be had, the run stops (exit 3) with the command that builds it.
+A notebook that skipped part of its work ends "partial" in the summary, with
+what and why. A run into another output root gets a copy of the repository's
+registered predictions (results/predictions), which notebook 99 reads there.
+
+Exit status: 0 every notebook ran whole; 1 a notebook failed; 2 bad option;
+3 environment set-up failed or missing; 4 backend absent; 5 output root busy;
+6 a notebook ended partial (not with --allow-partial); 7 the rerun check failed
+(a verdict flipped, or a value is missing in the rerun); 130/143 interrupted.
 """
 
 BACKENDS = ("auto", "cpu", "gpu", "tpu")
@@ -59,7 +82,7 @@ RESERVED = {
 }
 
 
-_FLAGS = ("--quick", "--versions", "--wait")
+_FLAGS = ("--quick", "--versions", "--wait", "--allow-partial")
 # Options that take a value, with what the value is (for "is missing its value").
 _VALUED = {
     "--backend": "auto|cpu|gpu|tpu",
@@ -69,6 +92,7 @@ _VALUED = {
     "--host-devices": "N",
     "--processes": "N",
     "--python": "PATH",
+    "--compare-to": "DIR",
     "-p": "NAME VALUE",
 }
 # The largest value each integer option takes.
@@ -97,6 +121,8 @@ class Options:
     params: list[tuple[str, str]] = field(default_factory=list)
     python: str | None = None
     wait: bool = False
+    compare_to: str | None = None
+    allow_partial: bool = False
 
 
 def _positive_int(option: str, value: str, what: str) -> int:
@@ -184,6 +210,12 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
                 raise UsageError("--python '' is empty: give the path of a Python executable")
         elif arg == "--wait":
             opts.wait = True
+        elif arg == "--compare-to":
+            opts.compare_to = value(arg)
+            if not opts.compare_to.strip():
+                raise UsageError("--compare-to '' is empty: give the committed results, e.g. results/cpu")
+        elif arg == "--allow-partial":
+            opts.allow_partial = True
         else:
             raise UsageError(f"unknown option '{arg}' (the options are listed below)")
     return opts
@@ -191,7 +223,10 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
 
 def resolve_root(opts: Options, project: Path) -> Path:
     """The output root as an absolute path: the option (relative to the current
-    folder), else ``.quick/`` for a quick run, else the project itself."""
+    folder), else ``.quick/`` for a quick run, ``.rerun/`` for a rerun check
+    (``--compare-to``), else the project itself."""
     if opts.output_root is None:
-        return project / ".quick" if opts.quick else project
+        if opts.quick:
+            return project / ".quick"
+        return project / ".rerun" if opts.compare_to else project
     return Path(os.path.abspath(os.path.expanduser(opts.output_root)))
