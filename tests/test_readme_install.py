@@ -40,27 +40,26 @@ def _git(*args: str, cwd: Path) -> None:
     reason="needs the git repository",
 )
 def test_each_install_line_works_from_a_fresh_clone(tmp_path):
+    """One clean venv (the dependencies install once): each line installs jaxperf, the fixes
+    import, then jaxperf is uninstalled for the next line."""
     clone = tmp_path / "jaxperf"
     _git("clone", "--quiet", "--no-hardlinks", str(PROJECT_ROOT), str(clone), cwd=tmp_path)
-    for i, line in enumerate(install_lines((clone / "README.md").read_text())):
-        env_dir = tmp_path / f"venv{i}"
-        subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=300)
-        env = {
-            **os.environ,
-            "PATH": f"{env_dir / 'bin'}:{os.environ['PATH']}",
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        }
-        env.pop("PYTHONPATH", None)
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=300)
+    env = {
+        **os.environ,
+        "PATH": f"{env_dir / 'bin'}:{os.environ['PATH']}",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    env.pop("PYTHONPATH", None)
+    python = str(env_dir / "bin" / "python")
+    for line in install_lines((clone / "README.md").read_text()):
         run = subprocess.run(
             ["bash", "-c", line], cwd=clone, env=env, capture_output=True, text=True, timeout=900
         )
         assert run.returncode == 0, f"{line!r} failed:\n{run.stdout[-1500:]}\n{run.stderr[-1500:]}"
         check = subprocess.run(
-            [
-                str(env_dir / "bin" / "python"),
-                "-c",
-                "import jaxperf; print(jaxperf.cached_filter_jit.__module__)",
-            ],
+            [python, "-c", "import jaxperf; print(jaxperf.cached_filter_jit.__module__)"],
             cwd=tmp_path,
             capture_output=True,
             text=True,
@@ -69,3 +68,4 @@ def test_each_install_line_works_from_a_fresh_clone(tmp_path):
         assert check.returncode == 0 and check.stdout.strip() == "jaxperf.fixes.cached_jit", check.stderr[
             -1500:
         ]
+        subprocess.run([python, "-m", "pip", "uninstall", "-y", "-q", "jaxperf"], check=True, timeout=300)
