@@ -363,12 +363,42 @@ def _answers() -> list[tuple[str, object]]:
     return [("answers_seed_ratio", lambda: figures.plot_seed_ratio(frame))]
 
 
+def _gpu_model() -> list[tuple[str, object]]:
+    from jaxperf.gpu_model import figures
+
+    pred = _read("gpu_model__reporter_predictions")
+    return [("gpu_model_reporter_vs_T", lambda: figures.reporter_vs_T(pred))]
+
+
+def _runahead() -> list[tuple[str, object]]:
+    from jaxperf.dispatch.runahead import figures
+
+    loop, verdicts = _read("runahead__loop_summary_xla_single_thread"), _read("runahead__verdicts")
+    return [
+        ("runahead_seed_loop", lambda: figures.plot_seed_loop(loop, "xla_single_thread")),
+        ("runahead_verdicts", lambda: figures.plot_verdicts(verdicts)),
+    ]
+
+
+def _mosaic_gpu() -> list[tuple[str, object]]:
+    from jaxperf.mosaic_gpu import figures
+
+    compiled = _read("mosaic_gpu__compile_points")
+    return [
+        ("mosaic_gpu_compile_ms_vs_T", lambda: figures.compile_vs_T(compiled)),
+        ("mosaic_gpu_estimate_vs_T", lambda: figures.estimate_vs_T(compiled)),
+    ]
+
+
 STUDIES = {
     "answers": _answers,
     "dispatch": _dispatch,
+    "gpu_model": _gpu_model,
     "loops": _loops,
     "loops_one_T": lambda: _loops((256,)),  # a smoke run's sizes: one point per line
+    "mosaic_gpu": _mosaic_gpu,
     "multiprocess": _multiprocess,
+    "runahead": _runahead,
     "triton": _triton,
     "tpu": _tpu,
 }
@@ -376,7 +406,7 @@ STUDIES = {
 #: What the checks of issue 32 (text over text, hidden lines, annotations over the data) find
 #: in figures drawn by code other sessions own, on the fixtures above: study -> figure -> the
 #: start of each problem. A problem not listed fails the test; so does a listed one no longer
-#: found (the figure was fixed: delete its entry). Loop, Triton and TPU figures
+#: found (the figure was fixed: delete its entry). Loop, Triton, TPU and Mosaic GPU figures
 #: are being redrawn (issue 33); dispatch and multi-process ones have no owner yet.
 HIDDEN = "the line '{}' is hidden"
 KNOWN_PROBLEMS: dict[str, dict[str, list[str]]] = {
@@ -397,6 +427,19 @@ KNOWN_PROBLEMS: dict[str, dict[str, list[str]]] = {
             HIDDEN.format(v) for v in ("python", "fori u=1", "hoisted u=1", "hand_unrolled u=16")
         ],
         "loops_ir_lines_vs_T_other_kernels": [HIDDEN.format("python")],
+    },
+    "mosaic_gpu": {
+        "mosaic_gpu_compile_ms_vs_T": [
+            "8 lines or bar series",
+            HIDDEN.format("fori u=1"),
+            "annotation 'Python loop, T=65536",
+        ],
+        "mosaic_gpu_estimate_vs_T": [
+            "texts overlap: 'instructions per call / the Py' (y label)",
+            HIDDEN.format("fori u=4"),
+            HIDDEN.format("hoisted u=1"),
+            "annotation 'the Python loop (1x)",
+        ],
     },
     "multiprocess": {
         "multiprocess_scaling": [
