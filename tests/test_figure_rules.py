@@ -499,10 +499,12 @@ def test_the_loop_figures_lead_with_the_key_variants():
     plt.close(fig)
 
 
-def test_the_seeds_reference_labels_are_clear_of_the_data_lines(tmp_path):
+def test_the_seeds_reference_labels_are_drawn_for_the_rules_to_judge():
+    """The #192 labels (8 and 25 it/s) exist in both panels, so the every-figure test's check
+    for annotations over the data has them to judge (a data line through one fails it)."""
     from jaxperf.dispatch import figures
 
     fig, _ = figures.plot_it_per_s(_read("dispatch__timings"))
     labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("#192")]
-    assert len(labels) == 4  # 8 and 25 it/s, in each of the two panels
-    assert not [p for p in _saved(fig, tmp_path) if "annotation '#192" in p]
+    plt.close(fig)
+    assert len(labels) == 4
