@@ -1,10 +1,13 @@
-"""Figures a reader can read at notebook width (issue 19): jaxperf.figure_rules' checks catch
-each problem on a figure built to have it, and every figure function of the loop, Triton,
-TPU and multi-process studies passes them all, drawn and saved (footer and layout included)
-from small subsets of the committed CPU results (tests/fixtures/figures, rebuilt by make.py
-there): at most six lines per panel, no legend over the data, every text inside the canvas
-and at least 8 pt at 900 px, no scientific or minor-log tick labels, one y scale per measure,
-no text over text."""
+"""Figures a reader can read at notebook width (issues 19 and 32): jaxperf.figure_rules' checks
+catch each problem on a figure built to have it and pass one built without it, and every
+figure function of the study passes them all, drawn and saved (footer and layout included)
+from the committed CPU results (tests/fixtures/figures, rebuilt by make.py there: small
+subsets, or whole tables where a figure's faults depend on all of its data): at most six
+lines per panel, no legend over the data, every text inside the canvas, at least 8 pt at
+900 px and clear of other text (tick labels too, rotated ones by their slanted outline), no
+scientific or minor-log tick labels, one y scale per measure, no data line hidden under
+others, no annotation over the data. Figures drawn by code other sessions own may keep the
+problems listed in KNOWN_PROBLEMS until they are fixed."""
 
 from __future__ import annotations
 
@@ -88,9 +91,9 @@ def test_text_outside_the_canvas_and_small_text_are_caught(tmp_path):
 def test_saving_raises_small_text_and_default_log_labels_to_what_a_notebook_reads(tmp_path):
     fig, ax = plt.subplots(figsize=(9.5, 3))  # shown at 0.73x: its 10 pt ticks would read as 7.3 pt
     for k in range(3):
-        ax.plot([1, 10, 100], [1 + k, 20 + k, 400 + k], label=f"line {k}")
+        ax.plot([1, 10, 100], [1 + k, 20 * 3**k, 400 * 3**k], label=f"line {k}")
     ax.set_yscale("log")
-    tiny = ax.text(0.5, 0.5, "tiny", fontsize=5, transform=ax.transAxes)
+    tiny = ax.text(0.05, 0.9, "tiny", fontsize=5, transform=ax.transAxes)
     big = ax.set_title("a title", fontsize=30)
     plots.legend_outside(ax)
     assert any("reads as" in p for p in _drawn_keep(fig)) and any("scientific" in p for p in _drawn_keep(fig))
@@ -159,8 +162,113 @@ def test_overlapping_texts_and_a_wide_figure_are_caught(tmp_path):
     ax.text(0.5, 0.5, "one label here", transform=ax.transAxes, fontsize=14)
     ax.text(0.5, 0.5, "another label", transform=ax.transAxes, fontsize=14)
     found = _saved(fig, tmp_path)
-    assert any("texts overlap: 'one label here' and 'another label'" in p for p in found)
+    assert any(
+        "texts overlap: 'one label here' (annotation) and 'another label' (annotation)" in p for p in found
+    )
     assert any("11.0 in wide" in p for p in found)
+
+
+def test_a_text_cut_at_the_canvas_edge_is_named_with_its_role_and_side():
+    fig, ax = plt.subplots(figsize=(6, 2.2))
+    ax.plot([1, 2], [1, 2])
+    ax.set_ylabel("a y label much longer than this short figure is tall")
+    fig.text(0.97, 0.5, "runs off the right edge")
+    found = _drawn(fig)
+    assert any(
+        p.startswith("y label 'a y label much") and p.endswith("outside the canvas (top)") for p in found
+    )
+    assert any(p.startswith("figure text 'runs off the right edge' is") and "(right)" in p for p in found), (
+        found
+    )
+    fig, ax = plt.subplots(figsize=(6, 2.2))
+    ax.plot([1, 2], [1, 2])
+    ax.set_ylabel("a short y label")
+    fig.text(0.5, 0.5, "inside")
+    assert not any("outside the canvas" in p for p in _drawn(fig))
+
+
+def _ticks(labels: list[str], rotation: float, width: float = 6.0) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(width, 3))
+    ax.plot(range(len(labels)), range(len(labels)))
+    ax.set_xticks(range(len(labels)), labels, rotation=rotation)
+    return fig
+
+
+def test_tick_labels_that_collide_are_caught_upright_and_rotated():
+    crowded = [f"label number {k}" for k in range(8)]
+    assert any(
+        p.startswith("x tick labels collide: 'label number 0' and 'label number 1'")
+        for p in _drawn(_ticks(crowded, 0))
+    )
+    assert any("x tick labels collide" in p for p in _drawn(_ticks(crowded * 3, 45)))
+    assert not any("collide" in p for p in _drawn(_ticks([f"L{k}" for k in range(8)], 0)))
+
+
+def test_rotated_tick_labels_are_judged_by_their_slanted_outline():
+    # At 45 degrees these labels' upright boxes overlap their neighbours' while the
+    # slanted text itself stays apart: a reader sees no collision.
+    labels = [str(10000 + 1111 * k) for k in range(15)]
+    fig = _ticks(labels, 45)
+    fig.tight_layout()
+    fig.canvas.draw()
+    ticks = [t for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    boxes = [t.get_window_extent() for t in ticks]
+    assert any(a.x1 > b.x0 + 1 for a, b in zip(boxes, boxes[1:]))  # the upright boxes overlap
+    assert not any("collide" in p or "overlap" in p for p in _drawn(fig))
+
+
+def test_a_line_hidden_under_another_is_caught_and_the_one_on_top_is_not():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([1, 2, 3], [1, 3, 2], marker="o", label="subject")
+    ax.plot([1, 2, 3], [1, 3, 2], marker="o", label="other")  # drawn after: on top
+    found = _drawn(fig)
+    assert "'a panel': the line 'subject' is hidden: 0% of it shows, under 'other'" in found, found
+    assert not any("'other' is hidden" in p for p in found)
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([1, 2, 3], [1, 3, 2], marker="o", label="subject", zorder=3)  # raised over the other
+    ax.plot([1, 2, 3], [1, 3, 2], marker="o", label="other")
+    assert [p for p in _drawn(fig) if "hidden" in p] == [
+        "'a panel': the line 'other' is hidden: 0% of it shows, under 'subject'"
+    ]
+
+
+def test_lines_apart_faint_lines_and_a_lines_own_parts_hide_nothing():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([1, 2, 3], [1, 3, 2], label="one")
+    ax.plot([1, 2, 3], [2, 4, 3], label="two")
+    ax.plot([1, 2, 3], [1, 3, 2], color="k", alpha=0.3, label="faint, on top of 'one'")
+    ax.plot([1, 2, 3], [1, 3, 2], "o", color="C0")  # 'one''s markers, drawn as another artist
+    assert not any("hidden" in p for p in _drawn(fig))
+
+
+def test_a_dashed_line_on_top_leaves_only_its_gaps_of_the_line_under_it():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([1, 3], [1, 2], label="solid", lw=2)
+    ax.plot([1, 3], [1, 2], ls=":", lw=2, label="dotted")  # a dot, a gap: about half shows
+    ax.plot([1, 3], [2, 3], label="solid 2", lw=2)
+    ax.plot([1, 3], [2, 3], ls="--", lw=2, label="dashed")  # long dashes, short gaps: most is covered
+    hidden = [p for p in _drawn(fig) if "hidden" in p]
+    assert len(hidden) == 1 and "'solid 2' is hidden" in hidden[0], hidden
+
+
+def test_an_annotation_over_the_data_is_caught_and_one_beside_it_is_not():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([1, 2, 3], [1, 2, 3], label="data")
+    ax.annotate("over the line", (2, 2), ha="center", va="center")
+    ax.annotate("in the empty corner", (0.02, 0.95), xycoords="axes fraction", va="top")
+    ax.scatter([2.8], [1.3], s=150, label="points")
+    ax.annotate("on a point", (2.8, 1.3), ha="center", va="center")
+    found = _drawn(fig)
+    assert "'a panel': annotation 'over the line' is over the data of ['data']" in found, found
+    assert "'a panel': annotation 'on a point' is over the data of ['points']" in found, found
+    assert not any("empty corner" in p for p in found)
+
+
+def test_a_reference_label_crossed_by_a_data_line_is_caught():
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([0, 1], [0, 2], label="rising")
+    plots.reference_line(ax, 1.9, "a goal at 1.9", fontsize=figure_rules.pt(fig))
+    assert any("annotation 'a goal at 1.9' is over the data of ['rising']" in p for p in _drawn(fig))
 
 
 def test_unroll_shades_stay_the_forms_colour_and_tell_unrolls_apart():
@@ -255,14 +363,98 @@ def _answers() -> list[tuple[str, object]]:
     return [("answers_seed_ratio", lambda: figures.plot_seed_ratio(frame))]
 
 
+def _gpu_model() -> list[tuple[str, object]]:
+    from jaxperf.gpu_model import figures
+
+    pred = _read("gpu_model__reporter_predictions")
+    return [("gpu_model_reporter_vs_T", lambda: figures.reporter_vs_T(pred))]
+
+
+def _runahead() -> list[tuple[str, object]]:
+    from jaxperf.dispatch.runahead import figures
+
+    loop, verdicts = _read("runahead__loop_summary_xla_single_thread"), _read("runahead__verdicts")
+    return [
+        ("runahead_seed_loop", lambda: figures.plot_seed_loop(loop, "xla_single_thread")),
+        ("runahead_verdicts", lambda: figures.plot_verdicts(verdicts)),
+    ]
+
+
+def _mosaic_gpu() -> list[tuple[str, object]]:
+    from jaxperf.mosaic_gpu import figures
+
+    compiled = _read("mosaic_gpu__compile_points")
+    return [
+        ("mosaic_gpu_compile_ms_vs_T", lambda: figures.compile_vs_T(compiled)),
+        ("mosaic_gpu_estimate_vs_T", lambda: figures.estimate_vs_T(compiled)),
+    ]
+
+
 STUDIES = {
     "answers": _answers,
     "dispatch": _dispatch,
+    "gpu_model": _gpu_model,
     "loops": _loops,
     "loops_one_T": lambda: _loops((256,)),  # a smoke run's sizes: one point per line
+    "mosaic_gpu": _mosaic_gpu,
+    "multiprocess": _multiprocess,
+    "runahead": _runahead,
     "triton": _triton,
     "tpu": _tpu,
-    "multiprocess": _multiprocess,
+}
+
+#: What the checks of issue 32 (text over text, hidden lines, annotations over the data) find
+#: in figures drawn by code other sessions own, on the fixtures above: study -> figure -> the
+#: start of each problem. A problem not listed fails the test; so does a listed one no longer
+#: found (the figure was fixed: delete its entry). Loop, Triton, TPU and Mosaic GPU figures
+#: are being redrawn (issue 33); dispatch and multi-process ones have no owner yet.
+HIDDEN = "the line '{}' is hidden"
+KNOWN_PROBLEMS: dict[str, dict[str, list[str]]] = {
+    "dispatch": {
+        "dispatch_methods": [HIDDEN.format("jax.pmap on params"), HIDDEN.format("jit + NamedSharding")]
+    },
+    "loops": {
+        "loops_ms_per_call_vs_T_xla": [HIDDEN.format("python"), HIDDEN.format("fori u=1")],
+        "loops_ms_per_call_vs_T_pallas_interpret": [HIDDEN.format("python")],
+        "loops_ir_lines_vs_T": [HIDDEN.format("fori u=1"), HIDDEN.format("hoisted u=1")],
+        "loops_ir_lines_vs_T_other_kernels": [HIDDEN.format("python")],
+    },
+    "loops_one_T": {
+        "loops_ms_per_call_vs_T_xla": [HIDDEN.format("fori u=1"), HIDDEN.format("python")],
+        "loops_ms_per_call_vs_T_pallas_interpret": [HIDDEN.format("python")],
+        "loops_compile_ms_vs_T_pallas_interpret": [HIDDEN.format("python")],
+        "loops_ir_lines_vs_T": [
+            HIDDEN.format(v) for v in ("python", "fori u=1", "hoisted u=1", "hand_unrolled u=16")
+        ],
+        "loops_ir_lines_vs_T_other_kernels": [HIDDEN.format("python")],
+    },
+    "mosaic_gpu": {
+        "mosaic_gpu_compile_ms_vs_T": [
+            "8 lines or bar series",
+            HIDDEN.format("fori u=1"),
+            "annotation 'Python loop, T=65536",
+        ],
+        "mosaic_gpu_estimate_vs_T": [
+            "texts overlap: 'instructions per call / the Py' (y label)",
+            HIDDEN.format("fori u=4"),
+            HIDDEN.format("hoisted u=1"),
+            "annotation 'the Python loop (1x)",
+        ],
+    },
+    "multiprocess": {
+        "multiprocess_scaling": [
+            HIDDEN.format(v)
+            for v in ("pmap_params", "filter_pmap", "filter_pmap_fixed", "cached_filter_pmap")
+        ],
+        "multiprocess_scaling_host_cpu": [HIDDEN.format("filter_pmap")],
+        "multiprocess_scaling_more": [HIDDEN.format("jit_named_sharding"), HIDDEN.format("jit_shard_map")],
+    },
+    "tpu": {"tpu_bundles_vs_T": [HIDDEN.format("fori u=1"), HIDDEN.format("fori u=8")]},
+    "triton": {
+        "triton_sass_vs_T": [HIDDEN.format("fori u=1")],
+        "triton_estimate_vs_T": [HIDDEN.format("scalar_carry u=1, sm_86 (predicted)")],
+        "triton_estimate_instructions_vs_T": [HIDDEN.format("fori u=1"), HIDDEN.format("hand_unrolled u=4")],
+    },
 }
 
 
@@ -270,17 +462,21 @@ STUDIES = {
 def test_every_figure_of_the_study_follows_the_rules(study, tmp_path):
     drawn = STUDIES[study]()
     assert drawn, f"no figure planned for {study}"
-    report = {}
+    known = KNOWN_PROBLEMS.get(study, {})
+    report, fixed = {}, {}
     for name, draw in drawn:
         fig, data = draw()  # type: ignore[operator]
         assert isinstance(data, pd.DataFrame) and not data.empty, name
         assert plots.who_drew(fig).startswith("jaxperf."), name
         found = _saved(fig, tmp_path, data)
-        if found:
-            report[name] = found
+        if unexpected := [p for p in found if not any(k in p for k in known.get(name, []))]:
+            report[name] = unexpected
+        if gone := [k for k in known.get(name, []) if not any(k in p for p in found)]:
+            fixed[name] = gone
     assert not report, "figures a reader would trip over:\n" + "\n".join(
         f"{k}: {v}" for k, v in report.items()
     )
+    assert not fixed, f"fixed: delete these from KNOWN_PROBLEMS[{study!r}]: {fixed}"
 
 
 def test_the_loop_figures_lead_with_the_key_variants():
@@ -303,38 +499,12 @@ def test_the_loop_figures_lead_with_the_key_variants():
     plt.close(fig)
 
 
-def _crossings(fig: plt.Figure, tmp_path: Path) -> list[str]:
-    """Reference-line labels ("#192 on a TPU ...") whose box a data line (or its IQR band's
-    median line) passes through, after the figure is saved as a notebook shows it."""
-    import numpy as np
-
-    plots.save(fig, tmp_path, "figure", pd.DataFrame({"x": [1]}), PROV, drawn_by="t.f")
-    renderer = fig.canvas.get_renderer()
-    found = []
-    for ax in fig.axes:
-        lines = figure_rules.data_lines(ax)
-        for text in ax.texts:
-            if not text.get_text().startswith("#192"):
-                continue
-            box = text.get_window_extent(renderer)
-            for line in lines:
-                xy = ax.transData.transform(np.column_stack(line.get_data()))
-                # sample each segment densely: a line crosses the box if any sample falls in it
-                for (x0, y0), (x1, y1) in zip(xy, xy[1:]):
-                    t = np.linspace(0, 1, 200)
-                    xs, ys = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
-                    inside = (xs > box.x0) & (xs < box.x1) & (ys > box.y0) & (ys < box.y1)
-                    if inside.any():
-                        found.append(f"{text.get_text()!r} crossed by {line.get_label()!r}")
-                        break
-    plt.close(fig)
-    return found
-
-
-def test_the_seeds_reference_labels_are_clear_of_the_data_lines(tmp_path):
+def test_the_seeds_reference_labels_are_drawn_for_the_rules_to_judge():
+    """The #192 labels (8 and 25 it/s) exist in both panels, so the every-figure test's check
+    for annotations over the data has them to judge (a data line through one fails it)."""
     from jaxperf.dispatch import figures
 
     fig, _ = figures.plot_it_per_s(_read("dispatch__timings"))
     labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("#192")]
-    assert len(labels) == 4  # 8 and 25 it/s, in each of the two panels
-    assert _crossings(fig, tmp_path) == []
+    plt.close(fig)
+    assert len(labels) == 4

@@ -10,10 +10,13 @@ figure (the tests run it on every figure function):
 - more than :data:`MAX_LINES` data lines (or bar series) in one panel (reference lines,
   marked with :data:`REFERENCE_GID` by ``plots.reference_line``, do not count);
 - a legend over the data (a legend's box overlapping any panel's box);
-- text outside the canvas, smaller than 8 pt at notebook width, or over other text;
+- text smaller than 8 pt at notebook width;
 - scientific or minor-log tick labels (``10^{-1}``, ``9x10^-1``);
 - panels with the same y label (the same measure) on different y scales;
-- a figure wider than :data:`MAX_WIDTH_IN`.
+- a figure wider than :data:`MAX_WIDTH_IN`;
+- what :mod:`jaxperf.figure_overlaps` measures on the drawn pixels: text cut at the canvas
+  edge or over other text (tick labels that collide, rotated ones by their slanted outline),
+  a data line hidden under others, an annotation over the data.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import matplotlib.axes
 import matplotlib.figure
 import matplotlib.text
 import matplotlib.ticker
+
+from . import figure_overlaps as _overlaps_of
 
 NOTEBOOK_PX = 900  # the width at which a notebook (JupyterLab, GitHub) shows a figure
 DPI = 130  # the study's savefig dpi
@@ -146,8 +151,21 @@ def drawn_texts(fig: matplotlib.figure.Figure) -> list[matplotlib.text.Text]:
 
 def problems(fig: matplotlib.figure.Figure) -> list[str]:
     """What a reader would trip over in ``fig`` as drawn now (after ``plots.save``, which
-    lays it out): an empty list when it follows every rule in this module's docstring."""
-    fig.canvas.draw()
+    lays it out): an empty list when it follows every rule in this module's docstring.
+
+    The figure is measured at the size a notebook shows it (:data:`DPI` scaled down to
+    :data:`NOTEBOOK_PX` wide), so a pixel of tolerance is a pixel a reader sees; its dpi is
+    restored after."""
+    dpi = fig.dpi
+    fig.set_dpi(DPI * scale(fig))
+    try:
+        return list(dict.fromkeys(_problems(fig)))
+    finally:
+        fig.set_dpi(dpi)
+
+
+def _problems(fig: matplotlib.figure.Figure) -> list[str]:
+    texts = drawn_texts(fig)  # draws the figure: every position below is as drawn
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     found: list[str] = []
     width, height = fig.get_size_inches()
@@ -163,21 +181,14 @@ def problems(fig: matplotlib.figure.Figure) -> list[str]:
             minor = [t.get_text() for t in axis.get_ticklabels(minor=True) if t.get_text()]
             if axis.get_scale() == "log" and minor:
                 found.append(f"{name!r}: minor log tick labels {minor[:3]}")
-    legends = [(ax.get_legend(), ax) for ax in panels] + [(lg, None) for lg in fig.legends]
-    for legend, _owner in legends:
+    for legend in [ax.get_legend() for ax in fig.axes] + list(fig.legends):  # a legend row's too
         if legend is None or not legend.get_visible():
             continue
         box = legend.get_window_extent(renderer)
         over = [ax.get_title() or "a panel" for ax in panels if _overlaps(box, ax.bbox)]
         if over:
             found.append(f"a legend covers the data of {over}")
-    tight = fig.get_tightbbox(renderer)
-    if tight is not None and (
-        tight.x0 < -0.01 or tight.y0 < -0.01 or tight.x1 > width + 0.01 or tight.y1 > height + 0.01
-    ):
-        found.append(f"something is drawn outside the canvas: {tight.bounds} vs {width:.2f}x{height:.2f} in")
     shrink = scale(fig)
-    texts = drawn_texts(fig)
     for text in texts:
         label = text.get_text()
         if "10^" in label or "\\times" in label:
@@ -185,11 +196,14 @@ def problems(fig: matplotlib.figure.Figure) -> list[str]:
         size = float(text.get_fontsize()) * shrink
         if size < MIN_PT - 0.05:
             found.append(f"{label[:40]!r} reads as {size:.1f} pt at {NOTEBOOK_PX} px")
-    upright = [(t, t.get_window_extent(renderer)) for t in texts if t.get_rotation() % 90 == 0]
-    for i, (a, box_a) in enumerate(upright):
-        for b, box_b in upright[i + 1 :]:
-            if _overlaps(box_a, box_b):
-                found.append(f"texts overlap: {a.get_text()[:30]!r} and {b.get_text()[:30]!r}")
+    found += _overlaps_of.text_problems(fig, texts, renderer)
+    tight = fig.get_tightbbox(renderer)
+    if not any("outside the canvas" in p for p in found) and (
+        tight is not None
+        and (tight.x0 < -0.01 or tight.y0 < -0.01 or tight.x1 > width + 0.01 or tight.y1 > height + 0.01)
+    ):
+        found.append(f"something is drawn outside the canvas: {tight.bounds} vs {width:.2f}x{height:.2f} in")
+    found += _overlaps_of.line_problems(fig, renderer, data_lines)
     by_label: dict[str, list[matplotlib.axes.Axes]] = defaultdict(list)
     for ax in panels:
         if ax.get_ylabel():
@@ -198,7 +212,7 @@ def problems(fig: matplotlib.figure.Figure) -> list[str]:
         scales = {(ax.get_yscale(), tuple(round(v, 9) for v in ax.get_ylim())) for ax in group}
         if len(scales) > 1:
             found.append(f"panels measuring {label!r} are on different y scales: {sorted(scales)}")
-    return list(dict.fromkeys(found))
+    return found
 
 
 # ---------------------------------------------------------------- layouts that stay readable

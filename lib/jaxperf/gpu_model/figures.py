@@ -6,10 +6,11 @@ from typing import Any
 
 import pandas as pd
 
-from .. import plots
+from .. import figure_rules, plots
 from . import reporter
 
-NAMES = {"python": "Python loop", "fori u=1": "fori_loop"}
+NAMES = {"python": "Python loop", "fori u=1": "fori_loop", "extra": "fori_loop - Python loop"}
+EXTRA_SHOWN_FROM_MS = 0.1  # his extra time below this is noise on a log axis (his T=256 and 2048)
 
 
 def _data(pred: pd.DataFrame) -> pd.DataFrame:
@@ -24,38 +25,57 @@ def _data(pred: pd.DataFrame) -> pd.DataFrame:
     return point.merge(stats, on=["variant", "T"]).merge(his, on=["variant", "T"], how="left")
 
 
+def _panel(ax: Any, part: pd.DataFrame, variant: str) -> None:
+    """One loop (or the loop's own cost) in its palette colour: predicted as a line over the
+    band of every corner of the assumed facts, his as hollow markers, on log-log axes."""
+    color = plots.color("fori" if variant == "extra" else variant)
+    shown = part["predicted_ms"].where(part["predicted_ms"] > 0)  # a zero has no place on a log axis
+    ax.fill_between(part["T"], part["low"], part["high"], color=color, alpha=0.15, linewidth=0)
+    ax.plot(part["T"], shown, "-", color=color, label="predicted (band: every corner of the assumed facts)")
+    ax.plot(part["T"], part["his_ms"], "o", ms=6, mfc="none", color=color, label="his A6000 (his table)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    figure_rules.plain_log_ticks(ax, "y")
+
+
 @plots.draws
 def reporter_vs_T(pred: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
-    """Left: ms per kernel call vs T, his (markers) and predicted (line, band over the assumed
-    facts) for both loops. Right: the loop's own cost, fori_loop minus the Python loop (from the
-    T where his exceeds 0.1 ms; a zero does not show on the log axis)."""
+    """His ms per kernel call (markers) against the predicted ms (line, band over the assumed
+    facts) vs T, stacked over one T axis: a panel per loop on one y scale (the two predictions
+    coincide where the loop costs nothing, so one panel would hide a loop under the other),
+    then the loop's own cost, fori_loop minus the Python loop, from the T where his exceeds
+    :data:`EXTRA_SHOWN_FROM_MS` ms."""
     import matplotlib.pyplot as plt
 
     data = _data(pred)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2))
-    for ax, variants in ((left, ("python", "fori u=1")), (right, ("extra",))):
-        for variant in variants:
-            part = data[data["variant"] == variant].sort_values("T")
-            if variant == "extra":
-                part = part[part["his_ms"] > 0.1]
-            color = plots.color("fori" if variant == "extra" else variant)
-            name = NAMES.get(variant, "fori_loop - Python loop")
-            shown = part["predicted_ms"].where(part["predicted_ms"] > 0)
-            ax.plot(part["T"], shown, "-", color=color, label=f"{name}, predicted")
-            ax.fill_between(part["T"], part["low"], part["high"], color=color, alpha=0.15, linewidth=0)
-            ax.plot(part["T"], part["his_ms"], "o", ms=6, mfc="none", color=color, label=f"{name}, his A6000")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        extra = data[(data["variant"] == "extra") & (data["his_ms"] > 0.1)]
-        ticks = sorted(data["T"].unique()) if ax is left else sorted(extra["T"])
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([f"{t:g}" for t in ticks])
-        ax.minorticks_off()
-        ax.set_xlabel("T (sequence length)")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)
-    left.set_ylabel("ms per kernel call (his harness)")
-    right.set_ylabel("fori_loop - Python loop (ms per call)")
-    left.set_title("His harness, predicted vs his", fontsize=10)
-    right.set_title("The loop's own cost (goal: within 1.5x from T=16384)", fontsize=10)
-    fig.tight_layout()
+    fig = plt.figure(figsize=(figure_rules.ROW_WIDTH_IN, 8.6))
+    spec = fig.add_gridspec(4, 1, height_ratios=[2.2, 2.2, 2.2, 0.4])
+    python = fig.add_subplot(spec[0])
+    fori = fig.add_subplot(spec[1], sharex=python, sharey=python)
+    extra = fig.add_subplot(spec[2], sharex=python)
+    key = fig.add_subplot(spec[3])
+    key.set_axis_off()
+    for ax, variant in ((python, "python"), (fori, "fori u=1"), (extra, "extra")):
+        part = data[data["variant"] == variant].sort_values("T")
+        if variant == "extra":
+            part = part[part["his_ms"] > EXTRA_SHOWN_FROM_MS]
+        _panel(ax, part, variant)
+    ticks = sorted(int(t) for t in data["T"].unique())
+    extra.set_xticks(ticks, [str(t) for t in ticks])
+    extra.minorticks_off()
+    extra.set_xlabel("T (sequence length)")
+    for ax in (python, fori):
+        ax.tick_params(labelbottom=False)
+        ax.set_ylabel("ms per kernel call\n(his harness)")
+    extra.set_ylabel("ms per call")
+    figure_rules.panel_title(python, "Python loop")
+    figure_rules.panel_title(fori, "fori_loop")
+    goal = f"goal: within {reporter.EXTRA_FACTOR:g}x of his from T={reporter.EXTRA_FROM_T}"
+    figure_rules.panel_title(extra, f"The loop's own cost: {NAMES['extra']} ({goal})")
+    handles = [
+        plt.Line2D([], [], color="0.3", label="predicted (band: every corner of the assumed facts)"),
+        plt.Line2D([], [], color="0.3", ls="", marker="o", mfc="none", ms=6, label="his A6000 (his table)"),
+    ]
+    key.legend(handles=handles, loc="center", ncol=2, frameon=False, fontsize=figure_rules.pt(fig))
+    figure_rules.title(fig, "His harness on his RTX A6000: the time model's ms per call against his table")
     return fig, data
