@@ -339,20 +339,23 @@ def _multiprocess() -> list[tuple[str, object]]:
 
 
 def _dispatch() -> list[tuple[str, object]]:
-    from jaxperf.dispatch import figures, inner_call, report
+    from jaxperf.dispatch import accounting, figures, per_leaf, report
 
-    timings, ladder = _read("dispatch__timings"), _read("dispatch__inner_call_ladder")
-    stage_ms, totals = (
-        report.stage_table(_read("dispatch__breakdown_stages")),
-        _read("dispatch__breakdown_totals"),
+    timings, rows = _read("dispatch__timings"), _read("dispatch__accounting_rounds")
+    lines = report.cost_lines(
+        timings, ("filter_pmap", "filter_jit", "cached_filter_pmap", "cached_filter_jit")
     )
+    notes = pd.DataFrame(columns=["step", "model", "kind", "leaves", "donated", "family", "path", "why"])
+    summary = report.headline(
+        timings, notes, rows, _read("dispatch__accounting_cprofile"), precision=0.05, quick=True
+    )
+    implied = per_leaf.seed_implied(lines["filter_pmap"], sorted(timings["leaves"].unique()))
     return [
-        ("dispatch_it_per_s", lambda: figures.plot_it_per_s(timings)),
-        ("dispatch_methods", lambda: figures.plot_methods(timings)),
-        ("dispatch_donation", lambda: figures.plot_donation(timings)),
-        ("dispatch_host_overhead", lambda: figures.plot_host_overhead(timings)),
-        ("dispatch_breakdown", lambda: figures.plot_breakdown(stage_ms, totals)),
-        ("dispatch_inner_call", lambda: figures.plot_inner_call(ladder, inner_call.explain(ladder))),
+        ("dispatch_per_leaf", lambda: figures.plot_per_leaf(timings, lines)),
+        ("dispatch_seed_implied", lambda: figures.plot_seed_implied(implied)),
+        ("dispatch_analogue_it_per_s", lambda: figures.plot_analogue(timings)),
+        ("dispatch_accounting", lambda: figures.plot_accounting(accounting.table(rows))),
+        ("dispatch_fix_ranges", lambda: figures.plot_ranges(summary["ranges"])),
     ]
 
 
@@ -410,9 +413,6 @@ STUDIES = {
 #: are being redrawn (issue 33); dispatch and multi-process ones have no owner yet.
 HIDDEN = "the line '{}' is hidden"
 KNOWN_PROBLEMS: dict[str, dict[str, list[str]]] = {
-    "dispatch": {
-        "dispatch_methods": [HIDDEN.format("jax.pmap on params"), HIDDEN.format("jit + NamedSharding")]
-    },
     "loops": {
         "loops_ms_per_call_vs_T_xla": [HIDDEN.format("python"), HIDDEN.format("fori u=1")],
         "loops_ms_per_call_vs_T_pallas_interpret": [HIDDEN.format("python")],

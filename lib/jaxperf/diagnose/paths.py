@@ -14,6 +14,7 @@ reason, which the diagnosis reports.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -106,6 +107,18 @@ def _static_carry_check(carry: carry_mod.Carry, out_static: Any, arg_static: tup
             )
 
 
+def _quiet_donation(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` without JAX's "donated buffers were not usable" warning, as Equinox's wrappers
+    filter it when they donate every array ("all", "all-except-first")."""
+
+    def call(*args: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
+            return fn(*args)
+
+    return call
+
+
 def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """``jax.jit`` (or ``jax.pmap``) on the arrays of the arguments, partitioned once outside
     the loop: the seed's manual ``eqx.partition``, and Equinox's "low-overhead training
@@ -131,6 +144,8 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
         fn = jax.jit(on_arrays, donate_argnums=donate)
         what = "jax.jit over the arrays only, partitioned once outside the loop"
         name, method = "jax.jit on the partitioned state", "jit_params"
+    if donate:
+        fn = _quiet_donation(fn)
 
     def view(out: Any, arrays: tuple) -> Any:
         if carry:

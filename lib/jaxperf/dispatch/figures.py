@@ -57,7 +57,7 @@ def plot_per_leaf(
 ) -> tuple[plt.Figure, pd.DataFrame]:
     """Extra host CPU per blocked call over the family's partitioned path, vs array leaves, on
     the undonated no-op step: medians and IQR per cell, the fitted line dashed."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2), sharey=True)
     data = []
     for ax, family in zip(axes, ("pmap", "jit")):
         methods = [SLOW[family], FIX[family], *[m for m in extra if family in m.split("_")[1]]]
@@ -80,7 +80,7 @@ def plot_per_leaf(
         _leaves_axis(ax, timings["leaves"])
         ax.set_title(FAMILY_TITLES[family], fontsize=pt(fig))
         ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
-        ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper left")
+        ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         ax.tick_params(labelsize=pt(fig))
     axes[0].set_ylabel("extra host CPU, ms per call (median, IQR)", fontsize=pt(fig))
     fig.suptitle(
@@ -94,7 +94,7 @@ def plot_per_leaf(
 def plot_seed_implied(implied: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     """The seed's 25 it/s loop with this machine's extra host CPU per call added: the implied
     it/s between its host-bound and device-bound bounds, the seed's 25 and 8 it/s marked."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
     x = implied["leaves"]
     ax.fill_between(
         x,
@@ -128,7 +128,7 @@ def plot_seed_implied(implied: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     ax.set_ylim(0, per_leaf.SEED_FAST_IT_PER_S * 1.15)
     ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
     ax.set_ylabel("implied it/s of the seed's loop", fontsize=pt(fig))
-    ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="lower left")
+    ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     ax.tick_params(labelsize=pt(fig))
     ax.set_title(
         "The seed's TPU loop with this machine's extra host CPU per call (a model)", fontsize=pt(fig)
@@ -145,36 +145,17 @@ def plot_accounting(table: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     fig, ax = plt.subplots(figsize=(9, 1.6 + 0.9 * len(models)))
     colors = plots.colors_for(parts)
     y = np.arange(len(models))[::-1]
-    for row, model in zip(y, models):
-        part = table[table["model"] == model].set_index("part")
-        left = 0.0
-        for name in parts:
-            value = max(float(part.loc[name, "cpu_ms"]), 0.0)
-            ax.barh(
-                row + 0.18,
-                value,
-                left=left,
-                height=0.32,
-                color=colors[name],
-                label=name if row == y[0] else None,
-            )
-            left += value
-        gap = part.loc["gap"]
-        ax.barh(
-            row - 0.18,
-            gap["cpu_ms"],
-            height=0.32,
-            color="0.3",
-            label="the gap: filter_pmap - jax.pmap" if row == y[0] else None,
-        )
-        ax.errorbar(
-            gap["cpu_ms"],
-            row - 0.18,
-            xerr=[[gap["cpu_ms"] - gap["cpu_ms_q25"]], [gap["cpu_ms_q75"] - gap["cpu_ms"]]],
-            fmt="none",
-            ecolor="0.1",
-            lw=1,
-        )
+    by = table.set_index(["model", "part"])
+    left = np.zeros(len(models))
+    for name in parts:
+        values = np.array([max(float(by.loc[(m, name), "cpu_ms"]), 0.0) for m in models])
+        ax.barh(y + 0.18, values, left=left, height=0.32, color=colors[name], label=name)
+        left += values
+    gap = np.array([by.loc[(m, "gap"), "cpu_ms"] for m in models])
+    lo = gap - np.array([by.loc[(m, "gap"), "cpu_ms_q25"] for m in models])
+    hi = np.array([by.loc[(m, "gap"), "cpu_ms_q75"] for m in models]) - gap
+    ax.barh(y - 0.18, gap, height=0.32, color="0.3", label="the gap: filter_pmap - jax.pmap (IQR)")
+    ax.errorbar(gap, y - 0.18, xerr=[lo, hi], fmt="none", ecolor="0.1", lw=1)
     leaves = table.groupby("model", sort=False)["leaves"].first()
     ax.set_yticks(y, [f"{m} ({leaves[m]} leaves)" for m in models], fontsize=pt(fig))
     ax.set_xlabel("host CPU per call, ms (medians over interleaved rounds)", fontsize=pt(fig))
@@ -223,13 +204,11 @@ def plot_ranges(
             ax.set_xscale("log")
         plots.ratio_axis(ax, "x")
         ax.set_title(titles[panel], fontsize=pt(fig))
-        ax.legend(
-            fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2
-        )
+        ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.14))
         ax.tick_params(labelsize=pt(fig) - 1)
     names = [f"{r.step}, {r.model}{', donated' if r.donated else ''}" for r in cells.itertuples()]
     axes[0].set_yticks(np.arange(len(cells))[::-1], names, fontsize=pt(fig) - 1)
-    fig.suptitle(f"it/s ratio {per_leaf_words(measure)}, per cell (per-pair median, IQR)", fontsize=pt(fig))
+    fig.suptitle(f"it/s ratio {per_leaf_words(measure)}, per case (per-pair median, IQR)", fontsize=pt(fig))
     fig.tight_layout()
     return fig, data
 
@@ -254,7 +233,7 @@ def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
         found = found[(found["step"] == "noop") & (~found["donated"])]
         rows.append(found.assign(measure=measure))
     data = pd.concat(rows, ignore_index=True)
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = plt.subplots(figsize=(7, 4.0))
     for measure, style in zip(MEASURES, ("-", "--")):
         part = data[data["measure"] == measure].sort_values("leaves")
         ax.errorbar(
@@ -267,14 +246,13 @@ def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
             color=_color("filter_pmap"),
             label=MEASURES[measure],
         )
-    plots.reference_line(
-        ax, per_leaf.SEED_SLOW_IT_PER_S / per_leaf.SEED_FAST_IT_PER_S, "the seed's 8/25 on a TPU v3-8"
-    )
+    seed = per_leaf.SEED_SLOW_IT_PER_S / per_leaf.SEED_FAST_IT_PER_S
+    ax.axhline(seed, color="0.35", ls=":", lw=1.1, label="the seed's 8 / 25 it/s on a TPU v3-8 (for scale)")
     _leaves_axis(ax, data["leaves"])
     ax.set_ylim(0, 1.1)
     ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
     ax.set_ylabel("eqx.filter_pmap / jax.pmap it/s", fontsize=pt(fig))
-    ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="lower right")
+    ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     ax.tick_params(labelsize=pt(fig))
     ax.set_title("An analogue: 8 forced CPU devices sharing 2 cores, not a TPU", fontsize=pt(fig))
     fig.tight_layout()

@@ -32,9 +32,10 @@ def per_leaf_text(line: dict[str, Any] | None) -> str:
     """For example "57 µs per leaf [56, 59] plus 0.58 ms per call"."""
     if not line:
         return "n/a"
+    sign = "plus" if line["a_ms"] >= 0 else "minus"
     return (
         f"{line['b_us_per_leaf']:.0f} µs per leaf [{line['b_us_per_leaf_q25']:.0f}, "
-        f"{line['b_us_per_leaf_q75']:.0f}] plus {line['a_ms']:.2f} ms per call"
+        f"{line['b_us_per_leaf_q75']:.0f}] {sign} {abs(line['a_ms']):.2f} ms per call"
     )
 
 
@@ -101,19 +102,26 @@ def _bullet_accounting(s: dict[str, Any]) -> str:
     leaves = s["accounting_leaves"]
     part = acc[acc["leaves"] == leaves].set_index("part")
     gap = part.loc["gap"]
-    pieces = ", ".join(f"{name} {part.loc[name, 'cpu_ms']:.1f} ms ({PARTS[name][1]})" for name in PARTS)
-    adds = all(s["accounting_adds_up"].values())
+    pieces = ", ".join(f"{name} {part.loc[name, 'cpu_ms']:.1f} ms" for name in PARTS)
+    adds = s["accounting_adds_up"][str(part.loc["gap", "model"])]
     rest = part.loc["unexplained"]
     growth = pd.DataFrame(s["accounting_growth"])
     grows = ""
     if len(growth):
         top = growth[growth["part"] != "gap"].sort_values("us_per_leaf", ascending=False).iloc[0]
         grows = f" Fastest-growing part: {top['part']}, {top['us_per_leaf']:.0f} µs per added leaf."
-    top_fn = s["profile"][0] if s["profile"] else None
+    per_leaf_fns = [p for p in s["profile"] if p.get("leaves") == leaves and p["calls_per_step"] >= leaves][
+        :2
+    ]
     prof = (
-        f" cProfile's top self time: {md.escape(top_fn['function'].split(' (')[0])}, "
-        f"{top_fn['calls_per_step']:.0f} calls per call."
-        if top_fn
+        " Called per leaf, cProfile's top self time: "
+        + ", ".join(
+            f"{md.escape(p['function'].split(' (')[0])} ({p['calls_per_step']:,.0f} calls, "
+            f"{p['self_ms_per_step']:.1f} ms per call)"
+            for p in per_leaf_fns
+        )
+        + "."
+        if per_leaf_fns
         else ""
     )
     return (
