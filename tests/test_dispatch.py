@@ -73,7 +73,7 @@ def test_the_accounting_adds_its_parts_in_one_clock():
     rows, profile = measure(ModelSpec("mlp", 1), rounds=3)
     rounds = per_round(rows)
     assert len(rounds) == 3
-    parts = ["axis resolution", "partition", "combine", "inner jax.pmap call, excess"]
+    parts = ["axis resolution", "partition", "combine", "inner jax.pmap call's excess"]
     assert (rounds[parts].sum(axis=1) - rounds["sum of parts"]).abs().max() < 1e-9
     assert ((rounds["gap"] - rounds["sum of parts"]) - rounds["unexplained"]).abs().max() < 1e-9
     assert (rounds["filter_pmap call"] > 0).all() and not profile.empty

@@ -158,7 +158,7 @@ def _summary(quick=False):
 def test_the_accounting_adds_up_to_the_gap():
     s = _summary()
     acc = pd.DataFrame(s["accounting"]).set_index("part")
-    assert acc.loc["inner jax.pmap call, excess", "cpu_ms"] == pytest.approx(8 + 0 + 1 - 7)
+    assert acc.loc["inner jax.pmap call's excess", "cpu_ms"] == pytest.approx(8 + 0 + 1 - 7)
     assert acc.loc["gap", "cpu_ms"] == pytest.approx(10.2)
     assert acc.loc["unexplained", "cpu_ms"] == pytest.approx(10.2 - (1 + 5 + 2 + 2))
     assert s["accounting_adds_up"] == {"mlp_depth64": False}  # 0.2 ms every round: its range excludes 0

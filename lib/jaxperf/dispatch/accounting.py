@@ -32,12 +32,12 @@ PARTS: dict[str, tuple[tuple[str, ...], str]] = {
     "axis resolution": (("axis resolution",), "signature binding and in_axes resolution"),
     "partition": (("partition", "ShapeDtypeStruct", "cache lookup"), "partition (and hashing it)"),
     "combine": (("combine",), "combine"),
-    "inner jax.pmap call, excess": (
+    "inner jax.pmap call's excess": (
         ("inner pmap call (dispatch)", "wait for execution", "free the outputs"),
         "out-axis handling: jax.pmap rebuilds Equinox's per-leaf in_axes and output trees",
     ),
 }
-INNER = "inner jax.pmap call, excess"
+INNER = "inner jax.pmap call's excess"
 
 
 def measure(spec: ModelSpec, rounds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
