@@ -1,0 +1,121 @@
+"""The ``jax.jit`` behind ``cached_nnx_jit``: one per graph structure, static arguments and
+argument structure. Its traced function rebuilds the graph from the leaves' values (Flax's
+``graphlib.unflatten``), calls the function, flattens the graph again, and returns only the
+leaves the function changed (and every donated one), with the outputs. It aborts (raises
+:class:`Abort`, so that ``nnx.jit`` makes the call) when the function changed the graph's
+structure, or returned a new graph node that references an input, or when its record of the
+outputs differs from the first trace's: a compiled function in JAX's cache therefore always
+belongs to the record the wrapper reads after a call.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.tree_util as jtu
+
+from ._nnx_graph import Graph, flax
+
+if TYPE_CHECKING:
+    from .nnx import CachedNnxJit
+
+
+class Abort(Exception):
+    """Raised inside a trace whose call ``nnx.jit`` must make instead; carries the reason."""
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether a leaf left the trace as the very value it entered with (all its jax leaves)."""
+    ta: Any
+    tb: Any
+    la, ta = jtu.tree_flatten(a)
+    lb, tb = jtu.tree_flatten(b)
+    return ta == tb and all(x is y for x, y in zip(la, lb))
+
+
+class Entry:
+    """One ``jax.jit`` for a graph structure, static arguments and argument treedef. ``record``:
+    what its first trace found (updated leaves, output structure), which every later trace
+    must find again, or the trace is abandoned and the entry handed to ``nnx.jit``."""
+
+    def __init__(
+        self, owner: CachedNnxJit, graph: Graph, treedef: Any, node_pos: tuple, statics: tuple, donated: list
+    ) -> None:
+        self.record: Any = None
+        self.fallback = ""
+        self._lock = threading.Lock()
+        self.n_graph = graph.n_leaves
+        self.donated = tuple(i for i, d in enumerate(donated) if d)
+        self.kept = tuple(
+            i for i in range(self.n_graph + treedef.num_leaves - len(node_pos)) if i not in self.donated
+        )
+        n_donated_graph = {i for i in self.donated if i < self.n_graph}
+        fx, fun, graphdefs = flax(), owner.fun, graph.graphdefs
+        graphlib, is_node = fx.graphlib, owner._is_node
+
+        def inner(kept: tuple, donated: tuple) -> tuple:
+            values: list[Any] = [None] * (len(kept) + len(donated))
+            for i, v in zip(self.kept, kept):
+                values[i] = v
+            for i, v in zip(self.donated, donated):
+                values[i] = v
+            graph_in, rest = values[: self.n_graph], iter(values[self.n_graph :])
+            index_ref, roots, start = graphlib.IndexMap(), [], 0
+            for gd in graphdefs:
+                roots.append(
+                    graphlib.unflatten(gd, graph_in[start : start + gd.num_leaves], index_ref=index_ref)
+                )
+                start += gd.num_leaves
+            root_at = dict(zip(node_pos, roots))
+            leaves = [root_at[i] if i in root_at else next(rest) for i in range(treedef.num_leaves)]
+            call_args, call_kwargs = owner._with_statics(treedef.unflatten(leaves), statics)
+            out = fun(*call_args, **call_kwargs)
+            ref_index, after, gds = graphlib.RefMap(), [], []
+            for root in roots:
+                gd, flat = graphlib.flatten(root, ref_index=ref_index, with_paths=False, graph=True)
+                gds.append(gd)
+                after += flat
+            if tuple(gds) != graphdefs or any(ref_index.get(obj) != i for i, obj in index_ref.items()):
+                raise Abort("the function changed the graph's structure")
+            changed = tuple(
+                i for i in range(self.n_graph) if i in n_donated_graph or not _same(after[i], graph_in[i])
+            )
+            out_leaves, out_def = jtu.tree_flatten(out, is_leaf=is_node)
+            kinds: Any = None
+            arrays: list[Any]
+            new: list[Any]
+            if any(map(is_node, out_leaves)):
+                kinds, arrays, new = [], [], []
+                for leaf in out_leaves:
+                    if not is_node(leaf):
+                        kinds.append(None)
+                        arrays.append(leaf)
+                    elif leaf in ref_index:
+                        kinds.append(("in", ref_index[leaf]))
+                    else:
+                        kinds.append(("new", len(new)))
+                        new.append(leaf)
+                new_refs, new_gds, new_leaves = graphlib.RefMap(), [], []
+                for node in new:
+                    gd, flat = graphlib.flatten(node, ref_index=new_refs, with_paths=False, graph=True)
+                    new_gds.append(gd)
+                    new_leaves.append(flat)
+                if any(obj in ref_index for obj in new_refs):
+                    raise Abort("a new output graph node references an input")
+                kinds, out = (tuple(kinds), tuple(new_gds)), (arrays, new_leaves)
+            self._settle((changed, out_def, kinds))
+            return tuple(after[i] for i in changed), out
+
+        inner.__name__ = getattr(fun, "__name__", "fun")
+        inner.__qualname__ = getattr(fun, "__qualname__", inner.__name__)
+        self.jitted = jax.jit(inner, donate_argnums=(1,) if self.donated else (), **owner._jit_options)
+
+    def _settle(self, record: tuple) -> None:
+        with self._lock:
+            if self.record is None:
+                self.record = record
+            elif self.record != record:
+                self.fallback = "outputs differ between traces"
+                raise Abort(self.fallback)
