@@ -100,14 +100,18 @@ def build(problem: Problem, step: str, variant: str) -> Variant:
     return Variant(variant, lambda: (jitted(model, optimizer, x, y), optimizer.step[...]), host_state)
 
 
-def check_same(problem: Problem, step: str, variants: tuple[str, ...] = VARIANTS, calls: int = 3) -> None:
-    """Run every variant ``calls`` times from the same fresh state; raise ``ValueError`` naming
-    the first variant whose outputs or final state differ from ``nnx.jit``'s."""
+def check_same(
+    problem: Problem, step: str, variants: tuple[str, ...] = VARIANTS, calls: int = 3
+) -> dict[str, Variant]:
+    """Run every variant ``calls`` times from the same fresh state and return them, ready to
+    time; raise ``ValueError`` naming the first whose outputs or final state differ from
+    ``nnx.jit``'s (its outputs: the train step's losses; the no-op step has none)."""
     reference = build(problem, step, "nnx.jit")
     ref_out = [np.asarray(reference.call()[0] if step == "train" else 0.0) for _ in range(calls)]
     ref_state = reference.state()
+    built = {}
     for name in variants:
-        variant = build(problem, step, name)
+        variant = built[name] = build(problem, step, name)
         out = [np.asarray(variant.call()[0] if step == "train" else 0.0) for _ in range(calls)]
         state = variant.state()
         same = len(state) == len(ref_state) and all(
@@ -118,3 +122,4 @@ def check_same(problem: Problem, step: str, variants: tuple[str, ...] = VARIANTS
                 f"variant={name!r} computes another result than nnx.jit for step={step!r} at "
                 f"depth={problem.depth}: it is not timed."
             )
+    return built
