@@ -187,23 +187,35 @@ def test_lower_compiles_as_nnx_jit_does():
     assert "dot" in f.lower(m, x).as_text()
 
 
-def test_a_function_that_changes_the_graph_goes_to_nnx_jit():
+def test_a_function_that_changes_the_graph_is_merged_as_nnx_jit_merges_it():
+    log = []
+
     def grow(m):
+        log.append(1)
         m.extra = nnx.Param(jnp.ones(1))
+        m.linear, m.other = nnx.Linear(3, 3, rngs=nnx.Rngs(1)), m.linear
         return 1.0
 
     m = Block(nnx.Rngs(0))
+    linear = m.linear
     f = cached_nnx_jit(grow)
     f(m)
-    assert float(m.extra[0]) == 1.0 and f.fallback_reasons
+    assert float(m.extra[0]) == 1.0 and m.other is linear and m.linear is not linear
+    assert len(log) == 1 and not f.fallback_reasons  # traced once, as nnx.jit traces it
 
 
-def test_outputs_that_are_input_nodes_come_back_as_the_callers_objects():
+def test_output_graph_nodes_are_the_callers_objects_or_new_ones():
     m, x = Block(nnx.Rngs(0)), jnp.ones((2, 3))
-    f = cached_nnx_jit(lambda m, x: (m, m.linear.kernel, m(x)))
+    f = cached_nnx_jit(lambda m, x: (m, m.linear.kernel, nnx.Dict(inner=m.linear), m(x)))
     for _ in range(2):
-        same, kernel, _ = f(m, x)
-        assert same is m and kernel is m.linear.kernel
+        same, kernel, new, _ = f(m, x)
+        assert same is m and kernel is m.linear.kernel and new.inner is m.linear
+
+
+def test_nnx_cached_partial_over_the_drop_in():
+    (m, o), _ = _pair()
+    step = nnx.cached_partial(cached_nnx_jit(_train), m, o)
+    assert np.isfinite(float(step(jnp.ones((2, 3)))))
 
 
 def test_errors_are_nnx_jits():

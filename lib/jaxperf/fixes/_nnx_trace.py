@@ -1,11 +1,12 @@
 """The ``jax.jit`` behind ``cached_nnx_jit``: one per graph structure, static arguments and
 argument structure. Its traced function rebuilds the graph from the leaves' values (Flax's
 ``graphlib.unflatten``), calls the function, flattens the graph again, and returns only the
-leaves the function changed (and every donated one), with the outputs. It aborts (raises
-:class:`Abort`, so that ``nnx.jit`` makes the call) when the function changed the graph's
-structure, or returned a new graph node that references an input, or when its record of the
-outputs differs from the first trace's: a compiled function in JAX's cache therefore always
-belongs to the record the wrapper reads after a call.
+leaves the function changed (and every donated one), with the outputs; when the function
+changed the graph's structure or returns graph nodes, it returns the whole graph split as
+``nnx.jit``'s inner split does, for the caller to merge. It aborts (raises :class:`Abort`, so
+that ``nnx.jit`` makes the call) when its record of the outputs differs from the first
+trace's: a compiled function in JAX's cache therefore always belongs to the record the
+wrapper reads after a call.
 """
 
 from __future__ import annotations
@@ -37,8 +38,11 @@ def _same(a: Any, b: Any) -> bool:
 
 class Entry:
     """One ``jax.jit`` for a graph structure, static arguments and argument treedef. ``record``:
-    what its first trace found (updated leaves, output structure), which every later trace
-    must find again, or the trace is abandoned and the entry handed to ``nnx.jit``."""
+    what its first trace found, which every later trace must find again, or the trace is
+    abandoned and the entry handed to ``nnx.jit``: ``("values", changed leaves, output treedef)``
+    when the graph kept its structure and no graph node is returned (the caller writes the
+    changed values into its Variables), else ``("graph", graph definitions, output treedef,
+    which outputs are graph nodes)`` (the caller merges them into its objects as nnx.jit does)."""
 
     def __init__(
         self, owner: CachedNnxJit, graph: Graph, treedef: Any, node_pos: tuple, statics: tuple, donated: list
@@ -77,36 +81,28 @@ class Entry:
                 gd, flat = graphlib.flatten(root, ref_index=ref_index, with_paths=False, graph=True)
                 gds.append(gd)
                 after += flat
-            if tuple(gds) != graphdefs or any(ref_index.get(obj) != i for i, obj in index_ref.items()):
-                raise Abort("the function changed the graph's structure")
-            changed = tuple(
-                i for i in range(self.n_graph) if i in n_donated_graph or not _same(after[i], graph_in[i])
-            )
             out_leaves, out_def = jtu.tree_flatten(out, is_leaf=is_node)
-            kinds: Any = None
-            arrays: list[Any]
-            new: list[Any]
-            if any(map(is_node, out_leaves)):
-                kinds, arrays, new = [], [], []
-                for leaf in out_leaves:
-                    if not is_node(leaf):
-                        kinds.append(None)
-                        arrays.append(leaf)
-                    elif leaf in ref_index:
-                        kinds.append(("in", ref_index[leaf]))
-                    else:
-                        kinds.append(("new", len(new)))
-                        new.append(leaf)
-                new_refs, new_gds, new_leaves = graphlib.RefMap(), [], []
-                for node in new:
-                    gd, flat = graphlib.flatten(node, ref_index=new_refs, with_paths=False, graph=True)
-                    new_gds.append(gd)
-                    new_leaves.append(flat)
-                if any(obj in ref_index for obj in new_refs):
-                    raise Abort("a new output graph node references an input")
-                kinds, out = (tuple(kinds), tuple(new_gds)), (arrays, new_leaves)
-            self._settle((changed, out_def, kinds))
-            return tuple(after[i] for i in changed), out
+            same = tuple(gds) == graphdefs and all(ref_index.get(obj) == i for i, obj in index_ref.items())
+            if same and not any(map(is_node, out_leaves)):
+                changed = tuple(
+                    i for i in range(self.n_graph) if i in n_donated_graph or not _same(after[i], graph_in[i])
+                )
+                self._settle(("values", changed, out_def))
+                return tuple(after[i] for i in changed), out
+            # The graph changed, or graph nodes are returned: split the arguments and the outputs
+            # again, one reference map over all, each node that entered marked with its index
+            # (``outer_index``), as nnx.jit's inner split does; the caller merges as nnx.jit does.
+            to_outer = graphlib.RefMap((obj, i) for i, obj in index_ref.items())
+            refs, split = graphlib.RefMap(), []
+            for node in [*roots, *filter(is_node, out_leaves)]:
+                split.append(
+                    graphlib.flatten(
+                        node, ref_index=refs, ref_outer_index=to_outer, with_paths=False, graph=True
+                    )
+                )
+            kinds = tuple(is_node(leaf) for leaf in out_leaves)
+            self._settle(("graph", tuple(gd for gd, _ in split), out_def, kinds))
+            return [leaves for _, leaves in split], [leaf for leaf in out_leaves if not is_node(leaf)]
 
         inner.__name__ = getattr(fun, "__name__", "fun")
         inner.__qualname__ = getattr(fun, "__qualname__", inner.__name__)

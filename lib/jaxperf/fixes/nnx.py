@@ -18,16 +18,21 @@ A structural change (a Variable added or removed, a submodule swapped, a static 
 changed, another object passed) makes a new record, and a new trace when its graph definition
 is new; an array's shape, dtype, sharding or memory kind is ``jax.jit``'s own cache key.
 
+A function that changes the graph's structure inside (adds, removes or swaps attributes,
+Variables or submodules) or returns graph nodes is traced once, as ``nnx.jit`` traces it: its
+compiled function returns the whole graph, split as ``nnx.jit``'s inner split does, and the
+call merges it into the caller's objects with Flax's ``graphlib.unflatten``, as ``nnx.jit``
+does (no saving on such calls, nor on the next one, whose structure is new).
+
 Handed to ``nnx.jit`` itself (counted in ``stats['fallbacks']`` with a reason): tree mode or
-``graph_updates=False``, ``in_shardings`` / ``out_shardings``, calls inside another trace,
-graphs :mod:`._nnx_graph` cannot record, a function that changes the graph's structure or
-Variable metadata, or returns a new graph node that references an input (the trace that found
-it is dropped, and ``nnx.jit`` traces again), or whose outputs differ between two traces of one
-graph. ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
+``graph_updates=False``, ``in_shardings`` / ``out_shardings``, calls inside another trace or
+through ``nnx.cached_partial``, graphs :mod:`._nnx_graph` cannot record, and an entry whose
+outputs differ between two traces (a shape-dependent output structure; the second trace is
+dropped and ``nnx.jit`` traces again). ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
 
 Where it differs on purpose: containers inside a module (lists, dicts) keep their identity
-(``nnx.jit`` rebuilds them on every call), and a Variable the function leaves unchanged keeps
-its array object (``nnx.jit`` writes back a new one).
+on a call that keeps the structure (``nnx.jit`` rebuilds them on every call), and a Variable
+the function leaves unchanged keeps its array object (``nnx.jit`` writes back a new one).
 """
 
 from __future__ import annotations
@@ -107,6 +112,7 @@ class CachedNnxJit:
         self._donate = _resolve(fun, options.get("donate_argnums"), options.get("donate_argnames"))
         keys = ("keep_unused", "device", "backend", "inline")
         self._jit_options = {k: options[k] for k in keys if options.get(k) not in (None, False)}
+        self._graph_context = fx.graphlib.GRAPH_CONTEXT
         self._is_node = lambda x: fx.graphlib.is_graph_node(x) or isinstance(x, fx.Variable)
         self._records: dict[Any, _Record] = {}
         self._entries: dict[Any, Entry] = {}
@@ -130,6 +136,8 @@ class CachedNnxJit:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         record = self._last
+        if self._graph_context.tmp_static_cache is not None:  # inside nnx.cached_partial: nnx.jit's
+            return self._fall_back("called through nnx.cached_partial", args, kwargs)
         if record is not None and not kwargs:
             types, node_at, pass_at, static_at, statics = record.fast  # type: ignore[misc]
             if types == tuple(map(type, args)):
@@ -251,34 +259,38 @@ class CachedNnxJit:
         if entry.fallback:
             return self._fall_back(entry.fallback, args, kwargs)
         values = record.graph.values(roots) + passthrough
-        kept = tuple(values[i] for i in entry.kept)
-        donated = tuple(values[i] for i in entry.donated)
+        if entry.donated:
+            kept = tuple(values[i] for i in entry.kept)
+            donated = tuple(values[i] for i in entry.donated)
+        else:
+            kept, donated = tuple(values), ()
         try:
             updates, out = entry.jitted(kept, donated)
         except Abort as reason:
             entry.fallback = entry.fallback or str(reason)
             return self._fall_back(str(reason), args, kwargs)
-        changed, _, kinds = entry.record
-        record.graph.write(roots, changed, updates)
-        if kinds is None:
+        if entry.record[0] == "values":
+            record.graph.write(roots, entry.record[1], updates)
             return out
-        return self._rebuild(record, roots, kinds, out)
+        return self._merge(record, roots, updates, out)
 
-    def _rebuild(self, record: _Record, roots: list, kinds: tuple, out: tuple) -> Any:
+    @staticmethod
+    def _merge(record: _Record, roots: list, split: list, arrays: list) -> Any:
+        """Merge a call that changed the graph (or returns graph nodes) into the caller's
+        objects, as nnx.jit's outer merge does: nodes that entered are updated in place."""
         graphlib = flax().graphlib
-        (leaf_kinds, new_gds), (arrays, new_leaves) = kinds, out
+        _, graphdefs, out_def, kinds = record.entry.record
+        outer = graphlib.IndexMap(
+            (i, roots[obj[1]] if isinstance(obj, tuple) else obj)
+            for i, obj in enumerate(record.graph.by_index)
+        )
         index_ref = graphlib.IndexMap()
-        new = [graphlib.unflatten(gd, leaves, index_ref=index_ref) for gd, leaves in zip(new_gds, new_leaves)]
-        arrays_it, leaves = iter(arrays), []
-        for kind in leaf_kinds:
-            if kind is None:
-                leaves.append(next(arrays_it))
-            elif kind[0] == "new":
-                leaves.append(new[kind[1]])
-            else:
-                obj = record.graph.by_index[kind[1]]
-                leaves.append(roots[obj[1]] if isinstance(obj, tuple) else obj)
-        return record.entry.record[1].unflatten(leaves)
+        merged = [
+            graphlib.unflatten(gd, leaves, index_ref=index_ref, outer_index_outer_ref=outer)
+            for gd, leaves in zip(graphdefs, split)
+        ]
+        nodes, values = iter(merged[len(roots) :]), iter(arrays)
+        return out_def.unflatten([next(nodes) if kind else next(values) for kind in kinds])
 
 
 def cached_nnx_jit(fun: Callable = _MISSING, **options: Any) -> Any:
