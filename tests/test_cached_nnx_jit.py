@@ -150,6 +150,27 @@ def test_a_sharding_in_the_type_is_a_new_trace():
     assert seen == [P(None), P("d")] and step.stats["hits"] == 1
 
 
+def test_a_memory_kind_in_the_type_is_a_new_trace():
+    from jax.sharding import SingleDeviceSharding
+
+    device = jax.devices()[0]
+    if "pinned_host" not in {m.kind for m in device.addressable_memories()}:
+        pytest.skip(f"{device.platform} has no pinned_host memory to move a Variable to")
+    seen = []
+
+    def f(m):
+        seen.append(str(jax.typeof(m.w[...])))
+        return m.w[...] * 2
+
+    m = nnx.Dict(w=nnx.Param(jnp.arange(3.0)))
+    step = cached_nnx_jit(f)
+    step(m)
+    m.w.set_value(jax.device_put(m.w[...], SingleDeviceSharding(device, memory_kind="pinned_host")))
+    out = step(m)
+    np.testing.assert_array_equal(out, np.arange(3.0) * 2)
+    assert len(seen) == 2 and seen[0] != seen[1] and out.sharding.memory_kind == "pinned_host"
+
+
 def test_traces_no_more_than_nnx_jit():
     counts = []
     for jit in (nnx.jit, cached_nnx_jit):

@@ -4,8 +4,11 @@ The staged call runs the steps of Flax 0.12's ``JitWrapped.__call__`` in its ord
 clock read between them: enter the update context; split the arguments (``to_tree``: the walk
 of the object graph, ``graphlib.flatten``, into pure pytrees); the inner ``jax.jit`` call (its
 dispatch, with JAX's flatten of those pytrees); merge the outputs back (``from_tree``: the
-second walk, which writes the updated Variables and structure into the caller's modules); leave
-the context. Then, as an ordinary blocked call: wait for the execution and drop the outputs.
+second walk, ``graphlib.unflatten``, which writes the updated Variables and structure into the
+caller's modules); leave the context. Then, as an ordinary blocked call: wait for the
+execution and drop the outputs. The split and the merge are each parted in two: the time
+inside Flax's ``graphlib.flatten`` (``unflatten``), read by a timer around it for the staged
+call only, and the rest of the stage.
 
 Each round also makes an ordinary ``nnx.jit`` call, a ``jax.jit`` call on ``nnx.split`` state
 and a :func:`jaxperf.cached_nnx_jit` call, interleaved (order rotated per round), so that the
@@ -30,9 +33,11 @@ from .models import Problem, step_function
 
 STAGES = (
     "enter the update context",
-    "split: walk the graph into pure pytrees",
+    "split: graph walk (graphlib.flatten)",
+    "split: the rest (pure pytrees)",
     "inner jax.jit call (dispatch)",
-    "merge: write the outputs into the modules",
+    "merge: graph rebuild and updates (graphlib.unflatten)",
+    "merge: the rest",
     "leave the update context",
     "wait for execution",
     "free the outputs",
@@ -54,32 +59,63 @@ def flax_jit_steps(jitted: Any) -> dict[str, Callable]:
     }
 
 
+class _Inside:
+    """Wall and thread-CPU seconds spent inside ``graphlib.<name>`` while patched in."""
+
+    def __init__(self, graphlib: Any, name: str) -> None:
+        self.graphlib, self.name, self.real = graphlib, name, getattr(graphlib, name)
+        self.wall = self.cpu = 0.0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        wall0, cpu0 = time.perf_counter(), time.thread_time()
+        try:
+            return self.real(*args, **kwargs)
+        finally:
+            self.wall += time.perf_counter() - wall0
+            self.cpu += time.thread_time() - cpu0
+
+    def __enter__(self) -> _Inside:
+        setattr(self.graphlib, self.name, self)  # Flax's split/merge call it through the module
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        setattr(self.graphlib, self.name, self.real)
+
+
 def staged_call(jitted: Any, args: tuple) -> tuple[list[float], list[float]]:
     """One ``nnx.jit`` call made step by step (see the module docstring), blocking only at the
     end: (wall seconds, thread-CPU seconds) per stage in :data:`STAGES` order."""
+    from flax.nnx import graphlib
+
     steps = flax_jit_steps(jitted)
-    marks = [(time.perf_counter(), time.thread_time())]
+    with _Inside(graphlib, "flatten") as flatten, _Inside(graphlib, "unflatten") as unflatten:
+        marks = [(time.perf_counter(), time.thread_time())]
 
-    def mark() -> None:
-        marks.append((time.perf_counter(), time.thread_time()))
+        def mark() -> None:
+            marks.append((time.perf_counter(), time.thread_time()))
 
-    context = steps["context"]()
-    context.__enter__()
-    mark()
-    pure_args, pure_kwargs = steps["split"](args, {})
-    mark()
-    pure_out = steps["call"](*pure_args, **pure_kwargs)
-    mark()
-    out = steps["merge"](*pure_out)
-    mark()
-    context.__exit__(None, None, None)
-    mark()
-    timing.block((out, pure_out))
-    mark()
-    del out, pure_out, pure_args, pure_kwargs
-    mark()
+        context = steps["context"]()
+        context.__enter__()
+        mark()
+        pure_args, pure_kwargs = steps["split"](args, {})
+        mark()
+        pure_out = steps["call"](*pure_args, **pure_kwargs)
+        mark()
+        out = steps["merge"](*pure_out)
+        mark()
+        context.__exit__(None, None, None)
+        mark()
+        timing.block((out, pure_out))
+        mark()
+        del out, pure_out, pure_args, pure_kwargs
+        mark()
     wall = [b[0] - a[0] for a, b in zip(marks, marks[1:])]
     cpu = [b[1] - a[1] for a, b in zip(marks, marks[1:])]
+    # split and merge each parted into the time inside graphlib's walk and the rest
+    for clock, part in ((wall, "wall"), (cpu, "cpu")):
+        walk, rebuild = getattr(flatten, part), getattr(unflatten, part)
+        clock[1:2] = [walk, clock[1] - walk]
+        clock[4:5] = [rebuild, clock[4] - rebuild]
     return wall, cpu
 
 
