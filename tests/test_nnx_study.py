@@ -110,3 +110,27 @@ def test_graph_overhead_table(monkeypatch):
         graph_overhead.run_script("all", 5)
     with pytest.raises(ValueError, match="depth"):
         graph_overhead.run_script("nnx", 2)
+
+
+def test_the_plugin_puts_the_drop_in_under_nnx_jits_name(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "test_flax_like.py").write_text(
+        "import jax.numpy as jnp\n"
+        "from flax import nnx\n\n"
+        "def test_one():\n"
+        "    m = nnx.Dict(w=nnx.Param(jnp.ones(2)))\n"
+        "    f = nnx.jit(lambda m: m.w[...] * 2)\n"
+        "    assert type(f).__name__ == 'CachedNnxJit'\n"
+        "    f(m)\n"
+        "    f(m)\n"
+    )
+    stats = tmp_path / "stats.json"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXPERF_NNX_STATS": str(stats)}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jaxperf.nnx.flax_plugin"]
+    proc = subprocess.run([*cmd, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert json.loads(stats.read_text())["hits"] == 1

@@ -12,6 +12,7 @@ the installed Flax (``python -P``: the sdist's ``flax/`` folder never shadows it
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -79,7 +80,9 @@ def _outcomes(junit: Path) -> pd.DataFrame:
 
 def run_tests(mode: str, files: tuple[str, ...] = JIT_TEST_FILES, timeout_s: int = 1800) -> pd.DataFrame:
     """Flax's ``files`` (paths inside the sdist) under ``mode`` (``"nnx.jit"``: as shipped;
-    ``"cached_nnx_jit"``: with the drop-in patched in as ``flax.nnx.jit``): one row per test."""
+    ``"cached_nnx_jit"``: with the drop-in patched in as ``flax.nnx.jit``): one row per test;
+    under the drop-in, ``rows.attrs["dropin"]`` says how it served the run (hits, misses,
+    fallbacks by reason: :mod:`.flax_plugin`)."""
     if mode not in MODES:
         raise bad_value("mode", mode, "one of " + ", ".join(map(repr, MODES)))
     root = sdist()
@@ -90,13 +93,17 @@ def run_tests(mode: str, files: tuple[str, ...] = JIT_TEST_FILES, timeout_s: int
         cmd += ["-o", "junit_family=xunit1"]
         if mode == "cached_nnx_jit":
             cmd += ["-p", "jaxperf.nnx.flax_plugin"]
-        env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+        stats = Path(tmp) / "dropin.json"
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXPERF_NNX_STATS": str(stats)}
         subprocess.run(
             [*cmd, *files], cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
         )
         if not junit.exists():
             raise RuntimeError(f"Flax's tests wrote no report under mode={mode!r} (pytest failed to start).")
-        return _outcomes(junit).assign(mode=mode)
+        rows = _outcomes(junit).assign(mode=mode)
+        if stats.exists():
+            rows.attrs["dropin"] = json.loads(stats.read_text())
+        return rows
 
 
 def side_by_side(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -112,7 +119,11 @@ def side_by_side(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return counts, sorted(only)
 
 
-def compare(files: tuple[str, ...] = JIT_TEST_FILES, timeout_s: int = 1800) -> tuple[pd.DataFrame, list[str]]:
-    """:func:`run_tests` under both modes, then :func:`side_by_side`."""
-    rows = pd.concat([run_tests(mode, files, timeout_s) for mode in MODES], ignore_index=True)
-    return side_by_side(rows)
+def compare(
+    files: tuple[str, ...] = JIT_TEST_FILES, timeout_s: int = 1800
+) -> tuple[pd.DataFrame, list[str], dict]:
+    """:func:`run_tests` under both modes, then :func:`side_by_side`, and how the drop-in
+    served its run (``rows.attrs["dropin"]``)."""
+    runs = [run_tests(mode, files, timeout_s) for mode in MODES]
+    counts, only = side_by_side(pd.concat(runs, ignore_index=True))
+    return counts, only, runs[1].attrs.get("dropin", {})
