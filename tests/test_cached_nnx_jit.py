@@ -301,3 +301,24 @@ def test_missing_flax_is_named(monkeypatch):
     monkeypatch.setitem(sys.modules, "flax.nnx", None)
     with pytest.raises(ImportError, match="pip install flax"):
         cached_nnx_jit(lambda x: x)
+
+
+def test_a_variable_type_with_its_own_setter_is_written_through_it():
+    writes = []
+
+    class Logged(nnx.Param):
+        def set_raw_value(self, value, **kwargs):
+            writes.append(1)
+            super().set_raw_value(value, **kwargs)
+
+    def f(m):
+        m.w[...] += 1.0
+
+    counts = []
+    for jit in (nnx.jit, cached_nnx_jit):
+        writes.clear()
+        m, step = nnx.Dict(w=Logged(jnp.zeros(2))), jit(f)
+        step(m)
+        step(m)
+        counts.append(len(writes))
+    assert counts[0] == counts[1] > 0

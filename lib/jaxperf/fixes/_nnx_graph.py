@@ -16,10 +16,11 @@ that compiled function and this call's Variables to still be right:
 
 Graph nodes are held strongly except the call's arguments (the roots), which are held weakly,
 and a record is dropped when a root dies: the record never keeps a model alive. A graph that
-this cannot record exactly (array references, ``hijax``/``ref`` Variables, an array in a tuple,
-a container type it does not know, a Variable of another trace, a node inside the graph that
-references an argument, which a strongly held node would keep alive) raises
-:class:`Uncacheable`, and the call goes to ``nnx.jit``.
+this cannot record exactly raises :class:`Uncacheable`, and the call goes to ``nnx.jit``: array
+references, ``hijax``/``ref`` Variables, an array in a tuple, a container type it does not
+know, a Variable of another trace, or of a type that overrides ``set_raw_value`` (which
+nnx.jit's merge calls; a hit writes ``_raw_value``), a node inside the graph that references
+an argument (a strongly held node would keep the argument alive).
 """
 
 from __future__ import annotations
@@ -142,6 +143,8 @@ class Graph:
                     raise Uncacheable("hijax or ref Variable")
                 if leaf._trace_state._jax_trace != self.trace:
                     raise Uncacheable("Variable of another trace")
+                if type(leaf).set_raw_value is not fx.Variable.set_raw_value:
+                    raise Uncacheable("a Variable type with its own set_raw_value")
                 self.variables.append(leaf)
             else:
                 self.leaf_slots.append(self._slot(position, roots, k, path, root_ids))
