@@ -11,13 +11,16 @@ import pandas as pd
 
 from .. import markdown
 from . import probe, variants
+from .graph_overhead import PUBLISHED
 
 DROPIN = "cached_nnx_jit"
 PRIOR_ART = (
     "google/flax#4045 (Significant performance difference of NNX relative to equinox)",
     "google/flax#4336 (slow steps traced to nnx.split)",
     "google/flax#4384 (the NNX performance guide: the graph walk in pure Python, nnx.cached_partial)",
-    "google/flax#4399 (benchmarks/nnx_graph_overhead.py; depth 100: NNX 7961.96 us per step vs JAX 1789.88)",
+    "google/flax#4399 (benchmarks/nnx_graph_overhead.py; as published there, depth 100: "
+    + " vs ".join(f"{row['mode']} {row['us_per_step']} us per step" for row in PUBLISHED)
+    + ")",
     "FLIP 5310 (tree mode, nnx.jit(..., graph=False))",
     "vllm-project/tpu-inference#2607 (~1.7x host-bound from _variable_flatten, fixed by flattening once)",
 )
@@ -72,13 +75,18 @@ def _cost_table(rows: pd.DataFrame, step: str) -> str:
 def _ratio_lines(rows: pd.DataFrame) -> list[str]:
     ratios = probe.ratios(rows)
     lines = []
+    floor = ratios[(ratios["variant"] == "jax.jit leaves") & (ratios["measure"] == "cpu_s_per_call")]
     for (step, depth), part in ratios[ratios["variant"] == DROPIN].groupby(["step", "depth"]):
         by = {r["measure"]: r for _, r in part.iterrows()}
-        lines.append(
+        line = (
             f"- {step} step, depth {depth}: thread CPU {markdown.ratio(by['cpu_s_per_call'])}, "
             f"blocked wall {markdown.ratio(by['wall_s_per_call'])}, "
             f"pipelined {markdown.ratio(by['loop_s_per_call'])}"
         )
+        at = floor[(floor["step"] == step) & (floor["depth"] == depth)]
+        if len(at):  # the state as one flat list of leaves: the floor of a functional loop
+            line += f" (`jax.jit` on the flat leaves: thread CPU {markdown.ratio(at.iloc[0])})"
+        lines.append(line)
     return lines
 
 
