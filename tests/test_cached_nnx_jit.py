@@ -322,3 +322,19 @@ def test_a_variable_type_with_its_own_setter_is_written_through_it():
         step(m)
         counts.append(len(writes))
     assert counts[0] == counts[1] > 0
+
+
+def test_keyword_arguments_static_and_donated_by_name():
+    def f(m, x, *, times):
+        for _ in range(times):
+            m.w[...] += x
+        return m.w[...]
+
+    results = []
+    for jit in (nnx.jit, cached_nnx_jit):
+        m, step = nnx.Dict(w=nnx.Param(jnp.zeros(2))), jit(f, static_argnames="times", donate_argnames="m")
+        old = m.w[...]
+        outs = [np.asarray(step(m=m, x=jnp.ones(2), times=t)) for t in (1, 2, 2)]
+        results.append((outs, old.is_deleted()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    assert results[0][1] == results[1][1] is True
