@@ -338,3 +338,19 @@ def test_keyword_arguments_static_and_donated_by_name():
         results.append((outs, old.is_deleted()))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     assert results[0][1] == results[1][1] is True
+
+
+def test_a_pytree_value_mutated_in_place_is_written_back():
+    """A Variable whose value is a dict, changed in place inside the step (as nnx.capture's
+    perturbations are): the update is seen by comparing with the leaves taken before the call."""
+
+    def f(m):
+        m.v["a"] = m.v["a"] + 1.0
+
+    outs = []
+    for jit in (nnx.jit, cached_nnx_jit):
+        m, step = nnx.Dict(v=nnx.Variable({"a": jnp.zeros(())})), jit(f)
+        step(m)
+        step(m)
+        outs.append(float(m.v.get_value()["a"]))
+    assert outs == [2.0, 2.0]

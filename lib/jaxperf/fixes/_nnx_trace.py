@@ -27,13 +27,16 @@ class Abort(Exception):
     """Raised inside a trace whose call ``nnx.jit`` must make instead; carries the reason."""
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Whether a leaf left the trace as the very value it entered with (all its jax leaves)."""
-    ta: Any
-    tb: Any
-    la, ta = jtu.tree_flatten(a)
-    lb, tb = jtu.tree_flatten(b)
-    return ta == tb and all(x is y for x, y in zip(la, lb))
+def _flat(value: Any) -> tuple[list, Any]:
+    leaves, treedef = jtu.tree_flatten(value)
+    return leaves, treedef
+
+
+def _same(value: Any, before: tuple[list, Any]) -> bool:
+    """Whether a leaf left the trace as it entered (``before``: its jax leaves and treedef then,
+    taken before the call, as a Variable's pytree value may be mutated in place)."""
+    leaves, treedef = _flat(value)
+    return treedef == before[1] and all(x is y for x, y in zip(leaves, before[0]))
 
 
 class Entry:
@@ -75,6 +78,7 @@ class Entry:
             root_at = dict(zip(node_pos, roots))
             leaves = [root_at[i] if i in root_at else next(rest) for i in range(treedef.num_leaves)]
             call_args, call_kwargs = owner._with_statics(treedef.unflatten(leaves), statics)
+            before = [_flat(v) for v in graph_in]
             out = fun(*call_args, **call_kwargs)
             ref_index, after, gds = graphlib.RefMap(), [], []
             for root in roots:
@@ -85,7 +89,7 @@ class Entry:
             same = tuple(gds) == graphdefs and all(ref_index.get(obj) == i for i, obj in index_ref.items())
             if same and not any(map(is_node, out_leaves)):
                 changed = tuple(
-                    i for i in range(self.n_graph) if i in n_donated_graph or not _same(after[i], graph_in[i])
+                    i for i in range(self.n_graph) if i in n_donated_graph or not _same(after[i], before[i])
                 )
                 self._settle(("values", changed, out_def))
                 return tuple(after[i] for i in changed), out
