@@ -26,7 +26,9 @@ does (no saving on such calls, nor on the next one, whose structure is new).
 
 Handed to ``nnx.jit`` itself (counted in ``stats['fallbacks']`` with a reason): tree mode or
 ``graph_updates=False``, ``in_shardings`` / ``out_shardings``, calls inside another trace or
-through ``nnx.cached_partial``, graphs :mod:`._nnx_graph` cannot record, and an entry whose
+through ``nnx.cached_partial``, a Variable passed as an argument itself (a record holds its
+arguments weakly, and Variables have no weak references), graphs :mod:`._nnx_graph` cannot
+record, and an entry whose
 outputs differ between two traces (a shape-dependent output structure; the second trace is
 dropped and ``nnx.jit`` traces again). ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
 
@@ -198,8 +200,10 @@ class CachedNnxJit:
         ):
             try:
                 record = self._record(key, args, kwargs, leaves, treedef, node_pos, statics)
-            except (Uncacheable, TypeError) as reason:  # TypeError: a root without weak references
+            except Uncacheable as reason:
                 return self._fall_back(str(reason), args, kwargs)
+            except TypeError:  # weakref.ref of an argument: a Variable has no weak references
+                return self._fall_back("an argument without weak references (a Variable)", args, kwargs)
             self.stats["misses"] += 1
         else:
             self.stats["hits"] += 1
