@@ -354,3 +354,24 @@ def test_a_pytree_value_mutated_in_place_is_written_back():
         step(m)
         outs.append(float(m.v.get_value()["a"]))
     assert outs == [2.0, 2.0]
+
+
+def test_the_kept_differences_from_nnx_jit():
+    """Documented in jaxperf.fixes.nnx: on a call that keeps the structure, a list inside a
+    module keeps its identity and an unchanged Variable keeps its array (nnx.jit rebuilds both)."""
+
+    class Holder(nnx.Module):
+        def __init__(self):
+            self.items = nnx.data([nnx.Param(jnp.zeros(2)), nnx.Param(jnp.ones(2))])
+
+    def f(m):
+        m.items[0][...] += 1.0
+
+    kept = {}
+    for jit in (nnx.jit, cached_nnx_jit):
+        m, step = Holder(), jit(f)
+        step(m)
+        items, unchanged = m.items, m.items[1][...]
+        step(m)
+        kept[jit] = (m.items is items, m.items[1][...] is unchanged)
+    assert kept[cached_nnx_jit] == (True, True) and kept[nnx.jit] == (False, False)
