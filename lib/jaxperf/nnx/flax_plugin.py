@@ -1,0 +1,45 @@
+"""A pytest plugin (``-p jaxperf.nnx.flax_plugin``) that runs Flax's own tests with
+``flax.nnx.jit`` replaced by :func:`jaxperf.cached_nnx_jit`, under the same name, before any
+test runs (the tests call ``nnx.jit`` through the module). The drop-in keeps Flax's original
+``jit`` as its fallback (:func:`jaxperf.fixes._nnx_graph.flax` loads it first).
+
+With ``JAXPERF_NNX_STATS`` set to a path, it writes there, as JSON, how the drop-in served the
+run: wrappers made, hits, misses, and calls handed to ``nnx.jit`` by reason (tree mode and
+shardings go to ``nnx.jit`` whole, so a passing test need not have exercised the drop-in)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+_MADE: list[Any] = []
+
+
+def _counting(fun: Any = None, **options: Any) -> Any:
+    from jaxperf import cached_nnx_jit
+
+    if fun is None:
+        return lambda f: _counting(f, **options)
+    wrapper = cached_nnx_jit(fun, **options)
+    _MADE.append(wrapper)
+    return wrapper
+
+
+def pytest_configure(config: Any) -> None:
+    from jaxperf.fixes import _nnx_graph
+
+    flax_modules = _nnx_graph.flax()  # the original nnx.jit, kept before it is replaced
+    nnx: Any = flax_modules.nnx
+    nnx.jit = _counting
+
+
+def pytest_unconfigure(config: Any) -> None:
+    path = os.environ.get("JAXPERF_NNX_STATS")
+    if not path:
+        return
+    from jaxperf.fixes.nnx import fallback_counts
+
+    totals = {key: sum(w.stats[key] for w in _MADE) for key in ("hits", "misses", "fallbacks")}
+    with open(path, "w") as out:
+        json.dump({"wrappers": len(_MADE), **totals, "fallback_reasons": fallback_counts()}, out)
