@@ -1,6 +1,6 @@
-"""The NNX study's building blocks (``jaxperf.nnx``): the variants compute the same thing or
-are refused, the probe's rows and ratios, the stage timers sum and update as an ordinary call,
-Flax's tests and benchmark read back, and the issue text carries the measured numbers."""
+"""The NNX study (``jaxperf.nnx``, notebook 11): its cells go through the diagnosis engine
+(every path proved, then timed), the stage timers sum and update as an ordinary call, Flax's
+tests and benchmark read back, and the summary and issue text carry the measured numbers."""
 
 from __future__ import annotations
 
@@ -11,51 +11,41 @@ import pytest
 
 pytest.importorskip("flax.nnx")
 
-from jaxperf.nnx import flax_sdist, graph_overhead, issue, models, probe, stages, variants  # noqa: E402
-from jaxperf.timing_config import TimingConfig  # noqa: E402
-
-TINY = TimingConfig(warmup=1, repeats=2, number=2)
-NAMES = ("nnx.jit", "jax.jit split", "cached_nnx_jit")
+from jaxperf.nnx import cost, flax_sdist, graph_overhead, models, report, stages, summary_md  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def rows():
-    return probe.run([1, 2], steps=("noop",), names=NAMES, config=TINY)
+def swept():
+    """Two depths of the no-op step and a tiny heavy case, through the diagnosis engine."""
+    from jaxperf.dispatch.cost import sweep
+
+    return sweep(cost.cells((1, 2), ("noop",), heavy_width=16), precision=0.5, max_seconds=1, min_rounds=2)
 
 
-def test_every_variant_computes_what_nnx_jit_does():
-    variants.check_same(models.Problem(depth=1), "train", variants.VARIANTS, calls=2)
+def test_every_nnx_path_is_proved_and_timed(swept):
+    timings, notes = swept
+    assert notes.empty
+    assert set(timings["method"]) == {*report.PATHS, report.BASELINE}
+    assert set(timings["family"]) == {"nnx"} and set(timings["kind"]) == {"mlp", "wide mlp"}
+    assert (
+        timings.groupby("leaves")["method"].nunique().min() == len(report.PATHS) + 1
+    )  # every path at every size
 
 
-def test_a_variant_that_computes_otherwise_is_refused(monkeypatch):
-    real = variants.build
+def test_the_summary_and_the_issue_text_carry_the_measured_numbers(swept):
+    from types import SimpleNamespace
 
-    def skipping(problem, step, name):
-        built = real(problem, step, name)
-        if name == "cached_nnx_jit":
-            built.call = lambda: (np.float32(0.0), None)  # never updates the model
-        return built
-
-    monkeypatch.setattr(variants, "build", skipping)
-    with pytest.raises(ValueError, match="variant='cached_nnx_jit'"):
-        variants.check_same(models.Problem(depth=1), "train", NAMES, calls=2)
-
-
-def test_probe_rows_and_ratios(rows):
-    assert set(rows["variant"]) == set(NAMES) and set(rows["depth"]) == {1, 2}
-    assert (rows.groupby("depth")["variables"].first().diff().dropna() > 0).all()
-    ratios = probe.ratios(rows)
-    reference = ratios[ratios["variant"] == variants.REFERENCE]
-    assert np.allclose(reference["median"], 1.0) and set(ratios["measure"]) == set(probe.MEASURES)
-
-
-def test_the_issue_text_carries_the_measured_numbers(rows):
-    text = issue.render(rows)
-    slope = issue.per_variable_us(rows, "noop", "nnx.jit")
-    assert f"`nnx.jit` {slope:.2f} us" in text
+    timings, notes = swept
+    stage_rows = stages.call_breakdown(models.Problem(depth=1), "noop", calls=3)
+    overhead = pd.DataFrame([{"mode": "nnx", "depth": 10, "us_per_step": 5.0, "source": "this machine"}])
+    summary = report.headline(timings, notes, stage_rows, overhead, None, precision=0.5, quick=False)
+    line = summary["per_variable"]["nnx_jit"]
+    text = summary_md.render(summary, SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu"))
+    assert f"{line['b_us_per_leaf']:.0f} µs per Variable" in text
     assert "vllm-project/tpu-inference#2607" in text and "cached_nnx_jit" in text
-    with pytest.raises(ValueError, match="1 model size"):
-        issue.per_variable_us(rows[rows["depth"] == 1], "noop", "nnx.jit")
+    assert summary["goals"] and set(summary["waits"][0]) >= {"method", "verdict"}
+    acc = pd.DataFrame(summary["accounting"]).set_index("part")
+    assert acc.loc["gap", "cpu_ms"] > 0
 
 
 def test_a_staged_call_updates_the_model_as_an_ordinary_call():
@@ -134,3 +124,24 @@ def test_the_plugin_puts_the_drop_in_under_nnx_jits_name(tmp_path):
     proc = subprocess.run([*cmd, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert json.loads(stats.read_text())["hits"] == 1
+
+
+def test_source_notebook_is_clean():
+    from notebook_support import assert_clean_source
+
+    assert_clean_source("11_flax_nnx")
+
+
+@pytest.mark.notebook
+def test_quick_notebook_run_writes_its_outputs(tmp_path):
+    import json
+
+    from notebook_support import run_notebook
+
+    run_notebook("11_flax_nnx", tmp_path, quick=True)
+    study = tmp_path / "results" / "cpu" / "nnx"
+    summary = json.loads((study / "summary.json").read_text())
+    assert summary["quick"] is True and summary["goals"] == {}
+    assert {"nnx_jit", "cached_nnx_jit"} <= set(summary["per_variable"])
+    assert (tmp_path / "figures" / "cpu" / "nnx_per_variable.png").stat().st_size > 0
+    assert "Flax NNX" in (study / "summary.md").read_text()

@@ -30,6 +30,15 @@ METHOD_COLORS = {
     "cached_filter_jit": "#006d2c",
     "filter_jit_fixed": "#8c6d31",  # eqx.filter_jit with the proposed change patched in
     "jit_params": "#393b79",
+    # Flax NNX (notebook 11): graph mode red as filter_pmap, the functional baseline blue as
+    # pmap on params, the drop-in green as the Equinox drop-ins
+    "nnx_jit": "#d62728",
+    "nnx_tree": "#ff7f0e",
+    "nnx_cached_partial": "#8c564b",
+    "nnx_jit_partial": "#e377c2",
+    "nnx_split_jit": "#1f77b4",
+    "nnx_split_leaves_jit": "#17becf",
+    "cached_nnx_jit": "#2ca02c",
 }
 LOOP_FORM_COLORS = {
     "python": "#000000",

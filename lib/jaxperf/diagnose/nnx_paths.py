@@ -65,6 +65,13 @@ def _plain(
     return Path(name, what, fn, args, dict(carry), lambda out, a: (out, a), batch_at, method)
 
 
+def reader_like(step: Step, args: tuple) -> Path:
+    """The reader's own ``nnx.jit`` call on its own copies of the objects."""
+    from .paths import reader
+
+    return reader(step, args, {}, None)
+
+
 def tree_mode(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     from flax import nnx
 
@@ -130,8 +137,12 @@ def jit_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
     )
 
 
-def split_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
-    """``jax.jit`` on ``nnx.split`` state: Flax's functional loop."""
+def split_jit(
+    step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, flat: bool = False
+) -> Path:
+    """``jax.jit`` on ``nnx.split`` state: Flax's functional loop; ``flat``: the state's leaves
+    as one list (``nnx.State`` is a pytree JAX flattens in Python, node by node: the flat list
+    is the floor of a functional loop)."""
     import jax
     from flax import nnx
 
@@ -144,29 +155,31 @@ def split_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | N
     if batch_at is not None and batch_at < n:
         raise NotApplicable("the loader's batch is a module")
     graphdef, state = nnx.split(args[:n])
+    leaves, treedef = jax.tree.flatten(state)
 
-    def pure(state: Any, *rest: Any) -> tuple[Any, Any]:
-        nodes = nnx.merge(graphdef, state)
+    def pure(held: Any, *rest: Any) -> tuple[Any, Any]:
+        nodes = nnx.merge(graphdef, treedef.unflatten(held) if flat else held)
         out = step.raw(*nodes, *rest)
-        return out, nnx.split(nodes)[1]
-
-    jitted = jax.jit(pure)
+        new = nnx.split(nodes)[1]
+        return out, jax.tree.leaves(new) if flat else new
 
     def view(out: Any, path_args: tuple) -> Any:
-        return out[0], (*nnx.merge(graphdef, path_args[0]), *path_args[1:])
+        held = treedef.unflatten(path_args[0]) if flat else path_args[0]
+        return out[0], (*nnx.merge(graphdef, held), *path_args[1:])
 
-    what = "jax.jit over nnx.split state, split once outside the loop, carried from call to call"
     rest_batch = None if batch_at is None else batch_at - n + 1
-    return Path(
-        "jax.jit on nnx.split state",
-        what,
-        jitted,
-        (state, *args[n:]),
-        {0: 1},
-        view,
-        rest_batch,
-        "nnx_split_jit",
-    )
+    if flat:
+        name, method = "jax.jit on nnx.split leaves", "nnx_split_leaves_jit"
+        what = "jax.jit over nnx.split state as one flat list of leaves, split once, carried"
+    else:
+        name, method = "jax.jit on nnx.split state", "nnx_split_jit"
+        what = "jax.jit over nnx.split state, split once outside the loop, carried from call to call"
+    held = leaves if flat else state
+    return Path(name, what, jax.jit(pure), (held, *args[n:]), {0: 1}, view, rest_batch, method)
+
+
+def split_leaves_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    return split_jit(step, args, carry, batch_at, flat=True)
 
 
 def cached_nnx_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
@@ -174,7 +187,8 @@ def cached_nnx_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: in
         from ..fixes.nnx import cached_nnx_jit as drop_in
     except ImportError as err:
         raise NotApplicable(f"jaxperf.cached_nnx_jit is not available: {err}") from err
-    fn = drop_in(step.raw, static_argnums=_statics(step) or None)
+    statics = _statics(step)
+    fn = drop_in(step.raw, static_argnums=statics) if statics else drop_in(step.raw)
     what = "the same nnx.jit semantics, the graph walked once per graph structure"
     return _plain(
         "jaxperf.cached_nnx_jit", what, fn, carry_mod.fresh(args), carry, batch_at, "cached_nnx_jit"
@@ -186,5 +200,6 @@ BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] 
     "cached_partial": cached_partial,
     "jit_partial": jit_partial,
     "split": split_jit,
+    "split leaves": split_leaves_jit,
     "cached_nnx_jit": cached_nnx_jit,
 }

@@ -65,6 +65,17 @@ class Path:
         return self.view(self.last, self.args)
 
 
+#: the study's name (palette id) of each kind of reader's step
+READER_METHODS = {
+    "eqx.filter_jit": "filter_jit",
+    "eqx.filter_pmap": "filter_pmap",
+    "jax.jit": "jit_params",
+    "jax.pmap": "pmap_params",
+    "nnx.jit": "nnx_jit",
+    "nnx.jit tree mode": "nnx_tree",
+}
+
+
 def reader(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """The reader's own step, as they call it."""
     return Path(
@@ -75,12 +86,7 @@ def reader(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
         carry,
         lambda out, a: (out, a),
         batch_at,
-        {
-            "eqx.filter_jit": "filter_jit",
-            "eqx.filter_pmap": "filter_pmap",
-            "jax.jit": "jit_params",
-            "jax.pmap": "pmap_params",
-        }.get(step.kind, step.kind.replace("jaxperf.", "")),
+        READER_METHODS.get(step.kind, step.kind.replace("jaxperf.", "")),
     )
 
 

@@ -93,9 +93,12 @@ class Diagnosis:
 
     def headline(self) -> list[str]:
         """The verdict first: where the reader's time goes, whether calls wait, what to change."""
-        mine = self.per_call().set_index("variant").loc[self.reader]
+        per_call = self.per_call().set_index("variant")
         waits = self.waiting().set_index("variant").loc[self.reader, "verdict"]
-        lines = [f"Your loop is {v.bound(mine)}."]
+        device_ms = float(per_call["wait_ms"].clip(lower=0).min())
+        lines = [
+            f"Your loop is {v.bound(per_call.loc[self.reader], device_ms)} (the shortest wait of any path)."
+        ]
         if waits == "waits for each call":
             lines.append("Each call waits for its result before returning, so the host cannot run ahead.")
         elif waits == "not judged":

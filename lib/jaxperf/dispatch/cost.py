@@ -29,9 +29,9 @@ from .steps import AXIS, get_step
 
 FAMILIES = ("pmap", "jit")
 #: the study's name for each path a diagnosis times (its palette id), by family
-SLOW = {"pmap": "filter_pmap", "jit": "filter_jit"}
-BASELINE = {"pmap": "pmap_params", "jit": "jit_params"}
-FIX = {"pmap": "cached_filter_pmap", "jit": "cached_filter_jit"}
+SLOW = {"pmap": "filter_pmap", "jit": "filter_jit", "nnx": "nnx_jit"}
+BASELINE = {"pmap": "pmap_params", "jit": "jit_params", "nnx": "nnx_split_jit"}
+FIX = {"pmap": "cached_filter_pmap", "jit": "cached_filter_jit", "nnx": "cached_nnx_jit"}
 PACKED = {"pmap": "packed_pmap", "jit": "packed_jit"}
 
 

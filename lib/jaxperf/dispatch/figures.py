@@ -53,17 +53,32 @@ def _leaves_axis(ax: Any, leaves: Any) -> None:
 
 @plots.draws
 def plot_per_leaf(
-    timings: pd.DataFrame, lines: dict[str, Any], extra: tuple[str, ...] = ()
+    timings: pd.DataFrame,
+    lines: dict[str, Any],
+    extra: tuple[str, ...] = (),
+    panels: dict[str, list[str]] | None = None,
+    fit_cells: dict[str, Any] | None = None,
+    claim: str = "Equinox's wrappers cost host CPU per call in proportion to the array leaves",
+    xlabel: str = "array leaves in the arguments",
 ) -> tuple[plt.Figure, pd.DataFrame]:
     """Extra host CPU per blocked call over the family's partitioned path, vs array leaves, on
-    the undonated no-op step: medians and IQR per cell, the fitted line dashed."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4.2), sharey=True)
+    the cells of the fit (default the undonated no-op MLPs): medians and IQR per cell, the
+    fitted line dashed. ``panels``: title -> methods (default: the pmap and jit families)."""
+    from .report import FIT_CELLS, fit_rows
+
+    if panels is None:
+        panels = {
+            FAMILY_TITLES[f]: [SLOW[f], FIX[f], *[m for m in extra if f in m.split("_")[1]]]
+            for f in ("pmap", "jit")
+        }
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(9 if len(panels) > 1 else 6.5, 4.2), sharey=True, squeeze=False
+    )
+    axes = axes[0]
     data = []
-    for ax, family in zip(axes, ("pmap", "jit")):
-        methods = [SLOW[family], FIX[family], *[m for m in extra if family in m.split("_")[1]]]
+    for ax, (title, methods) in zip(axes, panels.items()):
         for method in methods:
-            rounds = per_leaf.excess(timings, method)
-            rounds = rounds[(rounds["step"] == "noop") & (~rounds["donated"]) & (rounds["kind"] == "mlp")]
+            rounds = fit_rows(per_leaf.excess(timings, method), fit_cells or FIT_CELLS)
             if rounds.empty:
                 continue
             stats = rounds.groupby("leaves")["excess_ms"].quantile([0.25, 0.5, 0.75]).unstack()
@@ -75,17 +90,15 @@ def plot_per_leaf(
                 grid = np.array([stats.index.min(), stats.index.max()], dtype=float)
                 line = lines[method]
                 ax.plot(grid, line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * grid, ls="--", lw=1, color=color)
-            data.append(stats.reset_index().assign(method=method, family=family))
+            data.append(stats.reset_index().assign(method=method, panel=title))
         ax.axhline(0, color="0.6", lw=0.8)
         _leaves_axis(ax, timings["leaves"])
-        ax.set_title(FAMILY_TITLES[family], fontsize=pt(fig))
-        ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
+        ax.set_title(title, fontsize=pt(fig))
+        ax.set_xlabel(xlabel, fontsize=pt(fig))
         ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         ax.tick_params(labelsize=pt(fig))
     axes[0].set_ylabel("extra host CPU, ms per call (median, IQR)", fontsize=pt(fig))
-    fig.suptitle(
-        "Equinox's wrappers cost host CPU per call in proportion to the array leaves", fontsize=pt(fig) + 1
-    )
+    fig.suptitle(claim, fontsize=pt(fig) + 1)
     fig.tight_layout()
     return fig, pd.concat(data, ignore_index=True) if data else pd.DataFrame()
 

@@ -27,20 +27,24 @@ GOAL_FIX, GOAL_PACKED_NOOP = 0.95, 10.0
 FIT_CELLS = {"step": "noop", "kind": "mlp", "donated": False}
 
 
-def _fit_rows(rounds: pd.DataFrame) -> pd.DataFrame:
+def fit_rows(rounds: pd.DataFrame, fit_cells: dict[str, Any] = FIT_CELLS) -> pd.DataFrame:
+    """The rows of the cells a line is fitted on (``fit_cells``: column -> value)."""
     mask = pd.Series(True, index=rounds.index)
-    for key, value in FIT_CELLS.items():
+    for key, value in fit_cells.items():
         mask &= rounds[key] == value
     return rounds[mask]
 
 
-def cost_lines(timings: pd.DataFrame, methods: tuple[str, ...]) -> dict[str, Any]:
+def cost_lines(
+    timings: pd.DataFrame, methods: tuple[str, ...], fit_cells: dict[str, Any] = FIT_CELLS
+) -> dict[str, Any]:
     """Per method: its excess host CPU per call over its family's baseline, fitted as
-    ``a + b * leaves`` (:func:`per_leaf.fit`), and every cell set against the line."""
+    ``a + b * leaves`` (:func:`per_leaf.fit`) on the ``fit_cells``, and every cell set against
+    the line."""
     out: dict[str, Any] = {}
     for method in methods:
         rounds = per_leaf.excess(timings, method)
-        fitted = _fit_rows(rounds)
+        fitted = fit_rows(rounds, fit_cells)
         if fitted["leaves"].nunique() < 2:
             continue
         line = per_leaf.fit(fitted)

@@ -28,13 +28,13 @@ NAMES = {
 }
 
 
-def per_leaf_text(line: dict[str, Any] | None) -> str:
+def per_leaf_text(line: dict[str, Any] | None, unit: str = "leaf") -> str:
     """For example "57 µs per leaf [56, 59] plus 0.58 ms per call"."""
     if not line:
         return "n/a"
     sign = "plus" if line["a_ms"] >= 0 else "minus"
     return (
-        f"{line['b_us_per_leaf']:.0f} µs per leaf [{line['b_us_per_leaf_q25']:.0f}, "
+        f"{line['b_us_per_leaf']:.0f} µs per {unit} [{line['b_us_per_leaf_q25']:.0f}, "
         f"{line['b_us_per_leaf_q75']:.0f}] {sign} {abs(line['a_ms']):.2f} ms per call"
     )
 

@@ -1,7 +1,10 @@
-"""The Flax NNX study's building blocks: models and steps (:mod:`.models`), the ways to call a
-step (:mod:`.variants`), where one ``nnx.jit`` call spends its time (:mod:`.stages`), Flax's own
-``nnx.jit`` tests and ``benchmarks/nnx_graph_overhead.py`` from its sdist (:mod:`.flax_sdist`),
-the interleaved probe (:mod:`.probe`) and the issue text for Flax (:mod:`.issue`).
+"""The NNX study (notebook 11): Flax NNX's ``nnx.jit`` pays equinox#192's per-call graph walk.
 
-The drop-in itself is the core's :func:`jaxperf.cached_nnx_jit` (``jaxperf.fixes.nnx``).
+- :mod:`.models`: an MLP of ``nnx.Linear`` layers, its ``nnx.Optimizer``, a no-op and a train step;
+- :mod:`.cost`: the study's cells, each a :func:`jaxperf.diagnose` of an ``nnx.jit`` step;
+- :mod:`.stages`: where one ``nnx.jit`` call spends its time, and the accounting of the gap;
+- :mod:`.graph_overhead`: Flax's own ``benchmarks/nnx_graph_overhead.py`` here, beside its
+  published numbers; :mod:`.flax_sdist`, :mod:`.flax_plugin`: Flax's tests with the drop-in;
+- :mod:`.report`, :mod:`.summary_md`, :mod:`.issue`: summary.json, summary.md and the text for Flax;
+- :mod:`.settings`: notebook 11's parameters.
 """

@@ -127,3 +127,42 @@ def compare(
     runs = [run_tests(mode, files, timeout_s) for mode in MODES]
     counts, only = side_by_side(pd.concat(runs, ignore_index=True))
     return counts, only, runs[1].attrs.get("dropin", {})
+
+
+#: where :func:`main` writes Flax's test counts (a run takes tens of minutes: notebook 11 reads
+#: the committed report rather than running the tests itself)
+REPORT = PROJECT_ROOT / "results" / "flax_dropin" / "report.json"
+
+
+def load_report(path: Path = REPORT) -> dict | None:
+    """The committed report of :func:`main`, or None when there is none (never run here)."""
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jaxperf.nnx.flax_sdist``: run Flax's ``nnx.jit`` tests as shipped and with the
+    drop-in, and write :data:`REPORT` (counts per file and mode, the tests failing only with the
+    drop-in, how it served the run, the versions and when)."""
+    import datetime
+
+    from .. import provenance
+
+    counts, only, served = compare()
+    report = {
+        "flax": importlib.metadata.version("flax"),
+        "jax": importlib.metadata.version("jax"),
+        "ran_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "git": provenance.git_commit(),
+        "files": list(JIT_TEST_FILES),
+        "counts": counts.to_dict(orient="records"),
+        "only_dropin": only,
+        "dropin": served,
+    }
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(f"wrote {REPORT.relative_to(PROJECT_ROOT)}: {len(only)} tests fail only with the drop-in")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+from typing import Any
 
 import pandas as pd
 
 from .. import markdown
-from . import probe, variants
 from .graph_overhead import PUBLISHED
+from .report import LABELS
 
 DROPIN = "cached_nnx_jit"
 PRIOR_ART = (
@@ -51,103 +52,74 @@ for _ in range(1000):
 ```"""
 
 
-def per_variable_us(rows: pd.DataFrame, step: str, variant: str) -> float:
-    """Microseconds of dispatching-thread CPU per call per Variable: the slope of the median
-    between the smallest and the largest model of ``rows`` (``ValueError`` with one size)."""
-    part = rows[(rows["step"] == step) & (rows["variant"] == variant)]
-    medians = part.groupby("variables")["cpu_s_per_call"].median()
-    if len(medians) < 2:
-        raise ValueError(f"rows hold {len(medians)} model size(s) for step={step!r}: expected at least 2.")
-    return 1e6 * (medians.iloc[-1] - medians.iloc[0]) / (medians.index[-1] - medians.index[0])
-
-
-def _cost_table(rows: pd.DataFrame, step: str) -> str:
-    stats = probe.summary(rows)
-    part = stats[(stats["step"] == step) & (stats["measure"] == "cpu_s_per_call")]
-    table = part.assign(us=[markdown.fmt_stat(r, 0) for _, r in part.iterrows()])
-    wide = table.pivot(index="variant", columns="depth", values="us").reindex(
-        [v for v in variants.VARIANTS if v in set(part["variant"])]
+def _per_variable(summary: dict[str, Any], method: str) -> str:
+    line = summary["per_variable"].get(method)
+    if not line:
+        return "n/a"
+    return (
+        f"{line['b_us_per_leaf']:.1f} µs [{line['b_us_per_leaf_q25']:.1f}, {line['b_us_per_leaf_q75']:.1f}]"
     )
-    wide.columns = [f"depth {d}" for d in wide.columns]
-    return markdown.table(wide.reset_index())
 
 
-def _ratio_lines(rows: pd.DataFrame) -> list[str]:
-    ratios = probe.ratios(rows)
+def _ratio_lines(summary: dict[str, Any]) -> list[str]:
+    found = summary["ranges"].get(f"{DROPIN}/nnx_split_jit", {})
     lines = []
-    floor = ratios[(ratios["variant"] == "jax.jit leaves") & (ratios["measure"] == "cpu_s_per_call")]
-    for (step, depth), part in ratios[ratios["variant"] == DROPIN].groupby(["step", "depth"]):
-        by = {r["measure"]: r for _, r in part.iterrows()}
-        line = (
-            f"- {step} step, depth {depth}: thread CPU {markdown.ratio(by['cpu_s_per_call'])}, "
-            f"blocked wall {markdown.ratio(by['wall_s_per_call'])}, "
-            f"pipelined {markdown.ratio(by['loop_s_per_call'])}"
-        )
-        at = floor[(floor["step"] == step) & (floor["depth"] == depth)]
-        if len(at):  # the state as one flat list of leaves: the floor of a functional loop
-            line += f" (`jax.jit` on the flat leaves: thread CPU {markdown.ratio(at.iloc[0])})"
-        lines.append(line)
+    for measure, words in (("loop_it_per_s", "pipelined"), ("it_per_s", "each call blocked")):
+        for cell in found.get(measure, {}).get("by_cell", []):
+            lines.append(
+                f"- {cell['step']} step, {cell['leaves']} Variables, {words}: {markdown.ratio(cell)} the it/s "
+                "of `jax.jit` on split state"
+            )
     return lines
 
 
-def render(
-    rows: pd.DataFrame,
-    flax_counts: pd.DataFrame | None = None,
-    only_dropin: list[str] | None = None,
-    overhead: pd.DataFrame | None = None,
-) -> str:
-    """The issue text: ``rows`` from :func:`jaxperf.nnx.probe.run` (at least two depths);
-    optionally Flax's tests side by side (:func:`jaxperf.nnx.flax_sdist.compare`) and Flax's
-    benchmark (:func:`jaxperf.nnx.graph_overhead.table`)."""
+def render(summary: dict[str, Any]) -> str:
+    """The issue text for Flax, from notebook 11's summary (:func:`jaxperf.nnx.report.headline`)."""
     versions = {p: importlib.metadata.version(p) for p in ("flax", "jax", "jaxlib", "optax")}
     env = ", ".join(f"{p} {v}" for p, v in versions.items()) + f", Python {platform.python_version()}"
     lines = [
-        "## `nnx.jit` in graph mode walks the object graph twice per call: a per-structure cache closes the gap",
+        "## `nnx.jit` in graph mode walks the object graph on every call: a per-structure cache closes the gap",
         "",
         f"Measured on {platform.machine()} CPU, one device ({env}); medians [interquartile range] of "
-        "interleaved rounds, each variant first checked to compute what `nnx.jit` computes.",
+        "interleaved rounds, each way of calling first checked to leave the same model and optimizer state.",
         "",
         "### Repro",
         "",
         REPRO,
         "",
-    ]
-    for step in sorted(set(rows["step"])):
-        slope = {v: per_variable_us(rows, step, v) for v in ("nnx.jit", variants.REFERENCE, DROPIN)}
-        lines += [
-            f"### Host CPU per call, {step} step (us, dispatching thread)",
-            "",
-            _cost_table(rows, step),
-            "",
-            f"Per call per Variable (slope between the smallest and largest model): `nnx.jit` "
-            f"{slope['nnx.jit']:.2f} us, `jax.jit` on split state {slope[variants.REFERENCE]:.2f} us, "
-            f"the cache below {slope[DROPIN]:.2f} us.",
-            "",
-        ]
-    lines += [
+        "### Host CPU per call per Variable, over `jax.jit` on `nnx.split` state (dispatching thread)",
+        "",
+        *[f"- {LABELS[m]}: {_per_variable(summary, m)}" for m in LABELS if m in summary["per_variable"]],
+        "",
         "### What a cache of the graph walk does",
         "",
         "`jaxperf.cached_nnx_jit` (same signature and semantics as `nnx.jit`) walks the graph once per "
-        "structure with `graphlib.flatten`, keeps the Variables in Flax's leaf order, and on later calls "
-        "checks the structure with one C-level comparison per node's `__dict__`, container and Variable "
-        "metadata (the call's arguments held weakly), reads the raw values, calls one `jax.jit`, and "
-        "writes back only the values the step changed. A structural change re-records; a new graph "
-        "definition re-traces; anything it cannot record exactly goes to `nnx.jit`.",
+        "structure with `graphlib.flatten`, and on later calls checks the structure with one C-level "
+        "comparison per node's `__dict__`, container and Variable metadata (the call's arguments held "
+        "weakly), reads the raw values, calls one `jax.jit`, and writes back only the values the step "
+        "changed. A structural change re-records; anything it cannot record exactly goes to `nnx.jit`.",
         "",
-        f"Its cost per call over `jax.jit` on split state (per-pair ratios, `{DROPIN}` / `jax.jit split`):",
-        "",
-        *_ratio_lines(rows),
+        *_ratio_lines(summary),
         "",
     ]
-    if flax_counts is not None:
-        lines += ["### Flax's own tests with it patched in as `nnx.jit`", "", markdown.table(flax_counts), ""]
-        if only_dropin:
-            lines += ["Failing only with the drop-in: " + ", ".join(f"`{t}`" for t in only_dropin), ""]
-    if overhead is not None:
+    tests = summary.get("flax_tests")
+    if tests:
+        lines += [
+            "### Flax's own tests with it patched in as `nnx.jit`",
+            "",
+            markdown.table(pd.DataFrame(tests["counts"])),
+            "",
+        ]
+        if tests.get("only_dropin"):
+            lines += [
+                "Failing only with the drop-in: " + ", ".join(f"`{t}`" for t in tests["only_dropin"]),
+                "",
+            ]
+    if summary.get("flax_benchmark"):
         lines += [
             "### `benchmarks/nnx_graph_overhead.py` here and as published",
             "",
-            markdown.table(overhead),
+            markdown.table(pd.DataFrame(summary["flax_benchmark"])),
             "",
         ]
     lines += ["### Prior art", "", *[f"- {item}" for item in PRIOR_ART]]

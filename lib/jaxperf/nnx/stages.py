@@ -28,7 +28,6 @@ import pandas as pd
 
 from .. import timing
 from ..errors import check_int
-from . import variants
 from .models import Problem, step_function
 
 STAGES = (
@@ -131,11 +130,20 @@ def call_breakdown(problem: Problem, step: str, calls: int = 30) -> pd.DataFrame
     its own fresh objects of ``problem``; warm-up calls excluded."""
     from flax import nnx
 
+    from ..diagnose import nnx_paths
+    from ..diagnose.kinds import identify
+
     check_int("calls", calls, minimum=1)
     model, optimizer, x, y = problem.build()
     jitted = nnx.jit(step_function(step))
     args = (model, optimizer, x, y)
-    whole = {name: v.call for name, v in variants.check_same(problem, step, CALLS[1:]).items()}
+    # the whole calls are the diagnosis engine's paths, each on its own copies of the objects
+    found = identify(jitted)
+    whole = {
+        CALLS[1]: nnx_paths.reader_like(found, args).call,
+        CALLS[2]: nnx_paths.split_jit(found, args, {}, None).call,
+        CALLS[3]: nnx_paths.cached_nnx_jit(found, args, {}, None).call,
+    }
     runs: dict[str, Callable[[], tuple[list[float], list[float]]]] = {
         CALLS[0]: lambda: staged_call(jitted, args),
         **{name: functools.partial(_whole, call) for name, call in whole.items()},

@@ -1,0 +1,150 @@
+"""summary.json of notebook 11: the cost per call per Variable of each way to call an NNX step,
+the accounting of one ``nnx.jit`` call's gap, the drop-in's ranges over every case, whether
+calls run ahead, Flax's own benchmark and tests (and the project's goals, kept apart).
+
+The per-Variable lines and the ranges are notebook 01's (:mod:`jaxperf.dispatch.report`,
+:mod:`jaxperf.dispatch.per_leaf`) applied to the NNX cells: one vocabulary and one arithmetic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .. import goals as rule
+from .. import runs_ahead, timing
+from ..dispatch import per_leaf
+from ..dispatch import report as dispatch_report
+from .stages import CALLS
+
+BASELINE = "nnx_split_jit"
+DROP_IN = "cached_nnx_jit"
+#: every path set against jax.jit on nnx.split state, graph mode first
+PATHS = ("nnx_jit", "nnx_tree", "nnx_cached_partial", "nnx_jit_partial", DROP_IN, "nnx_split_leaves_jit")
+LABELS = {
+    "nnx_jit": "`nnx.jit` (graph mode)",
+    "nnx_tree": "`nnx.jit` tree mode",
+    "nnx_cached_partial": "`nnx.cached_partial`",
+    "nnx_jit_partial": "`nnx.jit_partial`",
+    DROP_IN: "`jaxperf.cached_nnx_jit`",
+    "nnx_split_leaves_jit": "`jax.jit` on the split state's leaves",
+    BASELINE: "`jax.jit` on `nnx.split` state",
+}
+FIT_CELLS = {"step": "noop", "kind": "mlp"}
+#: the project's goal: the drop-in's time per call within 1.3x the baseline's (it/s >= 1/1.3)
+GOAL_PER_CALL = 1.3
+#: the accounting's parts: stages of the staged nnx.jit call (:data:`jaxperf.nnx.stages.STAGES`)
+PARTS: dict[str, tuple[str, ...]] = {
+    "graph walk (graphlib.flatten)": ("split: graph walk (graphlib.flatten)",),
+    "split, the rest": ("split: the rest (pure pytrees)",),
+    "graph rebuild and updates (graphlib.unflatten)": (
+        "merge: graph rebuild and updates (graphlib.unflatten)",
+    ),
+    "merge and update context, the rest": (
+        "merge: the rest",
+        "enter the update context",
+        "leave the update context",
+    ),
+    "inner jax.jit call's excess": (
+        "inner jax.jit call (dispatch)",
+        "wait for execution",
+        "free the outputs",
+    ),
+}
+INNER = "inner jax.jit call's excess"
+
+
+def accounting(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (step, depth) and part: thread-CPU ms per call (median, quartiles) over the rounds of
+    :func:`jaxperf.nnx.stages.call_breakdown`; the inner call's excess is over the ``jax.jit``
+    call on ``nnx.split`` state of the same round, the gap is the ordinary ``nnx.jit`` call's
+    over that one, and unexplained is the gap minus the parts."""
+    out = []
+    for (step, depth), part in rows.groupby(["step", "depth"], sort=False):
+        staged = part[part["call"] == CALLS[0]].pivot_table(index="round", columns="stage", values="cpu_ms")
+        whole = part[part["stage"] == "whole call"].pivot_table(
+            index="round", columns="call", values="cpu_ms"
+        )
+        rounds = pd.DataFrame(index=staged.index)
+        for name, stages in PARTS.items():
+            rounds[name] = staged[list(stages)].sum(axis=1)
+        rounds[INNER] -= whole[CALLS[2]]
+        rounds["gap"] = whole[CALLS[1]] - whole[CALLS[2]]
+        rounds["unexplained"] = rounds["gap"] - rounds[list(PARTS)].sum(axis=1)
+        for name in [*PARTS, "unexplained", "gap"]:
+            stats = timing.iqr_stats(rounds[name])
+            out.append(
+                {
+                    "step": step,
+                    "depth": depth,
+                    "part": name,
+                    "cpu_ms": stats["median"],
+                    "cpu_ms_q25": stats["q25"],
+                    "cpu_ms_q75": stats["q75"],
+                }
+            )
+    return pd.DataFrame(out)
+
+
+def waits(timings: pd.DataFrame) -> pd.DataFrame:
+    """Runs ahead or waits, per path, on the heavy cell (the wide train step)."""
+    heavy = timings[timings["kind"] == "wide mlp"]
+    if heavy.empty:
+        return pd.DataFrame(columns=["method", "verdict"])
+    return runs_ahead.verdicts(heavy, BASELINE, key="method")
+
+
+def _ranges(timings: pd.DataFrame, precision: float) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    mlp = timings[timings["kind"] == "mlp"]
+    for method in PATHS:
+        found = {}
+        for measure in dispatch_report.MEASURES:
+            r = per_leaf.ranges(mlp, method, BASELINE, measure, precision)
+            cells = r.pop("cells")
+            found[measure] = {**r, "by_cell": cells.to_dict(orient="records") if len(cells) else []}
+        out[f"{method}/{BASELINE}"] = found
+    return out
+
+
+def headline(
+    timings: pd.DataFrame,
+    notes: pd.DataFrame,
+    stage_rows: pd.DataFrame,
+    overhead: pd.DataFrame,
+    flax_tests: dict[str, Any] | None,
+    *,
+    precision: float,
+    quick: bool,
+) -> dict[str, Any]:
+    """Everything summary.md states, as data."""
+    lines = dispatch_report.cost_lines(timings, PATHS, FIT_CELLS)
+    summary: dict[str, Any] = {
+        "study": "nnx",
+        "quick": quick,
+        "precision": precision,
+        "per_variable": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
+        "per_variable_cells": {m: line["by_cell"] for m, line in lines.items()},
+        "variables": sorted(int(v) for v in timings.loc[timings["kind"] == "mlp", "leaves"].unique()),
+        "ranges": _ranges(timings, precision),
+        "waits": waits(timings).to_dict(orient="records"),
+        "accounting": accounting(stage_rows).to_dict(orient="records"),
+        "flax_benchmark": overhead.to_dict(orient="records"),
+        "flax_tests": flax_tests,
+        "not_timed": notes.to_dict(orient="records"),
+    }
+    summary["goals"] = {} if quick else goals(summary)
+    return summary
+
+
+def goals(summary: dict[str, Any]) -> dict[str, Any]:
+    """The drop-in within 1.3x of ``jax.jit`` on split state per call in every case, both measures."""
+    out = {}
+    for measure, found in summary["ranges"][f"{DROP_IN}/{BASELINE}"].items():
+        verdicts = [rule.judge(c, 1 / GOAL_PER_CALL) for c in found["by_cell"]]
+        out[f"{DROP_IN} time per call <= {GOAL_PER_CALL}x {BASELINE}, {measure}, every case"] = {
+            "verdict": rule.every(verdicts),
+            "count": rule.count(verdicts),
+        }
+    return out
