@@ -284,17 +284,3 @@ def test_an_error_in_the_function_is_raised_once_with_no_second_trace():
         cached_filter_jit(bad)(jnp.ones(2))
     assert len(traces) == 1 and info.value.__context__ is None and info.value.__cause__ is None
 
-
-def test_shared_compiled_paths_keep_no_strong_reference_to_the_function():
-    import gc
-    import weakref
-
-    def f(x):
-        return x + 1
-
-    wrapped = cached_filter_jit(f)
-    wrapped(jnp.ones(2))
-    ref = weakref.ref(f)
-    del f, wrapped
-    gc.collect()
-    assert ref() is None
