@@ -42,8 +42,8 @@ LAYOUTS = [(0, 3, 5), (0, 4, 4), (1, 8, 3)]
 def _outcome(run):
     try:
         out = run()
-    except TypeError:
-        return "TypeError"
+    except TypeError as err:
+        return "TypeError", str(err).splitlines()[0]  # fori_loop's first line, word for word
     leaves, treedef = jax.tree.flatten(out)
     kinds = [(type(x).__name__, str(jax.typeof(x))) for x in leaves]
     return treedef, kinds, [np.asarray(x).tobytes() for x in leaves]

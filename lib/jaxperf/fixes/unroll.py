@@ -65,12 +65,13 @@ def _typematch(a: Any, b: Any) -> bool:
     return tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
 
 
-def _carry_error(what: str, path: str, expected: Any, got: Any) -> TypeError:
+def _carry_error(structure: bool, difference: str) -> TypeError:
+    """``lax.fori_loop``'s TypeError (static bounds: its scan's), first line word for word."""
+    what = "have the same pytree structure" if structure else "have equal types"
     return TypeError(
-        f"fori_loop body function carry input and carry output must have equal {what}, but they "
-        f"differ: the input carry{path} is {expected} but the output carry{path} is {got}. Revise "
-        "the function so that the output carry has the types of the input carry (as lax.fori_loop "
-        "requires)."
+        f"scan body function carry input and carry output must {what}, but they differ:\n\n"
+        f"{difference}.\n\nRevise the function so that the carry output has the same "
+        f"{'pytree structure' if structure else 'types'} as the carry input."
     )
 
 
@@ -91,7 +92,7 @@ def _step(body: Body, index: Any, carry: Any) -> Any:
         leaves, treedef = jax.tree.flatten(carry)
         out_leaves, out_treedef = jax.tree.flatten(out)
         if out_treedef != treedef:
-            raise _carry_error("pytree structures", "", treedef, out_treedef)
+            raise _carry_error(True, f"The input carry is {treedef} but the output carry is {out_treedef}")
         out_leaves = [jnp.asarray(x) for x in out_leaves]
         promoted = [
             lax.convert_element_type(c, jnp.result_type(c, o))
@@ -106,7 +107,11 @@ def _step(body: Body, index: Any, carry: Any) -> Any:
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(carry)[0]]
     for path, c, o in zip(paths, leaves, out_leaves):
         if not _typematch(c, o):
-            raise _carry_error("types", path, jax.typeof(c).str_short(), jax.typeof(o).str_short())
+            raise _carry_error(
+                False,
+                f"The input carry component{path} has type {jax.typeof(c).str_short()} but the "
+                f"corresponding output carry component has type {jax.typeof(o).str_short()}",
+            )
     return out_treedef.unflatten(out_leaves)
 
 
@@ -227,10 +232,10 @@ def _traced(lower: Any, upper: Any, body: Body, init: Carry, unroll: int) -> Car
     def as_index(value: Any) -> Any:
         return lax.full_like(lo, value)  # the bounds' dtype, weakly typed if lower is
 
-    def copies(i: Any, carry: Any) -> Any:
+    def copies(i: Any, carry: Any) -> Any:  # fori_loop's while loop checks the carry (its message)
         base = as_index(lo + i * step)
         for r in range(unroll):
-            carry = _step(body, base + as_index(r), carry)
+            carry = body(base + as_index(r), carry)
         return carry
 
     carry = lax.fori_loop(as_index(0), as_index(trips), copies, init)
