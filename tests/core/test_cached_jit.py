@@ -284,3 +284,27 @@ def test_an_error_in_the_function_is_raised_once_with_no_second_trace():
         cached_filter_jit(bad)(jnp.ones(2))
     assert len(traces) == 1 and info.value.__context__ is None and info.value.__cause__ is None
 
+
+def test_lower_with_a_shape_dtype_struct_as_a_static_argument_as_equinox():
+    """Was: the compiled form refused the ShapeDtypeStruct it was lowered with (lowered as an
+    abstract array, called with it as a static argument)."""
+    fun = lambda x, spec: (x.astype(spec.dtype), spec)  # noqa: E731
+    x, spec = jnp.ones(2), jax.ShapeDtypeStruct((3,), jnp.int32)
+    expected, ours = both(fun)
+    want = expected.lower(x, spec).compile()(x, spec)
+    compiled = ours.lower(x, spec).compile()
+    assert_same(want, compiled(x, spec))
+    assert_same(want, compiled(x, spec))  # the static form, compiled once
+
+
+def test_patched_in_under_equinox_s_name_it_still_falls_back_to_equinox(monkeypatch):
+    """What a reader does to adopt it: ``eqx.filter_jit = cached_filter_jit``. Was: its
+    hand-overs to Equinox went to itself, a RecursionError."""
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+    fun, unhashable = (lambda x, u: x), Unhashable()
+    want = outcome(eqx.filter_jit(fun), jnp.ones(2), unhashable)
+    monkeypatch.setattr(eqx, "filter_jit", cached_filter_jit)
+    assert_same_outcome(want, outcome(eqx.filter_jit(fun), jnp.ones(2), unhashable))

@@ -118,7 +118,8 @@ class PmapPaths(Paths):
     def lower_static(self, fun: Any, args: tuple) -> Lowered:
         """``.lower`` with any ``jax.ShapeDtypeStruct`` argument static, as Equinox reads it."""
         key, entry, dynamic, tree = self._lookup(fun, args, ARRAY_TYPES)
-        return Lowered(entry.pmapped.lower(tuple(dynamic)), key, dynamic, self._key_of, run_compiled)
+        key_of = lambda a, k: self._key_of(fun, a, k)  # noqa: E731
+        return Lowered(entry.pmapped.lower(tuple(dynamic)), key, dynamic, key_of, run_compiled)
 
     def _key_of(self, fun: Any, args: tuple, kwargs: dict) -> tuple[Any, list]:
         if kwargs:

@@ -133,21 +133,22 @@ def cached_filter_jit(
 
         import equinox as eqx, jax, jaxperf
 
-        model = eqx.nn.MLP(4, 4, 64, 3, key=jax.random.key(0))
+        model = eqx.nn.Linear(4, 1, key=jax.random.key(0))
 
-        @jaxperf.cached_filter_jit(donate="all-except-first")
+        @jaxperf.cached_filter_jit(donate="all-except-first")  # the batch is not donated
         def step(x, model):
-            return jax.vmap(model)(x), model
+            return jax.vmap(model)(x).mean(), model
 
-        y, model = step(jax.numpy.ones((8, 4)), model)
+        value, model = step(jax.numpy.ones((8, 4)), model)
 
     When it helps: ``eqx.filter_jit`` spends host CPU on every call in proportion to the
     array leaves of its arguments (it partitions them and combines the outputs each time),
     then waits for the computation. This wrapper does that partition once per input
-    structure, after which a call costs about what ``jax.jit`` on the arrays costs, and it
-    returns without waiting, so the host can run ahead of the device. That matters when the
-    per-call host time (tens of microseconds per hundred leaves; notebook 01 measures it on
-    your machine) is a visible part of a step's device time: many leaves, short steps.
+    structure (a hit then costs a flatten, a tuple of the arrays' types and one lookup beside
+    ``jax.jit``'s own call) and returns without waiting, so the host can run ahead of the
+    device. That matters when Equinox's per-call host time, which grows with the leaves
+    (notebook 01 measures it per leaf on your machine), is a visible part of a step's device
+    time: many leaves, short steps.
 
     Same as Equinox: the options (``donate`` with Equinox's meanings and warning filters,
     ``**jitkwargs`` for ``jax.jit``, Equinox's errors for bad ones), arguments bound to the

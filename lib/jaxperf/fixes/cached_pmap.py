@@ -105,15 +105,13 @@ def cached_filter_pmap(
 
         import equinox as eqx, jax, jaxperf
 
-        n = jax.local_device_count()
-        model = eqx.filter_vmap(lambda k: eqx.nn.MLP(4, 4, 64, 3, key=k))(jax.random.split(jax.random.key(0), n))
+        model = eqx.nn.Linear(4, 1, key=jax.random.key(0))
 
-        @jaxperf.cached_filter_pmap(axis_name="devices", donate="all")
-        def step(model, x):
-            loss = jax.lax.pmean(jax.vmap(model)(x).mean(), "devices")
-            return loss, model
+        @jaxperf.cached_filter_pmap(in_axes=(None, 0), axis_name="devices")  # model broadcast
+        def loss(model, x):
+            return jax.lax.pmean(jax.vmap(model)(x).mean(), "devices")
 
-        loss, model = step(model, jax.numpy.ones((n, 8, 4)))
+        value = loss(model, jax.numpy.ones((jax.local_device_count(), 8, 4)))
 
     When it helps: ``eqx.filter_pmap`` redoes, on every call, work whose answer only changes
     with the structure of the inputs: resolving ``in_axes``, partitioning the function and
