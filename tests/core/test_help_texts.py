@@ -9,6 +9,7 @@ import inspect
 import pydoc
 import re
 import textwrap
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -48,8 +49,12 @@ def test_help_states_the_contract_and_the_checked_versions(name):
     assert f"Checked on jax {jax_lo} to {jax_hi} and Equinox {eqx_lo} to {eqx_hi}" in text
     for part in ("When it helps:", "Same as Equinox:", "Where it differs, on purpose:", "eqx.Module"):
         assert part in text, part
-    for stated in DIFFERENCES[name]:
+    tests = Path(__file__).resolve().parents[1]
+    for stated, pinned in DIFFERENCES[name].items():
         assert " ".join(stated.split()) in text, stated
+        path, test = pinned.split("::")
+        found = [p for p in (tests / "core" / path, tests / path) if p.exists()]
+        assert found and f"def {test}(" in found[0].read_text(), f"{pinned} pins no test"
 
 
 @pytest.mark.parametrize("name", PUBLIC)
