@@ -338,3 +338,21 @@ def test_packed_pmap_takes_jax_pmap_s_keyword_arguments():
     for name, bad in (("out_axes", (0, None)), ("out_axes", None), ("in_axes", (None, 0))):
         with pytest.raises(ValueError, match=rf"{name}=.* expected 0, or a tuple whose"):
             packed_pmap(step, axis_name="i", **{name: bad})
+
+
+def test_packed_jit_on_an_explicit_mesh_steps_like_jax_jit():
+    """JAX 0.12's jax.make_mesh makes Explicit axes (the sharding is in each array's type): a
+    replicated state packs, keeps its sharding through a step and matches the unpacked step."""
+    mesh = jax.make_mesh((N,), ("i",), devices=jax.devices()[:N])
+    replicated, batch = NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))
+    tree = jax.device_put({"w": jnp.arange(3.0), "n": jnp.int32(0)}, replicated)
+    x = jax.device_put(jnp.arange(N * 2.0), batch)
+
+    def step(t, x):
+        return x.sum(), {"w": t["w"] * 2 + x.mean(), "n": t["n"] + 1}
+
+    want_aux, want = jax.jit(step)(tree, x)
+    aux, state = packed_jit(step)(PackedState.pack(tree), x)
+    assert_same(want_aux, aux)
+    assert_same(want, state.unpack())
+    assert all(b.sharding.is_equivalent_to(replicated, 1) for b in state.buffers)
