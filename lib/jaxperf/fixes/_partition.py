@@ -26,6 +26,7 @@ from typing import Any
 
 import jax
 import jax.tree_util as jtu
+import numpy as np
 
 from .. import private_api
 
@@ -46,11 +47,13 @@ class Fallback(Exception):
 
 
 def _unstaged_type(leaf: Any) -> Hashable:
-    """The type of an array leaf without an aval (a NumPy array or scalar, or a
+    """The type of an array leaf without an ``aval`` attribute (a NumPy array or scalar, or a
     ``jax.ShapeDtypeStruct`` given to ``.lower``), as far as a trace can observe it."""
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return (leaf.shape, leaf.dtype)  # jax.jit gives a NumPy input a strong, unsharded aval
     if isinstance(leaf, jax.ShapeDtypeStruct):
         return (jax.ShapeDtypeStruct, leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding)
-    return (leaf.shape, leaf.dtype)  # jax.jit gives a NumPy input a strong, unsharded aval
+    return jax.typeof(leaf)  # a JAX array of a kind (or version) without .aval: the slow, public way
 
 
 def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, list, Any]:
