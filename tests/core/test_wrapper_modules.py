@@ -128,3 +128,9 @@ def test_deepcopy_gives_a_working_equal_wrapper(kind):
     assert copied == ours(f)  # it shares the compiled paths
     copied_model = copy.deepcopy(wrapped_model(ours, kind))
     assert_same(wrapped_model(theirs, kind)(x_for(kind)), copied_model(x_for(kind)))
+
+
+@pytest.mark.parametrize("donate", ["all", "warn", "none"])
+def test_pmap_wrapper_fields_follow_donate_as_equinox_s(donate):
+    theirs, ours = (wrap(model(), donate=donate, axis_name="i") for wrap in PAIRS["pmap"])
+    assert _without_class_name(repr(ours)) == _without_class_name(repr(theirs))

@@ -45,7 +45,8 @@ class PmapPaths(Paths):
         self.qualname = getattr(fun, "__qualname__", self.name)
         self.is_function = type(fun) is types.FunctionType
         self.fun_ref: Callable[[], Any] = weakref.ref(fun) if self.is_function else (lambda: None)
-        self.params = list(inspect.signature(fun).parameters)
+        # parameter names, for in_axes given by name (as Equinox reads them, then)
+        self.params = list(inspect.signature(fun).parameters) if isinstance(self.in_axes, dict) else []
         self.dummy = None if self.axis_size is None else np.broadcast_to(0, self.axis_size)  # JAX #9252
         specs = jtu.tree_leaves(self.in_axes, is_leaf=_axis_leaf)
         # a callable other than eqx.if_array may read leaf values: resolve it on every call

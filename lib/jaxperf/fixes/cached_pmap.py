@@ -152,15 +152,16 @@ def cached_filter_pmap(
     )
     if fun is _sentinel:
         return functools.partial(cached_filter_pmap, **options, **pmapkwargs)
-    equinox_wrapper = _EQX_FILTER_PMAP(fun, **options, **pmapkwargs)  # Equinox validates: its errors
+    _EQX_FILTER_PMAP(fun, **options, **pmapkwargs)  # Equinox validates the options: its errors
+    donating = donate != "none"
     wrapper = CachedFilterPmap(
         _fun=fun,
         _in_axes=in_axes,
         _out_axes=out_axes,
         _axis_name=axis_name,
         _axis_size=axis_size,
-        _filter_warning=equinox_wrapper._filter_warning,
-        _pmapkwargs=equinox_wrapper._pmapkwargs,
+        _filter_warning=donate in ("all", "arrays"),  # Equinox's fields, as Equinox sets them
+        _pmapkwargs={**pmapkwargs, "donate_argnums": (0,)} if donating else dict(pmapkwargs),
         _cached=_paths(fun, {**options, **pmapkwargs}),
     )
     return eqx.module_update_wrapper(wrapper)
