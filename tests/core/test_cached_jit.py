@@ -2,6 +2,7 @@
 compares outputs (pytree equal, non-array outputs included), errors, donated buffers and
 how often each traces. A core test: jaxperf's public API, jax, equinox, numpy, pytest."""
 
+import types
 import warnings
 
 import equinox as eqx
@@ -61,7 +62,9 @@ CALLS = {
 def test_same_outputs_as_filter_jit(case):
     m = Inner(jnp.arange(2.0), "inner")
     args, kwargs = CALLS[case](m)
-    expected, ours = both(rich)
+    fun = types.FunctionType(rich.__code__, rich.__globals__)  # paths of its own: counts of its own
+    fun.__kwdefaults__ = rich.__kwdefaults__
+    expected, ours = both(fun)
     for _ in range(2):
         assert_same(expected(*args, **kwargs), ours(*args, **kwargs))
     assert ours.stats == {"hits": 1, "misses": 1, "fallbacks": 0}
@@ -282,16 +285,26 @@ def test_an_error_in_the_function_is_raised_once_with_no_second_trace():
     assert len(traces) == 1 and info.value.__context__ is None and info.value.__cause__ is None
 
 
-def test_shared_compiled_paths_keep_no_strong_reference_to_the_function():
-    import gc
-    import weakref
+def test_lower_with_a_shape_dtype_struct_as_a_static_argument_as_equinox():
+    """Was: the compiled form refused the ShapeDtypeStruct it was lowered with (lowered as an
+    abstract array, called with it as a static argument)."""
+    fun = lambda x, spec: (x.astype(spec.dtype), spec)  # noqa: E731
+    x, spec = jnp.ones(2), jax.ShapeDtypeStruct((3,), jnp.int32)
+    expected, ours = both(fun)
+    want = expected.lower(x, spec).compile()(x, spec)
+    compiled = ours.lower(x, spec).compile()
+    assert_same(want, compiled(x, spec))
+    assert_same(want, compiled(x, spec))  # the static form, compiled once
 
-    def f(x):
-        return x + 1
 
-    wrapped = cached_filter_jit(f)
-    wrapped(jnp.ones(2))
-    ref = weakref.ref(f)
-    del f, wrapped
-    gc.collect()
-    assert ref() is None
+def test_patched_in_under_equinox_s_name_it_still_falls_back_to_equinox(monkeypatch):
+    """What a reader does to adopt it: ``eqx.filter_jit = cached_filter_jit``. Was: its
+    hand-overs to Equinox went to itself, a RecursionError."""
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+    fun, unhashable = (lambda x, u: x), Unhashable()
+    want = outcome(eqx.filter_jit(fun), jnp.ones(2), unhashable)
+    monkeypatch.setattr(eqx, "filter_jit", cached_filter_jit)
+    assert_same_outcome(want, outcome(eqx.filter_jit(fun), jnp.ones(2), unhashable))

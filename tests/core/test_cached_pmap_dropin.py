@@ -212,3 +212,34 @@ def test_a_hit_does_no_per_leaf_python_work_beyond_the_key():
         out = f(stacked, jnp.ones((N, 2)))
     assert f.stats == {"hits": 2, "misses": 1, "fallbacks": 0}
     assert_same(eqx.filter_pmap(lambda m, x: (0.0, m))(stacked, jnp.ones((N, 2))), out)
+
+
+def test_a_callable_in_axes_that_reads_leaf_values_is_resolved_on_every_call():
+    """Was: resolved once per input structure, so the second call reused the first's axes."""
+
+    def positive_mapped(leaf):
+        return 0 if eqx.is_array(leaf) and bool((leaf > 0).all()) else None
+
+    expected, ours = both(lambda x, y: (x * 1, y * 1), in_axes=positive_mapped)
+    x = jnp.ones((N, 2))
+    for y in (jnp.ones(N), -jnp.ones(N), jnp.ones(N)):  # y mapped, then broadcast, then mapped
+        assert_same(expected(x, y), ours(x, y))
+    assert ours.stats["fallbacks"] == 0 and ours.stats["misses"] == 2
+
+
+def test_lower_with_a_shape_dtype_struct_as_a_static_argument_as_equinox():
+    """Was: the compiled form refused the ShapeDtypeStruct it was lowered with."""
+    fun = lambda x, spec: (x.astype(spec.dtype), spec.shape)  # noqa: E731
+    x, spec = jnp.ones((N, 2)), jax.ShapeDtypeStruct((N,), jnp.int32)  # mappable, were it an array
+    expected, ours = both(fun)
+    want = expected.lower(x, spec).compile()(x, spec)
+    assert_same(want, ours.lower(x, spec).compile()(x, spec))
+
+
+def test_patched_in_under_equinox_s_name_it_still_falls_back_to_equinox(monkeypatch):
+    """What a reader does to adopt it: ``eqx.filter_pmap = cached_filter_pmap``. Was: its
+    hand-overs to Equinox went to itself, a RecursionError."""
+    fun = lambda x, y=1.0: x * y  # noqa: E731
+    want = error(eqx.filter_pmap(fun), jnp.ones(N), y=2.0)
+    monkeypatch.setattr(eqx, "filter_pmap", cached_filter_pmap)
+    assert error(eqx.filter_pmap(fun), jnp.ones(N), y=2.0) == want  # keyword arguments: Equinox's error

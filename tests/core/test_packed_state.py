@@ -272,3 +272,87 @@ def test_no_list_axes_reach_jax_pmap(monkeypatch):
             assert not any(
                 isinstance(a, list) for a in jax.tree.leaves(axes, is_leaf=lambda a: isinstance(a, list))
             )
+
+
+def test_packed_jit_takes_jax_jit_s_keyword_arguments():
+    """Was: donate_argnums clashed with the state's donation, and argument names
+    (static_argnames, donate_argnames) were not found: the step's own signature is read now."""
+
+    def step(tree, x, scale):
+        return x * scale, {"w": tree["w"] + scale}  # the aux can take x's buffer: x donated is x consumed
+
+    tree, x = {"w": jnp.ones(3)}, jnp.arange(4.0)
+    want = jax.jit(step, static_argnames="scale")(tree, x, 2.0)
+    for kwargs in (
+        {"static_argnames": "scale"},
+        {"static_argnums": 2},
+        {"static_argnames": ("scale",), "donate_argnames": "x", "keep_unused": True},
+        {"static_argnames": "scale", "donate_argnums": 1},
+    ):
+        fresh, reference = jnp.arange(4.0), jnp.arange(4.0)
+        jax.jit(step, **kwargs)(tree, reference, 2.0)
+        state = PackedState.pack(tree)
+        aux, new = packed_jit(step, **kwargs)(state, fresh, 2.0)
+        assert_same(want, (aux, new.unpack()))
+        assert all(b.is_deleted() for b in state.buffers)  # the state is donated as well
+        assert fresh.is_deleted() is reference.is_deleted() is ("donate_arg" in str(kwargs))
+    aux, new = packed_jit(step, static_argnames="scale")(PackedState.pack(tree), x, scale=2.0)
+    assert_same(want, (aux, new.unpack()))
+
+
+def test_pack_under_jit_packs_as_outside_it():
+    """Was: a ConcretizationTypeError from reading a tracer's placement."""
+    tree = {"w": jnp.arange(3.0), "b": jnp.ones(2, jnp.bfloat16), "lr": jnp.asarray(0.1), "tag": 1}
+    eager = PackedState.pack(tree)
+    traced = jax.jit(PackedState.pack, static_argnums=())(eqx.filter(tree, eqx.is_array))
+    assert jax.tree.structure(traced.buffers) == jax.tree.structure(
+        PackedState.pack(eqx.filter(tree, eqx.is_array)).buffers
+    )
+    assert_same(eager.unpack()["w"], traced.unpack()["w"])
+    assert jax.jit(lambda t: PackedState.pack(t).unpack())(eqx.filter(tree, eqx.is_array))["lr"].weak_type
+    mesh = Mesh(np.array(jax.devices()[:N]), ("i",))
+    sharded = jax.device_put(jnp.ones((N, 2)), NamedSharding(mesh, P("i")))
+    explicit = jax.typeof(sharded).sharding.spec == P("i")  # the sharding is in the type (Explicit axes)
+    if explicit:
+        with pytest.raises(ValueError, match="fully replicated"):
+            jax.jit(PackedState.pack)({"w": sharded})
+
+
+def test_packed_pmap_takes_jax_pmap_s_keyword_arguments():
+    devices = jax.devices()[:N]
+
+    def step(t, x):
+        return jax.lax.psum(x, "i"), {"w": t["w"] + x.mean()}  # the aux can take x's buffer
+
+    tree, x = {"w": jnp.arange(3.0)}, jnp.arange(N * 2.0).reshape(N, 2)
+    want_aux, want = jax.pmap(step, axis_name="i", devices=devices, out_axes=(None, 0))(stacked(tree), x)
+    for kwargs in ({"out_axes": (None, 0)}, {"out_axes": (None, 0), "in_axes": (0, 0), "donate_argnums": 1}):
+        place = jax.pmap(lambda v: v, devices=devices)
+        fresh, reference = place(x), place(x)
+        jax.pmap(step, axis_name="i", devices=devices, **kwargs)(stacked(tree), reference)
+        state = PackedState.pack(tree).replicate(devices)
+        aux, new = packed_pmap(step, axis_name="i", devices=devices, **kwargs)(state, fresh)
+        assert_same(want_aux, aux)
+        assert_same(want, new.unpack())
+        assert fresh.is_deleted() is reference.is_deleted()  # donated as jax.pmap donates it
+    for name, bad in (("out_axes", (0, None)), ("out_axes", None), ("in_axes", (None, 0))):
+        with pytest.raises(ValueError, match=rf"{name}=.* expected 0, or a tuple whose"):
+            packed_pmap(step, axis_name="i", **{name: bad})
+
+
+def test_packed_jit_on_an_explicit_mesh_steps_like_jax_jit():
+    """JAX 0.12's jax.make_mesh makes Explicit axes (the sharding is in each array's type): a
+    replicated state packs, keeps its sharding through a step and matches the unpacked step."""
+    mesh = jax.make_mesh((N,), ("i",), devices=jax.devices()[:N])
+    replicated, batch = NamedSharding(mesh, P()), NamedSharding(mesh, P("i"))
+    tree = jax.device_put({"w": jnp.arange(3.0), "n": jnp.int32(0)}, replicated)
+    x = jax.device_put(jnp.arange(N * 2.0), batch)
+
+    def step(t, x):
+        return x.sum(), {"w": t["w"] * 2 + x.mean(), "n": t["n"] + 1}
+
+    want_aux, want = jax.jit(step)(tree, x)
+    aux, state = packed_jit(step)(PackedState.pack(tree), x)
+    assert_same(want_aux, aux)
+    assert_same(want, state.unpack())
+    assert all(b.sharding.is_equivalent_to(replicated, 1) for b in state.buffers)

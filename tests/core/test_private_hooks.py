@@ -165,3 +165,17 @@ def test_importing_a_fix_without_its_hook_names_the_hook(public, module, name):
         "refused: jaxperf's core uses the private" in done.stdout
         and f"has no {module}.{name}." in done.stdout
     )
+
+
+def test_arrays_and_tracers_carry_their_type_as_aval():
+    """The drop-ins' cache key reads ``x.aval`` (an attribute, not documented API) because
+    ``jax.typeof(x)`` costs several times more per leaf; it must be the same object, for
+    concrete arrays and for tracers (a JAX without it falls back to jax.typeof, slower)."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones(3)
+    assert x.aval is jax.typeof(x) or x.aval == jax.typeof(x)
+    seen = []
+    jax.jit(lambda t: seen.append(t.aval == jax.typeof(t)) or t)(x)
+    assert seen == [True]

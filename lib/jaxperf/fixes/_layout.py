@@ -12,6 +12,8 @@ the same value of the same type (a step cannot change it; pack it as an array to
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -139,7 +141,9 @@ class Layout:
         return buffers
 
 
-_LAYOUTS: dict[Hashable, Layout] = {}
+# Weakly: a layout lives as long as a state, a compiled step or a cache of JAX holds it.
+_LAYOUTS: weakref.WeakValueDictionary[Hashable, Layout] = weakref.WeakValueDictionary()
+_LAYOUTS_LOCK = threading.Lock()
 
 
 def _static_key(value: Any) -> Hashable:
@@ -153,6 +157,8 @@ def interned(layout: Layout) -> Layout:
     non-array leaf is its own."""
     key = (layout.treedef, tuple(map(_static_key, layout.statics)), layout.slots, layout.groups)
     try:
-        return _LAYOUTS.setdefault(key, layout)
+        hash(key)
     except TypeError:
         return layout
+    with _LAYOUTS_LOCK:
+        return _LAYOUTS.setdefault(key, layout)

@@ -1,22 +1,32 @@
 """The machinery ``cached_filter_pmap`` and ``cached_filter_jit`` share: the cache key of a
 call, its partition into array leaves and the rest, the record of a trace's outputs, the
-ahead-of-time forms (``Lowered``, ``Compiled``) and the counted hand-overs to Equinox.
+compiled paths that equal wrappers share (thread-safe), and the counted hand-overs to Equinox.
 
-A call's key holds everything that makes JAX retrace: the input treedef, the non-array
-leaves with their types (``1``, ``1.0`` and ``True`` are equal in Python but trace
-differently), each array's shape, dtype and weak type, and JAX's trace context (x64,
-default device, matmul precision, ...). What a trace records (the output structure and
-its non-array leaves) therefore always belongs to the compiled function the key selects.
+A call's key holds everything a traced function can observe of its inputs: the input
+treedef; the non-array leaves with their types (``1``, ``1.0`` and ``True`` are equal in
+Python but trace differently) and, for floats, their sign (``-0.0 == 0.0``); each array's
+type as tracing sees it, which is its aval (``jax.typeof``: shape, dtype, weak type,
+sharding with its mesh axis types, memory space, varying manual axes, layout, whatever a JAX
+version adds); and JAX's trace context (x64, default device, abstract mesh, ...).
+
+What a trace records (the output structure and its non-array leaves) is a :class:`Record`
+that travels in the compiled function's own output tree: whenever JAX traces (for this key
+or any other reason), the record comes back with the compiled code it belongs to, so an
+output is never rebuilt from another trace's record.
 """
 
 from __future__ import annotations
 
 import collections
+import threading
+import types
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import jax
 import jax.tree_util as jtu
+import numpy as np
 
 from .. import private_api
 
@@ -36,34 +46,55 @@ class Fallback(Exception):
     """Raised while resolving a call that Equinox must handle; carries the reason."""
 
 
-def split(tree: Any, types: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, list, Any]:
+def _unstaged_type(leaf: Any) -> Hashable:
+    """The type of an array leaf without an ``aval`` attribute (a NumPy array or scalar, or a
+    ``jax.ShapeDtypeStruct`` given to ``.lower``), as far as a trace can observe it."""
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return (leaf.shape, leaf.dtype)  # jax.jit gives a NumPy input a strong, unsharded aval
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        return (jax.ShapeDtypeStruct, leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding)
+    return jax.typeof(leaf)  # a JAX array of a kind (or version) without .aval: the slow, public way
+
+
+def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, list, Any]:
     """(cache key, array leaves, static leaves with ARRAY marks, treedef) of ``tree``;
-    ``types``: what counts as an array (abstract ones too when lowering). The key is not
-    hashed here (the cache lookup hashes it): look it up with :func:`lookup`."""
+    ``kinds``: what counts as an array (abstract ones too when lowering). The key is not
+    hashed here (the cache lookup hashes it)."""
     leaves, treedef = jtu.tree_flatten(tree)
     dynamic: list[Any] = []
     static: list[Any] = []
     signature: list[Any] = []
     leaf: Any
     for leaf in leaves:
-        if isinstance(leaf, types):
-            dynamic.append(leaf)
-            static.append(ARRAY)
+        if isinstance(leaf, kinds):
             array: Any = leaf
-            signature.append((array.shape, array.dtype, getattr(array, "weak_type", False)))
+            dynamic.append(array)
+            static.append(ARRAY)
+            try:
+                # The aval is what a trace sees, all of it; JAX interns it (jax >= 0.7: an
+                # identity hash), so this is also the cheapest key per leaf.
+                signature.append(array.aval)
+            except AttributeError:
+                signature.append(_unstaged_type(array))
         else:
             static.append(leaf)
-            signature.append(type(leaf))
+            kind = type(leaf)
+            signature.append((kind, repr(leaf)) if kind is float or kind is complex else kind)
     key = (treedef, tuple(static), tuple(signature), _trace_context())
     return key, dynamic, static, treedef
 
 
-def lookup(cache: dict[Hashable, Any], key: Hashable) -> Any:
-    """``cache.get(key)``; :class:`Fallback` for an unhashable non-array leaf (Equinox's error)."""
-    try:
-        return cache.get(key)
-    except TypeError as err:
-        raise Fallback("unhashable non-array leaf") from err
+def same_structure(key: tuple, other: tuple) -> bool:
+    """Whether two keys agree on all but their arrays' types (which ``.lower``'s abstract
+    arrays state less fully than concrete ones: JAX's compiled call checks those)."""
+    if key[0] != other[0] or key[1] != other[1] or key[3] != other[3]:
+        return False
+    return all(a == b for a, b, s in zip(key[2], other[2], key[1]) if s is not ARRAY)
+
+
+def array_types(leaves: Sequence[Any]) -> list[tuple]:
+    """(shape, dtype) of each array leaf, abstract or concrete."""
+    return [(tuple(x.shape), x.dtype) for x in leaves]
 
 
 def merge(treedef: Any, static: Sequence[Any], dynamic: Sequence[Any]) -> Any:
@@ -72,57 +103,156 @@ def merge(treedef: Any, static: Sequence[Any], dynamic: Sequence[Any]) -> Any:
     return treedef.unflatten([next(it) if s is ARRAY else s for s in static])
 
 
-class Outputs:
-    """A trace's output structure and non-array outputs, recorded while JAX traces."""
+class Record:
+    """One trace's output structure and non-array outputs. A pytree node without leaves:
+    a compiled function returns ``(array outputs, record)``, so JAX keeps each trace's
+    record with that trace's compiled code."""
 
     __slots__ = ("treedef", "static")
 
-    def __init__(self) -> None:
-        self.treedef: Any = None
-        self.static: list[Any] = []
+    def __init__(self, treedef: Any, static: list[Any]) -> None:
+        self.treedef, self.static = treedef, static
 
-    def record(self, out: Any, dynamic: Sequence[bool] | None = None) -> tuple:
-        """The output leaves that leave the compiled function: ``dynamic[i]`` says which
-        (default: the arrays, as Equinox partitions with ``eqx.is_array``)."""
-        leaves, self.treedef = jtu.tree_flatten(out)
-        if dynamic is None:
-            dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
-        self.static = [ARRAY if d else x for d, x in zip(dynamic, leaves)]
-        return tuple(x for d, x in zip(dynamic, leaves) if d)
-
-    def rebuild(self, out_dynamic: Sequence[Any]) -> Any:
-        return merge(self.treedef, self.static, out_dynamic)
+    def rebuild(self, dynamic: Sequence[Any]) -> Any:
+        return merge(self.treedef, self.static, dynamic)
 
 
-class Counted:
-    """Hits, misses and hand-overs to Equinox (by reason), per wrapper and per kind."""
+jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
 
-    def __init__(self, totals: collections.Counter[str]) -> None:
-        self.stats = {"hits": 0, "misses": 0, "fallbacks": 0}
-        self.fallback_reasons: collections.Counter[str] = collections.Counter()
+
+def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Record]:
+    """(the output leaves that leave the compiled function, the record of the rest):
+    ``dynamic[i]`` says which (default: the arrays, as Equinox partitions with ``eqx.is_array``)."""
+    leaves, treedef = jtu.tree_flatten(out)
+    if dynamic is None:
+        dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
+    static = [ARRAY if d else x for d, x in zip(dynamic, leaves)]
+    return tuple(x for d, x in zip(dynamic, leaves) if d), Record(treedef, static)
+
+
+_TOTALS_LOCK = threading.Lock()
+
+
+class Paths:
+    """The compiled paths of one function and options, shared by every equal wrapper (as
+    Equinox's wrappers share their compiled function): entries by call key, hits, misses and
+    hand-overs to Equinox. Every read or write of it holds its lock; JAX's tracing and
+    compiling never run under it. Copied, it is itself (a wrapper's copy shares its paths)."""
+
+    def __init__(self, totals: collections.Counter[str], unhashable: bool) -> None:
+        self.unhashable = unhashable
+        self.lock = threading.Lock()
+        self.entries: dict[Hashable, Any] = {}
+        self.counts = {"hits": 0, "misses": 0, "fallbacks": 0}
+        self.reasons: collections.Counter[str] = collections.Counter()
         self._totals = totals
 
+    def __copy__(self) -> Paths:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Paths:
+        return self
+
+    def get(self, key: Hashable) -> Any:
+        """The entry for ``key`` (a hit), or None; :class:`Fallback` for an unhashable
+        non-array leaf (Equinox's error)."""
+        with self.lock:
+            try:
+                entry = self.entries.get(key)
+            except TypeError as err:
+                raise Fallback("unhashable non-array leaf") from err
+            if entry is not None:
+                self.counts["hits"] += 1
+        return entry
+
+    def put(self, key: Hashable, entry: Any) -> Any:
+        """``entry`` under ``key`` (a miss), or the one another thread put there first (a hit:
+        the entry built here is dropped before it traced anything)."""
+        with self.lock:
+            kept = self.entries.setdefault(key, entry)
+            self.counts["misses" if kept is entry else "hits"] += 1
+        return kept
+
     def count_fallback(self, reason: str) -> None:
-        self.stats["fallbacks"] += 1
-        self.fallback_reasons[reason] += 1
-        self._totals[reason] += 1
+        with self.lock:
+            self.counts["fallbacks"] += 1
+            self.reasons[reason] += 1
+        with _TOTALS_LOCK:
+            self._totals[reason] += 1
+
+    def stats(self) -> dict[str, int]:
+        with self.lock:
+            return dict(self.counts)
+
+    def fallback_reasons(self) -> collections.Counter[str]:
+        with self.lock:
+            return collections.Counter(self.reasons)
+
+
+def totals(counter: collections.Counter[str]) -> dict[str, int]:
+    with _TOTALS_LOCK:
+        return dict(counter)
+
+
+# the compiled paths of every wrapped callable: a function's by the function itself (weakly,
+# as Equinox's compile cache), another callable's by its type, then by options and its
+# non-array part (which the paths keep, as Equinox's compile cache keeps it)
+_SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(fun: Any, options: Hashable, rest: Hashable, make: Callable[[bool], Any]) -> Any:
+    """The paths every wrapper of ``fun`` with ``options`` shares (``rest``: its non-array
+    part), built by ``make(unhashable=False)`` the first time; a private one from
+    ``make(unhashable=True)`` when the key cannot be hashed (Equinox then refuses each call)."""
+    owner: Any
+    key: Hashable
+    if type(fun) is types.FunctionType:
+        owner, key = fun, options
+    else:
+        owner, key = type(fun), (options, rest)
+    try:
+        hash(key)
+    except TypeError:
+        return make(True)
+    with _SHARED_LOCK:
+        by_key = _SHARED.setdefault(owner, {})
+        paths = by_key.get(key)
+        if paths is None:
+            paths = by_key[key] = make(False)
+    return paths
 
 
 class Compiled:
     """``Lowered.compile()``: call it with arguments of the structure it was lowered for."""
 
-    def __init__(self, compiled: Any, lowered: Lowered) -> None:
-        self.compiled, self._lowered = compiled, lowered
+    def __init__(self, compiled: Any, lowered: Lowered, compiler_options: Any) -> None:
+        self.compiled, self._lowered, self._options = compiled, lowered, compiler_options
+        self._lock = threading.Lock()
+        self._static_form: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         lowered = self._lowered
         key, dynamic = lowered.key_of(args, kwargs)
-        if key != lowered.key:
-            raise TypeError(
-                "arguments of another structure, shape, dtype or static value than those it was "
-                "lowered for: lower(...) again with these arguments."
-            )
-        return lowered.run(self.compiled, dynamic)
+        if same_structure(key, lowered.key):
+            if array_types(dynamic) != lowered.types:
+                raise TypeError(
+                    f"arrays of shapes and dtypes {array_types(dynamic)} where this was lowered for "
+                    f"{lowered.types}: lower(...) again with these arguments."
+                )
+            return lowered.run(self.compiled, dynamic)
+        static_key = lowered.static_key
+        if lowered.relower is not None and static_key is not None and same_structure(key, static_key):
+            # The ShapeDtypeStructs it was lowered with are passed again: they were static
+            # arguments (Equinox's reading), not abstract arrays.
+            with self._lock:
+                if self._static_form is None:
+                    self._static_form = lowered.relower().compile(self._options)
+            return self._static_form(*args, **kwargs)
+        raise TypeError(
+            "arguments of another structure, shape, dtype or static value than those it was "
+            "lowered for: lower(...) again with these arguments."
+        )
 
     def as_text(self) -> str:
         return self.compiled.as_text()
@@ -130,14 +260,25 @@ class Compiled:
 
 class Lowered:
     """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of``
-    gives a call's (key, array leaves); ``run(compiled, leaves)`` calls the compiled form
-    as the wrapper calls its jitted one and rebuilds the outputs."""
+    gives a call's (key, array leaves); ``run(compiled, leaves)`` calls the compiled form and
+    rebuilds the outputs; ``relower()`` (when ``jax.ShapeDtypeStruct`` arguments were lowered
+    as abstract arrays) lowers them as static arguments instead, ``static_key`` its key."""
 
-    def __init__(self, lowered: Any, key: Hashable, key_of: Callable, run: Callable) -> None:
-        self.lowered, self.key, self.key_of, self.run = lowered, key, key_of, run
+    def __init__(
+        self,
+        lowered: Any,
+        key: tuple,
+        dynamic: Sequence[Any],
+        key_of: Any,
+        run: Any,
+        relower: Any = None,
+        static_key: tuple | None = None,
+    ) -> None:
+        self.lowered, self.key, self.types = lowered, key, array_types(dynamic)
+        self.key_of, self.run, self.relower, self.static_key = key_of, run, relower, static_key
 
     def as_text(self) -> str:
         return self.lowered.as_text()
 
     def compile(self, compiler_options: dict[str, str | bool] | None = None) -> Compiled:
-        return Compiled(self.lowered.compile(compiler_options=compiler_options), self)
+        return Compiled(self.lowered.compile(compiler_options=compiler_options), self, compiler_options)

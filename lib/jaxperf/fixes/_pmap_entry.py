@@ -1,4 +1,4 @@
-"""One compiled path of :class:`~jaxperf.fixes.cached_pmap.CachedFilterPmap`: the
+"""One compiled path of :func:`~jaxperf.fixes.cached_pmap.cached_filter_pmap`: the
 ``jax.pmap`` for one input structure and how it resolves ``out_axes``, as Equinox does.
 
 Equinox classifies each output leaf by the axis the caller's ``out_axes`` resolves to on
@@ -10,7 +10,6 @@ with ``None`` leaves it unmapped if it is an array and is returned as it is othe
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import equinox as eqx
@@ -18,10 +17,10 @@ import jax
 import jax.tree_util as jtu
 
 from .. import private_api
-from ._partition import ARRAY_TYPES, Outputs, merge
+from ._partition import ARRAY_TYPES, merge, record
 
 if TYPE_CHECKING:
-    from .cached_pmap import CachedFilterPmap
+    from ._pmap_paths import PmapPaths
 
 _broadcast_prefix = private_api.jax_broadcast_prefix()
 #: what ``eqx.filter_pmap`` sizes ``out_axes`` by: arrays and Python scalars
@@ -38,13 +37,14 @@ tracing = threading.local()
 
 
 class Entry:
-    """The ``jax.pmap`` for one cache key and the record of its outputs."""
+    """The ``jax.pmap`` for one cache key (it returns ``(array outputs, Record)``); ``traced``:
+    whether a trace of it has reached the end (set under the paths' lock)."""
 
-    __slots__ = ("pmapped", "outputs")
+    __slots__ = ("pmapped", "traced")
 
     def __init__(self) -> None:
         self.pmapped: Any = None
-        self.outputs = Outputs()
+        self.traced = False
 
 
 def _is_axis_leaf(x: Any) -> bool:
@@ -104,20 +104,20 @@ def _known_out_axes(spec: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def build_entry(wrapper: CachedFilterPmap, treedef: Any, static: list, axes: list, dynamic: list) -> Entry:
+def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> Entry:
     """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
-    one per array leaf in ``dynamic``)."""
+    one per array leaf in ``dynamic``): the tree is ``(fun or None, args, dummy or None)``,
+    None for a Python function, which comes from ``paths.fun_ref`` (a weak reference)."""
     entry = Entry()
-    # The entry may outlive the wrapper (wrappers of one function share entries, as Equinox's
-    # share compiled functions): its closures hold the options, never the wrapper.
-    fun_ref, fun_in_tree, spec = wrapper._fun_ref, wrapper._flattens_fun, wrapper._out_axes
-    axis_name, axis_size = wrapper._axis_name, wrapper._axis_size
+    # The entry may outlive every wrapper (equal wrappers share entries, as Equinox's share
+    # compiled functions): its closures hold the options, never a wrapper nor the function.
+    fun_ref, spec, lock = paths.fun_ref, paths.out_axes, paths.lock
+    axis_name, axis_size = paths.axis_name, paths.axis_size
 
     def call(dynamic_leaves: tuple) -> Any:
-        tree = merge(treedef, static, dynamic_leaves)
-        f, args = (tree[0], tree[1]) if fun_in_tree else (fun_ref(), tree)
+        fun, args, _ = merge(treedef, static, dynamic_leaves)
         tracing.traced = True
-        return f(*args)
+        return (fun_ref() if fun is None else fun)(*args)
 
     def classify(out: Any) -> tuple[list[Any], list[Any], list[bool]]:
         leaves = jtu.tree_leaves(out)
@@ -142,23 +142,25 @@ def build_entry(wrapper: CachedFilterPmap, treedef: Any, static: list, axes: lis
 
     def inner(dynamic_leaves: tuple) -> tuple:
         out = call(dynamic_leaves)
-        return entry.outputs.record(out, classify(out)[2])
+        result = record(out, classify(out)[2])
+        with lock:
+            entry.traced = True
+        return result
 
-    fun = fun_ref()
-    inner.__name__ = getattr(fun, "__name__", type(fun).__name__)
-    inner.__qualname__ = getattr(fun, "__qualname__", inner.__name__)
+    inner.__name__, inner.__qualname__ = paths.name, paths.qualname
     entry.pmapped = jax.pmap(
         inner,
         in_axes=(in_axes,),
-        out_axes=out_axes,
+        out_axes=(out_axes, 0),  # the record has no leaves: any axis
         axis_name=axis_name,
         axis_size=axis_size,
-        donate_argnums=(0,) if wrapper._donate != "none" else (),
-        **wrapper._pmapkwargs,
+        donate_argnums=(0,) if paths.donate != "none" else (),
+        **paths.pmapkwargs,
     )
     return entry
 
 
-def run_compiled(entry: Entry) -> Callable[[Any, list], Any]:
-    """How a compiled (ahead-of-time) form of ``entry`` is called."""
-    return lambda compiled, dynamic: entry.outputs.rebuild(compiled(tuple(dynamic)))
+def run_compiled(compiled: Any, dynamic: list) -> Any:
+    """Call a compiled (ahead-of-time) form of an entry and rebuild its outputs."""
+    out, rec = compiled(tuple(dynamic))
+    return rec.rebuild(out)

@@ -32,6 +32,7 @@ structure packed before reuses that layout, so nothing compiles again.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -46,11 +47,18 @@ __all__ = ["Group", "Layout", "PackedState", "Slot", "packed_jit", "packed_pmap"
 
 
 def _group_key(leaf: Any, index: int) -> tuple[Any, ...]:
-    sharding = getattr(leaf, "sharding", None) if getattr(leaf, "committed", False) else None
-    if sharding is not None and not sharding.is_fully_replicated:
-        raise bad_value(
-            f"leaf {index}'s sharding", sharding, "a fully replicated sharding (packing flattens each leaf)"
-        )
+    """(dtype, sharding, own buffer) of a leaf. A traced leaf (packing inside ``jax.jit``) has
+    no placement of its own: its buffer goes where the compiled program puts it."""
+    _REPLICATED = "a fully replicated sharding (packing flattens each leaf)"
+    if isinstance(leaf, jax.core.Tracer):
+        sharding = None
+        spec = getattr(jax.typeof(leaf).sharding, "spec", ())
+        if any(axis is not None for axis in spec):
+            raise bad_value(f"leaf {index}'s sharding", jax.typeof(leaf).sharding, _REPLICATED)
+    else:
+        sharding = getattr(leaf, "sharding", None) if getattr(leaf, "committed", False) else None
+        if sharding is not None and not sharding.is_fully_replicated:
+            raise bad_value(f"leaf {index}'s sharding", sharding, _REPLICATED)
     weak = bool(getattr(leaf, "weak_type", False))
     return leaf.dtype, sharding, index if weak else None  # a weak leaf: a buffer of its own
 
@@ -165,7 +173,10 @@ _NOT_A_STATE = "a PackedState (PackedState.pack(tree), .replicate(devices) for p
 
 
 def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedState]]:
-    def packed_step(state: PackedState, *args: Any) -> tuple[Any, PackedState]:
+    # fun's signature (through __wrapped__), so that argument names given to jax.jit or
+    # jax.pmap (static_argnames, donate_argnames) resolve as they do for fun itself
+    @functools.wraps(fun)
+    def packed_step(state: PackedState, *args: Any, **kwargs: Any) -> tuple[Any, PackedState]:
         if not isinstance(state, PackedState):
             raise bad_value("state", type(state).__name__, _NOT_A_STATE)
         state.layout.check_buffers(
@@ -174,11 +185,34 @@ def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedStat
             if mapped
             else "an unreplicated PackedState for packed_jit (a replicated one goes to packed_pmap)",
         )
-        aux, new_tree = fun(state.unpack(), *args)
+        aux, new_tree = fun(state.unpack(), *args, **kwargs)
         return aux, PackedState(state.layout.repack(new_tree, constrain=not mapped), state.layout)
 
     packed_step.__name__ = f"packed_{getattr(fun, '__name__', 'step')}"
     return packed_step
+
+
+def _donated(donate: bool, donate_argnums: Any) -> tuple[int, ...]:
+    """The state (argument 0) when ``donate``, with any ``donate_argnums`` the caller gives."""
+    extra = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    return tuple(sorted({0, *extra} if donate else set(extra)))
+
+
+def _state_first(name: str, axes: Any, aux_part: bool) -> Any:
+    """``in_axes``/``out_axes`` with the state's part mapped over axis 0 (the device axis every
+    replicated buffer carries); a ValueError naming the option when the caller's maps it otherwise."""
+    expected = (
+        f"0, or a tuple whose {'second' if aux_part else 'first'} entry (the state's) is 0: the state's "
+        "buffers carry the device axis first"
+    )
+    if axes == 0 and not isinstance(axes, bool):
+        return (0, 0) if aux_part else 0
+    if not isinstance(axes, (tuple, list)) or not axes:
+        raise bad_value(name, axes, expected)
+    state_axis = axes[1] if aux_part else axes[0]
+    if aux_part and len(axes) != 2 or isinstance(state_axis, bool) or state_axis != 0:
+        raise bad_value(name, axes, expected)
+    return tuple(axes)
 
 
 def _replication_problem(state: Any, devices: Sequence[jax.Device] | None) -> ValueError | None:
@@ -240,12 +274,17 @@ def packed_pmap(
     ``donate=False``. ``new_tree`` must fit the layout (see :mod:`._layout`)."""
     if devices is not None:
         devices = _check_devices(devices)
+    # a plain 0 (never a list) unless the caller maps the aux otherwise: jax.pmap across
+    # processes rejects list out_axes
+    out_axes = _state_first("out_axes", pmap_kwargs.pop("out_axes", 0), aux_part=True)
+    if "in_axes" in pmap_kwargs:
+        pmap_kwargs["in_axes"] = _state_first("in_axes", pmap_kwargs["in_axes"], aux_part=False)
     pmapped = jax.pmap(
         _stepper(fun, mapped=True),
         axis_name=axis_name,
         devices=devices,
-        out_axes=0,
-        donate_argnums=(0,) if donate else (),
+        out_axes=0 if out_axes == (0, 0) else out_axes,
+        donate_argnums=_donated(donate, pmap_kwargs.pop("donate_argnums", ())),
         **pmap_kwargs,
     )
     return PackedPmap(pmapped, devices)
@@ -257,8 +296,21 @@ def packed_jit(
     """``jax.jit`` of ``fun(tree, *args) -> (aux, new_tree)`` over a :class:`PackedState`
     whose buffers keep their sharding (e.g. replicated over a mesh, with the
     batch in ``args`` sharded): returns ``(aux, new_state)``, the state donated
-    unless ``donate=False``. ``new_tree`` must fit the layout (see :mod:`._layout`)."""
-    return jax.jit(_stepper(fun, mapped=False), donate_argnums=(0,) if donate else (), **jit_kwargs)
+    unless ``donate=False``. ``new_tree`` must fit the layout (see :mod:`._layout`).
+    ``jit_kwargs`` are ``jax.jit``'s, read against ``fun``'s signature (``static_argnames``,
+    ``donate_argnames``, ``donate_argnums`` beside the state's donation, ...)."""
+    stepper = _stepper(fun, mapped=False)
+    names = jit_kwargs.pop("donate_argnames", None)
+    if names is not None and "donate_argnums" not in jit_kwargs:
+        # names alone: jax.jit finds their positions, so the state is donated by its name too
+        names = (names,) if isinstance(names, str) else tuple(names)
+        first = next(iter(inspect.signature(stepper).parameters), None)
+        if first is not None:
+            return jax.jit(stepper, donate_argnames=names + ((first,) if donate else ()), **jit_kwargs)
+    donate_argnums = _donated(donate, jit_kwargs.pop("donate_argnums", ()))
+    if names is not None:
+        jit_kwargs["donate_argnames"] = names
+    return jax.jit(stepper, donate_argnums=donate_argnums, **jit_kwargs)
 
 
 def state_step(step: Callable[[Any, Any, Any], tuple[Any, Any, Any]]) -> StateFun:

@@ -8,6 +8,7 @@ every backend lowers, and runs ``unroll`` copies of the body per iteration. Publ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -60,54 +61,142 @@ def index_dtype(lower: Any, upper: Any) -> Any:
     )
 
 
+def _typematch(a: Any, b: Any) -> bool:
+    return tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
+
+
+def _carry_error(structure: bool, difference: str) -> TypeError:
+    """``lax.fori_loop``'s TypeError (static bounds: its scan's), first line word for word."""
+    what = "have the same pytree structure" if structure else "have equal types"
+    return TypeError(
+        f"scan body function carry input and carry output must {what}, but they differ:\n\n"
+        f"{difference}.\n\nRevise the function so that the carry output has the same "
+        f"{'pytree structure' if structure else 'types'} as the carry input."
+    )
+
+
+def _step(body: Body, index: Any, carry: Any) -> Any:
+    """``body(index, carry)`` with ``lax.fori_loop``'s carry contract, for a step traced outside
+    a loop primitive: the same tree structure out as in, each leaf of the input's shape and
+    dtype (a weakly typed input leaf, e.g. a Python scalar, is first promoted to what the body
+    makes of it and the step traced again, as fori_loop does), JAX arrays out (TypeError else)."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    carry = jax.tree.map(jnp.asarray, carry)
+    out = body(index, carry)
+    treedef: Any
+    out_treedef: Any
+    for _ in range(2):  # at most one promotion, as fori_loop traces its body at most twice
+        leaves, treedef = jax.tree.flatten(carry)
+        out_leaves, out_treedef = jax.tree.flatten(out)
+        if out_treedef != treedef:
+            raise _carry_error(True, f"The input carry is {treedef} but the output carry is {out_treedef}")
+        out_leaves = [jnp.asarray(x) for x in out_leaves]
+        promoted = [
+            lax.convert_element_type(c, jnp.result_type(c, o))
+            if jax.typeof(c).weak_type and not _typematch(c, o)
+            else c
+            for c, o in zip(leaves, out_leaves)
+        ]
+        if all(p is c for p, c in zip(promoted, leaves)):
+            break
+        carry = treedef.unflatten(promoted)
+        out = body(index, carry)
+    paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(carry)[0]]
+    for path, c, o in zip(paths, leaves, out_leaves):
+        if not _typematch(c, o):
+            raise _carry_error(
+                False,
+                f"The input carry component{path} has type {jax.typeof(c).str_short()} but the "
+                f"corresponding output carry component has type {jax.typeof(o).str_short()}",
+            )
+    return out_treedef.unflatten(out_leaves)
+
+
 def _copies(body: Body, start: Any, unroll: int, count: int) -> Body:
-    """A loop body running ``count`` copies of ``body`` from index ``start + i * unroll``."""
+    """A loop body running ``count`` checked copies of ``body`` from index ``start + i * unroll``."""
 
     def run(i: Any, carry: Any) -> Any:
         base = start + i * unroll
         for r in range(count):
-            carry = body(base + r, carry)
+            carry = _step(body, base + r, carry)
         return carry
 
     return run
 
 
+def _staging() -> bool:
+    """Whether JAX is staging ops into one program here (inside jit, a loop body, a Pallas
+    kernel), rather than running each op as it comes (eagerly, or under vmap/grad alone)."""
+    import jax
+    import jax.numpy as jnp
+
+    return isinstance(jnp.zeros(()), jax.core.Tracer)
+
+
+def _static(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carry:
+    """Static bounds, laid out as ``lax.scan(unroll=unroll)`` lays out ``fori_loop``: a loop of
+    ``trips // unroll`` iterations of ``unroll`` steps, then the rest inline in the same program
+    (all inline when one iteration would hold every step), so that XLA sees what it sees there."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    outer, rest = divmod(stop - start, unroll)
+    if outer == 1 and rest == 0:
+        outer, rest = 0, unroll
+    carry = init
+    if outer:
+        carry = lax.fori_loop(0, outer, _copies(body, start, unroll, unroll), carry)
+    for j in range(start + outer * unroll, stop):
+        carry = _step(body, jnp.asarray(j), carry)  # fori_loop's index here: a weakly typed int
+    return carry
+
+
+def _static_jit(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carry:
+    """:func:`_static` as one compiled program, for eager callers: ``lax.fori_loop`` runs its scan
+    as one program there too, so each step's arithmetic is fused alike (bitwise equal results)."""
+    import jax
+
+    try:
+        hash(body)
+    except TypeError:
+        return jax.jit(lambda carry: _static(start, stop, body, unroll, carry))(init)
+    return _jitted_static()(start, stop, body, unroll, init)
+
+
 def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: int = 1) -> Carry:
     """``lax.fori_loop(lower, upper, body, init)``, partially unrolled by hand.
 
-    An outer ``fori_loop(unroll=1)`` runs ``trip // unroll`` times, calling
-    ``body`` ``unroll`` times per iteration; the ``trip % unroll`` remaining
-    steps follow inline (static bounds: with ``unroll >= trip`` no loop
-    remains) or in a second ``fori_loop`` (traced bounds). The
-    body always receives a JAX integer index of the dtype ``fori_loop`` gives
-    it (a weakly typed int32 for static bounds, :func:`index_dtype` for traced
-    ones), never a Python int, so a body written for ``fori_loop`` runs
-    unchanged (the inline steps' index is a constant: a body may branch on it
-    there, where ``fori_loop``'s would raise). Zero or negative trip counts run no step.
-    Static bounds differentiate in reverse mode (a scan), traced bounds do not
-    (a while loop: the same error as ``fori_loop``). ``unroll=1`` is
-    ``lax.fori_loop`` itself. Raises ValueError for ``unroll`` not an int >= 1.
+    An outer ``fori_loop(unroll=1)`` runs ``trip // unroll`` times, calling ``body`` ``unroll``
+    times per iteration; the ``trip % unroll`` remaining steps follow inline (static bounds,
+    as ``lax.fori_loop(unroll=unroll)`` lays them out: then the results are bitwise equal to
+    it, eagerly too, where it is one compiled program) or in a second ``fori_loop`` (traced
+    bounds). ``fori_loop``'s carry contract holds on every path: the body's output carry must
+    have the input's tree structure, shapes and dtypes (a weakly typed leaf, such as a Python
+    scalar, is promoted as ``fori_loop`` promotes it), else TypeError; the result's leaves are
+    JAX arrays. The body always receives a JAX integer index of the dtype ``fori_loop`` gives it
+    (a weakly typed int for static bounds, :func:`index_dtype` for traced ones), never a Python
+    int, so a body written for ``fori_loop`` runs unchanged. Zero or negative trip counts run
+    no step. Static bounds differentiate in reverse mode (a scan), traced bounds do not (a
+    while loop: the same error as ``fori_loop``). ``unroll=1`` is ``lax.fori_loop`` itself.
+    Raises ValueError for ``unroll`` not an int >= 1.
     """
     from jax import lax
 
     unroll = check_unroll(unroll)
     if unroll == 1:
         return lax.fori_loop(lower, upper, body, init)
-    import jax.numpy as jnp
-
     bounds = static_bounds(lower, upper)
     if bounds is not None:
         index_dtype(lower, upper)  # fori_loop's TypeError for mismatched bound types
         start, stop = bounds
         if stop <= start:  # no step: fori_loop's own result (the init as JAX arrays)
             return lax.fori_loop(lower, upper, body, init)
-        outer = (stop - start) // unroll
-        carry = init
-        if outer:
-            carry = lax.fori_loop(0, outer, _copies(body, start, unroll, unroll), carry)
-        for j in range(start + outer * unroll, stop):
-            carry = body(jnp.asarray(j), carry)  # a weakly typed int32, as fori_loop's index
-        return carry
+        if _staging():
+            return _static(start, stop, body, unroll, init)
+        return _static_jit(start, stop, body, unroll, init)
     return _traced(lower, upper, body, init, unroll)
 
 
@@ -143,7 +232,7 @@ def _traced(lower: Any, upper: Any, body: Body, init: Carry, unroll: int) -> Car
     def as_index(value: Any) -> Any:
         return lax.full_like(lo, value)  # the bounds' dtype, weakly typed if lower is
 
-    def copies(i: Any, carry: Any) -> Any:
+    def copies(i: Any, carry: Any) -> Any:  # fori_loop's while loop checks the carry (its message)
         base = as_index(lo + i * step)
         for r in range(unroll):
             carry = body(base + as_index(r), carry)
@@ -151,3 +240,10 @@ def _traced(lower: Any, upper: Any, body: Body, init: Carry, unroll: int) -> Car
 
     carry = lax.fori_loop(as_index(0), as_index(trips), copies, init)
     return lax.fori_loop(as_index(lo + trips * step), hi, body, carry)
+
+
+@functools.cache
+def _jitted_static() -> Any:
+    import jax
+
+    return jax.jit(_static, static_argnums=(0, 1, 2, 3))
