@@ -86,29 +86,15 @@ def _equinox_pmap(step: Any, kind: str) -> Step:
     return Step(kind, step, step._fun, donate, step._axis_name, _default_axes(step._in_axes, step._out_axes))
 
 
-def _cached_pmap(step: Any, kind: str) -> Step:
-    donate = "none" if step._donate == "none" else "all"
-    return Step(
-        kind, step, step.__wrapped__, donate, step._axis_name, _default_axes(step._in_axes, step._out_axes)
-    )
-
-
-def _cached_jit(step: Any, kind: str) -> Step:
-    if step._donate_rest:
-        donate = "all" if step._donate_first else "all-except-first"
-    else:
-        donate = "none"
-    return Step(kind, step, step.__wrapped__, donate)
-
-
 def identify(step: Any) -> Step:
     """The :class:`Step` of ``step``; ``ValueError`` naming its type and the kinds known."""
     name = _type_name(step)
     table: dict[str, tuple[str, Callable[[Any, str], Step]]] = {
         "equinox._jit._JitWrapper": ("eqx.filter_jit", _equinox_jit),
         "equinox._vmap_pmap._PmapWrapper": ("eqx.filter_pmap", _equinox_pmap),
-        "jaxperf.fixes.cached_jit.CachedFilterJit": ("jaxperf.cached_filter_jit", _cached_jit),
-        "jaxperf.fixes.cached_pmap.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _cached_pmap),
+        # jaxperf's drop-ins are Modules with Equinox's own fields
+        "jaxperf.fixes.cached_jit.CachedFilterJit": ("jaxperf.cached_filter_jit", _equinox_jit),
+        "jaxperf.fixes.cached_pmap.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _equinox_pmap),
     }
     if name in table:
         kind, build = table[name]

@@ -176,6 +176,8 @@ def cached(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
             )
         fn = cached_filter_pmap(step.raw, axis_name=step.axis_name, donate=step.donate)
         name = "jaxperf.cached_filter_pmap"
+    elif step.kind.startswith("jaxperf."):
+        raise NotApplicable("your step already is jaxperf's drop-in")
     else:
         raise NotApplicable(f"no drop-in replaces {step.kind}")
     what = "the same call, its partition cached per input structure" + (
