@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxperf.diagnose import carry, diagnose, examples, factory
-from jaxperf.diagnose import verdicts as v
-from jaxperf.diagnose.paths import Path
+from jaxperf.diagnosis import carry, diagnose, examples, factory
+from jaxperf.diagnosis import verdicts as v
+from jaxperf.diagnosis.paths import Path
 
 FAST = dict(precision=0.5, max_seconds=20, min_rounds=2, calls_per_round=2)
 
@@ -192,7 +192,7 @@ def test_a_bad_loader_is_named(loader, match):
     [
         ("no_colon", "step_factory='no_colon' is not allowed"),
         ("no_such_module_xyz:f", "importing 'no_such_module_xyz' raised ModuleNotFoundError"),
-        ("jaxperf.diagnose.examples:nope", "has no callable 'nope'"),
+        ("jaxperf.diagnosis.examples:nope", "has no callable 'nope'"),
         ("jaxperf.errors:bad_value", "step_factory arguments"),
     ],
 )

@@ -6,13 +6,13 @@ import json
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf.diagnose.settings import SEED_FACTORY, YourStepSettings
+from jaxperf.diagnosis.settings import SEED_FACTORY, YourStepSettings
 
 NB = "10_your_step"
 
 
 def test_the_default_is_the_seeds_step():
-    assert YourStepSettings().step_factory == SEED_FACTORY == "jaxperf.diagnose.examples:seed_noop"
+    assert YourStepSettings().step_factory == SEED_FACTORY == "jaxperf.diagnosis.examples:seed_noop"
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_the_notebook_diagnoses_the_factory_it_is_given(tmp_path):
         NB,
         tmp_path,
         quick=True,
-        step_factory="jaxperf.diagnose.examples:equinox_train",
+        step_factory="jaxperf.diagnosis.examples:equinox_train",
         step_kwargs={"depth": 1, "width": 8, "batch": 8},
     )
     study = tmp_path / "results" / "cpu" / "your_step"

@@ -9,7 +9,11 @@ The public API, importable from the package root:
   call since Equinox 0.11.8);
 - :class:`PackedState`, :func:`packed_pmap`, :func:`packed_jit`: the packed fast
   path, a training state carried as one buffer per dtype through a compiled step;
-- :func:`cached_nnx_jit`: a drop-in for ``flax.nnx.jit`` (graph mode) that walks the object graph once per structure (needs Flax);
+- :func:`cached_nnx_jit`: a drop-in for ``flax.nnx.jit`` (graph mode) that walks the
+  object graph once per structure (needs Flax);
+- :func:`diagnose`: is *your* training loop paying dispatch overhead, and which of these
+  paths would be faster for it (measured on your step, in your loop; needs pandas and
+  matplotlib, the ``study`` extra);
 - :func:`hand_unrolled_fori`: a ``lax.fori_loop`` stand-in unrolled by hand, which
   lowers wherever ``fori_loop`` does, Pallas' Triton backend included (jax#20909).
 
@@ -33,6 +37,7 @@ _PUBLIC = {
     "packed_jit": "jaxperf.fixes.packed",
     "hand_unrolled_fori": "jaxperf.fixes.unroll",
     "cached_nnx_jit": "jaxperf.fixes.nnx",
+    "diagnose": "jaxperf.diagnosis",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -13,7 +13,7 @@ import sys
 
 #: command -> module with ``main(argv) -> int``
 COMMANDS = {
-    "diagnose": "jaxperf.diagnose.cli",
+    "diagnose": "jaxperf.diagnosis.cli",
     "loops": "jaxperf.kernels.cli",
 }
 

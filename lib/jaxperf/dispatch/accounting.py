@@ -20,9 +20,9 @@ from typing import Any
 import pandas as pd
 
 from .. import timing
-from ..diagnose import carry as carry_mod
-from ..diagnose.kinds import identify
-from ..diagnose.paths import partitioned
+from ..diagnosis import carry as carry_mod
+from ..diagnosis.kinds import identify
+from ..diagnosis.paths import partitioned
 from . import stages
 from .cost import Cell
 from .models import ModelSpec, count_leaves

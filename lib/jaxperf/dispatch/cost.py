@@ -21,8 +21,8 @@ import equinox as eqx
 import jax
 import pandas as pd
 
-from ..diagnose import diagnose
-from ..diagnose.paths import _as_pmap_outputs
+from ..diagnosis import diagnose
+from ..diagnosis.paths import _as_pmap_outputs
 from .models import ModelSpec, count_leaves
 from .runners import Inputs, put
 from .steps import AXIS, get_step

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..diagnose import verdicts
+from ..diagnosis import verdicts
 from .cost import BASELINE
 
 KEYS = ["step", "model", "kind", "leaves", "donated", "family"]

@@ -4,7 +4,7 @@ as a Flax user writes them, through the same engine and cell runner as notebook 
 
 Each cell is a step (``noop`` or ``train``, :mod:`.models`) at one MLP depth, wrapped with
 ``nnx.jit`` (graph mode, Flax's default) and called on ``(model, optimizer, x, y)``; the
-engine derives Flax's own mitigations and jaxperf's drop-in (:mod:`jaxperf.diagnose.nnx_paths`),
+engine derives Flax's own mitigations and jaxperf's drop-in (:mod:`jaxperf.diagnosis.nnx_paths`),
 proves each leaves the same model and optimizer state, and times them interleaved. A
 ``heavy`` cell (a wide train step, its device time far above any path's host time) tells
 whether each path's calls run ahead.

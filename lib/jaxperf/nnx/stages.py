@@ -130,8 +130,8 @@ def call_breakdown(problem: Problem, step: str, calls: int = 30) -> pd.DataFrame
     its own fresh objects of ``problem``; warm-up calls excluded."""
     from flax import nnx
 
-    from ..diagnose import nnx_paths
-    from ..diagnose.kinds import identify
+    from ..diagnosis import nnx_paths
+    from ..diagnosis.kinds import identify
 
     check_int("calls", calls, minimum=1)
     model, optimizer, x, y = problem.build()

@@ -1,4 +1,4 @@
-"""The figure of a :class:`~jaxperf.diagnose.result.Diagnosis`: it/s per path in the
+"""The figure of a :class:`~jaxperf.diagnosis.result.Diagnosis`: it/s per path in the
 reader's loop, and where each path's time per blocked call goes."""
 
 from __future__ import annotations

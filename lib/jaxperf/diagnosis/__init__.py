@@ -91,6 +91,12 @@ def diagnose(
     Raises ``ValueError`` naming the parameter for bad input, and when ``step`` raises on
     ``args`` (nothing is written: the diagnosis only returns).
     """
+    try:
+        import pandas  # noqa: F401 -- the timings are a DataFrame
+    except ImportError as err:
+        raise ImportError(
+            "jaxperf.diagnose needs pandas (and matplotlib for its figure): pip install 'jaxperf[study]'"
+        ) from err
     from .. import timing
     from ..errors import bad_value, check_int
     from . import engine

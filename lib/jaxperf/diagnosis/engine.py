@@ -3,7 +3,7 @@ computes what the reader's does, time them interleaved in the reader's loop, and
 
 One code path for the study's own models and for a reader's step: the dispatch study
 (notebook 01), the runs-ahead probe (notebook 07) and the NNX study (notebook 11) check
-with :func:`check`, time with :func:`time_paths` and judge with :func:`jaxperf.diagnose.verdicts`.
+with :func:`check`, time with :func:`time_paths` and judge with :func:`jaxperf.diagnosis.verdicts`.
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def run(
     extra: dict[str, Callable[..., Path]] | None = None,
     progress: Any = None,
 ) -> dict[str, Any]:
-    """Everything a :class:`~jaxperf.diagnose.result.Diagnosis` is made from."""
+    """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from."""
     started = time.perf_counter()
     batches = Batches(loader)
     step, mine, paths, skipped, carry, leaves, batch_at = build(step, args, carry, batches, batch_at, extra)

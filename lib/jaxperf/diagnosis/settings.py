@@ -14,13 +14,13 @@ from ..errors import bad_value
 from ..settings import StudySettings
 
 #: the seed's no-op step under eqx.filter_pmap at 392 array leaves (MLP depth 64)
-SEED_FACTORY = "jaxperf.diagnose.examples:seed_noop"
+SEED_FACTORY = "jaxperf.diagnosis.examples:seed_noop"
 
 
 @dataclass(frozen=True)
 class YourStepSettings(StudySettings):
     """``step_factory`` (``"package.module:function"``) is called with ``step_kwargs`` and
-    returns the step and its arguments (see :mod:`jaxperf.diagnose.factory`); the diagnosis
+    returns the step and its arguments (see :mod:`jaxperf.diagnosis.factory`); the diagnosis
     stops when every ratio is within ``precision`` or after ``max_seconds`` in all."""
 
     step_factory: str = SEED_FACTORY
