@@ -13,5 +13,7 @@ package root, lazily, so ``import jaxperf`` imports no JAX:
 - :mod:`.packed`: ``PackedState``, ``packed_pmap``, ``packed_jit``, a training state carried
   as one buffer per dtype through a compiled step;
 - :mod:`.unroll`: ``hand_unrolled_fori``, ``lax.fori_loop`` unrolled by hand so that it
-  lowers on every Pallas backend (jax-ml/jax#20909).
+  lowers on every Pallas backend (jax-ml/jax#20909);
+- :mod:`.nnx`: ``cached_nnx_jit``, a drop-in for ``flax.nnx.jit`` (graph mode) that walks the
+  object graph once per structure; it imports Flax when first used, so the core needs none.
 """
