@@ -128,7 +128,7 @@ GOOD = dict(
         (dict(unroll=0), "unroll=0 is not allowed: expected an integer >= 1"),
         (
             dict(kernel="matmul"),
-            "kernel='matmul' is not allowed: expected one of 'seed', 'streaming', 'attention'",
+            "kernel='matmul' is not allowed: expected one of 'seed', 'data_carry', 'streaming', 'attention'",
         ),
         (dict(T=192), "T=192 is not allowed: expected a multiple of out_rows=128"),
         (
@@ -154,7 +154,7 @@ def test_bad_parameters_raise_clear_errors(change, match):
 
 
 def test_vocabulary_for_the_other_loop_studies():
-    assert vocab.KERNELS == ("seed", "streaming", "attention")
+    assert vocab.KERNELS == ("seed", "data_carry", "streaming", "attention")
     assert vocab.LOOP_FORMS == ("python", "fori", "pl_loop", "hand_unrolled", "hoisted", "scalar_carry")
     assert vocab.variant_order([("hoisted", 1), ("fori", 8), ("python", 1), ("fori", 2)]) == [
         "python",

@@ -10,7 +10,10 @@ The public API, importable from the package root:
 - :class:`PackedState`, :func:`packed_pmap`, :func:`packed_jit`: the packed fast
   path, a training state carried as one buffer per dtype through a compiled step;
 - :func:`hand_unrolled_fori`: a ``lax.fori_loop`` stand-in unrolled by hand, which
-  lowers wherever ``fori_loop`` does, Pallas' Triton backend included (jax#20909).
+  lowers wherever ``fori_loop`` does, Pallas' Triton backend included (jax#20909);
+- :func:`kernel_loop`: a kernel's loop written once, built in any loop form (Python loop,
+  ``fori_loop(unroll=k)``, ``pl.loop``, hand-unrolled), so ``python -m jaxperf loops`` can
+  tell whether that kernel pays for ``fori_loop`` (jax#20909).
 
 They load on first use (PEP 562), so ``import jaxperf`` (and ``jaxperf.backend``,
 which must run before JAX starts) does not import JAX.
@@ -31,6 +34,7 @@ _PUBLIC = {
     "packed_pmap": "jaxperf.fixes.packed",
     "packed_jit": "jaxperf.fixes.packed",
     "hand_unrolled_fori": "jaxperf.fixes.unroll",
+    "kernel_loop": "jaxperf.jax20909.forms",
 }
 
 __all__ = ["__version__", *_PUBLIC]
