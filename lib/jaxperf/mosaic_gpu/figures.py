@@ -32,7 +32,8 @@ def _T_axis(ax: Any, sizes: Any) -> None:
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(sizes))
     ax.xaxis.set_minor_locator(NullLocator())
-    labels, last = [], 0.0
+    labels: list[str] = []
+    last = 0.0
     for t in sizes:  # a label where it stands two octaves from the last one, so none collide
         keep = not labels or math.log2(t) - last >= 2
         labels.append(str(t) if keep else "")
