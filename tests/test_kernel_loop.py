@@ -249,3 +249,11 @@ def test_data_carry_is_the_seed_with_its_elementwise_carry():
     want = reference.reference("data_carry", (x,))
     steps = 256 // 64
     np.testing.assert_allclose(want, steps * x + steps * (steps - 1) / 2)
+
+
+def test_the_notebook_names_the_engines_targets():
+    from jaxperf.loops import settings, targets
+
+    assert settings.TARGETS == tuple(targets.TARGETS)  # the settings check them without importing JAX
+    with pytest.raises(ValueError, match=r"targets\[...\]='triton sm_80' is not allowed"):
+        settings.LoopSettings(targets=("triton sm_80",))

@@ -450,7 +450,7 @@ def test_notebook_quick_run(tmp_path):
     assert summary["mechanism_xla"]["verdict"].startswith("XLA:CPU, seed T=1024")
     assert summary["bandwidth"]["gb_per_s"] > 0
     verdicts = summary["family_verdicts"]
-    assert set(verdicts) == set(vocab.KERNELS) and summary["family_answer"]
+    assert set(verdicts) == set(LoopSettings.QUICK["kernels"]) and summary["family_answer"]
     assert {r["kernel"] for r in summary["readers"]} == {"matmul"}
     assert summary["issue_text"].count("\n") < 10
     md = (results / "summary.md").read_text()

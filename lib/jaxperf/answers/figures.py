@@ -14,14 +14,14 @@ _LABEL = {  # the key's words: what each measured number is, short enough for on
     "reporter A6000": "the reporter, RTX A6000, Pallas Triton (measured)",
     "H200": "NVIDIA H200, Pallas Triton (measured here)",
     "XLA:CPU": "XLA:CPU, plain jax.jit of his arithmetic (an analogue)",
-    "XLA:CPU, his harness": "XLA:CPU in his own harness (an analogue)",
+    "XLA:CPU in his harness": "XLA:CPU in his own harness (an analogue)",
     "Pallas interpret": "Pallas interpreter (its own timings)",
 }
 _STYLE = {  # line style and marker per measured source: the reporter's solid and thick
     "reporter A6000": ("-", "o"),
     "H200": ("-", "D"),
     "XLA:CPU": ("--", "o"),
-    "XLA:CPU, his harness": (":", "s"),
+    "XLA:CPU in his harness": (":", "s"),
     "Pallas interpret": ("--", "^"),
 }
 

@@ -25,7 +25,7 @@ KINDS = {
     "H200": "measured here on an NVIDIA H200 (ms per call)",
     "model A6000": "predicted by the time model for his A6000 (ms per call)",
     "XLA:CPU": "measured here, an analogue: plain jax.jit on XLA:CPU (ms per call)",
-    "XLA:CPU, his harness": "measured here, an analogue: plain jax.jit on XLA:CPU inside the reporter's own "
+    "XLA:CPU in his harness": "measured here, an analogue: plain jax.jit on XLA:CPU inside the reporter's own "
     "harness (ms per call)",
     "Triton sm_86": "static estimate, SASS compiled for sm_86 on a CPU (instructions per call)",
     "Mosaic GPU": "static estimate, SASS compiled for sm_90a by Mosaic GPU on a CPU (instructions per call)",
@@ -39,7 +39,7 @@ MAX_LINES = 6
 #: sources set out in the summary's table but not drawn
 TABLE_ONLY = ("predicted H200",)
 #: the sources whose number is a measured ratio of ms per call: the only ones the headline figure draws
-MEASURED = ("reporter A6000", "H200", "XLA:CPU", "XLA:CPU, his harness", "Pallas interpret")
+MEASURED = ("reporter A6000", "H200", "XLA:CPU", "XLA:CPU in his harness", "Pallas interpret")
 #: each source's unit, for a table that names one per column
 UNITS = {s: k[k.rindex("(") + 1 : -1].split(", ")[-1] for s, k in KINDS.items()}
 
@@ -80,7 +80,7 @@ def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Re
     if loops:
         for mode, source in (
             ("xla", "XLA:CPU"),
-            ("xla_harness", "XLA:CPU, his harness"),
+            ("xla_harness", "XLA:CPU in his harness"),
             ("pallas_interpret", "Pallas interpret"),
         ):
             rows += _rows(

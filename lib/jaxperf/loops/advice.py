@@ -13,6 +13,7 @@ static verdicts on a GPU.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -135,3 +136,11 @@ def best(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         else:
             out[backend] = "nothing the study tried helps"
     return out
+
+
+def by_key(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """:func:`best` keyed by plain names (``xla_cpu``, ``triton_sm_86``, ...), for templates
+    whose placeholders cannot hold a colon or a space."""
+    return {
+        re.sub(r"[^a-z0-9]+", "_", backend.lower()).strip("_"): text for backend, text in best(rows).items()
+    }

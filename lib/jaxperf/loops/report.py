@@ -124,7 +124,12 @@ def summary_dict(results: LoopResults) -> dict[str, Any]:
         "family_verdicts": family.verdicts(frame),
         "family_answer": family.answer(frame),
         "per_step": _records(r.per_step()),
-        "advice": {"rows": rows, "best": advice.best(rows), "settle": advice.SETTLE},
+        "advice": {
+            "rows": rows,
+            "best": advice.best(rows),
+            "by_key": advice.by_key(rows),
+            "settle": advice.SETTLE,
+        },
         "fix_per_step": _records(r.fix.per_step()) if r.fix is not None else [],
         "compile_facts": r.compile_facts(),
         "harness_negative_compiles": r.compile_flags(),

@@ -26,7 +26,11 @@ def family(settings: LoopSettings, *, progress: Any = None) -> tuple[engine.Resu
         forms = list(
             dict.fromkeys([*settings.family_forms, *(settings.fix_forms if kernel == "seed" else ())])
         )
-        runs.append(engine.run(FACTORIES[kernel], forms, Ts, check_Ts=_check_Ts(settings, Ts)))
+        runs.append(
+            engine.run(
+                FACTORIES[kernel], forms, Ts, check_Ts=_check_Ts(settings, Ts), targets=settings.targets
+            )
+        )
         if progress is not None:
             progress.update(1)
     return tuple(runs)
@@ -42,7 +46,11 @@ def readers(settings: LoopSettings, *, progress: Any = None) -> tuple[engine.Res
     runs = []
     for path in settings.readers_kernels():
         Ts = settings.kernel_Ts
-        runs.append(engine.run(path, settings.kernel_forms, Ts, check_Ts=_check_Ts(settings, Ts)))
+        runs.append(
+            engine.run(
+                path, settings.kernel_forms, Ts, check_Ts=_check_Ts(settings, Ts), targets=settings.targets
+            )
+        )
         if progress is not None:
             progress.update(1)
     return tuple(runs)

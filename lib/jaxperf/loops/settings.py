@@ -32,6 +32,8 @@ DEFAULT_DTYPE = {
     "tpu": "bfloat16",
 }  # the reporter's fp16 (no fp16 on TPU)
 TS_FIELDS = ("xla_Ts", "interpret_Ts", "device_Ts", "harness_Ts")
+#: The compilers the engine reads (jaxperf.loops.targets.TARGETS, named here without importing it).
+TARGETS = ("triton sm_86", "triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
 #: The reader's kernels shown by default: two written the way Pallas' docs write them.
 EXAMPLES = ("jaxperf.loops.examples.matmul:make", "jaxperf.loops.examples.flash_attention:make")
 
@@ -96,7 +98,7 @@ class LoopSettings(StudySettings):
     ``family_forms`` (the reporter's kernel also in ``fix_forms``, the advice's candidates),
     ``kernel`` the readers' factories (``"package.module:factory"``) it then runs in
     ``kernel_forms`` at ``kernel_Ts``, every form checked against fori at ``check_T``
-    (the smallest T where that is larger), ``mechanism_T`` the
+    (the smallest T where that is larger) and compiled for ``targets``, ``mechanism_T`` the
     size whose optimized HLO is read, ``bandwidth_megabytes`` the copy that
     measures memory bandwidth. ``dtype="auto"`` picks the reporter's fp16 (bf16 on
     TPU). Python loops of more steps than ``python_max_steps[kernel]``
@@ -132,6 +134,7 @@ class LoopSettings(StudySettings):
     kernel_Ts: tuple[int, ...] = (512, 1024)
     kernel_forms: tuple[str, ...] = ("python", "fori", "fori u=4", "hand_unrolled u=4")
     check_T: int = 512
+    targets: tuple[str, ...] = TARGETS
     mechanism_T: int = 1024
     bandwidth_megabytes: int = 256
     dtype: str = "auto"
@@ -166,6 +169,8 @@ class LoopSettings(StudySettings):
         "kernel_Ts": (256, 512),
         "kernel_forms": ("python", "fori"),
         "check_T": 256,
+        "targets": ("triton sm_86",),
+        "kernels": ("seed", "data_carry"),
     }
 
     def validate(self) -> None:
@@ -201,6 +206,10 @@ class LoopSettings(StudySettings):
             if path.count(":") != 1 or not all(path.split(":")):
                 raise bad_value("kernel", path, "'package.module:factory' (several separated by commas)")
         object.__setattr__(self, "kernel_Ts", tuple(check_ints("kernel_Ts", self.kernel_Ts)))
+        if isinstance(self.targets, str) or not self.targets:
+            raise bad_value("targets", self.targets, f"a non-empty list of {list(TARGETS)}")
+        for target in self.targets:
+            check_choice("targets[...]", target, TARGETS)
         multiple = math.lcm(self.block_rows, self.out_rows)
         for name in (*TS_FIELDS, "mechanism_T"):
             value = getattr(self, name)
