@@ -14,7 +14,7 @@ import pytest
 
 import jaxperf
 from jaxperf.jax20909 import compile_facts, forms, reference
-from jaxperf.loops import advice, cli, engine, family, kernel
+from jaxperf.loops import advice, cli, engine, family, kernel, report_kernel
 
 STEP = 8  # rows a loop step reads in the tiny kernel below
 
@@ -114,6 +114,8 @@ def test_the_engine_checks_every_form_first_and_compiles_only_those_that_match(m
     assert set(good.points.form) == {"python", "fori", "hand_unrolled u=2"}
     triton = good.points[good.points.target == "triton sm_86"].set_index(["form", "T"])
     assert triton.loc[("python", 64), "status"] == "ok"  # lowered, without a compile here
+    text = report_kernel.markdown(good)
+    assert "**Same result as `fori_loop`**" in text and "**Lowers**" in text and "lowers" in text
     bad = engine.run(f"{__name__}:wrong", ["python", "fori"], [64, 128], targets=["triton sm_86"])
     assert not bad.checks.set_index("form").loc["python", "same_result"]
     assert set(bad.points.form) == {"fori"}  # the wrong form was neither compiled nor timed
@@ -161,29 +163,27 @@ def _family(kernel_name, ratios, measured=None):
     ]
     if measured:
         rows.append(
-            dict(
-                kernel=kernel_name,
-                source="XLA:CPU",
-                kind="measured",
-                unit="ms per call",
-                T="8",
-                fori=1.0,
-                python=1.0,
-                ratio=measured[0],
-                q25=measured[1],
-                q75=measured[2],
-            )
-        )
+            dict(kernel=kernel_name, source="XLA:CPU", kind="measured", unit="ms per call", T="8",
+                 fori=1.0, python=1.0, ratio=measured[0], q25=measured[1], q75=measured[2])
+        )  # fmt: skip
     return pd.DataFrame(rows, columns=family.COLUMNS)
+
+
+GPU, MGPU, TPU = "triton sm_86", "mosaic_gpu sm_90a", "mosaic_tpu v5e"
 
 
 @pytest.mark.parametrize(
     "ratios, measured, verdict",
     [
-        ({"a": 1.02, "b": 0.95}, (1.0, 0.9, 1.1), "does not pay"),
-        ({"a": 1.02, "b": 1.6}, None, "pays partly"),
-        ({"a": 1.02}, (2.5, 2.1, 2.9), "pays"),  # measured alone can say it
-        ({"a": 1.02}, (1.0, 0.7, 1.3), "pays partly"),  # a spread beyond 1.25x is no "same work"
+        ({GPU: 1.02, MGPU: 0.95}, (1.0, 0.9, 1.1), "does not pay"),
+        ({GPU: 1.02, MGPU: 1.6}, None, "pays partly"),
+        (
+            {GPU: 1.02, TPU: 3.0},
+            (2.5, 2.1, 2.9),
+            "does not pay",
+        ),  # the GPU compilers decide, not XLA:CPU or TPU
+        ({TPU: 3.0}, (2.5, 2.1, 2.9), "pays"),  # without a GPU compiler's count, the measured ratio says it
+        ({}, (1.0, 0.7, 1.3), "pays partly"),  # a spread beyond 1.25x is no "same work"
     ],
 )
 def test_the_verdict_follows_its_numbers(ratios, measured, verdict):
@@ -191,13 +191,14 @@ def test_the_verdict_follows_its_numbers(ratios, measured, verdict):
 
 
 def test_the_answer_names_who_pays_and_who_does_not():
-    frame = pd.concat([_family("seed", {"a": 30.0}), _family("data_carry", {"a": 1.03})], ignore_index=True)
-    text = family.answer(frame)
-    assert text.startswith("`seed` pays for `fori_loop` (fori/Python seed 30.00×)")
-    assert (
-        "`data_carry`, whose carry holds loaded data, does the same work per step in both forms (1.03×)"
-        in text
+    frame = pd.concat(
+        [_family("seed", {GPU: 30.0, TPU: 32.0}), _family("data_carry", {GPU: 1.03, TPU: 1.9})],
+        ignore_index=True,
     )
+    text = family.answer(frame)
+    assert "`seed` pays: the unrolled Python loop folds each step to scalar work (30.00×)" in text
+    assert "`data_carry` does not pay: the same work per step in both forms (1.03×)" in text
+    assert "Mosaic TPU (static): seed 32.00×, data_carry 1.90×" in text
     wide = family.wide(frame)
     assert list(wide.kernel) == ["seed", "data_carry"] and "300 / 10 = 30.00×" in wide.iloc[0, 1]
 

@@ -168,6 +168,27 @@ def test_sweep_records_what_does_not_lower_and_what_is_over_budget():
         )
 
 
+def test_a_sweep_discards_one_warm_up_compile_before_it_measures(monkeypatch):
+    # The Python loop's T=256 compile read 85, 306 and 555 ms in three runs: it was each run's first
+    # compile (Triton's, LLVM's and ptxas' start-up in it) and, over repeat_below_s, done once.
+    done = []
+
+    def fake_one(v, T, target, shape, build, row, secs):
+        done.append((v.name, T, bool(row)))
+        secs.append(5.0 if len(done) == 1 else 0.3)  # the first compile of a process is the slow one
+        return {**row, "status": sweep.STATUS_OK, "error": "", "compile_ms": secs[-1] * 1e3}
+
+    monkeypatch.setattr(sweep, "_one", fake_one)
+    monkeypatch.setattr(sweep, "require", lambda: None)
+    plan = sweep.plan(["seed"], ["python", "fori"], {"seed": [1]})
+    df = sweep.sweep(plan, {"seed": [256]}, repeats=3, repeat_below_s=2.0)
+    assert done[0] == ("python", 256, False)  # the warm-up: no row recorded
+    assert (df.compile_ms < 1000).all() and len(df) == 6  # every point measured 3 times, none the warm-up
+    done.clear()
+    cold = sweep.sweep(plan, {"seed": [256]}, repeats=3, repeat_below_s=2.0, warm_up=False)
+    assert (cold[cold.variant == "python"].compile_ms == 5000).all()  # without it: one slow compile, kept
+
+
 def test_verdict_compares_growth_with_his_over_the_same_T_and_says_not_reached():
     rows = []
     for T in (256, 1024, 2048, 8192):
