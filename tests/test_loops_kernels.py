@@ -33,8 +33,16 @@ def _inputs(kernel, dtype="float32", seed=0):
     return tuple(np.asarray(a) for a in arrays)
 
 
-@pytest.mark.parametrize("kernel", vocab.KERNELS)
-@pytest.mark.parametrize("loop_form, unroll", VARIANTS)
+# data_carry shares seed's loop forms and grid (kernels.row_block): a few forms suffice for it.
+CASES = [
+    (k, f, u)
+    for k in vocab.KERNELS
+    for f, u in VARIANTS
+    if k != "data_carry" or (f, u) in {("python", 1), ("fori", 2), ("hand_unrolled", 8)}
+]
+
+
+@pytest.mark.parametrize("kernel, loop_form, unroll", CASES)
 def test_interpret_mode_matches_reference(kernel, loop_form, unroll):
     _applies(kernel, loop_form)
     fn, args = kernels.build(kernel, loop_form, unroll, dtype="float32", interpret=True, **SHAPE)
