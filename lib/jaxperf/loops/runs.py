@@ -48,7 +48,11 @@ def readers(settings: LoopSettings, *, progress: Any = None) -> tuple[engine.Res
         Ts = settings.kernel_Ts
         runs.append(
             engine.run(
-                path, settings.kernel_forms, Ts, check_Ts=_check_Ts(settings, Ts), targets=settings.targets
+                path,
+                settings.kernel_forms,
+                Ts,
+                check_Ts=_check_Ts(settings, Ts),
+                targets=settings.kernel_targets,
             )
         )
         if progress is not None:

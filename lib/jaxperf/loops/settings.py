@@ -98,7 +98,9 @@ class LoopSettings(StudySettings):
     ``family_forms`` (the reporter's kernel also in ``fix_forms``, the advice's candidates),
     ``kernel`` the readers' factories (``"package.module:factory"``) it then runs in
     ``kernel_forms`` at ``kernel_Ts``, every form checked against fori at ``check_T``
-    (the smallest T where that is larger) and compiled for ``targets``, ``mechanism_T`` the
+    (the smallest T where that is larger) and compiled for ``targets`` (the readers' kernels for
+    ``kernel_targets``: a Python loop of matrix products compiles for seconds per target),
+    ``mechanism_T`` the
     size whose optimized HLO is read, ``bandwidth_megabytes`` the copy that
     measures memory bandwidth. ``dtype="auto"`` picks the reporter's fp16 (bf16 on
     TPU). Python loops of more steps than ``python_max_steps[kernel]``
@@ -135,6 +137,7 @@ class LoopSettings(StudySettings):
     kernel_forms: tuple[str, ...] = ("python", "fori", "fori u=4", "hand_unrolled u=4")
     check_T: int = 512
     targets: tuple[str, ...] = TARGETS
+    kernel_targets: tuple[str, ...] = ("triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
     mechanism_T: int = 1024
     bandwidth_megabytes: int = 256
     dtype: str = "auto"
@@ -170,6 +173,7 @@ class LoopSettings(StudySettings):
         "kernel_forms": ("python", "fori"),
         "check_T": 256,
         "targets": ("triton sm_86",),
+        "kernel_targets": ("triton sm_86",),
         "kernels": ("seed", "data_carry"),
     }
 
@@ -206,10 +210,12 @@ class LoopSettings(StudySettings):
             if path.count(":") != 1 or not all(path.split(":")):
                 raise bad_value("kernel", path, "'package.module:factory' (several separated by commas)")
         object.__setattr__(self, "kernel_Ts", tuple(check_ints("kernel_Ts", self.kernel_Ts)))
-        if isinstance(self.targets, str) or not self.targets:
-            raise bad_value("targets", self.targets, f"a non-empty list of {list(TARGETS)}")
-        for target in self.targets:
-            check_choice("targets[...]", target, TARGETS)
+        for name in ("targets", "kernel_targets"):
+            chosen = getattr(self, name)
+            if isinstance(chosen, str) or not chosen:
+                raise bad_value(name, chosen, f"a non-empty list of {list(TARGETS)}")
+            for target in chosen:
+                check_choice(f"{name}[...]", target, TARGETS)
         multiple = math.lcm(self.block_rows, self.out_rows)
         for name in (*TS_FIELDS, "mechanism_T"):
             value = getattr(self, name)
