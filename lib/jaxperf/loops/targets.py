@@ -1,6 +1,6 @@
 """The compilers the loop study's engine reads a kernel's loop work from, without their hardware.
 
-Each *target* compiles one (form, T) of a :class:`~jaxperf.loops.kernel.Kernel` on this CPU
+Each *target* compiles one (form, T) of a :class:`~jaxperf.jax20909.factory.Kernel` on this CPU
 and reads one number of work per program from the compiler's own output, in its own unit:
 
 - ``triton sm_86`` / ``triton sm_90``: Pallas -> Triton -> SASS (the ``triton`` extra,
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compilers.lowering import error_text, export_variant
-from .kernel import Kernel, traced
+from ..jax20909.factory import Kernel, traced
 
 #: target -> (compiler, what it compiles for, the unit of its work)
 TARGETS = {

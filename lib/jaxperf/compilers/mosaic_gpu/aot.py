@@ -53,10 +53,10 @@ def _placed(specs: tuple, mesh: Any) -> list:
 def _build(point: dict[str, Any], name: str) -> tuple[Any, tuple]:
     from ...jax20909 import mosaic_gpu_kernel
 
-    if "factory" in point:  # a reader's kernel (jaxperf.loops.kernel): a fresh trace, no cache
+    if "factory" in point:  # a reader's kernel (jaxperf.jax20909.factory): a fresh trace, no cache
         import jax
 
-        from ...loops.kernel import load
+        from ...jax20909.factory import load
 
         jax.clear_caches()
         return load(point["factory"]).build(point["form"], point["T"], compiler="mosaic_gpu")

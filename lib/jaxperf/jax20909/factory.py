@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import bad_value, check_ints
-from ..jax20909.forms import KERNEL_LOOP_FORMS, recording
+from .forms import KERNEL_LOOP_FORMS, recording
 
 FACTORY_HELP = "an importable 'package.module:factory', factory(form, T, *, interpret=False) -> (fn, args)"
 COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
