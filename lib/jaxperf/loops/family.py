@@ -106,13 +106,18 @@ def _gpu(rows: pd.DataFrame) -> pd.DataFrame:
     ]
 
 
+def _static(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[rows.kind.str.startswith("static") & rows.ratio.notna()]
+
+
 def verdict(rows: pd.DataFrame) -> str:
     """A kernel's verdict, read on the GPU compilers (the reporter's platform): "pays" when
     fori_loop does at least :data:`FOLD` times the Python loop's work per step on one of them,
     "does not pay" when every one lies within :data:`SAME` of it, else "pays partly". Without a
-    GPU compiler's count, the measured per-pair ratios decide the same way (lower quartile at
-    least FOLD: pays; every quartile within SAME: does not)."""
-    gpu = [float(r) for r in _gpu(rows).ratio]
+    GPU compiler's count, the other compilers' counts decide (Mosaic TPU), and without any, the
+    measured per-pair ratios (lower quartile at least FOLD: pays; every quartile within SAME:
+    does not)."""
+    gpu = [float(r) for r in _gpu(rows).ratio] or [float(r) for r in _static(rows).ratio]
     if gpu:
         return (
             "pays"
@@ -134,8 +139,9 @@ def mechanism(rows: pd.DataFrame) -> str:
     """What the GPU compilers' counts show for one kernel, from its largest fori/Python per-step
     ratio among them: a fold the unrolled loop gets, real work per step in both, or both."""
     gpu = _gpu(rows)
+    gpu = gpu if len(gpu) else _static(rows)
     if gpu.empty:
-        return "not read (no GPU compiler's output here)"
+        return "not read (no compiler's output here)"
     worst = gpu.loc[gpu.ratio.idxmax()]
     where = f"{worst.source}: {worst.fori:.1f} vs {worst.python:.1f} {worst.unit}"
     if worst.ratio >= FOLD:

@@ -50,6 +50,8 @@ def verdict_line(results: Results) -> str:
     if rows.empty:
         return f"`{results.kernel}`: no compiler here read two T of both the Python loop and fori_loop, so its loop work is not known."
     v = family.verdicts(rows)[results.kernel]
+    if v["verdict"] == "not read":
+        return f"`{results.kernel}`: its loop work was not read here ({v['mechanism']})."
     return f"`{results.kernel}` **{v['verdict']}** for `fori_loop`: {v['mechanism']}."
 
 
