@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf.answers import figures, sources
+from jaxperf.answers import figures, report, sources
 from jaxperf.answers.settings import AnswersSettings
 from jaxperf.paths import PROJECT_ROOT
 
@@ -53,15 +53,40 @@ def test_the_registered_h200_prediction_is_read_as_a_prediction(tmp_path):
     assert "predicted H200" not in sources.seed_ratios(tmp_path / "nothing")[0]["source"].tolist()
 
 
-def test_the_figure_draws_at_most_six_labelled_sources():
+def test_the_headline_figure_draws_measured_ms_ratios_only_each_labelled():
     frame, _ = sources.seed_ratios(PROJECT_ROOT)
+    assert {"Triton sm_86", "Mosaic TPU", "model A6000"} <= set(frame["source"])  # in the table
     fig, data = figures.plot_seed_ratio(frame)
     ax = fig.axes[0]
     drawn = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
     assert 1 <= len(drawn) <= sources.MAX_LINES
-    assert all(":" in line.get_label() for line in drawn)  # "source: what kind of number"
-    assert "not measured" in ax.get_title() or "H200" in set(data["source"])
+    assert set(data["source"]) <= set(sources.MEASURED)  # no static estimate, no prediction on this axis
+    assert all("(" in line.get_label() for line in drawn)  # "who (what kind of number)"
+    assert "measured" in ax.get_ylabel()
+    assert "no GPU ran here" in ax.get_title(loc="left").replace("\n", " ") or "H200" in set(data["source"])
     plt.close(fig)
+
+
+def test_the_static_estimates_keep_their_own_units():
+    counts = sources.static_counts(PROJECT_ROOT)
+    assert set(counts["unit"]) == {"SASS instructions per call", "bundles (cycles) per call"}
+    fig, data = figures.plot_static(counts)
+    labels = [ax.get_ylabel() for ax in fig.axes]
+    assert any("SASS instructions" in label for label in labels) and any(
+        "bundles" in label for label in labels
+    )
+    plt.close(fig)
+
+
+def test_each_column_names_its_unit_and_the_model_its_error():
+    frame, read = sources.seed_ratios(PROJECT_ROOT)
+    error = sources.model_error(PROJECT_ROOT)
+    assert error is not None and 0 < error[0] <= error[1] < 1  # the model under-predicts his ms
+    data, text = report.summary(frame, read, error)
+    assert "ratio of ms per call" in data["columns"]["XLA:CPU"]
+    assert "ratio of instructions per call" in data["columns"]["Triton sm_86"]
+    assert f"it predicts {error[0]:.2f}" in data["columns"]["model A6000"]
+    assert text.count("\n- ") <= 5
 
 
 def test_bad_settings_are_clear_errors():

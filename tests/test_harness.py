@@ -24,10 +24,21 @@ def test_measure_reports_the_reporters_numbers_per_variant():
     assert list(rows.variant) == ["python", "fori u=1", "hoisted u=2"] and set(rows["mode"]) == {
         "xla_harness"
     }
-    assert (rows.compile_ms == rows.first_call_ms - rows.second_call_ms).all()
+    assert (rows.first_minus_second_ms == rows.first_call_ms - rows.second_call_ms).all()
     assert (rows.ms_per_call == rows.second_call_ms / 2).all()
     head = harness.headline(rows).set_index("variant")
     assert head.loc["python", "ms_vs_python"] == 1.0 and head.loc["fori u=1", "compile_vs_fori1"] == 1.0
+
+
+def test_a_negative_first_minus_second_compile_is_left_out_and_said(monkeypatch):
+    # his compile estimate is first call - second call: a second call slower than the first (the
+    # committed run's hoisted T=16384: -214 ms) is noise, not a compile time
+    clock = iter([0.0, 0.5, 0.5, 2.0, 2.0, 2.1])  # first call 500 ms, second 1500 ms, third 100 ms
+    monkeypatch.setattr(harness.time, "perf_counter", lambda: next(clock))
+    (row,) = harness.measure(["python"], T=256, batch=1, D=8, n=2, repeats=1).to_dict(orient="records")
+    assert row["first_minus_second_ms"] == pytest.approx(-1000.0)
+    assert row["compile_ms"] != row["compile_ms"]  # NaN: not a compile time
+    assert "not a compile time" in row["compile_note"]
 
 
 def test_measure_rejects_bad_parameters():

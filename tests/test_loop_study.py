@@ -351,7 +351,14 @@ def test_python_max_steps_is_reported_not_hidden():
             r"xla_Ts\[...\]=100 is not allowed: expected a multiple of block_rows and out_rows \(128\)",
         ),
         (dict(unrolls=[0]), r"unrolls\[...\]=0 is not allowed"),
-        (dict(loop_forms=["while"]), r"loop_forms\[...\]='while' is not allowed"),
+        (dict(family_forms=["fori", "hoisted u=2"]), "family_forms=.* holding 'python' and 'fori'"),
+        (dict(fix_forms=["python", "fori", "scan u=2"]), r"fix_forms\[...\]='scan u=2' is not allowed"),
+        (dict(family_Ts={"seed": [4096]}), r"family_Ts=.* \(missing \['data_carry'"),
+        (
+            dict(kernel="jaxperf.loops.examples.matmul"),
+            "kernel='jaxperf.loops.examples.matmul' is not allowed",
+        ),
+        (dict(kernel=["a:b"]), r"kernel=\('a:b',\) is not allowed: expected 'package.module:factory'"),
         (dict(timed_loop_forms=["scan"]), r"timed_loop_forms\[...\]='scan' is not allowed"),
         (dict(kernels="seed"), "kernels='seed' is not allowed"),
         (dict(dtype="float64"), "dtype='float64' is not allowed"),
@@ -376,7 +383,7 @@ def test_plan_on_cpu_reports_compiled_kernels_as_not_measured():
     configs, missing = sweep.plan("cpu", LoopSettings())
     assert [c.mode for c in configs] == ["xla", "pallas_interpret"]
     assert configs[0].dtype == "float16" and configs[1].batch == 2  # the reporter's fp16
-    assert configs[0].loop_forms == ("python", "fori", "hand_unrolled", "hoisted", "scalar_carry")
+    assert configs[0].loop_forms == ("python", "fori", "hand_unrolled", "scalar_carry")
     assert "no GPU or TPU" in missing.iloc[0]["reason"]
     with pytest.raises(ValueError, match="backend='metal' is not allowed"):
         sweep.plan("metal", LoopSettings())
@@ -393,29 +400,27 @@ def test_plan_on_gpu_uses_the_reporters_sizes():
 def test_figures_draw_from_synthetic_data():
     variants, timings = _sweep_of(SEED_SWEEP)
     head = analysis.headline(variants, timings)
-    matrix = pd.DataFrame(
+    family_frame = pd.DataFrame(
         [
             dict(
                 kernel=k,
-                compiler=c,
-                T=T,
-                loop_form=f,
-                unroll=u,
-                lowers=c != "mosaic_gpu" or k == "seed",
-                ir_lines=100 * u + T // 64,
-                loop_ops=1,
-                lower_s=0.01,
+                source=t,
+                kind="static, compiled on a CPU",
+                unit="SASS instructions per warp per loop step",
+                T="1024-2048",
+                fori=f,
+                python=2.0,
+                ratio=f / 2.0,
+                q25=None,
+                q75=None,
             )
-            for k in ("seed", "attention")
-            for c in ("triton", "mosaic_gpu")
-            for T in (256, 1024)
-            for f, u in (("python", 1), ("fori", 1), ("hand_unrolled", 2))
+            for k, f in (("seed", 67.0), ("data_carry", 2.1))
+            for t in ("triton sm_86", "mosaic_tpu v5e")
         ]
     )
-    drawn = list(figures.draw_all(matrix, variants, timings, head, analysis.seed_reproduction(head)))
+    drawn = list(figures.draw_all(variants, timings, head, analysis.seed_reproduction(head), family_frame))
     assert [d[0] for d in drawn] == [
-        "ms_per_call_vs_T_xla", "compile_ms_vs_T_xla", "unroll_heatmap_xla", "seed_ratio_vs_T", "ir_lines_vs_T",
-        "ir_lines_vs_T_other_kernels",
+        "family_per_step", "ms_per_call_vs_T_xla", "compile_ms_vs_T_xla", "unroll_heatmap_xla", "seed_ratio_vs_T",
     ]  # fmt: skip
     for _, fig, data, _ in drawn:
         drawn_by = plots.who_drew(fig)
@@ -444,17 +449,18 @@ def test_notebook_quick_run(tmp_path):
     assert summary["goals"]["judged"] is False
     assert summary["mechanism_xla"]["verdict"].startswith("XLA:CPU, seed T=1024")
     assert summary["bandwidth"]["gb_per_s"] > 0
-    assert any(
-        e["compiler"] == "triton" and e["error_type"] == "NotImplementedError"
-        for e in summary["lowering_errors"]
-    )
+    verdicts = summary["family_verdicts"]
+    assert set(verdicts) == set(LoopSettings.QUICK["kernels"]) and summary["family_answer"]
+    assert {r["kernel"] for r in summary["readers"]} == {"matmul"}
+    assert summary["issue_text"].count("\n") < 10
     md = (results / "summary.md").read_text()
     assert (
         "| T | Python loop compile / exec | fori\\_loop compile / exec |" in md and "jax-ml/jax#20909" in md
     )
     assert "not judged (smoke run)" in md
     for name in (
-        "lowering_matrix",
+        "family",
+        "per_step",
         "variants",
         "timings",
         "harness",
@@ -469,7 +475,7 @@ def test_notebook_quick_run(tmp_path):
         "compile_ms_vs_T_xla",
         "unroll_heatmap_xla",
         "seed_ratio_vs_T",
-        "ir_lines_vs_T",
+        "family_per_step",
     ):
         assert (figures_dir / f"loops_{name}.png").exists(), name
 
@@ -477,30 +483,9 @@ def test_notebook_quick_run(tmp_path):
 def test_summary_from_synthetic_results():
     variants, timings = _sweep_of(SEED_SWEEP)
     head = analysis.headline(variants, timings).assign(roofline_ms=5.0)
-    matrix = pd.DataFrame(
-        [
-            dict(
-                compiler="triton",
-                kernel="seed",
-                T=256,
-                loop_form=f,
-                unroll=u,
-                lowers=ok,
-                error_type=e,
-                error=e,
-                warning="",
-            )
-            for f, u, ok, e in (
-                ("fori", 1, True, ""),
-                ("fori", 2, False, "NotImplementedError"),
-                ("hoisted", 2, True, ""),
-            )
-        ]
-    )
     results = report.LoopResults(
         head,
         analysis.recommend(head),
-        matrix,
         sweep.not_measured("pallas", "no GPU"),
         variants,
         [],
@@ -511,16 +496,15 @@ def test_summary_from_synthetic_results():
     assert [r["T"] for r in summary["seed_reproduction"]] == [256, 4096] and summary["smoke_run"] is False
     assert summary["goals"]["roofline"]["fresh_output_roofline_ms"] == pytest.approx(50.0)
     assert summary["mechanism_xla"]["verdict"].startswith("XLA: not read")
+    (fact,) = summary["compile_facts"]
+    assert fact["status"] == "not in his table" and fact["T_range"] == [256, 4096]  # his table has no 4096
     text = report.summary_markdown(results, device="test device")
     assert (
         "Reproduction (fori/Python grows from the first T to the largest" in text
         and ": met (ratio of medians: T=256: 1.5, T=4096: 3)" in text
     )
-    assert "the portable loops (hand-unrolled, hoisted, scalar carry) lower in 1 of the 1 cases" in text
     assert "Not measured here (never simulated)" in text and "no GPU" in text
     answer = text[: text.index("<details>")]
-    assert "**On XLA:CPU**" in answer and "an analogue" in answer and "not his GPU" in answer
-    # fori's compile over the Ts: 100 at T=256, 110 at T=4096 -> its range, lowest first
-    assert "`fori_loop`'s stays within 100–110 ms" in answer
-    assert "Reproduced" not in answer  # an analogue on another compiler reproduces nothing on a GPU
+    assert "- **Which kernels pay:**" in answer and "an analogue" in answer
+    assert "no GPU or TPU ran here" in answer and "2.42× at T=65536" in answer
     assert answer.count("\n- ") <= 5 and markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES

@@ -16,7 +16,7 @@ SHAPE = dict(D=64, batch=2, dtype="float16", block_rows=64)
 
 @pytest.fixture(scope="module")
 def matrix():
-    return lowering.matrix(Ts=(256,), unrolls=(1, 2, 8), **SHAPE)
+    return lowering.matrix(("seed", "streaming", "attention"), Ts=(256,), unrolls=(1, 2, 8), **SHAPE)
 
 
 def _row(matrix, kernel, form, unroll, compiler):

@@ -95,3 +95,49 @@ def test_the_estimate_line_quotes_the_largest_T_where_both_loops_compiled():
     assert "nan" not in line
     assert "9.20x the Python loop's at T=32768, the largest T where the Python loop compiled" in line
     assert "1.63x" in line and "fori u=4 n/a" in line
+
+
+def test_the_recursion_error_becomes_a_bug_report_with_its_numbers():
+    from jaxperf.mosaic_gpu import bug_report
+
+    summary = {
+        "toolchain": {"jax": "0.12.0.1", "ptxas": "Build cuda_13.5"},
+        "python_lower_s": {256: 0.1, 32768: 17.0},
+        "lowering_errors": [
+            {
+                "variant": "fori u=8",
+                "T": 256,
+                "error_type": "NotImplementedError",
+                "error": "unroll",
+                "error_site": "",
+            },
+            {
+                "variant": "python",
+                "T": 65536,
+                "error_type": "RecursionError",
+                "error": "maximum recursion depth exceeded",
+                "error_site": "layout_inference.py:find_assignments_for (966 of 1000 frames)",
+            },
+        ],
+    }
+    text = "\n".join(bug_report.text(summary))
+    assert "T=65536 (1024 Python-loop steps)" in text and "layout_inference.py:find_assignments_for" in text
+    assert "T=32768 (512 steps): 17.0 s" in text and "jax 0.12.0.1" in text
+    repro = bug_report.REPRO.strip().splitlines()
+    assert len([line for line in repro if line.strip()]) <= 12 and "range(1024)" in bug_report.REPRO
+    assert bug_report.text({"lowering_errors": summary["lowering_errors"][:1]}) == []  # none met: no report
+
+
+def test_the_compile_figure_keeps_its_text_off_the_data(tmp_path):
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from jaxperf import figure_rules, plots
+    from jaxperf.mosaic_gpu import figures
+
+    compiled = pd.read_csv(PROJECT_ROOT / "results" / "cpu" / "mosaic_gpu" / "compile_points.csv")
+    fig, data = figures.compile_vs_T(compiled)
+    plots.save(fig, tmp_path, "compile", data, {"backend": "cpu"})
+    assert figure_rules.problems(fig) == [] and not fig.axes[0].texts  # no annotation across the data
+    assert "RecursionError" in fig.axes[0].get_title(loc="left").replace("\n", " ")
+    plt.close(fig)

@@ -230,3 +230,24 @@ def test_the_estimate_stands_beside_a_measurement():
     ]
     with pytest.raises(ValueError, match="measured="):
         estimate.beside_measured(rows, measured.rename(columns={"ms_per_call": "ms"}))
+
+
+# A loop whose backward branch is unconditional and which is left by a predicated call past it,
+# as ptxas writes some loops for sm_86 (R68 from 0 by 4 to 128: 32 trips).
+EXIT_BY_CALL = [
+    "MOV R68, RZ",  # 0
+    "I2FP.F32.U32 R70, R68",  # 1: head
+    "IADD3 R68, R68, 0x4, RZ",  # 2
+    "ISETP.NE.U32.AND P0, PT, R68, 0x80, PT",  # 3
+    "FADD R6, R6, R70",  # 4
+    f"@!P0 CALL.REL.NOINC {_at(7)}",  # 5: leaves the loop
+    f"BRA {_at(1)}",  # 6: the unconditional back edge
+    "BAR.SYNC.DEFER_BLOCKING 0x0",  # 7
+    "EXIT",  # 8
+]
+
+
+def test_a_loop_left_by_a_predicated_call_has_its_trips_read():
+    (loop,) = s.loops(s.parse(_sass(EXIT_BY_CALL)))
+    assert loop.trips == 32 and "R68 from 0 by 4 to 128" in loop.how
+    assert estimate.dynamic_counts(_sass(EXIT_BY_CALL)).per_program == 3 + 6 * 32

@@ -13,14 +13,22 @@ from jaxperf.triton.settings import REPORTER_SIZES, TritonSettings
 def test_defaults_plan_the_reporters_kernel_first_and_every_form():
     settings = TritonSettings()
     plan = settings.plan()
-    assert plan[0].kernel == "seed" and [v.kernel for v in plan] == sorted(
-        [v.kernel for v in plan], key=vocab.KERNELS.index
-    )
+    assert {v.kernel for v in plan} == {"seed"} and settings.sizes["seed"] == REPORTER_SIZES  # his T only
     seed = {(v.loop_form, v.unroll) for v in plan if v.kernel == "seed"}
     assert (
-        ("python", 1) in seed and ("hoisted", 16) in seed and ("fori", 2) in seed
-    )  # fori u=2: recorded as not lowering
-    assert not any(v.loop_form == "hoisted" for v in plan if v.kernel != "seed")  # nothing to hoist there
+        ("python", 1) in seed and ("hoisted", 4) in seed and ("fori", 4) in seed
+    )  # fori u=4: recorded as not lowering
+    other = TritonSettings(
+        kernels=("seed", "attention"),
+        sizes={"seed": (256,), "attention": (256,)},
+        unrolls={"seed": (1,), "attention": (1,)},
+    )
+    assert [v.kernel for v in other.plan()] == sorted(
+        [v.kernel for v in other.plan()], key=vocab.KERNELS.index
+    )
+    assert not any(
+        v.loop_form == "hoisted" for v in other.plan() if v.kernel != "seed"
+    )  # nothing to hoist there
     # the scalar carry (the XLA:CPU fix) at unroll 1 only, on the one kernel with a sum to carry
     assert [v.name for v in plan if v.loop_form == "scalar_carry"] == ["scalar_carry u=1"]
     assert [v.kernel for v in plan if v.loop_form == "scalar_carry"] == ["seed"]
@@ -47,7 +55,7 @@ def test_defaults_plan_the_reporters_kernel_first_and_every_form():
 
 def test_quick_preset_is_applied_and_recorded():
     quick = TritonSettings.from_parameters({"quick": True, "sizes": {"seed": [256]}, "kernels": ["seed"]})
-    assert quick.sizes == {"seed": (256, 512)} and quick.repeats == 1 and quick.budget_s == 40.0
+    assert quick.sizes == {"seed": (256, 2048)} and quick.repeats == 1 and quick.budget_s == 40.0
     assert quick.as_dict()["repeats"] == 1  # provenance records what ran
     presets = TritonSettings.presets()
     assert set(presets.parameter) == set(TritonSettings.QUICK)
@@ -58,14 +66,12 @@ def test_quick_preset_is_applied_and_recorded():
 def test_unroll_one_forms_choose_which_forms_run_at_unroll_one_only():
     every = TritonSettings(kernels=("seed",), sizes={"seed": (256,)}, unroll_one_forms=())
     names = [v.name for v in every.plan()]
-    assert [n for n in names if n.startswith("scalar_carry")] == [
-        f"scalar_carry u={u}" for u in (1, 2, 4, 8, 16)
-    ]
+    assert [n for n in names if n.startswith("scalar_carry")] == [f"scalar_carry u={u}" for u in (1, 4)]
     hoisted_once = TritonSettings(
         kernels=("seed",), sizes={"seed": (256,)}, unroll_one_forms=("hoisted", "scalar_carry")
     )
     names = [v.name for v in hoisted_once.plan()]
-    assert "hoisted u=1" in names and "hoisted u=2" not in names and "hand_unrolled u=16" in names
+    assert "hoisted u=1" in names and "hoisted u=4" not in names and "hand_unrolled u=4" in names
     assert names.index("hoisted u=1") < names.index("scalar_carry u=1")  # loop_forms' order kept
     assert hoisted_once.points() == len(names)
 
@@ -79,10 +85,10 @@ def test_unroll_one_forms_choose_which_forms_run_at_unroll_one_only():
         ("loop_forms[...]", ["while"]),
         ("unroll_one_forms[...]", ["python"]),
         ("unroll_one_forms", "scalar_carry"),
-        ("sizes", {"seed": [256]}),  # no entry for streaming and attention
-        ("sizes['seed'][...]", {"seed": [320], "streaming": [256], "attention": [256]}),
-        ("sizes['seed']", {"seed": [], "streaming": [256], "attention": [256]}),
-        ("unrolls['seed'][...]", {"seed": [0], "streaming": [1], "attention": [1]}),
+        ("sizes", {"streaming": [256]}),  # no entry for the seed kernel
+        ("sizes['seed'][...]", {"seed": [320]}),
+        ("sizes['seed']", {"seed": []}),
+        ("unrolls['seed'][...]", {"seed": [0]}),
         ("repeats", 0),
         ("repeats", 9),
         ("max_compile_s", 0),

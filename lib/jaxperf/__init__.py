@@ -15,7 +15,10 @@ The public API, importable from the package root:
   paths would be faster for it (measured on your step, in your loop; needs pandas and
   matplotlib, the ``study`` extra);
 - :func:`hand_unrolled_fori`: a ``lax.fori_loop`` stand-in unrolled by hand, which
-  lowers wherever ``fori_loop`` does, Pallas' Triton backend included (jax#20909).
+  lowers wherever ``fori_loop`` does, Pallas' Triton backend included (jax#20909);
+- :func:`kernel_loop`: a kernel's loop written once, built in any loop form (Python loop,
+  ``fori_loop(unroll=k)``, ``pl.loop``, hand-unrolled), so ``python -m jaxperf loops`` can
+  tell whether that kernel pays for ``fori_loop`` (jax#20909).
 
 They load on first use (PEP 562), so ``import jaxperf`` (and ``jaxperf.backend``,
 which must run before JAX starts) does not import JAX.
@@ -38,6 +41,7 @@ _PUBLIC = {
     "hand_unrolled_fori": "jaxperf.fixes.unroll",
     "cached_nnx_jit": "jaxperf.fixes.nnx",
     "diagnose": "jaxperf.diagnosis",
+    "kernel_loop": "jaxperf.jax20909.forms",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -25,6 +25,8 @@ KINDS = {
     "H200": "measured here on an NVIDIA H200 (ms per call)",
     "model A6000": "predicted by the time model for his A6000 (ms per call)",
     "XLA:CPU": "measured here, an analogue: plain jax.jit on XLA:CPU (ms per call)",
+    "XLA:CPU in his harness": "measured here, an analogue: plain jax.jit on XLA:CPU inside the reporter's own "
+    "harness (ms per call)",
     "Triton sm_86": "static estimate, SASS compiled for sm_86 on a CPU (instructions per call)",
     "Mosaic GPU": "static estimate, SASS compiled for sm_90a by Mosaic GPU on a CPU (instructions per call)",
     "Mosaic TPU": "static estimate, Mosaic TPU v5e bundles compiled on a CPU (cycles per call)",
@@ -36,6 +38,10 @@ KINDS = {
 MAX_LINES = 6
 #: sources set out in the summary's table but not drawn
 TABLE_ONLY = ("predicted H200",)
+#: the sources whose number is a measured ratio of ms per call: the only ones the headline figure draws
+MEASURED = ("reporter A6000", "H200", "XLA:CPU", "XLA:CPU in his harness", "Pallas interpret")
+#: each source's unit, for a table that names one per column
+UNITS = {s: k[k.rindex("(") + 1 : -1].split(", ")[-1] for s, k in KINDS.items()}
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,11 @@ def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Re
     rows = _rows("reporter A6000", [(r["T"], r["ratio"]) for r in vocab.seed_records()])
     loops = _summary(root, backend, "loops", read)
     if loops:
-        for mode, source in (("xla", "XLA:CPU"), ("pallas_interpret", "Pallas interpret")):
+        for mode, source in (
+            ("xla", "XLA:CPU"),
+            ("xla_harness", "XLA:CPU in his harness"),
+            ("pallas_interpret", "Pallas interpret"),
+        ):
             rows += _rows(
                 source, [(r["T"], r["ratio"]) for r in loops["seed_reproduction"] if r["mode"] == mode]
             )
@@ -139,6 +149,62 @@ def _h200_predicted(root: Path, read: list[Read]) -> list[dict[str, Any]]:
 
 
 def shown(frame: pd.DataFrame) -> list[str]:
-    """The sources the figure draws: in :data:`KINDS` order, at most :data:`MAX_LINES`."""
-    present = set(frame["source"]) - set(TABLE_ONLY)
+    """The sources the headline figure draws: measured ms ratios only (:data:`MEASURED`), in
+    :data:`KINDS` order, at most :data:`MAX_LINES`."""
+    present = set(frame["source"]) & set(MEASURED)
     return [s for s in KINDS if s in present][:MAX_LINES]
+
+
+#: static counts per call, per compiler: (source, unit)
+STATIC = {
+    "Triton sm_86": "SASS instructions per call",
+    "Mosaic GPU": "SASS instructions per call",
+    "Mosaic TPU": "bundles (cycles) per call",
+}
+
+
+def static_counts(root: Path, backend: str = "cpu") -> pd.DataFrame:
+    """The static estimates in their own units: per compiler, T and loop (the Python loop and
+    fori_loop), the work one call issues (instructions, or TPU bundles at the reporter's batch)."""
+    rows: list[dict[str, Any]] = []
+    read: list[Read] = []
+    triton = _summary(root, backend, "triton_compile", read)
+    for r in (triton or {}).get("estimate", {}).get("per_call", []):
+        if (
+            r["target"] == "sm_86"
+            and r["variant"] in ("python", "fori u=1")
+            and r.get("sass_dynamic_per_call")
+        ):
+            rows.append(
+                dict(source="Triton sm_86", T=r["T"], loop=r["variant"], work=r["sass_dynamic_per_call"])
+            )
+    mosaic = _summary(root, backend, "mosaic_gpu", read)
+    for r in ((mosaic or {}).get("estimate") or {}).get("ratios", []):
+        python, ratio = r.get("python per call"), r.get("fori u=1 / python")
+        if python:
+            rows.append(dict(source="Mosaic GPU", T=r["T"], loop="python", work=python))
+            if ratio:
+                rows.append(dict(source="Mosaic GPU", T=r["T"], loop="fori u=1", work=python * ratio))
+    if _summary(root, backend, "tpu_compile", read):
+        points, _ = records.read_records(root / "results" / backend / "tpu_compile" / "compile_points")
+        seed = points[
+            (points["kernel"] == "seed") & (points["generation"] == "v5e") & (points["status"] == "ok")
+        ]
+        for r in seed[seed.variant.isin(["python", "fori u=1"])].itertuples():
+            if r.cycles_seed_batch == r.cycles_seed_batch:
+                rows.append(dict(source="Mosaic TPU", T=r.T, loop=r.variant, work=r.cycles_seed_batch))
+    frame = pd.DataFrame(rows, columns=["source", "T", "loop", "work"])
+    return frame.assign(unit=frame.source.map(STATIC), kind=frame.source.map(KINDS))
+
+
+def model_error(root: Path, backend: str = "cpu") -> tuple[float, float] | None:
+    """The time model's known error: its predicted Python-loop ms over the reporter's measured
+    ones, lowest and highest over his T (None when the model's summary is not published)."""
+    model = _summary(root, backend, "gpu_model", [])
+    rows = (model or {}).get("reporter_table", [])
+    ratios = [
+        r["Python loop ms, predicted"] / r["Python loop ms, his"]
+        for r in rows
+        if r.get("Python loop ms, his")
+    ]
+    return (min(ratios), max(ratios)) if ratios else None

@@ -8,4 +8,8 @@ compilers, which all import it; it imports only the shared harness and :mod:`jax
   :func:`jaxperf.fixes.unroll.hand_unrolled_fori`, ``jaxperf.hand_unrolled_fori``).
 - :mod:`.kernels`, :mod:`.inputs`, :mod:`.reference`: the kernels as ``pallas_call`` and
   plain jit, their inputs, and their float64 answers.
+- :mod:`.forms` also holds ``jaxperf.kernel_loop``, a kernel's loop written once in any form;
+  :mod:`.factory` loads and checks a reader's kernel factory, :mod:`.factories` are the
+  study's kernels as such factories (the loop study's engine runs both the same way).
+- :mod:`.compile_facts`: compile growth against the reporter's, over the same T range only.
 """

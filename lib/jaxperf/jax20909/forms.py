@@ -3,17 +3,114 @@
 Every form runs ``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``
 (names and meanings in :mod:`jaxperf.jax20909.vocab`). The hand-unrolled form is the
 public fix :func:`jaxperf.fixes.unroll.hand_unrolled_fori`.
+
+:func:`kernel_loop` (``jaxperf.kernel_loop``) is the one call a kernel author writes so
+that the same kernel can be built in every form; :func:`recording` lets the loop study's
+engine (:mod:`jaxperf.loops.engine`) see which loops a traced kernel ran and for how many
+steps, which is what turns two compiles into "work per loop step".
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import bad_value, check_choice
 from ..fixes.unroll import Body, Carry, check_unroll, hand_unrolled_fori, static_bounds
 from .vocab import LOOP_FORMS
 
-__all__ = ["check_unroll", "hand_unrolled_fori", "python_loop", "run_loop", "static_bounds"]
+__all__ = [
+    "KERNEL_LOOP_FORMS",
+    "LoopCall",
+    "check_unroll",
+    "hand_unrolled_fori",
+    "kernel_loop",
+    "parse_form",
+    "python_loop",
+    "recording",
+    "run_loop",
+    "static_bounds",
+]
+
+#: The forms :func:`kernel_loop` takes (``hoisted`` and ``scalar_carry`` rewrite a kernel's
+#: body around its invariant, so only a kernel's own factory can offer them).
+KERNEL_LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled")
+_FORM_HELP = (
+    "'python', or one of 'fori', 'pl_loop', 'hand_unrolled' with an optional ' u=<k>' "
+    "(k >= 1 body copies per iteration), e.g. 'fori u=4'"
+)
+
+
+@dataclass(frozen=True)
+class LoopCall:
+    """One :func:`kernel_loop` traced: its form and its trip count (None: traced bounds)."""
+
+    form: str
+    unroll: int
+    trips: int | None
+
+
+_RECORDER: contextvars.ContextVar[list[LoopCall] | None] = contextvars.ContextVar(
+    "jaxperf_kernel_loop_recorder", default=None
+)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[LoopCall]]:
+    """Collect every loop traced inside the block (:func:`kernel_loop`, and the study's kernels'
+    :func:`run_loop`), in order: a loop traced inside a Python loop's body is recorded once per
+    step, one inside a ``fori_loop`` body once."""
+    calls: list[LoopCall] = []
+    token = _RECORDER.set(calls)
+    try:
+        yield calls
+    finally:
+        _RECORDER.reset(token)
+
+
+def parse_form(form: Any) -> tuple[str, int]:
+    """``(loop form, unroll)`` of a form name: ``"python"``, ``"fori"`` (unroll 1) or
+    ``"fori u=4"``; ValueError naming ``form`` and what is allowed for anything else."""
+    if not isinstance(form, str):
+        raise bad_value("form", form, _FORM_HELP)
+    name, sep, unroll = form.partition(" u=")
+    if name not in KERNEL_LOOP_FORMS or (sep and not unroll.isdigit()) or (sep and int(unroll) < 1):
+        raise bad_value("form", form, _FORM_HELP)
+    if name == "python" and sep and int(unroll) != 1:
+        raise bad_value("form", form, "'python' alone (a Python loop is fully unrolled)")
+    return name, int(unroll) if sep else 1
+
+
+def kernel_loop(lower: Any, upper: Any, body: Body, init: Carry, *, form: str = "fori") -> Carry:
+    """``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``, written once and run in
+    the loop ``form`` asked for: ``"python"`` (a Python ``for`` loop, traced once per step:
+    the reporter's fast loop of jax#20909), ``"fori"`` / ``"fori u=k"`` (``lax.fori_loop``,
+    ``unroll=k``), ``"pl_loop u=k"`` (``pl.loop``) or ``"hand_unrolled u=k"``
+    (:func:`jaxperf.hand_unrolled_fori`: k body copies in a ``fori_loop(unroll=1)``, which
+    lowers on every Pallas backend).
+
+    Returns what ``lax.fori_loop(lower, upper, body, init)`` returns. ``"python"`` needs
+    static bounds (Python ints, or values known at trace time); ValueError names ``form``
+    otherwise, and for an unknown form. Whether a form lowers is the compiler's business
+    (Triton refuses ``fori_loop(unroll=k>1)``; Mosaic GPU needs ``k`` to divide the trip
+    count): that error comes from Pallas, as it would without this helper.
+
+    Example, inside a Pallas kernel::
+
+        def kernel(x_ref, o_ref, *, form):
+            def body(k, acc):
+                return acc + x_ref[pl.ds(k * 64, 64), :].sum(axis=0)
+            o_ref[...] = jaxperf.kernel_loop(0, x_ref.shape[0] // 64, body, zeros, form=form)
+    """
+    loop_form, unroll = parse_form(form)
+    if loop_form == "python" and static_bounds(lower, upper) is None:
+        raise bad_value(
+            "form", form, "a looping form ('fori', ...) for traced bounds: 'python' needs static ints"
+        )
+    return run_loop(loop_form, lower, upper, body, init, unroll)
 
 
 def python_loop(lower: int, upper: int, body: Body, init: Carry) -> Carry:
@@ -39,6 +136,10 @@ def run_loop(loop_form: str, lower: Any, upper: Any, body: Body, init: Carry, un
 
     check_choice("loop_form", loop_form, LOOP_FORMS)
     check_unroll(unroll)
+    calls = _RECORDER.get()
+    if calls is not None:  # the loop study's engine is watching (see recording())
+        bounds = static_bounds(lower, upper)
+        calls.append(LoopCall(loop_form, unroll, None if bounds is None else max(bounds[1] - bounds[0], 0)))
     if loop_form == "python":
         if unroll != 1:
             raise bad_value("unroll", unroll, "1 for loop_form='python' (a Python loop is fully unrolled)")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import check_choice
-from .vocab import DTYPES, KERNELS, SEED_OUT_ROWS
+from .vocab import DTYPES, KERNELS, ROW_BLOCK_KERNELS, SEED_OUT_ROWS
 
 
 def check_dtype(dtype: Any) -> np.dtype:
@@ -35,9 +35,9 @@ def input_shapes(
 def output_shape(
     kernel: str, *, T: int, D: int, batch: int, out_rows: int = SEED_OUT_ROWS
 ) -> tuple[int, int, int]:
-    """``[batch, T, D]`` for seed (block i written by program i), else ``[batch, out_rows, D]``."""
+    """``[batch, T, D]`` for seed and data_carry (block i written by program i), else ``[batch, out_rows, D]``."""
     check_choice("kernel", kernel, KERNELS)
-    return (batch, T, D) if kernel == "seed" else (batch, out_rows, D)
+    return (batch, T, D) if kernel in ROW_BLOCK_KERNELS else (batch, out_rows, D)
 
 
 def example_args(

@@ -35,6 +35,7 @@ from .vocab import CARRY_DTYPES as CARRY_DTYPES
 from .vocab import (
     KERNELS,
     LOOP_FORMS,
+    ROW_BLOCK_KERNELS,
     SEED_BLOCK_ROWS,
     SEED_OUT_ROWS,
     check_carry_dtype,
@@ -95,6 +96,22 @@ def seed_block(x_i: Any, *, steps: int, loop_form: str, unroll: int, acc: Any) -
         block_sum = x_i.sum(dtype=acc)
         return run_loop(loop_form, 0, steps, lambda j, carry: carry + (block_sum + j), init, unroll)
     return run_loop(loop_form, 0, steps, lambda j, carry: carry + (x_i.sum(dtype=acc) + j), init, unroll)
+
+
+def data_carry_block(x_i: Any, *, steps: int, loop_form: str, unroll: int, acc: Any) -> Any:
+    """The reporter's loop with a carry that depends on the loaded data: ``steps`` times
+    ``carry += x_i + j`` elementwise, so each element of the carry holds its own value (nothing
+    to fold into a scalar)."""
+    import jax.numpy as jnp
+
+    x = x_i.astype(acc)
+    return run_loop(loop_form, 0, steps, lambda j, carry: carry + (x + j), jnp.zeros(x_i.shape, acc), unroll)
+
+
+def row_block(kernel: str) -> Callable[..., Any]:
+    """The per-program loop of a row-block kernel (:data:`ROW_BLOCK_KERNELS`)."""
+    check_choice("kernel", kernel, ROW_BLOCK_KERNELS)
+    return seed_block if kernel == "seed" else data_carry_block
 
 
 def streaming(
@@ -227,7 +244,7 @@ def build(
 ) -> tuple[Any, tuple[Any, ...]]:
     """A jitted function wrapping the ``pallas_call``, and ShapeDtypeStructs of its inputs.
 
-    ``seed``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
+    ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
     with a grid of ``T // out_rows`` programs and no BlockSpecs (each program
     sees the whole ``[T, D]`` ref and slices its block); output
     ``[batch, T, D]``. ``streaming``/``attention``: a grid of one program per
@@ -252,11 +269,12 @@ def build(
         options.update(interpret=interpret, name=f"{kernel}_{loop_form}_u{unroll}")
     pallas_call = private_api.mosaic_gpu_pallas_call() if use_mosaic_gpu else pl.pallas_call
 
-    if kernel == "seed":
+    if kernel in ROW_BLOCK_KERNELS:
+        block = row_block(kernel)
 
         def seed_kernel(x_ref, y_ref):
             rows = pl.ds(pl.program_id(0) * out_rows, out_rows)
-            y_ref[rows, :] = seed_block(x_ref[rows, :], steps=steps, acc=acc, **form)
+            y_ref[rows, :] = block(x_ref[rows, :], steps=steps, acc=acc, **form)
 
         call = pallas_call(
             seed_kernel, grid=(T // out_rows,), out_shape=jax.ShapeDtypeStruct((T, D), acc), **options
@@ -301,7 +319,7 @@ def build_xla(
     carry_dtype: str = "float32",
 ) -> tuple[Any, tuple[Any, ...]]:
     """The same kernel math and loop form in plain ``jax.jit``, vmapped over the batch
-    (and, for ``seed``, over the ``T // out_rows`` row blocks: the grid)."""
+    (and, for ``seed``/``data_carry``, over the ``T // out_rows`` row blocks: the grid)."""
     import jax
 
     acc, args, steps, form = _prepare(
@@ -317,6 +335,7 @@ def build_xla(
                 _load_array, x, steps=steps, block_rows=block_rows, out_rows=out_rows, acc=acc, **form
             )
         blocks = x.reshape(T // out_rows, out_rows, D)
-        return jax.vmap(lambda x_i: seed_block(x_i, steps=steps, acc=acc, **form))(blocks).reshape(T, D)
+        block = row_block(kernel)
+        return jax.vmap(lambda x_i: block(x_i, steps=steps, acc=acc, **form))(blocks).reshape(T, D)
 
     return jax.jit(jax.vmap(one)), args

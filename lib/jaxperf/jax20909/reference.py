@@ -29,7 +29,8 @@ def reference(
 ) -> np.ndarray:
     """The kernel's answer in float64 NumPy, from the (dtype-rounded) inputs.
 
-    seed: block i of the output is ``steps * sum(X_i) + steps (steps - 1) / 2``;
+    seed: block i of the output is ``steps * sum(X_i) + steps (steps - 1) / 2``; data_carry:
+    every element is ``steps * x + steps (steps - 1) / 2`` (its own input element);
     streaming: every element is ``sum(X) + steps (steps - 1) / 2``; attention:
     softmax(q k^T / sqrt(D)) v.
     """
@@ -43,6 +44,8 @@ def reference(
     batch, T, D = x.shape
     steps = trip_count(T, block_rows)
     offsets = steps * (steps - 1) / 2.0
+    if kernel == "data_carry":
+        return steps * x + offsets
     if kernel == "seed":
         return _broadcast(steps * _block_sums(x, out_rows) + offsets, kernel, (batch, T, D), out_rows)
     return _broadcast(x.reshape(batch, -1).sum(axis=1) + offsets, kernel, (batch, out_rows, D), out_rows)
@@ -58,12 +61,12 @@ def tolerance(
 ) -> np.ndarray:
     """Elementwise absolute tolerance that allows for any summation order.
 
-    seed/streaming: recursive summation of n terms in the carry's dtype errs
+    seed/streaming/data_carry: recursive summation of n terms in the carry's dtype errs
     by at most about ``n * eps * sum|terms|``; with ``steps`` adds of block sums
     (each a tree of ``rows * D`` terms) that gives
     ``(steps + log2(rows * D) + 4) * eps * (sum|x| + sum j)``, ``sum|x|`` taken
     over what the kernel sums (its block ``steps`` times for seed, all of x for
-    streaming). attention: the probabilities are rounded to the input dtype
+    streaming, its own element for data_carry). attention: the probabilities are rounded to the input dtype
     before ``p @ v`` (as in flash attention), so the bound is relative to that
     dtype: ``16 * eps(dtype) * max|v|`` plus a float32 part.
     """
@@ -81,6 +84,8 @@ def tolerance(
     batch, T, D = x.shape
     steps = trip_count(T, block_rows)
     eps = 2.0**-8 if str(np.dtype(carry_dtype)) == "bfloat16" else float(np.finfo(carry_dtype).eps)
+    if kernel == "data_carry":  # steps additions of x + j per element, nothing else
+        return (steps + 4) * eps * (steps * x + steps * (steps - 1) / 2.0) + 1e-6
     if kernel == "seed":
         scale, shape, terms = steps * _block_sums(x, out_rows), (batch, T, D), out_rows * D
     else:

@@ -12,6 +12,11 @@ Kernels (built by :mod:`jaxperf.jax20909.kernels`):
     ``X_i`` once, before the loop; the loop runs ``T / 64`` steps, each
     ``carry += X_i.sum() + j`` on a ``[128, D]`` carry; output ``[T, D]``.
     The body is loop-invariant apart from ``j``.
+``data_carry``
+    The reporter's kernel with a carry that depends on the loaded data: each step adds
+    ``X_i + j`` elementwise (not the block's sum), so every element of the ``[128, D]``
+    carry holds its own value and no compiler can fold the steps into scalar work.
+    The kernel that answers "does a real kernel pay?" beside the reporter's toy.
 ``streaming``
     The study's first port (an honest name for it now): one program per
     batch element reads block ``j`` at step ``j`` and adds its sum; output
@@ -44,7 +49,9 @@ from typing import Any
 
 from ..errors import bad_value, check_choice, check_int
 
-KERNELS = ("seed", "streaming", "attention")
+KERNELS = ("seed", "data_carry", "streaming", "attention")
+#: Kernels whose grid is the reporter's: T / 128 row blocks per batch element, output [T, D].
+ROW_BLOCK_KERNELS = ("seed", "data_carry")
 LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled", "hoisted", "scalar_carry")
 # Forms whose ``unroll`` is a number of body copies per iteration (python is fully unrolled).
 UNROLLED_FORMS = ("fori", "pl_loop", "hand_unrolled", "hoisted", "scalar_carry")
@@ -230,7 +237,7 @@ def check_variant(
         check_int(name, value, minimum=1)
     if T % block_rows:
         raise bad_value("T", T, f"a multiple of block_rows={block_rows}")
-    if kernel == "seed" and T % out_rows:
+    if kernel in ROW_BLOCK_KERNELS and T % out_rows:
         raise bad_value(
             "T", T, f"a multiple of out_rows={out_rows} (the seed's grid has T / out_rows programs)"
         )

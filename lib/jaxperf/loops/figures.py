@@ -2,7 +2,8 @@
 data it plots, and returns ``(fig, data)``; :func:`planned` lists every figure of a run.
 
 The curves show the variants a reader needs (:func:`key_variants`, at most five per panel);
-the whole unroll sweep is in the unroll heatmap. Panels stack in rows over one T axis and
+the whole unroll sweep is in the unroll heatmap; the family's static work per loop step has a
+figure of its own, in each compiler's unit, apart from every measured time. Panels stack in rows over one T axis and
 share their y scale, legends sit right of the data, and the reporter's numbers are lines
 labelled as his."""
 
@@ -17,7 +18,8 @@ import pandas as pd
 from .. import figure_rules as rules
 from .. import plots
 from ..jax20909.shown import key_variants, ratio_at_largest_T
-from ..jax20909.vocab import FIX, seed_records, variant_name
+from ..jax20909.vocab import FIX, seed_records
+from . import family
 from .sweep import MODE_LABELS
 from .unroll_heatmap import plot_unroll_heatmap
 
@@ -28,12 +30,6 @@ T_LABEL = "T (sequence length)"
 MODE_SOURCES = {"xla": "XLA:CPU", "pallas_interpret": "Pallas interpret", "pallas": "H200"}
 SHORT = {"xla": "XLA", "pallas_interpret": "Pallas interpret", "pallas": "compiled Pallas"}
 REPORTER = "reporter A6000"
-
-
-def _named(df: pd.DataFrame) -> pd.DataFrame:
-    if "variant" in df:
-        return df
-    return df.assign(variant=[variant_name(f, u) for f, u in zip(df.loop_form, df.unroll)])
 
 
 def _claim(medians: pd.DataFrame, value: str, variants: Sequence[str]) -> str:
@@ -163,82 +159,60 @@ def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
     return fig, data
 
 
-def _ir_rows(data: pd.DataFrame, compilers: Sequence[str], kernels: Sequence[str], title: str) -> Any:
-    fig, axes = rules.grid(
-        len(compilers), len(kernels), width=rules.ROW_WIDTH_IN if len(kernels) == 1 else 9.5
-    )
-    for i, compiler in enumerate(compilers):
-        for j, kernel in enumerate(kernels):
-            ax = axes[i][j]
-            part = data[(data.compiler == compiler) & (data.kernel == kernel)]
-            shown = key_variants(part) if len(part) else []
-            colors = plots.colors_for(shown)
-            for name in shown:
-                v = part[part.variant == name].sort_values("T")
-                ax.plot(
-                    v["T"],
-                    v["ir_lines"],
-                    marker="o",
-                    ms=4,
-                    color=colors[name],
-                    ls=plots.unroll_style(name),
-                    label=name,
-                )
-            if part.empty:
-                ax.text(
-                    0.5,
-                    0.5,
-                    "no variant lowers\n(errors in lowering_matrix.csv)",
-                    ha="center",
-                    va="center",
-                    transform=ax.transAxes,
-                    color="0.4",
-                )
-            rules.panel_title(ax, f"{kernel} kernel: {compiler}")
-            ax.set_ylabel("kernel IR lines" if j == 0 else "")
-            if j == len(kernels) - 1 and len(part):
-                plots.legend_outside(ax)
-    _tick_swept([ax for row in axes for ax in row], data["T"])
-    for row in axes:
-        for ax in row:
-            rules.plain_log_ticks(ax, "y")
-    for ax in axes[-1]:
-        ax.set_xlabel(T_LABEL)
-    rules.title(fig, title)
-    return fig
-
-
 @plots.draws
-def plot_ir_size(matrix: pd.DataFrame, kernels: Sequence[str] = ("seed",)) -> tuple[Any, pd.DataFrame]:
-    """Kernel IR lines vs T for the key variants, one row per compiler (``kernels``: one
-    column each); the title gives the Python loop's growth beside fori_loop's."""
-    data = _named(matrix[matrix.lowers & matrix.kernel.isin(kernels)])
-    compilers = list(dict.fromkeys(matrix.compiler))
-    grows = []
-    for compiler in compilers:
-        part = data[(data.compiler == compiler) & (data.kernel == kernels[0])]
-        py, f1 = (part[part.variant == v].sort_values("T") for v in ("python", "fori u=1"))
-        if len(py) >= 2 and len(f1) >= 2:
-            grows.append(
-                f"{compiler}: Python loop {py.ir_lines.iloc[-1] / py.ir_lines.iloc[0]:.1f}x, "
-                f"fori u=1 {f1.ir_lines.iloc[-1] / f1.ir_lines.iloc[0]:.1f}x"
+def plot_family_per_step(frame: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
+    """Work per loop step, fori_loop and the Python loop, per kernel of the family, one panel per
+    compiler in its own unit (static counts from compiled code; no measured time is drawn)."""
+    data = frame[frame.kind.str.startswith("static")]
+    targets = list(dict.fromkeys(data.source))
+    kernels = list(dict.fromkeys(data.kernel))
+    fig, axes = rules.stacked(max(len(targets), 1), row_height=2.1, sharey=False)
+    colors = plots.colors_for(["python", "fori u=1"])
+    for ax, target in zip(axes, targets):
+        part = data[data.source == target].set_index("kernel").reindex(kernels)
+        for form, column, marker, shift in (("python", "python", "o", -0.1), ("fori u=1", "fori", "s", 0.1)):
+            xs = [i + shift for i in range(len(kernels))]  # side by side: equal values stay visible
+            ax.plot(
+                xs,
+                part[column],
+                ls="none",
+                marker=marker,
+                ms=6,
+                color=colors[form],
+                label="Python loop" if form == "python" else "fori_loop",
             )
-    title = f"Kernel IR lines vs T (jax.export, no accelerator), {', '.join(kernels)} kernel"
-    if grows:
-        span = f"T={int(data['T'].min())} to {int(data['T'].max())}"
-        title += f"; growth from {span} ({kernels[0]}): " + "; ".join(grows)
-    fig = _ir_rows(data, compilers, list(kernels), title)
-    return fig, data[
-        ["kernel", "compiler", "T", "loop_form", "unroll", "variant", "ir_lines", "loop_ops", "lower_s"]
-    ]
+        ax.set_yscale("log")
+        rules.plain_log_ticks(ax, "y")
+        unit = str(part.unit.dropna().iloc[0]) if part.unit.notna().any() else ""
+        ax.set_ylabel("bundles\nper step" if "bundles" in unit else "instructions\nper step")
+        worst = part.ratio.max()
+        claim = f": fori_loop up to {worst:.1f}x the Python loop's" if worst == worst else ""
+        rules.panel_title(ax, f"{target} ({unit.removesuffix(' per loop step')}){claim}")
+        if ax is axes[0]:
+            plots.legend_outside(ax)
+    axes[-1].set_xticks(list(range(len(kernels))), kernels)
+    axes[-1].set_xlim(-0.5, len(kernels) - 0.5)
+    for _unit, part in data.groupby("unit"):  # one unit, one y scale
+        values = pd.concat([part.fori, part.python]).astype(float)
+        values = values[values > 0]
+        for ax, target in zip(axes, targets):
+            if len(values) and target in set(part.source):
+                ax.set_ylim(values.min() / 1.6, values.max() * 1.6)
+    pays = family.verdicts(frame)
+    claim = "; ".join(f"{k} {v['verdict']}" for k, v in pays.items())
+    rules.title(
+        fig,
+        f"Work per loop step in each compiler's unit (static counts, compiled on a CPU): {claim} (on the GPU compilers)",
+    )
+    return fig, data.reset_index(drop=True)
 
 
 def planned(
-    matrix: pd.DataFrame,
     variants_df: pd.DataFrame,
     timings: pd.DataFrame,
     head: pd.DataFrame,
     seed_rows: Sequence[dict[str, Any]],
+    family_frame: pd.DataFrame | None = None,
 ) -> list[tuple[str, Callable[[], tuple[Any, pd.DataFrame]], str]]:
     """Every figure of a run as ``(name, draw, note)``, drawn only when ``draw()`` is called
     (so a notebook can show progress over a known count while each is drawn and saved)."""
@@ -252,22 +226,19 @@ def planned(
     if seed_rows:
         note = "measured here beside the reporter's numbers"
         plans.append(("seed_ratio_vs_T", partial(plot_seed_ratio, seed_rows), note))
-    if matrix["lowers"].any():
-        note = "kernel IR from jax.export, no accelerator"
-        plans.append(("ir_lines_vs_T", partial(plot_ir_size, matrix), note))
-        others = tuple(k for k in dict.fromkeys(matrix.kernel) if k != "seed")
-        if others:
-            plans.append(("ir_lines_vs_T_other_kernels", partial(plot_ir_size, matrix, others), note))
+    if family_frame is not None and family_frame.kind.str.startswith("static").any():
+        note = "static counts from compiled code (compiled on a CPU, not executed)"
+        plans.insert(0, ("family_per_step", partial(plot_family_per_step, family_frame), note))
     return plans
 
 
 def draw_all(
-    matrix: pd.DataFrame,
     variants_df: pd.DataFrame,
     timings: pd.DataFrame,
     head: pd.DataFrame,
     seed_rows: Sequence[dict[str, Any]],
+    family_frame: pd.DataFrame | None = None,
 ) -> Iterator[tuple[str, Any, pd.DataFrame, str]]:
     """Every figure of a run, drawn one at a time: ``(name, fig, data, note)``."""
-    for name, draw, note in planned(matrix, variants_df, timings, head, seed_rows):
+    for name, draw, note in planned(variants_df, timings, head, seed_rows, family_frame):
         yield (name, *draw(), note)

@@ -80,8 +80,10 @@ def measure(
 
     As he did: every variant's first call, then every variant's second call;
     then ``repeats`` more calls, interleaved. One row per variant with
-    ``first_call_ms``, ``second_call_ms``, ``compile_ms`` (first - second),
-    ``ms_per_call`` (second / n, his number) and ``ms_per_call_median``.
+    ``first_call_ms``, ``second_call_ms``, ``first_minus_second_ms``, ``compile_ms`` (that
+    difference, NaN where it is negative: the compile is lost in the calls' own noise, and
+    ``compile_note`` says so), ``ms_per_call`` (second / n, his number) and
+    ``ms_per_call_median``.
     Raises AssertionError when a variant's output differs from the reference.
     """
     import jax
@@ -126,7 +128,9 @@ def measure(
         row.update(
             first_call_ms=first,
             second_call_ms=second,
-            compile_ms=first - second,
+            first_minus_second_ms=first - second,
+            compile_ms=first - second if first > second else float("nan"),
+            compile_note="" if first > second else "first - second < 0: not a compile time (noise)",
             ms_per_call=second / n,
             ms_per_call_median=float(np.median([second, *more])) / n,
         )
@@ -166,6 +170,7 @@ def run(settings: LoopSettings, backend: str, *, progress: Any = None) -> pd.Dat
                 dtype=settings.resolved_dtype(backend),
                 n=settings.harness_N,
                 mode=mode,
+                repeats=settings.harness_repeats,
                 block_rows=settings.block_rows,
                 out_rows=settings.out_rows,
             )

@@ -31,7 +31,6 @@ import pandas as pd
 from ..compilers.lowering import COMPILERS, capture_kernel_ir, error_text, export_variant, first_warning
 from ..errors import bad_value, check_choice
 from ..jax20909 import kernels, mosaic_gpu_kernel, vocab
-from .settings import LoopSettings
 
 _LOOP_OP = re.compile(r"\bscf\.(for|while)\b")
 _LATE_UNROLL = re.compile(r"tpu\.late_unroll")
@@ -195,29 +194,6 @@ def warning_lines(df: pd.DataFrame) -> str:
     """Markdown bullets: each distinct warning a compiler raised while lowering."""
     warned = df[df["warning"] != ""].drop_duplicates(["compiler", "warning"])
     return "\n".join(f"- {w.compiler} warns: `{w.warning}`" for w in warned.itertuples())
-
-
-def lowering_matrix(settings: LoopSettings, *, progress: Any = None) -> pd.DataFrame:
-    """The lowering matrix at the notebook's sizes (fp16 on GPU, bf16 on TPU), batch 4."""
-    return matrix(
-        settings.kernels,
-        settings.loop_forms,
-        settings.unrolls,
-        COMPILERS,
-        settings.lowering_Ts,
-        progress=progress,
-        D=settings.D,
-        batch=4,
-        dtype="float16",
-        block_rows=settings.block_rows,
-        out_rows=settings.out_rows,
-    )
-
-
-def lowering_count(settings: LoopSettings) -> int:
-    """Cases :func:`lowering_matrix` lowers (for a progress bar)."""
-    per_T = sum(len(variants(settings.loop_forms, settings.unrolls, k)) for k in settings.kernels)
-    return per_T * len(settings.lowering_Ts) * len(COMPILERS)
 
 
 def lowering_answer(df: pd.DataFrame) -> list[str]:

@@ -9,8 +9,11 @@ import pandas as pd
 
 from .. import goals as rule
 from .. import markdown as md
-from ..jax20909.vocab import FIX, SEED_SETUP, seed_issue_table
-from . import analysis, lowering
+from ..jax20909 import compile_facts
+from ..jax20909.vocab import SEED_SETUP, seed_issue_table
+from . import advice, analysis, answer, family, report_kernel, runs
+from .engine import Results
+from .engine import per_step as engine_per_step
 from .mechanism import verdict as xla_verdict
 from .sweep import MODE_LABELS
 
@@ -36,15 +39,49 @@ class LoopResults:
 
     head: pd.DataFrame  # analysis.headline (+ roofline columns), study and harness modes together
     recommendation: pd.DataFrame
-    matrix: pd.DataFrame  # the lowering matrix
     not_measured: pd.DataFrame
     variants: pd.DataFrame
     mechanism: list[dict[str, Any]]  # mechanism.evidence rows (XLA:CPU)
     bandwidth: dict[str, float]  # roofline.measure_bandwidth
     quick: bool
+    family_runs: tuple[Results, ...] = ()  # the engine on the study's kernels (family_forms)
+    fix: Results | None = None  # the engine on the reporter's kernel in fix_forms
+    readers: tuple[Results, ...] = ()  # the engine on the readers' kernels
+    harness: pd.DataFrame | None = None  # harness.run's rows (first and second calls)
 
     def seed_rows(self) -> list[dict[str, Any]]:
         return analysis.seed_reproduction(self.head)
+
+    def per_step(self) -> pd.DataFrame:
+        return runs.per_step(self.family_runs)
+
+    def family(self) -> pd.DataFrame:
+        return family.table(self.head, self.per_step())
+
+    def advice_rows(self) -> list[dict[str, Any]]:
+        fix = self.fix.per_step() if self.fix is not None else engine_per_step(pd.DataFrame())
+        return advice.measured(self.head) + advice.static(fix)
+
+    def compile_facts(self) -> list[dict[str, Any]]:
+        facts = []
+        for mode, where in (("xla", "XLA:CPU, plain jit"), ("xla_harness", "XLA:CPU in his harness")):
+            rows = [r for r in self.seed_rows() if r["mode"] == mode]
+            if rows:
+                facts.append(
+                    compile_facts.matched(
+                        [r["T"] for r in rows],
+                        [_finite(r["python_compile_ms"]) for r in rows],
+                        [_finite(r["fori_compile_ms"]) for r in rows],
+                        where=where,
+                    )
+                )
+        return facts
+
+    def compile_flags(self) -> list[dict[str, Any]]:
+        if self.harness is None or "first_minus_second_ms" not in self.harness:
+            return []
+        rows = self.harness.assign(compile_ms=self.harness["first_minus_second_ms"])
+        return compile_facts.harness_flags(rows.to_dict(orient="records"))
 
     def goals(self) -> dict[str, Any]:
         seed = self.head[(self.head["mode"] == "xla") & (self.head.kernel == "seed")]
@@ -60,11 +97,21 @@ class LoopResults:
         )
 
 
+def _finite(value: Any) -> float | None:
+    return None if value is None or value != value else float(value)
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return df.astype(object).where(df.notna(), None).to_dict(orient="records")
+
+
 def summary_dict(results: LoopResults) -> dict[str, Any]:
-    """summary.json's content: headline numbers, seed_reproduction, goals, mechanism, lowering."""
-    r, matrix = results, results.matrix
-    lowers = matrix.groupby(["compiler", "loop_form", "unroll"])["lowers"].all().reset_index()
+    """summary.json's content: headline numbers, seed_reproduction, goals, mechanism, the family
+    of kernels, the advice, the compile facts and the readers' kernels."""
+    r = results
     failed = r.variants[r.variants["status"] != "timed"]
+    frame = r.family()
+    rows = r.advice_rows()
     return {
         "smoke_run": r.quick,
         "headline": r.head[[c for c in HEADLINE_COLUMNS if c in r.head]].to_dict(orient="records"),
@@ -73,11 +120,21 @@ def summary_dict(results: LoopResults) -> dict[str, Any]:
         "recommendation": r.recommendation.to_dict(orient="records"),
         "mechanism_xla": {"verdict": xla_verdict(r.mechanism), "evidence": r.mechanism},
         "bandwidth": r.bandwidth,
-        "lowering": lowers.to_dict(orient="records"),
-        "lowering_errors": matrix[~matrix.lowers]
-        .drop_duplicates(["compiler", "error"])[["compiler", "loop_form", "unroll", "error_type", "error"]]
-        .to_dict(orient="records"),
-        "lowering_warnings": sorted(set(matrix.loc[matrix["warning"] != "", "warning"])),
+        "family": _records(frame),
+        "family_verdicts": family.verdicts(frame),
+        "family_answer": family.answer(frame),
+        "per_step": _records(r.per_step()),
+        "advice": {
+            "rows": rows,
+            "best": advice.best(rows),
+            "by_key": advice.by_key(rows),
+            "settle": advice.SETTLE,
+        },
+        "fix_per_step": _records(r.fix.per_step()) if r.fix is not None else [],
+        "compile_facts": r.compile_facts(),
+        "harness_negative_compiles": r.compile_flags(),
+        "readers": [report_kernel.summary(k) for k in r.readers],
+        "issue_text": answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()),
         "not_measured": r.not_measured.to_dict(orient="records"),
         "did_not_lower": failed[["mode", "kernel", "T", "variant", "status"]].to_dict(orient="records"),
     }
@@ -122,115 +179,60 @@ def goal_lines(goals: dict[str, Any], quick: bool) -> list[str]:
     ]
 
 
-ANALOGUE = (
-    "an analogue, not his GPU: plain `jax.jit` of the reporter's arithmetic, no Pallas, on another "
-    "compiler whose cause differs from a GPU's"
-)
-
-
-def _seed_row(rows: list[dict[str, Any]], mode: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(first, largest T) rows of one mode of ``seed_reproduction``."""
-    mine = [r for r in rows if r["mode"] == mode]
-    return (mine[0], mine[-1]) if mine else None
-
-
-def answer_bullets(r: LoopResults) -> list[str]:
-    """At most five bullets, each naming its backend, mode and measure."""
-    rows, goals, quick = r.seed_rows(), r.goals(), r.quick
-    out = []
-    xla = _seed_row(rows, "xla")
-    if xla:
-        first, last = xla
-        rep = goals["reproduction"]
-        out.append(
-            f"- **On XLA:CPU** ({ANALOGUE}; B=8, ms per kernel call): `fori_loop` takes {last['ratio']:.1f}× the "
-            f"Python loop at T={last['T']} ({last['fori_ms']:.1f} vs {last['python_ms']:.1f} ms), from "
-            f"{first['ratio']:.2f}× at T={first['T']}; the Python loop's compile grows {first['python_compile_ms']:.0f} → "
-            f"{last['python_compile_ms']:.0f} ms, `fori_loop`'s stays within {min(rep['fori_compile_ms']):.0f}–"
-            f"{max(rep['fori_compile_ms']):.0f} ms (the pattern: **"
-            f"{rule.text(rep.get('verdict'), quick, met_text='shown', missed_text='not shown', tie_text='a tie')}**"
-            + (
-                f", {'missed' if rep.get('verdict') == rule.MISSED else 'tied on'}: "
-                + "; ".join(rep.get("misses") or rep.get("ties") or [])
-                if rep.get("verdict") in (rule.MISSED, rule.TIE) and not quick
-                else ""
-            )
-            + "). "
-            "The reporter: 2.42× at T=65536 on an RTX A6000 (Pallas Triton)."
-        )
-    interp = _seed_row(rows, "pallas_interpret")
-    harness = _seed_row(rows, "xla_harness")
-    more = []
-    if interp:
-        more.append(
-            f"the Pallas kernel itself in interpret mode (the interpreter's timings, not a compiled kernel's) "
-            f"reaches T={interp[1]['T']} at {interp[1]['ratio']:.2f}×"
-        )
-    if harness:
-        more.append(
-            f"XLA:CPU inside the reporter's own harness (16 fresh batches per call) gives {harness[1]['ratio']:.2f}× at "
-            f"T={harness[1]['T']}"
-        )
-    if more:
-        out.append("- **Elsewhere on this CPU:** " + "; ".join(more) + ".")
-    out.append("- **Why, on XLA:CPU:** " + xla_verdict(r.mechanism))
-    if xla and xla[1].get("scalar_carry_u1_ms") is not None:
-        last, fix = xla[1], goals["fix"]
-        at_T = (fix.get("variants_meeting_it_per_T") or {}).get(last["T"], [])
-        tie_T = (fix.get("variants_tying_it_per_T") or {}).get(last["T"], [])
-        among = (
-            "it is among"
-            if FIX in at_T
-            else "its spread holds the bound of"
-            if FIX in tie_T
-            else "it is **not** among"
-        )
-        fastest = f"`{last['fix_form']} u={last['fix_unroll']}`" if last.get("fix_form") else "n/a"
-        out.append(
-            f"- **The fix, on XLA:CPU:** carry the per-block scalar through `fori_loop(unroll=1)` and broadcast once "
-            f"after the loop (`{FIX}`, bitwise the same output). At T={last['T']} it runs at "
-            f"{md.ratio(last.get('scalar_carry_u1_vs_python_pair'))} the Python loop per pair ({last['scalar_carry_u1_ms']:.1f} ms, compile "
-            f"{last['scalar_carry_u1_compile_ms']:.0f} ms); "
-            + among
-            + f" the forms within 1.05× of the Python loop there (the fastest portable form: {fastest}, "
-            f"{last['fix_ms']:.1f} ms). Goal, a portable form within 1.05× at every T: "
-            f"**{rule.text(fix.get('verdict'), quick, tie_text='a tie')}**."
-        )
-    out.append(
-        "- **Lowering on the Pallas backends** (`jax.export`, no hardware; nothing ran on a GPU or TPU): "
-        + " ".join(line.lstrip("- ") for line in lowering.lowering_answer(r.matrix))
-    )
-    return out[:5]
-
-
 def summary_markdown(results: LoopResults, *, device: str) -> str:
-    """An issue-ready answer to jax-ml/jax#20909: at most five bullets, the rest folded."""
+    """An issue-ready answer to jax-ml/jax#20909: five bullets in the issue's order, the rest folded."""
     r = results
+    frame = r.family()
+    rows = r.advice_rows()
     intro = [
         md.smoke_notice(r.quick),
         "",
         f"Measured on: {device}. Memory bandwidth (large copy, same run): {_n(r.bandwidth.get('gb_per_s'))} GB/s "
-        f"in place, {_n(r.bandwidth.get('gb_per_s_fresh_output'))} GB/s into a fresh output. Ratios: `fori_loop`'s "
-        "median ms per kernel call over the Python loop's.",
+        f"in place, {_n(r.bandwidth.get('gb_per_s_fresh_output'))} GB/s into a fresh output. Ratios: `fori_loop` "
+        "over the Python loop, each in its own unit (ms per call measured; instructions or bundles per loop step "
+        "counted in compiled code).",
     ]
-    folded = md.details("Goals and their verdicts", goal_lines(r.goals(), r.quick))
+    bullets = answer.bullets(
+        frame,
+        r.seed_rows(),
+        r.goals(),
+        r.fix,
+        xla_verdict(r.mechanism),
+        r.compile_facts(),
+        r.compile_flags(),
+        rows,
+        r.quick,
+    )
+    folded = md.details(
+        "Which kernels pay, per compiler (each column in its own unit)",
+        [md.table(family.wide(frame)) if len(frame) else "not measured"],
+    )
+    folded += md.details(
+        "What to write instead, per backend",
+        [*advice.lines(rows), "", f"What would settle it on a GPU: {advice.SETTLE}."],
+    )
+    folded += md.details(
+        "Issue-ready text for jax#20909",
+        ["```", answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()), "```"],
+    )
+    folded += md.details("Goals and their verdicts", goal_lines(r.goals(), r.quick))
     folded += md.details(f"The reporter's numbers ({SEED_SETUP})", [md.table(seed_issue_table())])
     folded += md.details("The reporter's table, measured here", [seed_tables_markdown(r.head)])
+    flags = r.compile_flags()
+    if flags:
+        folded += md.details(
+            "Harness compile estimates left out (first call - second call < 0)",
+            [md.table(pd.DataFrame(flags))],
+        )
     rec = r.recommendation
     for (mode, kernel), part in rec.groupby(["mode", "kernel"], sort=False) if len(rec) else []:
         folded += md.details(
             f"{MODE_LABELS[mode]}, kernel {kernel}: smallest unroll within 5% of each form's best",
             [md.table(part[[c for c in RECOMMENDATION_COLUMNS if c in part]].astype(object).fillna("n/a"))],
         )
-    folded += md.details(
-        "Which loop forms lower (jax.export, no accelerator needed)",
-        [
-            md.table(lowering.verdicts(r.matrix)),
-            "",
-            lowering.error_lines(r.matrix),
-            lowering.warning_lines(r.matrix),
-        ],
-    )
+    for run in (r.fix, *r.readers):
+        if run is not None:
+            folded += md.details(f"The engine on `{run.kernel}`", [report_kernel.markdown(run)])
     if len(r.not_measured):
         folded += md.details(
             "Not measured here (never simulated)",
@@ -239,5 +241,5 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
                 for _, n in r.not_measured.drop_duplicates(["mode", "reason"]).iterrows()
             ],
         )
-    title = "Pallas loops: fori_loop vs a Python loop on the reporter's kernel (jax-ml/jax#20909)"
-    return md.answer_page(title, intro, answer_bullets(r), folded)
+    title = "Pallas loops: which kernels pay for fori_loop, per compiler (jax-ml/jax#20909)"
+    return md.answer_page(title, intro, bullets, folded)

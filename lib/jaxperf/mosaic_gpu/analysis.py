@@ -37,7 +37,14 @@ def lowering_errors(lowered: pd.DataFrame) -> list[dict[str, Any]]:
     """Each distinct refusal once, with the first (variant, T) that met it."""
     bad = lowered[lowered.status == "failed"].drop_duplicates(["error_type", "error"])
     return [
-        dict(variant=r.variant, T=int(r.T), error_type=r.error_type, error=r.error) for r in bad.itertuples()
+        dict(
+            variant=r.variant,
+            T=int(r.T),
+            error_type=r.error_type,
+            error=r.error,
+            error_site=getattr(r, "error_site", "") or "",
+        )
+        for r in bad.itertuples()
     ]
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import pandas as pd
 
 from .. import markdown
-from ..jax20909 import vocab
-from . import analysis
+from ..jax20909 import compile_facts, vocab
+from . import analysis, bug_report
 from .settings import MosaicGpuSettings
 
 TITLE = "Pallas on Hopper: jax#20909 on Mosaic GPU (sm_90a, compiled on a CPU, not executed)"
@@ -55,6 +55,7 @@ def summary_dict(
             not_compiled=_records(compiled[compiled.status != "ok"][["variant", "T", "status", "error"]]),
         )
     out["mechanism"] = mechanism
+    out["bug_report"] = {"title": bug_report.TITLE, "repro": bug_report.REPRO, "found": bug_report.found(out)}
     return out
 
 
@@ -63,8 +64,15 @@ def _growth_line(growth: list[dict[str, Any]]) -> str:
     py, fori = by.get("python"), by.get("fori u=1")
     if not py or not fori:
         return ""
+    his = compile_facts.reporter_growth(py["T_min"], py["T_max"])
+    same_range = (
+        f"{py['compile_ms_at_T_max'] / py['compile_ms_at_T_min']:.1f}x where his (Triton, A6000) grew "
+        f"{his['python']:.1f}x over the same T; "
+        if his
+        else ""
+    )
     return (
-        f"- Compile ({analysis.COMPILE_LABEL}; lower + compile, the reporter's column): the Python loop grows from "
+        f"- Compile ({analysis.COMPILE_LABEL}; lower + compile, the reporter's column): {same_range}the Python loop grows from "
         f"{py['compile_ms_at_T_min']:.0f} ms at T={py['T_min']} to {py['compile_ms_at_T_max']:.0f} ms at T={py['T_max']} "
         f"({py['lower_share_at_T_max']:.0%} of it the Pallas-to-Mosaic-GPU lowering, whose layout inference grows faster "
         f"than the program), while `fori_loop` stays within {fori['max_over_min']:.2f}x "
@@ -92,8 +100,8 @@ def _lowering_line(summary: dict[str, Any]) -> str:
         )
     if recursion:
         parts.append(
-            f"the Python loop stops at T={recursion['T']} (`RecursionError` in Mosaic GPU's layout inference: "
-            f"{recursion['T'] // vocab.SEED_STEP_ROWS} steps)"
+            f"the Python loop stops at T={recursion['T']} (`RecursionError` while lowering "
+            f"{recursion['T'] // vocab.SEED_STEP_ROWS} steps; a bug report for JAX is folded below)"
         )
     return "; ".join(parts) + "."
 
@@ -201,5 +209,8 @@ def _sections(summary: dict[str, Any]) -> list[str]:
             lines += ["", "Not compiled:", ""] + [
                 f"- {r['variant']} T={r['T']}: {r['status']}: {r['error']}" for r in summary["not_compiled"]
             ]
+    report = bug_report.text(summary)
+    if report:
+        lines += ["", "## A bug report for JAX: the RecursionError", "", *report]
     lines += ["", "## Toolchain", "", ", ".join(f"{k}: {v}" for k, v in summary["toolchain"].items())]
     return lines

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..compilers.triton.compile import STAGES
-from ..jax20909 import vocab
+from ..jax20909 import compile_facts, vocab
 from .sweep import STATUS_NO_LOWER, STATUS_OK
 
 STAGE_COLUMNS = ("export_ms", *(f"{s}_ms" for s in STAGES))
@@ -40,6 +40,8 @@ CODE_COLUMNS = [
 TIMED_COLUMNS = ["compile_ms", "triton_ms", *STAGE_COLUMNS, "triton_lowering_ms"]
 # The fix that closed jax#20909's gap on XLA:CPU: one scalar carried through fori_loop(unroll=1).
 FIX = vocab.FIX
+GROWS_AS_HIS = 0.5  # the Python loop's compile grows at least half as much as his, over his range
+FORI_FLAT = 1.5  # fori_loop's compile grows at most this much over that range
 
 
 def seed_compile_ms() -> pd.DataFrame:
@@ -68,10 +70,15 @@ def point_medians(df: pd.DataFrame) -> pd.DataFrame:
     metrics, and how many compiles the median is of."""
     ok = df[df.status == STATUS_OK]
     if ok.empty:
-        med = pd.DataFrame(columns=KEYS + TIMED_COLUMNS + CODE_COLUMNS + ["compiles"])
+        med = pd.DataFrame(
+            columns=KEYS + TIMED_COLUMNS + ["compile_ms_q25", "compile_ms_q75"] + CODE_COLUMNS + ["compiles"]
+        )
     else:
         grouped = ok.groupby(KEYS, sort=False)
         med = grouped[TIMED_COLUMNS].median().reset_index()
+        spread = grouped["compile_ms"].quantile([0.25, 0.75]).unstack()
+        spread.columns = ["compile_ms_q25", "compile_ms_q75"]
+        med = med.merge(spread.reset_index(), on=KEYS)
         med = med.merge(grouped[CODE_COLUMNS].first().reset_index(), on=KEYS)
         med = med.merge(grouped.size().rename("compiles").reset_index(), on=KEYS)
     status = (
@@ -166,37 +173,54 @@ def growth(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def verdict(df: pd.DataFrame, kernel: str = "seed", grows: float = 0.5, flat: float = 0.25) -> dict[str, Any]:
-    """Does the reporter's compile column reproduce? The Python loop's compile grows with T
-    (b of compile_ms ~ T**b at least ``grows``) while fori_loop(unroll=1) and the
-    hand-unrolled and hoisted loops stay flat (|b| at most ``flat``). A fitted exponent,
-    not a ratio of two single compiles: one compile on a shared machine can be 2-3x off."""
+def verdict(df: pd.DataFrame, kernel: str = "seed", planned: list[int] | None = None) -> dict[str, Any]:
+    """Does the reporter's compile column reproduce, over the same T range as his? The Python
+    loop's compile growth from the first to the last T where both it and fori_loop(unroll=1)
+    compiled, beside his over that range (:func:`jaxperf.jax20909.compile_facts.matched`):
+    reproduced when ours grows at least half as much as his (``GROWS_AS_HIS``) while fori's
+    grows at most ``FORI_FLAT``; None ("not reached") when fewer than two of his T compiled or
+    the range is not in his table. ``planned``: the T the sweep meant to reach (those it did
+    not are listed as not reached, never judged)."""
+    med = _ok_medians(df)
+    med = med[med.kernel == kernel]
+    if med.empty:
+        return {"kernel": kernel, "reproduced": None, "reason": "nothing compiled", "fix": None}
+    at = med.pivot_table(index="T", columns="variant", values="compile_ms")
+    Ts = sorted(int(t) for t in at.index if int(t) in compile_facts.REPORTER)
+    py = [_value(at, "python", T) for T in Ts]
+    fori = [_value(at, "fori u=1", T) for T in Ts]
+    planned_his = [T for T in (planned or Ts) if T in compile_facts.REPORTER]
+    fact = compile_facts.matched(Ts, py, fori, planned=planned_his, where=f"Triton, {kernel} kernel")
+    reproduced = None
+    if fact["status"] == "compared":
+        reproduced = bool(
+            fact["python_growth"] >= GROWS_AS_HIS * fact["reporter_python_growth"]
+            and fact["fori_growth"] <= FORI_FLAT
+        )
     g = growth(df)
-    g = g[g.kernel == kernel]
-    if g.empty:
-        return {"kernel": kernel, "reproduced": None, "reason": "nothing compiled"}
-    python = g[g.variant == "python"]
-    loops = g[(g.variant == "fori u=1") | g.variant.str.startswith(("hand_unrolled", "hoisted"))]
-    fitted = loops[loops.points >= 2]
-    python_grows = bool(not python.empty and python.exponent.iloc[0] >= grows)
-    loops_flat = bool(not fitted.empty and (fitted.exponent.abs() <= flat).all())
-    one_T = python.empty or python.T_ref.iloc[0] == python.T_max.iloc[0]
-    first = python.iloc[0] if not python.empty else None
+    loops = g[
+        (g.kernel == kernel)
+        & ((g.variant == "fori u=1") | g.variant.str.startswith(("hand_unrolled", "hoisted")))
+    ]
     return {
-        "fix": _fix_growth(df, g, kernel),
+        "fix": _fix_growth(df, g[g.kernel == kernel], kernel),
         "kernel": kernel,
-        # None: the Python loop compiled at one T only (larger T over budget), so growth is not measured.
-        "reproduced": None if one_T else python_grows and loops_flat,
-        "python_ratio": None if first is None else float(first.ratio),
-        "python_T_range": None if first is None else [int(first.T_ref), int(first.T_max)],
-        "python_exponent": None if first is None else float(first.exponent),
+        "reproduced": reproduced,
+        "matched": fact,
+        "sentence": compile_facts.sentence(fact),
         "loops_max_ratio": float(loops.ratio.max()) if not loops.empty else None,
         "loops_exponents": {
             r.variant: None if np.isnan(r.exponent) else float(r.exponent) for r in loops.itertuples()
         },
-        "loops_T_max": int(loops.T_max.min()) if not loops.empty else None,
-        "thresholds": {"python_exponent_at_least": grows, "loops_abs_exponent_at_most": flat},
+        "thresholds": {"python_growth_at_least_his_times": GROWS_AS_HIS, "fori_growth_at_most": FORI_FLAT},
     }
+
+
+def _value(at: pd.DataFrame, variant: str, T: int) -> float | None:
+    if variant not in at.columns:
+        return None
+    value = at.loc[T, variant]
+    return None if pd.isna(value) else float(value)
 
 
 def _fix_growth(df: pd.DataFrame, g: pd.DataFrame, kernel: str) -> dict[str, Any] | None:

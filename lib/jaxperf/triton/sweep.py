@@ -128,6 +128,7 @@ def sweep(
     build: Callable[..., Any] | None = None,
     progress: Any = None,
     skip: Collection[tuple[str, int]] = (),
+    warm_up: bool = True,
 ) -> pd.DataFrame:
     """Compile every variant at every T of its kernel; one tidy row per (variant, T, repeat).
 
@@ -139,7 +140,10 @@ def sweep(
     over ``max_compile_s``, and every point once the sweep has run ``budget_s``,
     is recorded "over budget" with the reason. (variant name, T) pairs in ``skip`` are left
     out (neither compiled nor recorded). ``progress`` (a tqdm bar)
-    advances once per (variant, T). Raises TritonUnavailableError without the
+    advances once per (variant, T). With ``warm_up``, one compile of the first variant at the
+    smallest T runs first and is discarded: a process' first compile also pays Triton's,
+    LLVM's and ptxas' start-up (committed runs read the Python loop's T=256 compile as 85, 306
+    and 555 ms because it was that first compile). Raises TritonUnavailableError without the
     triton extra, ValueError for a bad argument.
     """
     check_target(target)
@@ -153,6 +157,9 @@ def sweep(
         raise bad_value("sizes", dict(sizes), f"a list of T for each kernel swept ({kernels})")
     per_kernel = {k: check_sizes(f"sizes[{k!r}]", sizes[k]) for k in kernels}
     require()
+    if warm_up and variants:
+        first = next(v for v in variants if v.kernel == kernels[0])
+        _one(first, per_kernel[kernels[0]][0], target, shape, build, {}, [])
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     last: dict[Variant, tuple[int, float]] = {}

@@ -45,11 +45,11 @@ def point(
     return dict(loop_form=loop_form, unroll=int(unroll), T=int(T), batch=batch, D=D, dtype=dtype)
 
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(extra_paths: Sequence[str] = ()) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "MOSAIC_GPU_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT / "lib"), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep
-    )
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(PROJECT_ROOT / "lib"), *extra_paths, env.get("PYTHONPATH", "")]
+    ).rstrip(os.pathsep)
     env["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"  # no cuDNN/cuBLAS here: nothing runs, the compile needs none
     return env
 
@@ -63,8 +63,13 @@ def compile_points(
     dump: bool = True,
     budget_s: float = 600.0,
     progress: Any = None,
+    extra_paths: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Compile every point in the environment's worker; one row per point, in order.
+
+    A point is the port's (:func:`point`) or a reader's factory's: ``{"factory":
+    "package.module:make", "form": ..., "T": ...}`` (``extra_paths``: folders the worker must
+    import it from).
 
     ``progress`` (a tqdm bar) advances as the worker finishes each point. The worker stops
     starting points after ``budget_s``, and is stopped 120 s after that; the points it did
@@ -88,7 +93,9 @@ def compile_points(
     command = [str(toolchain.python()), "-m", "jaxperf.compilers.mosaic_gpu.aot", handle.name, str(out_dir)]
     started, done, tail = time.perf_counter(), 0, ""
     with tempfile.TemporaryFile("w+") as log:
-        proc = subprocess.Popen(command, env=_worker_env(), stdout=log, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            command, env=_worker_env(extra_paths), stdout=log, stderr=subprocess.STDOUT, text=True
+        )
         try:
             while proc.poll() is None:
                 if time.perf_counter() - started > budget_s + 120:

@@ -9,7 +9,10 @@ recorded with its type and message; nothing raises for a lowering failure.
 
 from __future__ import annotations
 
+import collections
 import time
+import traceback
+from pathlib import Path
 from typing import Any
 
 from ...jax20909 import mosaic_gpu_kernel
@@ -53,6 +56,7 @@ def lower(
                 lowers=False,
                 error_type=type(err).__name__,
                 error=error_text(err),
+                error_site=recursion_site(err) if isinstance(err, RecursionError) else "",
                 lower_s=time.perf_counter() - started,
                 ir_lines=0,
                 loop_ops=0,
@@ -64,8 +68,23 @@ def lower(
         lowers=True,
         error_type="",
         error="",
+        error_site="",
         lower_s=time.perf_counter() - started,
         ir_lines=module.count("\n") + 1,
         loop_ops=ir.mosaic_counts(module)[2],
         loop_carries="; ".join(carries),
     )
+
+
+def recursion_site(err: BaseException) -> str:
+    """Where a RecursionError recursed: the function that fills most of the traceback (file,
+    function, how many frames) and the frame that entered it, for a bug report."""
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return ""
+    where = collections.Counter((Path(f.filename).name, f.name) for f in frames)
+    (file, name), count = where.most_common(1)[0]
+    first = next((f for f in frames if (Path(f.filename).name, f.name) == (file, name)), None)
+    entered = next((frames[i - 1] for i, f in enumerate(frames) if f is first and i), None)
+    via = f", entered from {Path(entered.filename).name}:{entered.name}" if entered else ""
+    return f"{file}:{name} ({count} of {len(frames)} frames{via})"

@@ -235,12 +235,13 @@ def _trips(code: list[Instruction], head: int, branch: Instruction) -> tuple[int
     64-bit counter, the low word's compare before the ``.EX`` one), ``IADD3 R, R, step`` in the
     body, and R's constant start before the loop."""
     body = [i for i in code if head <= i.address < branch.address]
-    predicate = branch.predicate.lstrip("!")
+    guard = branch if branch.predicate else _exit(body, branch)
+    predicate = guard.predicate.lstrip("!")
     compares = [i for i in body if i.base == "ISETP" and i.operands.split(",")[0].strip() == predicate]
     while compares and ".EX" in compares[-1].opcode:
         compares.pop()
     if not compares:
-        return None, f"no ISETP sets {branch.predicate or 'the branch predicate'} in the loop"
+        return None, f"no ISETP sets {guard.predicate or 'the branch predicate'} in the loop"
     compare = compares[-1]
     ops = _operands(compare)
     if ".NE." not in compare.opcode + "." or len(ops) < 2 or (_imm(ops[0]) is None) == (_imm(ops[1]) is None):
@@ -269,6 +270,17 @@ def _trips(code: list[Instruction], head: int, branch: Instruction) -> tuple[int
     if len(steps) != 1 or steps[0] <= 0 or (bound - start) % steps[0]:
         return None, f"counter {register} not read (start {start}, steps {steps}, bound {bound})"
     return (bound - start) // steps[0], f"{register} from {start} by {steps[0]} to {bound}"
+
+
+def _exit(body: list[Instruction], branch: Instruction) -> Instruction:
+    """The instruction that leaves a loop whose backward branch is unconditional: a predicated
+    branch or call to past the loop (ptxas writes ``@!P0 CALL.REL.NOINC`` out of some loops on
+    sm_86); the branch itself when there is none."""
+    for ins in reversed(body):
+        found = _BRANCH_TARGET.match(f"{ins.opcode} {ins.operands}")
+        if ins.predicate and found and int(found.group(1), 16) > branch.address:
+            return ins
+    return branch
 
 
 def loops(code: list[Instruction]) -> list[Loop]:

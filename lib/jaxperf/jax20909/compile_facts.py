@@ -1,0 +1,99 @@
+"""Compile time against the reporter's, on matched T ranges (jax#20909, issue 33 item 3).
+
+A growth is only compared with his over the same T range: from the first T to the last T a
+sweep reached, both present in his table (his 256 -> 8192 is 2.67x, his 256 -> 65536 is
+16.8x). A range that is not in his table, or a sweep that stopped before its planned end (a
+budget), is said as such ("not reached"), never judged. First-call-minus-second-call compile
+estimates (his own method, :mod:`jaxperf.loops.harness`) that come out negative are flagged:
+there the run-to-run noise of a call is larger than the compile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .vocab import SEED_ROWS
+
+#: his compile ms per T: (Python loop, fori_loop)
+REPORTER = {row[0]: (row[1], row[3]) for row in SEED_ROWS}
+
+
+def reporter_growth(T_from: int, T_to: int) -> dict[str, float] | None:
+    """His compile growth from ``T_from`` to ``T_to`` (both in his table), else None."""
+    if T_from not in REPORTER or T_to not in REPORTER:
+        return None
+    (p0, f0), (p1, f1) = REPORTER[T_from], REPORTER[T_to]
+    return {"python": p1 / p0, "fori": f1 / f0}
+
+
+def matched(
+    Ts: Sequence[int],
+    python_ms: Sequence[float | None],
+    fori_ms: Sequence[float | None],
+    *,
+    planned: Sequence[int] | None = None,
+    where: str,
+) -> dict[str, Any]:
+    """Our compile growth (Python loop, fori_loop) from the first T to the last T both compiled,
+    beside his over the same range. ``planned`` is the T the sweep meant to reach: a sweep that
+    stopped short says which T it did not reach. ``status``: "compared", "not in his table"
+    (a range his table does not hold), "not reached" (fewer than two T compiled)."""
+    both = [
+        (T, p, f)
+        for T, p, f in zip(Ts, python_ms, fori_ms)
+        if p is not None and f is not None and p > 0 and f > 0
+    ]
+    missing = sorted(set(planned or ()) - {T for T, _, _ in both})
+    out: dict[str, Any] = {"where": where, "not_reached": missing}
+    if len(both) < 2:
+        return out | {"status": "not reached", "T_range": None}
+    (T0, p0, f0), (T1, p1, f1) = both[0], both[-1]
+    out |= {
+        "T_range": [T0, T1],
+        "python_ms": [p0, p1],
+        "fori_ms": [f0, f1],
+        "python_growth": p1 / p0,
+        "fori_growth": f1 / f0,
+    }
+    his = reporter_growth(T0, T1)
+    if his is None:
+        return out | {
+            "status": "not in his table",
+            "reporter_python_growth": None,
+            "reporter_fori_growth": None,
+        }
+    return out | {
+        "status": "compared",
+        "reporter_python_growth": his["python"],
+        "reporter_fori_growth": his["fori"],
+    }
+
+
+def sentence(fact: dict[str, Any]) -> str:
+    """One sentence of :func:`matched`'s result, in words a reader can check against his table."""
+    where = fact["where"]
+    if fact["status"] == "not reached":
+        return f"{where}: not reached (fewer than two T compiled both loops)."
+    (T0, T1), (p0, p1), (f0, f1) = fact["T_range"], fact["python_ms"], fact["fori_ms"]
+    text = (
+        f"{where}, T={T0} → {T1}: the Python loop's compile {p0:.0f} → {p1:.0f} ms ({fact['python_growth']:.1f}×), "
+        f"`fori_loop`'s {f0:.0f} → {f1:.0f} ms ({fact['fori_growth']:.2f}×)"
+    )
+    if fact["status"] == "compared":
+        text += f"; his over the same range: {fact['reporter_python_growth']:.2f}× and {fact['reporter_fori_growth']:.2f}×"
+    else:
+        text += "; his table has no such range"
+    if fact.get("not_reached"):
+        text += f"; not reached: T={', '.join(map(str, fact['not_reached']))}"
+    return text + "."
+
+
+def harness_flags(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The harness' compile estimates (first call - second call) that are negative: (mode, T,
+    variant, the estimate, the two calls), each one a compile lost in the call's own noise."""
+    return [
+        {k: r.get(k) for k in ("mode", "T", "variant", "compile_ms", "first_call_ms", "second_call_ms")}
+        for r in rows
+        if r.get("compile_ms") is not None and r["compile_ms"] < 0
+    ]

@@ -1,0 +1,185 @@
+"""A reader's Pallas kernel as the loop study's engine sees it: a factory, loaded and checked.
+
+A *factory* is ``make(form, T, *, interpret=False) -> (fn, args)``: ``fn(*args)`` is jittable and
+holds one Pallas kernel whose loop is written with :func:`jaxperf.kernel_loop` (so ``form``
+picks the loop form), ``T`` sets the loop's length, and ``args`` are arrays or
+``jax.ShapeDtypeStruct``\\ s. ``interpret=True`` asks for the kernel in Pallas' interpreter (at a
+size small enough to run on a CPU: the engine checks every form against ``fori_loop`` there).
+Optional: a ``compiler`` keyword (``"triton"``, ``"mosaic_gpu"``, ``"mosaic_tpu"``) for a
+factory that builds a kernel per compiler, and a ``forms`` attribute naming the loop forms it
+takes when they differ from :data:`jaxperf.jax20909.forms.KERNEL_LOOP_FORMS`.
+
+:func:`load` imports ``"package.module:factory"``; :func:`check_plan` builds every (form, T)
+before anything is compiled, so a bad form or a T the kernel's blocks cannot tile fails first,
+with the parameter, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import bad_value, check_ints
+from .forms import KERNEL_LOOP_FORMS, recording
+
+FACTORY_HELP = "an importable 'package.module:factory', factory(form, T, *, interpret=False) -> (fn, args)"
+COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A loaded factory: its path, the callable, the forms it takes, whether it builds per compiler."""
+
+    path: str
+    make: Callable[..., Any]
+    forms: tuple[str, ...]
+    per_compiler: bool
+
+    @property
+    def name(self) -> str:
+        module, _, attr = self.path.partition(":")
+        return module.rsplit(".", 1)[-1] if attr == "make" else attr
+
+    def build(
+        self, form: str, T: int, *, interpret: bool = False, compiler: str | None = None
+    ) -> tuple[Any, tuple]:
+        """``make(form, T, interpret=...)``, with ``compiler=`` when the factory takes one."""
+        options: dict[str, Any] = {"interpret": interpret}
+        if compiler is not None and self.per_compiler:
+            options["compiler"] = compiler
+        built = self.make(form, T, **options)
+        if not (isinstance(built, tuple) and len(built) == 2 and callable(built[0])):
+            raise bad_value("kernel", self.path, f"{FACTORY_HELP}; it returned {type(built).__name__}")
+        fn, args = built
+        return fn, tuple(args)
+
+
+def load(path: Any) -> Kernel:
+    """Import ``"package.module:factory"``; ValueError naming ``kernel`` when it does not import,
+    has no such attribute, or is not a callable taking ``(form, T, *, interpret=...)``."""
+    if not isinstance(path, str) or path.count(":") != 1 or not all(path.split(":")):
+        raise bad_value("kernel", path, FACTORY_HELP)
+    module_name, attr = path.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as err:  # noqa: BLE001 - any import failure is the reader's bad input
+        raise bad_value(
+            "kernel", path, f"{FACTORY_HELP} (importing {module_name!r} failed: {type(err).__name__}: {err})"
+        ) from err
+    make = getattr(module, attr, None)
+    if not callable(make):
+        raise bad_value("kernel", path, f"{FACTORY_HELP} ({module_name!r} has no callable {attr!r})")
+    try:
+        params: Mapping[str, inspect.Parameter] = inspect.signature(make).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if params and "interpret" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        raise bad_value("kernel", path, f"{FACTORY_HELP} ({attr} takes no 'interpret' keyword)")
+    per_compiler = "compiler" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    forms = tuple(getattr(make, "forms", KERNEL_LOOP_FORMS))
+    return Kernel(path, make, forms, per_compiler)
+
+
+def check_forms(kernel: Kernel, forms: Sequence[str]) -> list[str]:
+    """Each form's base name must be one the factory takes (ValueError naming ``form``);
+    ``"fori"`` must be among them: every form is checked against it."""
+    if isinstance(forms, str) or not forms:
+        raise bad_value("forms", forms, "a non-empty list of loop forms, e.g. ['python', 'fori', 'fori u=4']")
+    for form in forms:
+        base = str(form).partition(" u=")[0]
+        if base not in kernel.forms:
+            raise bad_value(
+                "form",
+                form,
+                f"a form {kernel.path} takes: one of {list(kernel.forms)}, with an optional ' u=<k>'",
+            )
+    if "fori" not in forms and "fori u=1" not in forms:
+        raise bad_value(
+            "forms", list(forms), "a list holding 'fori' (the reference every form is checked against)"
+        )
+    return [str(f) for f in forms]
+
+
+def check_plan(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> None:
+    """Build every (form, T) in interpret mode and for the compiled kernel (nothing traced or
+    compiled): the factory's own ValueError (a T its blocks cannot tile, a form its loop cannot
+    take) surfaces here, prefixed with the kernel and the point."""
+    for T in check_ints("T", Ts):
+        for form in forms:
+            for interpret in (True, False):
+                try:
+                    kernel.build(form, T, interpret=interpret)
+                except ValueError as err:
+                    raise ValueError(f"kernel={kernel.path!r}, form={form!r}, T={T}: {err}") from err
+
+
+def traced(fn: Callable[..., Any], args: tuple) -> tuple[int | None, int | None]:
+    """(loop steps per program, programs per call) of ``fn(*args)``: the trip counts of the loops
+    traced (added up; None when one has traced bounds) and the product of the ``pallas_call``
+    grid (None when there is no single one)."""
+    import jax
+
+    with recording() as calls:
+        jaxpr = jax.make_jaxpr(fn)(*args).jaxpr
+    trips = [c.trips for c in calls]
+    steps = None if not trips or any(t is None for t in trips) else int(sum(trips))  # type: ignore[arg-type]
+    grids = _grids(jaxpr, [])
+    programs = int(np.prod(grids[0])) if len(grids) == 1 else None
+    return steps, programs
+
+
+def _grids(jaxpr: Any, out: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "pallas_call":
+            out.append(tuple(int(g) for g in eqn.params["grid_mapping"].grid))
+            continue
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else [param]:
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    _grids(inner, out)
+    return out
+
+
+def materialize(args: tuple, seed: int = 0) -> tuple:
+    """Arrays for ``args``: arrays as they are, each ShapeDtypeStruct as standard-normal values
+    (floats) or zeros (other dtypes) from ``jax.random.key(seed + i)``."""
+    import jax
+    import jax.numpy as jnp
+
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, jax.ShapeDtypeStruct):
+            if jnp.issubdtype(a.dtype, jnp.floating):
+                a = jax.random.normal(jax.random.key(seed + i), a.shape, a.dtype)
+            else:
+                a = jnp.zeros(a.shape, a.dtype)
+        out.append(a)
+    return tuple(out)
+
+
+def tolerance(dtype: Any) -> float:
+    """Relative tolerance of "the same result": 1e-2 of the output's largest value for 16-bit
+    outputs, 1e-4 for wider ones (a form may sum in another order)."""
+    return 1e-2 if np.dtype(dtype).itemsize <= 2 else 1e-4
+
+
+def difference(out: Any, ref: Any) -> float:
+    """Largest |out - ref| over the largest |ref| (every output leaf; inf on a shape mismatch or
+    a non-finite value)."""
+    import jax
+
+    worst = 0.0
+    for o, r in zip(jax.tree.leaves(out), jax.tree.leaves(ref), strict=True):
+        o, r = np.asarray(o, np.float64), np.asarray(r, np.float64)
+        if o.shape != r.shape or not np.all(np.isfinite(o)):
+            return float("inf")
+        worst = max(
+            worst, float(np.max(np.abs(o - r), initial=0.0) / max(np.max(np.abs(r), initial=0.0), 1e-30))
+        )
+    return worst

@@ -1,0 +1,96 @@
+"""``python -m jaxperf loops package.module:factory --T 1024,2048``: does your Pallas kernel pay
+for ``fori_loop`` (jax#20909)? The loop study's engine (:mod:`jaxperf.loops.engine`) on a
+reader's kernel, from a shell; prints Markdown (and writes the tidy CSVs with ``--out``).
+
+The kernel writes its loop with :func:`jaxperf.kernel_loop` and exposes a factory
+``make(form, T, *, interpret=False) -> (fn, args)`` (:mod:`jaxperf.jax20909.factory`). Exit status
+0 when the engine ran (a form that does not lower is a result), 2 for bad input (the message
+names the parameter, the value and what is allowed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import bad_value
+
+DEFAULT_FORMS = "python,fori,fori u=4,hand_unrolled u=4"
+
+
+def _ints(name: str, text: str) -> list[int]:
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise bad_value(name, text, "comma-separated integers, e.g. 1024,2048") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m jaxperf loops",
+        description="Does a Pallas kernel pay for fori_loop? Lowering, same result as fori_loop, "
+        "compile time and work per loop step per compiler present here; ms where a GPU/TPU is.",
+    )
+    p.add_argument(
+        "kernel", help="the factory, 'package.module:make' (make(form, T, *, interpret=False) -> (fn, args))"
+    )
+    p.add_argument(
+        "--T", default="1024,2048", help="loop lengths, comma-separated (two or more for work per step)"
+    )
+    p.add_argument(
+        "--forms", default=DEFAULT_FORMS, help=f"loop forms, comma-separated (default: {DEFAULT_FORMS})"
+    )
+    p.add_argument(
+        "--check-T",
+        default="",
+        help="T at which every form is checked against fori (default: the smallest T)",
+    )
+    p.add_argument(
+        "--targets",
+        default="",
+        help="compile only these targets, comma-separated (default: every one present)",
+    )
+    p.add_argument("--out", default="", help="a folder for the tidy CSVs (checks, points, per_step, timings)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        Ts = _ints("--T", args.T)
+        check_Ts = _ints("--check-T", args.check_T) if args.check_T else None
+        from .. import backend
+
+        try:
+            backend.configure("auto", 1)
+        except RuntimeError:  # JAX already started in this process (a notebook, a test): use it
+            pass
+        from . import engine, report_kernel
+
+        results = engine.run(
+            args.kernel,
+            [f.strip() for f in args.forms.split(",") if f.strip()],
+            Ts,
+            check_Ts=check_Ts,
+            targets=[t.strip() for t in args.targets.split(",") if t.strip()] or None,
+        )
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(report_kernel.markdown(results))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, frame in (
+            ("checks", results.checks),
+            ("points", results.points),
+            ("per_step", results.per_step()),
+            ("timings", results.timings),
+        ):
+            frame.to_csv(out / f"{name}.csv", index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

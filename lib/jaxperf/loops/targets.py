@@ -1,0 +1,187 @@
+"""The compilers the loop study's engine reads a kernel's loop work from, without their hardware.
+
+Each *target* compiles one (form, T) of a :class:`~jaxperf.jax20909.factory.Kernel` on this CPU
+and reads one number of work per program from the compiler's own output, in its own unit:
+
+- ``triton sm_86`` / ``triton sm_90``: Pallas -> Triton -> SASS (the ``triton`` extra,
+  :mod:`jaxperf.compilers.triton`); SASS instructions one warp issues per program, loops
+  counted by their trip counts (:mod:`jaxperf.compilers.triton.estimate`);
+- ``mosaic_gpu sm_90a``: Mosaic GPU's own compiler in its environment
+  (:mod:`jaxperf.compilers.mosaic_gpu`); the same SASS count;
+- ``mosaic_tpu v5e``: Mosaic TPU through libtpu (:mod:`jaxperf.compilers.mosaic_tpu`); VLIW
+  bundles (one per cycle) of a call over its programs.
+
+:func:`present` says which targets this machine can compile for, and why not the others;
+:func:`lowers` exports a point for a compiler without compiling it (always possible). A point
+that does not lower or compile is a result with its error, never raised.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..compilers.lowering import error_text, export_variant
+from ..jax20909.factory import Kernel, traced
+
+#: target -> (compiler, what it compiles for, the unit of its work)
+TARGETS = {
+    "triton sm_86": ("triton", "sm_86", "SASS instructions per warp"),
+    "triton sm_90": ("triton", "sm_90", "SASS instructions per warp"),
+    "mosaic_gpu sm_90a": ("mosaic_gpu", "sm_90a", "SASS instructions per warp"),
+    "mosaic_tpu v5e": ("mosaic_tpu", "v5e", "VLIW bundles (cycles)"),
+}
+OK, NO_LOWER, FAILED, NOT_PRESENT = "ok", "does not lower", "failed", "not present here"
+# A pallas_call without compiler parameters lowers through Triton on a CUDA platform: only a
+# factory that builds per compiler can be asked for a Mosaic GPU kernel.
+NOT_FOR_MOSAIC_GPU = "not written for Mosaic GPU (the factory takes no compiler= keyword)"
+
+
+def present() -> dict[str, str]:
+    """Every target and "" where it compiles here, else the reason it does not."""
+    from ..compilers.mosaic_gpu import toolchain as mgpu
+    from ..compilers.mosaic_tpu import topology
+    from ..compilers.triton import toolchain as triton
+
+    triton_status = triton.status()
+    out = {
+        t: "" if triton_status.available else triton_status.reason for t in TARGETS if t.startswith("triton")
+    }
+    mgpu_status = mgpu.status()
+    out["mosaic_gpu sm_90a"] = "" if mgpu_status.available else mgpu_status.reason
+    tpu = topology.status()
+    reason = tpu.reason
+    if tpu.available:
+        if topology.config() is None:
+            topology.prepare(tempfile.mkdtemp(prefix="jaxperf-bundles-"))
+        if topology.config().dump_dir is None:  # type: ignore[union-attr]
+            reason = "not measured: libtpu started without a bundle dump folder (restart the kernel)"
+    out["mosaic_tpu v5e"] = reason
+    return out
+
+
+def lowers(kernel: Kernel, form: str, T: int, compiler: str) -> dict[str, Any]:
+    """Export (form, T) for ``compiler``'s platform, no compile: status ok or the error."""
+    if compiler == "mosaic_gpu" and not kernel.per_compiler:
+        return dict(status=NOT_PRESENT, error=NOT_FOR_MOSAIC_GPU)
+    try:
+        fn, args = kernel.build(form, T, compiler=compiler)
+        export_variant(fn, args, compiler)
+    except Exception as err:  # noqa: BLE001 - the error is the result
+        return dict(status=NO_LOWER, error=f"{type(err).__name__}: {error_text(err)}")
+    return dict(status=OK, error="")
+
+
+def compile_point(kernel: Kernel, form: str, T: int, target: str) -> dict[str, Any]:
+    """Compile (form, T) for a Triton or Mosaic TPU ``target``: status, error, compile_ms,
+    work_per_program (in the target's unit), steps (loop steps per program) and programs."""
+    compiler, arch, _ = TARGETS[target]
+    try:
+        fn, args = kernel.build(form, T, compiler=compiler)
+        steps, programs = traced(fn, args)
+        row = _triton(fn, args, arch) if compiler == "triton" else _tpu(kernel, form, T, arch, programs)
+    except Exception as err:  # noqa: BLE001 - a point that fails is a result
+        kind = NO_LOWER if isinstance(err, NotImplementedError) else FAILED
+        return dict(status=kind, error=f"{type(err).__name__}: {error_text(err)}")
+    return row | dict(steps=steps, programs=programs if row.get("programs") is None else row["programs"])
+
+
+def _triton(fn: Any, args: tuple, arch: str) -> dict[str, Any]:
+    from ..compilers.triton import estimate
+    from ..compilers.triton.capture import capture
+    from ..compilers.triton.compile import compile_ttir
+
+    captured = capture(fn, args, target=arch)
+    result = compile_ttir(
+        captured.ttir, target=arch, num_warps=captured.num_warps, num_stages=captured.num_stages
+    )
+    counts = estimate.dynamic_counts(result.sass)
+    return dict(
+        status=OK,
+        error="",
+        compile_ms=captured.export_ms + result.total_ms,
+        work_per_program=counts.per_program,
+        loops_in_code=counts.loops,
+        programs=captured.programs,
+    )
+
+
+def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | None) -> dict[str, Any]:
+    from ..compilers.mosaic_tpu import compile as tpu_compile
+    from ..compilers.mosaic_tpu import estimate
+
+    result = tpu_compile.compile_for(lambda: kernel.build(form, T, compiler="mosaic_tpu"), generation)
+    if not result.ok:
+        return dict(status=FAILED, error=str(result.error))
+    work = None
+    if result.schedules and programs:
+        try:
+            work = estimate.static_cycles(result.schedules[0]) / programs
+        except ValueError:  # a loop without a constant trip count: no static count
+            work = None
+    return dict(
+        status=OK,
+        error="",
+        compile_ms=result.median_ms,
+        work_per_program=work,
+        loops_in_code=len(result.schedules[0].loops) if result.schedules else None,
+    )
+
+
+def mosaic_gpu_points(
+    kernel: Kernel, points: list[tuple[str, int]], *, budget_s: float = 300.0
+) -> list[dict[str, Any]]:
+    """Compile every (form, T) for sm_90a in Mosaic GPU's environment (one worker for all):
+    one row per point as :func:`compile_point` returns. A factory that takes no ``compiler``
+    keyword is not written for Mosaic GPU: every point says so."""
+    from ..compilers.mosaic_gpu import compile as mgpu
+
+    if not kernel.per_compiler:
+        return [dict(status=NOT_PRESENT, error=NOT_FOR_MOSAIC_GPU) for _ in points]
+    shapes: list[tuple[int | None, int | None] | Exception] = []
+    for form, T in points:
+        try:  # the loop steps of the factory's default build: Mosaic GPU's plgpu.kernel traces its body twice
+            kernel.build(form, T, compiler="mosaic_gpu")
+            shapes.append(traced(*kernel.build(form, T)))
+        except Exception as err:  # noqa: BLE001 - recorded below as the point's error
+            shapes.append(err)
+    request = [dict(factory=kernel.path, form=form, T=T) for form, T in points]
+    out_dir = Path(tempfile.mkdtemp(prefix="jaxperf-engine-mgpu-"))
+    rows = mgpu.compile_points(request, out_dir, budget_s=budget_s, extra_paths=_module_root(kernel))
+    out: list[dict[str, Any]] = []
+    for row, shape in zip(rows, shapes, strict=True):
+        if isinstance(shape, Exception):
+            out.append(dict(status=FAILED, error=f"{type(shape).__name__}: {error_text(shape)}"))
+            continue
+        if row["status"] != OK:
+            kind = NO_LOWER if "NotImplementedError" in str(row.get("error")) else row["status"]
+            out.append(dict(status=kind, error=row.get("error", "")))
+            continue
+        texts = mgpu.read_dump(out_dir, row)
+        counts = mgpu.sass.dynamic_counts(texts["sass"]) if texts else None
+        out.append(
+            dict(
+                status=OK,
+                error="",
+                compile_ms=sum(row["lower_ms"]) / len(row["lower_ms"])
+                + sum(row["compile_ms"]) / len(row["compile_ms"]),
+                work_per_program=None if counts is None else counts.per_program,
+                loops_in_code=None if counts is None else counts.loops,
+                steps=shape[0],
+                programs=shape[1],
+            )
+        )
+    return out
+
+
+def _module_root(kernel: Kernel) -> tuple[str, ...]:
+    """The folder the factory's top-level package is imported from (for the worker's path)."""
+    top = kernel.path.split(":")[0].split(".")[0]
+    module = sys.modules.get(top)
+    where = getattr(module, "__file__", None)
+    if not where:
+        return ()
+    path = Path(where).resolve().parent
+    return (str(path.parent if path.name == top else path),)
