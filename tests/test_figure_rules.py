@@ -290,9 +290,9 @@ def _read(name: str) -> pd.DataFrame:
 def _loops(sizes: tuple[int, ...] | None = None) -> list[tuple[str, object]]:
     from jaxperf.loops import analysis, figures
 
-    frames = [_read(f"loops__{n}") for n in ("timings", "variants", "headline", "lowering_matrix")]
-    timings, variants, head, matrix = (f[f["T"].isin(sizes)] if sizes else f for f in frames)
-    plans = figures.planned(matrix, variants, timings, head, analysis.seed_reproduction(head))
+    frames = [_read(f"loops__{n}") for n in ("timings", "variants", "headline")]
+    timings, variants, head = (f[f["T"].isin(sizes)] if sizes else f for f in frames)
+    plans = figures.planned(variants, timings, head, analysis.seed_reproduction(head))
     return [(f"loops_{name}", draw) for name, draw, _ in plans]
 
 
@@ -429,11 +429,6 @@ KNOWN_PROBLEMS: dict[str, dict[str, list[str]]] = {
         "loops_ir_lines_vs_T_other_kernels": [HIDDEN.format("python")],
     },
     "mosaic_gpu": {
-        "mosaic_gpu_compile_ms_vs_T": [
-            "8 lines or bar series",
-            HIDDEN.format("fori u=1"),
-            "annotation 'Python loop, T=65536",
-        ],
         "mosaic_gpu_estimate_vs_T": [
             "texts overlap: 'instructions per call / the Py' (y label)",
             HIDDEN.format("fori u=4"),
@@ -500,11 +495,13 @@ def test_the_loop_figures_lead_with_the_key_variants():
 
 
 def test_the_seeds_reference_labels_are_drawn_for_the_rules_to_judge():
-    """The #192 labels (8 and 25 it/s) exist in both panels, so the every-figure test's check
-    for annotations over the data has them to judge (a data line through one fails it)."""
-    from jaxperf.dispatch import figures
+    """The #192 labels (25 and 8 it/s) are on the implied-it/s figure, so the every-figure
+    test's check for annotations over the data has them to judge."""
+    from jaxperf.dispatch import figures, per_leaf, report
 
-    fig, _ = figures.plot_it_per_s(_read("dispatch__timings"))
-    labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("#192")]
+    timings = _read("dispatch__timings")
+    lines = report.cost_lines(timings, ("filter_pmap",))
+    fig, _ = figures.plot_seed_implied(per_leaf.seed_implied(lines["filter_pmap"], [14, 392]))
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("seed:")]
     plt.close(fig)
-    assert len(labels) == 4
+    assert len(labels) == 2

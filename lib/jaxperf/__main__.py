@@ -14,7 +14,7 @@ import sys
 #: command -> module with ``main(argv) -> int``
 COMMANDS = {
     "diagnose": "jaxperf.diagnosis.cli",
-    "loops": "jaxperf.kernels.cli",
+    "loops": "jaxperf.loops.cli",
 }
 
 
