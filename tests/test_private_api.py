@@ -211,4 +211,8 @@ def test_equinox_jit_internals_resolve_and_are_swapped_back():
     # the Equinox patch applies to the installed Equinox (else it refuses, naming the version)
     from jaxperf import eqx_patch
 
-    assert set(eqx_patch.patched_equinox().modules) == {"equinox._jit", "equinox._errors", "equinox._vmap_pmap"}
+    assert set(eqx_patch.patched_equinox().modules) == {
+        "equinox._jit",
+        "equinox._errors",
+        "equinox._vmap_pmap",
+    }
