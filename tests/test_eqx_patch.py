@@ -196,7 +196,12 @@ def test_the_report_sets_two_runs_side_by_side():
         suite.report({"patched": after})
 
 
-def test_the_tool_needs_a_checkout():
+def test_a_missing_report_names_the_tool_that_writes_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="tools/equinox_patch_tests.py"):
+        suite.load_report(tmp_path / "test_suite.json")
+
+
+def test_the_tool_needs_a_checkout(capsys):
     spec = importlib.util.spec_from_file_location(
         "equinox_patch_tests", PROJECT_ROOT / "tools" / "equinox_patch_tests.py"
     )
@@ -205,6 +210,8 @@ def test_the_tool_needs_a_checkout():
     with pytest.raises(SystemExit) as exit_info:
         tool.main([])
     assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--checkout PATH is required" in err and "sdist on PyPI has no tests" in err
 
 
 # ---------------------------------------------------------------- the probe's arithmetic and the issue text

@@ -10,6 +10,7 @@ and ``test_suite.md``.
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,19 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
             return ("xfailed" if child.get("type") == "pytest.xfail" else "skipped"), first
         return ("failed" if tag == "failure" else "error"), first
     return "passed", ""
+
+
+def load_report(path: Path | None = None) -> dict[str, Any]:
+    """The committed report (``results/equinox_patch/test_suite.json``, or ``path``). Raises
+    FileNotFoundError naming the tool that writes it when it is missing."""
+    from .load import DIFF_PATH
+
+    path = Path(path) if path is not None else DIFF_PATH.parent / "test_suite.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no test-suite report at {path}: tools/equinox_patch_tests.py --checkout PATH writes it."
+        )
+    return json.loads(path.read_text())
 
 
 def outcomes(junit_xml: str | Path) -> dict[str, dict[str, str]]:
