@@ -144,7 +144,7 @@ def test_error_checks_still_raise_equinoxs_error_through_the_patched_filter_jit(
 # ---------------------------------------------------------------- the test-suite report
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
-<testsuites><testsuite name="pytest">
+<testsuites><testsuite name="pytest" time="12.5">
 <testcase classname="tests.test_jit" name="test_a" />
 <testcase classname="tests.test_jit" name="test_b"><failure message="AssertionError: no">x</failure></testcase>
 <testcase classname="tests.test_pmap" name="test_c[1]"><skipped type="pytest.skip" message="no gpu" /></testcase>
@@ -167,6 +167,7 @@ def test_junit_outcomes_are_read_per_test(tmp_path):
         "tests/test_pmap.py::test_e": "error",  # a teardown error outranks the pass
     }
     assert got["tests/test_jit.py::test_b"]["message"] == "AssertionError: no"
+    assert suite.junit_seconds(path) == 12.5
     path.write_text("<testsuites><testsuite/></testsuites>")
     with pytest.raises(ValueError, match="junit_xml="):
         suite.outcomes(path)
@@ -178,10 +179,12 @@ def test_the_report_sets_two_runs_side_by_side():
 
     before = run(a="passed", b="failed", c="passed", gone="passed")
     after = run(a="passed", b="failed", c="failed", new="passed")
+    again = {"tests/t.py::c": {"unpatched": ["passed", "failed"], "patched": ["failed", "failed"]}}
     data = suite.report(
         {"unpatched": before, "patched": after},
         run(new="failed"),
         equinox={"release": "0.13.8", "commit": "abc"},
+        reruns=again,
     )
     assert data["counts"]["patched"]["failed"] == 2 and data["totals"] == {"unpatched": 4, "patched": 4}
     assert data["changed"] == [{"test": "tests/t.py::c", "unpatched": "passed", "patched": "failed"}]
@@ -192,6 +195,7 @@ def test_the_report_sets_two_runs_side_by_side():
     text = suite.markdown_report(data)
     assert "| failed | 1 | 2 |" in text and "`tests/t.py::c` passed -> failed" in text
     assert "`tests/t.py::new` passed / failed" in text
+    assert "`tests/t.py::c`, unpatched: 1 of 2 passed, 1 failed; patched: 2 of 2 failed." in text
     with pytest.raises(ValueError, match="runs="):
         suite.report({"patched": after})
 

@@ -212,8 +212,10 @@ tests in {", ".join(f"`{p.path}` +{p.added}" for p in test_files)}):
 2. `filter_jit` waits only when the compiled function holds a runtime error check: `_filter_jit_cache` counts
    the `eqx.error_if` checks (raise or breakpoint mode) traced in the function, and the markers of nested
    `filter_jit`s that hold one; with none, it returns no marker and the call dispatches asynchronously like
-   `jax.jit`. A check inside a plain `jax.jit` whose trace JAX had cached is not seen; its failure then
-   surfaces at the next synchronisation, as it does under `jax.jit`.
+   `jax.jit`. A check inside a function whose trace JAX reuses from an earlier trace (a plain `jax.jit`, a
+   `lax.while_loop` body traced before with the same shapes) is not seen; on an asynchronous backend its
+   failure then surfaces at the next synchronisation, as JAX's `JaxRuntimeError`, as it does under `jax.jit`. Code that timed `filter_jit` calls
+   without `block_until_ready` will now read the dispatch time, as with `jax.jit`.
 3. `filter_pmap` keeps, per wrapper, a cache from input structure (tree structure, non-array leaves, array
    shapes and dtypes) to its `jax.pmap` and flat `in_axes`, which takes the arrays as positional arguments
    (`jax.pmap`'s fast path for flat `in_axes`) and returns its outputs grouped by output axis, rebuilt with one

@@ -10,6 +10,7 @@ and ``test_suite.md``.
 
 from __future__ import annotations
 
+import collections
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -69,6 +70,13 @@ def outcomes(junit_xml: str | Path) -> dict[str, dict[str, str]]:
     return found
 
 
+def junit_seconds(junit_xml: str | Path) -> float:
+    """The run's own duration, as pytest wrote it in its JUnit XML (summed over test suites)."""
+    root = ET.parse(junit_xml).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    return float(sum(float(s.get("time") or 0.0) for s in suites))
+
+
 def counts(tests: dict[str, dict[str, str]]) -> dict[str, int]:
     """How many tests had each outcome (every outcome of :data:`OUTCOMES`, zeros included)."""
     tally = dict.fromkeys(OUTCOMES, 0)
@@ -117,6 +125,18 @@ def report(
     }
 
 
+def _tally(outcomes: list[str]) -> str:
+    """``["passed", "failed", "passed"]`` -> ``"2 of 3 passed, 1 failed"``."""
+    found = collections.Counter(outcomes)
+    return (
+        ", ".join(
+            f"{n} of {len(outcomes)} {o}" if i == 0 else f"{n} {o}"
+            for i, (o, n) in enumerate((o, found[o]) for o in OUTCOMES if found[o])
+        )
+        or "not run"
+    )
+
+
 def _tests(items: list[str]) -> str:
     return "; ".join(items) if items else "none"
 
@@ -155,9 +175,14 @@ def markdown_report(data: dict[str, Any]) -> str:
             + _tests([f"`{t['test']}` ({markdown.escape(t['message'][:160])})" for t in failing])
             + "."
         )
+    for test, again in data.get("reruns", {}).items():
+        tallies = "; ".join(f"{run}: {_tally(again.get(run, []))}" for run in RUNS)
+        lines.append(f"- Run again (its outcome differs): `{test}`, {tallies}.")
     if data.get("seconds"):
         lines.append(
-            "- Seconds per run: " + ", ".join(f"{run} {data['seconds'][run]:.0f}" for run in RUNS) + "."
+            "- Seconds per run (pytest's count, on a shared machine: not a measure of the patch): "
+            + ", ".join(f"{run} {data['seconds'][run]:.0f}" for run in RUNS)
+            + "."
         )
     return "\n".join(lines) + "\n"
 
