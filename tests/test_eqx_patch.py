@@ -288,7 +288,7 @@ def test_the_issue_text_quotes_the_measured_numbers():
     assert (
         "50.0 µs per leaf" in text
         and "4.567" in text
-        and "run against the unpatched Equinox, 1 fail: `b`" in text
+        and "run against the unpatched Equinox, 1 fail: `t::b`" in text
     )
     assert issue.REPRO_SCRIPT in text and "```diff" in text and "#973" in text
     assert textwrap.dedent(issue.REPRO_SCRIPT).count("\n") <= 20

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import markdown
 from ..paths import PROJECT_ROOT
-from . import load, probe
+from . import load, probe, suite
 
 REPRO_SCRIPT = """\
 import time
@@ -131,27 +131,37 @@ def _benchmark_table(table: pd.DataFrame) -> str:
 def _suite_lines(report: dict[str, Any]) -> list[str]:
     counts = report["counts"]
     line = "; ".join(
-        f"{run}: "
-        + ", ".join(
-            f"{counts[run][o]} {o}"
-            for o in ("passed", "failed", "error", "skipped", "xfailed")
-            if counts[run][o]
-        )
-        for run in ("unpatched", "patched")
+        f"{run}: " + ", ".join(f"{counts[run][o]} {o}" for o in suite.OUTCOMES if counts[run][o])
+        for run in suite.RUNS
     )
-    changed = report["changed"]
+    reruns = report.get("reruns", {})
+
+    def again(test: str) -> str:
+        runs = reruns.get(test)
+        if runs is None:
+            return ""
+        return ", run again: " + "; ".join(f"{r} {suite.tally(runs.get(r, []))}" for r in suite.RUNS)
+
+    changed = [
+        f"`{c['test']}` {c['unpatched']} -> {c['patched']}{again(c['test'])}" for c in report["changed"]
+    ]
+    failing = {
+        run: {
+            t["test"]: t["message"] for t in report["not_passed"][run] if t["outcome"] in ("failed", "error")
+        }
+        for run in suite.RUNS
+    }
+    both = sorted(set(failing["unpatched"]) & set(failing["patched"]))
     added = report["added"]
-    failing_before = [a["test"].split("::")[-1] for a in added if a.get("unpatched") not in (None, "passed")]
+    failing_before = [a["test"].split("/")[-1] for a in added if a.get("unpatched") not in (None, "passed")]
     return [
         f"Equinox's whole suite ({report['command']}; {', '.join(f'{k} {v}' for k, v in report['environment'].items())}): {line}.",
-        f"Outcomes the patch changes: {len(changed)}"
-        + (
-            ""
-            if not changed
-            else " (" + "; ".join(f"`{c['test']}` {c['unpatched']} -> {c['patched']}" for c in changed) + ")"
-        )
-        + f". Tests it adds: {len(added)}, {sum(a['outcome'] == 'passed' for a in added)} passing; "
-        + f"run against the unpatched Equinox, {len(failing_before)} fail"
+        "Failing in both: "
+        + ("; ".join(f"`{t}` ({failing['unpatched'][t][:70]})" for t in both) or "none")
+        + ".",
+        f"Outcomes the patch changes: {len(changed)}" + (f" ({'; '.join(changed)})" if changed else "") + ".",
+        f"Tests it adds: {len(added)}, {sum(a['outcome'] == 'passed' for a in added)} passing; run against the "
+        f"unpatched Equinox, {len(failing_before)} fail"
         + (": " + ", ".join(f"`{t}`" for t in failing_before) if failing_before else "")
         + " (the others guard behaviour the patch keeps).",
     ]

@@ -125,7 +125,7 @@ def report(
     }
 
 
-def _tally(outcomes: list[str]) -> str:
+def tally(outcomes: list[str]) -> str:
     """``["passed", "failed", "passed"]`` -> ``"2 of 3 passed, 1 failed"``."""
     found = collections.Counter(outcomes)
     return (
@@ -176,7 +176,7 @@ def markdown_report(data: dict[str, Any]) -> str:
             + "."
         )
     for test, again in data.get("reruns", {}).items():
-        tallies = "; ".join(f"{run}: {_tally(again.get(run, []))}" for run in RUNS)
+        tallies = "; ".join(f"{run}: {tally(again.get(run, []))}" for run in RUNS)
         lines.append(f"- Run again (its outcome differs): `{test}`, {tallies}.")
     if data.get("seconds"):
         lines.append(
