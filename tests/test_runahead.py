@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf import markdown, records
+from jaxperf import eqx_patch, markdown, records
 from jaxperf import runs_ahead as verdict
 from jaxperf.dispatch import METHODS, ModelSpec, build_runner
 from jaxperf.dispatch.runahead import (
@@ -282,13 +282,15 @@ def test_the_changed_filter_jit_keeps_results_donation_methods_and_lower():
         eqx.filter_jit(step)(w)
 
 
-def test_the_diff_is_the_change_applied_to_the_installed_source():
+def test_the_diff_is_the_patchs_filter_jit_part():
     diff = eqx_fix.fix_diff()
-    assert "+        marker = jnp.array(0) if _error_checks_traced[0] != checks_before else None" in diff
-    assert "-        marker = jnp.array(0)" in diff and "+_error_checks_traced = [0]" in diff
-    assert "+        _jit._error_checks_traced[0] += 1" in diff and "b/equinox/_errors.py" in diff
-    for name in ("_call", "_filter_jit_cache"):
-        assert f"def {name}{eqx_fix.SUFFIX}(" in eqx_fix.fixed_source(name)
+    assert diff.startswith("diff --git a/equinox/_jit.py b/equinox/_jit.py")
+    assert "+        if _num_error_checks_traced == num_checks:" in diff
+    assert "-        marker = jnp.array(0)" in diff and "+_num_error_checks_traced = 0" in diff
+    assert "+        _jit._num_error_checks_traced += 1" in diff and "b/equinox/_errors.py" in diff
+    assert "_vmap_pmap.py" not in diff and "tests/" not in diff
+    committed = eqx_patch.DIFF_PATH.read_text()
+    assert all("diff --git" + part in committed for part in diff.split("diff --git")[1:])
 
 
 def test_the_repro_output_is_parsed():

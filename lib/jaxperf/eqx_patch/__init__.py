@@ -1,0 +1,70 @@
+"""A patch Equinox could merge for equinox#192 (issue 29, item 5): ``eqx.filter_jit`` and
+``eqx.filter_pmap`` without their per-call partition/combine, and ``eqx.filter_jit`` waiting
+only when its function holds an error check. The patch itself is a unified diff against
+Equinox's repository at ``v0.13.8``, committed as ``results/equinox_patch/equinox-0.13.8.diff``
+(with its tests, added to Equinox's own test files).
+
+One module per concern:
+
+- :mod:`~jaxperf.eqx_patch.diff`: unified diffs read and applied in pure Python;
+- :mod:`~jaxperf.eqx_patch.load`: the patched Equinox built in this process beside the shipped
+  one: :func:`patched_filter_jit`, :func:`patched_filter_pmap`, :func:`patched_error_if`;
+- :mod:`~jaxperf.eqx_patch.suite`: Equinox's whole test suite, patched and unpatched, compared
+  (``tools/equinox_patch_tests.py`` runs it);
+- :mod:`~jaxperf.eqx_patch.probe`: the dispatching thread's CPU per call, patched and shipped,
+  beside ``jax.jit`` / ``jax.pmap`` on params;
+- :mod:`~jaxperf.eqx_patch.issue`: the issue-ready text for equinox#192, from measured numbers.
+"""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from . import diff, issue, load, probe, suite
+    from .load import (
+        DIFF_PATH,
+        PATCHED_RELEASE,
+        PatchedEquinox,
+        patched_equinox,
+        patched_error_if,
+        patched_filter_jit,
+        patched_filter_pmap,
+        shipped_error_checks_routed,
+    )
+
+# Loaded on first use: importing this package imports no JAX or Equinox.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "diff": (".diff", None),
+        "issue": (".issue", None),
+        "load": (".load", None),
+        "probe": (".probe", None),
+        "suite": (".suite", None),
+        "DIFF_PATH": (".load", "DIFF_PATH"),
+        "PATCHED_RELEASE": (".load", "PATCHED_RELEASE"),
+        "PatchedEquinox": (".load", "PatchedEquinox"),
+        "patched_equinox": (".load", "patched_equinox"),
+        "patched_error_if": (".load", "patched_error_if"),
+        "patched_filter_jit": (".load", "patched_filter_jit"),
+        "patched_filter_pmap": (".load", "patched_filter_pmap"),
+        "shipped_error_checks_routed": (".load", "shipped_error_checks_routed"),
+    },
+)
+
+__all__ = [
+    "DIFF_PATH",
+    "PATCHED_RELEASE",
+    "PatchedEquinox",
+    "diff",
+    "issue",
+    "load",
+    "patched_equinox",
+    "patched_error_if",
+    "patched_filter_jit",
+    "patched_filter_pmap",
+    "probe",
+    "shipped_error_checks_routed",
+    "suite",
+]

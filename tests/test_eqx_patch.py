@@ -1,0 +1,294 @@
+"""The Equinox patch (issue 29, item 5): the diff reader and applier, the patched Equinox built
+beside the shipped one (same results, one flatten per call, errors still Equinox's, the shipped
+one left as it was), the refusal when the diff does not apply, the test-suite report, the
+probe's arithmetic and the issue text. No test asserts a timing."""
+
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaxperf import eqx_patch
+from jaxperf.eqx_patch import diff, issue, probe, suite
+from jaxperf.paths import PROJECT_ROOT
+
+# ---------------------------------------------------------------- the diff
+
+SOURCE = "".join(f"line {i}\n" for i in range(1, 11))
+DIFF = """\
+diff --git a/pkg/mod.py b/pkg/mod.py
+--- a/pkg/mod.py
++++ b/pkg/mod.py
+@@ -2,3 +2,4 @@
+ line 2
+-line 3
++line three
++line 3.5
+ line 4
+@@ -8,2 +9,2 @@ def context():
+ line 8
+-line 9
++line nine
+"""
+
+
+def test_a_diff_applies_where_its_hunks_say_and_counts_its_lines():
+    (patch,) = diff.parse(DIFF)
+    assert patch.path == "pkg/mod.py" and (patch.added, patch.removed) == (3, 2)
+    out = diff.apply(SOURCE, patch)
+    assert out.splitlines()[1:5] == ["line 2", "line three", "line 3.5", "line 4"]
+    assert out.splitlines()[8:10] == ["line 8", "line nine"]
+    # two lines inserted above every hunk: applied at the offset, as `patch` would
+    moved = "new a\nnew b\n" + SOURCE
+    assert diff.apply(moved, patch) == "new a\nnew b\n" + out
+
+
+def test_a_hunk_that_does_not_match_is_refused_by_name():
+    (patch,) = diff.parse(DIFF)
+    with pytest.raises(diff.DoesNotApply, match=r"pkg/mod.py: hunk 1 of 2 .* not in the file .*'line 2'"):
+        diff.apply(SOURCE.replace("line 3\n", "line 3 changed\n"), patch)
+    twice = "x\ny\n" + "line 2\nline 3\nline 4\n" * 2  # not at its line, and at two others
+    with pytest.raises(diff.DoesNotApply, match="hunk 1 of 2 .* more than once"):
+        diff.apply(twice, patch)
+    with pytest.raises(ValueError, match="is not a hunk line"):
+        diff.parse(DIFF.replace(" line 4", "?line 4"))
+    with pytest.raises(ValueError, match="ends inside hunk"):
+        diff.parse(DIFF[: DIFF.index("-line 9")])
+
+
+def test_file_sections_split_a_git_diff_by_file():
+    two = DIFF + DIFF.replace("pkg/mod.py", "pkg/other.py")
+    sections = diff.file_sections(two)
+    assert list(sections) == ["pkg/mod.py", "pkg/other.py"]
+    assert sections["pkg/mod.py"] == DIFF
+
+
+# ---------------------------------------------------------------- the patched Equinox
+
+
+def test_the_committed_diff_applies_to_the_installed_equinox():
+    sources = eqx_patch.load.patched_sources()
+    assert set(sources) == {"equinox._jit", "equinox._vmap_pmap", "equinox._errors"}
+    assert "_num_error_checks_traced" in sources["equinox._jit"]
+    assert "class _PmapCache(dict)" in sources["equinox._vmap_pmap"]
+    tests = [p.path for p in eqx_patch.load.read_patch() if p.path.startswith("tests/")]
+    assert tests == ["tests/test_jit.py", "tests/test_pmap.py"]  # Equinox's own test files
+
+
+def test_a_diff_that_does_not_apply_names_the_installed_equinox(tmp_path):
+    broken = tmp_path / "broken.diff"
+    text = eqx_patch.DIFF_PATH.read_text()
+    broken.write_text(
+        text.replace("     flat = jtu.tree_leaves(dynamic_x)\n", "     flat = something_else\n", 1)
+    )
+    with pytest.raises(
+        ValueError, match=rf"does not apply to the installed Equinox {eqx.__version__} .*_errors.py"
+    ):
+        eqx_patch.load.patched_sources(broken)
+    with pytest.raises(FileNotFoundError, match="results/equinox_patch"):
+        eqx_patch.load.read_patch(tmp_path / "missing.diff")
+
+
+def test_the_patched_equinox_computes_the_same_and_leaves_the_shipped_one_alone():
+    model = eqx.nn.MLP(3, 2, 4, depth=2, key=jax.random.PRNGKey(0))
+    x = jnp.arange(3.0)
+
+    def step(m, x):
+        return m(x), "static", m
+
+    for wrap in (eqx.filter_jit, eqx_patch.patched_filter_jit):
+        y, s, m = wrap(step)(model, x)
+        assert np.allclose(y, model(x)) and s == "static" and eqx.tree_equal(m, model)
+    stacked = jax.tree.map(lambda a: jnp.stack([a] * 2) if eqx.is_array(a) else a, model)
+    devices = jax.devices()[:2]
+    expected = eqx.filter_pmap(step, devices=devices)(stacked, jnp.stack([x, x + 1]))
+    got = eqx_patch.patched_filter_pmap(step, devices=devices)(stacked, jnp.stack([x, x + 1]))
+    assert np.allclose(got[0], expected[0]) and got[1] == "static" and eqx.tree_equal(got[2], expected[2])
+    # the shipped Equinox is untouched: its filter_jit still waits (returns a marker), the patched one does not
+    assert eqx.filter_jit(step).lower(model, x).lowered.out_info[0] is not None
+    assert eqx_patch.patched_filter_jit(step).lower(model, x).lowered.out_info[0] is None
+    assert type(eqx.filter_jit(step)).__module__ == "equinox._jit"
+    assert type(eqx_patch.patched_filter_jit(step)).__module__ == "equinox._jit__jaxperf_patched"
+
+
+def test_one_call_traverses_its_trees_as_often_as_jax_does():
+    counts = probe.traversals().set_index("variant")[["flattens", "unflattens"]]
+    for patched, baseline in (("filter_jit_patched", "jit_params"), ("filter_pmap_patched", "pmap_params")):
+        assert counts.loc[patched].tolist() == counts.loc[baseline].tolist() == [1, 1]
+    # the shipped wrappers traverse more (what the patch removes)
+    assert (counts.loc["filter_jit"] > 1).all() and (counts.loc["filter_pmap"] > 1).all()
+
+
+def test_error_checks_still_raise_equinoxs_error_through_the_patched_filter_jit():
+    patched = eqx_patch.patched_filter_jit(lambda x: eqx_patch.patched_error_if(x, x < 0, "negative") + 1)
+    assert float(patched(jnp.array(1.0))) == 2.0
+    with pytest.raises(eqx.EquinoxRuntimeError, match="negative"):
+        patched(jnp.array(-1.0))
+    shipped_check = eqx_patch.patched_filter_jit(lambda x: eqx.error_if(x, x < 0, "shipped check") * 2)
+    _, errors = eqx_patch.load.private_api.equinox_jit_modules()
+    original = errors.branched_error_if_impl_jit
+    with eqx_patch.shipped_error_checks_routed():
+        assert shipped_check.lower(jnp.array(1.0)).lowered.out_info[0] is not None  # it waits
+        with pytest.raises(eqx.EquinoxRuntimeError, match="shipped check"):
+            shipped_check(jnp.array(-1.0))
+    assert errors.branched_error_if_impl_jit is original
+
+
+# ---------------------------------------------------------------- the test-suite report
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest" time="12.5">
+<testcase classname="tests.test_jit" name="test_a" />
+<testcase classname="tests.test_jit" name="test_b"><failure message="AssertionError: no">x</failure></testcase>
+<testcase classname="tests.test_pmap" name="test_c[1]"><skipped type="pytest.skip" message="no gpu" /></testcase>
+<testcase classname="tests.test_pmap" name="test_d"><skipped type="pytest.xfail" message="known" /></testcase>
+<testcase classname="tests.test_pmap" name="test_e" />
+<testcase classname="tests.test_pmap" name="test_e"><error message="teardown failed" /></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_junit_outcomes_are_read_per_test(tmp_path):
+    path = tmp_path / "junit.xml"
+    path.write_text(JUNIT)
+    got = suite.outcomes(path)
+    assert {t: r["outcome"] for t, r in got.items()} == {
+        "tests/test_jit.py::test_a": "passed",
+        "tests/test_jit.py::test_b": "failed",
+        "tests/test_pmap.py::test_c[1]": "skipped",
+        "tests/test_pmap.py::test_d": "xfailed",
+        "tests/test_pmap.py::test_e": "error",  # a teardown error outranks the pass
+    }
+    assert got["tests/test_jit.py::test_b"]["message"] == "AssertionError: no"
+    assert suite.junit_seconds(path) == 12.5
+    path.write_text("<testsuites><testsuite/></testsuites>")
+    with pytest.raises(ValueError, match="junit_xml="):
+        suite.outcomes(path)
+
+
+def test_the_report_sets_two_runs_side_by_side():
+    def run(**outcomes):
+        return {f"tests/t.py::{k}": {"outcome": v, "message": "m"} for k, v in outcomes.items()}
+
+    before = run(a="passed", b="failed", c="passed", gone="passed")
+    after = run(a="passed", b="failed", c="failed", new="passed")
+    again = {"tests/t.py::c": {"unpatched": ["passed", "failed"], "patched": ["failed", "failed"]}}
+    data = suite.report(
+        {"unpatched": before, "patched": after},
+        run(new="failed"),
+        equinox={"release": "0.13.8", "commit": "abc"},
+        reruns=again,
+    )
+    assert data["counts"]["patched"]["failed"] == 2 and data["totals"] == {"unpatched": 4, "patched": 4}
+    assert data["changed"] == [{"test": "tests/t.py::c", "unpatched": "passed", "patched": "failed"}]
+    assert data["added"] == [
+        {"test": "tests/t.py::new", "outcome": "passed", "message": "m", "unpatched": "failed"}
+    ]
+    assert data["removed"] == ["tests/t.py::gone"]
+    text = suite.markdown_report(data)
+    assert "| failed | 1 | 2 |" in text and "`tests/t.py::c` passed -> failed" in text
+    assert "`tests/t.py::new` passed / failed" in text
+    assert "`tests/t.py::c`, unpatched: 1 of 2 passed, 1 failed; patched: 2 of 2 failed." in text
+    with pytest.raises(ValueError, match="runs="):
+        suite.report({"patched": after})
+
+
+def test_a_missing_report_names_the_tool_that_writes_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="tools/equinox_patch_tests.py"):
+        suite.load_report(tmp_path / "test_suite.json")
+
+
+def test_the_tool_needs_a_checkout(capsys):
+    spec = importlib.util.spec_from_file_location(
+        "equinox_patch_tests", PROJECT_ROOT / "tools" / "equinox_patch_tests.py"
+    )
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    with pytest.raises(SystemExit) as exit_info:
+        tool.main([])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--checkout PATH is required" in err and "sdist on PyPI has no tests" in err
+
+
+# ---------------------------------------------------------------- the probe's arithmetic and the issue text
+
+
+def _timings() -> pd.DataFrame:
+    """Known CPU times: each Equinox variant costs base + its excess per leaf."""
+    rows = []
+    per_leaf = {
+        "filter_jit": 0.01,
+        "filter_jit_patched": 0.0,
+        "filter_pmap": 0.05,
+        "filter_pmap_patched": 0.001,
+    }
+    for leaves in (56, 392):
+        for repeat in range(4):
+            for variant in probe.VARIANTS:
+                base = 1.0 + repeat * 0.1 + (0.5 if "pmap" in variant else 0.0)
+                ms = base + per_leaf.get(variant, 0.0) * leaves
+                rows.append(
+                    {"variant": variant, "leaves": leaves, "repeat": repeat, "cpu_s_per_call": ms / 1e3}
+                )
+    return pd.DataFrame(rows)
+
+
+def test_the_summary_pairs_each_variant_with_its_jax_baseline():
+    table = probe.summary(_timings())
+    row = table[(table["variant"] == "filter_pmap") & (table["leaves"] == 392)].iloc[0]
+    assert row["baseline"] == "pmap_params" and row["excess_ms_median"] == pytest.approx(0.05 * 392)
+    assert row["label"] == "eqx.filter_pmap"
+    slopes = probe.per_leaf(table)
+    assert slopes["filter_pmap"]["median"] == pytest.approx(0.05)
+    assert slopes["filter_jit_patched"]["median"] == pytest.approx(0.0, abs=1e-12)
+    assert slopes["filter_pmap"]["low"] <= slopes["filter_pmap"]["median"] <= slopes["filter_pmap"]["high"]
+    with pytest.raises(ValueError, match="at least two model sizes"):
+        probe.per_leaf(table[table["leaves"] == 56])
+
+
+def test_probe_inputs_are_checked_before_anything_is_built():
+    with pytest.raises(ValueError, match="step='fast'"):
+        probe.build(eqx_patch.probe.ModelSpec("mlp", 1), step="fast")
+    with pytest.raises(ValueError, match="n_devices=99"):
+        probe.build(eqx_patch.probe.ModelSpec("mlp", 1), n_devices=99)
+    with pytest.raises(ValueError, match="depths"):
+        probe.run(depths=[0])
+
+
+def test_the_issue_text_quotes_the_measured_numbers():
+    table = probe.summary(_timings())
+    counts = pd.DataFrame(
+        [{"label": v, "flattens": i + 1, "unflattens": 7} for i, v in enumerate(probe.VARIANTS.values())]
+    )
+    report = suite.report(
+        {
+            "unpatched": {"t::a": {"outcome": "passed", "message": ""}},
+            "patched": {
+                "t::a": {"outcome": "passed", "message": ""},
+                "t::b": {"outcome": "passed", "message": ""},
+            },
+        },
+        {"t::b": {"outcome": "failed", "message": ""}},
+        command="python -m pytest tests",
+        environment={"jax": "9.9"},
+    )
+    repro = issue.parse(
+        "jax.jit on params: 0.123 ms of host CPU per call\nnoise\neqx.filter_pmap: 4.567 ms of host CPU per call\n"
+    )
+    text = issue.render(table, counts, report, repro=repro, versions={"equinox": "0.13.8"})
+    assert "19.600 [19.600, 19.600] ms" in text  # filter_pmap's excess at 392 leaves
+    assert (
+        "50.0 µs per leaf" in text
+        and "4.567" in text
+        and "run against the unpatched Equinox, 1 fail: `t::b`" in text
+    )
+    assert issue.REPRO_SCRIPT in text and "```diff" in text and "#973" in text
+    assert textwrap.dedent(issue.REPRO_SCRIPT).count("\n") <= 20
