@@ -159,6 +159,9 @@ def test_dry_run_of_every_part(every_part_run: Path) -> None:
     checks, _ = records.read_records(where / "results/cpu/dispatch/seed_loop_checks.csv")
     assert {"jit_single_device", "filter_jit"} <= set(checks["method"]) and checks["same_result"].all()
     assert summary_of(where, "dispatch")["seed_loop"]["measured"] is True
+    # ... then one diagnosis of the seed's step (jaxperf.diagnose, as notebook 10 runs it)
+    diagnosis = summary_of(where, "dispatch")["diagnosis"]
+    assert diagnosis["measured"] is True and diagnosis["kind"] == "eqx.filter_pmap", diagnosis.get("reason")
     head = pd.read_csv(where / "results/cpu/loops/seed_headline.csv", comment="#")
     assert fix in set(head.variant) and "scalar_carry u=2" not in set(head.variant)
     text = (where / "results/cpu/run/summary.md").read_text()
@@ -200,8 +203,8 @@ def test_settings_budgets_fit_one_device_call() -> None:
     assert dry.backend == "cpu" and dry.mode == "pallas_interpret"
     with pytest.raises(ValueError, match="budgets"):
         GpuSettings(budgets={"harness": 10})
-    with pytest.raises(ValueError, match="pmap_params"):
-        GpuSettings(dispatch_methods=("filter_pmap",))
+    with pytest.raises(ValueError, match="dispatch_seconds_per_cell=0"):
+        GpuSettings(dispatch_seconds_per_cell=0)
 
 
 def test_report_joins_compile_and_estimate_records(tmp_path: Path) -> None:

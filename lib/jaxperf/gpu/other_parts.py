@@ -7,14 +7,13 @@ compares, on the same program part a times (the reporter's kernel, float32
 carry). :mod:`jaxperf.gpu.report` puts it beside the real GPU compile and the
 measured ms per call. Part d (:func:`dispatch`): first the seed's whole loop
 (:mod:`jaxperf.dispatch.runahead`: does ``eqx.filter_jit``'s wait for each call cost it/s where host
-and device really overlap), then the dispatch study's methods on the one GPU
-(:mod:`jaxperf.dispatch`), one model at a time inside what is left of the budget.
+and device really overlap), then ``jaxperf.diagnose`` on the seed's step, then notebook 01's
+cells on the one GPU (:mod:`jaxperf.dispatch.cost`), one at a time inside what is left of the budget.
 """
 
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
@@ -130,70 +129,70 @@ def seed_loop(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
 
 
 def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
-    """Part d: the seed's loop first (:func:`seed_loop`), then every method of
-    ``dispatch_methods``, with and without donation, one model at a time (smallest first),
-    for each step of ``dispatch_steps``; writes ``timings``, ``unsupported``, ``fix_ratios``
-    and ``not_measured`` records and the it/s figure."""
-    from ..dispatch import DispatchSettings, ModelSpec, figures, report
-    from ..dispatch import sweep as dsweep
+    """Part d: the seed's loop first (:func:`seed_loop`), then one diagnosis of the seed's no-op
+    step at 392 leaves (``jaxperf.diagnose``, as notebook 10 runs it: ``diagnosis`` records and
+    its Markdown), then notebook 01's cells (:mod:`jaxperf.dispatch.cost`) on the MLPs of
+    ``mlp_depths`` and the transformers for each step of ``dispatch_steps``, undonated, one at
+    a time while the budget lasts; writes ``timings``, ``not_timed`` and ``not_measured``."""
+    from ..diagnosis import diagnose, examples
+    from ..dispatch import ModelSpec
+    from ..dispatch import cost as dcost
+    from ..dispatch import report as dreport
 
     loop_summary = seed_loop(study, s, budget)
-
-    base = DispatchSettings(
-        backend=s.backend,
-        host_devices=s.host_devices,
-        mlp_depths=s.mlp_depths,
-        transformer_layers=s.transformer_layers,
-        methods=s.dispatch_methods,
-        steps=s.dispatch_steps,
-        warmup=2,
-        repeats=s.dispatch_repeats,
-        calls_per_repeat=s.calls_per_repeat,
-    )
+    seconds = s.dispatch_seconds_per_cell
+    diagnosis: dict[str, Any] = {"measured": False}
+    if budget.fits(4 * seconds):
+        try:
+            made = examples.seed_noop(depth=s.mlp_depths[0] if s.quick else 64)
+            found = diagnose(made["step"], *made["args"], max_seconds=3 * seconds)
+            study.records(found.timings, "diagnosis")
+            diagnosis = {"measured": True, **found.summary(), "markdown": found.markdown()}
+        except Exception as err:  # noqa: BLE001 -- recorded, the part goes on
+            diagnosis = {"measured": False, "reason": failure(err)}
     specs = [ModelSpec("mlp", d) for d in s.mlp_depths] + [
         ModelSpec("transformer", n) for n in s.transformer_layers
     ]
-    frames, failures, missing = [], [], []
+    cells = [
+        dcost.Cell(step, spec, False, family)
+        for step in s.dispatch_steps
+        for spec in specs
+        for family in dcost.FAMILIES
+    ]
+    frames, notes, missing = [], [], []
     last = None
-    for spec in specs:
-        # dispatch.sweep.run reads steps, specs, methods, donate and timing: one model at a time
-        one = SimpleNamespace(
-            steps=base.steps, specs=[spec], methods=base.methods, donate=base.donate, timing=base.timing
-        )
-        predicted = predict(last, 2) if last else 0.0
+    for cell in cells:
+        predicted = predict(last, 1) if last else 2 * seconds
         if not budget.fits(predicted):
-            missing.append(not_measured_rows([dict(model=spec.name)], budget.reason(predicted)))
+            missing.append(not_measured_rows([cell.labels], budget.reason(predicted)))
             continue
         start = time.perf_counter()
         try:
-            result = dsweep.run(one, study.info.device_count)  # type: ignore[arg-type]
+            timings, why = dcost.run_cell(cell, precision=0.05, max_seconds=seconds, min_rounds=3)
         except Exception as err:  # noqa: BLE001 -- recorded, the part goes on
-            missing.append(not_measured_rows([dict(model=spec.name)], failure(err)))
+            missing.append(not_measured_rows([cell.labels], failure(err)))
             continue
         finally:
             last = (1, time.perf_counter() - start)
-        frames.append(result.timings)
-        failures.append(result.failures)
-        study.records(dsweep.add_derived(pd.concat(frames, ignore_index=True)), "timings")
-        print(f"[{study.name}] {spec.name}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
+        frames.append(timings)
+        notes += [{**cell.labels, "path": path, "why": text} for path, text in why.items()]
+        study.records(pd.concat(frames, ignore_index=True), "timings")
+        print(
+            f"[{study.name}] {cell.step} {cell.spec.name} {cell.family}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)",
+            flush=True,
+        )
     study.records(
         pd.concat(missing, ignore_index=True) if missing else pd.DataFrame(columns=["model", "status"]),
         "not_measured",
     )
-    if not frames:
-        return {"seed_loop": loop_summary, "models": [], "not_measured": len(missing)}
-    timings = dsweep.add_derived(pd.concat(frames, ignore_index=True))
-    study.records(pd.concat(failures, ignore_index=True), "unsupported")
-    ratios = report.speedups(timings)
-    study.records(ratios, "fix_ratios")
-    fig, data = figures.plot_it_per_s(timings)
-    save_figure(study, fig, "it_per_s_vs_leaves", data)
-    medians = (
-        timings.groupby(["step", "model", "leaves", "variant"], sort=False)["it_per_s"].median().reset_index()
-    )
-    return {
-        "seed_loop": loop_summary,
-        "models": [spec.name for spec in specs if spec.name in set(timings["model"])],
-        "not_measured": len(missing),
-        "it_per_s_medians": medians.to_dict(orient="records"),
-    }
+    columns = ["step", "model", "kind", "leaves", "donated", "family", "path", "why"]
+    study.records(pd.DataFrame(notes, columns=columns), "not_timed")
+    out: dict[str, Any] = {"seed_loop": loop_summary, "diagnosis": diagnosis, "not_measured": len(missing)}
+    if frames:
+        timings = pd.concat(frames, ignore_index=True)
+        lines = dreport.cost_lines(
+            timings, ("filter_pmap", "filter_jit", "cached_filter_pmap", "cached_filter_jit")
+        )
+        out["per_leaf"] = {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()}
+        out["models"] = sorted(set(timings["model"]))
+    return out

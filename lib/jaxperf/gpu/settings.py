@@ -29,14 +29,6 @@ REPORTER_TS_ORDER = (256, 65536, 8192, 2048, 32768, 16384)
 #: jax.jit on params, eqx.filter_jit, the drop-in jaxperf.cached_filter_jit, and eqx.filter_jit with
 #: the proposed change (jaxperf.dispatch.runahead)
 SEED_LOOP_METHODS = ("jit_single_device", "filter_jit", "cached_filter_jit", "filter_jit_fixed")
-DISPATCH_METHODS = (
-    "filter_pmap",
-    "pmap_params",
-    "cached_filter_pmap",
-    "packed_pmap",
-    "packed_jit",
-    "jit_single_device",
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,8 +44,10 @@ class GpuSettings(StudySettings):
     ``heavyweight`` over ``harness_N`` batches at ``harness_Ts``. Compile (part c):
     the Triton compile on the host CPU and its static SASS estimate for
     ``compile_target`` at ``compile_Ts`` (the forms the estimate compares, scalar carry included).
-    Dispatch (part d): ``dispatch_methods`` on MLPs of ``mlp_depths`` (and
-    ``transformer_layers``), ``dispatch_steps``, with and without donation. Mosaic GPU
+    Dispatch (part d): a diagnosis of the seed's step, then notebook 01's cells (every path of
+    ``eqx.filter_pmap`` and ``eqx.filter_jit``) on MLPs of ``mlp_depths`` (and
+    ``transformer_layers``) for ``dispatch_steps``, each timed for up to
+    ``dispatch_seconds_per_cell``. Mosaic GPU
     (part e): the reporter's kernel written for Mosaic GPU (``mosaic_gpu_variants``: his two
     loops, the scalar carry and ``hoisted u=1``, the portable form notebook 09's estimate puts
     closest to the Python loop) at ``mosaic_gpu_Ts``, its Python loop only up to
@@ -94,10 +88,8 @@ class GpuSettings(StudySettings):
     estimate_unroll: int = 4
     mlp_depths: tuple[int, ...] = (1, 64, 16, 4)
     transformer_layers: tuple[int, ...] = (2,)
-    dispatch_methods: tuple[str, ...] = DISPATCH_METHODS
     dispatch_steps: tuple[str, ...] = ("noop", "train")
-    dispatch_repeats: int = 5
-    calls_per_repeat: int = 8
+    dispatch_seconds_per_cell: int = 4
     # The seed's whole loop (issue 21), first in the dispatch part, on one device: a numpy loader
     # at seed_loop_cost_fractions x the train step's device time, the transfer, the step; at most
     # seed_loop_max_s of the part's budget (no repeat starts after it), the rest is the sweep's.
@@ -139,10 +131,8 @@ class GpuSettings(StudySettings):
         "estimate_unroll": 2,
         "mlp_depths": (1,),
         "transformer_layers": (),
-        "dispatch_methods": ("filter_pmap", "pmap_params", "cached_filter_pmap", "packed_pmap"),
         "dispatch_steps": ("noop",),
-        "dispatch_repeats": 2,
-        "calls_per_repeat": 2,
+        "dispatch_seconds_per_cell": 1,
         "seed_loop_cost_fractions": (0.3, 1.0),
         "seed_loop_width": 32,
         "seed_loop_batch": 8,
@@ -154,7 +144,7 @@ class GpuSettings(StudySettings):
     def validate(self) -> None:
         for name in ("batch", "D", "repeats", "compile_repeats", "bandwidth_megabytes", "harness_N"):
             check_int(name, getattr(self, name), minimum=1)
-        for name in ("harness_repeats", "dispatch_repeats", "calls_per_repeat", "estimate_unroll"):
+        for name in ("harness_repeats", "dispatch_seconds_per_cell", "estimate_unroll"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("attention_python_max_steps", self.attention_python_max_steps, minimum=1)
         check_int("mosaic_gpu_python_max_steps", self.mosaic_gpu_python_max_steps, minimum=1)
@@ -175,14 +165,10 @@ class GpuSettings(StudySettings):
             check_choice("unroll_one_forms[...]", form, vocab.UNROLLED_FORMS)
         for variant in self.harness_variants:
             vocab.parse_variant(variant)
-        for method in self.dispatch_methods:
-            check_choice("dispatch_methods[...]", method, DISPATCH_METHODS)
         for step in self.dispatch_steps:
             check_choice("dispatch_steps[...]", step, ("noop", "train"))
         self.seed_loop  # noqa: B018 -- building it validates the loop's fields
         check_int("seed_loop_max_s", self.seed_loop_max_s, minimum=1)
-        if "pmap_params" not in self.dispatch_methods:
-            raise bad_value("dispatch_methods", self.dispatch_methods, "a list that includes 'pmap_params'")
         if not isinstance(self.budgets, Mapping) or set(self.budgets) != set(PARTS):
             raise bad_value("budgets", self.budgets, f"a dict of seconds for exactly the parts {PARTS}")
         for part, seconds in self.budgets.items():
