@@ -254,15 +254,6 @@ def test_the_summary_pairs_each_variant_with_its_jax_baseline():
         probe.per_leaf(table[table["leaves"] == 56])
 
 
-def test_probe_inputs_are_checked_before_anything_is_built():
-    with pytest.raises(ValueError, match="step='fast'"):
-        probe.build(eqx_patch.probe.ModelSpec("mlp", 1), step="fast")
-    with pytest.raises(ValueError, match="n_devices=99"):
-        probe.build(eqx_patch.probe.ModelSpec("mlp", 1), n_devices=99)
-    with pytest.raises(ValueError, match="depths"):
-        probe.run(depths=[0])
-
-
 def test_the_issue_text_quotes_the_measured_numbers():
     table = probe.summary(_timings())
     counts = pd.DataFrame(

@@ -20,6 +20,8 @@ MEASURES = {
     "loop_it_per_s": "in a loop that blocks once at its end",
     "it_per_s": "with each call blocked",
 }
+#: Equinox's wrappers with the study's proposed change patched in (jaxperf.eqx_patch)
+PATCHED = ("filter_pmap_patched", "filter_jit_patched")
 #: the project's own goals (judged in <details> only): the fix vs the baseline, every cell;
 #: the packed path vs the baseline with the same donation, the no-op step at the largest MLP
 GOAL_FIX, GOAL_PACKED_NOOP = 0.95, 10.0
@@ -78,7 +80,7 @@ def headline(
     extra_methods: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Everything summary.md states, as data."""
-    slow_and_fixes = (*SLOW.values(), *FIX.values(), *PACKED.values(), *extra_methods)
+    slow_and_fixes = (*SLOW.values(), *FIX.values(), *PACKED.values(), *PATCHED, *extra_methods)
     lines = cost_lines(timings, slow_and_fixes)
     acc = accounting.table(acc_rows)
     largest = int(acc["leaves"].max()) if len(acc) else None
@@ -112,11 +114,33 @@ def headline(
     }
     for family in FAMILIES:
         base = BASELINE[family]
-        for method in (SLOW[family], FIX[family], PACKED[family], *[m for m in extra_methods if family in m]):
+        for method in (SLOW[family], FIX[family], PACKED[family], f"{SLOW[family]}_patched"):
             if method in set(timings["method"]):
                 summary["ranges"][f"{method}/{base}"] = _range(timings, method, base, precision)
+    summary["patch_suite"] = _patch_suite()
     summary["goals"] = goals(summary, quick)
     return summary
+
+
+def _patch_suite() -> dict[str, Any] | None:
+    """The committed report of Equinox's test suite with and without the patch, with the tests
+    that fail only with it; None when it was never run here."""
+    from ..eqx_patch import suite
+
+    try:
+        report = suite.load_report()
+    except FileNotFoundError:
+        return None
+    failed = {
+        side: {t["test"] for t in report["not_passed"][side] if t["outcome"] in ("failed", "error")}
+        for side in ("unpatched", "patched")
+    }
+    return {
+        "equinox": report["equinox"],
+        "counts": report["counts"],
+        "only_patched": sorted(failed["patched"] - failed["unpatched"]),
+        "reruns": report.get("reruns", {}),
+    }
 
 
 def goals(summary: dict[str, Any], quick: bool) -> dict[str, Any]:
@@ -159,3 +183,32 @@ def lines_table(lines: dict[str, Any]) -> pd.DataFrame:
         for m, line in lines.items()
     ]
     return pd.DataFrame(rows)
+
+
+def patch_table(timings: pd.DataFrame) -> pd.DataFrame:
+    """The undonated no-op MLP cases in the form of :func:`jaxperf.eqx_patch.probe.summary`
+    (CPU per call per variant, each Equinox variant's per-round excess over its baseline),
+    case by case: what the issue text for Equinox quotes."""
+    from ..eqx_patch import probe
+
+    cases = fit_rows(timings.assign(excess_ms=0.0))
+    frames = [
+        probe.summary(case.assign(variant=case["method"])) for _, case in cases.groupby(["family", "leaves"])
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def issue_text(timings: pd.DataFrame, versions: dict[str, str], where: str) -> str:
+    """The issue-ready text for equinox#192 (:func:`jaxperf.eqx_patch.issue.render`), from
+    notebook 01's own timings, the committed test-suite report and the repro run here."""
+    from ..eqx_patch import issue, probe, suite
+
+    table = patch_table(timings)
+    return issue.render(
+        table,
+        probe.traversals(),
+        suite.load_report(),
+        repro=issue.run_repro(),
+        versions=versions,
+        where=where,
+    )

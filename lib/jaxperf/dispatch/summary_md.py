@@ -33,10 +33,9 @@ def per_leaf_text(line: dict[str, Any] | None, unit: str = "leaf") -> str:
     if not line:
         return "n/a"
     sign = "plus" if line["a_ms"] >= 0 else "minus"
-    return (
-        f"{line['b_us_per_leaf']:.0f} µs per {unit} [{line['b_us_per_leaf_q25']:.0f}, "
-        f"{line['b_us_per_leaf_q75']:.0f}] {sign} {abs(line['a_ms']):.2f} ms per call"
-    )
+    digits = 0 if abs(line["b_us_per_leaf"]) >= 10 else 1  # small costs keep a decimal
+    b, q25, q75 = (line[k] for k in ("b_us_per_leaf", "b_us_per_leaf_q25", "b_us_per_leaf_q75"))
+    return f"{b:.{digits}f} µs per {unit} [{q25:.{digits}f}, {q75:.{digits}f}] {sign} {abs(line['a_ms']):.2f} ms per call"
 
 
 def range_text(found: dict[str, Any] | None) -> str:
@@ -147,15 +146,28 @@ def _bullet_fix(s: dict[str, Any]) -> str:
     )
 
 
-def _bullet_patch(s: dict[str, Any], patch: dict[str, Any] | None) -> str:
-    if not patch:
+def _bullet_patch(s: dict[str, Any]) -> str:
+    suite = s.get("patch_suite")
+    if not suite or "filter_pmap_patched" not in s["per_leaf"]:
         return ""
     lines = s["per_leaf"]
+    counts = suite["counts"]
+    runs = "; ".join(
+        f"{side} {counts[side]['passed']} passed, {counts[side]['failed']} failed"
+        for side in ("unpatched", "patched")
+    )
     return (
-        f"- **A patch for Equinox** (`results/equinox_patch/`): {patch.get('what', 'a partition plan cached per input structure')}; "
-        f"patched `eqx.filter_pmap` costs {per_leaf_text(lines.get('filter_pmap_patched'))} more than `jax.pmap` on params, "
-        f"patched `eqx.filter_jit` {per_leaf_text(lines.get('filter_jit_patched'))}; Equinox's test suite: "
-        f"{patch.get('suite', 'n/a')}."
+        "- **A patch Equinox could merge** (`results/equinox_patch/equinox-0.13.8.diff`: `filter_pmap` keeps its "
+        "partition per input structure, `filter_jit` rebuilds its output in one unflatten and waits only when it "
+        f"holds an error check): patched `eqx.filter_pmap` costs {per_leaf_text(lines.get('filter_pmap_patched'))} "
+        f"more than `jax.pmap` on params, patched `eqx.filter_jit` {per_leaf_text(lines.get('filter_jit_patched'))} "
+        f"more than `jax.jit` on params; Equinox {suite['equinox']['release']}'s own test suite: {runs}"
+        + (
+            f" (failing only with the patch: {', '.join(f'`{t}`' for t in suite['only_patched'])}, "
+            "see `results/equinox_patch/test_suite.md` for its reruns)."
+            if suite["only_patched"]
+            else " (no test fails only with the patch)."
+        )
     )
 
 
@@ -184,7 +196,7 @@ def _goal_lines(s: dict[str, Any]) -> list[str]:
     return lines or ["- not judged (smoke run)"]
 
 
-def render(summary: dict[str, Any], info: Any, patch: dict[str, Any] | None = None, issue: str = "") -> str:
+def render(summary: dict[str, Any], info: Any, issue: str = "") -> str:
     """summary.md: the five answer bullets, then the folded detail."""
     intro = [
         md.smoke_notice(summary["quick"]),
@@ -198,7 +210,7 @@ def render(summary: dict[str, Any], info: Any, patch: dict[str, Any] | None = No
         _bullet_loop(summary),
         _bullet_accounting(summary),
         _bullet_fix(summary),
-        _bullet_patch(summary, patch),
+        _bullet_patch(summary),
     ]
     acc = _accounting_rows(summary)
     folded = md.details("Benchmark goals (the project's own, judged on their spread)", _goal_lines(summary))

@@ -1,19 +1,13 @@
-"""A quick probe of the patch: the dispatching thread's CPU per call of ``eqx.filter_jit`` and
-``eqx.filter_pmap``, shipped and patched, beside ``jax.jit`` and ``jax.pmap`` on params.
-
-Every variant runs the study's step (:mod:`jaxperf.dispatch.steps`, the seed's no-op by
-default) on the study's MLPs (:class:`jaxperf.dispatch.ModelSpec`; depth 8 and 64 hold 56 and
-392 array leaves with their Adam state and the batch), is first proved to compute what
-``jax.jit`` on params computes, and is then timed interleaved with the others
-(:func:`jaxperf.timing.compare`: blocked calls, the order rotated each repeat). The jit
-variants run on one device, the pmap ones on ``n_devices``. :func:`summary` reads each variant's
-CPU per call and, per repeat, its excess over its baseline (``jax.jit`` or ``jax.pmap`` on
-params); :func:`per_leaf` turns the excesses at two sizes into milliseconds per leaf.
+"""The patch's numbers for the issue text, read from notebook 01's timings (the diagnosis
+engine times ``eqx.filter_jit`` and ``eqx.filter_pmap``, shipped and patched, beside ``jax.jit``
+and ``jax.pmap`` on params, every path first proved to compute the same): :func:`summary`
+reads each variant's CPU per call and, per round, its excess over its baseline; :func:`per_leaf`
+turns the excesses at two sizes into milliseconds per leaf; :func:`traversals` counts the
+pytree work of one call of each wrapper.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import equinox as eqx
@@ -21,13 +15,7 @@ import jax
 import pandas as pd
 
 from .. import timing
-from ..dispatch import ModelSpec, build_runner, check_runners, count_leaves
-from ..dispatch.methods import build_filter_jit_like
-from ..dispatch.runners import Inputs, Runner, canonical_form
-from ..dispatch.steps import AXIS, get_step
-from ..dispatch.vocab import STEPS
-from ..errors import bad_value, check_choice, check_int, check_ints
-from ..timing_config import TimingConfig
+from ..errors import bad_value
 from .load import patched_filter_jit, patched_filter_pmap
 
 #: variant -> label
@@ -46,58 +34,6 @@ BASELINE = {
     "filter_pmap": "pmap_params",
     "filter_pmap_patched": "pmap_params",
 }
-DEPTHS = (8, 64)
-QUICK = TimingConfig(warmup=2, repeats=9, number=10, dispatch_only=False)
-
-
-def _filter_pmap(wrap: Any, name: str, step: str, model: Any, opt_state: Any, x: jax.Array, n: int) -> Runner:
-    inputs = Inputs(step, model, opt_state, x, jax.devices()[:n], False)
-    mapped = inputs.mapped()
-    return inputs.runner(name, wrap(get_step(step, AXIS), axis_name=AXIS), mapped, canonical_form(True))
-
-
-def build(spec: ModelSpec, step: str = "noop", n_devices: int | None = None) -> dict[str, Runner]:
-    """Every variant of :data:`VARIANTS` for ``spec``'s model and Adam state, checked to compute
-    what ``jax.jit`` on params computes (AssertionError naming the first that does not)."""
-    check_choice("step", step, STEPS)
-    n = jax.device_count() if n_devices is None else check_int("n_devices", n_devices)
-    if n > jax.device_count():
-        raise bad_value("n_devices", n, f"at most {jax.device_count()} (devices present)")
-    model, opt_state = spec.build()
-    one, mapped = spec.batch(1), spec.batch(n)
-    runners = {
-        "jit_params": build_runner("jit_single_device", step, model, opt_state, one, 1),
-        "filter_jit": build_filter_jit_like(eqx.filter_jit, "filter_jit", step, model, opt_state, one),
-        "filter_jit_patched": build_filter_jit_like(
-            patched_filter_jit, "filter_jit_patched", step, model, opt_state, one
-        ),
-        "pmap_params": build_runner("pmap_params", step, model, opt_state, mapped, n),
-        "filter_pmap": _filter_pmap(eqx.filter_pmap, "filter_pmap", step, model, opt_state, mapped, n),
-        "filter_pmap_patched": _filter_pmap(
-            patched_filter_pmap, "filter_pmap_patched", step, model, opt_state, mapped, n
-        ),
-    }
-    check_runners(runners, reference="jit_params")
-    return runners
-
-
-def run(
-    depths: Sequence[int] = DEPTHS,
-    step: str = "noop",
-    n_devices: int | None = None,
-    config: TimingConfig = QUICK,
-) -> pd.DataFrame:
-    """One tidy row per (model, variant, repeat): ``cpu_s_per_call`` (blocked calls, the
-    dispatching thread's CPU), ``wall_s_per_call``, and the model's ``leaves``."""
-    frames = []
-    for depth in check_ints("depths", depths):
-        spec = ModelSpec("mlp", depth)
-        runners = build(spec, step, n_devices)
-        model, opt_state = spec.build()
-        leaves = count_leaves(model, opt_state, spec.batch(1))
-        calls = {name: runner.call for name, runner in runners.items()}
-        frames.append(timing.compare(calls, config, model=spec.name, leaves=leaves, step=step))
-    return pd.concat(frames, ignore_index=True)
 
 
 def summary(timings: pd.DataFrame) -> pd.DataFrame:
@@ -110,9 +46,14 @@ def summary(timings: pd.DataFrame) -> pd.DataFrame:
     paired = df.pivot_table(index=["leaves", "repeat"], columns="variant", values="cpu_ms")
     rows = []
     for variant, baseline in BASELINE.items():
+        if variant not in paired or baseline not in paired:
+            continue
         for leaves, group in paired.groupby(level="leaves"):
-            excess = timing.iqr_stats(group[variant] - group[baseline])
-            ratio = timing.iqr_stats(group[variant] / group[baseline])
+            pair = group[[variant, baseline]].dropna()
+            if pair.empty:
+                continue
+            excess = timing.iqr_stats(pair[variant] - pair[baseline])
+            ratio = timing.iqr_stats(pair[variant] / pair[baseline])
             rows.append(
                 {
                     "leaves": leaves,
