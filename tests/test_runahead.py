@@ -140,7 +140,7 @@ def test_unknown_methods_steps_and_setups_are_clear_errors():
     with pytest.raises(ValueError, match="loop_methods=.*includes the reference"):
         RunaheadSettings(loop_methods=("filter_jit",))
     with pytest.raises(ValueError, match=r"verdict_methods\[...\]='bad'"):
-        RunaheadSettings(verdict_methods=("jit_single_device", "bad"))
+        RunaheadSettings(verdict_methods=("jit_params", "bad"))
     with pytest.raises(ValueError, match=r"loop_steps\[...\]"):
         RunaheadSettings(loop_steps=("eval",))
     with pytest.raises(ValueError, match="setups="):
@@ -400,9 +400,9 @@ def test_the_summary_leads_with_the_answer_and_fits_an_issue():
                 margin=0.4,
             )
             for m, e, v in (
-                ("jit_single_device", 0.1, verdict.RUNS_AHEAD),
+                ("jit_params", 0.1, verdict.RUNS_AHEAD),
                 ("filter_jit", 20.5, verdict.WAITS),
-                ("filter_jit_fixed", 0.2, verdict.RUNS_AHEAD),
+                ("filter_jit_patched", 0.2, verdict.RUNS_AHEAD),
             )
         ]
     )
@@ -464,7 +464,7 @@ def test_the_goal_in_the_band_reads_n_a_when_no_cell_falls_in_it():
             for m, e, v in (
                 ("jit_single_device", 0.1, verdict.RUNS_AHEAD),
                 ("filter_jit", 20.5, verdict.WAITS),
-                ("filter_jit_fixed", 0.2, verdict.RUNS_AHEAD),
+                ("filter_jit_patched", 0.2, verdict.RUNS_AHEAD),
             )
         ]
     )  # fmt: skip

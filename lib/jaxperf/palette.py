@@ -28,7 +28,8 @@ METHOD_COLORS = {
     "jit_single_device": "#000000",
     "filter_jit": "#ff7f0e",
     "cached_filter_jit": "#006d2c",
-    "filter_jit_fixed": "#8c6d31",  # eqx.filter_jit with the proposed change patched in
+    "filter_jit_patched": "#8c6d31",  # eqx.filter_jit with the proposed change patched in
+    "filter_pmap_patched": "#c49c94",  # eqx.filter_pmap with the same change (results/equinox_patch)
     "jit_params": "#393b79",
     # Flax NNX (notebook 11): graph mode red as filter_pmap, the functional baseline blue as
     # pmap on params, the drop-in green as the Equinox drop-ins

@@ -93,7 +93,7 @@ def _copy_arrays(tree: Any) -> Any:
     for i, x in zip(at, copies):
         leaves[i] = x
     leaves = [copy.copy(x) if isinstance(x, np.ndarray) else x for x in leaves]
-    return treedef.unflatten(leaves)
+    return jax.tree.unflatten(treedef, leaves)
 
 
 def _has_graph_nodes(tree: Any) -> bool:

@@ -158,13 +158,13 @@ def split_jit(
     leaves, treedef = jax.tree.flatten(state)
 
     def pure(held: Any, *rest: Any) -> tuple[Any, Any]:
-        nodes = nnx.merge(graphdef, treedef.unflatten(held) if flat else held)
+        nodes = nnx.merge(graphdef, jax.tree.unflatten(treedef, held) if flat else held)
         out = step.raw(*nodes, *rest)
         new = nnx.split(nodes)[1]
         return out, jax.tree.leaves(new) if flat else new
 
     def view(out: Any, path_args: tuple) -> Any:
-        held = treedef.unflatten(path_args[0]) if flat else path_args[0]
+        held = jax.tree.unflatten(treedef, path_args[0]) if flat else path_args[0]
         return out[0], (*nnx.merge(graphdef, held), *path_args[1:])
 
     rest_batch = None if batch_at is None else batch_at - n + 1

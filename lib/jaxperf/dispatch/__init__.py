@@ -18,7 +18,7 @@ One module per concern:
 - :mod:`~jaxperf.dispatch.report`: summary.json's numbers (and the project's goals);
 - :mod:`~jaxperf.dispatch.summary_md`: summary.md, ready to paste into equinox#192;
 - :mod:`~jaxperf.dispatch.figures`: the figures;
-- :mod:`~jaxperf.dispatch.sweep`: the earlier method sweep, kept for the GPU run and notebook 07;
+- :mod:`~jaxperf.dispatch.sweep`: pytree equality and the wait of a donated loop (notebook 07);
 - :mod:`~jaxperf.dispatch.settings`: :class:`DispatchSettings`, notebook 01's parameters.
 """
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .models import ModelSpec, count_leaves
     from .settings import DispatchSettings
     from .steps import AXIS, STEPS, get_step, make_train_step, noop_step
-    from .sweep import SweepResult, add_derived, check_runners, same_result
+    from .sweep import same_result
 
 # Loaded on first use: importing this package (or its settings) imports no JAX.
 __getattr__, __dir__ = exports(
@@ -74,9 +74,6 @@ __getattr__, __dir__ = exports(
         "get_step": (".steps", "get_step"),
         "make_train_step": (".steps", "make_train_step"),
         "noop_step": (".steps", "noop_step"),
-        "SweepResult": (".sweep", "SweepResult"),
-        "add_derived": (".sweep", "add_derived"),
-        "check_runners": (".sweep", "check_runners"),
         "same_result": (".sweep", "same_result"),
     },
 )
@@ -95,12 +92,9 @@ __all__ = [
     "ModelSpec",
     "PackedState",
     "Runner",
-    "SweepResult",
-    "add_derived",
     "build_runner",
     "cached_filter_pmap",
     "fallback_counts",
-    "check_runners",
     "count_leaves",
     "get_step",
     "make_train_step",

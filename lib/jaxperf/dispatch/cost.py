@@ -98,6 +98,7 @@ def run_cell(
     max_seconds: float,
     min_rounds: int,
     extra_paths: dict[str, Callable[..., Any]] | None = None,
+    calls_per_round: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """(timings with the cell's labels and a ``method`` column, {path: how it differs or why it
     was not offered}) of one diagnosis."""
@@ -107,7 +108,9 @@ def run_cell(
         *args,
         precision=precision,
         max_seconds=max_seconds,
+        timing_only=True,  # cells are timed alike, whatever their compiles cost
         min_rounds=min_rounds,
+        calls_per_round=calls_per_round,
         extra_paths=extra_paths,
     )
     timings = result.timings.assign(method=result.timings["variant"].map(result.methods), **cell.labels)

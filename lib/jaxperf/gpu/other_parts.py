@@ -122,7 +122,7 @@ def seed_loop(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
         "methods": sorted(set(result.checks[result.checks["same_result"] == True]["method"])),  # noqa: E712
         "left_out": result.checks[result.checks["same_result"] != True].to_dict(orient="records"),  # noqa: E712
         "filter_jit_vs_jit": report.waiting_cost(table),
-        "patched_vs_jit": report.waiting_cost(table, "filter_jit_fixed"),
+        "patched_vs_jit": report.waiting_cost(table, "filter_jit_patched"),
         "cached_filter_jit_goals": loop_analysis.goals(table),
         "jit_overlap": loop_analysis.jit_overlap(table),
     }

@@ -28,7 +28,7 @@ PARTS = ("harness", "loops_seed", "loops_mosaic_gpu", "compile", "dispatch", "lo
 REPORTER_TS_ORDER = (256, 65536, 8192, 2048, 32768, 16384)
 #: jax.jit on params, eqx.filter_jit, the drop-in jaxperf.cached_filter_jit, and eqx.filter_jit with
 #: the proposed change (jaxperf.dispatch.runahead)
-SEED_LOOP_METHODS = ("jit_single_device", "filter_jit", "cached_filter_jit", "filter_jit_fixed")
+SEED_LOOP_METHODS = ("jit_single_device", "filter_jit", "cached_filter_jit", "filter_jit_patched")
 
 
 @dataclasses.dataclass(frozen=True)

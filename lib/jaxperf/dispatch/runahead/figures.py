@@ -15,6 +15,7 @@ from .seed_loop import REFERENCE, SLOW
 
 SHORT = {
     REFERENCE: "jax.jit on params",
+    "jit_params": "jax.jit on params",
     SLOW: "eqx.filter_jit",
     PATCHED: "eqx.filter_jit, change patched in",
     "cached_filter_jit": "jaxperf.cached_filter_jit",

@@ -1,12 +1,12 @@
-"""Runs ahead or not, for every dispatch method: enqueue-only vs blocked time on a heavy step.
+"""Runs ahead or not, for every path of a heavy step: enqueue-only vs blocked time per call.
 
-Each (method, donation) of :data:`jaxperf.dispatch.runahead.methods.ALL` (every dispatch method, and
-``eqx.filter_jit`` with the proposed change) is built for the train step
-on an MLP whose device time is far above any method's host time per call (a few
-``width`` x ``width`` products per example, ``batch_per_device`` examples per device), proved
-to compute the same (loss, params, opt_state) as ``jax.jit`` on params (one device), then
-timed interleaved by :func:`jaxperf.timing.compare`: per repeat, ``calls`` blocked calls
-(``wall_s_per_call``) and ``calls`` enqueued calls blocked once after the loop
+The heavy train step (an MLP whose device time is far above any path's host time per call)
+is diagnosed by the engine a reader runs (:func:`jaxperf.diagnose`, through notebook 01's
+cells, :func:`jaxperf.dispatch.cost.run_cell`): wrapped as ``eqx.filter_pmap`` over the
+devices and as ``eqx.filter_jit`` on one, with and without donation, every path the engine
+derives (the partitioned JAX calls, the drop-ins, the packed paths, Equinox with the proposed
+change patched in) proved to compute the same outputs and next state, then timed interleaved:
+per round, blocked calls (``wall_s_per_call``) and enqueued calls blocked once after the loop
 (``dispatch_s_per_call``). :func:`jaxperf.runs_ahead.verdicts` judges each.
 """
 
@@ -18,73 +18,42 @@ from typing import Any
 import pandas as pd
 
 from ... import runs_ahead as verdict
-from ... import timing
-from ..methods import Runner, variant_name
-from ..sweep import same_result, sync
-from .config import ALL as ALL
-from .config import REFERENCE, ProbeConfig
-from .methods import build
+from ..cost import FAMILIES, Cell, run_cell
+from .config import PROBE_REFERENCE, ProbeConfig
 
-ATOL = 1e-5
+#: a path's timing is read after this many seconds of rounds, or when every ratio is within 5%
+PROBE_SECONDS = 10.0
 
 
 @dataclass
 class ProbeResult:
     timings: pd.DataFrame  # timing.compare's rows, with method and donated
-    verdicts: pd.DataFrame  # one row per variant (verdict.verdicts), with method and donated
-    failures: pd.DataFrame  # (method, donated) pairs that could not run, with the error
+    verdicts: pd.DataFrame  # one row per (method, donated), with the verdict
+    failures: pd.DataFrame  # paths a cell did not time, with why
 
 
 def run(config: ProbeConfig, n_devices: int, *, progress: Any = None) -> ProbeResult:
-    """Build, check against jax.jit on params, time, judge (module docstring)."""
-    spec = config.spec
-    model, opt_state = spec.build()
-    x = spec.batch(n_devices)
-    pairs = [(REFERENCE, False)] + [
-        (m, d) for d in config.donate for m in config.methods if (m, d) != (REFERENCE, False)
-    ]
-    runners: dict[str, Runner] = {}
-    failures, reference = [], None
-    for method, donated in pairs:
-        try:
-            runner = build(method, "train", model, opt_state, x, n_devices, donate=donated)
-            got = runner.canonical(runner.call())
-        except Exception as err:  # noqa: BLE001 -- recorded, shown in the notebook
-            failures.append(
-                {"method": method, "donated": donated, "error": f"{type(err).__name__}: {err}"[:300]}
+    """Diagnose the heavy step per family and donation, keep ``config.methods``, judge."""
+    del n_devices  # the pmap family runs over every device, as notebook 01's cells do
+    frames, failures = [], []
+    for donated in config.donate:
+        for family in FAMILIES:
+            cell = Cell("train", config.spec, donated, family)
+            timings, notes = run_cell(
+                cell,
+                precision=0.05,
+                max_seconds=PROBE_SECONDS,
+                min_rounds=config.repeats,
+                calls_per_round=config.calls,
             )
-            continue
-        reference = got if reference is None else reference
-        # atol 1e-5: the mapped methods take the batch mean as a pmean of 8 shard means; one Adam
-        # step magnifies that reassociation in near-zero gradient entries (5.6e-6 measured on this
-        # model), while a missing all-reduce would move entries by about the learning rate, 1e-3.
-        if not same_result(reference, got, atol=ATOL):
-            raise AssertionError(
-                f"method {variant_name(method, donated)!r} does not compute the same pytree as jax.jit"
-            )
-        runners[variant_name(method, donated)] = runner
-    if False not in config.donate:
-        runners.pop(REFERENCE)  # built as the reference only
-    df = timing.compare(
-        {name: r.call for name, r in runners.items()},
-        config.timing,
-        sync=sync,
-        progress=progress,
-        model=spec.name,
-        width=config.width,
-    )
-    df.insert(
-        df.columns.get_loc("variant") + 1,
-        "method",
-        df["variant"].map({n: r.method for n, r in runners.items()}),
-    )
-    df.insert(
-        df.columns.get_loc("method") + 1,
-        "donated",
-        df["variant"].map({n: r.donated for n, r in runners.items()}),
-    )
+            frames.append(timings)
+            failures += [{"method": path, "donated": donated, "error": why} for path, why in notes.items()]
+            if progress is not None:
+                progress.update(1)
+    df = pd.concat(frames, ignore_index=True)
+    df = df[df["method"].isin(config.methods)].reset_index(drop=True)
     # Whether the step is heavy enough is jax.jit's to say (undonated when timed), for every row.
-    ref = verdict.with_ratio(df[df["method"] == REFERENCE])
+    ref = verdict.with_ratio(df[df["method"] == PROBE_REFERENCE])
     ref = ref[~ref["donated"]] if (~ref["donated"]).any() else ref
     judged = _judge_all(df, verdict.quartiles(ref["enqueue_over_blocked"])[2])
     return ProbeResult(df, judged, pd.DataFrame(failures, columns=["method", "donated", "error"]))

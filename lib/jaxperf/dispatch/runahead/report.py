@@ -19,8 +19,9 @@ from ... import markdown
 from ... import runs_ahead as rule
 from ...paths import PROJECT_ROOT, relative
 from . import loop_analysis as la
+from .config import PROBE_REFERENCE
 from .methods import PATCHED, label
-from .seed_loop import REFERENCE, SLOW
+from .seed_loop import SLOW
 
 CPU_LIMITS = (
     'On this CPU the step\'s "device" is the same two cores the loader runs on: XLA:CPU runs the step on '
@@ -104,7 +105,7 @@ def answer(
     if quick:
         return "Smoke run: nothing is judged."
     waits = [label(m) for m in dict.fromkeys(verdicts[verdicts["verdict"] == rule.WAITS]["method"])]
-    fj, jj = _of(verdicts, SLOW), _of(verdicts, REFERENCE)
+    fj, jj = _of(verdicts, SLOW), _of(verdicts, PROBE_REFERENCE)
     parts = []
     if fj and jj:
         parts.append(

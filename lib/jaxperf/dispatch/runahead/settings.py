@@ -8,7 +8,18 @@ from typing import Any, ClassVar
 
 from ...errors import bad_value
 from ...settings import StudySettings
-from .config import ALL, FIX, PATCHED, REFERENCE, SETUPS, SLOW, LoopConfig, ProbeConfig, check_setups
+from .config import (
+    FIX,
+    PATCHED,
+    PROBE_METHODS,
+    PROBE_REFERENCE,
+    REFERENCE,
+    SETUPS,
+    SLOW,
+    LoopConfig,
+    ProbeConfig,
+    check_setups,
+)
 
 # config field -> the notebook parameter that sets it
 _PROBE_NAMES = {
@@ -52,7 +63,7 @@ class RunaheadSettings(StudySettings):
     step's device time, for ``loop_steps``; on a CPU once per XLA:CPU set-up of ``setups``.
     """
 
-    verdict_methods: tuple[str, ...] = tuple(ALL)
+    verdict_methods: tuple[str, ...] = PROBE_METHODS
     verdict_donate: tuple[bool, ...] = (False, True)
     verdict_depth: int = 1
     verdict_width: int = 512
@@ -72,7 +83,7 @@ class RunaheadSettings(StudySettings):
     # A smoke run: four methods (one over the devices) judged without donation, one short loop at
     # two costs, one set-up.
     QUICK: ClassVar[Mapping[str, Any]] = {
-        "verdict_methods": (REFERENCE, SLOW, "filter_jit_shard", FIX, PATCHED),
+        "verdict_methods": (PROBE_REFERENCE, SLOW, FIX, PATCHED, "filter_pmap", "pmap_params"),
         "verdict_donate": (False,),
         "verdict_repeats": 2,
         "verdict_calls": 3,
