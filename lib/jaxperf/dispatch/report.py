@@ -139,6 +139,7 @@ def _patch_suite() -> dict[str, Any] | None:
         "equinox": report["equinox"],
         "counts": report["counts"],
         "only_patched": sorted(failed["patched"] - failed["unpatched"]),
+        "added": len(report.get("added", [])),
         "reruns": report.get("reruns", {}),
     }
 

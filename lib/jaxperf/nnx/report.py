@@ -108,6 +108,17 @@ def _ranges(timings: pd.DataFrame, precision: float) -> dict[str, Any]:
     return out
 
 
+def _test_totals(flax_tests: dict[str, Any] | None) -> dict[str, dict[str, int]] | None:
+    """Passed, failed, error and skipped, summed over Flax's test files, ``shipped`` (as Flax
+    ships ``nnx.jit``) and ``dropin`` (the drop-in patched in under that name)."""
+    if not flax_tests:
+        return None
+    counts = pd.DataFrame(flax_tests["counts"])
+    totals = counts.groupby("mode")[["passed", "failed", "error", "skipped"]].sum()
+    names = {"nnx.jit": "shipped", "cached_nnx_jit": "dropin"}
+    return {names[str(mode)]: {k: int(v) for k, v in row.items()} for mode, row in totals.iterrows()}
+
+
 def headline(
     timings: pd.DataFrame,
     notes: pd.DataFrame,
@@ -132,6 +143,7 @@ def headline(
         "accounting": accounting(stage_rows).to_dict(orient="records"),
         "flax_benchmark": overhead.to_dict(orient="records"),
         "flax_tests": flax_tests,
+        "flax_tests_totals": _test_totals(flax_tests),
         "not_timed": notes.to_dict(orient="records"),
     }
     summary["goals"] = {} if quick else goals(summary)
