@@ -51,6 +51,7 @@ VALUE_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("step", "noop"): ("no-op",),
     ("step", "train"): ("train",),
     ("donated", "True"): ("donated",),
+    ("variant", "python"): ("Python loop", "python"),
 }
 #: words a quoted field must appear with (each group: any one of its phrases)
 FIELD_WORDS: dict[str, tuple[tuple[str, ...], ...]] = {

@@ -24,7 +24,9 @@ def _color(method: str, fallback: Any) -> Any:
 
 
 @plots.draws
-def draw(diagnosis: Diagnosis) -> tuple[plt.Figure, pd.DataFrame]:
+def draw(diagnosis: Diagnosis, footer: bool = False) -> tuple[plt.Figure, pd.DataFrame]:
+    """``footer``: the backend, devices and versions written on the figure (a study's
+    ``study.figure`` writes its own when it saves one)."""
     table = diagnosis.table()
     per_call = diagnosis.per_call().set_index("variant").loc[table["path"]]
     timings = diagnosis.timings
@@ -47,13 +49,13 @@ def draw(diagnosis: Diagnosis) -> tuple[plt.Figure, pd.DataFrame]:
     right.barh(y, host, height=0.6, color="0.35", label="host CPU")
     right.barh(y, wait, left=host, height=0.6, color="0.75", label="waiting for the device")
     right.set_xlabel("ms per blocked call (medians)", fontsize=pt(fig))
-    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=2, frameon=False, fontsize=pt(fig))
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False, fontsize=pt(fig))
     for ax in (left, right):
         ax.tick_params(labelsize=pt(fig))
     fig.suptitle(
         f"{diagnosis.kind} step, {diagnosis.leaves} array leaves in its arguments", fontsize=pt(fig) + 1
     )
-    n_footer = plots.add_footer(fig, diagnosis.environment)
+    n_footer = plots.add_footer(fig, diagnosis.environment) if footer else 0
     fig.tight_layout(rect=(0, 0.04 + 0.03 * n_footer, 1, 0.95))
     data = stats.reset_index().rename(columns={"variant": "path"})
     data["host_ms"], data["wait_ms"] = host, wait

@@ -189,9 +189,10 @@ class Diagnosis:
         ]
         return "\n".join(lines)
 
-    def figure(self) -> tuple[Any, pd.DataFrame]:
+    def figure(self, footer: bool = True) -> tuple[Any, pd.DataFrame]:
         """(figure, data): it/s per path in the reader's loop (median, IQR), and where each
-        path's time per blocked call goes (host CPU, waiting)."""
+        path's time per blocked call goes (host CPU, waiting); ``footer``: the backend, devices
+        and versions on the figure (leave it to ``study.figure`` inside a notebook)."""
         from .figure import draw
 
-        return draw(self)
+        return draw(self, footer)

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import plots
+from .. import figure_rules, plots
 from ..figure_rules import pt
 from . import accounting, per_leaf
 from .cost import BASELINE, FIX, PACKED, SLOW
@@ -60,10 +60,13 @@ def plot_per_leaf(
     fit_cells: dict[str, Any] | None = None,
     claim: str = "Equinox's wrappers cost host CPU per call in proportion to the array leaves",
     xlabel: str = "array leaves in the arguments",
+    own: bool = False,
+    labels: dict[str, str] | None = None,
 ) -> tuple[plt.Figure, pd.DataFrame]:
-    """Extra host CPU per blocked call over the family's partitioned path, vs array leaves, on
-    the cells of the fit (default the undonated no-op MLPs): medians and IQR per cell, the
-    fitted line dashed. ``panels``: title -> methods (default: the pmap and jit families)."""
+    """Extra host CPU per blocked call over the family's partitioned path (``own``: each path's
+    own host CPU per call, on log axes), vs array leaves, on the cells of the fit (default the
+    undonated no-op MLPs): medians and IQR per cell, the fitted line dashed. ``panels``: title
+    -> methods (default: the pmap and jit families); ``labels``: a legend name per method."""
     from .report import FIT_CELLS, fit_rows
 
     if panels is None:
@@ -78,26 +81,36 @@ def plot_per_leaf(
     data = []
     for ax, (title, methods) in zip(axes, panels.items()):
         for method in methods:
-            rounds = fit_rows(per_leaf.excess(timings, method), fit_cells or FIT_CELLS)
+            if own:
+                mine = timings[timings["method"] == method]
+                rounds = fit_rows(mine.assign(excess_ms=1e3 * mine["cpu_s_per_call"]), fit_cells or FIT_CELLS)
+            else:
+                rounds = fit_rows(per_leaf.excess(timings, method), fit_cells or FIT_CELLS)
             if rounds.empty:
                 continue
             stats = rounds.groupby("leaves")["excess_ms"].quantile([0.25, 0.5, 0.75]).unstack()
             stats.columns = ["q25", "median", "q75"]
             color = _color(method)
-            ax.plot(stats.index, stats["median"], marker="o", ms=4, color=color, label=_label(method))
+            name = (labels or {}).get(method, _label(method))
+            ax.plot(stats.index, stats["median"], marker="o", ms=4, color=color, label=name)
             ax.fill_between(stats.index, stats["q25"], stats["q75"], color=color, alpha=0.2, lw=0)
-            if method in lines:
+            if method in lines and not own:  # a line a + b * leaves is no straight line on log axes
                 grid = np.array([stats.index.min(), stats.index.max()], dtype=float)
                 line = lines[method]
                 ax.plot(grid, line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * grid, ls="--", lw=1, color=color)
             data.append(stats.reset_index().assign(method=method, panel=title))
-        ax.axhline(0, color="0.6", lw=0.8)
-        _leaves_axis(ax, timings["leaves"])
+        if own:
+            ax.set_yscale("log")
+            figure_rules.plain_log_ticks(ax, "y")
+        else:
+            ax.axhline(0, color="0.6", lw=0.8)
+        _leaves_axis(ax, pd.concat(data)["leaves"] if data else timings["leaves"])
         ax.set_title(title, fontsize=pt(fig))
         ax.set_xlabel(xlabel, fontsize=pt(fig))
-        ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        ax.legend(fontsize=pt(fig), frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
         ax.tick_params(labelsize=pt(fig))
-    axes[0].set_ylabel("extra host CPU, ms per call (median, IQR)", fontsize=pt(fig))
+    measure = "host CPU" if own else "extra host CPU"
+    axes[0].set_ylabel(f"{measure}, ms per call (median, IQR)", fontsize=pt(fig))
     fig.suptitle(claim, fontsize=pt(fig) + 1)
     fig.tight_layout()
     return fig, pd.concat(data, ignore_index=True) if data else pd.DataFrame()

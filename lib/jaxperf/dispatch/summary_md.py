@@ -35,7 +35,10 @@ def per_leaf_text(line: dict[str, Any] | None, unit: str = "leaf") -> str:
     sign = "plus" if line["a_ms"] >= 0 else "minus"
     digits = 0 if abs(line["b_us_per_leaf"]) >= 10 else 1  # small costs keep a decimal
     b, q25, q75 = (line[k] for k in ("b_us_per_leaf", "b_us_per_leaf_q25", "b_us_per_leaf_q75"))
-    return f"{b:.{digits}f} µs per {unit} [{q25:.{digits}f}, {q75:.{digits}f}] {sign} {abs(line['a_ms']):.2f} ms per call"
+    slope = f"{b:.{digits}f} µs per {unit} [{q25:.{digits}f}, {q75:.{digits}f}]"
+    if abs(line["a_ms"]) < 0.005:  # an intercept that rounds to 0.00 ms says nothing
+        return slope
+    return f"{slope} {sign} {abs(line['a_ms']):.2f} ms per call"
 
 
 def range_text(found: dict[str, Any] | None) -> str:

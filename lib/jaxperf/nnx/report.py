@@ -119,6 +119,20 @@ def _test_totals(flax_tests: dict[str, Any] | None) -> dict[str, dict[str, int]]
     return {names[str(mode)]: {k: int(v) for k, v in row.items()} for mode, row in totals.iterrows()}
 
 
+def own_lines(timings: pd.DataFrame) -> dict[str, Any]:
+    """Per path (the baseline included): its own host CPU per call fitted as ``a + b *
+    Variables`` on the no-op cases (:func:`jaxperf.dispatch.per_leaf.fit`), not over a
+    baseline: a path cheaper per Variable than the baseline would read as a negative excess."""
+    rows = dispatch_report.fit_rows(timings, FIT_CELLS)
+    out = {}
+    for method in (*PATHS, BASELINE):
+        part = rows[rows["method"] == method]
+        if part["leaves"].nunique() >= 2:
+            own = part.assign(excess_ms=1e3 * part["cpu_s_per_call"])[["leaves", "repeat", "excess_ms"]]
+            out[method] = per_leaf.fit(own)
+    return out
+
+
 def headline(
     timings: pd.DataFrame,
     notes: pd.DataFrame,
@@ -137,6 +151,7 @@ def headline(
         "precision": precision,
         "per_variable": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_variable_cells": {m: line["by_cell"] for m, line in lines.items()},
+        "own_per_variable": own_lines(timings),
         "variables": sorted(int(v) for v in timings.loc[timings["kind"] == "mlp", "leaves"].unique()),
         "ranges": _ranges(timings, precision),
         "waits": waits(timings).to_dict(orient="records"),

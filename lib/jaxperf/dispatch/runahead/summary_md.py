@@ -79,7 +79,7 @@ def _bullets(summary: dict[str, Any], verdicts: pd.DataFrame) -> list[str]:
         bullets.append(
             f"- **The seed's loop, {summary['backend_label']}:** where the loader's host time is 0.3-1x the step's, "
             f"`eqx.filter_jit` {markdown.versus(stats)} `jax.jit` on params: {markdown.ratio(stats)} its it/s "
-            f"({cost['cells']} cell(s), set-up `{loop['chosen_setup']}`)."
+            f"({cost['cells']} loader cost(s), set-up `{loop['chosen_setup']}`)."
         )
     else:
         bullets.append(
