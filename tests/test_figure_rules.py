@@ -393,7 +393,61 @@ def _mosaic_gpu() -> list[tuple[str, object]]:
     ]
 
 
+def _your_step() -> list[tuple[str, object]]:
+    from jaxperf.diagnosis import Diagnosis
+
+    timings = _read("your_step__timings")
+    names = {v: v for v in timings["variant"].unique()}
+    diagnosis = Diagnosis(
+        kind="eqx.filter_pmap",
+        reader=next(v for v in names if v.endswith("(yours)")),
+        leaves=392,
+        paths={v: v for v in names if not v.endswith("(yours)")},
+        skipped={},
+        problems={},
+        carry={0: 1, 2: 2},
+        batch_at=None,
+        donate="none",
+        loader=False,
+        timings=timings,
+        seconds=60.0,
+        precision=0.05,
+        environment={
+            "backend": "cpu",
+            "device_count": 8,
+            "device_kind": "cpu",
+            "packages": {"jax": "0.12.0.1"},
+        },
+    )
+    return [("your_step_diagnosis", diagnosis.figure)]
+
+
+def _nnx() -> list[tuple[str, object]]:
+    from jaxperf.dispatch import figures, report
+    from jaxperf.nnx import report as nnx_report
+
+    timings = _read("nnx__timings")
+    lines = report.cost_lines(timings, nnx_report.PATHS, nnx_report.FIT_CELLS)
+    panel = {
+        "over jax.jit on nnx.split state, no-op step": [
+            "nnx_jit",
+            "nnx_tree",
+            "nnx_cached_partial",
+            "nnx_jit_partial",
+            "cached_nnx_jit",
+        ]
+    }
+    return [
+        (
+            "nnx_per_variable",
+            lambda: figures.plot_per_leaf(timings, lines, panels=panel, fit_cells=nnx_report.FIT_CELLS),
+        )
+    ]
+
+
 STUDIES = {
+    "your_step": _your_step,
+    "nnx": _nnx,
     "answers": _answers,
     "dispatch": _dispatch,
     "gpu_model": _gpu_model,
