@@ -423,24 +423,28 @@ def _your_step() -> list[tuple[str, object]]:
 
 
 def _nnx() -> list[tuple[str, object]]:
-    from jaxperf.dispatch import figures, report
+    from jaxperf.dispatch import figures
     from jaxperf.nnx import report as nnx_report
 
     timings = _read("nnx__timings")
-    lines = report.cost_lines(timings, nnx_report.PATHS, nnx_report.FIT_CELLS)
-    panel = {
-        "over jax.jit on nnx.split state, no-op step": [
-            "nnx_jit",
-            "nnx_tree",
-            "nnx_cached_partial",
-            "nnx_jit_partial",
-            "cached_nnx_jit",
-        ]
-    }
+    methods = [
+        "nnx_jit",
+        "nnx_tree",
+        "nnx_cached_partial",
+        "nnx_jit_partial",
+        "nnx_split_jit",
+        "cached_nnx_jit",
+    ]
     return [
         (
             "nnx_per_variable",
-            lambda: figures.plot_per_leaf(timings, lines, panels=panel, fit_cells=nnx_report.FIT_CELLS),
+            lambda: figures.plot_per_leaf(
+                timings,
+                nnx_report.own_lines(timings),
+                panels={"each path's own host CPU, no-op step": methods},
+                fit_cells=nnx_report.FIT_CELLS,
+                own=True,
+            ),
         )
     ]
 
