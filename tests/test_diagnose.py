@@ -38,6 +38,7 @@ def test_the_seeds_step_gets_every_equinox_pmap_path_proved_and_timed(seed):
         "jax.pmap on the partitioned state",
         "jaxperf.cached_filter_pmap",
         "jaxperf.packed_pmap",
+        "eqx.filter_pmap, patched",  # Equinox with the proposed change (results/equinox_patch)
     }
     # the reader's own arrays are never consumed or changed
     assert all(not x.is_deleted() for x in jax.tree.leaves(eqx.filter(made["args"], eqx.is_array)))
@@ -50,6 +51,7 @@ def test_the_markdown_is_paste_ready(seed):
     assert "eqx.filter_pmap step, 20 array leaves in its arguments" in text
     assert "cpu: 8 x cpu" in text and "jax 0.12" in text
     assert text.count("\n| ") >= 4  # a row per timed path
+    assert text.count("\n- ") >= 2  # the verdict and the change, as bullets (issue-sized summary)
     summary = json.loads(result.to_json())
     assert summary["array_leaves_per_call"] == 20 and summary["stopped_by"] in (
         "precision",
@@ -61,7 +63,8 @@ def test_the_markdown_is_paste_ready(seed):
 def test_the_figure_draws_every_timed_path(seed):
     _, result = seed
     fig, data = result.figure()
-    assert list(data["path"])[0] == "eqx.filter_pmap (yours)" and len(data) == 4
+    assert list(data["path"])[0] == "eqx.filter_pmap (yours)"
+    assert set(data["path"]) == set(result.timings["variant"]) and len(data) == 5
     assert (data["host_ms"] > 0).all()
 
 
@@ -230,5 +233,7 @@ def test_an_unknown_command_is_named():
 def test_a_step_that_consumes_its_batch_needs_a_loader():
     # the batch x is donated, and its buffer reused by the first output (same shape)
     step = jax.jit(lambda w, x: (x * 2, w + 1), donate_argnums=(0, 1))
-    with pytest.raises(ValueError, match="loader=None is not allowed: expected a loader: the step donates argument 1"):
+    with pytest.raises(
+        ValueError, match="loader=None is not allowed: expected a loader: the step donates argument 1"
+    ):
         diagnose(step, jnp.ones(3), jnp.ones(4), carry={0: 1}, **FAST)

@@ -62,8 +62,8 @@ def test_a_cell_is_the_seeds_step_diagnosed_with_every_path_proved(family):
     )
     assert notes == {}  # every path offered, and each computed what filter_pmap / filter_jit does
     expected = {
-        "pmap": {"filter_pmap", "pmap_params", "cached_filter_pmap", "packed_pmap"},
-        "jit": {"filter_jit", "jit_params", "cached_filter_jit", "packed_jit"},
+        "pmap": {"filter_pmap", "pmap_params", "cached_filter_pmap", "packed_pmap", "filter_pmap_patched"},
+        "jit": {"filter_jit", "jit_params", "cached_filter_jit", "packed_jit", "filter_jit_patched"},
     }[family]
     assert set(timings["method"]) == expected
     assert set(timings["leaves"]) == {14} and set(timings["donated"]) == {True}

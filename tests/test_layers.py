@@ -17,16 +17,24 @@ from jaxperf.paths import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "lib" / "jaxperf"
 STUDIES = ("loops", "triton", "tpu", "mosaic_gpu", "dispatch", "versions", "multiprocess")
+# The engines the studies share: the Equinox patch (built and tested against Equinox's own suite)
+# and the diagnosis of a step (notebook 01's cells and notebook 10's reader step run through it).
+ENGINES = {"eqx_patch", "diagnosis"}
 # What each layer may import from the packages of lib/jaxperf (top-level modules are always allowed).
 ALLOWED = {
     "fixes": set(),
     "jax20909": {"fixes"},
     "compilers": {"jax20909", "fixes"},
-    **{study: {"jax20909", "fixes", "compilers"} for study in STUDIES},
+    "eqx_patch": set(),
+    "diagnosis": {"fixes", "eqx_patch"},
+    **{study: {"jax20909", "fixes", "compilers", *ENGINES} for study in STUDIES},
+    # Flax NNX is the equinox#192 mechanism under another library: it reuses the dispatch study's
+    # per-leaf fit and its sentences, so that both answers are stated the same way.
+    "nnx": {"fixes", *ENGINES, "dispatch"},
     # The device run runs the studies' own sweeps on the GPU (their compiler code comes from compilers/).
     # The time model (issue 23) reads the compilers' output; the device run joins its predictions.
     "gpu_model": {"jax20909", "fixes", "compilers"},
-    "gpu": {"jax20909", "fixes", "compilers", "loops", "triton", "dispatch", "gpu_model"},
+    "gpu": {"jax20909", "fixes", "compilers", "loops", "triton", "dispatch", "gpu_model", "diagnosis"},
     # The cross-study answers read the studies' published files, never their code.
     "answers": {"jax20909"},
 }
@@ -37,6 +45,8 @@ KNOWN_EXCEPTIONS = {
     ("multiprocess/methods.py", "dispatch"),
     ("multiprocess/settings.py", "dispatch"),
     ("multiprocess/study_worker.py", "dispatch"),
+    # The engine's example steps are the seed's model and step (imported when an example is built).
+    ("diagnosis/examples.py", "dispatch"),
 }
 
 

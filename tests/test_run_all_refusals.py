@@ -83,7 +83,7 @@ VALUED = (
 # (arguments, exit code, what the message must say)
 CASES: list[tuple[list[str], int, list[str]]] = [
     # refused only by a notebook's settings
-    (["-p", "repeats", "0"], 2, ["01_filter_pmap_dispatch: repeats=0 is not allowed", "an integer >= 1"]),
+    (["-p", "repeats", "0"], 2, ["02_pallas_loops: repeats=0 is not allowed", "an integer >= 1"]),
     (["-p", "repeats", "-3"], 2, ["repeats=-3 is not allowed", "an integer >= 1"]),
     (["-p", "mlp_depths", "[]"], 2, ["mlp_depths=[] is not allowed", "a non-empty list of integers >= 1"]),
     (["-p", "mlp_depths", "[4, 0]"], 2, ["mlp_depths[...]=0 is not allowed"]),

@@ -47,7 +47,11 @@ def test_the_notebook_diagnoses_the_factory_it_is_given(tmp_path):
     assert summary["kind"] == "eqx.filter_jit" and summary["step_factory"].endswith(":equinox_train")
     assert summary["loader"] is True and summary["differs"] == {}
     timed = {r["variant"] for r in summary["per_call_ms"]}
-    assert {"eqx.filter_jit (yours)", "jaxperf.cached_filter_jit", "jax.jit on the partitioned state"} <= timed
+    assert {
+        "eqx.filter_jit (yours)",
+        "jaxperf.cached_filter_jit",
+        "jax.jit on the partitioned state",
+    } <= timed
     assert (tmp_path / "figures" / "cpu" / "your_step_diagnosis.png").stat().st_size > 0
     text = (study / "summary.md").read_text()
     assert text.startswith("**eqx.filter_jit step") and "Environment" in text
