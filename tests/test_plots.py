@@ -103,8 +103,13 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
 def test_every_method_and_loop_form_has_its_own_colour():
     from jaxperf.dispatch.methods import METHODS
     from jaxperf.jax20909.vocab import LOOP_FORMS
+    from jaxperf.nnx.report import PATHS as NNX_METHODS
 
-    for group, names in ((plots.METHOD_COLORS, METHODS), (plots.LOOP_FORM_COLORS, LOOP_FORMS)):
+    for group, names in (
+        (plots.METHOD_COLORS, METHODS),
+        (plots.NNX_METHOD_COLORS, NNX_METHODS),
+        (plots.LOOP_FORM_COLORS, LOOP_FORMS),
+    ):
         assert set(names) <= set(group), f"no colour for {set(names) - set(group)}"
         assert len(set(group.values())) == len(group), f"two names share a colour in {group}"
     assert len(set(plots.SOURCE_COLORS.values())) == len(plots.SOURCE_COLORS)

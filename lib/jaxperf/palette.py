@@ -31,8 +31,11 @@ METHOD_COLORS = {
     "filter_jit_patched": "#8c6d31",  # eqx.filter_jit with the proposed change patched in
     "filter_pmap_patched": "#c49c94",  # eqx.filter_pmap with the same change (results/equinox_patch)
     "jit_params": "#393b79",
-    # Flax NNX (notebook 11): graph mode red as filter_pmap, the functional baseline blue as
-    # pmap on params, the drop-in green as the Equinox drop-ins
+}
+# Flax NNX (notebook 11), a group of its own: graph mode red as filter_pmap, the functional
+# baseline blue as pmap on params, the drop-in green as the Equinox drop-ins (one step is either
+# an NNX step or not, so the two groups never share a figure).
+NNX_METHOD_COLORS = {
     "nnx_jit": "#d62728",
     "nnx_tree": "#ff7f0e",
     "nnx_cached_partial": "#8c564b",
@@ -68,11 +71,11 @@ def color(name: str) -> str:
     """The study's colour for a dispatch method id, a loop form or a variant (``"fori u=4"``
     takes ``fori``'s colour), or a source of a jax#20909 number (see :data:`SOURCE_COLORS`).
     Raises ValueError for a name the palette does not know: add it to its group first."""
-    for group in (METHOD_COLORS, LOOP_FORM_COLORS, SOURCE_COLORS):
+    for group in (METHOD_COLORS, NNX_METHOD_COLORS, LOOP_FORM_COLORS, SOURCE_COLORS):
         if name in group:
             return group[name]
     form = str(name).split(" u=")[0].split("+")[0]
-    for group in (LOOP_FORM_COLORS, METHOD_COLORS):
+    for group in (LOOP_FORM_COLORS, METHOD_COLORS, NNX_METHOD_COLORS):
         if form in group:
             return group[form]
     raise bad_value("name", name, "a method, loop form or source in jaxperf.plots' palette")

@@ -34,6 +34,7 @@ from . import provenance as _prov
 from .errors import bad_value
 from .palette import LOOP_FORM_COLORS as LOOP_FORM_COLORS  # the one palette, re-exported
 from .palette import METHOD_COLORS as METHOD_COLORS
+from .palette import NNX_METHOD_COLORS as NNX_METHOD_COLORS
 from .palette import SOURCE_COLORS as SOURCE_COLORS
 from .palette import UNROLL_STYLES as UNROLL_STYLES
 from .palette import color as color
