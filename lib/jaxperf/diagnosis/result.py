@@ -169,7 +169,7 @@ class Diagnosis:
         table = self.table()
         for col in ("it/s in your loop", "host CPU ms per call", "wait ms per call"):
             table[col] = table[col].map(lambda x: f"{x:,.0f}" if x >= 1000 else f"{x:.3g}")
-        lines = [head, "", *self.headline(), "", md.table(table)]
+        lines = [head, "", *(f"- {line}" for line in self.headline()), "", md.table(table)]
         notes = [f"{name}: {why}" for name, why in self.problems.items()]
         if notes:
             lines += ["", "Not timed, results differ from yours: " + "; ".join(notes) + "."]
