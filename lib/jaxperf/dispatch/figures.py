@@ -74,10 +74,7 @@ def plot_per_leaf(
             FAMILY_TITLES[f]: [SLOW[f], FIX[f], *[m for m in extra if f in m.split("_")[1]]]
             for f in ("pmap", "jit")
         }
-    fig, axes = plt.subplots(
-        1, len(panels), figsize=(9 if len(panels) > 1 else 6.5, 4.2), sharey=True, squeeze=False
-    )
-    axes = axes[0]
+    fig, axes = figure_rules.stacked(len(panels), row_height=2.6)  # rows over one leaves axis
     data = []
     for ax, (title, methods) in zip(axes, panels.items()):
         for method in methods:
@@ -95,7 +92,8 @@ def plot_per_leaf(
             ax.plot(stats.index, stats["median"], marker="o", ms=4, color=color, label=name)
             ax.fill_between(stats.index, stats["q25"], stats["q75"], color=color, alpha=0.2, lw=0)
             if method in lines and not own:  # a line a + b * leaves is no straight line on log axes
-                grid = np.array([stats.index.min(), stats.index.max()], dtype=float)
+                # a line in leaves is a curve on the log leaves axis: drawn through many points
+                grid = np.geomspace(float(stats.index.min()), float(stats.index.max()), 64)
                 line = lines[method]
                 ax.plot(grid, line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * grid, ls="--", lw=1, color=color)
             data.append(stats.reset_index().assign(method=method, panel=title))
@@ -105,12 +103,12 @@ def plot_per_leaf(
         else:
             ax.axhline(0, color="0.6", lw=0.8)
         _leaves_axis(ax, pd.concat(data)["leaves"] if data else timings["leaves"])
-        ax.set_title(title, fontsize=pt(fig))
-        ax.set_xlabel(xlabel, fontsize=pt(fig))
-        ax.legend(fontsize=pt(fig), frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+        ax.set_title(title, fontsize=pt(fig), loc="left")
+        ax.set_ylabel(("host CPU" if own else "extra host CPU") + ",\nms per call", fontsize=pt(fig))
+        plots.legend_outside(ax, frameon=False)
         ax.tick_params(labelsize=pt(fig))
-    measure = "host CPU" if own else "extra host CPU"
-    axes[0].set_ylabel(f"{measure}, ms per call (median, IQR)", fontsize=pt(fig))
+    how = "median and IQR per point" + ("" if own else "; dashed: the fitted a + b x leaves")
+    axes[-1].set_xlabel(f"{xlabel} ({how})", fontsize=pt(fig))
     fig.suptitle(claim, fontsize=pt(fig) + 1)
     fig.tight_layout()
     return fig, pd.concat(data, ignore_index=True) if data else pd.DataFrame()
