@@ -44,8 +44,10 @@ def test_the_summary_and_the_issue_text_carry_the_measured_numbers(swept):
     assert f"{line['b_us_per_leaf']:.0f} µs per Variable" in text
     assert "vllm-project/tpu-inference#2607" in text and "cached_nnx_jit" in text
     assert summary["goals"] and set(summary["waits"][0]) >= {"method", "verdict"}
-    acc = pd.DataFrame(summary["accounting"]).set_index("part")
-    assert acc.loc["gap", "cpu_ms"] > 0
+    acc = pd.DataFrame(summary["accounting"])
+    assert set(acc["part"]) == {*report.PARTS, "unexplained", "gap"}  # every part, once per cell
+    assert acc[["cpu_ms", "cpu_ms_q25", "cpu_ms_q75"]].notna().all().all()
+    assert (acc["cpu_ms_q25"] <= acc["cpu_ms"]).all() and (acc["cpu_ms"] <= acc["cpu_ms_q75"]).all()
 
 
 def test_a_staged_call_updates_the_model_as_an_ordinary_call():

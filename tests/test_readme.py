@@ -168,3 +168,10 @@ def test_the_command_writes_a_rerun_readme_beside_its_results(tmp_path):
     assert exit_.value.code == 2
     with pytest.raises(SystemExit):
         readme.main(["--check", "--out", str(out)])  # --check is about the project's README.md
+
+
+@pytest.mark.parametrize(
+    ("value", "spec", "text"), [(-0.04, ".1f", "0.0"), (-0.4, ".1f", "-0.4"), (-0.0, ".2f", "0.00")]
+)
+def test_a_value_that_rounds_to_zero_is_printed_without_a_sign(value, spec, text):
+    assert readme.fmt(value, spec) == text

@@ -12,7 +12,17 @@ NB = "10_your_step"
 
 
 def test_the_default_is_the_seeds_step():
-    assert YourStepSettings().step_factory == SEED_FACTORY == "jaxperf.diagnosis.examples:seed_noop"
+    from pathlib import Path
+
+    from jaxperf.diagnosis import factory
+
+    nb = json.loads((Path(__file__).parents[1] / "notebooks" / f"{NB}.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    found = {}
+    exec("".join(cell["source"]), {}, found)  # the notebook's parameters cell: plain assignments
+    assert found["step_factory"] == SEED_FACTORY == YourStepSettings().step_factory
+    made = factory.build(SEED_FACTORY)
+    assert {"step", "args"} <= set(made)
 
 
 @pytest.mark.parametrize(

@@ -180,7 +180,8 @@ def fmt(value: Any, spec: str | None) -> str:
         if not isinstance(value, bool):
             raise RenderError(f"format :{spec} needs a true/false value, got {value!r}")
         return WORD_SPECS[spec][0 if value else 1]
-    return format(value, spec) if spec else str(value)
+    out = format(value, spec) if spec else str(value)
+    return out[1:] if re.fullmatch(r"-0(\.0*)?", out) else out  # a value that rounds to 0 has no sign
 
 
 def _after_blank(text: str, start: int) -> int:
