@@ -172,3 +172,31 @@ def test_compare_command_writes_the_report_and_fails_on_a_flip(tmp_path):
         [RUN_ALL, "compare", str(old), str(tmp_path / "nowhere")], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "neither an output root" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "held"),
+    [
+        (
+            "Your loop is host-bound: 39.4 ms of host CPU",
+            "Your loop is host-bound: 38.5 ms of host CPU",
+            True,
+        ),
+        ("compile 171 → 3187 ms (18.6×), from T=256", "compile 139 → 3275 ms (23.6×), from T=256", True),
+        ("`scalar_carry u=8` (closes it, 0.80×)", "`scalar_carry u=1` (closes it, 0.55×)", False),
+        ("Your loop is host-bound: 39.4 ms", "Your loop runs ahead: 39.4 ms", False),
+        ("1,573 leaves", "1,375 leaves", True),
+    ],
+)
+def test_a_verdict_sentence_holds_when_only_its_measured_numbers_move(old, new, held):
+    assert (compare._words(old) == compare._words(new)) is held
+
+
+def test_a_release_in_a_verdict_is_no_measured_number():
+    assert compare._words("waits since Equinox 0.11.8") != compare._words("waits since Equinox 0.11.9")
+
+
+def test_a_ratio_in_a_verdict_is_a_measured_number():
+    assert compare._words("packed_pmap, 15.43x your it/s [13.25, 17.90]") == compare._words(
+        "packed_pmap, 15.91x your it/s [13.43, 19.65]"
+    )

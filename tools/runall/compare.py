@@ -21,6 +21,7 @@ value missing in the rerun fails the check (:attr:`Check.failed`). Stdlib only.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,7 +165,10 @@ def _compare(study: str, path: str, spec: str | None, old: Any, new: Any) -> Row
     old_stat, new_stat = judged(old, path), judged(new, path)
     row.committed_spread, row.rerun_spread = _spread_text(old_stat, spec), _spread_text(new_stat, spec)
     if row.kind == "verdict":
-        row.status = "held" if row.committed == row.rerun else "flipped"
+        same_words = _words(row.committed) == _words(row.rerun)
+        row.status = "held" if same_words else "flipped"
+        if same_words and row.committed != row.rerun:
+            row.judged = "its words held; the measured numbers in it moved"
         return row
     if old_stat is None:
         row.status = "same" if row.committed == row.rerun else "moved"
@@ -179,6 +183,19 @@ def _compare(study: str, path: str, spec: str | None, old: Any, new: Any) -> Row
     lo, hi = min(old_stat[1], old_stat[0]), max(old_stat[2], old_stat[0])
     row.status = "inside" if lo <= new_stat[0] <= hi else "outside"
     return row
+
+
+#: the measured numbers inside a verdict sentence (decimals, thousands, standalone integers);
+#: names such as ``u=8``, ``T=256``, ``sm_86`` or a release (``0.11.8``) stay, so a changed
+#: choice is still a flip
+_MEASURED = re.compile(
+    r"(?<![\w.=,])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w.])|(?<![\w.=,])-?\d+(?:\.\d+)?(?=x\b|[^\w.=]|$)"
+)
+
+
+def _words(text: str) -> str:
+    """A verdict sentence with its measured numbers masked: what must hold on a rerun."""
+    return _MEASURED.sub("#", text)
 
 
 def _runs(cache: dict[str, Any]) -> list[str]:
