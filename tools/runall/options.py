@@ -27,14 +27,10 @@ Options for a study run:
                               unless --output-root is given, so a smoke run
                               never replaces the committed full results
   --only LIST                 comma-separated notebook numbers or names (01,02)
-  --versions                  also run 03 (builds one venv per Equinox release)
   --output-root DIR           where results/ and figures/ go (default: here)
   --timeout SECONDS           per-cell timeout (default 1800; 1 to 10000000)
   --host-devices N            forced CPU devices (default 8, like a TPU v3-8;
                               1 to 4096)
-  --processes N               local processes for notebooks that declare
-                              `processes` (06; 1 to 1024); default: the
-                              notebook's own
   -p NAME VALUE               set a notebook parameter (a Python literal) in
                               the selected notebooks that declare NAME
   --python PATH               run inside an existing Python environment (its
@@ -77,12 +73,11 @@ RESERVED = {
     "backend": "--backend",
     "quick": "--quick",
     "host_devices": "--host-devices",
-    "processes": "--processes",
     "output_root": "--output-root",
 }
 
 
-_FLAGS = ("--quick", "--versions", "--wait", "--allow-partial")
+_FLAGS = ("--quick", "--wait", "--allow-partial")
 # Options that take a value, with what the value is (for "is missing its value").
 _VALUED = {
     "--backend": "auto|cpu|gpu|tpu",
@@ -90,13 +85,12 @@ _VALUED = {
     "--output-root": "DIR",
     "--timeout": "SECONDS",
     "--host-devices": "N",
-    "--processes": "N",
     "--python": "PATH",
     "--compare-to": "DIR",
     "-p": "NAME VALUE",
 }
 # The largest value each integer option takes.
-LIMITS = {"--timeout": 10**7, "--host-devices": 4096, "--processes": 1024}
+LIMITS = {"--timeout": 10**7, "--host-devices": 4096}
 
 
 def _is_option(arg: str) -> bool:
@@ -113,11 +107,9 @@ class Options:
     backend: str = "auto"
     quick: bool = False
     only: list[str] | None = None  # None: the default set
-    versions: bool = False
     output_root: str | None = None
     timeout: int = 1800
     host_devices: int = 8
-    processes: int | None = None
     params: list[tuple[str, str]] = field(default_factory=list)
     python: str | None = None
     wait: bool = False
@@ -183,8 +175,6 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
             opts.quick = True
         elif arg == "--only":
             opts.only = _only(value(arg))
-        elif arg == "--versions":
-            opts.versions = True
         elif arg == "--output-root":
             opts.output_root = value(arg)
             if not opts.output_root.strip():
@@ -193,8 +183,6 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
             opts.timeout = _positive_int(arg, value(arg), "seconds per cell")
         elif arg == "--host-devices":
             opts.host_devices = _positive_int(arg, value(arg), "forced CPU devices")
-        elif arg == "--processes":
-            opts.processes = _positive_int(arg, value(arg), "local processes")
         elif arg == "-p":
             name = value(arg)
             if not name.isidentifier() or not name.isascii():
