@@ -35,24 +35,6 @@ def test_only_what_was_published_is_shown(tmp_path):
     assert dict(zip(xla["T"], xla["ratio"])) == pytest.approx(expected)  # read, not recomputed
 
 
-def test_the_registered_h200_prediction_is_read_as_a_prediction(tmp_path):
-    shutil.copytree(PROJECT_ROOT / "results" / "predictions", tmp_path / "results" / "predictions")
-    frame, read = sources.seed_ratios(tmp_path)
-    predicted = frame[frame["source"] == "predicted H200"]
-    rows = pd.read_csv(next((tmp_path / "results" / "predictions").glob("*.csv")))
-    harness = rows[(rows["part"] == "harness") & (rows["lowering"] == "triton")].set_index(["variant", "T"])
-    for T, ratio in zip(predicted["T"], predicted["ratio"]):  # read from the registered rows, per T
-        assert ratio == pytest.approx(
-            harness.loc[("fori u=1", T), "predicted_ms"] / harness.loc[("python", T), "predicted_ms"]
-        )
-    assert len(predicted) >= 6 and set(predicted["kind"]) == {sources.KINDS["predicted H200"]}
-    assert (
-        "predicted" in sources.KINDS["predicted H200"] and "measured" not in sources.KINDS["predicted H200"]
-    )
-    assert any(r.path.startswith("results/predictions/") and r.commit for r in read)
-    assert "predicted H200" not in sources.seed_ratios(tmp_path / "nothing")[0]["source"].tolist()
-
-
 def test_the_headline_figure_draws_measured_ms_ratios_only_each_labelled():
     frame, _ = sources.seed_ratios(PROJECT_ROOT)
     assert {"Triton sm_86", "Mosaic TPU", "model A6000"} <= set(frame["source"])  # in the table
