@@ -37,7 +37,7 @@ def test_only_what_was_published_is_shown(tmp_path):
 
 def test_the_headline_figure_draws_measured_ms_ratios_only_each_labelled():
     frame, _ = sources.seed_ratios(PROJECT_ROOT)
-    assert {"Triton sm_86", "Mosaic TPU", "model A6000"} <= set(frame["source"])  # in the table
+    assert {"Triton sm_86", "Mosaic TPU"} <= set(frame["source"])  # in the table
     fig, data = figures.plot_seed_ratio(frame)
     ax = fig.axes[0]
     drawn = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
@@ -60,14 +60,12 @@ def test_the_static_estimates_keep_their_own_units():
     plt.close(fig)
 
 
-def test_each_column_names_its_unit_and_the_model_its_error():
+def test_each_column_names_its_unit():
     frame, read = sources.seed_ratios(PROJECT_ROOT)
-    error = sources.model_error(PROJECT_ROOT)
-    assert error is not None and 0 < error[0] <= error[1] < 1  # the model under-predicts his ms
-    data, text = report.summary(frame, read, error)
+    assert sources.model_error(PROJECT_ROOT) is None  # the time model is retired
+    data, text = report.summary(frame, read, None)
     assert "ratio of ms per call" in data["columns"]["XLA:CPU"]
     assert "ratio of instructions per call" in data["columns"]["Triton sm_86"]
-    assert f"it predicts {error[0]:.2f}" in data["columns"]["model A6000"]
     assert text.count("\n- ") <= 5
 
 
