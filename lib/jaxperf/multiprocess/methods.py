@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 from ..dispatch.models import ModelSpec
 from ..dispatch.steps import AXIS, make_train_step, noop_step
 from ..errors import check_choice
-from ..fixes.cached_pmap import cached_filter_pmap
+from ..fixes import cached_filter_pmap
 from . import bug
 from .vocab import CHECKED_STEPS as CHECKED_STEPS
 from .vocab import MAPPED, METHODS, SPLIT_METHODS, STEPS
@@ -135,7 +135,7 @@ def _build_mapped(
 ) -> Runner:
     x_r = _local_batch(x)
     if method == "packed_pmap":
-        from ..fixes import packed
+        from ..fixes import _packed as packed
 
         state = _local_place(packed.PackedState.pack((model, opt_state)))
         fn = packed.packed_pmap(packed.state_step(fn_step), axis_name=AXIS)
@@ -198,7 +198,7 @@ def _build_global(
 
     global_step = noop_step if step == "noop" else make_train_step(None)
     if method == "packed_jit":
-        from ..fixes import packed
+        from ..fixes import _packed as packed
 
         state = packed.PackedState.pack((eqx.combine(params_g, static), opt_g))
         fn = packed.packed_jit(packed.state_step(global_step))
