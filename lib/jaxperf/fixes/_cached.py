@@ -25,7 +25,9 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import itertools
 import logging
+import operator
 import os
 import threading
 import types
@@ -69,40 +71,61 @@ def _unstaged_type(leaf: Any) -> Hashable:
     return jax.typeof(leaf)  # a JAX array of a kind (or version) without .aval: the slow, public way
 
 
-def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, list, Any]:
-    """(cache key, array leaves, static leaves with ARRAY marks, treedef) of ``tree``;
-    ``kinds``: what counts as an array (abstract ones too when lowering). The key is not
-    hashed here (the cache lookup hashes it)."""
+# per set of array kinds: leaf type -> whether it is an array (learnt on first sight)
+_IS_ARRAY: dict[tuple[type, ...], dict[type, bool]] = {}
+_aval = operator.attrgetter("aval")
+
+
+def _array_flags(types: tuple[type, ...], kinds: tuple[type, ...]) -> list[bool]:
+    known = _IS_ARRAY.get(kinds)
+    if known is None:
+        known = _IS_ARRAY.setdefault(kinds, {})
+    try:
+        return list(map(known.__getitem__, types))  # one C-level pass on a hit
+    except KeyError:
+        for kind in types:
+            if kind not in known:
+                known[kind] = issubclass(kind, kinds)
+        return list(map(known.__getitem__, types))
+
+
+def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, tuple, Any]:
+    """(cache key, array leaves, (leaves, array flags), treedef) of ``tree``; ``kinds``: what
+    counts as an array (abstract ones too when lowering); :func:`marked` turns the third into
+    the static leaves with ARRAY marks. The key is ``(treedef, leaf types, non-array leaves,
+    array avals, trace context)``; every pass over the leaves runs in C (``map``,
+    ``compress``), so a call pays per leaf little beyond the flatten."""
     leaves, treedef = jtu.tree_flatten(tree)
-    dynamic: list[Any] = []
-    static: list[Any] = []
-    signature: list[Any] = []
-    leaf: Any
-    for leaf in leaves:
-        if isinstance(leaf, kinds):
-            array: Any = leaf
-            dynamic.append(array)
-            static.append(ARRAY)
-            try:
-                # The aval is what a trace sees, all of it; JAX interns it (jax >= 0.7: an
-                # identity hash), so this is also the cheapest key per leaf.
-                signature.append(array.aval)
-            except AttributeError:
-                signature.append(_unstaged_type(array))
-        else:
-            static.append(leaf)
-            kind = type(leaf)
-            signature.append((kind, repr(leaf)) if kind is float or kind is complex else kind)
-    key = (treedef, tuple(static), tuple(signature), _trace_context())
-    return key, dynamic, static, treedef
+    types = tuple(map(type, leaves))
+    flags = _array_flags(types, kinds)
+    dynamic = list(itertools.compress(leaves, flags))
+    rest = tuple(itertools.compress(leaves, map(operator.not_, flags)))
+    if float in types or complex in types:  # -0.0 == 0.0: a float's repr tells them apart
+        rest = tuple((type(x), repr(x)) if type(x) in (float, complex) else x for x in rest)
+    try:
+        # The aval is what a trace sees, all of it; JAX interns it (jax >= 0.7: an identity
+        # hash), so this is also the cheapest key per leaf.
+        avals = tuple(map(_aval, dynamic))
+    except AttributeError:
+        avals = tuple(x.aval if hasattr(x, "aval") else _unstaged_type(x) for x in dynamic)
+    return (treedef, types, rest, avals, _trace_context()), dynamic, (leaves, flags), treedef
+
+
+def marked(parts: tuple) -> list[Any]:
+    """The static leaves of a :func:`split`, with ARRAY in each array leaf's slot."""
+    leaves, flags = parts
+    return [ARRAY if f else x for x, f in zip(leaves, flags)]
 
 
 def same_structure(key: tuple, other: tuple) -> bool:
     """Whether two keys agree on all but their arrays' types (which ``.lower``'s abstract
     arrays state less fully than concrete ones: JAX's compiled call checks those)."""
-    if key[0] != other[0] or key[1] != other[1] or key[3] != other[3]:
-        return False
-    return all(a == b for a, b, s in zip(key[2], other[2], key[1]) if s is not ARRAY)
+    return (
+        key[0] == other[0]
+        and key[2] == other[2]
+        and tuple(map(type, key[2])) == tuple(map(type, other[2]))
+        and key[4] == other[4]
+    )
 
 
 def array_types(leaves: Sequence[Any]) -> list[tuple]:
@@ -119,15 +142,27 @@ def merge(treedef: Any, static: Sequence[Any], dynamic: Sequence[Any]) -> Any:
 class Record:
     """One trace's output structure and non-array outputs. A pytree node without leaves:
     a compiled function returns ``(array outputs, record)``, so JAX keeps each trace's
-    record with that trace's compiled code."""
+    record with that trace's compiled code. ``rebuild`` interleaves in C: the leaves are
+    ``(non-array outputs + array outputs)`` picked by a precomputed index."""
 
-    __slots__ = ("treedef", "static")
+    __slots__ = ("treedef", "statics", "index")
 
     def __init__(self, treedef: Any, static: list[Any]) -> None:
-        self.treedef, self.static = treedef, static
+        self.treedef = treedef
+        self.statics = tuple(x for x in static if x is not ARRAY)
+        n, arrays = len(self.statics), 0
+        index, statics = [], 0
+        for x in static:
+            if x is ARRAY:
+                index.append(n + arrays)
+                arrays += 1
+            else:
+                index.append(statics)
+                statics += 1
+        self.index = tuple(index)
 
     def rebuild(self, dynamic: Sequence[Any]) -> Any:
-        return merge(self.treedef, self.static, dynamic)
+        return self.treedef.unflatten(map((self.statics + tuple(dynamic)).__getitem__, self.index))
 
 
 jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
@@ -317,11 +352,12 @@ class PmapEntry:
     """The ``jax.pmap`` for one cache key (it returns ``(array outputs, Record)``); ``traced``:
     whether a trace of it has reached the end (set under the paths' lock)."""
 
-    __slots__ = ("pmapped", "traced")
+    __slots__ = ("pmapped", "traced", "compiled")
 
     def __init__(self) -> None:
         self.pmapped: Any = None
         self.traced = False
+        self.compiled = False  # whether a call has compiled it (JAX warns of donation only then)
 
 
 def _is_axis_leaf(x: Any) -> bool:
@@ -447,6 +483,8 @@ def run_compiled(compiled: Any, dynamic: list) -> Any:
 
 # the Equinox hooks a failed eqx.error_if reads: refused here, by name, if missing
 private_api.check_core_hook(private_api.EQUINOX_JIT_ERROR)
+#: Equinox's filter of JAX's "jax.pmap callback failed" log record, resolved once
+_LogFilter: Any = type(private_api.equinox_callback_log_filter())
 _JaxRuntimeError = jax.errors.JaxRuntimeError
 _callback_logger = logging.getLogger("jax._src.callback")
 #: calls every cached_filter_jit in this process handed to eqx.filter_jit, by reason
@@ -478,10 +516,11 @@ class JitEntry:
     """The ``jax.jit`` for one cache key: called ``(kept, donated)``, the first ``kept``
     array leaves not donated; returns ``(array outputs, Record)``."""
 
-    __slots__ = ("jitted", "kept")
+    __slots__ = ("jitted", "kept", "compiled")
 
     def __init__(self, jitted: Any, kept: int) -> None:
         self.jitted, self.kept = jitted, kept
+        self.compiled = False  # whether a call has compiled it (JAX warns of donation only then)
 
 
 class JitPaths(Paths):
@@ -519,11 +558,11 @@ class JitPaths(Paths):
     def lookup(self, arrays: tuple, args: tuple, kwargs: dict, kinds: tuple = ARRAY_TYPES) -> tuple:
         """(key, entry, array leaves) of a bound call (``kinds``: what counts as an array);
         builds the entry on a miss."""
-        key, dynamic, static, treedef = split((args, kwargs, arrays), kinds)
+        key, dynamic, parts, treedef = split((args, kwargs, arrays), kinds)
         entry = self.get(key)
         if entry is None:
             self.signature.bind(*args, **kwargs)  # a bad call: Equinox's TypeError, from the same bind
-            entry = self.put(key, self._build(args, treedef, static, len(dynamic)))
+            entry = self.put(key, self._build(args, treedef, marked(parts), len(dynamic)))
         return key, entry, dynamic
 
     def call(self, arrays: tuple, args: tuple, kwargs: dict, jit_id: bytes) -> Any:
@@ -531,13 +570,15 @@ class JitPaths(Paths):
         args, kwargs = self.bind(args, kwargs)
         _, entry, dynamic = self.lookup(arrays, args, kwargs)
         kept = entry.kept
-        log_filter = private_api.equinox_callback_log_filter()  # one per call, as Equinox's
+        log_filter = _LogFilter()  # one per call, as Equinox's
         _callback_logger.addFilter(log_filter)
         try:
-            if self.filter_warning:
+            if self.filter_warning and not entry.compiled:
+                # JAX's unusable-donation warning comes from compiling (this key's first call)
                 with warnings.catch_warnings():
                     warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
                     out, rec = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
+                entry.compiled = True
             else:
                 out, rec = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
         except (_JaxRuntimeError, ValueError) as err:
@@ -910,21 +951,23 @@ class PmapPaths(Paths):
     def _lookup(self, fun: Any, args: tuple, kinds: tuple[type, ...]) -> tuple:
         """(key, entry, array leaves, tree) of one call; builds the entry on a miss."""
         tree = self._tree(fun, args)
-        key, dynamic, static, treedef = split(tree, kinds)
+        key, dynamic, parts, treedef = split(tree, kinds)
         value_axes = self._arg_axes(args, kinds) if self.value_axes else None
         if value_axes is not None:
             key = (key, tuple(value_axes))
         entry = self.get(key)
         if entry is None:
+            static = marked(parts)
             axes = self._dynamic_axes(args, static, dynamic, kinds, value_axes)
             entry = self.put(key, build_entry(self, treedef, static, axes, dynamic))
         return key, entry, dynamic, tree
 
     def _run(self, entry: PmapEntry, dynamic: list) -> Any:
-        if self.donate == "all":
+        if self.donate == "all" and not entry.compiled:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
                 out, rec = entry.pmapped(tuple(dynamic))
+            entry.compiled = True
         else:
             out, rec = entry.pmapped(tuple(dynamic))
         return rec.rebuild(out)
