@@ -157,8 +157,7 @@ _METADATA = operator.attrgetter("_var_metadata")
 _RAW = operator.attrgetter("_raw_value")
 
 
-def _deref(ref: weakref.ref) -> Any:
-    return ref()
+_deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
 
 
 class Graph:
@@ -298,8 +297,8 @@ class Graph:
         """Whether the graph of ``roots`` is still the one recorded (and the trace the same)."""
         try:
             return (
-                fx_trace() == self.trace
-                and self.node_snaps == [vars(n) for n in map(_deref, self.node_refs)]
+                _current_trace() == self.trace
+                and self.node_snaps == list(map(vars, map(_deref, self.node_refs)))
                 and self.held_snaps == list(map(vars, self.held))
                 and self.container_snaps == self.containers
                 and self.state_flags == list(map(_PYTREE_FLAGS, self.states))
@@ -344,6 +343,12 @@ class Graph:
 
 def fx_trace() -> Any:
     return flax().trace()
+
+
+def _current_trace() -> Any:
+    global _current_trace
+    _current_trace = flax().trace  # resolved on the first call
+    return _current_trace()
 
 
 # ---------------------------------------- the compiled function
@@ -539,15 +544,15 @@ class CachedNnxJit:
         if record is not None and not kwargs:
             types, node_at, pass_at, static_at, statics = record.fast  # type: ignore[misc]
             if types == tuple(map(type, args)):
-                roots = [args[i] for i in node_at]
+                roots = list(map(args.__getitem__, node_at))
                 graph = record.graph
                 if (
-                    all(r() is a for r, a in zip(graph.root_refs, roots))
-                    and [args[i] for i in static_at] == statics
+                    all(map(operator.is_, map(_deref, graph.root_refs), roots))
+                    and (not static_at or list(map(args.__getitem__, static_at)) == statics)
                     and graph.unchanged(roots)
                 ):
                     self.stats["hits"] += 1
-                    return self._run(record, roots, [args[i] for i in pass_at], args, kwargs)
+                    return self._run(record, roots, list(map(args.__getitem__, pass_at)), args, kwargs)
         return self._call(args, kwargs)
 
     def _count_fallback(self, reason: str) -> None:
@@ -658,10 +663,13 @@ class CachedNnxJit:
         entry = record.entry
         if entry.fallback:
             return self._fall_back(entry.fallback, args, kwargs)
-        values = record.graph.values(roots) + passthrough
+        graph = record.graph
+        values = graph.values(roots) if graph.leaf_slots else list(map(_RAW, graph.variables))
+        if passthrough:
+            values += passthrough
         if entry.donated:
-            kept = tuple(values[i] for i in entry.kept)
-            donated = tuple(values[i] for i in entry.donated)
+            kept = tuple(map(values.__getitem__, entry.kept))
+            donated = tuple(map(values.__getitem__, entry.donated))
         else:
             kept, donated = tuple(values), ()
         try:
@@ -669,8 +677,10 @@ class CachedNnxJit:
         except Abort as reason:
             entry.fallback = entry.fallback or str(reason)
             return self._fall_back(str(reason), args, kwargs)
-        if entry.record[0] == "values":
-            record.graph.write(roots, entry.record[1], updates)
+        kind, changed = entry.record[:2]
+        if kind == "values":
+            if changed:
+                graph.write(roots, changed, updates)
             return out
         return self._merge(record, roots, updates, out)
 
