@@ -112,12 +112,12 @@ def nnx_pairs(depths: list[int], rounds: int, calls: int) -> list[dict]:
         model = MLP(depth, nnx.Rngs(0))
         x = jnp.ones((8, 4))
         graphdef, state = nnx.split(model)
-        ref_fn = jax.jit(lambda s, xb: loss(nnx.merge(graphdef, s), xb))
+        ref_fn = jax.jit(lambda s, xb, g=graphdef: loss(nnx.merge(g, s), xb))
         drop_fn = cached_nnx_jit(loss)
         row = pair(
             f"cached_nnx_jit loss depth {depth}",
-            lambda: ref_fn(state, x),
-            lambda: drop_fn(model, x),
+            lambda f=ref_fn, s=state, xb=x: f(s, xb),
+            lambda f=drop_fn, m=model, xb=x: f(m, xb),
             rounds,
             calls,
         )

@@ -1090,12 +1090,13 @@ class CachedFilterPmap(eqx.Module):
             return (fallback.lower if lower else fallback)(*args, **kwargs)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-        return self._call(False, args, kwargs)
+        # through the class: a Module's bound method is a new Module on every access
+        return CachedFilterPmap._call(self, False, args, kwargs)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
         """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``;
         array arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
-        return self._call(True, args, kwargs)
+        return CachedFilterPmap._call(self, True, args, kwargs)
 
     @property
     def stats(self) -> dict[str, int]:

@@ -124,10 +124,17 @@ class Layout:
         if [tuple(b.shape) for b in state.buffers] != [(g.size,) for g in self.groups]:
             raise bad_value("state", state, what)
 
-    def repack(self, tree: Any, *, constrain: bool = False) -> tuple[jax.Array, ...]:
+    def repack(
+        self, tree: Any, *, constrain: bool = False, unpacked: tuple[Sequence[jax.Array], Any] | None = None
+    ) -> tuple[jax.Array, ...]:
         """Buffers of this layout from ``tree`` (inside a compiled step). Raises ValueError
-        naming the leaf when the tree does not fit the layout (see the module docstring)."""
+        naming the leaf when the tree does not fit the layout (see the module docstring).
+        ``unpacked``: ``(buffers, tree)`` that :meth:`unpack` gave in this trace; a buffer whose
+        every leaf comes back as the very value unpacked from it is returned as it is (a step
+        that leaves a group unchanged then costs no copy, and donated, no work at all)."""
         leaves, treedef = jtu.tree_flatten(tree)
+        before = jtu.tree_leaves(unpacked[1]) if unpacked is not None else None
+        same = [before is not None] * len(self.groups)
         if treedef != self.treedef:
             raise bad_value("new state", treedef, f"the packed structure {self.treedef}")
         parts: list[list[jax.Array]] = [[] for _ in self.groups]
@@ -151,6 +158,8 @@ class Layout:
                     f"cannot turn weakly typed): return x.astype(jnp.{group.dtype})",
                 )
             parts[slot.group].append(jnp.ravel(leaf))
+            if before is not None and leaf is not before[slot.leaf]:
+                same[slot.group] = False
         for i, (leaf, static) in enumerate(zip(leaves, self.statics)):
             if static is None:
                 continue
@@ -163,6 +172,8 @@ class Layout:
                     "static; to update it in the step, pack it as an array, e.g. jnp.asarray(...))",
                 )
         buffers = tuple(jnp.concatenate(p) if len(p) > 1 else p[0] for p in parts)
+        if unpacked is not None:
+            buffers = tuple(old if keep else new for old, new, keep in zip(unpacked[0], buffers, same))
         if constrain:
             buffers = tuple(
                 b if g.sharding is None else jax.lax.with_sharding_constraint(b, g.sharding)
@@ -338,8 +349,10 @@ def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedStat
             if mapped
             else "an unreplicated PackedState for packed_jit (a replicated one goes to packed_pmap)",
         )
-        aux, new_tree = fun(state.unpack(), *args, **kwargs)
-        return aux, PackedState(state.layout.repack(new_tree, constrain=not mapped), state.layout)
+        tree = state.unpack()
+        aux, new_tree = fun(tree, *args, **kwargs)
+        new = state.layout.repack(new_tree, constrain=not mapped, unpacked=(state.buffers, tree))
+        return aux, PackedState(new, state.layout)
 
     packed_step.__name__ = f"packed_{getattr(fun, '__name__', 'step')}"
     return packed_step
