@@ -295,7 +295,7 @@ def test_threads_with_their_own_models():
 def test_missing_flax_is_named(monkeypatch):
     import sys
 
-    from jaxperf.fixes import _nnx_graph
+    from jaxperf.fixes import _nnx as _nnx_graph
 
     monkeypatch.setattr(_nnx_graph, "_FLAX", None)
     monkeypatch.setitem(sys.modules, "flax.nnx", None)
@@ -357,7 +357,7 @@ def test_a_pytree_value_mutated_in_place_is_written_back():
 
 
 def test_the_kept_differences_from_nnx_jit():
-    """Documented in jaxperf.fixes.nnx: on a call that keeps the structure, a list inside a
+    """Documented in jaxperf.fixes._nnx: on a call that keeps the structure, a list inside a
     module keeps its identity and an unchanged Variable keeps its array (nnx.jit rebuilds both)."""
 
     class Holder(nnx.Module):

@@ -33,13 +33,13 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _PUBLIC = {
-    "cached_filter_pmap": "jaxperf.fixes.cached_pmap",
-    "cached_filter_jit": "jaxperf.fixes.cached_jit",
-    "PackedState": "jaxperf.fixes.packed",
-    "packed_pmap": "jaxperf.fixes.packed",
-    "packed_jit": "jaxperf.fixes.packed",
-    "hand_unrolled_fori": "jaxperf.fixes.unroll",
-    "cached_nnx_jit": "jaxperf.fixes.nnx",
+    "cached_filter_pmap": "jaxperf.fixes",
+    "cached_filter_jit": "jaxperf.fixes",
+    "PackedState": "jaxperf.fixes",
+    "packed_pmap": "jaxperf.fixes",
+    "packed_jit": "jaxperf.fixes",
+    "hand_unrolled_fori": "jaxperf.fixes",
+    "cached_nnx_jit": "jaxperf.fixes",
     "diagnose": "jaxperf.diagnosis",
     "kernel_loop": "jaxperf.jax20909.forms",
 }

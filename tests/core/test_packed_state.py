@@ -18,7 +18,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxperf import PackedState, cached_filter_pmap, packed_jit, packed_pmap
-from jaxperf.fixes import _pmap_entry, packed
+from jaxperf.fixes import _cached, _packed
 
 PACKED_AS = {
     "strong float32 (shared buffer)": lambda: jnp.float32(0.5),
@@ -38,7 +38,7 @@ RETURNED_AS = {
 
 
 def _fits(packed_leaf, returned):
-    """The layout's contract (fixes/_layout.py): shape and dtype as packed; weakly typed only
+    """The layout's contract (fixes/_packed.py): shape and dtype as packed; weakly typed only
     where the leaf was packed weakly typed (its own buffer)."""
     same = returned.shape == packed_leaf.shape and returned.dtype == packed_leaf.dtype
     return same and (packed_leaf.weak_type or not returned.weak_type)
@@ -259,7 +259,7 @@ def test_no_list_axes_reach_jax_pmap(monkeypatch):
         return real(fun, **kwargs)
 
     model, opt = _model_and_opt()
-    for module in (packed, _pmap_entry):
+    for module in (_packed, _cached):
         monkeypatch.setattr(module.jax, "pmap", spy)
     state = PackedState.pack((model, opt)).replicate(jax.devices()[:N])
     calls.clear()  # replicate's own placement

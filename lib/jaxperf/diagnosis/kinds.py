@@ -93,8 +93,8 @@ def identify(step: Any) -> Step:
         "equinox._jit._JitWrapper": ("eqx.filter_jit", _equinox_jit),
         "equinox._vmap_pmap._PmapWrapper": ("eqx.filter_pmap", _equinox_pmap),
         # jaxperf's drop-ins are Modules with Equinox's own fields
-        "jaxperf.fixes.cached_jit.CachedFilterJit": ("jaxperf.cached_filter_jit", _equinox_jit),
-        "jaxperf.fixes.cached_pmap.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _equinox_pmap),
+        "jaxperf.fixes._cached.CachedFilterJit": ("jaxperf.cached_filter_jit", _equinox_jit),
+        "jaxperf.fixes._cached.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _equinox_pmap),
     }
     if name in table:
         kind, build = table[name]
@@ -108,7 +108,7 @@ def identify(step: Any) -> Step:
         from .nnx_paths import identify_nnx
 
         return identify_nnx(step)
-    if name.startswith("jaxperf.fixes.nnx."):
+    if name.startswith("jaxperf.fixes._nnx."):
         return Step("jaxperf.cached_nnx_jit", step, step.__wrapped__)
     known = "; ".join(KINDS.values())
     raise ValueError(

@@ -184,7 +184,7 @@ def split_leaves_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: 
 
 def cached_nnx_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     try:
-        from ..fixes.nnx import cached_nnx_jit as drop_in
+        from ..fixes import cached_nnx_jit as drop_in
     except ImportError as err:
         raise NotApplicable(f"jaxperf.cached_nnx_jit is not available: {err}") from err
     statics = _statics(step)

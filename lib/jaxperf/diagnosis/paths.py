@@ -163,8 +163,7 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
 
 def cached(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """jaxperf's drop-in for the Equinox wrapper the reader uses."""
-    from ..fixes.cached_jit import cached_filter_jit
-    from ..fixes.cached_pmap import cached_filter_pmap
+    from ..fixes import cached_filter_jit, cached_filter_pmap
 
     if step.kind == "eqx.filter_jit":
         fn = cached_filter_jit(step.raw, donate=step.donate)
@@ -216,7 +215,7 @@ def _as_pmap_outputs(tree: Any, devices: list[Any], axis_name: Any) -> Any:
 def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """The carried state packed once into one buffer per dtype (``jaxperf.PackedState``),
     carried packed through ``jaxperf.packed_jit`` / ``packed_pmap``, donated as yours is."""
-    from ..fixes.packed import PackedState, packed_jit, packed_pmap
+    from ..fixes import PackedState, packed_jit, packed_pmap
 
     if not carry:
         raise NotApplicable("nothing is carried from one call to the next (no state to pack)")

@@ -7,8 +7,7 @@ One module per concern:
 - :mod:`~jaxperf.dispatch.steps`: the seed's no-op step and a real train step;
 - :mod:`~jaxperf.dispatch.methods`: each way to run a step over the devices
   (:func:`build_runner`), with and without donation;
-- :mod:`jaxperf.fixes.cached_pmap`: :func:`cached_filter_pmap`, the drop-in (re-exported);
-- :mod:`jaxperf.fixes.packed`: :class:`PackedState`, :func:`packed_pmap`,
+- :mod:`jaxperf.fixes`: :func:`cached_filter_pmap`, the drop-in, and :class:`PackedState`, :func:`packed_pmap`,
   :func:`packed_jit`, the fast path;
 - :mod:`~jaxperf.dispatch.cost`: notebook 01's cells, each a :func:`jaxperf.diagnose` of the
   seed's step wrapped as a reader wraps it;
@@ -27,8 +26,16 @@ from typing import TYPE_CHECKING
 from .._lazy import exports
 
 if TYPE_CHECKING:
-    from ..fixes.cached_pmap import CachedFilterPmap, cached_filter_pmap, fallback_counts
-    from ..fixes.packed import Layout, PackedState, packed_jit, packed_pmap, state_step
+    from ..fixes import (
+        CachedFilterPmap,
+        Layout,
+        PackedState,
+        cached_filter_pmap,
+        packed_jit,
+        packed_pmap,
+        state_step,
+    )
+    from ..fixes import pmap_fallback_counts as fallback_counts
     from .methods import (
         BASELINE,
         FAST_PATHS,
@@ -49,14 +56,14 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = exports(
     __name__,
     {
-        "CachedFilterPmap": ("..fixes.cached_pmap", "CachedFilterPmap"),
-        "cached_filter_pmap": ("..fixes.cached_pmap", "cached_filter_pmap"),
-        "fallback_counts": ("..fixes.cached_pmap", "fallback_counts"),
-        "Layout": ("..fixes.packed", "Layout"),
-        "PackedState": ("..fixes.packed", "PackedState"),
-        "packed_jit": ("..fixes.packed", "packed_jit"),
-        "packed_pmap": ("..fixes.packed", "packed_pmap"),
-        "state_step": ("..fixes.packed", "state_step"),
+        "CachedFilterPmap": ("..fixes", "CachedFilterPmap"),
+        "cached_filter_pmap": ("..fixes", "cached_filter_pmap"),
+        "fallback_counts": ("..fixes", "pmap_fallback_counts"),
+        "Layout": ("..fixes", "Layout"),
+        "PackedState": ("..fixes", "PackedState"),
+        "packed_jit": ("..fixes", "packed_jit"),
+        "packed_pmap": ("..fixes", "packed_pmap"),
+        "state_step": ("..fixes", "state_step"),
         "BASELINE": (".methods", "BASELINE"),
         "FAST_PATHS": (".methods", "FAST_PATHS"),
         "FIX": (".methods", "FIX"),

@@ -29,9 +29,8 @@ import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from ..errors import bad_value, check_choice, check_int
-from ..fixes import packed
-from ..fixes.cached_jit import cached_filter_jit
-from ..fixes.cached_pmap import cached_filter_pmap
+from ..fixes import _packed as packed
+from ..fixes import cached_filter_jit, cached_filter_pmap
 from .runners import Inputs, Runner, canonical_form, on_params, put, variant_name
 from .steps import AXIS, get_step
 from .vocab import BASELINE, FAST_PATHS, FIX, METHODS, SLOW

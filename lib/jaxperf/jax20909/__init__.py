@@ -5,7 +5,7 @@ compilers, which all import it; it imports only the shared harness and :mod:`jax
 - :mod:`.vocab`: kernels, loop forms, variant names and order, the reporter's table, facets;
   imports no JAX.
 - :mod:`.forms`: the loop forms (the hand-unrolled one is the public fix
-  :func:`jaxperf.fixes.unroll.hand_unrolled_fori`, ``jaxperf.hand_unrolled_fori``).
+  :func:`jaxperf.fixes.hand_unrolled_fori`, ``jaxperf.hand_unrolled_fori``).
 - :mod:`.kernels`, :mod:`.inputs`, :mod:`.reference`: the kernels as ``pallas_call`` and
   plain jit, their inputs, and their float64 answers.
 - :mod:`.forms` also holds ``jaxperf.kernel_loop``, a kernel's loop written once in any form;

@@ -2,7 +2,7 @@
 
 Every form runs ``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``
 (names and meanings in :mod:`jaxperf.jax20909.vocab`). The hand-unrolled form is the
-public fix :func:`jaxperf.fixes.unroll.hand_unrolled_fori`.
+public fix :func:`jaxperf.fixes.hand_unrolled_fori`.
 
 :func:`kernel_loop` (``jaxperf.kernel_loop``) is the one call a kernel author writes so
 that the same kernel can be built in every form; :func:`recording` lets the loop study's
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import bad_value, check_choice
-from ..fixes.unroll import Body, Carry, check_unroll, hand_unrolled_fori, static_bounds
+from ..fixes._unroll import Body, Carry, check_unroll, hand_unrolled_fori, static_bounds
 from .vocab import LOOP_FORMS
 
 __all__ = [

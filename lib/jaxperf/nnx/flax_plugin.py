@@ -1,10 +1,10 @@
 """A pytest plugin (``-p jaxperf.nnx.flax_plugin``) that runs Flax's own tests with
 ``flax.nnx.jit`` replaced by :func:`jaxperf.cached_nnx_jit`, under the same name, before any
 test runs (the tests call ``nnx.jit`` through the module). The drop-in keeps Flax's original
-``jit`` as its fallback (:func:`jaxperf.fixes._nnx_graph.flax` loads it first).
+``jit`` as its fallback (:func:`jaxperf.fixes._nnx.flax` loads it first).
 
 With ``JAXPERF_NNX_STATS`` set to a path, it writes there, as JSON, how the drop-in served the
-run: wrappers made, hits, misses, and calls handed to ``nnx.jit`` by reason (tree mode and
+run: wrappers made, calls it handled itself (hits and misses), and calls handed to ``nnx.jit`` by reason (tree mode and
 shardings go to ``nnx.jit`` whole, so a passing test need not have exercised the drop-in)."""
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def _counting(fun: Any = None, **options: Any) -> Any:
 
 
 def pytest_configure(config: Any) -> None:
-    from jaxperf.fixes import _nnx_graph
+    from jaxperf.fixes import _nnx
 
-    flax_modules = _nnx_graph.flax()  # the original nnx.jit, kept before it is replaced
+    flax_modules = _nnx.flax()  # the original nnx.jit, kept before it is replaced
     nnx: Any = flax_modules.nnx
     nnx.jit = _counting
 
@@ -38,8 +38,10 @@ def pytest_unconfigure(config: Any) -> None:
     path = os.environ.get("JAXPERF_NNX_STATS")
     if not path:
         return
-    from jaxperf.fixes.nnx import fallback_counts
+    from jaxperf.fixes import nnx_fallback_counts as fallback_counts
 
     totals = {key: sum(w.stats[key] for w in _MADE) for key in ("hits", "misses", "fallbacks")}
     with open(path, "w") as out:
-        json.dump({"wrappers": len(_MADE), **totals, "fallback_reasons": fallback_counts()}, out)
+        handled = totals["hits"] + totals["misses"]  # calls the drop-in's own jax.jit made
+        report = {"wrappers": len(_MADE), "handled": handled, **totals, "fallback_reasons": fallback_counts()}
+        json.dump(report, out)

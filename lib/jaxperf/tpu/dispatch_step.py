@@ -33,7 +33,7 @@ def _cached_filter_pmap() -> Callable:
 
     if hasattr(jaxperf, "cached_filter_pmap"):
         return jaxperf.cached_filter_pmap
-    from jaxperf.fixes.cached_pmap import cached_filter_pmap
+    from jaxperf.fixes import cached_filter_pmap
 
     return cached_filter_pmap
 

@@ -1,0 +1,711 @@
+"""``cached_nnx_jit``: a drop-in for ``flax.nnx.jit`` (graph mode) that walks the graph once.
+
+``nnx.jit`` in graph mode splits every graph node argument (a full walk of the object graph
+in Python), calls its ``jax.jit``, then merges the result back (a second walk) on every call;
+Flax's performance guide documents the cost. This wrapper walks the graph once per graph
+structure (see "Recording the graph" below), and on a later call checks that structure with one C-level
+comparison per node, Variable and container (no ``nnx.split``), reads the Variables' values,
+calls one ``jax.jit`` on them, and writes back only the values the function changed (and
+every donated one): the same results and updates as ``nnx.jit``.
+
+Same signature, results and errors as ``nnx.jit``: static arguments (``static_argnums`` /
+``static_argnames``, hashed into the cache key), ``donate_argnums`` / ``donate_argnames`` (a
+shared Variable belongs to the argument where it is first found, as in ``nnx.jit``),
+``keep_unused``, ``device``, ``backend``, ``inline``; methods (``__get__``); updated
+Variables written into the caller's modules (shared references stay shared: the caller's
+Variable objects are updated in place); RNG streams advance; ``nnx.Optimizer`` updates apply.
+A structural change (a Variable added or removed, a submodule swapped, a static attribute
+changed, another object passed) makes a new record, and a new trace when its graph definition
+is new; an array's shape, dtype, sharding or memory kind is ``jax.jit``'s own cache key.
+
+A function that changes the graph's structure inside (adds, removes or swaps attributes,
+Variables or submodules) or returns graph nodes is traced once, as ``nnx.jit`` traces it: its
+compiled function returns the whole graph, split as ``nnx.jit``'s inner split does, and the
+call merges it into the caller's objects with Flax's ``graphlib.unflatten``, as ``nnx.jit``
+does (no saving on such calls, nor on the next one, whose structure is new).
+
+Handed to ``nnx.jit`` itself (counted in ``stats['fallbacks']`` with a reason): tree mode or
+``graph_updates=False``, ``in_shardings`` / ``out_shardings``, calls inside another trace or
+through ``nnx.cached_partial``, a Variable passed as an argument itself (a record holds its
+arguments weakly, and Variables have no weak references), graphs it cannot
+record, and an entry whose
+outputs differ between two traces (a shape-dependent output structure; the second trace is
+dropped and ``nnx.jit`` traces again). ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
+
+Where it differs on purpose: containers inside a module (lists, dicts) keep their identity
+on a call that keeps the structure (``nnx.jit`` rebuilds them on every call), and a Variable
+the function leaves unchanged keeps its array object (``nnx.jit`` writes back a new one).
+
+Recording the graph. What ``cached_nnx_jit`` remembers of a call's object graph, and how it checks it is unchanged.
+
+One walk of the graph (Flax's own ``graphlib.flatten``, with one reference map over every
+graph node of the call, as ``nnx.jit`` splits them) gives the graph definitions that select
+the compiled function. A second walk, here, records what a later call must find again for
+that compiled function and this call's Variables to still be right:
+
+- every graph node's ``__dict__``, compared with a copy as a whole (C's dict comparison: each
+  attribute by identity, else ``==``, as ``nnx.jit``'s graph definition compares its static
+  attributes); an array attribute compares by type only (:class:`_TypeOf`), as its value is
+  the call's input, and a back-reference to a call's argument compares by weak reference
+  (:class:`_Weak`), so that no record keeps an argument alive;
+- every mutable container in the graph (``list``, ``dict``) likewise; tuples need nothing,
+  their parent's identity check covers them; ``PytreeState``'s two flags;
+- every Variable's metadata, against a copy (``set_metadata`` mutates it in place).
+
+Graph nodes are held strongly except the call's arguments (the roots), which are held weakly,
+and a record is dropped when a root dies: the record never keeps a model alive. A graph that
+this cannot record exactly raises :class:`Uncacheable`, and the call goes to ``nnx.jit``: array
+references, ``hijax``/``ref`` Variables, an array in a tuple, a container type it does not
+know, a Variable of another trace, or of a type that overrides ``set_raw_value`` (which
+nnx.jit's merge calls; a hit writes ``_raw_value``), a node inside the graph that references
+an argument (a strongly held node would keep the argument alive).
+
+The compiled function. The ``jax.jit`` behind ``cached_nnx_jit``: one per graph structure, static arguments and
+argument structure. Its traced function rebuilds the graph from the leaves' values (Flax's
+``graphlib.unflatten``), calls the function, flattens the graph again, and returns only the
+leaves the function changed (and every donated one), with the outputs; when the function
+changed the graph's structure or returns graph nodes, it returns the whole graph split as
+``nnx.jit``'s inner split does, for the caller to merge. It aborts (raises :class:`Abort`, so
+that ``nnx.jit`` makes the call) when its record of the outputs differs from the first
+trace's: a compiled function in JAX's cache therefore always belongs to the record the
+wrapper reads after a call.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import operator
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import jax
+import jax.tree_util as jtu
+import numpy as np
+
+# ---------------------------------------- recording the graph
+
+_FLAX: SimpleNamespace | None = None
+
+
+def flax() -> SimpleNamespace:
+    """Flax's NNX modules, imported on first use (the core package does not require Flax)."""
+    global _FLAX
+    if _FLAX is None:
+        try:
+            import flax.nnx as nnx
+            from flax.nnx import graphlib, pytreelib, statelib, tracers, variablelib
+            from flax.nnx.transforms import compilation
+        except ImportError as err:
+            raise ImportError(
+                "jaxperf.cached_nnx_jit needs Flax (flax.nnx), which is not installed: "
+                "pip install flax (or the study extra: pip install 'jaxperf[study]')."
+            ) from err
+        _FLAX = SimpleNamespace(
+            nnx=nnx,
+            graphlib=graphlib,
+            Variable=variablelib.Variable,
+            is_array_ref=variablelib.is_array_ref,
+            PytreeState=pytreelib.PytreeState,
+            Pytree=pytreelib.Pytree,
+            State=statelib.State,
+            trace=tracers.current_jax_trace,
+            # the original, kept before anything (Flax's tests with the drop-in) replaces nnx.jit
+            jit=compilation.jit,
+        )
+    return _FLAX
+
+
+class Uncacheable(Exception):
+    """A graph this module cannot record exactly; carries the reason."""
+
+
+class _TypeOf:
+    """Stands for an array attribute in a snapshot: equal to any value of the same type."""
+
+    __slots__ = ("type",)
+    __array_ufunc__ = None  # NumPy defers ``ndarray == self`` to ``self.__eq__``
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, kind: type) -> None:
+        self.type = kind
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is self.type
+
+
+class _Weak:
+    """Stands for a call's argument referenced from inside its graph: equal to it alone."""
+
+    __slots__ = ("ref",)
+    __array_ufunc__ = None
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, obj: Any) -> None:
+        self.ref = weakref.ref(obj)
+
+    def __eq__(self, other: object) -> bool:
+        return self.ref() is other
+
+
+_PYTREE_FLAGS = operator.attrgetter("_initializing", "_is_setup")
+_METADATA = operator.attrgetter("_var_metadata")
+_RAW = operator.attrgetter("_raw_value")
+
+
+_deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
+
+
+class Graph:
+    """One walk's record of the graph of a call's roots (see the module docstring).
+
+    ``graphdefs``: one per root, in order, from one reference map; ``variables``: the
+    Variables in Flax's leaf order; ``leaf_slots``: ``(position, parent, key, root)`` for each
+    array attribute among the leaves (``root`` is the parent's root index, or -1 when the
+    parent is held here); ``by_index``: the graph's indexed objects, a root as its position.
+    """
+
+    def __init__(self, roots: list[Any], fx: SimpleNamespace) -> None:
+        graphlib = fx.graphlib
+        self.trace = fx.trace()
+        root_ids = {id(r): k for k, r in enumerate(roots)}
+        self.root_refs = [weakref.ref(r) for r in roots]  # TypeError: not weakly referenceable
+        ref_index = graphlib.RefMap()
+        graphdefs: list[Any] = []
+        leaves: list[Any] = []
+        paths: list[tuple] = []
+        owners: list[int] = []
+        for k, root in enumerate(roots):
+            gd, flat = graphlib.flatten(root, ref_index=ref_index, with_paths=True, graph=True)
+            graphdefs.append(gd)
+            leaves += flat.leaves
+            paths += [(k, p) for p in flat.paths]
+            owners += [k] * len(flat.leaves)
+        self.graphdefs = tuple(graphdefs)
+        self.n_leaves, self.owners = len(leaves), owners
+        self.by_index = [root_ids.get(id(obj), obj) for obj in ref_index]  # RefMap keeps order
+        self.by_index = [("root", v) if isinstance(v, int) else v for v in self.by_index]
+        self.variables, self.leaf_slots = [], []
+        for position, (leaf, (k, path)) in enumerate(zip(leaves, paths)):
+            if isinstance(leaf, fx.Variable):
+                meta = leaf._var_metadata
+                if meta.get("hijax") or meta.get("ref") or fx.is_array_ref(leaf._raw_value):
+                    raise Uncacheable("hijax or ref Variable")
+                if leaf._trace_state._jax_trace != self.trace:
+                    raise Uncacheable("Variable of another trace")
+                if type(leaf).set_raw_value is not fx.Variable.set_raw_value:
+                    raise Uncacheable("a Variable type with its own set_raw_value")
+                self.variables.append(leaf)
+            else:
+                self.leaf_slots.append(self._slot(position, roots, k, path, root_ids))
+        self.var_positions = [p for p, leaf in enumerate(leaves) if isinstance(leaf, fx.Variable)]
+        self.metadata = [dict(v._var_metadata) for v in self.variables]
+        self._snapshot(roots, root_ids, fx)
+
+    @staticmethod
+    def _slot(position: int, roots: list, k: int, path: tuple, root_ids: dict) -> tuple:
+        parent: Any = roots[k]
+        for key in path[:-1]:
+            parent = vars(parent)[str(key)] if hasattr(parent, "__dict__") else parent[key]
+        key = path[-1]
+        if isinstance(parent, tuple):
+            raise Uncacheable("array leaf inside a tuple")
+        if hasattr(parent, "__dict__"):
+            key = str(key)
+        root = root_ids.get(id(parent), -1)
+        return position, (None if root >= 0 else parent), key, root
+
+    def _snapshot(self, roots: list, root_ids: dict, fx: SimpleNamespace) -> None:
+        """Copies of every node's and mutable container's contents, by walking the graph."""
+        graphlib = fx.graphlib
+        seen: set[int] = set()
+        # roots, checked through a weak reference; other graph nodes, held strongly; lists,
+        # dicts and State mappings, held strongly; PytreeStates and their flags
+        self.node_refs: list[weakref.ref] = []
+        self.node_snaps: list[dict] = []
+        self.held: list[Any] = []
+        self.held_snaps: list[dict] = []
+        self.containers: list[Any] = []
+        self.container_snaps: list[Any] = []
+        self.states: list[Any] = []
+        self.state_flags: list[tuple] = []
+
+        def entry(value: Any, weak: bool = False) -> Any:
+            if id(value) in root_ids:
+                if not weak:  # a strongly held node would keep the argument alive
+                    raise Uncacheable("a node inside the graph references an argument")
+                return _Weak(value)
+            impl = graphlib.get_node_impl(value)
+            if impl is None and not isinstance(value, fx.Variable):
+                if isinstance(value, (np.ndarray, jax.Array)):
+                    return _TypeOf(type(value))
+            return value
+
+        def walk(node: Any) -> None:
+            if node is None or id(node) in seen or isinstance(node, fx.Variable):
+                return
+            seen.add(id(node))
+            impl = graphlib.get_node_impl(node)
+            if impl is None:
+                return
+            if isinstance(node, fx.PytreeState):
+                self.states.append(node)
+                self.state_flags.append(_PYTREE_FLAGS(node))
+                return
+            values, _ = impl.flatten(node)
+            elems = (graphlib.DataElem, graphlib.StaticElem)
+            static = {str(k) for k, v in values if isinstance(v, graphlib.StaticElem)}
+            children = [v.value if isinstance(v, elems) else v for k, v in values if str(k) not in static]
+            if isinstance(node, fx.Pytree):
+                is_root = id(node) in root_ids
+                snap = {k: (v if k in static else entry(v, is_root)) for k, v in vars(node).items()}
+                if is_root:
+                    self.node_refs.append(weakref.ref(node))
+                    self.node_snaps.append(snap)
+                else:
+                    self.held.append(node)
+                    self.held_snaps.append(snap)
+            elif type(node) is list:
+                self.containers.append(node)
+                self.container_snaps.append([entry(v) for v in node])
+            elif type(node) is dict:
+                self.containers.append(node)
+                self.container_snaps.append({k: entry(v) for k, v in node.items()})
+            elif isinstance(node, fx.State):  # a mapping over a dict: both checked
+                self.held.append(node)
+                self.held_snaps.append(dict(vars(node)))
+                self.containers.append(node._mapping)
+                self.container_snaps.append({k: entry(v) for k, v in node._mapping.items()})
+            elif isinstance(node, tuple):
+                for child in children:
+                    entry(child)  # no argument inside
+            else:
+                raise Uncacheable(f"container of type {type(node).__name__}")
+            for child in children:
+                walk(child)
+
+        for root in roots:
+            walk(root)
+
+    # ------------------------------------------------------------ per call
+
+    def unchanged(self, roots: Sequence[Any]) -> bool:
+        """Whether the graph of ``roots`` is still the one recorded (and the trace the same)."""
+        try:
+            return (
+                _current_trace() == self.trace
+                and self.node_snaps == list(map(vars, map(_deref, self.node_refs)))
+                and self.held_snaps == list(map(vars, self.held))
+                and self.container_snaps == self.containers
+                and self.state_flags == list(map(_PYTREE_FLAGS, self.states))
+                and self.metadata == list(map(_METADATA, self.variables))
+            )
+        except Exception:  # a dead root (vars(None)), a static attribute whose == raises
+            return False
+
+    def values(self, roots: Sequence[Any]) -> list:
+        """The graph's leaves now, in Flax's order: Variables' raw values and array attributes."""
+        raw = list(map(_RAW, self.variables))
+        if not self.leaf_slots:
+            return raw
+        out: list[Any] = [None] * self.n_leaves
+        for position, value in zip(self.var_positions, raw):
+            out[position] = value
+        for position, parent, key, root in self.leaf_slots:
+            holder = roots[root] if parent is None else parent
+            out[position] = vars(holder)[key] if hasattr(holder, "__dict__") else holder[key]
+        return out
+
+    def write(self, roots: Sequence[Any], positions: tuple, new: tuple) -> None:
+        """Write the call's updated leaves back into the caller's Variables and attributes."""
+        variables, slots = self.variables, self.leaf_slots
+        if not slots:
+            for i, value in zip(positions, new):
+                object.__setattr__(variables[i], "_raw_value", value)
+            return
+        by_position = dict(zip(self.var_positions, variables))
+        slot_of = {s[0]: s for s in slots}
+        for i, value in zip(positions, new):
+            if i in by_position:
+                object.__setattr__(by_position[i], "_raw_value", value)
+            else:
+                _, parent, key, root = slot_of[i]
+                holder = roots[root] if parent is None else parent
+                if hasattr(holder, "__dict__"):
+                    object.__setattr__(holder, key, value)
+                else:
+                    holder[key] = value
+
+
+def fx_trace() -> Any:
+    return flax().trace()
+
+
+def _current_trace() -> Any:
+    global _current_trace
+    _current_trace = flax().trace  # resolved on the first call
+    return _current_trace()
+
+
+# ---------------------------------------- the compiled function
+
+
+class Abort(Exception):
+    """Raised inside a trace whose call ``nnx.jit`` must make instead; carries the reason."""
+
+
+def _flat(value: Any) -> tuple[list, Any]:
+    leaves, treedef = jtu.tree_flatten(value)
+    return leaves, treedef
+
+
+def _same(value: Any, before: tuple[list, Any]) -> bool:
+    """Whether a leaf left the trace as it entered (``before``: its jax leaves and treedef then,
+    taken before the call, as a Variable's pytree value may be mutated in place)."""
+    leaves, treedef = _flat(value)
+    return treedef == before[1] and all(x is y for x, y in zip(leaves, before[0]))
+
+
+class Entry:
+    """One ``jax.jit`` for a graph structure, static arguments and argument treedef. ``record``:
+    what its first trace found, which every later trace must find again, or the trace is
+    abandoned and the entry handed to ``nnx.jit``: ``("values", changed leaves, output treedef)``
+    when the graph kept its structure and no graph node is returned (the caller writes the
+    changed values into its Variables), else ``("graph", graph definitions, output treedef,
+    which outputs are graph nodes)`` (the caller merges them into its objects as nnx.jit does)."""
+
+    def __init__(
+        self, owner: CachedNnxJit, graph: Graph, treedef: Any, node_pos: tuple, statics: tuple, donated: list
+    ) -> None:
+        self.record: Any = None
+        self.fallback = ""
+        self._lock = threading.Lock()
+        self.n_graph = graph.n_leaves
+        self.donated = tuple(i for i, d in enumerate(donated) if d)
+        self.kept = tuple(
+            i for i in range(self.n_graph + treedef.num_leaves - len(node_pos)) if i not in self.donated
+        )
+        n_donated_graph = {i for i in self.donated if i < self.n_graph}
+        fx, fun, graphdefs = flax(), owner.fun, graph.graphdefs
+        graphlib, is_node = fx.graphlib, owner._is_node
+
+        def inner(kept: tuple, donated: tuple) -> tuple:
+            values: list[Any] = [None] * (len(kept) + len(donated))
+            for i, v in zip(self.kept, kept):
+                values[i] = v
+            for i, v in zip(self.donated, donated):
+                values[i] = v
+            graph_in, rest = values[: self.n_graph], iter(values[self.n_graph :])
+            index_ref, roots, start = graphlib.IndexMap(), [], 0
+            for gd in graphdefs:
+                roots.append(
+                    graphlib.unflatten(gd, graph_in[start : start + gd.num_leaves], index_ref=index_ref)
+                )
+                start += gd.num_leaves
+            root_at = dict(zip(node_pos, roots))
+            leaves = [root_at[i] if i in root_at else next(rest) for i in range(treedef.num_leaves)]
+            call_args, call_kwargs = owner._with_statics(treedef.unflatten(leaves), statics)
+            before = [_flat(v) for v in graph_in]
+            out = fun(*call_args, **call_kwargs)
+            ref_index, after, gds = graphlib.RefMap(), [], []
+            for root in roots:
+                gd, flat = graphlib.flatten(root, ref_index=ref_index, with_paths=False, graph=True)
+                gds.append(gd)
+                after += flat
+            out_leaves, out_def = jtu.tree_flatten(out, is_leaf=is_node)
+            same = tuple(gds) == graphdefs and all(ref_index.get(obj) == i for i, obj in index_ref.items())
+            if same and not any(map(is_node, out_leaves)):
+                changed = tuple(
+                    i for i in range(self.n_graph) if i in n_donated_graph or not _same(after[i], before[i])
+                )
+                self._settle(("values", changed, out_def))
+                return tuple(after[i] for i in changed), out
+            # The graph changed, or graph nodes are returned: split the arguments and the outputs
+            # again, one reference map over all, each node that entered marked with its index
+            # (``outer_index``), as nnx.jit's inner split does; the caller merges as nnx.jit does.
+            to_outer = graphlib.RefMap((obj, i) for i, obj in index_ref.items())
+            refs, split = graphlib.RefMap(), []
+            for node in [*roots, *filter(is_node, out_leaves)]:
+                split.append(
+                    graphlib.flatten(
+                        node, ref_index=refs, ref_outer_index=to_outer, with_paths=False, graph=True
+                    )
+                )
+            kinds = tuple(is_node(leaf) for leaf in out_leaves)
+            self._settle(("graph", tuple(gd for gd, _ in split), out_def, kinds))
+            return [leaves for _, leaves in split], [leaf for leaf in out_leaves if not is_node(leaf)]
+
+        inner.__name__ = getattr(fun, "__name__", "fun")
+        inner.__qualname__ = getattr(fun, "__qualname__", inner.__name__)
+        self.jitted = jax.jit(inner, donate_argnums=(1,) if self.donated else (), **owner._jit_options)
+
+    def _settle(self, record: tuple) -> None:
+        with self._lock:
+            if self.record is None:
+                self.record = record
+            elif self.record != record:
+                self.fallback = "outputs differ between traces"
+                raise Abort(self.fallback)
+
+
+# ---------------------------------------- cached_nnx_jit
+
+_MISSING: Any = object()
+#: positional arguments of these types keep a call on the fast path (no pytree flatten)
+_LEAF_TYPES = (jax.Array, np.ndarray, np.generic, int, float, complex, bool)
+_FALLBACKS: collections.Counter[str] = collections.Counter()
+
+
+def nnx_fallback_counts() -> dict[str, int]:
+    """Calls every ``cached_nnx_jit`` in this process handed to ``nnx.jit``, by reason."""
+    return dict(_FALLBACKS)
+
+
+def _resolve(fun: Callable, nums: Any, names: Any) -> tuple[frozenset[int], frozenset[str]]:
+    """``(positions, names)``, each inferred from the other through the signature when only
+    one is given, as ``jax.jit`` resolves ``static_arg*`` and ``donate_arg*``."""
+    nums_set = frozenset((nums,) if isinstance(nums, int) else nums or ())
+    names_set = frozenset((names,) if isinstance(names, str) else names or ())
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return nums_set, names_set
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if nums is None and names is not None:
+        nums_set = frozenset(i for i, n in enumerate(positional) if n in names_set)
+    elif names is None and nums is not None:
+        names_set = frozenset(positional[i] for i in nums_set if 0 <= i < len(positional))
+    return nums_set, names_set
+
+
+class _Record:
+    """A call's graph record and entry, and (``fast``) the positional fast path's checks."""
+
+    __slots__ = ("graph", "entry", "fast", "__weakref__")
+
+    def __init__(self, graph: Graph, entry: Entry, fast: tuple | None) -> None:
+        self.graph, self.entry, self.fast = graph, entry, fast
+
+
+def _forget(owner_ref: weakref.ref, key: Any) -> None:
+    owner = owner_ref()
+    if owner is not None:
+        record = owner._records.pop(key, None)
+        if record is not None and owner._last is record:
+            owner._last = None
+
+
+class CachedNnxJit:
+    """The wrapper ``cached_nnx_jit`` returns. ``stats``: hits, misses (a walk of the graph),
+    traces and fallbacks; ``fallback_reasons`` counts the fallbacks by reason."""
+
+    def __init__(self, fun: Callable, **options: Any) -> None:
+        fx = flax()
+        self._fallback = fx.jit(fun, **options)  # nnx.jit's checks and errors, and its fallback
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self._active = isinstance(self._fallback, fx.nnx.transforms.compilation.JitWrapped) and (
+            options.get("in_shardings") is None and options.get("out_shardings") is None
+        )
+        self._static = _resolve(fun, options.get("static_argnums"), options.get("static_argnames"))
+        self._donate = _resolve(fun, options.get("donate_argnums"), options.get("donate_argnames"))
+        keys = ("keep_unused", "device", "backend", "inline")
+        self._jit_options = {k: options[k] for k in keys if options.get(k) not in (None, False)}
+        self._graph_context = fx.graphlib.GRAPH_CONTEXT
+        self._is_node = lambda x: fx.graphlib.is_graph_node(x) or isinstance(x, fx.Variable)
+        self._records: dict[Any, _Record] = {}
+        self._entries: dict[Any, Entry] = {}
+        self._last: _Record | None = None
+        self.stats = {"hits": 0, "misses": 0, "fallbacks": 0}
+        self.fallback_reasons: collections.Counter[str] = collections.Counter()
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fallback.lower(*args, **kwargs)
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fallback.trace(*args, **kwargs)
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fallback.eval_shape(*args, **kwargs)
+
+    # ------------------------------------------------------------ the call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        record = self._last
+        if self._graph_context.tmp_static_cache is not None:  # inside nnx.cached_partial: nnx.jit's
+            return self._fall_back("called through nnx.cached_partial", args, kwargs)
+        if record is not None and not kwargs:
+            types, node_at, pass_at, static_at, statics = record.fast  # type: ignore[misc]
+            if types == tuple(map(type, args)):
+                roots = list(map(args.__getitem__, node_at))
+                graph = record.graph
+                if (
+                    all(map(operator.is_, map(_deref, graph.root_refs), roots))
+                    and (not static_at or list(map(args.__getitem__, static_at)) == statics)
+                    and graph.unchanged(roots)
+                ):
+                    self.stats["hits"] += 1
+                    return self._run(record, roots, list(map(args.__getitem__, pass_at)), args, kwargs)
+        return self._call(args, kwargs)
+
+    def _count_fallback(self, reason: str) -> None:
+        self.stats["fallbacks"] += 1
+        self.fallback_reasons[reason] += 1
+        _FALLBACKS[reason] += 1
+
+    def _fall_back(self, reason: str, args: tuple, kwargs: dict) -> Any:
+        self._count_fallback(reason)
+        return self._fallback(*args, **kwargs)
+
+    def _split_static(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple, dict]:
+        nums, names = self._static
+        if not nums and not names:
+            return (), args, kwargs
+        statics = (
+            tuple((i, a) for i, a in enumerate(args) if i in nums),
+            tuple(sorted((k, v) for k, v in kwargs.items() if k in names)),
+        )
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
+        return statics, dyn_args, {k: v for k, v in kwargs.items() if k not in names}
+
+    @staticmethod
+    def _with_statics(dynamic: tuple, statics: tuple) -> tuple[list, dict]:
+        args, kwargs = list(dynamic[0]), dict(dynamic[1])
+        if statics:
+            for i, value in statics[0]:
+                args.insert(i, value)
+            kwargs.update(statics[1])
+        return args, kwargs
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
+        if not self._active:
+            return self._fall_back("tree mode, graph_updates=False or shardings", args, kwargs)
+        statics, dyn_args, dyn_kwargs = self._split_static(args, kwargs)
+        leaves, treedef = jtu.tree_flatten((dyn_args, dyn_kwargs), is_leaf=self._is_node)
+        node_pos = tuple(i for i, leaf in enumerate(leaves) if self._is_node(leaf))
+        roots = [leaves[i] for i in node_pos]
+        key = (treedef, node_pos, tuple(map(id, roots)), statics)
+        try:
+            record = self._records.get(key)
+        except TypeError:  # an unhashable static argument: nnx.jit's (jax.jit's) error
+            return self._fallback(*args, **kwargs)
+        if record is None or not (
+            all(r() is a for r, a in zip(record.graph.root_refs, roots)) and record.graph.unchanged(roots)
+        ):
+            try:
+                record = self._record(key, args, kwargs, leaves, treedef, node_pos, statics)
+            except Uncacheable as reason:
+                return self._fall_back(str(reason), args, kwargs)
+            except TypeError:  # weakref.ref of an argument: a Variable has no weak references
+                return self._fall_back("an argument without weak references (a Variable)", args, kwargs)
+            self.stats["misses"] += 1
+        else:
+            self.stats["hits"] += 1
+        if record.fast is not None:
+            self._last = record
+        passthrough = [leaf for i, leaf in enumerate(leaves) if i not in node_pos]
+        return self._run(record, roots, passthrough, args, kwargs)
+
+    def _record(self, key, args, kwargs, leaves, treedef, node_pos, statics) -> _Record:
+        fx = flax()
+        roots = [leaves[i] for i in node_pos]
+        if any(fx.is_array_ref(leaf) for leaf in leaves):
+            raise Uncacheable("array reference argument")
+        graph = Graph(roots, fx)
+        # the position in args of each dynamic positional argument
+        at = [i for i in range(len(args)) if i not in self._static[0]]
+        entry_key = (treedef, node_pos, statics, graph.graphdefs)
+        entry = self._entries.get(entry_key)
+        if entry is None:
+            donated = self._donated_leaves(graph, treedef, node_pos, at)
+            entry = self._entries[entry_key] = Entry(self, graph, treedef, node_pos, statics, donated)
+        fast = None
+        plain = len(leaves) == len(at) and all(args[i] is leaf for i, leaf in zip(at, leaves))
+        if plain and not kwargs:
+            if all(isinstance(leaf, _LEAF_TYPES) for i, leaf in enumerate(leaves) if i not in node_pos):
+                node_at = tuple(at[i] for i in node_pos)
+                pass_at = tuple(at[i] for i in range(len(leaves)) if i not in node_pos)
+                static_at = tuple(i for i in range(len(args)) if i in self._static[0])
+                statics_now = [args[i] for i in static_at]
+                fast = (tuple(map(type, args)), node_at, pass_at, static_at, statics_now)
+        record = _Record(graph, entry, fast)
+        if key not in self._records:
+            for root in roots:
+                weakref.finalize(root, _forget, weakref.ref(self), key)
+        self._records[key] = record
+        return record
+
+    def _donated_leaves(self, graph: Graph, treedef: Any, node_pos: tuple, at: list) -> list[bool]:
+        """Per leaf of a call (the graph's leaves, then the other leaves): donated or not;
+        ``at``: the position in the call's arguments of each dynamic positional argument."""
+        nums, names = self._donate
+        if not nums and not names:
+            return [False] * (graph.n_leaves + treedef.num_leaves - len(node_pos))
+        dyn_args, dyn_kwargs = treedef.unflatten(list(range(treedef.num_leaves)))
+        owner: dict[int, bool] = {}
+        for i, arg in zip(at, dyn_args):
+            for leaf in jtu.tree_leaves(arg):
+                owner[leaf] = i in nums
+        for name, arg in dyn_kwargs.items():
+            for leaf in jtu.tree_leaves(arg):
+                owner[leaf] = name in names
+        graph_part = [owner[node_pos[k]] for k in graph.owners]
+        return graph_part + [owner[i] for i in range(treedef.num_leaves) if i not in node_pos]
+
+    def _run(self, record: _Record, roots: list, passthrough: list, args: tuple, kwargs: dict) -> Any:
+        entry = record.entry
+        if entry.fallback:
+            return self._fall_back(entry.fallback, args, kwargs)
+        graph = record.graph
+        values = graph.values(roots) if graph.leaf_slots else list(map(_RAW, graph.variables))
+        if passthrough:
+            values += passthrough
+        if entry.donated:
+            kept = tuple(map(values.__getitem__, entry.kept))
+            donated = tuple(map(values.__getitem__, entry.donated))
+        else:
+            kept, donated = tuple(values), ()
+        try:
+            updates, out = entry.jitted(kept, donated)
+        except Abort as reason:
+            entry.fallback = entry.fallback or str(reason)
+            return self._fall_back(str(reason), args, kwargs)
+        kind, changed = entry.record[:2]
+        if kind == "values":
+            if changed:
+                graph.write(roots, changed, updates)
+            return out
+        return self._merge(record, roots, updates, out)
+
+    @staticmethod
+    def _merge(record: _Record, roots: list, split: list, arrays: list) -> Any:
+        """Merge a call that changed the graph (or returns graph nodes) into the caller's
+        objects, as nnx.jit's outer merge does: nodes that entered are updated in place."""
+        graphlib = flax().graphlib
+        _, graphdefs, out_def, kinds = record.entry.record
+        outer = graphlib.IndexMap(
+            (i, roots[obj[1]] if isinstance(obj, tuple) else obj)
+            for i, obj in enumerate(record.graph.by_index)
+        )
+        index_ref = graphlib.IndexMap()
+        merged = [
+            graphlib.unflatten(gd, leaves, index_ref=index_ref, outer_index_outer_ref=outer)
+            for gd, leaves in zip(graphdefs, split)
+        ]
+        nodes, values = iter(merged[len(roots) :]), iter(arrays)
+        return out_def.unflatten([next(nodes) if kind else next(values) for kind in kinds])
+
+
+def cached_nnx_jit(fun: Callable = _MISSING, **options: Any) -> Any:
+    """Drop-in for ``flax.nnx.jit`` (same keyword arguments, results and errors) that walks the
+    object graph once per graph structure; usable as a decorator with or without arguments."""
+    if fun is _MISSING:
+        return functools.partial(cached_nnx_jit, **options)
+    return CachedNnxJit(fun, **options)
