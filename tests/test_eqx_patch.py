@@ -208,7 +208,7 @@ def test_the_report_sets_two_runs_side_by_side():
     data = suite.report(
         {"unpatched": before, "patched": after},
         run(new="failed"),
-        equinox={"ref": "HEAD", "commit": "abc"},
+        equinox={"release": "main", "ref": "HEAD", "commit": "abc"},
         reruns=again,
         known_failures={"m": "why b fails"},
     )
@@ -234,9 +234,16 @@ def test_the_report_sets_two_runs_side_by_side():
         suite.report({"patched": after})
 
 
-def test_a_missing_report_names_the_tool_that_writes_it(tmp_path):
+def test_a_missing_report_names_the_tool_that_writes_it_and_a_tree_is_chosen_by_name(tmp_path):
+    path = tmp_path / "test_suite.json"
     with pytest.raises(FileNotFoundError, match="tools/equinox_patch_tests.py"):
-        suite.load_report(tmp_path / "test_suite.json")
+        suite.load_report(path)
+    path.write_text('{"trees": {"0.13.8": {"counts": 1}, "main": {"counts": 2}}}')
+    assert suite.load_report(path) == {"counts": 1}  # the pinned release
+    assert suite.load_report(path, "main") == {"counts": 2}
+    assert set(suite.load_report(path, "")["trees"]) == {"0.13.8", "main"}
+    with pytest.raises(ValueError, match="tree='v1'"):
+        suite.load_report(path, "v1")
 
 
 def test_the_tool_needs_a_checkout(capsys):

@@ -135,7 +135,7 @@ def suite_main(args: argparse.Namespace) -> None:
     report = suite.report(
         runs,
         added_unpatched,
-        equinox={"ref": args.ref, "commit": commit},
+        equinox={"release": args.label, "ref": args.ref, "commit": commit},
         patches=[p.name for p in load.DIFF_PATHS],
         command="nice python " + " ".join(PYTEST) + " (JAX_PLATFORMS=cpu)",
         environment=environment,

@@ -129,8 +129,10 @@ def _benchmark_table(table: pd.DataFrame) -> str:
 
 
 def _suite_lines(data: dict[str, Any]) -> list[str]:
-    """One paragraph per tree of the test-suite report (:func:`jaxperf.eqx_patch.suite.sentences`)."""
-    return [" ".join(suite.sentences(label, report)) for label, report in data["trees"].items()]
+    """One paragraph per tree of the test-suite report (:func:`jaxperf.eqx_patch.suite.sentences`);
+    ``data``: all trees (``{"trees": ...}``) or one tree's report."""
+    trees = data["trees"] if "trees" in data else {data["equinox"]["release"]: data}
+    return [" ".join(suite.sentences(label, report)) for label, report in trees.items()]
 
 
 def render(

@@ -40,17 +40,25 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
     return "passed", ""
 
 
-def load_report(path: Path | None = None) -> dict[str, Any]:
-    """The committed report (``results/equinox_patch/test_suite.json``, or ``path``). Raises
-    FileNotFoundError naming the tool that writes it when it is missing."""
-    from .load import PATCH_DIR
+def load_report(path: Path | None = None, tree: str | None = None) -> dict[str, Any]:
+    """One tree's report (``tree``, default the pinned release) from the committed
+    ``results/equinox_patch/test_suite.json`` (or ``path``); ``tree=""``: all of them
+    (``{"trees": {label: report}}``). Raises FileNotFoundError naming the tool that writes it
+    when it is missing, and ValueError naming the trees when ``tree`` is not one of them."""
+    from .load import PATCH_DIR, PATCHED_RELEASE
 
     path = Path(path) if path is not None else PATCH_DIR / "test_suite.json"
     if not path.is_file():
         raise FileNotFoundError(
             f"no test-suite report at {path}: tools/equinox_patch_tests.py suite --checkout PATH writes it."
         )
-    return json.loads(path.read_text())
+    data = json.loads(path.read_text())
+    if tree == "":
+        return data
+    tree = tree or PATCHED_RELEASE
+    if tree not in data["trees"]:
+        raise bad_value("tree", tree, f"one of the trees in {path.name}: {sorted(data['trees'])}")
+    return data["trees"][tree]
 
 
 def outcomes(junit_xml: str | Path) -> dict[str, dict[str, str]]:
