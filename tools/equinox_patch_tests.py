@@ -26,6 +26,11 @@ and ``filter_jit``/``filter_pmap`` of the installed Equinox (the pinned release)
 (``--main-tree``, imported as ``equinox_main``), patched release (``jaxperf.eqx_patch``) and
 patched main (``--main-patched-tree``); pmap over 8 host devices. Each Equinox path uses a model
 built by its own Equinox. Writes ``results/equinox_patch/main_vs_release.json`` and ``.md``.
+
+``dropins``: Equinox's own ``tests/test_jit.py``, ``test_pmap.py`` and ``test_errors.py`` in an
+unpatched tree with ``eqx.filter_jit`` and ``eqx.filter_pmap`` replaced by ``jaxperf.cached_filter_jit``
+and ``jaxperf.cached_filter_pmap`` (a pytest plugin sets them before collection), compared with the
+same files' outcomes in that tree's unpatched run. Writes ``results/equinox_patch/dropins.json``.
 """
 
 from __future__ import annotations
@@ -149,6 +154,48 @@ def suite_main(args: argparse.Namespace) -> None:
     records.write_json(path, data)
     records.write_text(load.PATCH_DIR / "test_suite.md", suite.markdown_report(data))
     print(suite.markdown_report(data))
+
+
+# ---------------------------------------------------------------- drop-ins
+
+DROPIN_FILES = ("tests/test_jit.py", "tests/test_pmap.py", "tests/test_errors.py")
+PLUGIN = """\
+# Imports Equinox in a hook, after Equinox's pytest settings install jaxtyping's import hook.
+def pytest_configure(config):
+    import equinox, jaxperf
+
+    equinox.filter_jit = jaxperf.cached_filter_jit
+    equinox.filter_pmap = jaxperf.cached_filter_pmap
+
+
+def pytest_sessionfinish(session):
+    import json, os
+    from jaxperf.fixes import cached_jit
+
+    with open(os.environ["JAXPERF_DROPIN_FALLBACKS"], "w") as f:
+        json.dump(cached_jit.fallback_counts(), f)
+"""
+
+
+def dropins_main(args: argparse.Namespace) -> None:
+    from jaxperf import records
+    from jaxperf.eqx_patch import load, suite
+
+    tree = args.tree
+    plugin_dir = tree / "jaxperf_dropin_plugin"
+    plugin_dir.mkdir(exist_ok=True)
+    (plugin_dir / "jaxperf_dropins.py").write_text(PLUGIN)
+    junit = tree / "dropins.xml"
+    fallbacks = tree / "dropins_fallbacks.json"
+    env = {**_env(), "PYTHONPATH": f"{plugin_dir}:{ROOT / 'lib'}", "JAXPERF_DROPIN_FALLBACKS": str(fallbacks)}
+    command = ["nice", str(args.python), *PYTEST[:-1], "-p", "jaxperf_dropins", *DROPIN_FILES]
+    subprocess.run([*command, f"--junitxml={junit}"], cwd=tree, env=env, check=False)
+    with_dropins = suite.outcomes(junit)
+    unpatched = {t: r for t, r in suite.outcomes(tree / "junit.xml").items() if t.startswith(DROPIN_FILES)}
+    data = suite.report({"unpatched": unpatched, "patched": with_dropins}, files=list(DROPIN_FILES))
+    data["fallbacks"] = json.loads(fallbacks.read_text()) if fallbacks.exists() else None
+    records.write_json(load.PATCH_DIR / "dropins.json", data)
+    print(json.dumps({k: data[k] for k in ("counts", "changed", "fallbacks")}, indent=1))
 
 
 # ---------------------------------------------------------------- measure
@@ -314,8 +361,15 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--main-commit", default="", help="main's commit, for the report")
     m.add_argument("--rounds", type=int, default=15)
     m.add_argument("--calls", type=int, default=10)
+    d = sub.add_parser("dropins", help="Equinox's jit/pmap/errors tests with the drop-ins patched in")
+    d.add_argument(
+        "--tree", type=Path, required=True, help="an unpatched tree that `suite` ran (its junit.xml)"
+    )
+    d.add_argument("--python", type=Path, required=True)
     args = parser.parse_args(argv)
-    if args.command == "suite":
+    if args.command == "dropins":
+        dropins_main(args)
+    elif args.command == "suite":
         if args.checkout is None:
             parser.error(
                 "--checkout PATH is required: a clone of https://github.com/patrick-kidger/equinox (or the "
