@@ -285,7 +285,7 @@ def test_the_changed_filter_jit_keeps_results_donation_methods_and_lower():
 def test_the_diff_is_the_patchs_filter_jit_part():
     diff = eqx_fix.fix_diff()
     assert diff.startswith("diff --git a/equinox/_jit.py b/equinox/_jit.py")
-    assert "+        if _contains_error_check(jaxpr.jaxpr, set()):" in diff
+    assert "+            if _contains_error_check(jaxpr.jaxpr, set()):" in diff
     assert "-        marker = jnp.array(0)" in diff and "+            marker = None" in diff
     assert diff.count("diff --git") == 1  # equinox/_jit.py, nothing else
 
