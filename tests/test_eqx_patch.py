@@ -1,7 +1,8 @@
-"""The Equinox patch (issue 29, item 5): the diff reader and applier, the patched Equinox built
-beside the shipped one (same results, one flatten per call, errors still Equinox's, the shipped
-one left as it was), the refusal when the diff does not apply, the test-suite report, the
-probe's arithmetic and the issue text. No test asserts a timing."""
+"""The Equinox patch (issue 38, item 1): the diff reader and applier, the three diffs built into a
+patched Equinox beside the shipped one (same results, one flatten per call, waits for shipped error
+checks in reused traces, its pmap cache emptied by ``eqx.clear_caches``, the shipped one left as it
+was), the refusal when a diff does not apply, the test-suite report, the probe's arithmetic and
+the issue text. No test asserts a timing."""
 
 from __future__ import annotations
 
@@ -73,25 +74,35 @@ def test_file_sections_split_a_git_diff_by_file():
 # ---------------------------------------------------------------- the patched Equinox
 
 
-def test_the_committed_diff_applies_to_the_installed_equinox():
+def test_the_committed_diffs_apply_in_order_to_the_installed_equinox():
     sources = eqx_patch.load.patched_sources()
-    assert set(sources) == {"equinox._jit", "equinox._vmap_pmap", "equinox._errors"}
-    assert "_num_error_checks_traced" in sources["equinox._jit"]
-    assert "class _PmapCache(dict)" in sources["equinox._vmap_pmap"]
-    tests = [p.path for p in eqx_patch.load.read_patch() if p.path.startswith("tests/")]
-    assert tests == ["tests/test_jit.py", "tests/test_pmap.py"]  # Equinox's own test files
+    assert set(sources) == {"equinox._jit", "equinox._vmap_pmap"}
+    assert "def _contains_error_check(" in sources["equinox._jit"]
+    assert "cache_clears.append(_clear_pmap_cache)" in sources["equinox._vmap_pmap"]
+    # each diff is one commit on Equinox's main, with its tests in Equinox's own test files
+    tests = [
+        sorted(p.path for p in eqx_patch.load.read_patch(path) if p.path.startswith("tests/"))
+        for path in eqx_patch.DIFF_PATHS
+    ]
+    assert tests == [
+        ["tests/test_pmap.py"],
+        ["tests/test_jit.py"],
+        ["tests/test_jit.py", "tests/test_pmap.py"],
+    ]
+    assert all(path.read_text().startswith("From ") for path in eqx_patch.DIFF_PATHS)
 
 
-def test_a_diff_that_does_not_apply_names_the_installed_equinox(tmp_path):
-    broken = tmp_path / "broken.diff"
-    text = eqx_patch.DIFF_PATH.read_text()
-    broken.write_text(
-        text.replace("     flat = jtu.tree_leaves(dynamic_x)\n", "     flat = something_else\n", 1)
-    )
+def test_a_diff_that_does_not_apply_names_the_installed_equinox_and_the_diff(tmp_path):
+    first, *rest = eqx_patch.DIFF_PATHS
+    broken = tmp_path / first.name
+    text = first.read_text()
+    assert text.count("     def fun_abstract(_dynamic):\n") == 1
+    broken.write_text(text.replace("     def fun_abstract(_dynamic):\n", "     def something_else():\n"))
     with pytest.raises(
-        ValueError, match=rf"does not apply to the installed Equinox {eqx.__version__} .*_errors.py"
+        ValueError,
+        match=rf"does not apply to the installed Equinox {eqx.__version__}: {first.name}: .*_vmap_pmap.py",
     ):
-        eqx_patch.load.patched_sources(broken)
+        eqx_patch.load.patched_sources((broken, *rest))
     with pytest.raises(FileNotFoundError, match="results/equinox_patch"):
         eqx_patch.load.read_patch(tmp_path / "missing.diff")
 
@@ -126,19 +137,33 @@ def test_one_call_traverses_its_trees_as_often_as_jax_does():
     assert (counts.loc["filter_jit"] > 1).all() and (counts.loc["filter_pmap"] > 1).all()
 
 
-def test_error_checks_still_raise_equinoxs_error_through_the_patched_filter_jit():
-    patched = eqx_patch.patched_filter_jit(lambda x: eqx_patch.patched_error_if(x, x < 0, "negative") + 1)
-    assert float(patched(jnp.array(1.0))) == 2.0
-    with pytest.raises(eqx.EquinoxRuntimeError, match="negative"):
-        patched(jnp.array(-1.0))
-    shipped_check = eqx_patch.patched_filter_jit(lambda x: eqx.error_if(x, x < 0, "shipped check") * 2)
-    _, errors = eqx_patch.load.private_api.equinox_jit_modules()
-    original = errors.branched_error_if_impl_jit
+def test_the_patched_filter_jit_waits_for_shipped_error_checks_even_in_reused_traces():
+    waits = lambda fn, x: fn.lower(x).lowered.out_info[0] is not None  # noqa: E731
+    x = jnp.array(1.0)
+
+    @jax.jit
+    def helper(x):
+        return eqx.error_if(x, x < 0, "shipped check")
+
+    first = eqx_patch.patched_filter_jit(lambda x: helper(x) + 1)
+    second = eqx_patch.patched_filter_jit(lambda x: helper(x) * 2)  # JAX reuses helper's trace
+    assert waits(first, x) and waits(second, x)
+    assert not waits(eqx_patch.patched_filter_jit(lambda x: x + 1), x)
     with eqx_patch.shipped_error_checks_routed():
-        assert shipped_check.lower(jnp.array(1.0)).lowered.out_info[0] is not None  # it waits
+        assert float(second(x)) == 2.0
         with pytest.raises(eqx.EquinoxRuntimeError, match="shipped check"):
-            shipped_check(jnp.array(-1.0))
-    assert errors.branched_error_if_impl_jit is original
+            second(-x)
+    with pytest.raises(Exception, match="shipped check"):  # JAX's error, the same message
+        second(-x)
+
+
+def test_the_patched_filter_pmap_cache_is_emptied_by_eqx_clear_caches():
+    pmap_module = eqx_patch.patched_equinox().modules["equinox._vmap_pmap"]
+    f = eqx_patch.patched_filter_pmap(lambda x, y: x * y, devices=jax.devices()[:1])
+    assert float(f(jnp.ones(1), 3.0)[0]) == 3.0
+    assert len(pmap_module._pmap_cache) >= 1
+    eqx.clear_caches()
+    assert len(pmap_module._pmap_cache) == 0
 
 
 # ---------------------------------------------------------------- the test-suite report
@@ -183,8 +208,9 @@ def test_the_report_sets_two_runs_side_by_side():
     data = suite.report(
         {"unpatched": before, "patched": after},
         run(new="failed"),
-        equinox={"release": "0.13.8", "commit": "abc"},
+        equinox={"release": "main", "ref": "HEAD", "commit": "abc"},
         reruns=again,
+        known_failures={"m": "why b fails"},
     )
     assert data["counts"]["patched"]["failed"] == 2 and data["totals"] == {"unpatched": 4, "patched": 4}
     assert data["changed"] == [{"test": "tests/t.py::c", "unpatched": "passed", "patched": "failed"}]
@@ -192,17 +218,32 @@ def test_the_report_sets_two_runs_side_by_side():
         {"test": "tests/t.py::new", "outcome": "passed", "message": "m", "unpatched": "failed"}
     ]
     assert data["removed"] == ["tests/t.py::gone"]
-    text = suite.markdown_report(data)
-    assert "| failed | 1 | 2 |" in text and "`tests/t.py::c` passed -> failed" in text
-    assert "`tests/t.py::new` passed / failed" in text
-    assert "`tests/t.py::c`, unpatched: 1 of 2 passed, 1 failed; patched: 2 of 2 failed." in text
+    text = suite.markdown_report({"trees": {"main": data}})
+    assert "## Equinox main" in text and "| failed | 1 | 2 |" in text
+    assert (
+        "unpatched 3 passed, 1 failed of 4; patched 2 passed, 2 failed of 4 "
+        "(4 + 1 added by the patch - 1 removed)" in text
+    )
+    assert "of the 1 added, 1 fail against the unpatched Equinox" in text
+    assert "Failing in both: `tests/t.py::b` (why b fails)." in text
+    assert (
+        "`tests/t.py::c` passed -> failed (run again: unpatched 1 of 2 passed, 1 failed; "
+        "patched 2 of 2 failed)" in text
+    )
     with pytest.raises(ValueError, match="runs="):
         suite.report({"patched": after})
 
 
-def test_a_missing_report_names_the_tool_that_writes_it(tmp_path):
+def test_a_missing_report_names_the_tool_that_writes_it_and_a_tree_is_chosen_by_name(tmp_path):
+    path = tmp_path / "test_suite.json"
     with pytest.raises(FileNotFoundError, match="tools/equinox_patch_tests.py"):
-        suite.load_report(tmp_path / "test_suite.json")
+        suite.load_report(path)
+    path.write_text('{"trees": {"0.13.8": {"counts": 1}, "main": {"counts": 2}}}')
+    assert suite.load_report(path) == {"counts": 1}  # the pinned release
+    assert suite.load_report(path, "main") == {"counts": 2}
+    assert set(suite.load_report(path, "")["trees"]) == {"0.13.8", "main"}
+    with pytest.raises(ValueError, match="tree='v1'"):
+        suite.load_report(path, "v1")
 
 
 def test_the_tool_needs_a_checkout(capsys):
@@ -212,7 +253,7 @@ def test_the_tool_needs_a_checkout(capsys):
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     with pytest.raises(SystemExit) as exit_info:
-        tool.main([])
+        tool.main(["suite", "--python", "python3"])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "--checkout PATH is required" in err and "sdist on PyPI has no tests" in err
@@ -274,12 +315,14 @@ def test_the_issue_text_quotes_the_measured_numbers():
     repro = issue.parse(
         "jax.jit on params: 0.123 ms of host CPU per call\nnoise\neqx.filter_pmap: 4.567 ms of host CPU per call\n"
     )
-    text = issue.render(table, counts, report, repro=repro, versions={"equinox": "0.13.8"})
+    text = issue.render(
+        table, counts, {"trees": {"0.13.8": report}}, repro=repro, versions={"equinox": "0.13.8"}
+    )
     assert "19.600 [19.600, 19.600] ms" in text  # filter_pmap's excess at 392 leaves
     assert (
         "50.0 µs per leaf" in text
         and "4.567" in text
-        and "run against the unpatched Equinox, 1 fail: `t::b`" in text
+        and "of the 1 added, 1 fail against the unpatched Equinox" in text
     )
     assert issue.REPRO_SCRIPT in text and "```diff" in text and "#973" in text
     assert textwrap.dedent(issue.REPRO_SCRIPT).count("\n") <= 20

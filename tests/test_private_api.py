@@ -213,6 +213,5 @@ def test_equinox_jit_internals_resolve_and_are_swapped_back():
 
     assert set(eqx_patch.patched_equinox().modules) == {
         "equinox._jit",
-        "equinox._errors",
         "equinox._vmap_pmap",
     }

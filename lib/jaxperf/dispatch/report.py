@@ -208,7 +208,7 @@ def issue_text(timings: pd.DataFrame, versions: dict[str, str], where: str) -> s
     return issue.render(
         table,
         probe.traversals(),
-        suite.load_report(),
+        suite.load_report(tree=""),
         repro=issue.run_repro(),
         versions=versions,
         where=where,

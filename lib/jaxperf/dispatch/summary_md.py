@@ -160,7 +160,7 @@ def _bullet_patch(s: dict[str, Any]) -> str:
         for side in ("unpatched", "patched")
     )
     return (
-        "- **A patch Equinox could merge** (`results/equinox_patch/equinox-0.13.8.diff`: `filter_pmap` keeps its "
+        "- **A patch Equinox could merge** (`results/equinox_patch/`, three diffs: `filter_pmap` keeps its "
         "partition per input structure, `filter_jit` rebuilds its output in one unflatten and waits only when it "
         f"holds an error check): patched `eqx.filter_pmap` costs {per_leaf_text(lines.get('filter_pmap_patched'))} "
         f"more than `jax.pmap` on params, patched `eqx.filter_jit` {per_leaf_text(lines.get('filter_jit_patched'))} "

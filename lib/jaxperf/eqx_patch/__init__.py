@@ -1,14 +1,15 @@
-"""A patch Equinox could merge for equinox#192 (issue 29, item 5): ``eqx.filter_jit`` and
-``eqx.filter_pmap`` without their per-call partition/combine, and ``eqx.filter_jit`` waiting
-only when its function holds an error check. The patch itself is a unified diff against
-Equinox's repository at ``v0.13.8``, committed as ``results/equinox_patch/equinox-0.13.8.diff``
-(with its tests, added to Equinox's own test files).
+"""Changes Equinox could merge for equinox#192: ``eqx.filter_pmap`` caching its partition per
+input structure, ``eqx.filter_jit`` waiting only when its compiled call holds an error check,
+and both rebuilding their output with one unflatten. Each is a ``git format-patch`` of one
+commit on Equinox's main (``results/equinox_patch/1-*.diff``, ``2-*.diff``, ``3-*.diff``, each
+on top of the previous, with its tests in Equinox's own test files); they apply unchanged to
+Equinox 0.13.8, the release the project pins.
 
 One module per concern:
 
 - :mod:`~jaxperf.eqx_patch.diff`: unified diffs read and applied in pure Python;
 - :mod:`~jaxperf.eqx_patch.load`: the patched Equinox built in this process beside the shipped
-  one: :func:`patched_filter_jit`, :func:`patched_filter_pmap`, :func:`patched_error_if`;
+  one: :func:`patched_filter_jit`, :func:`patched_filter_pmap`;
 - :mod:`~jaxperf.eqx_patch.suite`: Equinox's whole test suite, patched and unpatched, compared
   (``tools/equinox_patch_tests.py`` runs it);
 - :mod:`~jaxperf.eqx_patch.probe`: the dispatching thread's CPU per call, patched and shipped,
@@ -23,11 +24,11 @@ from .._lazy import exports
 if TYPE_CHECKING:
     from . import diff, issue, load, probe, suite
     from .load import (
-        DIFF_PATH,
+        DIFF_PATHS,
+        EQUINOX_MAIN,
         PATCHED_RELEASE,
         PatchedEquinox,
         patched_equinox,
-        patched_error_if,
         patched_filter_jit,
         patched_filter_pmap,
         shipped_error_checks_routed,
@@ -42,11 +43,11 @@ __getattr__, __dir__ = exports(
         "load": (".load", None),
         "probe": (".probe", None),
         "suite": (".suite", None),
-        "DIFF_PATH": (".load", "DIFF_PATH"),
+        "DIFF_PATHS": (".load", "DIFF_PATHS"),
+        "EQUINOX_MAIN": (".load", "EQUINOX_MAIN"),
         "PATCHED_RELEASE": (".load", "PATCHED_RELEASE"),
         "PatchedEquinox": (".load", "PatchedEquinox"),
         "patched_equinox": (".load", "patched_equinox"),
-        "patched_error_if": (".load", "patched_error_if"),
         "patched_filter_jit": (".load", "patched_filter_jit"),
         "patched_filter_pmap": (".load", "patched_filter_pmap"),
         "shipped_error_checks_routed": (".load", "shipped_error_checks_routed"),
@@ -54,14 +55,14 @@ __getattr__, __dir__ = exports(
 )
 
 __all__ = [
-    "DIFF_PATH",
+    "DIFF_PATHS",
+    "EQUINOX_MAIN",
     "PATCHED_RELEASE",
     "PatchedEquinox",
     "diff",
     "issue",
     "load",
     "patched_equinox",
-    "patched_error_if",
     "patched_filter_jit",
     "patched_filter_pmap",
     "probe",

@@ -128,43 +128,11 @@ def _benchmark_table(table: pd.DataFrame) -> str:
     return markdown.table(shown)
 
 
-def _suite_lines(report: dict[str, Any]) -> list[str]:
-    counts = report["counts"]
-    line = "; ".join(
-        f"{run}: " + ", ".join(f"{counts[run][o]} {o}" for o in suite.OUTCOMES if counts[run][o])
-        for run in suite.RUNS
-    )
-    reruns = report.get("reruns", {})
-
-    def again(test: str) -> str:
-        runs = reruns.get(test)
-        if runs is None:
-            return ""
-        return ", run again: " + "; ".join(f"{r} {suite.tally(runs.get(r, []))}" for r in suite.RUNS)
-
-    changed = [
-        f"`{c['test']}` {c['unpatched']} -> {c['patched']}{again(c['test'])}" for c in report["changed"]
-    ]
-    failing = {
-        run: {
-            t["test"]: t["message"] for t in report["not_passed"][run] if t["outcome"] in ("failed", "error")
-        }
-        for run in suite.RUNS
-    }
-    both = sorted(set(failing["unpatched"]) & set(failing["patched"]))
-    added = report["added"]
-    failing_before = [a["test"].split("/")[-1] for a in added if a.get("unpatched") not in (None, "passed")]
-    return [
-        f"Equinox's whole suite ({report['command']}; {', '.join(f'{k} {v}' for k, v in report['environment'].items())}): {line}.",
-        "Failing in both: "
-        + ("; ".join(f"`{t}` ({failing['unpatched'][t][:70]})" for t in both) or "none")
-        + ".",
-        f"Outcomes the patch changes: {len(changed)}" + (f" ({'; '.join(changed)})" if changed else "") + ".",
-        f"Tests it adds: {len(added)}, {sum(a['outcome'] == 'passed' for a in added)} passing; run against the "
-        f"unpatched Equinox, {len(failing_before)} fail"
-        + (": " + ", ".join(f"`{t}`" for t in failing_before) if failing_before else "")
-        + " (the others guard behaviour the patch keeps).",
-    ]
+def _suite_lines(data: dict[str, Any]) -> list[str]:
+    """One paragraph per tree of the test-suite report (:func:`jaxperf.eqx_patch.suite.sentences`);
+    ``data``: all trees (``{"trees": ...}``) or one tree's report."""
+    trees = data["trees"] if "trees" in data else {data["equinox"]["release"]: data}
+    return [" ".join(suite.sentences(label, report)) for label, report in trees.items()]
 
 
 def render(
@@ -182,8 +150,7 @@ def render(
     slopes = probe.per_leaf(table)
     small, large = int(slopes["filter_pmap"]["leaves_small"]), int(slopes["filter_pmap"]["leaves_large"])
     versions_text = ", ".join(f"{k} {v}" for k, v in (versions or {}).items())
-    patch_files = [p for p in load.read_patch() if p.path.startswith("equinox/")]
-    test_files = [p for p in load.read_patch() if p.path.startswith("tests/")]
+    patches = {path.name: load.read_patch(path) for path in load.DIFF_PATHS}
     traversal_rows = counts[["label", "flattens", "unflattens"]].rename(columns={"label": "one call of"})
     repro_text = ""
     if repro is not None:
@@ -195,8 +162,12 @@ def render(
 step, MLP + Adam state, {where}{"; " + versions_text if versions_text else ""}), over `jax.pmap` on
 the model's arrays, `eqx.filter_pmap` costs {_excess(_row(table, small, "filter_pmap"))} at {small} array
 leaves and {_excess(_row(table, large, "filter_pmap"))} at {large}: {_per_leaf(slopes["filter_pmap"])}.
-Over `jax.jit` on params, `eqx.filter_jit` costs {_excess(_row(table, small, "filter_jit"))} at {small} leaves and
-{_excess(_row(table, large, "filter_jit"))} at {large}, and waits for every call to finish. A training loop whose
+Over `jax.jit` on params, `eqx.filter_jit` costs {_excess(_row(table, small, "filter_jit"))} at {
+        small
+    } leaves and
+{_excess(_row(table, large, "filter_jit"))} at {
+        large
+    }, and waits for every call to finish. A training loop whose
 device step takes less than this excess is host-bound by it. (Medians of per-pair differences, [interquartile
 range]; per leaf: between the two sizes, the range from the quartiles.)
 
@@ -214,28 +185,29 @@ on a pytree node that counts its own flattens (the call after the compiling one)
 
 {markdown.table(traversal_rows)}
 
-**The patch** (against v{load.PATCHED_RELEASE}; {", ".join(f"`{p.path}` +{p.added} -{p.removed}" for p in patch_files)};
-tests in {", ".join(f"`{p.path}` +{p.added}" for p in test_files)}):
+**The patch**: three diffs, each one commit on Equinox's main (`{load.EQUINOX_MAIN[:12]}`), on top of the
+previous, each applying unchanged to {load.PATCHED_RELEASE}; {
+        "; ".join(
+            f"`{name}`: " + ", ".join(f"`{p.path}` +{p.added} -{p.removed}" for p in files)
+            for name, files in patches.items()
+        )
+    }.
 
-1. `filter_jit` partitions its output flat inside the trace (`hashable_partition`) and rebuilds it with one
-   unflatten (`hashable_combine`) instead of `combine`.
-2. `filter_jit` waits only when the compiled function holds a runtime error check: `_filter_jit_cache` counts
-   the `eqx.error_if` checks (raise or breakpoint mode) traced in the function, and the markers of nested
-   `filter_jit`s that hold one; with none, it returns no marker and the call dispatches asynchronously like
-   `jax.jit`. A check inside a function whose trace JAX reuses from an earlier trace (a plain `jax.jit`, a
-   `lax.while_loop` body traced before with the same shapes) is not seen; on an asynchronous backend its
-   failure then surfaces at the next synchronisation, as JAX's `JaxRuntimeError`, as it does under `jax.jit`. Code that timed `filter_jit` calls
-   without `block_until_ready` will now read the dispatch time, as with `jax.jit`.
-3. `filter_pmap` keeps, per wrapper, a cache from input structure (tree structure, non-array leaves, array
-   shapes and dtypes) to its `jax.pmap` and flat `in_axes`, which takes the arrays as positional arguments
-   (`jax.pmap`'s fast path for flat `in_axes`) and returns its outputs grouped by output axis, rebuilt with one
-   unflatten. Callables in `in_axes` are then evaluated once per input structure, as those in `out_axes`
-   already are once per trace (documented in the docstring).
+1. `filter_pmap` looks up its `jax.pmap` per input structure (the wrapper's settings, non-array leaves, tree
+   structure, array shapes and dtypes) in a cache that is bounded (128 entries, least recently used out),
+   locked, and emptied by `eqx.clear_caches()`; `in_axes` is resolved once per structure (documented).
+2. `filter_jit` traces the function to a jaxpr (an inlined `jax.jit`, still one trace) and returns its marker,
+   and waits, only when that jaxpr or any jaxpr inside it (a reused `jax.jit` trace, a `while_loop` body, a
+   nested `filter_jit`) calls back to `equinox._errors`: a call without an `eqx.error_if` dispatches
+   asynchronously like `jax.jit`. Nothing is shared between traces, so threads do not interfere. Code that
+   timed `filter_jit` calls without `block_until_ready` will now read the dispatch time, as with `jax.jit`.
+3. Both rebuild their output with one unflatten (`filter_pmap` groups its outputs per output axis), and
+   `filter_pmap`'s `_call` is a function, as `filter_jit`'s is.
 
-<details><summary>The diff</summary>
+<details><summary>The diffs</summary>
 
 ```diff
-{load.DIFF_PATH.read_text().strip()}
+{chr(10).join(path.read_text().strip() for path in load.DIFF_PATHS)}
 ```
 
 </details>

@@ -1,22 +1,20 @@
-"""The patched Equinox, built in this process from the installed Equinox's own source with
-:data:`DIFF_PATH` applied, beside the shipped one.
+"""The patched Equinox, built in this process from the installed Equinox's own source with the
+diffs of :data:`DIFF_PATHS` applied in order, beside the shipped one.
 
-Each Equinox module the diff changes (``equinox/_jit.py``, ``_vmap_pmap.py``, ``_errors.py``)
-is compiled again from its installed source, patched, as a new module named
+Each Equinox module the diffs change (``equinox/_jit.py``, ``equinox/_vmap_pmap.py``; neither
+imports the other) is compiled again from its installed source, patched, as a new module named
 ``equinox.<module>__jaxperf_patched``: inside the ``equinox`` package, so its relative imports
-share every unchanged module (``Module``, ``Static``, the filters, the compile utilities), and
-with its imports of the other changed modules pointed at their patched copies. Nothing of the
-shipped Equinox is replaced: ``eqx.filter_jit`` and ``eqx.filter_pmap`` stay as shipped, and the
-patched ones are timed beside them. ``EquinoxRuntimeError`` is the shipped class in both, so
-``except eqx.EquinoxRuntimeError`` catches either's.
+share every unchanged module (``Module``, ``Static``, the filters, the compile utilities,
+``clear_caches``). Nothing of the shipped Equinox is replaced: ``eqx.filter_jit`` and
+``eqx.filter_pmap`` stay as shipped, and the patched ones are timed beside them.
+``EquinoxRuntimeError`` is the shipped class in both, so ``except eqx.EquinoxRuntimeError``
+catches either's.
 
-An error check has to come from the same Equinox as the ``filter_jit`` that is to wait for it:
-inside a patched wrapper, use :func:`patched_error_if`, or enter
-:func:`shipped_error_checks_routed`, which sends the shipped ``eqx.error_if`` through the patched
-Equinox while it is active. A shipped check that is not routed is invisible to a patched
-``filter_jit``, which then does not wait for it: on an asynchronous backend its failure surfaces
-at the next synchronisation, as JAX's ``JaxRuntimeError`` (XLA:CPU runs a program with a host
-callback before its call returns, so there it still raises inside the call).
+The patched ``filter_jit`` finds the shipped ``eqx.error_if`` in its jaxpr and waits for it. A
+failing check reports its message through ``equinox._jit.last_error_info`` of the shipped
+module; :func:`shipped_error_checks_routed` points it at the patched module while active, so
+that the failure is Equinox's readable ``EquinoxRuntimeError`` (without it, JAX's
+``JaxRuntimeError`` carrying the same message).
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ import contextlib
 import functools
 import importlib
 import linecache
-import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -37,10 +34,19 @@ from .. import private_api
 from ..paths import PROJECT_ROOT
 from . import diff
 
-#: the Equinox release the diff was made against (its git tag is ``v<release>``)
+#: the Equinox release the project pins; the diffs apply to it and to Equinox's main
 PATCHED_RELEASE = "0.13.8"
-#: the patch, a unified diff against Equinox's repository at that tag (source and tests)
-DIFF_PATH = PROJECT_ROOT / "results" / "equinox_patch" / f"equinox-{PATCHED_RELEASE}.diff"
+#: Equinox's main when the diffs were made (``git format-patch`` of one commit each, in order)
+EQUINOX_MAIN = "9336d820b2ef66b360fc6cb3611b3da5cefbb14d"
+PATCH_DIR = PROJECT_ROOT / "results" / "equinox_patch"
+#: the three diffs, each on top of the previous: filter_pmap's cache, filter_jit's wait, the output
+DIFF_PATHS = (
+    PATCH_DIR / "1-filter-pmap-partition-cache.diff",
+    PATCH_DIR / "2-filter-jit-wait-only-on-error-checks.diff",
+    PATCH_DIR / "3-one-unflatten-output.diff",
+)
+#: the diff that makes filter_jit wait only for error checks
+JIT_DIFF_PATH = DIFF_PATHS[1]
 SUFFIX = "__jaxperf_patched"
 
 
@@ -50,11 +56,8 @@ class PatchedEquinox:
 
     filter_jit: Callable[..., Any]
     filter_pmap: Callable[..., Any]
-    error_if: Callable[..., Any]
-    branched_error_if_impl_jit: Any  # what the patched eqx.error_if runs inside a trace
     modules: dict[str, types.ModuleType]  # "equinox._jit" -> its patched copy
     installed: str  # the installed Equinox's version
-    diff_path: Path
 
 
 def _source_root() -> Path:
@@ -62,9 +65,9 @@ def _source_root() -> Path:
     return Path(importlib.import_module("equinox").__file__ or "").resolve().parent.parent
 
 
-def read_patch(path: Path = DIFF_PATH) -> list[diff.FilePatch]:
+def read_patch(path: Path) -> list[diff.FilePatch]:
     """The file patches of the diff at ``path``. Raises FileNotFoundError saying where it was
-    looked for (it is committed in the project's ``results/equinox_patch/``)."""
+    looked for (the diffs are committed in the project's ``results/equinox_patch/``)."""
     if not Path(path).is_file():
         raise FileNotFoundError(
             f"the Equinox patch is not at {path}: it is committed in the project's "
@@ -73,62 +76,39 @@ def read_patch(path: Path = DIFF_PATH) -> list[diff.FilePatch]:
     return diff.parse(Path(path).read_text())
 
 
-def patched_sources(path: Path = DIFF_PATH) -> dict[str, str]:
-    """Module name (``"equinox._jit"``) -> the installed source of that module with the diff at
-    ``path`` applied, for each ``equinox/*.py`` file the diff changes (its ``tests/`` files
-    are for a checkout of Equinox's repository). Raises ValueError naming the installed
-    Equinox's version and the hunk that does not apply."""
+def apply_all(
+    read: Callable[[str], str], paths: tuple[Path, ...] = DIFF_PATHS, under: str = ""
+) -> dict[str, str]:
+    """File path (``"equinox/_jit.py"``) -> its text with every diff of ``paths`` applied in
+    order, for each file under ``under`` that they change; ``read(path)`` gives a file's
+    unpatched text. Raises :class:`diff.DoesNotApply` naming the diff and the hunk."""
+    texts: dict[str, str] = {}
+    for path in paths:
+        for patch in read_patch(path):
+            if patch.path.startswith(under):
+                try:
+                    texts[patch.path] = diff.apply(texts.get(patch.path) or read(patch.path), patch)
+                except diff.DoesNotApply as err:
+                    raise diff.DoesNotApply(f"{Path(path).name}: {err}") from None
+    return texts
+
+
+def patched_sources(paths: tuple[Path, ...] = DIFF_PATHS) -> dict[str, str]:
+    """Module name (``"equinox._jit"``) -> the installed source of that module with the diffs at
+    ``paths`` applied, for each ``equinox/*.py`` file they change (their ``tests/`` files are
+    for a checkout of Equinox's repository). Raises ValueError naming the installed Equinox's
+    version and the hunk that does not apply."""
     equinox = importlib.import_module("equinox")
     root = _source_root()
-    sources = {}
-    for patch in read_patch(path):
-        if not (patch.path.startswith("equinox/") and patch.path.endswith(".py")):
-            continue
-        file = root / patch.path
-        try:
-            text = file.read_text()
-            sources[patch.path[:-3].replace("/", ".")] = diff.apply(text, patch)
-        except (OSError, diff.DoesNotApply) as err:
-            raise ValueError(
-                f"the Equinox patch {path.name} (made against Equinox {PATCHED_RELEASE}) does not "
-                f"apply to the installed Equinox {equinox.__version__} ({file}): {err} "
-                f"Install equinox=={PATCHED_RELEASE} to build the patched Equinox."
-            ) from None
-    return sources
-
-
-def _point_imports_at_patched(source: str, patched: list[str]) -> str:
-    """``source`` with its relative imports of the ``patched`` modules (``"_jit"``, ...) turned
-    into imports of their patched copies."""
-    for name in patched:
-        source = re.sub(
-            rf"^from \. import {name}$", f"from . import {name}{SUFFIX} as {name}", source, flags=re.M
-        )
-        source = re.sub(rf"^from \.{name} import ", f"from .{name}{SUFFIX} import ", source, flags=re.M)
-    return source
-
-
-def _load_order(sources: dict[str, str]) -> list[str]:
-    """The patched modules ordered so that each comes after the patched modules it imports."""
-    short = {name: name.rsplit(".", 1)[1] for name in sources}
-    imports = {
-        name: {
-            other
-            for other in sources
-            if other != name
-            and re.search(rf"^from \.(?: import {short[other]}$|{short[other]} import )", src, re.M)
-        }
-        for name, src in sources.items()
-    }
-    order: list[str] = []
-    while len(order) < len(sources):
-        ready = [name for name in sources if name not in order and imports[name] <= set(order)]
-        if not ready:
-            raise ValueError(
-                f"the patched modules {sorted(set(sources) - set(order))} import each other in a cycle."
-            )
-        order += ready
-    return order
+    try:
+        texts = apply_all(lambda p: (root / p).read_text(), paths, under="equinox/")
+    except (OSError, diff.DoesNotApply) as err:
+        raise ValueError(
+            f"the Equinox patch (made against Equinox's main {EQUINOX_MAIN[:12]}, applies to "
+            f"{PATCHED_RELEASE}) does not apply to the installed Equinox {equinox.__version__}: {err} "
+            f"Install equinox=={PATCHED_RELEASE} to build the patched Equinox."
+        ) from None
+    return {path[:-3].replace("/", "."): text for path, text in texts.items() if path.endswith(".py")}
 
 
 def _load(name: str, source: str, filename: str) -> types.ModuleType:
@@ -150,26 +130,21 @@ def _load(name: str, source: str, filename: str) -> types.ModuleType:
 @functools.cache
 def patched_equinox() -> PatchedEquinox:
     """The patched Equinox (built once per process; see the module docstring). Raises
-    ValueError naming the installed Equinox's version when the diff does not apply to it."""
+    ValueError naming the installed Equinox's version when the diffs do not apply to it."""
     equinox = importlib.import_module("equinox")
-    sources = patched_sources()
-    short = [name.rsplit(".", 1)[1] for name in sources]
     root = _source_root()
-    modules: dict[str, types.ModuleType] = {}
-    for name in _load_order(sources):
-        filename = f"{root / name.replace('.', '/')}.py (patched by jaxperf)"
-        modules[name] = _load(name, _point_imports_at_patched(sources[name], short), filename)
-    jit, errors = modules["equinox._jit"], modules["equinox._errors"]
+    modules = {
+        name: _load(name, source, f"{root / name.replace('.', '/')}.py (patched by jaxperf)")
+        for name, source in patched_sources().items()
+    }
+    jit = modules["equinox._jit"]
     # One exception class for both Equinoxes: `except eqx.EquinoxRuntimeError` catches either.
     vars(jit)["EquinoxRuntimeError"] = equinox.EquinoxRuntimeError
     return PatchedEquinox(
         filter_jit=jit.filter_jit,
         filter_pmap=modules["equinox._vmap_pmap"].filter_pmap,
-        error_if=errors.error_if,
-        branched_error_if_impl_jit=errors.branched_error_if_impl_jit,
         modules=modules,
         installed=str(equinox.__version__),
-        diff_path=DIFF_PATH,
     )
 
 
@@ -188,17 +163,13 @@ def patched_filter_pmap(fun: Callable[..., Any] | None = None, **kwargs: Any) ->
     return patched_equinox().filter_pmap(fun, **kwargs)
 
 
-def patched_error_if(x: Any, pred: Any, msg: str, **kwargs: Any) -> Any:
-    """``eqx.error_if`` of the patched Equinox: a check that its ``filter_jit`` waits for."""
-    return patched_equinox().error_if(x, pred, msg, **kwargs)
-
-
 @contextlib.contextmanager
 def shipped_error_checks_routed() -> Iterator[None]:
-    """While active, the shipped ``eqx.error_if`` runs its check through the patched Equinox (as
-    it would with the patch installed), so that a patched ``filter_jit`` sees it and reports its
-    failure as Equinox does. Not thread-safe: it swaps one attribute of ``equinox._errors``."""
+    """While active, a failing shipped ``eqx.error_if`` leaves its message where the patched
+    ``filter_jit`` looks for it (as it would with the patch installed), so that it raises
+    Equinox's readable ``EquinoxRuntimeError``. Not thread-safe: it swaps one attribute of
+    ``equinox._errors``."""
     _, errors_module = private_api.equinox_jit_modules()
-    replacement = patched_equinox().branched_error_if_impl_jit
-    with private_api.equinox_attributes_replaced(errors_module, {"branched_error_if_impl_jit": replacement}):
+    patched_jit = patched_equinox().modules["equinox._jit"]
+    with private_api.equinox_attributes_replaced(errors_module, {"_jit": patched_jit}):
         yield

@@ -3,9 +3,9 @@
 :func:`outcomes` reads one pytest run's JUnit XML into an outcome per test; :func:`report`
 puts the two runs side by side (counts, the tests whose outcome differs, the tests the patch
 adds, the tests that do not pass in either); :func:`markdown` renders that report.
-``tools/equinox_patch_tests.py`` makes the two runs (it needs a checkout of Equinox's
-repository: the sdist on PyPI has no tests) and writes ``results/equinox_patch/test_suite.json``
-and ``test_suite.md``.
+``tools/equinox_patch_tests.py suite`` makes the two runs per tree (Equinox's main, the pinned
+release; it needs a checkout of Equinox's repository: the sdist on PyPI has no tests) and writes
+``results/equinox_patch/test_suite.json`` (``{"trees": {label: report}}``) and ``test_suite.md``.
 """
 
 from __future__ import annotations
@@ -40,17 +40,25 @@ def _outcome(case: ET.Element) -> tuple[str, str]:
     return "passed", ""
 
 
-def load_report(path: Path | None = None) -> dict[str, Any]:
-    """The committed report (``results/equinox_patch/test_suite.json``, or ``path``). Raises
-    FileNotFoundError naming the tool that writes it when it is missing."""
-    from .load import DIFF_PATH
+def load_report(path: Path | None = None, tree: str | None = None) -> dict[str, Any]:
+    """One tree's report (``tree``, default the pinned release) from the committed
+    ``results/equinox_patch/test_suite.json`` (or ``path``); ``tree=""``: all of them
+    (``{"trees": {label: report}}``). Raises FileNotFoundError naming the tool that writes it
+    when it is missing, and ValueError naming the trees when ``tree`` is not one of them."""
+    from .load import PATCH_DIR, PATCHED_RELEASE
 
-    path = Path(path) if path is not None else DIFF_PATH.parent / "test_suite.json"
+    path = Path(path) if path is not None else PATCH_DIR / "test_suite.json"
     if not path.is_file():
         raise FileNotFoundError(
-            f"no test-suite report at {path}: tools/equinox_patch_tests.py --checkout PATH writes it."
+            f"no test-suite report at {path}: tools/equinox_patch_tests.py suite --checkout PATH writes it."
         )
-    return json.loads(path.read_text())
+    data = json.loads(path.read_text())
+    if tree == "":
+        return data
+    tree = tree or PATCHED_RELEASE
+    if tree not in data["trees"]:
+        raise bad_value("tree", tree, f"one of the trees in {path.name}: {sorted(data['trees'])}")
+    return data["trees"][tree]
 
 
 def outcomes(junit_xml: str | Path) -> dict[str, dict[str, str]]:
@@ -137,54 +145,92 @@ def tally(outcomes: list[str]) -> str:
     )
 
 
-def _tests(items: list[str]) -> str:
-    return "; ".join(items) if items else "none"
+def _count_text(counts: dict[str, int], total: int) -> str:
+    return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o]) + f" of {total}"
+
+
+def _failing(report: dict[str, Any], run: str) -> dict[str, str]:
+    return {t["test"]: t["message"] for t in report["not_passed"][run] if t["outcome"] in ("failed", "error")}
+
+
+def reason(report: dict[str, Any], message: str) -> str:
+    """Why a test failed: the report's known reason whose key is in ``message``, else the
+    message's first 160 characters."""
+    for key, why in report.get("known_failures", {}).items():
+        if key in message:
+            return why
+    return markdown.escape(message[:160])
+
+
+def sentences(label: str, report: dict[str, Any]) -> list[str]:
+    """The tree's counts in one sentence that adds up, then the failures present in both runs
+    with their reasons, the outcomes the patch changes and how the tests it adds fare unpatched."""
+    counts, totals, added = report["counts"], report["totals"], report["added"]
+    failing_before = [a["test"] for a in added if a.get("unpatched") not in (None, "passed")]
+    commit = report.get("equinox", {}).get("commit", "")[:12]
+    lines = [
+        f"Equinox {label} (`{commit}`): unpatched {_count_text(counts['unpatched'], totals['unpatched'])}; "
+        f"patched {_count_text(counts['patched'], totals['patched'])} "
+        f"({totals['unpatched']} + {len(added)} added by the patch"
+        + (f" - {len(report['removed'])} removed" if report["removed"] else "")
+        + f"); of the {len(added)} added, {len(failing_before)} fail against the unpatched Equinox."
+    ]
+    before, after = _failing(report, "unpatched"), _failing(report, "patched")
+    both = sorted(set(before) & set(after))
+    lines.append(
+        "Failing in both: "
+        + ("; ".join(f"`{t}` ({reason(report, before[t])})" for t in both) or "none")
+        + "."
+    )
+    reruns = report.get("reruns", {})
+    changed = [
+        f"`{c['test']}` {c['unpatched']} -> {c['patched']}"
+        + (
+            " (run again: " + "; ".join(f"{r} {tally(reruns[c['test']].get(r, []))}" for r in RUNS) + ")"
+            if c["test"] in reruns
+            else ""
+        )
+        + (f", {reason(report, after[c['test']])}" if c["test"] in after else "")
+        for c in report["changed"]
+    ]
+    lines.append(f"Outcomes the patch changes: {'; '.join(changed) or 'none'}.")
+    lines.append(
+        "Added tests failing against the unpatched Equinox (new behaviour): "
+        + (", ".join(f"`{t}`" for t in failing_before) or "none")
+        + "."
+    )
+    return lines
 
 
 def markdown_report(data: dict[str, Any]) -> str:
-    """``data`` (from :func:`report`) as a short Markdown page: the counts side by side, the
-    tests whose outcome the patch changes, the tests it adds (and how they fare without the
-    patch), and every test that fails or errors."""
+    """``data`` (``{"trees": {label: report}}``, each from :func:`report`) as a short Markdown page:
+    per tree, its counts side by side and :func:`sentences`."""
     import pandas as pd
 
-    table = pd.DataFrame({"outcome": [*OUTCOMES, "total"]})
-    for run in RUNS:
-        table[run] = [*(data["counts"][run][o] for o in OUTCOMES), data["totals"][run]]
-    equinox = data.get("equinox", {})
-    added = data["added"]
-    lines = [
-        "# Equinox's test suite, unpatched and with the patch",
-        "",
-        f"Equinox {equinox.get('release', '?')} (tag {equinox.get('tag', '?')}, `{equinox.get('commit', '?')[:12]}`): "
-        f"the whole suite (`{data.get('command', 'pytest tests')}`) on the unpatched source and with "
-        f"`{data.get('patch', 'the patch')}` applied (source and tests); {_environment(data.get('environment', {}))}.",
-        "",
-        markdown.table(table),
-        "",
-        "- Tests whose outcome the patch changes: "
-        + _tests([f"`{c['test']}` {c['unpatched']} -> {c['patched']}" for c in data["changed"]])
-        + ".",
-        f"- Tests the patch adds ({len(added)}), with the patch / against the unpatched Equinox: "
-        + _tests([f"`{a['test']}` {a['outcome']} / {a.get('unpatched') or 'not run'}" for a in added])
-        + ".",
-    ]
-    for run in RUNS:
-        failing = [t for t in data["not_passed"][run] if t["outcome"] in ("failed", "error")]
-        lines.append(
-            f"- Failed or errored, {run}: "
-            + _tests([f"`{t['test']}` ({markdown.escape(t['message'][:160])})" for t in failing])
-            + "."
-        )
-    for test, again in data.get("reruns", {}).items():
-        tallies = "; ".join(f"{run}: {tally(again.get(run, []))}" for run in RUNS)
-        lines.append(f"- Run again (its outcome differs): `{test}`, {tallies}.")
-    if data.get("seconds"):
-        lines.append(
-            "- Seconds per run (pytest's count, on a shared machine: not a measure of the patch): "
-            + ", ".join(f"{run} {data['seconds'][run]:.0f}" for run in RUNS)
-            + "."
-        )
-    return "\n".join(lines) + "\n"
+    lines = ["# Equinox's test suite, unpatched and with the patch", ""]
+    for label, rep in data["trees"].items():
+        table = pd.DataFrame({"outcome": [*OUTCOMES, "total"]})
+        for run in RUNS:
+            table[run] = [*(rep["counts"][run][o] for o in OUTCOMES), rep["totals"][run]]
+        lines += [
+            f"## Equinox {label}",
+            "",
+            f"`{rep.get('command', 'pytest tests')}` on `{rep.get('equinox', {}).get('ref', '?')}` unpatched and "
+            f"with {', '.join(f'`{p}`' for p in rep.get('patches', []))} applied in order (source and tests); "
+            f"{_environment(rep.get('environment', {}))}.",
+            "",
+            markdown.table(table),
+            "",
+            *(f"- {line}" for line in sentences(label, rep)),
+        ]
+        if rep.get("seconds"):
+            lines.append(
+                "- Seconds per run (pytest's count, on a shared machine: not a measure of the patch): "
+                + ", ".join(f"{run} {rep['seconds'][run]:.0f}" for run in RUNS)
+                + "."
+            )
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _environment(env: dict[str, str]) -> str:

@@ -5,17 +5,16 @@ Equinox 0.13.8's ``_filter_jit_cache`` makes every compiled call also return
 ``marker = jnp.array(0)``, and ``_call`` waits for that marker before returning, so that a
 failing ``eqx.error_if`` raises inside ``filter_jit``'s ``try`` with Equinox's readable message.
 The wait is unconditional: a function with no error check waits too, and a training loop can
-never run ahead of its steps. The patch counts the error checks traced while tracing the
-function (``eqx.error_if`` in raise or breakpoint mode, and the marker a nested ``filter_jit``
-with a check returns as a tracer) and returns ``marker = None`` when there were none, so that
-``_call`` has nothing to wait for. The same patch also removes the per-call partition/combine
-of ``filter_jit`` and ``filter_pmap`` (notebook 01 times that part).
+never run ahead of its steps. The patch looks for an ``eqx.error_if`` callback in the whole
+jaxpr of the call (reused inner traces included) and returns ``marker = None`` when there is
+none, so that ``_call`` has nothing to wait for. Two other diffs remove the per-call
+partition/combine of ``filter_jit`` and ``filter_pmap`` (notebook 01 times that part).
 
 :func:`fixed_filter_jit` is the patched ``filter_jit`` (:func:`jaxperf.eqx_patch.patched_filter_jit`,
 Equinox's own source with the patch applied, loaded beside the shipped Equinox) with the shipped
 ``eqx.error_if`` routed through the patched Equinox during each call, so that a step written
 against ``eqx`` behaves as it would with the patch installed; :func:`fix_diff` is the part of
-the patch that makes the change (``equinox/_jit.py`` and ``equinox/_errors.py``).
+the patch that makes the change (``equinox/_jit.py``).
 """
 
 from __future__ import annotations
@@ -27,13 +26,13 @@ from typing import Any
 from ...eqx_patch import diff, load
 
 #: the files of the patch that carry filter_jit's change (its pmap half is in _vmap_pmap.py)
-FILES = ("equinox/_jit.py", "equinox/_errors.py")
+FILES = ("equinox/_jit.py",)
 
 
 def fix_diff() -> str:
-    """The patch's change to ``equinox/_jit.py`` and ``equinox/_errors.py``, as a unified diff
-    against Equinox 0.13.8 (the committed ``results/equinox_patch/equinox-0.13.8.diff``)."""
-    sections = diff.file_sections(load.DIFF_PATH.read_text())
+    """The patch's change to ``equinox/_jit.py``, as a unified diff against Equinox's main
+    and 0.13.8 (the committed ``results/equinox_patch/2-filter-jit-wait-only-on-error-checks.diff``)."""
+    sections = diff.file_sections(load.JIT_DIFF_PATH.read_text())
     return "".join(sections[path] for path in FILES)
 
 

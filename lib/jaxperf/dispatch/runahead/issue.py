@@ -130,13 +130,12 @@ What it printed here (recorded by the study; "changed" is the same script with t
 `filter_jit`'s `try` with Equinox's message. The commit that added it is titled "JAX 0.4.33 changes how
 errors work".
 
-**Proposed change.** Equinox knows at trace time whether the function checks anything: `eqx.error_if`
-traces `_error`, and a nested `filter_jit` with a check returns its marker as a tracer. Count both while
-tracing, and return `marker = None` when the count did not move; `_call`'s existing
-`isinstance(marker, jax.Array)` test then skips the wait. A function with a check waits and raises exactly
-as today. Not covered: a check inside a plain `jax.jit` function whose trace JAX cached from an earlier,
-separate trace; that function then runs ahead and its error surfaces at the next synchronisation, as with
-`jax.jit` today. Against the installed Equinox:
+**Proposed change.** Equinox can tell at trace time whether the function checks anything: trace it to a
+jaxpr (an inlined `jax.jit`, still one trace) and look, in that jaxpr and every jaxpr inside it, for a
+callback to `equinox._errors`; return `marker = None` when there is none, and `_call`'s existing
+`isinstance(marker, jax.Array)` test skips the wait. A function with a check waits and raises exactly as
+today, also when the check sits in a trace JAX reused (a `jax.jit` helper, a `while_loop` body). Against
+Equinox's main and the installed Equinox:
 
 ```diff
 {eqx_fix.fix_diff().strip()}
