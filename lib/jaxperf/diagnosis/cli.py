@@ -72,10 +72,16 @@ def parser() -> argparse.ArgumentParser:
         "--host-devices", type=int, default=8, help="forced CPU devices on the cpu backend (default: 8)"
     )
     p.add_argument(
-        "--precision", type=float, default=0.05, help="target relative IQR of every ratio (default: 0.05)"
+        "--precision", type=float, default=None, help="target relative IQR of every ratio (default: 0.05)"
     )
     p.add_argument(
-        "--max-seconds", type=float, default=60.0, help="time cap of the whole diagnosis (default: 60)"
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="time cap of the whole diagnosis, its checks included (default: 60)",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="a first look: --max-seconds 20 --precision 0.2 unless given"
     )
     p.add_argument("--json", type=Path, help="write the diagnosis as JSON here")
     p.add_argument("--markdown", type=Path, help="write the Markdown here too")
@@ -87,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     from .. import backend
 
     args = parser().parse_args(argv)
+    from .settings import YourStepSettings
+
+    quick = YourStepSettings.QUICK if args.quick else {}
+    precision = args.precision if args.precision is not None else quick.get("precision", 0.05)
+    max_seconds = args.max_seconds if args.max_seconds is not None else quick.get("max_seconds", 60.0)
     try:
         backend.configure(args.backend, args.host_devices)
         from . import diagnose
@@ -100,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             loader=made.get("loader"),
             carry=carry,
             batch_at=made.get("batch_at"),
-            precision=args.precision,
-            max_seconds=args.max_seconds,
+            precision=precision,
+            max_seconds=max_seconds,
         )
     except (ValueError, backend.BackendUnavailableError) as err:
         line = " ".join(str(err).split())

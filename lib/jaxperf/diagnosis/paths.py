@@ -442,7 +442,7 @@ def snippet(
     split = sorted(
         {0 if i in held else 1 + [k for k in range(n_args) if k not in held].index(i) for i in donated}
     )
-    return SNIPPETS[name].format(
+    text = SNIPPETS[name].format(
         fn=getattr(step.raw, "__name__", "step"),
         args=", ".join(names),
         state=state,
@@ -455,3 +455,6 @@ def snippet(
         donate_split=f", donate_argnums={tuple(split)}" if split else "",
         donate_nnx=f"(donate_argnums={tuple(donated)})" if donated else "",
     )
+    if len(held) > 1:  # (model, opt_state) rather than (model, opt_state,)
+        text = text.replace(f"{state},)", f"{state})").replace(f"{state}, =", f"{state} =")
+    return text
