@@ -357,3 +357,18 @@ def test_the_corpus_reads_carry_donation_and_output_as_written():
     printing = run("eqx_debug_print")
     assert printing.printed["lines"] >= 3 and printing.printed["first"][0].startswith("loss ")
     assert printing.markdown().count("loss ") == 1  # counted, one line quoted, never printed into it
+
+
+def test_the_cli_names_a_retracing_step_and_draws_it(tmp_path):
+    out, fig = tmp_path / "d.json", tmp_path / "d.png"
+    run = subprocess.run(
+        [sys.executable, "-m", "jaxperf", "diagnose", "corpus.steps.eqx_retrace:make", "--quick"]
+        + ["--json", str(out), "--figure", str(fig)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=FilePath(__file__).parent,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "compiles again on every call" in run.stdout and "argument 4 (step_count)" in run.stdout
+    assert json.loads(out.read_text())["retrace"]["name"] == "step_count" and fig.stat().st_size > 0

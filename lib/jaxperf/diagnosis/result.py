@@ -304,6 +304,13 @@ class Diagnosis:
         """(figure, data): it/s per path in the reader's loop (median, IQR), and where each
         path's time per blocked call goes (host CPU, waiting); ``footer``: the backend, devices
         and versions on the figure (leave it to ``study.figure`` inside a notebook)."""
+        if not self.timed:  # a step that retraces, say: the headline is the whole answer
+            import matplotlib.pyplot as plt
+
+            fig, ax = plt.subplots(figsize=(6, 1.2))
+            ax.axis("off")
+            ax.text(0, 0.5, "Nothing was timed. " + self.headline()[0], wrap=True, va="center")
+            return fig, pd.DataFrame(columns=["path"])
         from .figure import draw
 
         return draw(self, footer)
