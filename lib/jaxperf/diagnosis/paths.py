@@ -344,10 +344,12 @@ def flat_leaves(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
     )
 
 
+#: the Equinox recipes a reader's eqx.filter_jit step also gets (a study's cells, timed alike,
+#: ask for them through ``extra_paths``)
+RECIPES: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {"flat leaves": flat_leaves}
 #: the cheaper paths of the Equinox and JAX kinds, in the order a diagnosis lists them
 BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {
     "partitioned": partitioned,
-    "flat leaves": flat_leaves,
     "cached": cached,
     "packed": packed,
     "patched Equinox": patched,
