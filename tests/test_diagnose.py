@@ -374,3 +374,27 @@ def test_the_cli_names_a_retracing_step_and_draws_it(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert "compiles again on every call" in run.stdout and "argument 4 (step_count)" in run.stdout
     assert json.loads(out.read_text())["retrace"]["name"] == "step_count" and fig.stat().st_size > 0
+
+
+def test_every_path_has_a_snippet_of_the_readers_step_keeping_its_donation():
+    from jaxperf.diagnosis.kinds import Step
+    from jaxperf.diagnosis.paths import SNIPPETS, snippet
+
+    def make_step(model, opt_state, batch): ...
+
+    step = Step("jax.jit", make_step, make_step, donate=(0, 1))
+    for name in SNIPPETS:
+        text = snippet(name, step, ["model", "opt_state", "batch"], 3, {0: 1, 1: 2}, nodes=2)
+        assert "make_step" in text and "{" not in text.replace("{fn}", ""), (name, text)
+    assert "donate_argnums=(0, 1)" in snippet("jax.jit on the partitioned state", step, [], 3, {0: 1, 1: 2})
+    assert "donate=True" in snippet("jaxperf.packed_jit", step, [], 3, {0: 1, 1: 2})
+
+
+@pytest.mark.parametrize(
+    "text,carry_value",
+    [("auto", "auto"), ("none", {}), ("0=1,2=2", {0: 1, 2: 2}), ("model=1", {"model": 1})],
+)
+def test_the_cli_names_the_carry(text, carry_value):
+    from jaxperf.diagnosis.cli import parser
+
+    assert parser().parse_args(["x:y", "--carry", text]).carry == carry_value
