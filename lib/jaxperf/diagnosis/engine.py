@@ -207,8 +207,16 @@ def build(
         carry = {}
     else:
         carry = carry_mod.check(carry, args, out, fn=step.raw)
-    if step.kind == "jax.pmap":  # donate_argnums, read off the call
-        donated = tuple(i for i, a in enumerate(probe) if _deleted(a))
+    if step.kind == "jax.pmap":  # donate_argnums: as lowered, else read off the call
+        try:
+            infos = step.call.lower(*args).args_info[0]
+            donated = tuple(
+                i
+                for i, tree in enumerate(infos)
+                if any(getattr(x, "donated", False) for x in jax.tree.leaves(tree))
+            )
+        except Exception:  # noqa: BLE001 -- lowering is only a way to read the option
+            donated = tuple(i for i, a in enumerate(probe) if _deleted(a))
         step = dataclasses.replace(step, donate=donated)
     consumed = [i for i, a in enumerate(probe) if i not in carry and i != batch_at and _deleted(a)]
     if consumed and not batches.given:
