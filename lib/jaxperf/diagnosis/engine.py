@@ -209,7 +209,7 @@ def build(
         carry = carry_mod.check(carry, args, out, fn=step.raw)
     if step.kind == "jax.pmap":  # donate_argnums: as lowered, else read off the call
         try:
-            infos = step.call.lower(*args).args_info[0]
+            infos = step.call.lower(*args).args_info[0]  # type: ignore[attr-defined]
             donated = tuple(
                 i
                 for i, tree in enumerate(infos)
