@@ -70,23 +70,33 @@ def diagnose(
     calls_per_round: int | None = None,
     extra_paths: dict[str, Callable[..., Any]] | None = None,
     progress: Any = None,
+    recipes: bool | None = None,
 ) -> Diagnosis:
     """Diagnose ``step(*args)`` as the reader's training loop calls it.
 
     - ``loader``: None (every call gets the batch in ``args``), a callable returning the
       next batch, or an iterable of batches, already placed as your loop places them;
-    - ``carry``: ``"auto"`` (each argument replaced by the output of the same structure,
-      as ``loss, model, opt_state = step(model, x, opt_state)`` does), None (nothing
-      carried, e.g. an NNX step that updates its modules in place), or a dict
-      ``{argument index: output index}``;
+    - ``carry``: ``"auto"`` (found from what the step returns and where it came from, as
+      ``loss, model, opt_state = step(model, opt_state, x)`` returns its arguments; an
+      ambiguous one is a ``ValueError`` listing the candidates), None (nothing carried,
+      e.g. an NNX step that updates its modules in place), or a dict ``{argument: output
+      index}``, the argument by index or by parameter name;
     - ``batch_at``: the argument the loader's batch replaces (default: the one argument
       that looks like the batch);
     - ``precision``: stop when every path's it/s ratio has an IQR within +-precision of its
-      median; ``max_seconds``: the whole diagnosis' time cap (compiles included), or the
-      timed rounds' alone with ``timing_only`` (a study that compares cells timed alike);
+      median; ``max_seconds``: the whole diagnosis' time cap (its checks and compiles
+      included), or the timed rounds' alone with ``timing_only`` (a study that compares
+      cases timed alike);
       ``min_rounds``: rounds before the first stop; ``calls_per_round``: default about
       50 ms of your step;
-    - ``extra_paths``: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``.
+    - ``extra_paths``: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``;
+    - ``recipes``: also Equinox's own "low-overhead training loops" recipe (docs/tricks.md)
+      for an ``eqx.filter_jit`` step, proved and timed like the others; default: yes, unless
+      ``timing_only`` (a study's cells add it through ``extra_paths``:
+      ``jaxperf.diagnosis.paths.RECIPES``).
+
+    A step that compiles again on every call gets that verdict and nothing is timed. What
+    the step prints while diagnosed is captured and counted (``Diagnosis.printed``).
 
     Raises ``ValueError`` naming the parameter for bad input, and when ``step`` raises on
     ``args`` (nothing is written: the diagnosis only returns).
@@ -107,7 +117,7 @@ def diagnose(
     if calls_per_round is not None:
         check_int("calls_per_round", calls_per_round, minimum=1)
     if isinstance(carry, str) and carry != "auto":
-        raise bad_value("carry", carry, '"auto", None, or a dict {argument index: output index}')
+        raise bad_value("carry", carry, '"auto", None, or a dict {argument: output index}')
     config = timing.TimingConfig(
         warmup=1,
         repeats=min_rounds,
@@ -127,6 +137,7 @@ def diagnose(
         timing_only=timing_only,
         extra=extra_paths,
         progress=progress,
+        recipes=recipes,
     )
     return Diagnosis(precision=precision, environment=environment(), **result)
 

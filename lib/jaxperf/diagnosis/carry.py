@@ -2,17 +2,25 @@
 (the carry), fresh copies of the arguments for each path, and where two results first differ.
 
 The seed's loop ``loss, model, opt_state = step(model, x, opt_state)`` passes its state
-along; a diagnosis times every path that way. The carry is inferred from one call: each
-argument is matched to the first unused element of a tuple output with the same pytree
-structure and the same shape and dtype in every array leaf (a step that updates its
-modules in place, as Flax NNX steps do, carries nothing). A reader whose step does not
-fit passes ``carry={argument index: output index}``.
+along; a diagnosis times every path that way. The carry is found from what the step
+returns and where it came from: the step's own ``return`` statement, read from its source,
+says which output is which argument (``return loss, model, opt_state`` returns the
+arguments named ``model`` and ``opt_state``; ``return loss, recon`` returns neither, even
+when ``recon`` has the batch's shape). Outputs the source does not name are matched by
+kind (the same pytree structure, shape and dtype in every array leaf), and an argument
+with more than one such output is an error listing them. The loader's batch is never
+carried. A step that updates its modules in place, as Flax NNX steps do, carries nothing.
+A reader whose step does not fit passes ``carry={argument: output index}`` (the argument
+by index or by name).
 """
 
 from __future__ import annotations
 
+import ast
 import copy
-from collections.abc import Mapping
+import inspect
+import textwrap
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -21,6 +29,8 @@ import numpy as np
 from ..errors import bad_value
 
 Carry = dict[int, int]
+#: the output index that stands for the whole output (a step that returns its new state only)
+WHOLE = -1
 
 
 def _is_array(x: Any) -> bool:
@@ -29,7 +39,7 @@ def _is_array(x: Any) -> bool:
 
 def _avals(tree: Any) -> tuple[Any, list[Any]]:
     leaves, treedef = jax.tree.flatten(tree)
-    return treedef, [(np.shape(x), np.dtype(x.dtype)) if _is_array(x) else None for x in leaves]
+    return treedef, [(np.shape(x), str(x.dtype)) if _is_array(x) else None for x in leaves]
 
 
 def same_kind(a: Any, b: Any) -> bool:
@@ -40,48 +50,126 @@ def same_kind(a: Any, b: Any) -> bool:
         return False
 
 
-def infer(args: tuple, out: Any, skip: int | None = None) -> Carry:
-    """argument index -> output index, by :func:`same_kind`; ``skip``: the loader's batch."""
-    if not isinstance(out, (tuple, list)):
+def parameter_names(fn: Callable[..., Any] | None) -> list[str]:
+    """The positional parameter names of ``fn`` ([] when they cannot be read)."""
+    try:
+        params = inspect.signature(fn).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def returned_names(fn: Callable[..., Any] | None) -> list[str | None] | None:
+    """Per element of the tuple ``fn`` returns, the plain name it returns (None for any
+    other expression), read from ``fn``'s source; None when the source cannot be read or
+    its return statements disagree."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if func is None:
+        return None
+    found: list[list[str | None]] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue  # a nested function's return is not the step's
+            if isinstance(child, ast.Return) and isinstance(child.value, (ast.Tuple, ast.List)):
+                found.append([e.id if isinstance(e, ast.Name) else None for e in child.value.elts])
+            visit(child)
+
+    visit(func)
+    if not found or any(len(f) != len(found[0]) for f in found):
+        return None
+    return [names[0] if len(set(names)) == 1 else None for names in zip(*found)]
+
+
+def infer(args: tuple, out: Any, skip: int | None = None, fn: Callable[..., Any] | None = None) -> Carry:
+    """argument index -> output index; ``skip``: the loader's batch (never carried); ``fn``:
+    the step's Python function, whose ``return`` names its outputs (see the module's text).
+    ``ValueError`` listing the candidates when an argument matches several outputs."""
+    whole = [i for i, a in enumerate(args) if i != skip and jax.tree.leaves(a) and same_kind(a, out)]
+    if len(whole) == 1:  # ``params = step(params, x)``: the whole output is the next state
+        return {whole[0]: WHOLE}
+    if not isinstance(out, tuple):
         return {}
+    params = parameter_names(fn)
+    names = returned_names(fn) if params else None
+    names = names if names is not None and len(names) == len(out) else [None] * len(out)
     carry: Carry = {}
     used: set[int] = set()
     for i, arg in enumerate(args):
         if i == skip or not jax.tree.leaves(arg):
             continue
-        for j, element in enumerate(out):
-            if j not in used and same_kind(arg, element):
+        name = params[i] if i < len(params) else None
+        if name is not None and name in names:
+            j = names.index(name)
+            if same_kind(arg, out[j]):
                 carry[i] = j
                 used.add(j)
-                break
+    for i, arg in enumerate(args):
+        if i == skip or i in carry or not jax.tree.leaves(arg):
+            continue
+        # an output named after something else (another argument, a new variable) is not i's
+        candidates = [
+            j for j, o in enumerate(out) if j not in used and names[j] is None and same_kind(arg, o)
+        ]
+        if not candidates:
+            continue
+        twins = [k for k, a in enumerate(args) if k != skip and k not in carry and same_kind(a, arg)]
+        if len(candidates) > 1 and len(candidates) != len(twins):
+            label = f"argument {i}" + (f" ({params[i]})" if i < len(params) else "")
+            raise bad_value(
+                "carry",
+                "auto",
+                f"an unambiguous carry: {label} has the kind of outputs {candidates}; name it, "
+                f"e.g. carry={{{i}: {candidates[0]}}} (--carry {i}={candidates[0]}), or carry=None",
+            )
+        carry[i] = candidates[0]
+        used.add(candidates[0])
     return carry
 
 
-def check(carry: Any, args: tuple, out: Any) -> Carry:
-    """A reader's own ``carry`` mapping, checked against one call's output."""
+def check(carry: Any, args: tuple, out: Any, fn: Callable[..., Any] | None = None) -> Carry:
+    """A reader's own ``carry`` mapping (arguments by index or by parameter name), checked
+    against one call's output."""
     if not isinstance(carry, Mapping):
-        raise bad_value("carry", carry, '"auto", None, or a dict {argument index: output index}')
+        raise bad_value("carry", carry, '"auto", None, or a dict {argument: output index}')
     outs = out if isinstance(out, (tuple, list)) else (out,)
+    params = parameter_names(fn)
+    resolved: Carry = {}
     for i, j in carry.items():
+        if isinstance(i, str) and i in params:
+            i = params.index(i)
         if not (isinstance(i, int) and 0 <= i < len(args)):
-            raise bad_value("carry", dict(carry), f"argument indices in 0..{len(args) - 1}")
-        if not (isinstance(j, int) and 0 <= j < len(outs)):
-            raise bad_value("carry", dict(carry), f"output indices in 0..{len(outs) - 1}")
-        if not same_kind(args[i], outs[j]):
+            named = f" or names among {params[: len(args)]}" if params else ""
+            raise bad_value("carry", dict(carry), f"argument indices in 0..{len(args) - 1}{named}")
+        if not (isinstance(j, int) and WHOLE <= j < len(outs)):
+            raise bad_value("carry", dict(carry), f"output indices in 0..{len(outs) - 1}, or -1 (all of it)")
+        if not same_kind(args[i], output(out, j)):
             raise bad_value(
                 "carry",
                 dict(carry),
                 f"outputs like the arguments they replace (argument {i} vs output {j} differ)",
             )
-    return dict(carry)
+        resolved[i] = j
+    return resolved
 
 
 def apply(carry: Carry, out: Any, args: tuple) -> tuple:
     """The next call's arguments: ``args`` with each carried one replaced by its output."""
     if not carry:
         return args
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return tuple(outs[carry[i]] if i in carry else a for i, a in enumerate(args))
+    return tuple(output(out, carry[i]) if i in carry else a for i, a in enumerate(args))
+
+
+def output(out: Any, j: int) -> Any:
+    """Output ``j`` of a step's result (:data:`WHOLE`: all of it)."""
+    if j == WHOLE:
+        return out
+    return out[j] if isinstance(out, (tuple, list)) else (out,)[j]
 
 
 def _copy_arrays(tree: Any) -> Any:
@@ -117,6 +205,20 @@ def fresh(tree: Any) -> Any:
     return _copy_arrays(tree)
 
 
+def _plain(x: Any) -> np.ndarray:
+    """``x`` as a numpy array; a typed PRNG key (or any extended dtype) by its key data."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        return np.asarray(jax.random.key_data(x))
+    return np.asarray(x)
+
+
+def _is_leaf_array(x: Any) -> bool:
+    return _is_array(x) or (
+        getattr(x, "dtype", None) is not None and jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended)
+    )
+
+
 def _tolerance(x: Any) -> tuple[float, float]:
     dtype = np.dtype(x.dtype)
     if dtype in (np.float16,) or "bfloat16" in str(dtype):
@@ -137,10 +239,12 @@ def host(tree: Any) -> Any:
 
 def first_difference(reference: Any, got: Any, prefix: str = "") -> str | None:
     """None when ``got`` equals ``reference`` leaf by leaf (arrays allclose at their dtype's
-    tolerance, other leaves ==, the same structure; a :data:`DONATED` leaf matches anything);
-    else the first leaf path that differs (after ``prefix``) and by how much."""
-    ref_leaves, ref_def = jax.tree_util.tree_flatten_with_path(reference)
-    got_leaves, got_def = jax.tree_util.tree_flatten_with_path(got)
+    tolerance, typed PRNG keys by their key data, Python scalars and other leaves ==, None
+    as structure; a :data:`DONATED` leaf matches anything); else the first leaf path that
+    differs (after ``prefix``) and by how much."""
+    is_leaf = lambda x: x is None  # noqa: E731 -- None is a value the step returned, compared too
+    ref_leaves, ref_def = jax.tree_util.tree_flatten_with_path(reference, is_leaf=is_leaf)
+    got_leaves, got_def = jax.tree_util.tree_flatten_with_path(got, is_leaf=is_leaf)
     if str(ref_def) != str(got_def):
         ref_paths = [jax.tree_util.keystr(p) for p, _ in ref_leaves]
         got_paths = [jax.tree_util.keystr(p) for p, _ in got_leaves]
@@ -151,16 +255,28 @@ def first_difference(reference: Any, got: Any, prefix: str = "") -> str | None:
         where = prefix + jax.tree_util.keystr(path) or "the output"
         if isinstance(a, str) and a == DONATED or isinstance(b, str) and b == DONATED:
             continue
-        if _is_array(a) or _is_array(b):
-            a_np, b_np = np.asarray(a), np.asarray(b)
+        if _is_leaf_array(a) or _is_leaf_array(b):
+            try:
+                a_np, b_np = _plain(a), _plain(b)
+            except (TypeError, ValueError) as err:
+                return f"{where}: cannot be compared ({type(err).__name__}: {err})"
             if a_np.shape != b_np.shape:
                 return f"{where}: shape {a_np.shape} vs {b_np.shape}"
+            if "O" in (a_np.dtype.kind, b_np.dtype.kind):
+                if not np.array_equal(a_np, b_np):
+                    return f"{where}: values differ"
+                continue
             rtol, atol = _tolerance(a_np)
             if not np.allclose(a_np, b_np, rtol=rtol, atol=atol, equal_nan=True):
                 if a_np.dtype.kind in "fcbiu" and a_np.size:
                     diff = np.max(np.abs(a_np.astype(np.float64) - b_np.astype(np.float64)))
                     return f"{where}: largest difference {diff:.3g}"
                 return f"{where}: values differ"
-        elif a != b:
-            return f"{where}: {a!r} vs {b!r}"
+        else:
+            try:
+                same = bool(a == b)
+            except Exception:  # noqa: BLE001 -- an object whose == is not a bool
+                same = a is b
+            if not same:
+                return f"{where}: {a!r} vs {b!r}"[:200]
     return None

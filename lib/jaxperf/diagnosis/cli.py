@@ -1,16 +1,19 @@
 """``python -m jaxperf diagnose package.module:factory``: the diagnosis of a reader's step,
 printed as Markdown, optionally written as JSON, Markdown and a figure.
 
-Nothing is written unless the diagnosis finishes: a factory that does not import or
-returns the wrong thing, a step that raises, an absent backend exit with status 2 and
-one line naming what is wrong.
+A factory that does not import, raises or returns the wrong thing, a step that raises,
+an absent backend: exit status 2 and one line naming what is wrong; the JSON output (when
+asked for) then holds that line and the full traceback, and nothing else is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 import sys
+import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,21 @@ def _kwarg(text: str) -> tuple[str, Any]:
         return name, ast.literal_eval(value)
     except (ValueError, SyntaxError):
         return name, value  # a plain string
+
+
+def _carry(text: str) -> Any:
+    """``--carry``: auto, none, or ARG=OUT pairs (ARG an index or a parameter name)."""
+    if text in ("auto", "none"):
+        return "auto" if text == "auto" else {}  # {}: nothing carried
+    found: dict[Any, int] = {}
+    for pair in text.split(","):
+        arg, sep, out = pair.partition("=")
+        if not sep or not out.strip().isdigit():
+            raise argparse.ArgumentTypeError(
+                f"--carry {text!r}: expected auto, none, or ARG=OUT pairs, e.g. 0=1,2=2 or model=1"
+            )
+        found[int(arg) if arg.strip().isdigit() else arg.strip()] = int(out)
+    return found
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,15 +61,28 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="factory keyword argument (repeatable)",
     )
+    p.add_argument(
+        "--carry",
+        type=_carry,
+        default=None,
+        metavar="auto|none|ARG=OUT,...",
+        help="which outputs your loop passes to the next call (default: the factory's, else auto)",
+    )
     p.add_argument("--backend", default="auto", help="auto | cpu | gpu | tpu (default: auto)")
     p.add_argument(
         "--host-devices", type=int, default=8, help="forced CPU devices on the cpu backend (default: 8)"
     )
     p.add_argument(
-        "--precision", type=float, default=0.05, help="target relative IQR of every ratio (default: 0.05)"
+        "--precision", type=float, default=None, help="target relative IQR of every ratio (default: 0.05)"
     )
     p.add_argument(
-        "--max-seconds", type=float, default=60.0, help="time cap of the whole diagnosis (default: 60)"
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="time cap of the whole diagnosis, its checks included (default: 60)",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="a first look: --max-seconds 20 --precision 0.2 unless given"
     )
     p.add_argument("--json", type=Path, help="write the diagnosis as JSON here")
     p.add_argument("--markdown", type=Path, help="write the Markdown here too")
@@ -60,26 +91,37 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()  # the cap covers importing JAX and building the step too
     from .. import backend
 
     args = parser().parse_args(argv)
+    from .settings import YourStepSettings
+
+    quick = YourStepSettings.QUICK if args.quick else {}
+    precision = args.precision if args.precision is not None else quick.get("precision", 0.05)
+    max_seconds = args.max_seconds if args.max_seconds is not None else quick.get("max_seconds", 60.0)
     try:
         backend.configure(args.backend, args.host_devices)
         from . import diagnose
         from .factory import build
 
         made = build(args.factory, dict(args.arg))
+        carry = made.get("carry", "auto") if args.carry is None else args.carry
         result = diagnose(
             made["step"],
             *made["args"],
             loader=made.get("loader"),
-            carry=made.get("carry", "auto"),
+            carry=carry,
             batch_at=made.get("batch_at"),
-            precision=args.precision,
-            max_seconds=args.max_seconds,
+            precision=precision,
+            max_seconds=max(1.0, max_seconds - (time.perf_counter() - started)),
         )
     except (ValueError, backend.BackendUnavailableError) as err:
-        print(f"jaxperf diagnose: {err}", file=sys.stderr)
+        line = " ".join(str(err).split())
+        print(f"jaxperf diagnose: {line}", file=sys.stderr)
+        if args.json is not None and args.json.parent.exists():
+            details = getattr(err, "details", "") or "".join(traceback.format_exception(err))
+            args.json.write_text(json.dumps({"error": line, "traceback": details}, indent=2))
         return 2
     text = result.markdown()
     print(text)

@@ -8,7 +8,10 @@ with :func:`check`, time with :func:`time_paths` and judge with :func:`jaxperf.d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -20,7 +23,7 @@ from .. import timing
 from ..errors import bad_value
 from . import carry as carry_mod
 from .kinds import Step
-from .paths import BUILDERS, NO_BATCH, NotApplicable, Path, reader
+from .paths import BUILDERS, NO_BATCH, RECIPES, NotApplicable, Path, reader, snippet
 
 #: what a diagnosis measures per call, by column of :func:`jaxperf.timing.compare`
 MEASURES = {
@@ -30,6 +33,71 @@ MEASURES = {
     "dispatch_s_per_call": "time to enqueue a call",
     "wall_s_per_call": "time per blocked call",
 }
+
+
+class Compiles:
+    """How many programs JAX has compiled (or fetched from its persistent cache) in this
+    process, read from JAX's monitoring events; one listener, registered on first use."""
+
+    count = 0
+    _registered = False
+
+    @classmethod
+    def start(cls) -> None:
+        if not cls._registered:
+            from jax import monitoring
+
+            def on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
+                if event == "/jax/core/compile/backend_compile_duration":
+                    cls.count += 1
+
+            def on_event(event: str, **kwargs: Any) -> None:
+                if event == "/jax/compilation_cache/cache_hits":
+                    cls.count += 1
+
+            monitoring.register_event_duration_secs_listener(on_duration)
+            monitoring.register_event_listener(on_event)
+            cls._registered = True
+
+
+class Printed(io.TextIOBase):
+    """The step's own output (``print``, ``jax.debug.print``, callbacks) while a diagnosis
+    runs: counted, its first lines kept, never printed into the report."""
+
+    def __init__(self, keep: int = 3) -> None:
+        self.lines = 0
+        self.chars = 0
+        self.first: list[str] = []
+        self._keep = keep
+        self._partial = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.chars += len(text)
+        self.lines += text.count("\n")
+        if len(self.first) < self._keep:
+            self._partial += text
+            *done, self._partial = self._partial.split("\n")
+            self.first += [line[:120] for line in done][: self._keep - len(self.first)]
+        return len(text)
+
+    def summary(self) -> dict[str, Any]:
+        return {"lines": self.lines, "chars": self.chars, "first": self.first}
+
+
+@contextlib.contextmanager
+def captured() -> Iterator[Printed]:
+    """``sys.stdout`` replaced by a :class:`Printed` (every thread's, as JAX's callbacks run
+    on their own threads) for the duration."""
+    printed = Printed()
+    saved = sys.stdout
+    sys.stdout = printed
+    try:
+        yield printed
+    finally:
+        sys.stdout = saved
 
 
 class Batches:
@@ -92,7 +160,8 @@ def find_batch(args: tuple, batch: Any, batch_at: int | None, carried: Iterable[
         raise bad_value(
             "batch_at",
             None,
-            f"the index of the argument the loader's batch replaces ({len(like)} arguments look like its batch)",
+            "the index of the argument the loader's batch replaces "
+            f"({len(like)} arguments look like its batch{': ' + str(like) if like else ''})",
         )
     return like[0]
 
@@ -112,10 +181,13 @@ def build(
     batches: Batches,
     batch_at: int | None,
     extra: dict[str, Callable[..., Path]] | None = None,
+    recipes: bool = False,
 ) -> tuple[Step, Path, dict[str, Path], dict[str, str], carry_mod.Carry, int, int | None]:
-    """(the step, its donation read off one call for JAX's kinds; the reader's path, the cheaper paths, {path: why not offered}, carry, array leaves
-    of the arguments of one call, batch position). One call of the reader's step (on copies) reads
-    the carry and the leaves; it also compiles it, so nothing compiles inside the clock."""
+    """(the step, with the donation read off one call for jax.pmap; the reader's path, the
+    cheaper paths, {path: why not offered}, carry, array leaves of the arguments of one call,
+    batch position). One call of the reader's step (on copies) reads the carry and the
+    leaves; it also compiles it. ``recipes``: Equinox's own recipes (:data:`.paths.RECIPES`)
+    for an eqx.filter_jit step too."""
     probe = carry_mod.fresh(args)
     try:
         out = step.call(*probe)
@@ -125,15 +197,28 @@ def build(
             + " (diagnose calls it as your loop does: step(*args))"
         ) from err
     jax.block_until_ready(out)
+    first = None
+    if batches.given:  # the loader's batch is found first: it is never carried
+        first = batches()
+        batch_at = find_batch(args, first, batch_at, ())
     if carry == "auto":
-        carry = carry_mod.infer(args, out)
+        carry = carry_mod.infer(args, out, skip=batch_at if batches.given else None, fn=step.raw)
     elif carry is None:
         carry = {}
     else:
-        carry = carry_mod.check(carry, args, out)
-    if step.kind in ("jax.jit", "jax.pmap") and any(_deleted(probe[i]) for i in carry):
-        step = dataclasses.replace(step, donate="all")  # read off the call: jax's donate_argnums
-    consumed = [i for i, a in enumerate(probe) if i not in carry and _deleted(a)]
+        carry = carry_mod.check(carry, args, out, fn=step.raw)
+    if step.kind == "jax.pmap":  # donate_argnums: as lowered, else read off the call
+        try:
+            infos = step.call.lower(*args).args_info[0]  # type: ignore[attr-defined]
+            donated = tuple(
+                i
+                for i, tree in enumerate(infos)
+                if any(getattr(x, "donated", False) for x in jax.tree.leaves(tree))
+            )
+        except Exception:  # noqa: BLE001 -- lowering is only a way to read the option
+            donated = tuple(i for i, a in enumerate(probe) if _deleted(a))
+        step = dataclasses.replace(step, donate=donated)
+    consumed = [i for i, a in enumerate(probe) if i not in carry and i != batch_at and _deleted(a)]
     if consumed and not batches.given:
         raise bad_value(
             "loader",
@@ -141,15 +226,15 @@ def build(
             f"a loader: the step donates argument {consumed[0]}, which it does not return, so a loop "
             "without new batches would call it on a consumed array",
         )
-    if batches.given:
-        first = batches()
-        batch_at = find_batch(args, first, batch_at, carry)
+    if batches.given and batch_at is not None:
         args = (*args[:batch_at], first, *args[batch_at + 1 :])
     leaves = array_leaves(args)
     mine = reader(step, args, carry, batch_at)
     paths: dict[str, Path] = {}
     skipped: dict[str, str] = {}
     builders: dict[str, Callable[..., Path]] = dict(BUILDERS) if step.family != "nnx" else {}
+    if recipes and step.kind in ("eqx.filter_jit", "jaxperf.cached_filter_jit"):
+        builders = {**dict(list(builders.items())[:1]), **RECIPES, **builders}  # after partitioned
     if step.family == "nnx":
         from .nnx_paths import BUILDERS as NNX_BUILDERS
 
@@ -168,27 +253,102 @@ def build(
     return step, mine, paths, skipped, carry, leaves, batch_at
 
 
-def check(mine: Path, paths: dict[str, Path], batches: Batches) -> dict[str, str]:
-    """One call of every path from the same state and batch; {path: how it differs, or the
-    error it raised}. A path that differs is reported, never timed."""
+@dataclasses.dataclass
+class Checked:
+    """What one call of every path showed: {path: how it differs} (never timed), {path: the
+    error it raised}, {path: why it does not apply or was not checked}."""
+
+    differs: dict[str, str] = dataclasses.field(default_factory=dict)
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+    not_applicable: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def excluded(self) -> set[str]:
+        return {*self.differs, *self.failed, *self.not_applicable}
+
+
+def check(mine: Path, paths: dict[str, Path], batches: Batches, deadline: float = float("inf")) -> Checked:
+    """One call of every path from the same state and batch, compared with the reader's
+    (outputs and next arguments). Paths not reached before ``deadline`` are not checked."""
     batch = batches()
     jax.block_until_ready(mine.call(carry_mod.fresh(batch)))
     ref_out, ref_args = carry_mod.host(mine.reader_view())
-    problems: dict[str, str] = {}
+    found = Checked()
     for name, path in paths.items():
+        if time.perf_counter() > deadline:
+            found.not_applicable[name] = "not checked: the time cap was reached first"
+            continue
         try:
             jax.block_until_ready(path.call(carry_mod.fresh(batch)))
             out, args = carry_mod.host(path.reader_view())
-            difference = carry_mod.first_difference(ref_out, out, "output") or carry_mod.first_difference(
-                ref_args, args, "next argument"
-            )
         except NotApplicable as reason:
-            difference = f"not applicable: {reason}"
+            found.not_applicable[name] = str(reason)
+            continue
         except Exception as err:  # noqa: BLE001 -- reported beside the paths that ran
-            difference = f"raised {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+            text = str(err).splitlines()[0][:200] if str(err) else ""
+            found.failed[name] = f"raised {type(err).__name__}: {text}".strip()
+            continue
+        difference = carry_mod.first_difference(ref_out, out, "output") or carry_mod.first_difference(
+            ref_args, args, "next argument"
+        )
         if difference is not None:
-            problems[name] = difference
-    return problems
+            found.differs[name] = difference
+    return found
+
+
+def _signature(tree: Any) -> list[tuple[str, str]]:
+    """(leaf path, what a compile depends on: shape/dtype/sharding for an array, the value
+    otherwise) for every leaf of ``tree``."""
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    out = [("", f"structure {treedef}")]
+    for path, x in leaves:
+        if isinstance(x, jax.Array):
+            what = f"{x.dtype}{list(x.shape)}" + ("" if x.is_deleted() else f" on {x.sharding}")
+        else:
+            what = repr(x)[:80]
+        out.append((jax.tree_util.keystr(path), what))
+    return out
+
+
+def retraces(
+    step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches, calls: int = 4
+) -> dict[str, Any] | None:
+    """None, or how the reader's loop compiles again call after call: {compiles, calls,
+    ms_per_call, argument, names, path, before, after}. The first call may compile once
+    (its arguments are the ones given, not the step's outputs); two compiles or more in the
+    next ``calls - 1`` say the loop retraces."""
+    from .carry import parameter_names
+
+    Compiles.start()
+    probe = reader(step, args, carry, batch_at)
+    seen, counts, elapsed = [], [], []
+    for _ in range(calls):
+        seen.append([_signature(a) for a in probe.args])
+        before, start = Compiles.count, time.perf_counter()
+        sync(probe.call(batches()))
+        counts.append(Compiles.count - before)
+        elapsed.append(time.perf_counter() - start)
+    if sum(counts[1:]) < 2:
+        return None
+    found: dict[str, Any] = {"compiles": sum(counts[1:]), "calls": calls - 1}
+    found["ms_per_call"] = 1e3 * sorted(elapsed[1:])[len(elapsed[1:]) // 2]
+    names = parameter_names(step.raw)
+    for k in range(1, calls):
+        if not counts[k]:
+            continue
+        for i, (a, b) in enumerate(zip(seen[k - 1], seen[k])):
+            if a == b:
+                continue
+            where = next(((pa, va, vb) for (pa, va), (_, vb) in zip(a, b) if va != vb), ("", "", ""))
+            found.update(
+                argument=i,
+                name=names[i] if i < len(names) else None,
+                path=where[0],
+                before=where[1],
+                after=where[2],
+            )
+            return found
+    return found
 
 
 def calls_per_batch(mine: Path, batches: Batches, target_s: float = 0.05) -> int:
@@ -231,42 +391,115 @@ def run(
     timing_only: bool = False,
     extra: dict[str, Callable[..., Path]] | None = None,
     progress: Any = None,
+    recipes: bool | None = None,
 ) -> dict[str, Any]:
-    """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from."""
+    """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from. The step's own
+    output is captured and counted; ``config.max_seconds`` caps the whole diagnosis (its
+    checks included) unless ``timing_only``."""
     started = time.perf_counter()
+    deadline = float("inf") if timing_only else started + config.max_seconds
+    with captured() as printed:
+        recipes = not timing_only if recipes is None else recipes
+        found = _run(
+            step, args, carry, loader, batch_at, config, calls_per_round, extra, progress, deadline, recipes
+        )
+        jax.effects_barrier()  # callbacks still in flight print here, not into the report
+    found.update(printed=printed.summary(), seconds=time.perf_counter() - started)
+    return found
+
+
+def _run(
+    step: Step,
+    args: tuple,
+    carry: Any,
+    loader: Any,
+    batch_at: int | None,
+    config: timing.TimingConfig,
+    calls_per_round: int | None,
+    extra: dict[str, Callable[..., Path]] | None,
+    progress: Any,
+    deadline: float,
+    recipes: bool,
+) -> dict[str, Any]:
     batches = Batches(loader)
-    step, mine, paths, skipped, carry, leaves, batch_at = build(step, args, carry, batches, batch_at, extra)
-    problems = check(mine, paths, batches)
-    timed = {name: path for name, path in paths.items() if name not in problems}
-    number = calls_per_round or calls_per_batch(mine, batches)
-    left = (
-        config.max_seconds if timing_only else max(5.0, config.max_seconds - (time.perf_counter() - started))
+    step, mine, paths, skipped, carry, leaves, batch_at = build(
+        step, args, carry, batches, batch_at, extra, recipes
     )
-    timed_config = timing.TimingConfig(
-        warmup=config.warmup,
-        repeats=config.repeats,
-        number=number,
-        precision=config.precision,
-        max_seconds=left,
-        max_repeats=config.max_repeats,
-        clock=config.clock,
-    )
-    timings = time_paths(mine, timed, batches, timed_config, progress)
-    return {
+    names = carry_mod.parameter_names(step.raw)
+    found: dict[str, Any] = {
         "kind": step.kind,
         "reader": mine.name,
         "paths": {name: path.what for name, path in paths.items()},
         "methods": {path.name: path.method for path in (mine, *paths.values())},
+        "snippets": {
+            name: snippet(name, step, names, len(args), carry, _nodes(step, args)) for name in paths
+        },
         "skipped": skipped,
-        "problems": problems,
         "carry": carry,
         "batch_at": batch_at,
         "leaves": leaves,
-        "donate": step.donate,
-        "timings": timings,
-        "seconds": time.perf_counter() - started,
+        "donate": step.donate_text,
         "loader": batches.given,
+        "retrace": retraces(step, args, carry, batch_at, batches),
     }
+    if found["retrace"]:  # every path would time compiles: the verdict is the retrace
+        found.update(problems={}, failed={}, timings=_empty())
+        return found
+    # the checks may use the time up to 70% of the cap; the rest is the timed rounds'
+    now = time.perf_counter()
+    checked = check(mine, paths, batches, deadline=now + 0.7 * (deadline - now))
+    skipped.update(checked.not_applicable)
+    timed = {name: path for name, path in paths.items() if name not in checked.excluded}
+    number = calls_per_round or calls_per_batch(mine, batches)
+    # warm up here, inside the cap: a path's second call may compile again (the step's outputs,
+    # which it is called on from then on, can differ in sharding or weak type from its inputs)
+    for path in (mine, *timed.values()):
+        for _ in range(config.warmup):
+            sync(path.call(batches()))
+    left = deadline - time.perf_counter()
+    timed_config = timing.TimingConfig(
+        warmup=0,
+        repeats=config.repeats if left > 0 else min(config.repeats, 2),
+        number=number,
+        precision=config.precision,
+        max_seconds=max(left, 0.0) if left != float("inf") else config.max_seconds,
+        max_repeats=config.max_repeats,
+        clock=config.clock,
+    )
+    found.update(
+        problems=checked.differs,
+        failed=checked.failed,
+        timings=time_paths(mine, timed, batches, timed_config, progress),
+    )
+    return found
 
 
-__all__ = ["MEASURES", "Batches", "NotApplicable", "Path", "build", "check", "run", "sync", "time_paths"]
+def _nodes(step: Step, args: tuple) -> int:
+    """How many leading arguments of an NNX step are graph nodes (modules, optimisers)."""
+    if step.family != "nnx":
+        return 0
+    from flax.nnx import graph
+
+    count = 0
+    while count < len(args) and graph.is_graph_node(args[count]):
+        count += 1
+    return count
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame(columns=["variant", "repeat", "calls", "stopped_by", "rel_iqr"])
+
+
+__all__ = [
+    "MEASURES",
+    "Batches",
+    "Checked",
+    "NotApplicable",
+    "Path",
+    "build",
+    "check",
+    "retraces",
+    "run",
+    "sync",
+    "time_paths",
+]

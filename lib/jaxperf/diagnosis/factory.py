@@ -3,12 +3,15 @@
 A factory is a function of keyword arguments that returns either a dict
 ``{"step": ..., "args": (...), "loader": ..., "carry": ..., "batch_at": ...}`` (only
 ``step`` and ``args`` required) or a tuple ``(step, args)`` / ``(step, args, loader)``.
-Every way this can go wrong is a ``ValueError`` naming the parameter and what is allowed.
+Every way this can go wrong is a :class:`FactoryError` (a ``ValueError``) of one line
+naming the factory, with the full traceback kept on it (``.details``) for the JSON output.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +22,21 @@ OPTIONAL = ("loader", "carry", "batch_at")
 PARAMETER = "step_factory"
 
 
+class FactoryError(ValueError):
+    """A factory that does not import, raises, or returns the wrong thing: one line, and
+    ``details`` (the full traceback, or "")."""
+
+    def __init__(self, line: str, details: str = "") -> None:
+        super().__init__(line)
+        self.details = details
+
+
+def _raised(spec: str, doing: str, err: BaseException, parameter: str) -> FactoryError:
+    text = str(err).strip().splitlines()[0][:300] if str(err).strip() else ""
+    line = f"{parameter}={spec!r}: {doing} raised {type(err).__name__}" + (f": {text}" if text else "")
+    return FactoryError(line, "".join(traceback.format_exception(err)))
+
+
 def load(spec: str, parameter: str = PARAMETER) -> Callable[..., Any]:
     """The function ``package.module:name`` names."""
     if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
@@ -27,10 +45,10 @@ def load(spec: str, parameter: str = PARAMETER) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except Exception as err:  # ImportError, or an error raised while importing it
-        raise ValueError(
-            f"{parameter}={spec!r} is not allowed: importing {module_name!r} raised "
-            f"{type(err).__name__}: {err} (is its folder on sys.path, e.g. the current directory?)"
-        ) from err
+        error = _raised(spec, f"importing {module_name!r}", err, parameter)
+        if isinstance(err, ImportError):
+            error.args = (error.args[0] + " (is its folder on sys.path, e.g. the current directory?)",)
+        raise error from err
     found = getattr(module, name, None)
     if not callable(found):
         raise bad_value(parameter, spec, f"a function: {module_name!r} has no callable {name!r}")
@@ -41,14 +59,22 @@ def build(spec: str, kwargs: dict[str, Any] | None = None, parameter: str = PARA
     """Call the factory ``spec`` with ``kwargs``; its result as a dict with ``step``, ``args``
     (a tuple) and the optional keys present."""
     factory = load(spec, parameter)
+    try:  # the arguments are checked against the signature: a TypeError inside is the factory's own
+        inspect.signature(factory).bind(**(kwargs or {}))
+    except TypeError as err:
+        raise FactoryError(
+            str(bad_value(f"{parameter} arguments", kwargs, f"arguments {spec} accepts ({err})"))
+        ) from err
+    except ValueError:  # no signature to read: the call itself says
+        pass
     try:
         made = factory(**(kwargs or {}))
-    except TypeError as err:
-        raise bad_value(f"{parameter} arguments", kwargs, f"arguments {spec} accepts ({err})") from err
+    except Exception as err:  # noqa: BLE001 -- whatever the reader's code raises, one line
+        raise _raised(spec, f"{spec.split(':')[1]}()", err, parameter) from err
     if isinstance(made, tuple) and len(made) in (2, 3):
         made = dict(zip(("step", "args", "loader"), made))
     if not isinstance(made, dict) or "step" not in made or "args" not in made:
-        raise bad_value(
+        raise bad_value(  # a ValueError: the CLI's one line
             f"{parameter}()",
             type(made).__name__,
             'a dict with "step" and "args" (and optionally "loader", "carry", "batch_at"), '

@@ -43,19 +43,43 @@ FAMILY = {
 @dataclasses.dataclass(frozen=True)
 class Step:
     """A reader's compiled step, taken apart: ``raw`` is the Python function it compiles;
-    ``donate`` is Equinox's vocabulary ("none", "all", "all-except-first") whatever the
-    kind; ``axis_name`` the mapped axis of a pmap kind (None when unknown)."""
+    ``donate`` is Equinox's vocabulary ("none", "all", "all-except-first") for Equinox's
+    kinds, else the donated argument positions (``donate_argnums`` and ``donate_argnames``
+    resolved); ``axis_name`` the mapped axis of a pmap kind (None when unknown)."""
 
     kind: str
     call: Callable[..., Any]
     raw: Callable[..., Any]
-    donate: str = "none"
+    donate: str | tuple[int, ...] = "none"
     axis_name: Hashable | None = None
     default_axes: bool = True  # pmap kinds: every array argument mapped over axis 0, outputs too
 
     @property
     def family(self) -> str:
         return FAMILY[self.kind]
+
+    def donated(self, n_args: int) -> tuple[int, ...]:
+        """The argument positions whose arrays each call donates."""
+        if self.donate == "all":
+            return tuple(range(n_args))
+        if self.donate == "all-except-first":
+            return tuple(range(1, n_args))
+        if isinstance(self.donate, tuple):
+            return tuple(i for i in self.donate if i < n_args)
+        return ()
+
+    @property
+    def donate_text(self) -> str:
+        if isinstance(self.donate, tuple):
+            return f"donate_argnums={self.donate}" if self.donate else "none"
+        return self.donate
+
+
+def jit_donation(jitted: Any) -> tuple[int, ...]:
+    """The donated positions of a ``jax.jit`` function (``donate_argnums`` and
+    ``donate_argnames``, as JAX resolved them); () when they cannot be read."""
+    info = getattr(jitted, "_jit_info", None)
+    return tuple(sorted(getattr(info, "donate_argnums", ()) or ()))
 
 
 def _type_name(obj: Any) -> str:
@@ -82,7 +106,7 @@ def _default_axes(in_axes: Any, out_axes: Any) -> bool:
 
 
 def _equinox_pmap(step: Any, kind: str) -> Step:
-    donate = "all" if "donate_argnums" in step._pmapkwargs else "none"
+    donate = "all" if step._pmapkwargs.get("donate_argnums") else "none"
     return Step(kind, step, step._fun, donate, step._axis_name, _default_axes(step._in_axes, step._out_axes))
 
 
@@ -100,7 +124,7 @@ def identify(step: Any) -> Step:
         kind, build = table[name]
         return build(step, kind)
     if name == "jaxlib._jax.PjitFunction":
-        return Step("jax.jit", step, step.__wrapped__)
+        return Step("jax.jit", step, step.__wrapped__, jit_donation(step))
     lower = getattr(step, "lower", None)
     if callable(step) and getattr(lower, "__qualname__", "") == "pmap.<locals>.lower":
         return Step("jax.pmap", step, step.__wrapped__)

@@ -28,15 +28,26 @@ from .paths import NotApplicable, Path
 
 def identify_nnx(step: Any) -> Step:
     """The :class:`Step` of an ``nnx.jit`` wrapper (graph mode, or tree mode)."""
+    from .kinds import jit_donation
+
     tree_mode = getattr(step, "graph", True) is False
-    return Step("nnx.jit tree mode" if tree_mode else "nnx.jit", step, step.fun)
+    donate = jit_donation(getattr(step, "jitted_fn", None))
+    return Step("nnx.jit tree mode" if tree_mode else "nnx.jit", step, step.fun, donate)
 
 
 def _statics(step: Step) -> tuple[int, ...]:
+    """The static positions: graph mode keeps them on the wrapper, tree mode on its jax.jit."""
     found = getattr(step.call, "static_argnums", None)
+    if found is None:
+        info = getattr(getattr(step.call, "jitted_fn", None), "_jit_info", None)
+        found = getattr(info, "static_argnums", None)
     if found is None:
         return ()
     return (found,) if isinstance(found, int) else tuple(found)
+
+
+def _donated(step: Step, args: tuple) -> tuple[int, ...] | None:
+    return step.donated(len(args)) or None
 
 
 def _leading_nodes(args: tuple) -> int:
@@ -75,7 +86,9 @@ def reader_like(step: Step, args: tuple) -> Path:
 def tree_mode(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     from flax import nnx
 
-    fn = nnx.jit(step.raw, graph=False, static_argnums=_statics(step) or None)
+    fn = nnx.jit(
+        step.raw, graph=False, static_argnums=_statics(step) or None, donate_argnums=_donated(step, args)
+    )
     what = "nnx.jit in tree mode (graph=False): no graph walk, Variables as a pytree"
     return _plain("nnx.jit tree mode", what, fn, carry_mod.fresh(args), carry, batch_at, "nnx_tree")
 
@@ -107,6 +120,8 @@ def _bound(
 def cached_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     from flax import nnx
 
+    if step.kind != "nnx.jit":
+        raise NotApplicable("nnx.cached_partial binds a graph-mode nnx.jit step (yours is in tree mode)")
     what = "nnx.cached_partial(step, *modules): the modules' graph walked once, outside the loop"
     return _bound(
         "nnx.cached_partial",
@@ -129,7 +144,7 @@ def jit_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
     return _bound(
         "nnx.jit_partial",
         "nnx_jit_partial",
-        lambda *m: nnx.jit_partial(step.raw, *m, graph=False),
+        lambda *m: nnx.jit_partial(step.raw, *m, graph=False, donate_argnums=_donated(step, args)),
         what,
         args,
         carry,
@@ -168,6 +183,8 @@ def split_jit(
         return out[0], (*nnx.merge(graphdef, held), *path_args[1:])
 
     rest_batch = None if batch_at is None else batch_at - n + 1
+    donated = step.donated(len(args))
+    donate = tuple(sorted({0 if i < n else i - n + 1 for i in donated}))
     if flat:
         name, method = "jax.jit on nnx.split leaves", "nnx_split_leaves_jit"
         what = "jax.jit over nnx.split state as one flat list of leaves, split once, carried"
@@ -175,7 +192,8 @@ def split_jit(
         name, method = "jax.jit on nnx.split state", "nnx_split_jit"
         what = "jax.jit over nnx.split state, split once outside the loop, carried from call to call"
     held = leaves if flat else state
-    return Path(name, what, jax.jit(pure), (held, *args[n:]), {0: 1}, view, rest_batch, method)
+    fn = jax.jit(pure, donate_argnums=donate)
+    return Path(name, what, fn, (held, *args[n:]), {0: 1}, view, rest_batch, method)
 
 
 def split_leaves_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
@@ -187,8 +205,8 @@ def cached_nnx_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: in
         from ..fixes import cached_nnx_jit as drop_in
     except ImportError as err:
         raise NotApplicable(f"jaxperf.cached_nnx_jit is not available: {err}") from err
-    statics = _statics(step)
-    fn = drop_in(step.raw, static_argnums=statics) if statics else drop_in(step.raw)
+    options: dict[str, Any] = {"static_argnums": _statics(step), "donate_argnums": _donated(step, args)}
+    fn = drop_in(step.raw, **{k: v for k, v in options.items() if v})
     what = "the same nnx.jit semantics, the graph walked once per graph structure"
     return _plain(
         "jaxperf.cached_nnx_jit", what, fn, carry_mod.fresh(args), carry, batch_at, "cached_nnx_jit"

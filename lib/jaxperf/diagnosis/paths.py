@@ -90,14 +90,6 @@ def reader(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     )
 
 
-def _donated(step: Step, n_args: int) -> tuple[int, ...]:
-    if step.donate == "all":
-        return tuple(range(n_args))
-    if step.donate == "all-except-first":
-        return tuple(range(1, n_args))
-    return ()
-
-
 class _Statics:
     """The non-array part of a traced function's output, recorded while JAX traces it."""
 
@@ -105,9 +97,8 @@ class _Statics:
 
 
 def _static_carry_check(carry: carry_mod.Carry, out_static: Any, arg_static: tuple) -> None:
-    outs = out_static if isinstance(out_static, (tuple, list)) else (out_static,)
     for i, j in carry.items():
-        if carry_mod.first_difference(arg_static[i], outs[j]) is not None:
+        if carry_mod.first_difference(arg_static[i], carry_mod.output(out_static, j)) is not None:
             raise NotApplicable(
                 f"the step changes the non-array part of argument {i} (a partitioned path keeps it fixed)"
             )
@@ -141,7 +132,7 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
         out_dynamic, out_static.value = eqx.partition(out, eqx.is_array)
         return out_dynamic
 
-    donate = _donated(step, len(args))
+    donate = step.donated(len(args))
     if step.family == "pmap":
         fn = jax.pmap(on_arrays, axis_name=step.axis_name, donate_argnums=donate)
         what = "jax.pmap over the arrays only, partitioned once outside the loop"
@@ -166,14 +157,14 @@ def cached(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     from ..fixes import cached_filter_jit, cached_filter_pmap
 
     if step.kind == "eqx.filter_jit":
-        fn = cached_filter_jit(step.raw, donate=step.donate)
+        fn = cached_filter_jit(step.raw, donate=step.donate)  # type: ignore[arg-type]
         name = "jaxperf.cached_filter_jit"
     elif step.kind == "eqx.filter_pmap":
         if not step.default_axes:
             raise NotApplicable(
                 "in_axes/out_axes other than the default: wrap it yourself with the same axes"
             )
-        fn = cached_filter_pmap(step.raw, axis_name=step.axis_name, donate=step.donate)
+        fn = cached_filter_pmap(step.raw, axis_name=step.axis_name, donate=step.donate)  # type: ignore[arg-type]
         name = "jaxperf.cached_filter_pmap"
     elif step.kind.startswith("jaxperf."):
         raise NotApplicable("your step already is jaxperf's drop-in")
@@ -219,6 +210,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
 
     if not carry:
         raise NotApplicable("nothing is carried from one call to the next (no state to pack)")
+    if carry_mod.WHOLE in carry.values():
+        raise NotApplicable("the step returns its new state alone, not in a tuple")
     if step.family == "pmap" and (step.axis_name is None or not step.default_axes):
         raise NotApplicable("a pmap step with a named axis and default in_axes/out_axes only")
     order = sorted(carry)
@@ -245,7 +238,9 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
         aux_dynamic, aux_static.value = eqx.partition(aux, eqx.is_array)
         return aux_dynamic, tuple(outs[j] for j in out_at)
 
-    donate = step.donate != "none"
+    donated = set(step.donated(len(args)))
+    donate = bool(donated & set(carry))
+    not_donated = sorted(donated - set(carry))
     tree = tuple(args[i] for i in order)
     try:
         if step.family == "pmap":
@@ -272,6 +267,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     what = "the carried state packed once into one buffer per dtype, carried packed" + (
         ", donated" if donate else ""
     )
+    if not_donated:  # packed_jit / packed_pmap donate the packed state only
+        what += f" (argument {', '.join(map(str, not_donated))}, which you donate, is not donated here)"
     name = "jaxperf.packed_pmap" if step.family == "pmap" else "jaxperf.packed_jit"
     return Path(name, what, fn, (state, *rest_dynamic), {0: 1}, view, batch, name.split(".")[1])
 
@@ -298,6 +295,57 @@ def patched(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | Non
     return Path(name, what, fn, carry_mod.fresh(args), dict(carry), lambda out, a: (out, a), batch_at, method)
 
 
+def flat_leaves(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    """Equinox's "low-overhead training loops" recipe (docs/tricks.md): the carried state
+    flattened once outside the loop with ``jax.tree_util.tree_flatten``, ``eqx.filter_jit``
+    of a function of the flat leaves that unflattens inside, the leaves carried; the
+    reader's donation kept."""
+    if step.kind not in ("eqx.filter_jit", "jaxperf.cached_filter_jit"):
+        raise NotApplicable(f"Equinox's recipe is for eqx.filter_jit steps, not {step.kind}")
+    if not carry:
+        raise NotApplicable("nothing is carried from one call to the next (no state to flatten)")
+    if carry_mod.WHOLE in carry.values():
+        raise NotApplicable("the step returns its new state alone, not in a tuple")
+    if batch_at is not None and batch_at in carry:
+        raise NotApplicable("the loader's batch is carried")
+    args = carry_mod.fresh(args)
+    treedefs = {i: jax.tree_util.tree_flatten(args[i])[1] for i in carry}
+    flat = tuple(jax.tree_util.tree_leaves(a) if i in carry else a for i, a in enumerate(args))
+
+    def on_leaves(*leaves_or_args: Any) -> Any:
+        full = [
+            jax.tree_util.tree_unflatten(treedefs[i], a) if i in carry else a
+            for i, a in enumerate(leaves_or_args)
+        ]
+        outs = list(step.raw(*full))
+        for i, j in carry.items():
+            new_leaves, new_def = jax.tree_util.tree_flatten(outs[j])
+            if str(new_def) != str(treedefs[i]):
+                raise NotApplicable(f"output {j} does not have the structure of argument {i}")
+            outs[j] = new_leaves
+        return tuple(outs)
+
+    fn = eqx.filter_jit(on_leaves, donate=step.donate)  # type: ignore[call-overload]
+
+    def view(out: Any, path_args: tuple) -> Any:
+        back = {carry[i]: i for i in carry}
+        outs = tuple(
+            jax.tree_util.tree_unflatten(treedefs[back[j]], o) if j in back else o for j, o in enumerate(out)
+        )
+        rest = tuple(
+            jax.tree_util.tree_unflatten(treedefs[i], a) if i in carry else a for i, a in enumerate(path_args)
+        )
+        return outs, rest
+
+    what = "Equinox's low-overhead loop (docs/tricks.md): state flattened once, filter_jit on the leaves"
+    return Path(
+        "eqx.filter_jit on flat leaves", what, fn, flat, dict(carry), view, batch_at, "filter_jit_leaves"
+    )
+
+
+#: the Equinox recipes a reader's eqx.filter_jit step also gets (a study's cells, timed alike,
+#: ask for them through ``extra_paths``)
+RECIPES: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {"flat leaves": flat_leaves}
 #: the cheaper paths of the Equinox and JAX kinds, in the order a diagnosis lists them
 BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {
     "partitioned": partitioned,
@@ -305,3 +353,109 @@ BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] 
     "packed": packed,
     "patched Equinox": patched,
 }
+
+
+#: how to write each path for the reader's step: {fn} the step's function, {args} its
+#: arguments, {state} the carried ones (NNX: the leading modules), {rest} the others,
+#: {donate} the donation as the path's own argument, {outs} what the step returns
+SNIPPETS = {
+    "jax.jit on the partitioned state": """\
+arrays, static = eqx.partition(({args},), eqx.is_array)  # once, outside the loop
+@functools.partial(jax.jit{donate_argnums})
+def {fn}_arrays(*arrays):
+    return eqx.filter({fn}(*eqx.combine(arrays, static)), eqx.is_array)  # {fn} undecorated
+# loop: out = {fn}_arrays(*arrays); put the carried outputs back into arrays""",
+    "jax.pmap on the partitioned state": """\
+arrays, static = eqx.partition(({args},), eqx.is_array)  # once, outside the loop
+@functools.partial(jax.pmap, axis_name=...{donate_argnums})
+def {fn}_arrays(*arrays):
+    return eqx.filter({fn}(*eqx.combine(arrays, static)), eqx.is_array)  # {fn} undecorated
+# loop: out = {fn}_arrays(*arrays); put the carried outputs back into arrays""",
+    "eqx.filter_jit on flat leaves": """\
+flat, treedef = jax.tree_util.tree_flatten(({state},))  # once, outside the loop
+@eqx.filter_jit{donate_eqx}
+def {fn}_flat(flat, {rest}):
+    {state}, = jax.tree_util.tree_unflatten(treedef, flat)
+    {outs} = {fn}({args})  # {fn} undecorated
+    return ..., jax.tree_util.tree_leaves(({state},))
+# loop: ..., flat = {fn}_flat(flat, {rest}); unflatten once at the end""",
+    "jaxperf.cached_filter_jit": """\
+{fn} = jaxperf.cached_filter_jit({fn}{donate_eqx_arg})  # instead of eqx.filter_jit; the loop unchanged""",
+    "jaxperf.cached_filter_pmap": """\
+{fn} = jaxperf.cached_filter_pmap({fn}, axis_name=...{donate_eqx_arg})  # instead of eqx.filter_pmap""",
+    "jaxperf.packed_jit": """\
+state = jaxperf.PackedState.pack(({state},))  # once: one buffer per dtype
+def {fn}_packed(tree, {rest}):  # -> (the other outputs, the new state)
+    {state}, = tree
+    {outs} = {fn}({args})  # {fn} undecorated
+    return (...), ({state},)
+{fn}_packed = jaxperf.packed_jit({fn}_packed, donate={donate_bool})
+# loop: aux, state = {fn}_packed(state, {rest}); state.unpack() at the end""",
+    "jaxperf.packed_pmap": """\
+state = jaxperf.PackedState.pack(({state},)).replicate(jax.devices())  # once
+{fn}_packed = jaxperf.packed_pmap({fn}_packed, axis_name=..., donate={donate_bool})  # as packed_jit
+# loop: aux, state = {fn}_packed(state, {rest}); state.unpack() at the end""",
+    "nnx.jit tree mode": """\
+@nnx.jit(graph=False{donate_argnums})  # instead of @nnx.jit
+def {fn}({args}): ...""",
+    "nnx.cached_partial": """\
+{fn}_bound = nnx.cached_partial({fn}, {state})  # once, outside the loop
+# loop: {outs} = {fn}_bound({rest})""",
+    "nnx.jit_partial": """\
+{fn}_bound = nnx.jit_partial({fn}, {state}, graph=False{donate_argnums})  # {fn} undecorated
+# loop: {outs} = {fn}_bound({rest})""",
+    "jax.jit on nnx.split state": """\
+graphdef, state = nnx.split(({state},))  # once, outside the loop
+@functools.partial(jax.jit{donate_split})
+def {fn}_pure(state, {rest}):
+    {state}, = nnx.merge(graphdef, state)
+    out = {fn}({args})  # {fn} undecorated
+    return out, nnx.split(({state},))[1]
+# loop: out, state = {fn}_pure(state, {rest}); nnx.update(({state},), state) at the end""",
+    "jax.jit on nnx.split leaves": """\
+graphdef, state = nnx.split(({state},)); leaves, treedef = jax.tree.flatten(state)  # once
+@functools.partial(jax.jit{donate_split})
+def {fn}_pure(leaves, {rest}):
+    {state}, = nnx.merge(graphdef, jax.tree.unflatten(treedef, leaves))
+    out = {fn}({args})  # {fn} undecorated
+    return out, jax.tree.leaves(nnx.split(({state},))[1])""",
+    "jaxperf.cached_nnx_jit": """\
+@jaxperf.cached_nnx_jit{donate_nnx}  # instead of @nnx.jit, the same arguments
+def {fn}({args}): ...""",
+}
+
+
+def snippet(
+    name: str, step: Step, names: list[str], n_args: int, carry: carry_mod.Carry, nodes: int = 0
+) -> str:
+    """How to write path ``name`` for the reader's step ("" for a path without one, as the
+    patched Equinox: results/equinox_patch/ says how to apply it)."""
+    if name not in SNIPPETS:
+        return ""
+    names = [names[i] if i < len(names) else f"arg{i}" for i in range(n_args)]
+    held = sorted(carry) if carry else list(range(nodes))
+    donated = step.donated(n_args)
+    state = ", ".join(names[i] for i in held) or names[0]
+    rest = ", ".join(names[i] for i in range(n_args) if i not in held) or "batch"
+    eqx_donate = (
+        "" if step.donate in ("none", ()) else repr(step.donate if isinstance(step.donate, str) else "all")
+    )
+    split = sorted(
+        {0 if i in held else 1 + [k for k in range(n_args) if k not in held].index(i) for i in donated}
+    )
+    text = SNIPPETS[name].format(
+        fn=getattr(step.raw, "__name__", "step"),
+        args=", ".join(names),
+        state=state,
+        rest=rest,
+        outs="out",
+        donate_argnums=f", donate_argnums={tuple(donated)}" if donated else "",
+        donate_eqx=f"(donate={eqx_donate})" if eqx_donate else "",
+        donate_eqx_arg=f", donate={eqx_donate}" if eqx_donate else "",
+        donate_bool=bool(set(donated) & set(carry)),
+        donate_split=f", donate_argnums={tuple(split)}" if split else "",
+        donate_nnx=f"(donate_argnums={tuple(donated)})" if donated else "",
+    )
+    if len(held) > 1:  # (model, opt_state) rather than (model, opt_state,)
+        text = text.replace(f"{state},)", f"{state})").replace(f"{state}, =", f"{state} =")
+    return text

@@ -4,7 +4,9 @@
 what is derived from them: per path the it/s ratio to the reader's step in the reader's
 loop and with each call blocked (median and quartiles of per-round pairs, with a verdict
 from :mod:`.verdicts`), the host CPU and the wait per call, whether calls run ahead; the
-paths not offered and why; the paths that do not compute the same (never timed).
+paths not offered or not applicable and why; the paths that raised; the paths that do not
+compute the same (never timed); a step that compiles again on every call (then nothing
+is timed: that is the verdict); what the step printed (counted, not shown).
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ from . import verdicts as v
 
 #: how a row of the it/s table is ordered: the reader's path, then the fastest first
 PIPELINED, BLOCKED = "loop_it_per_s", "it_per_s"
+#: the least median it/s ratio a change must show to be recommended
+WORTH = 1.05
+#: how far past the most that removing all host work could give a device-bound loop a
+#: measured ratio may go and still count as a dispatch gain
+SLACK = 1.02
 
 
 @dataclasses.dataclass
@@ -42,17 +49,35 @@ class Diagnosis:
     precision: float
     environment: dict[str, Any]
     methods: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> palette id
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> the error it raised
+    retrace: dict[str, Any] | None = None  # how the reader's loop compiles call after call
+    printed: dict[str, Any] = dataclasses.field(default_factory=dict)  # the step's own output
+    snippets: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> how to write it
+
+    @property
+    def timed(self) -> bool:
+        return not self.timings.empty and self.reader in set(self.timings["variant"])
 
     # ------------------------------------------------------------ derived
 
     def ratios(self, value: str = PIPELINED) -> pd.DataFrame:
         check_choice("value", value, (PIPELINED, BLOCKED))
+        if not self.timed or self.timings["variant"].nunique() < 2:
+            return pd.DataFrame(
+                columns=["variant", "value", "median", "q25", "q75", "pairs", "rel_iqr", "verdict"]
+            )
         return v.ratios(self.timings, self.reader, self.precision, value)
 
     def per_call(self) -> pd.DataFrame:
-        return v.per_call(self.timings)
+        return (
+            v.per_call(self.timings)
+            if self.timed
+            else pd.DataFrame(columns=["variant", "host_ms", "wait_ms"])
+        )
 
     def waiting(self) -> pd.DataFrame:
+        if not self.timed:
+            return pd.DataFrame(columns=["variant", "verdict", "ratio_median", "ratio_q25", "ratio_q75"])
         reference = next((p for p in self.paths if "partitioned" in p or "split" in p), self.reader)
         if reference not in set(self.timings["variant"]):
             reference = self.reader
@@ -84,21 +109,62 @@ class Diagnosis:
         ]
         return table.set_index("path").loc[order].reset_index()
 
+    def dispatch_limit(self) -> float:
+        """The most any dispatch path could give the reader's loop: its time per call over
+        the device's (removing every microsecond of host work); inf for a host-bound loop,
+        and where the step is too short for its device time to be told from the waits."""
+        if not self.timed:
+            return float("inf")
+        per_call = self.per_call().set_index("variant")
+        device_ms = float(per_call["wait_ms"].clip(lower=0).min())
+        mine = per_call.loc[self.reader]
+        judged = self.waiting().set_index("variant").loc[self.reader, "verdict"] != "not judged"
+        if mine["host_ms"] > device_ms or device_ms < 1.0 or not judged:
+            return float("inf")
+        return float(mine["loop_ms"] / device_ms)
+
+    def beyond_dispatch(self) -> dict[str, float]:
+        """{path: median ratio} for paths measured faster than :meth:`dispatch_limit` allows
+        (a different compiled program, or noise): reported, never recommended."""
+        limit = SLACK * self.dispatch_limit()
+        loop = self.ratios(PIPELINED)
+        over = loop[(loop["verdict"] == v.FASTER) & (loop["q25"] > limit)]
+        return dict(zip(over["variant"], over["median"].astype(float)))
+
     def best(self) -> dict[str, Any] | None:
         """The path with the highest median it/s ratio in the reader's loop that is faster
-        on its whole spread; None when no path is."""
+        on its whole spread, by at least :data:`WORTH`, and by no more than removing all host
+        work could explain (:meth:`beyond_dispatch`); None when no path is."""
         loop = self.ratios(PIPELINED)
-        faster = loop[loop["verdict"] == v.FASTER].sort_values("median", ascending=False)
+        beyond = self.beyond_dispatch()
+        ok = (loop["verdict"] == v.FASTER) & (loop["median"] >= WORTH) & ~loop["variant"].isin(list(beyond))
+        faster = loop[ok].sort_values("median", ascending=False)
         return None if faster.empty else faster.iloc[0].to_dict()
 
     def headline(self) -> list[str]:
-        """The verdict first: where the reader's time goes, whether calls wait, what to change."""
+        """The verdict first: a step that compiles every call; else where the reader's time
+        goes, whether calls wait, what to change (and why, when the loop is device-bound)."""
+        if self.retrace:
+            r = self.retrace
+            where = f"argument {r.get('argument')}" + (f" ({r['name']})" if r.get("name") else "")
+            lines = [
+                f"Your step compiles again on every call: {r['compiles']} compiles in {r['calls']} calls "
+                f"of your loop, about {r['ms_per_call']:.3g} ms per call, most of it compiling."
+            ]
+            if "argument" in r:
+                lines.append(
+                    f"What changes: {where}{r.get('path') or ''}, {r.get('before')} then {r.get('after')}. "
+                    "Keep it fixed from call to call (a traced array, or out of what the step returns); "
+                    "then diagnose again: nothing else was timed."
+                )
+            return lines
+        if not self.timed:
+            return ["Nothing was timed."]
         per_call = self.per_call().set_index("variant")
         waits = self.waiting().set_index("variant").loc[self.reader, "verdict"]
         device_ms = float(per_call["wait_ms"].clip(lower=0).min())
-        lines = [
-            f"Your loop is {v.bound(per_call.loc[self.reader], device_ms)} (the shortest wait of any path)."
-        ]
+        mine = per_call.loc[self.reader]
+        lines = [f"Your loop is {v.bound(mine, device_ms)} (the shortest wait of any path)."]
         if waits == "waits for each call":
             lines.append("Each call waits for its result before returning, so the host cannot run ahead.")
         elif waits == "not judged":
@@ -106,22 +172,48 @@ class Diagnosis:
                 "Whether calls run ahead is not judged: the step's device time is too short to tell."
             )
         best = self.best()
-        if best is None:
-            lines.append("No path tried here is faster in your loop on its whole spread.")
-        else:
+        beyond = self.beyond_dispatch()
+        if beyond:
+            name, ratio = next(iter(beyond.items()))
             lines.append(
-                f"Change: {best['variant']}, {best['median']:.2f}x your it/s [{best['q25']:.2f}, "
-                f"{best['q75']:.2f}] in your loop ({self.paths[best['variant']]})."
+                f"{name} measured {ratio:.2f}x, more than removing all host work could give this loop "
+                f"(at most {self.dispatch_limit():.3f}x): not a dispatch gain (its compiled program "
+                "differs, or noise); not recommended."
             )
+        if best is None:
+            lines.append(
+                f"No path tried here is faster in your loop by {100 * (WORTH - 1):.0f}% or more "
+                "on its whole spread."
+            )
+            return lines
+        lines.append(
+            f"Change: {best['variant']}, {best['median']:.2f}x your it/s [{best['q25']:.2f}, "
+            f"{best['q75']:.2f}] in your loop ({self.paths[best['variant']]})."
+        )
+        if mine["host_ms"] <= device_ms:  # device-bound, and still a faster path: say why both hold
+            host = f"{mine['host_ms']:.3g} ms of host CPU per call"
+            if waits == "waits for each call":
+                why = f"your calls wait for their results, so the {host} add to the device's time"
+            elif self.environment.get("backend") == "cpu":
+                why = f"on the cpu backend the device is the host's own cores, so the {host} compete with it"
+            else:
+                why = f"the {host} are not all hidden behind the device's work (it idles between calls)"
+            lines.append(f"Device-bound and still faster with the change: {why}.")
         return lines
 
+    def best_snippet(self) -> str:
+        best = self.best()
+        return "" if best is None else self.snippets.get(best["variant"], "")
+
     def rounds(self) -> dict[str, Any]:
+        if not self.timed:
+            return {"rounds": 0, "calls_per_round": 0, "stopped_by": "nothing timed", "rel_iqr": None}
         first = self.timings.iloc[0]
         return {
             "rounds": int(self.timings["repeat"].max()) + 1,
             "calls_per_round": int(first["calls"]),
             "stopped_by": str(first["stopped_by"]),
-            "rel_iqr": float(first["rel_iqr"]),
+            "rel_iqr": None if pd.isna(first["rel_iqr"]) else float(first["rel_iqr"]),
         }
 
     # ------------------------------------------------------------ output
@@ -148,8 +240,12 @@ class Diagnosis:
                 orient="records"
             ),
             "paths": self.paths,
+            "snippets": self.snippets,
             "not_offered": self.skipped,
             "differs": self.problems,
+            "failed": self.failed,
+            "retrace": self.retrace,
+            "printed": self.printed,
         }
 
     def to_json(self) -> str:
@@ -166,33 +262,55 @@ class Diagnosis:
             f"**{self.kind} step, {self.leaves} array leaves in its arguments** "
             f"({env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions})"
         )
-        table = self.table()
-        for col in ("it/s in your loop", "host CPU ms per call", "wait ms per call"):
-            table[col] = table[col].map(lambda x: f"{x:,.0f}" if x >= 1000 else f"{x:.3g}")
-        lines = [head, "", *(f"- {line}" for line in self.headline()), "", md.table(table)]
-        notes = [f"{name}: {why}" for name, why in self.problems.items()]
-        if notes:
-            lines += ["", "Not timed, results differ from yours: " + "; ".join(notes) + "."]
-        if self.skipped:
+        lines = [head, "", *(f"- {line}" for line in self.headline())]
+        code = self.best_snippet()
+        if code:
+            lines += ["", "```python", code, "```"]
+        if self.timed:
+            table = self.table()
+            for col in ("it/s in your loop", "host CPU ms per call", "wait ms per call"):
+                table[col] = table[col].map(lambda x: f"{x:,.0f}" if x >= 1000 else f"{x:.3g}")
+            lines += ["", md.table(table)]
+        for title, notes in (
+            ("Not timed, results differ from yours", self.problems),
+            ("Not timed, raised", self.failed),
+            ("Not offered", self.skipped),
+        ):
+            if notes:
+                lines += ["", f"{title}: " + "; ".join(f"{k} ({why})" for k, why in notes.items()) + "."]
+        printed = self.printed.get("lines", 0)
+        if printed:
+            first = self.printed.get("first") or [""]
             lines += [
                 "",
-                "Not offered: " + "; ".join(f"{k} ({why})" for k, why in self.skipped.items()) + ".",
+                f"Your step printed {printed:,} lines while diagnosed (not shown; the first: {first[0]!r}).",
             ]
         r = self.rounds()
         loop = "your loader feeding each call" if self.loader else "the same batch each call"
-        lines += [
-            "",
-            f"Measured: {r['rounds']} interleaved rounds of {r['calls_per_round']} calls per path, "
-            f"state passed from call to call, {loop}, donation {self.donate}; ratios are medians of "
-            f"per-round pairs [quartiles]; stopped by {r['stopped_by']} (widest ratio +-{100 * r['rel_iqr']:.1f}%, "
-            f"target +-{100 * self.precision:.0f}%) after {self.seconds:.0f} s.",
-        ]
+        if r["rounds"]:
+            spread = "" if r["rel_iqr"] is None else f"widest ratio +-{100 * r['rel_iqr']:.1f}%, "
+            lines += [
+                "",
+                f"Measured: {r['rounds']} interleaved rounds of {r['calls_per_round']} calls per path, "
+                f"state passed from call to call, {loop}, donation {self.donate}; ratios are medians of "
+                f"per-round pairs [quartiles]; stopped by {r['stopped_by']} ({spread}"
+                f"target +-{100 * self.precision:.0f}%) after {self.seconds:.0f} s in all.",
+            ]
+        else:
+            lines += ["", f"Measured: nothing timed; donation {self.donate}; {self.seconds:.0f} s in all."]
         return "\n".join(lines)
 
     def figure(self, footer: bool = True) -> tuple[Any, pd.DataFrame]:
         """(figure, data): it/s per path in the reader's loop (median, IQR), and where each
         path's time per blocked call goes (host CPU, waiting); ``footer``: the backend, devices
         and versions on the figure (leave it to ``study.figure`` inside a notebook)."""
+        if not self.timed:  # a step that retraces, say: the headline is the whole answer
+            import matplotlib.pyplot as plt
+
+            fig, ax = plt.subplots(figsize=(6, 1.2))
+            ax.axis("off")
+            ax.text(0, 0.5, "Nothing was timed. " + self.headline()[0], wrap=True, va="center")
+            return fig, pd.DataFrame(columns=["path"])
         from .figure import draw
 
         return draw(self, footer)

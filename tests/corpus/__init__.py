@@ -1,0 +1,1 @@
+"""Code the project did not write, as each library's docs write it: the tools are tested on it."""
