@@ -12,6 +12,7 @@ not executed".
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 
 from .bundles import Schedule
@@ -110,3 +111,44 @@ def grid_trips(schedule: Schedule, programs: int, wanted_programs: int) -> dict[
         return None
     extra = trips - programs
     return {top[0]: wanted_programs + extra} if 0 <= extra <= 4 else None
+
+
+#: The slots a loop step's cost is read in: a TPU bundle issues operations of each kind at once.
+SLOTS = ("vector", "matrix", "load/store", "scalar", "control")
+_OP = re.compile(r"=\s*([a-z][\w]*)|^\s*([a-z][\w]*)")
+
+
+def slot(op: str) -> str | None:
+    """The slot of one bundle operation by its name (None for a phi, which issues nothing):
+    matrix (``vmatmul``, ``vmatpush``, the result pop ``vpop``), load/store (``vld``, ``vst``,
+    ``sld``, ``sst``, DMAs and their syncs), vector (other ``v*``), control (``sbr``, ``shalt``),
+    scalar (the rest: ``s*``, predicates, addresses)."""
+    if op.endswith("phi"):
+        return None
+    if op.startswith("vmat") or op == "vpop":
+        return "matrix"
+    if op in ("vld", "vst", "sld", "sst") or op.startswith(("dma", "vsync", "vwait")):
+        return "load/store"
+    if op in ("sbr", "shalt", "sfence"):
+        return "control"
+    return "vector" if op.startswith("v") else "scalar"
+
+
+def slot_counts(schedule: Schedule, trips: Mapping[int, int] | None = None) -> dict[str, int]:
+    """Operations of one kernel call per slot of :data:`SLOTS`: each bundle's operations times
+    the trips of the loops around it (ValueError when one has no constant trip count)."""
+    weight = [1] * schedule.total
+    for index, loop in enumerate(schedule.loops):
+        count = (trips or {}).get(index, loop.trips)
+        if count is None:
+            raise ValueError(f"loop {index} of {schedule.name!r} has no constant trip count")
+        for b in range(loop.start, loop.end + 1):
+            weight[b] *= count
+    out = dict.fromkeys(SLOTS, 0)
+    for bundle, w in zip(schedule.bundles, weight, strict=True):
+        for part in bundle.text.split(";;"):
+            found = _OP.search(part.strip(" {}>\n"))
+            kind = slot((found.group(1) or found.group(2)).split(".")[0]) if found else None
+            if kind is not None:
+                out[kind] += w
+    return out

@@ -1,0 +1,85 @@
+"""The corpus of Pallas kernels (tests/corpus/kernels) through ``python -m jaxperf loops``' engine in
+a quick mode (small T, Mosaic TPU only: a compile takes under a second), asserting the verdicts known
+by construction. Every kernel's forms must give its plain-JAX reference; a dynamic trip count is
+"not known"; every target's sentence carries its own per-step numbers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from jaxperf.loops import engine, family, report_kernel
+
+CORPUS = "tests.corpus.kernels"
+KERNELS = [
+    "rmsnorm:make",
+    "layernorm:make",
+    "logsumexp:make",
+    "row_sum:make",
+    "cumsum:make",
+    "branch:make",
+    "dynamic_trips:make",
+    "matmul:f32_128",
+    "matmul:bf16_128",
+    "matmul:bf16_k64",
+]
+TPU = "mosaic_tpu v5e"
+
+
+def _tpu_here() -> bool:
+    from jaxperf.compilers.mosaic_tpu import topology
+
+    return topology.status().available
+
+
+@pytest.fixture(scope="module")
+def runs():
+    if not _tpu_here():
+        pytest.skip("libtpu is not installed: the quick mode compiles for Mosaic TPU")
+    out = {}
+    for name in KERNELS:
+        forms = ["fori", "hand_unrolled u=2"] if name.startswith("dynamic") else ["python", "fori"]
+        Ts = [256, 512] if name.startswith("matmul") else [512, 1024]
+        out[name] = engine.run(f"{CORPUS}.{name}", forms, Ts, targets=[TPU], budget_s=120)
+    return out
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_form_gives_the_readers_reference(runs, name):
+    checks = runs[name].checks
+    assert set(checks.against) == {"your reference"}
+    assert checks.same_result.all(), checks.to_string()
+
+
+def test_a_dynamic_trip_count_is_not_known(runs):
+    text = report_kernel.markdown(runs["dynamic_trips:make"])
+    assert "not known" in text.splitlines()[2]
+    steps = runs["dynamic_trips:make"].per_step()
+    assert steps.per_step.isna().all() and steps.note.str.contains("no two T with a count").all()
+
+
+@pytest.mark.parametrize("name", [k for k in KERNELS if not k.startswith("dynamic")])
+def test_each_target_sentence_carries_its_own_per_step_numbers(runs, name):
+    rows = report_kernel.frame(runs[name])
+    lines = family.per_target(rows)
+    assert lines and all(line.startswith(TPU) for line in lines)
+    for line, r in zip(lines, rows.itertuples(), strict=True):
+        assert f"{r.fori:.1f} against the Python loop's {r.python:.1f}" in line
+        assert f"({r.ratio:.2f}×" in line and family.target_verdict(r.ratio) in line
+    verdict = family.verdict(rows)
+    assert verdict == family.target_verdict(float(rows.ratio.iloc[0]))  # one target: its verdict
+
+
+@pytest.mark.parametrize("name", ["matmul:f32_128", "matmul:bf16_128", "matmul:bf16_k64"])
+def test_a_matmul_issues_its_matrix_work_in_every_form(runs, name):
+    steps = runs[name].per_step().set_index("form")
+    python, fori = steps.loc["python", "classes"], steps.loc["fori", "classes"]
+    assert python["matrix"] > 0 and fori["matrix"] > 0  # read from the code: both forms use the MXU
+
+
+def test_the_report_prints_the_per_step_ratio_the_verdict_uses(runs):
+    results = runs["layernorm:make"]
+    text = report_kernel.markdown(results)
+    ratio = family.static(results.per_step()).ratio.iloc[0]
+    assert re.search(rf"{ratio:.2f}× Python's", text), text
