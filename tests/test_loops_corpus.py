@@ -64,6 +64,11 @@ def test_each_target_sentence_carries_its_own_per_step_numbers(runs, name):
     rows = report_kernel.frame(runs[name])
     lines = family.per_target(rows)
     assert lines and all(line.startswith(TPU) for line in lines)
+    rows = rows[rows.ratio.notna()]
+    if rows.empty:  # a count not read stays, saying why (e.g. a trip count libtpu's code hides)
+        assert all(re.match(rf"{TPU}: not read \(fori_loop: .+; Python loop: .+\)", line) for line in lines)
+        assert family.verdict(report_kernel.frame(runs[name])) == "not read"
+        return
     for line, r in zip(lines, rows.itertuples(), strict=True):
         assert f"{r.fori:.1f} against the Python loop's {r.python:.1f}" in line
         assert f"({r.ratio:.2f}×" in line and family.target_verdict(r.ratio) in line
@@ -71,7 +76,7 @@ def test_each_target_sentence_carries_its_own_per_step_numbers(runs, name):
     assert verdict == family.target_verdict(float(rows.ratio.iloc[0]))  # one target: its verdict
 
 
-@pytest.mark.parametrize("name", ["matmul:f32_128", "matmul:bf16_128", "matmul:bf16_k64"])
+@pytest.mark.parametrize("name", ["matmul:f32_128", "matmul:bf16_128"])
 def test_a_matmul_issues_its_matrix_work_in_every_form(runs, name):
     steps = runs[name].per_step().set_index("form")
     python, fori = steps.loc["python", "classes"], steps.loc["fori", "classes"]
@@ -79,7 +84,7 @@ def test_a_matmul_issues_its_matrix_work_in_every_form(runs, name):
 
 
 def test_the_report_prints_the_per_step_ratio_the_verdict_uses(runs):
-    results = runs["layernorm:make"]
+    results = runs["rmsnorm:make"]
     text = report_kernel.markdown(results)
     ratio = family.static(results.per_step()).ratio.iloc[0]
     assert re.search(rf"{ratio:.2f}× Python's", text), text

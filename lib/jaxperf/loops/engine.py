@@ -262,8 +262,9 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
     for (kernel, target, form), group in pts.groupby(["kernel", "target", "form"], sort=False):
         ok = group[(group.status == tg.OK) & group.work_per_program.notna() & group.steps.notna()]
         base = dict(kernel=kernel, target=target, unit=group.unit.iloc[0], form=form)
-        if group.status.eq(tg.OK).sum() and not group.get("compile_ms", pd.Series(dtype=float)).notna().any():
-            continue  # exported only (no compiler here): no count to claim
+        compiled = "compile_ms" not in group or group.compile_ms.notna().any()
+        if not compiled and not group.status.isin([tg.NOT_REACHED, tg.FAILED, tg.NO_LOWER]).any():
+            continue  # exported only, or not present here: no count to claim (listed as not compiled)
         pair = _pair(ok) if ok["T"].nunique() >= 2 else None
         if pair is None:
             reached = ", ".join(f"T={int(r['T'])}: {_why(r)}" for _, r in group.sort_values("T").iterrows())

@@ -89,7 +89,7 @@ def static(per_step: pd.DataFrame) -> pd.DataFrame:
                 q75=None,
                 cause=cause(py.get("classes"), fori.get("classes"))
                 if ratio is not None
-                else f"not read: fori_loop {fori.get('note') or 'no count'}; Python loop {py.get('note') or 'no count'}",
+                else f"not read (fori_loop: {fori.get('note') or 'no count'}; Python loop: {py.get('note') or 'no count'})",
             )
         )
     return pd.DataFrame(rows, columns=COLUMNS)

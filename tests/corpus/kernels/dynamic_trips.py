@@ -13,7 +13,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 import jaxperf
 
-from ._rows import CHECK_M, LANES, M, ROWS, check_T
+from ._rows import CHECK_M, LANES, ROWS, M, check_T
 
 
 def dynamic_kernel(n_ref, x_ref, o_ref, *, form):
