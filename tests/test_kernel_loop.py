@@ -263,3 +263,25 @@ def test_the_notebook_names_the_engines_targets():
     assert settings.TARGETS == tuple(targets.TARGETS)  # the settings check them without importing JAX
     with pytest.raises(ValueError, match=r"targets\[...\]='triton sm_80' is not allowed"):
         settings.LoopSettings(targets=("triton sm_80",))
+
+
+def raising(form, T, *, interpret=False):
+    raise TypeError("a factory's own bug\nwith a second line")
+
+
+def test_a_factory_that_raises_anything_exits_2_with_one_line(capsys, tmp_path):
+    out = tmp_path / "summary.json"
+    assert cli.main([f"{__name__}:raising", "--T", "64,128", "--quiet", "--json", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "raised at form='python', T=64: TypeError: a factory's own bug" in err
+    assert "with a second line" in out.read_text()  # the full text, in JSON
+
+
+def test_a_budget_leaves_later_points_not_reached(monkeypatch):
+    monkeypatch.setattr(engine.tg, "present", lambda: {t: "not here (test)" for t in engine.tg.TARGETS})
+    got = engine.run(
+        f"{__name__}:make", ["python", "fori"], [64, 128], targets=["triton sm_86"], budget_s=1e-9
+    )
+    assert set(got.points.status) == {engine.tg.NOT_REACHED}
+    assert "not reached" in report_kernel.markdown(got)
