@@ -88,3 +88,19 @@ def test_the_report_prints_the_per_step_ratio_the_verdict_uses(runs):
     text = report_kernel.markdown(results)
     ratio = family.static(results.per_step()).ratio.iloc[0]
     assert re.search(rf"{ratio:.2f}× Python's", text), text
+
+
+def test_a_two_pass_layernorm_pays_on_tpu(runs):
+    """The issue's contradiction: its TPU count says fori_loop does several times the Python loop's
+    work per step, so the verdict cannot be "does not pay"."""
+    rows = report_kernel.frame(runs["layernorm:make"])
+    tpu = rows[rows.source == TPU].iloc[0]
+    assert tpu.ratio >= family.FOLD and family.verdict(rows) == "pays"
+    assert "per loop step" in report_kernel.verdict_line(runs["layernorm:make"])
+
+
+def test_a_block_the_compiler_cannot_align_is_a_result_with_its_whole_error(runs):
+    points = runs["matmul:bf16_k64"].points.set_index(["form", "T"])
+    fori = points.loc[("fori", 256)]
+    assert fori.status == "failed" and "multiple of 128" in fori.error
+    assert "multiple of 128" in report_kernel.markdown(runs["matmul:bf16_k64"])
