@@ -114,24 +114,30 @@ def grid_trips(schedule: Schedule, programs: int, wanted_programs: int) -> dict[
 
 
 #: The slots a loop step's cost is read in: a TPU bundle issues operations of each kind at once.
-SLOTS = ("vector", "matrix", "load/store", "scalar", "control")
-_OP = re.compile(r"=\s*([a-z][\w]*)|^\s*([a-z][\w]*)")
+SLOTS = ("vector", "matrix", "cross-lane", "transcendental", "load/store", "scalar", "control")
+_OP = re.compile(r"=\s*([a-z][\w.]*)|^\s*([a-z][\w.]*)")
 
 
 def slot(op: str) -> str | None:
-    """The slot of one bundle operation by its name (None for a phi, which issues nothing):
-    matrix (``vmatmul``, ``vmatpush``, the result pop ``vpop``), load/store (``vld``, ``vst``,
+    """The slot of one bundle operation by its full name (None for a phi, which issues nothing):
+    matrix (``vmatmul``, ``vmatpush``, anything on an ``mxu``), cross-lane (``.xlane``/``xlu``
+    reductions and their pops), transcendental (the ``eup`` unit), load/store (``vld``, ``vst``,
     ``sld``, ``sst``, DMAs and their syncs), vector (other ``v*``), control (``sbr``, ``shalt``),
     scalar (the rest: ``s*``, predicates, addresses)."""
-    if op.endswith("phi"):
+    base, parts = op.split(".")[0], set(op.split(".")[1:])
+    if base.endswith("phi"):
         return None
-    if op.startswith("vmat") or op == "vpop":
+    if base.startswith("vmat") or any(p.startswith("mxu") for p in parts):
         return "matrix"
-    if op in ("vld", "vst", "sld", "sst") or op.startswith(("dma", "vsync", "vwait")):
+    if "xlane" in parts or any(p.startswith("xlu") for p in parts):
+        return "cross-lane"
+    if "eup" in parts:
+        return "transcendental"
+    if base in ("vld", "vst", "sld", "sst") or base.startswith(("dma", "vsync", "vwait")):
         return "load/store"
-    if op in ("sbr", "shalt", "sfence"):
+    if base in ("sbr", "shalt", "sfence"):
         return "control"
-    return "vector" if op.startswith("v") else "scalar"
+    return "vector" if base.startswith("v") else "scalar"
 
 
 def slot_counts(schedule: Schedule, trips: Mapping[int, int] | None = None) -> dict[str, int]:
@@ -148,7 +154,7 @@ def slot_counts(schedule: Schedule, trips: Mapping[int, int] | None = None) -> d
     for bundle, w in zip(schedule.bundles, weight, strict=True):
         for part in bundle.text.split(";;"):
             found = _OP.search(part.strip(" {}>\n"))
-            kind = slot((found.group(1) or found.group(2)).split(".")[0]) if found else None
+            kind = slot(found.group(1) or found.group(2)) if found else None
             if kind is not None:
                 out[kind] += w
     return out
