@@ -285,3 +285,20 @@ def test_a_budget_leaves_later_points_not_reached(monkeypatch):
     )
     assert set(got.points.status) == {engine.tg.NOT_REACHED}
     assert "not reached" in report_kernel.markdown(got)
+
+
+def test_a_compile_predicted_past_the_budget_is_not_started(monkeypatch):
+    assert engine._predicted_s(None, 4096) == 0 and engine._predicted_s((1024, 10.0), 2048) == 40.0
+    monkeypatch.setattr(engine.tg, "present", lambda: {t: "" for t in engine.tg.TARGETS})
+    calls = []
+
+    def slow(kernel, form, T, target):  # the first T "took" 10 s of a 30 s budget
+        calls.append(T)
+        monkeypatch.setattr(engine.time, "monotonic", lambda t=engine.time.monotonic() + 10: t)
+        return dict(status="ok", error="", compile_ms=1.0, work_per_program=1.0, steps=T // 8)
+
+    monkeypatch.setattr(engine.tg, "compile_point", slow)
+    got = engine.run(f"{__name__}:make", ["fori"], [64, 128], targets=["triton sm_86"], budget_s=30)
+    assert calls == [64]
+    row = got.points.set_index("T").loc[128]
+    assert row.status == engine.tg.NOT_REACHED and row.error.startswith("predicted 40 s")

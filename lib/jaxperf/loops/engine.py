@@ -129,8 +129,9 @@ def compile_results(
     program, loop steps per program, the work's classes (see :mod:`jaxperf.loops.targets`). A
     compiler with no target here is still exported (``compile_ms`` empty) so "does it lower" is
     answered. Points run smallest T first across every target; a point past the budget of
-    ``clock`` is "not reached"."""
+    ``clock``, or whose compile :func:`_predicted_s` says would end past it, is "not reached"."""
     rows: list[dict[str, Any]] = []
+    took: dict[tuple[str, str], tuple[int, float]] = {}  # (target, form) -> (T, seconds) last compiled
     asked = {t: v for t, v in tg.TARGETS.items() if here.get(t) != NOT_ASKED}
     for T in Ts:
         for target, (compiler, _, unit) in asked.items():
@@ -143,17 +144,31 @@ def compile_results(
                 rows += [base | dict(form=f) | g for f, g in zip(forms, got, strict=True)]
                 continue
             for form in forms:
-                if clock.spent():
-                    rows.append(base | dict(form=form, status=tg.NOT_REACHED, error=""))
+                guess = _predicted_s(took.get((target, form)), T)
+                if clock.spent() or guess > clock.left():
+                    why = (
+                        ""
+                        if clock.spent()
+                        else f"predicted {guess:.0f} s, {clock.left():.0f} s of the budget left"
+                    )
+                    rows.append(base | dict(form=form, status=tg.NOT_REACHED, error=why))
+                    clock.say(f"{target}, {form}, T={T}: not reached {why}")
                     continue
                 started = time.monotonic()
                 if here.get(target):
                     row = tg.lowers(kernel, form, T, compiler) | {"compiled": here[target]}
                 else:
                     row = tg.compile_point(kernel, form, T, target)
+                took[(target, form)] = (T, time.monotonic() - started)
                 rows.append(base | dict(form=form) | row)
                 clock.say(f"{target}, {form}, T={T}: {row['status']} ({time.monotonic() - started:.0f} s)")
     return pd.DataFrame(rows)
+
+
+def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
+    """A point's compile seconds, from the same target and form at a smaller T: growing as T
+    squared (an unrolled Python loop's compile grows faster than its length); 0 without one."""
+    return 0.0 if last is None else last[1] * (T / last[0]) ** 2
 
 
 def time_results(
