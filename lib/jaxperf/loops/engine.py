@@ -6,15 +6,17 @@ three entry points (:func:`run`; ``python -m jaxperf loops package.module:factor
 For a factory (:mod:`jaxperf.jax20909.factory`), forms and T:
 
 1. every (form, T) is built first: a bad form or a T the blocks cannot tile fails before work;
-2. every form runs in Pallas' interpreter at the check T and is compared with the
-   ``fori`` form: a form that differs is neither compiled nor timed ("wrong result");
+2. every form runs in Pallas' interpreter at the check T and is compared with the factory's
+   ``reference`` (else with the ``fori`` form): a form that differs is neither compiled nor timed;
 3. every form that passed is exported (does it lower?) and compiled for each target this
    machine has (:mod:`jaxperf.loops.targets`), compile ms and work per program read;
 4. on a GPU or TPU, the compiled forms are checked on the device and timed, interleaved.
 
 :func:`per_step` turns the compiles into the work each extra loop step costs, per target and
-form: the difference between the two largest T over the difference in loop steps. Nothing
-here is simulated: a target that is not here is named "not present here", with the reason.
+form: the difference between the largest two T whose compiled code has the same loop structure,
+over the difference in loop steps, split into the code's classes (SASS instruction classes, TPU
+slots). Nothing here is simulated: a target that is not here is named "not present here", with
+the reason; a point past the time budget is "not reached".
 """
 
 from __future__ import annotations
@@ -348,7 +350,3 @@ def _verdict(part: pd.DataFrame) -> str:
         return "lowers"
     row = part.iloc[0]
     return f"{row.status}: {row.error}" if row.error else str(row.status)
-
-
-def _ratio(value: Any, base: Any) -> float | None:
-    return None if base is None or not float(base) > 0 else float(value) / float(base)

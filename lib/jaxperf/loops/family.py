@@ -6,8 +6,11 @@ Two kinds of number, never mixed in one column: *measured* ms per call (XLA:CPU,
 Pallas' interpreter), as the per-pair ratio fori/Python (median and interquartile range) at
 the largest T where both ran; and *static* work per loop step read from each compiler's output
 (:func:`jaxperf.loops.engine.per_step`: SASS instructions per warp, or TPU bundles), fori
-against Python. :func:`mechanism` names what the numbers show, by the rules of
-:data:`FOLD` and :data:`SAME`; :func:`answer` is the one sentence of who pays.
+against Python. Each target gets its own verdict (:func:`target_verdict`, :data:`FOLD`,
+:data:`SAME`) in a sentence carrying its own per-step numbers and the cause read from its
+compiled code (:func:`cause`); a kernel's verdict is the targets' common one, or "depends on the
+target" (:func:`verdict`), so it never contradicts a printed number; :func:`answer` is the one
+sentence of who pays.
 """
 
 from __future__ import annotations
@@ -216,11 +219,6 @@ def answer(frame: pd.DataFrame) -> str:
             f"{r.kernel} {r.ratio:.2f}×" for r in rows.itertuples() if r.ratio is not None
         )
     return out + "."
-
-
-def _names(kernels: Sequence[str]) -> str:
-    names = [f"`{k}`" for k in kernels]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def wide(frame: pd.DataFrame) -> pd.DataFrame:

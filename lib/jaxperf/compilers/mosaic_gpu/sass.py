@@ -21,6 +21,7 @@ import re
 from ..triton import sass as _sass
 from ..triton.estimate import DynamicCounts
 from ..triton.estimate import dynamic_counts as _dynamic_counts
+from ..triton.ir import sass_counts
 
 _LINE = re.compile(r"^\s*(?:\S+\s+)?/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):\s*$")
@@ -84,12 +85,5 @@ def dynamic_counts(sass_text: str) -> DynamicCounts:
 
 def counts(sass_text: str) -> tuple[dict[str, int], dict[str, int], int]:
     """SASS instructions by category inside and outside the kernel's loops (static counts)."""
-    code = _sass.parse(sass_text)
-    found = kernel_loops(code)
-    inside: dict[str, int] = {}
-    outside: dict[str, int] = {}
-    for ins in code:
-        where = inside if any(lp.contains(ins.address) for lp in found) else outside
-        kind = _sass.category(ins)
-        where[kind] = where.get(kind, 0) + 1
-    return inside, outside, len(found)
+    inside, outside, loops_ = sass_counts(sass_text, kernel_loops)
+    return dict(inside), dict(outside), loops_

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from . import sass as _sass
 
@@ -126,10 +127,13 @@ def llir_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
     return inside, outside, loops
 
 
-def sass_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
-    """SASS instructions by category inside and outside loops (static counts)."""
+def sass_counts(
+    text: str, find: Callable[[list[Any]], list[Any]] = _sass.loops
+) -> tuple[Counter[str], Counter[str], int]:
+    """SASS instructions by category inside and outside the loops ``find`` reads (static counts;
+    Mosaic GPU passes its own, without barrier waits)."""
     code = _sass.parse(text)
-    found = _sass.loops(code)
+    found = find(code)
     inside: Counter[str] = Counter()
     outside: Counter[str] = Counter()
     for ins in code:
