@@ -287,7 +287,7 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
             reached = ", ".join(f"T={int(r['T'])}: {_why(r)}" for _, r in group.sort_values("T").iterrows())
             note = (
                 "loop structure differs at every pair of T ("
-                + ", ".join(f"T={int(r['T'])}: {_loops(r)} loops" for _, r in ok.iterrows())
+                + ", ".join(f"T={int(r['T'])}: {_plural(_loops(r))}" for _, r in ok.iterrows())
                 + ")"
                 if ok["T"].nunique() >= 2
                 else f"no two T with a count ({reached})"
@@ -320,10 +320,14 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
                 if len(python)
                 else None,
                 classes=classes,
-                note=f"{_loops(high)} loops in the code at T={int(low['T'])} and T={int(high['T'])}",
+                note=f"{_plural(_loops(high))} in the code at T={int(low['T'])} and T={int(high['T'])}",
             )
         )
     return pd.DataFrame(rows, columns=cols)
+
+
+def _plural(loops: int | None) -> str:
+    return "loops not counted" if loops is None else f"{loops} loop" + ("" if loops == 1 else "s")
 
 
 def _why(row: pd.Series) -> str:

@@ -229,8 +229,10 @@ def wide(frame: pd.DataFrame) -> pd.DataFrame:
     for row in frame.itertuples():
         column = f"{row.source} ({row.unit}, {row.kind})"
         spread = f" [{row.q25:.2f}, {row.q75:.2f}]" if row.q25 is not None and pd.notna(row.q25) else ""
-        ratio = "n/a" if row.ratio is None or not np.isfinite(row.ratio) else f"{row.ratio:.2f}×{spread}"
-        out[row.kernel][column] = f"{row.fori:.3g} / {row.python:.3g} = {ratio} (T={row.T})"
+        if row.ratio is None or not np.isfinite(row.ratio):
+            out[row.kernel][column] = "— (" + (str(getattr(row, "cause", "")) or "not read") + ")"
+            continue
+        out[row.kernel][column] = f"{row.fori:.3g} / {row.python:.3g} = {row.ratio:.2f}×{spread} (T={row.T})"
     for kernel, v in found.items():
         out[kernel] |= v
     return pd.DataFrame(list(out.values())).fillna("n/a")
