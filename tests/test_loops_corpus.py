@@ -104,3 +104,19 @@ def test_a_block_the_compiler_cannot_align_is_a_result_with_its_whole_error(runs
     fori = points.loc[("fori", 256)]
     assert fori.status == "failed" and "multiple of 128" in fori.error
     assert "multiple of 128" in report_kernel.markdown(runs["matmul:bf16_k64"])
+
+
+def test_a_bf16_matmul_issues_the_same_tensor_core_work_per_step_in_both_forms_on_triton():
+    """The issue's HGMMA finding, by construction: each step is one [128, 128] x [128, 128] dot in
+    either form, so the tensor-core class per step is equal; the cause names what differs."""
+    from jaxperf.compilers.triton import toolchain
+
+    if not toolchain.status().available:
+        pytest.skip(f"triton is not here: {toolchain.status().reason}")
+    got = engine.run(f"{CORPUS}.matmul:bf16_128", ["python", "fori"], [512, 1024], targets=["triton sm_90"])
+    steps = got.per_step().set_index("form")
+    python, fori = steps.loc["python", "classes"], steps.loc["fori", "classes"]
+    assert python["tensor core"] > 0 and fori["tensor core"] == python["tensor core"]
+    row = family.static(got.per_step()).iloc[0]
+    assert "tensor core" not in row.cause.split("(the same")[0]  # not named as where fori's extra lies
+    assert "**Work per loop step by class**" in report_kernel.markdown(got)
