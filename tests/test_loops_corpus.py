@@ -20,6 +20,7 @@ KERNELS = [
     "cumsum:make",
     "branch:make",
     "dynamic_trips:make",
+    "pairs:make",
     "matmul:f32_128",
     "matmul:bf16_128",
     "matmul:bf16_k64",
@@ -120,3 +121,10 @@ def test_a_bf16_matmul_issues_the_same_tensor_core_work_per_step_in_both_forms_o
     row = family.static(got.per_step()).iloc[0]
     assert "tensor core" not in row.cause.split("(the same")[0]  # not named as where fori's extra lies
     assert "**Work per loop step by class**" in report_kernel.markdown(got)
+
+
+def test_integer_division_compiles_for_mosaic_tpu(runs):
+    """Mosaic TPU's ``//`` lowering asks for the device kind: under the tool's abstract TPU mesh it
+    is a TPU's, so every point compiles (it once failed with "Unsupported TPU device kind: cpu")."""
+    points = runs["pairs:make"].points
+    assert (points.status == "ok").all(), points.error.tolist()
