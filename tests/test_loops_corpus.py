@@ -128,3 +128,16 @@ def test_integer_division_compiles_for_mosaic_tpu(runs):
     is a TPU's, so every point compiles (it once failed with "Unsupported TPU device kind: cpu")."""
     points = runs["pairs:make"].points
     assert (points.status == "ok").all(), points.error.tolist()
+
+
+def test_lowering_is_judged_from_what_was_exported():
+    """A plain pallas_call exported for CUDA is a Triton custom call: asked for Mosaic GPU, the
+    point says so instead of "lowers"."""
+    from jaxperf.jax20909.factory import load
+    from jaxperf.loops import targets
+
+    kernel = load(f"{CORPUS}.row_sum:make")
+    assert targets.lowers(kernel, "fori", 256, "triton")["status"] == "ok"
+    asked = targets.lowers(kernel, "fori", 256, "mosaic_gpu")
+    assert asked["status"] != "ok" and asked["error"].startswith("exported as a triton custom call")
+    assert targets.lowers(kernel, "fori", 256, "mosaic_tpu")["status"] == "ok"
