@@ -302,3 +302,27 @@ def test_a_compile_predicted_past_the_budget_is_not_started(monkeypatch):
     assert calls == [64]
     row = got.points.set_index("T").loc[128]
     assert row.status == engine.tg.NOT_REACHED and row.error.startswith("predicted 40 s")
+
+
+def test_per_step_compares_forms_at_T_with_the_same_loop_structure():
+    """ptxas may unroll fori fully at one T and not the next: a pair of T whose compiled code has
+    a different number of loops is never differenced, and both forms use the same pair."""
+    u = "SASS instructions per warp"
+    rows = [
+        ("python", 1024, 100, 16, 0),
+        ("python", 2048, 132, 32, 0),
+        ("python", 4096, 196, 64, 0),
+        ("fori", 1024, 300, 16, 0),  # fully unrolled here
+        ("fori", 2048, 900, 32, 1),
+        ("fori", 4096, 1700, 64, 1),
+    ]
+    cols = ["kernel", "target", "unit", "form", "T", "status", "work_per_program", "steps", "loops_in_code"]
+    points = pd.DataFrame(
+        [dict(zip(cols, ("k", "triton sm_90", u, f, T, "ok", w, s, n))) for f, T, w, s, n in rows]
+    )
+    steps = engine.per_step(points).set_index("form")
+    assert tuple(steps.loc["fori", ["T1", "T2"]]) == (2048, 4096) == tuple(steps.loc["python", ["T1", "T2"]])
+    assert steps.loc["fori", "per_step"] == 25 and steps.loc["python", "per_step"] == 2
+    points.loc[points["T"] == 4096, "loops_in_code"] = [0, 2]  # now no pair of fori's matches
+    fori = engine.per_step(points).set_index("form").loc["fori"]
+    assert pd.isna(fori.per_step) and "loop structure differs" in fori.note

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,12 +251,23 @@ def run(
     )
 
 
-def _pair(part: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
+def _pair(
+    part: pd.DataFrame, prefer: AbstractSet[tuple[int, int]] = frozenset()
+) -> tuple[pd.Series, pd.Series] | None:
     """The largest two T of one (target, form) whose loop structure matches (the same number of
-    loops left in the compiled code: ptxas may unroll a loop fully at one T and not the next)."""
+    loops left in the compiled code: ptxas may unroll a loop fully at one T and not the next);
+    among them, the largest pair in ``prefer`` (the T pairs every compared form can use) first."""
     rows = [r for _, r in part.sort_values("T").iterrows()]
     pairs = [(a, b) for j, b in enumerate(rows) for a in rows[:j] if _loops(a) == _loops(b)]
-    return max(pairs, key=lambda p: (p[1]["T"], p[0]["T"])) if pairs else None
+    shared = [p for p in pairs if (int(p[0]["T"]), int(p[1]["T"])) in prefer]
+    return max(shared or pairs, key=lambda p: (p[1]["T"], p[0]["T"])) if pairs else None
+
+
+def _valid_pairs(part: pd.DataFrame) -> set[tuple[int, int]]:
+    rows = [r for _, r in part.sort_values("T").iterrows()]
+    return {
+        (int(a["T"]), int(b["T"])) for j, b in enumerate(rows) for a in rows[:j] if _loops(a) == _loops(b)
+    }
 
 
 def _loops(row: pd.Series) -> Any:
@@ -282,7 +294,7 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
         compiled = "compile_ms" not in group or group.compile_ms.notna().any()
         if not compiled and not group.status.isin([tg.NOT_REACHED, tg.FAILED, tg.NO_LOWER]).any():
             continue  # exported only, or not present here: no count to claim (listed as not compiled)
-        pair = _pair(ok) if ok["T"].nunique() >= 2 else None
+        pair = _pair(ok, _shared_pairs(pts, kernel, target)) if ok["T"].nunique() >= 2 else None
         if pair is None:
             reached = ", ".join(f"T={int(r['T'])}: {_why(r)}" for _, r in group.sort_values("T").iterrows())
             note = (
@@ -324,6 +336,17 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
             )
         )
     return pd.DataFrame(rows, columns=cols)
+
+
+def _shared_pairs(pts: pd.DataFrame, kernel: str, target: str) -> set[tuple[int, int]]:
+    """The T pairs with matched loop structure in both the Python loop and fori_loop on one
+    target: the verdict compares the two forms at the same T where it can."""
+    mine = pts[(pts.kernel == kernel) & (pts.target == target) & (pts.status == tg.OK)]
+    mine = mine[mine.work_per_program.notna() & mine.steps.notna()]
+    found = [
+        _valid_pairs(mine[mine.form == f]) for f in ("python", "fori", "fori u=1") if f in set(mine.form)
+    ]
+    return set.intersection(*found) if len(found) >= 2 else set()
 
 
 def _plural(loops: int | None) -> str:

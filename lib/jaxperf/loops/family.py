@@ -116,7 +116,7 @@ def cause(python: Any, fori: Any, *, share: float = 0.8) -> str:
         parts.append(f"{k} {d:+.1f}")
         covered += sign * d
     same = [k for k, d in diff.items() if abs(d) < 0.5 and (fori.get(k) or 0) > 0]
-    more = "more" if sign > 0 else "less"
+    more = "more" if sign > 0 else "fewer"
     text = (
         f"fori_loop issues {abs(total):.1f} {more} instructions or operations per step, mostly "
         + ", ".join(parts)
