@@ -104,3 +104,13 @@ def test_clocks_name_their_sources_and_say_which_are_published():
     assert estimate.CLOCKS["v4"].published and estimate.CLOCKS["v4"].mhz == 1050
     assert not estimate.CLOCKS["v5e"].published and "not published" in estimate.CLOCKS["v5e"].source
     assert estimate.microseconds(940, "v3") == pytest.approx(1.0)
+
+
+def test_each_bundle_operation_has_its_slot():
+    from jaxperf.compilers.mosaic_tpu.estimate import slot
+
+    assert slot("vmatmul.f32.gmra.mxu0") == slot("vmatpush.msra.mxu1") == "matrix"
+    assert slot("vadd.xlane.f32.xlu0") == slot("vpop.xlane.xlu0") == "cross-lane"
+    assert slot("vpop.eup") == "transcendental" and slot("vld") == slot("dma") == "load/store"
+    assert slot("vadd.f32") == "vector" and slot("sadd.s32") == slot("scalar_lea") == "scalar"
+    assert slot("sbr.rel") == "control" and slot("vphi") is None

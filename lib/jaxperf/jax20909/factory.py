@@ -7,7 +7,9 @@ picks the loop form), ``T`` sets the loop's length, and ``args`` are arrays or
 size small enough to run on a CPU: the engine checks every form against ``fori_loop`` there).
 Optional: a ``compiler`` keyword (``"triton"``, ``"mosaic_gpu"``, ``"mosaic_tpu"``) for a
 factory that builds a kernel per compiler, and a ``forms`` attribute naming the loop forms it
-takes when they differ from :data:`jaxperf.jax20909.forms.KERNEL_LOOP_FORMS`.
+takes when they differ from :data:`jaxperf.jax20909.forms.KERNEL_LOOP_FORMS`, and a
+``reference`` attribute, ``make.reference(*args) -> expected output`` in plain JAX, that every
+form is checked against (without one, forms are checked against ``fori_loop``).
 
 :func:`load` imports ``"package.module:factory"``; :func:`check_plan` builds every (form, T)
 before anything is compiled, so a bad form or a T the kernel's blocks cannot tile fails first,
@@ -39,6 +41,7 @@ class Kernel:
     make: Callable[..., Any]
     forms: tuple[str, ...]
     per_compiler: bool
+    reference: Callable[..., Any] | None = None  # make.reference(*args): the expected output
 
     @property
     def name(self) -> str:
@@ -82,7 +85,8 @@ def load(path: Any) -> Kernel:
         raise bad_value("kernel", path, f"{FACTORY_HELP} ({attr} takes no 'interpret' keyword)")
     per_compiler = "compiler" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
     forms = tuple(getattr(make, "forms", KERNEL_LOOP_FORMS))
-    return Kernel(path, make, forms, per_compiler)
+    reference = getattr(make, "reference", None)
+    return Kernel(path, make, forms, per_compiler, reference if callable(reference) else None)
 
 
 def check_forms(kernel: Kernel, forms: Sequence[str]) -> list[str]:
@@ -116,6 +120,13 @@ def check_plan(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> None:
                     kernel.build(form, T, interpret=interpret)
                 except ValueError as err:
                     raise ValueError(f"kernel={kernel.path!r}, form={form!r}, T={T}: {err}") from err
+                except Exception as err:  # noqa: BLE001 - any exception of the factory's is bad input
+                    first = (str(err).strip().splitlines() or [""])[0]
+                    failed = ValueError(
+                        f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {first}"
+                    )
+                    failed.full = f"{type(err).__name__}: {err}"  # type: ignore[attr-defined]
+                    raise failed from err
 
 
 def traced(fn: Callable[..., Any], args: tuple) -> tuple[int | None, int | None]:

@@ -12,7 +12,8 @@ per concern, imported by name (``from jaxperf.loops import sweep``):
   hardware; every form checked against fori, lowered, compiled, its work per loop step read,
   timed where a device is); :mod:`.runs` runs it on the study's and the readers' kernels,
   :mod:`.report_kernel` tells one kernel's result, :mod:`.cli` is ``python -m jaxperf loops``;
-  :mod:`.examples` holds two kernels written the way Pallas' docs write them.
+  :mod:`.examples` holds two kernels written the way Pallas' docs write them (eleven more,
+  with their plain-JAX references, are the tests' corpus: ``tests/corpus/kernels``).
 - :mod:`.family`, :mod:`.advice`: which kernels pay, per compiler; what to write instead, only
   where the data shows it helps.
 - :mod:`.analysis`, :mod:`.roofline`, :mod:`.mechanism`: medians, ratios and goals; bytes

@@ -65,25 +65,20 @@ def reproduced(rows: list[dict[str, Any]], goals: dict[str, Any], quick: bool) -
 
 
 def why(per_step: pd.DataFrame, xla_line: str) -> str:
-    """The reporter's kernel, per compiler: what each loop step costs in fori_loop and in the Python loop."""
+    """The reporter's kernel, per compiler: each target's verdict with its own per-step numbers and
+    the classes of the compiled code where fori_loop's extra work lies (:func:`family.per_target`)."""
     rows = family.static(per_step[per_step.kernel == "seed"]) if len(per_step) else pd.DataFrame()
-    cells = [
-        f"{r.source} {r.fori:.1f} vs {r.python:.1f} {r.unit.replace(' per loop step', '')}"
-        for r in rows.itertuples()
-    ]
+    lines = family.per_target(rows) if len(rows) else []
     static = (
-        (
-            "per loop step, fori_loop vs the Python loop (static counts, compiled on a CPU): "
-            + "; ".join(cells)
-            + ". "
-        )
-        if cells
+        "per loop step, fori_loop against the Python loop (static counts, compiled on a CPU): "
+        + "; ".join(lines)
+        + ". "
+        if lines
         else ""
     )
     return (
-        "- **Why, per compiler** (the reporter's kernel): every element of its `[128, D]` carry receives the same "
-        "scalar additions, so the unrolled Python loop folds each step to scalar work while `fori_loop` adds to the "
-        f"whole tile every step; {static}XLA:CPU: {xla_line.split(': ', 1)[-1]}"
+        "- **Why, per compiler** (the reporter's kernel; every element of its `[128, D]` carry receives the "
+        f"same scalar additions, which an unrolled loop can fold): {static}XLA:CPU: {xla_line.split(': ', 1)[-1]}"
     )
 
 
@@ -138,17 +133,15 @@ def issue_text(
     per_step = (
         family.static(fix.per_step()[fix.per_step().kernel == "seed"]) if fix is not None else pd.DataFrame()
     )
-    mech = (
-        "; ".join(f"{r.source} {r.fori:.0f} vs {r.python:.0f}" for r in per_step.itertuples()) or "not read"
-    )
+    mech = "; ".join(family.per_target(per_step)) if len(per_step) else "not read"
     lines = [
         "Re #20909, from a study on jax 0.12 (no GPU was available: the GPU numbers are static counts of compiled code, not times):",
         "- Reproduced on XLA:CPU as an analogue (plain jit of the same arithmetic): "
         + (f"fori/Python {_pair(xla)} ms at T={xla['T']}" if xla else "not run")
         + (f", {harness['ratio']:.2f}x in your harness at T={harness['T']}." if harness else "."),
         "- Which kernels pay: " + family.answer(frame),
-        "- Mechanism: the Python loop's carry is a splat of one scalar, so its unrolled steps fold to scalar adds; fori_loop adds to the whole [128, D] tile each step. "
-        f"Work per step, fori vs Python: {mech}.",
+        "- Mechanism, per target (work per loop step, fori vs Python, static counts; where the extra lies, read "
+        f"from the compiled code): {mech}.",
         "- What helps: " + "; ".join(f"{b}: {t}" for b, t in advice.best(advice_rows).items()) + ".",
         "- Compile: " + " ".join(compile_facts.sentence(f) for f in facts),
         "- Not measured: any GPU or TPU time; `fori_loop(unroll=k>1)` still raises NotImplementedError on Pallas Triton.",

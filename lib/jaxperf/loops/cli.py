@@ -4,13 +4,15 @@ reader's kernel, from a shell; prints Markdown (and writes the tidy CSVs with ``
 
 The kernel writes its loop with :func:`jaxperf.kernel_loop` and exposes a factory
 ``make(form, T, *, interpret=False) -> (fn, args)`` (:mod:`jaxperf.jax20909.factory`). Exit status
-0 when the engine ran (a form that does not lower is a result), 2 for bad input (the message
-names the parameter, the value and what is allowed).
+0 when the engine ran (a form that does not lower is a result), 2 for bad input or a factory
+that raises (one line on stderr naming the parameter and value, or the factory, form and T; the
+full text in ``--json``). Progress goes to stderr; the compiles stop at ``--budget`` seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -51,7 +53,14 @@ def parser() -> argparse.ArgumentParser:
         default="",
         help="compile only these targets, comma-separated (default: every one present)",
     )
+    p.add_argument(
+        "--budget",
+        default="300",
+        help="seconds for the kernel's compiles (default 300); points past it are 'not reached'",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--out", default="", help="a folder for the tidy CSVs (checks, points, per_step, timings)")
+    p.add_argument("--json", default="", help="a file for the summary as JSON (full error texts)")
     return p
 
 
@@ -68,17 +77,27 @@ def main(argv: list[str] | None = None) -> int:
             pass
         from . import engine, report_kernel
 
+        try:
+            budget = float(args.budget)
+        except ValueError:
+            raise bad_value("--budget", args.budget, "seconds, a number > 0") from None
         results = engine.run(
             args.kernel,
             [f.strip() for f in args.forms.split(",") if f.strip()],
             Ts,
             check_Ts=check_Ts,
             targets=[t.strip() for t in args.targets.split(",") if t.strip()] or None,
+            budget_s=budget,
+            log=None if args.quiet else sys.stderr,
         )
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"error": getattr(err, "full", str(err))}, indent=1))
         return 2
     print(report_kernel.markdown(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report_kernel.summary(results), indent=1, default=str))
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -6,20 +6,24 @@ three entry points (:func:`run`; ``python -m jaxperf loops package.module:factor
 For a factory (:mod:`jaxperf.jax20909.factory`), forms and T:
 
 1. every (form, T) is built first: a bad form or a T the blocks cannot tile fails before work;
-2. every form runs in Pallas' interpreter at the check T and is compared with the
-   ``fori`` form: a form that differs is neither compiled nor timed ("wrong result");
+2. every form runs in Pallas' interpreter at the check T and is compared with the factory's
+   ``reference`` (else with the ``fori`` form): a form that differs is neither compiled nor timed;
 3. every form that passed is exported (does it lower?) and compiled for each target this
    machine has (:mod:`jaxperf.loops.targets`), compile ms and work per program read;
 4. on a GPU or TPU, the compiled forms are checked on the device and timed, interleaved.
 
 :func:`per_step` turns the compiles into the work each extra loop step costs, per target and
-form: the difference between the two largest T over the difference in loop steps. Nothing
-here is simulated: a target that is not here is named "not present here", with the reason.
+form: the difference between the largest two T whose compiled code has the same loop structure,
+over the difference in loop steps, split into the code's classes (SASS instruction classes, TPU
+slots). Nothing here is simulated: a target that is not here is named "not present here", with
+the reason; a point past the time budget is "not reached".
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +35,7 @@ from ..jax20909.factory import Kernel, check_forms, check_plan, difference, load
 from . import targets as tg
 
 KEYS = ["kernel", "form", "T"]
+BUDGET_S = 300.0  # a kernel's compiles, seconds: points past it are "not reached"
 NOT_ASKED = "not asked for"
 
 
@@ -49,65 +54,124 @@ class Results:
 
 
 def check_results(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> pd.DataFrame:
-    """Each form against the ``fori`` form in Pallas' interpreter, at each T: one row per (form,
-    T) with ``same_result`` (True/False) and ``difference`` (largest |form - fori| over the
-    largest |fori|; tolerance 1e-2 for 16-bit outputs, 1e-4 else), or the error."""
+    """Each form in Pallas' interpreter at each T, against the factory's ``reference`` when it
+    has one (``make.reference(*args)``: the expected output from plain JAX), else against the
+    ``fori`` form (column ``against``: "your reference" or "fori_loop"): one row per (form, T)
+    with ``same_result`` and ``difference`` (largest |form - reference| over the largest
+    |reference|; tolerance 1e-2 for 16-bit outputs, 1e-4 else), or the error."""
     import jax
 
-    reference = "fori" if "fori" in forms else "fori u=1"
+    fori = "fori" if "fori" in forms else "fori u=1"
+    against = "your reference" if kernel.reference is not None else "fori_loop"
     rows = []
     for T in Ts:
         outs: dict[str, Any] = {}
-        for form in [reference, *[f for f in forms if f != reference]]:
-            row: dict[str, Any] = dict(kernel=kernel.name, form=form, T=T)
+        expected: Any = None
+        for form in [fori, *[f for f in forms if f != fori]]:
+            row: dict[str, Any] = dict(kernel=kernel.name, form=form, T=T, against=against)
+            fn, args = build(kernel, form, T, interpret=True)
             try:
-                fn, args = kernel.build(form, T, interpret=True)
-                outs[form] = jax.device_get(fn(*materialize(args)))
+                arrays = materialize(args)
+                outs[form] = jax.device_get(fn(*arrays))
+                if kernel.reference is not None and expected is None:
+                    expected = jax.device_get(kernel.reference(*arrays))
             except Exception as err:  # noqa: BLE001 - a form that fails to run is a result
-                rows.append(
-                    row
-                    | dict(
-                        same_result=False, difference=None, error=f"{type(err).__name__}: {error_text(err)}"
-                    )
-                )
+                error = f"{type(err).__name__}: {error_text(err)}"
+                rows.append(row | dict(same_result=False, difference=None, error=error))
                 continue
-            if reference not in outs:
+            ref = expected if kernel.reference is not None else outs.get(fori)
+            if ref is None:
                 rows.append(row | dict(same_result=False, difference=None, error="the fori form did not run"))
                 continue
-            diff = difference(outs[form], outs[reference])
-            dtype = jax.tree.leaves(outs[reference])[0].dtype
+            diff = difference(outs[form], ref)
+            dtype = jax.tree.leaves(ref)[0].dtype
             rows.append(row | dict(same_result=bool(diff <= tolerance(dtype)), difference=diff, error=""))
-    return pd.DataFrame(rows, columns=[*KEYS, "same_result", "difference", "error"])
+    return pd.DataFrame(rows, columns=[*KEYS, "against", "same_result", "difference", "error"])
+
+
+def build(kernel: Kernel, form: str, T: int, **options: Any) -> tuple[Any, tuple]:
+    """``kernel.build``; any exception the factory raises becomes a :class:`FactoryError`."""
+    try:
+        return kernel.build(form, T, **options)
+    except Exception as err:  # noqa: BLE001 - the factory's own error, named with its point
+        raise FactoryError(kernel, form, T, err) from err
+
+
+class FactoryError(ValueError):
+    """The reader's factory raised: one line naming the factory, the form and T."""
+
+    def __init__(self, kernel: Kernel, form: str, T: int, err: BaseException) -> None:
+        self.full = f"{type(err).__name__}: {err}"
+        super().__init__(
+            f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {error_text(err)}"
+        )
+
+
+class Progress:
+    """Progress lines on stderr (``log``), and the kernel's time budget: :meth:`left` is the
+    seconds left, :meth:`spent` whether the budget is gone."""
+
+    def __init__(self, budget_s: float, log: Any = None) -> None:
+        self.start, self.budget_s, self.log = time.monotonic(), float(budget_s), log
+
+    def left(self) -> float:
+        return self.budget_s - (time.monotonic() - self.start)
+
+    def spent(self) -> bool:
+        return self.left() <= 0
+
+    def say(self, text: str) -> None:
+        if self.log is not None:
+            print(f"[loops {time.monotonic() - self.start:5.0f} s] {text}", file=self.log, flush=True)
 
 
 def compile_results(
-    kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], here: dict[str, str], *, progress: Any = None
+    kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], here: dict[str, str], clock: Progress
 ) -> pd.DataFrame:
     """One row per (form, T, target): lowering and compile status, compile_ms, work per
-    program, loop steps per program (see :mod:`jaxperf.loops.targets`). A compiler with no
-    target here is still exported (``compile_ms`` empty) so "does it lower" is answered."""
+    program, loop steps per program, the work's classes (see :mod:`jaxperf.loops.targets`). A
+    compiler with no target here is still exported (``compile_ms`` empty) so "does it lower" is
+    answered. Points run smallest T first across every target; a point past the budget of
+    ``clock``, or whose compile :func:`_predicted_s` says would end past it, is "not reached"."""
     rows: list[dict[str, Any]] = []
-    pairs = [(form, T) for T in Ts for form in forms]
-    for target, (compiler, _, unit) in tg.TARGETS.items():
-        base = dict(kernel=kernel.name, target=target, unit=unit)
-        if here.get(target) == NOT_ASKED:
-            continue
-        if here.get(target):
-            for form, T in pairs:
-                rows.append(
-                    base
-                    | dict(form=form, T=T)
-                    | tg.lowers(kernel, form, T, compiler)
-                    | {"compiled": here[target]}
-                )
-        elif compiler == "mosaic_gpu":
-            for (form, T), got in zip(pairs, tg.mosaic_gpu_points(kernel, pairs), strict=True):
-                rows.append(base | dict(form=form, T=T) | got)
-        else:
-            rows += [base | dict(form=f, T=T) | tg.compile_point(kernel, f, T, target) for f, T in pairs]
-        if progress is not None:
-            progress.update(1)
+    took: dict[tuple[str, str], tuple[int, float]] = {}  # (target, form) -> (T, seconds) last compiled
+    asked = {t: v for t, v in tg.TARGETS.items() if here.get(t) != NOT_ASKED}
+    for T in Ts:
+        for target, (compiler, _, unit) in asked.items():
+            base = dict(kernel=kernel.name, target=target, unit=unit, T=T)
+            if not here.get(target) and compiler == "mosaic_gpu":
+                if clock.spent():
+                    rows += [base | dict(form=f, status=tg.NOT_REACHED, error="") for f in forms]
+                    continue
+                got = tg.mosaic_gpu_points(kernel, [(f, T) for f in forms], budget_s=max(clock.left(), 1.0))
+                rows += [base | dict(form=f) | g for f, g in zip(forms, got, strict=True)]
+                continue
+            for form in forms:
+                guess = _predicted_s(took.get((target, form)), T)
+                if clock.spent() or guess > clock.left():
+                    why = (
+                        ""
+                        if clock.spent()
+                        else f"predicted {guess:.0f} s, {clock.left():.0f} s of the budget left"
+                    )
+                    rows.append(base | dict(form=form, status=tg.NOT_REACHED, error=why))
+                    clock.say(f"{target}, {form}, T={T}: not reached {why}")
+                    continue
+                started = time.monotonic()
+                if here.get(target):
+                    row = tg.lowers(kernel, form, T, compiler) | {"compiled": here[target]}
+                else:
+                    row = tg.compile_point(kernel, form, T, target)
+                took[(target, form)] = (T, time.monotonic() - started)
+                rows.append(base | dict(form=form) | row)
+                clock.say(f"{target}, {form}, T={T}: {row['status']} ({time.monotonic() - started:.0f} s)")
     return pd.DataFrame(rows)
+
+
+def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
+    """A point's compile seconds, from the same target and form at a smaller T: growing as T
+    squared (an unrolled Python loop's compile grows faster than its length); 0 without one."""
+    return 0.0 if last is None else last[1] * (T / last[0]) ** 2
 
 
 def time_results(
@@ -126,7 +190,7 @@ def time_results(
     for T in Ts:
         calls, outs = {}, {}
         for form in forms:
-            fn, args = kernel.build(form, T)
+            fn, args = build(kernel, form, T)
             arrays = materialize(args)
             outs[form] = jax.device_get(fn(*arrays))
             calls[form] = lambda fn=fn, arrays=arrays: fn(*arrays)
@@ -147,19 +211,26 @@ def run(
     check_Ts: Sequence[int] | None = None,
     targets: Sequence[str] | None = None,
     repeats: int = 7,
-    progress: Any = None,
+    budget_s: float = BUDGET_S,
+    log: Any = None,
 ) -> Results:
     """The engine on ``path`` (``"package.module:factory"``): see the module docstring.
 
     ``check_Ts`` are the T the interpreter checks every form at (default: the smallest of
     ``Ts``; a small T keeps the interpreter quick); ``targets`` limits the compiled targets
-    (default: every one present here); ``Ts`` needs two values or more for :func:`per_step`. Raises ValueError, naming the parameter, for a
-    factory that does not import, a form it cannot take, or a T its blocks cannot tile.
+    (default: every one present here); ``Ts`` needs two values or more for :func:`per_step`.
+    ``budget_s`` bounds the compiles (points past it are "not reached"); ``log`` (a file, e.g.
+    ``sys.stderr``) gets one progress line per point. Raises ValueError, naming the parameter,
+    for a factory that does not import, a form it cannot take, or a T its blocks cannot tile,
+    and :class:`FactoryError` (a ValueError) when the factory raises anything else.
     """
     kernel = load(path)
     forms = check_forms(kernel, forms)
     Ts = sorted(set(check_ints("T", Ts)))
     check_Ts = sorted(set(check_ints("check_Ts", check_Ts))) if check_Ts is not None else Ts[:1]
+    if not budget_s > 0:
+        raise ValueError(f"budget_s={budget_s!r} is not allowed: expected seconds > 0.")
+    clock = Progress(budget_s, log)
     check_plan(kernel, forms, sorted(set(Ts) | set(check_Ts)))
     here = tg.present()
     if targets is not None:
@@ -169,41 +240,89 @@ def run(
                 f"targets={list(targets)!r} is not allowed: expected a list of {list(tg.TARGETS)}."
             )
         here = {t: (r if t in targets else NOT_ASKED) for t, r in here.items()}
+    clock.say(f"{kernel.path}: checking {len(forms)} forms at T={check_Ts} in the interpreter")
     checks = check_results(kernel, forms, check_Ts)
     wrong = set(checks.loc[~checks.same_result.astype(bool), "form"])
     passed = [f for f in forms if f not in wrong]
-    points = compile_results(kernel, passed, Ts, here, progress=progress)
+    points = compile_results(kernel, passed, Ts, here, clock)
     timings = time_results(kernel, passed, Ts, repeats=repeats)
     return Results(
         kernel.name, checks, points, timings, {t: r for t, r in here.items() if r and r != NOT_ASKED}
     )
 
 
+def _pair(
+    part: pd.DataFrame, prefer: AbstractSet[tuple[int, int]] = frozenset()
+) -> tuple[pd.Series, pd.Series] | None:
+    """The largest two T of one (target, form) whose loop structure matches (the same number of
+    loops left in the compiled code: ptxas may unroll a loop fully at one T and not the next);
+    among them, the largest pair in ``prefer`` (the T pairs every compared form can use) first."""
+    rows = [r for _, r in part.sort_values("T").iterrows()]
+    pairs = [(a, b) for j, b in enumerate(rows) for a in rows[:j] if _loops(a) == _loops(b)]
+    shared = [p for p in pairs if (int(p[0]["T"]), int(p[1]["T"])) in prefer]
+    return max(shared or pairs, key=lambda p: (p[1]["T"], p[0]["T"])) if pairs else None
+
+
+def _valid_pairs(part: pd.DataFrame) -> set[tuple[int, int]]:
+    rows = [r for _, r in part.sort_values("T").iterrows()]
+    return {
+        (int(a["T"]), int(b["T"])) for j, b in enumerate(rows) for a in rows[:j] if _loops(a) == _loops(b)
+    }
+
+
+def _loops(row: pd.Series) -> Any:
+    value = row.get("loops_in_code")
+    return None if value is None or pd.isna(value) else int(value)
+
+
 def per_step(points: pd.DataFrame) -> pd.DataFrame:
-    """Per (kernel, target, form): the work each extra loop step costs, from the two largest T
-    that compiled with a known count: (work2 - work1) / (steps2 - steps1), in the target's unit,
-    and the form's work per program at the larger T over the Python loop's (None where absent)."""
-    cols = ["kernel", "target", "unit", "form", "T1", "T2", "per_step", "vs_python_at_T2"]
-    need = {"work_per_program", "steps"}
-    if points.empty or not need <= set(points.columns):
+    """Per (kernel, target, form): the work each extra loop step costs, from the largest two T
+    that compiled with a known count and the same loop structure: (work2 - work1) / (steps2 -
+    steps1), in the target's unit; its split into classes (``classes``: SASS instruction classes
+    or TPU slots, per step); the form's work per program at the larger T over the Python loop's.
+    A form with no such pair stays, with ``per_step`` None and a ``note`` saying why."""
+    cols = ["kernel", "target", "unit", "form", "T1", "T2", "per_step", "vs_python_at_T2", "classes", "note"]
+    if points.empty or "form" not in points.columns:
         return pd.DataFrame(columns=cols)
-    ok = points[(points.status == tg.OK) & points.work_per_program.notna() & points.steps.notna()]
+    pts = points.assign(
+        **{c: points.get(c) for c in ("work_per_program", "steps", "loops_in_code", "classes")}
+    )
     rows = []
-    for (kernel, target, form), part in ok.groupby(["kernel", "target", "form"], sort=False):
-        part = part.sort_values("T")
-        if part["T"].nunique() < 2:
+    for (kernel, target, form), group in pts.groupby(["kernel", "target", "form"], sort=False):
+        ok = group[(group.status == tg.OK) & group.work_per_program.notna() & group.steps.notna()]
+        base = dict(kernel=kernel, target=target, unit=group.unit.iloc[0], form=form)
+        compiled = "compile_ms" not in group or group.compile_ms.notna().any()
+        if not compiled and not group.status.isin([tg.NOT_REACHED, tg.FAILED, tg.NO_LOWER]).any():
+            continue  # exported only, or not present here: no count to claim (listed as not compiled)
+        pair = _pair(ok, _shared_pairs(pts, kernel, target)) if ok["T"].nunique() >= 2 else None
+        if pair is None:
+            reached = ", ".join(f"T={int(r['T'])}: {_why(r)}" for _, r in group.sort_values("T").iterrows())
+            note = (
+                "loop structure differs at every pair of T ("
+                + ", ".join(f"T={int(r['T'])}: {_plural(_loops(r))}" for _, r in ok.iterrows())
+                + ")"
+                if ok["T"].nunique() >= 2
+                else f"no two T with a count ({reached})"
+            )
+            rows.append(
+                base | dict(T1=None, T2=None, per_step=None, vs_python_at_T2=None, classes=None, note=note)
+            )
             continue
-        low, high = part.iloc[-2], part.iloc[-1]
+        low, high = pair
         extra = float(high.steps - low.steps)
-        python = ok[
-            (ok.kernel == kernel) & (ok.target == target) & (ok.form == "python") & (ok["T"] == high["T"])
-        ]
+        python = ok.iloc[0:0]
+        py_all = pts[(pts.kernel == kernel) & (pts.target == target) & (pts.form == "python")]
+        python = py_all[(py_all["T"] == high["T"]) & py_all.work_per_program.notna()]
+        classes = None
+        if isinstance(low.classes, dict) and isinstance(high.classes, dict) and extra:
+            classes = {
+                k: (high.classes[k] - low.classes.get(k, 0)) / extra
+                for k in high.classes
+                if high.classes[k] is not None and low.classes.get(k) is not None
+            }
         rows.append(
-            dict(
-                kernel=kernel,
-                target=target,
-                unit=high.unit,
-                form=form,
+            base
+            | dict(
                 T1=int(low["T"]),
                 T2=int(high["T"]),
                 per_step=(float(high.work_per_program) - float(low.work_per_program)) / extra
@@ -212,9 +331,34 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
                 vs_python_at_T2=float(high.work_per_program) / float(python.work_per_program.iloc[0])
                 if len(python)
                 else None,
+                classes=classes,
+                note=f"{_plural(_loops(high))} in the code at T={int(low['T'])} and T={int(high['T'])}",
             )
         )
     return pd.DataFrame(rows, columns=cols)
+
+
+def _shared_pairs(pts: pd.DataFrame, kernel: str, target: str) -> set[tuple[int, int]]:
+    """The T pairs with matched loop structure in both the Python loop and fori_loop on one
+    target: the verdict compares the two forms at the same T where it can."""
+    mine = pts[(pts.kernel == kernel) & (pts.target == target) & (pts.status == tg.OK)]
+    mine = mine[mine.work_per_program.notna() & mine.steps.notna()]
+    found = [
+        _valid_pairs(mine[mine.form == f]) for f in ("python", "fori", "fori u=1") if f in set(mine.form)
+    ]
+    return set.intersection(*found) if len(found) >= 2 else set()
+
+
+def _plural(loops: int | None) -> str:
+    return "loops not counted" if loops is None else f"{loops} loop" + ("" if loops == 1 else "s")
+
+
+def _why(row: pd.Series) -> str:
+    if row.status != tg.OK:
+        return str(row.status)
+    if pd.isna(row.get("work_per_program")):
+        return "no count (a loop whose trip count is not readable)"
+    return "counted"
 
 
 def lowering_table(points: pd.DataFrame) -> pd.DataFrame:
@@ -232,8 +376,4 @@ def _verdict(part: pd.DataFrame) -> str:
     if tg.OK in statuses:
         return "lowers"
     row = part.iloc[0]
-    return f"{row.status}: {str(row.error)[:120]}"
-
-
-def _ratio(value: Any, base: Any) -> float | None:
-    return None if base is None or not float(base) > 0 else float(value) / float(base)
+    return f"{row.status}: {row.error}" if row.error else str(row.status)

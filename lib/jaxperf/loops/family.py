@@ -6,8 +6,11 @@ Two kinds of number, never mixed in one column: *measured* ms per call (XLA:CPU,
 Pallas' interpreter), as the per-pair ratio fori/Python (median and interquartile range) at
 the largest T where both ran; and *static* work per loop step read from each compiler's output
 (:func:`jaxperf.loops.engine.per_step`: SASS instructions per warp, or TPU bundles), fori
-against Python. :func:`mechanism` names what the numbers show, by the rules of
-:data:`FOLD` and :data:`SAME`; :func:`answer` is the one sentence of who pays.
+against Python. Each target gets its own verdict (:func:`target_verdict`, :data:`FOLD`,
+:data:`SAME`) in a sentence carrying its own per-step numbers and the cause read from its
+compiled code (:func:`cause`); a kernel's verdict is the targets' common one, or "depends on the
+target" (:func:`verdict`), so it never contradicts a printed number; :func:`answer` is the one
+sentence of who pays.
 """
 
 from __future__ import annotations
@@ -23,9 +26,8 @@ from .targets import TARGETS
 
 FOLD = 2.0  # fori's work per step at least this many times the Python loop's: the Python loop folds it
 SAME = 1.25  # within this (either way): the same work per step in both forms
-GPU_SOURCES = ("triton", "mosaic_gpu")  # the reporter's platform decides the verdict
 MEASURED = {"xla": "XLA:CPU", "pallas_interpret": "Pallas interpret"}
-COLUMNS = ["kernel", "source", "kind", "unit", "T", "fori", "python", "ratio", "q25", "q75"]
+COLUMNS = ["kernel", "source", "kind", "unit", "T", "fori", "python", "ratio", "q25", "q75", "cause"]
 
 
 def measured(head: pd.DataFrame, kernels: Sequence[str] = KERNELS) -> pd.DataFrame:
@@ -63,7 +65,8 @@ def measured(head: pd.DataFrame, kernels: Sequence[str] = KERNELS) -> pd.DataFra
 
 
 def static(per_step: pd.DataFrame) -> pd.DataFrame:
-    """Per (kernel, target): fori's and the Python loop's work per loop step and their ratio."""
+    """Per (kernel, target): fori's and the Python loop's work per loop step, their ratio, and the
+    cause read from the code (:func:`cause`, where the compiler's counts split into classes)."""
     rows = []
     for (kernel, target), part in per_step.groupby(["kernel", "target"], sort=False):
         by = part.set_index("form")
@@ -73,22 +76,52 @@ def static(per_step: pd.DataFrame) -> pd.DataFrame:
         if fori is None or "python" not in by.index:
             continue
         py = by.loc["python"]
-        ratio = float(fori.per_step) / float(py.per_step) if py.per_step and py.per_step > 0 else None
+        known = pd.notna(fori.per_step) and pd.notna(py.per_step)
+        ratio = float(fori.per_step) / float(py.per_step) if known and py.per_step > 0 else None
         rows.append(
             dict(
                 kernel=kernel,
                 source=target,
                 kind="static, compiled on a CPU",
                 unit=f"{TARGETS[target][2]} per loop step",
-                T=f"{int(fori.T1)}-{int(fori.T2)}",
-                fori=float(fori.per_step),
-                python=float(py.per_step),
+                T=f"{int(fori.T1)}-{int(fori.T2)}" if pd.notna(fori.T1) else "n/a",
+                fori=float(fori.per_step) if known else None,
+                python=float(py.per_step) if known else None,
                 ratio=ratio,
                 q25=None,
                 q75=None,
+                cause=cause(py.get("classes"), fori.get("classes"))
+                if ratio is not None
+                else f"not read (fori_loop: {fori.get('note') or 'no count'}; Python loop: {py.get('note') or 'no count'})",
             )
         )
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def cause(python: Any, fori: Any, *, share: float = 0.8) -> str:
+    """Where fori_loop's work per step differs from the Python loop's, read from the compiled
+    code's classes (SASS instruction classes, TPU slots): the classes that make up ``share`` of
+    the difference, largest first ("" when either form has no classes)."""
+    if not isinstance(python, dict) or not isinstance(fori, dict):
+        return ""
+    diff = {k: float(fori.get(k) or 0) - float(python.get(k) or 0) for k in dict.fromkeys([*fori, *python])}
+    total = sum(diff.values())
+    if abs(total) < 0.5:
+        return "the same work per step, class by class" if all(abs(d) < 0.5 for d in diff.values()) else ""
+    sign = 1 if total > 0 else -1
+    parts, covered = [], 0.0
+    for k, d in sorted(diff.items(), key=lambda kv: -sign * kv[1]):
+        if sign * d <= 0 or covered >= share * abs(total):
+            break
+        parts.append(f"{k} {d:+.1f}")
+        covered += sign * d
+    same = [k for k, d in diff.items() if abs(d) < 0.5 and (fori.get(k) or 0) > 0]
+    more = "more" if sign > 0 else "fewer"
+    text = (
+        f"fori_loop issues {abs(total):.1f} {more} instructions or operations per step, mostly "
+        + ", ".join(parts)
+    )
+    return text + (f" (the same {', '.join(same)} per step)" if same else "")
 
 
 def table(head: pd.DataFrame, per_step: pd.DataFrame) -> pd.DataFrame:
@@ -99,33 +132,25 @@ def table(head: pd.DataFrame, per_step: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)
 
 
-def _gpu(rows: pd.DataFrame) -> pd.DataFrame:
-    """The static rows of the GPU compilers (Triton, Mosaic GPU): the reporter's platform."""
-    return rows[
-        rows.kind.str.startswith("static") & rows.source.str.startswith(GPU_SOURCES) & rows.ratio.notna()
-    ]
-
-
 def _static(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows.kind.str.startswith("static") & rows.ratio.notna()]
 
 
+def target_verdict(ratio: float) -> str:
+    """One target's verdict from fori's work per step over the Python loop's: "pays" at
+    :data:`FOLD` or more, "does not pay" within :data:`SAME` (or below it: fori does less),
+    "pays partly" between."""
+    return "pays" if ratio >= FOLD else "pays partly" if ratio > SAME else "does not pay"
+
+
 def verdict(rows: pd.DataFrame) -> str:
-    """A kernel's verdict, read on the GPU compilers (the reporter's platform): "pays" when
-    fori_loop does at least :data:`FOLD` times the Python loop's work per step on one of them,
-    "does not pay" when every one lies within :data:`SAME` of it, else "pays partly". Without a
-    GPU compiler's count, the other compilers' counts decide (Mosaic TPU), and without any, the
-    measured per-pair ratios (lower quartile at least FOLD: pays; every quartile within SAME:
-    does not)."""
-    gpu = [float(r) for r in _gpu(rows).ratio] or [float(r) for r in _static(rows).ratio]
-    if gpu:
-        return (
-            "pays"
-            if max(gpu) >= FOLD
-            else "does not pay"
-            if all(1 / SAME <= r <= SAME for r in gpu)
-            else "pays partly"
-        )
+    """A kernel's verdict over every target whose counts were read (GPU and TPU alike): the
+    targets' common verdict (:func:`target_verdict`), or "depends on the target" when they
+    differ, so the verdict never contradicts a printed number. Without any count, the measured
+    per-pair ratios (lower quartile at least FOLD: pays; every quartile within SAME: does not)."""
+    found = {target_verdict(float(r)) for r in _static(rows).ratio}
+    if found:
+        return found.pop() if len(found) == 1 else "depends on the target"
     meas = rows[rows.kind.str.startswith("measured")]
     if meas.empty:
         return "not read"
@@ -135,20 +160,27 @@ def verdict(rows: pd.DataFrame) -> str:
     return "does not pay" if all(1 / SAME <= r <= SAME for r in quartiles) else "pays partly"
 
 
+def per_target(rows: pd.DataFrame) -> list[str]:
+    """One sentence per target read: its verdict with its own per-step numbers and the cause
+    read from its code; then each target whose count was not read, with why."""
+    out = []
+    for r in rows[rows.kind.str.startswith("static")].itertuples():
+        if r.ratio is None or pd.isna(r.ratio):
+            out.append(f"{r.source}: {getattr(r, 'cause', '') or 'not read'}")
+            continue
+        cause_ = getattr(r, "cause", "")
+        out.append(
+            f"{r.source}: {target_verdict(float(r.ratio))}, fori_loop {r.fori:.1f} against the Python "
+            f"loop's {r.python:.1f} {r.unit} ({r.ratio:.2f}×, T={r.T})"
+            + (f"; {cause_}" if isinstance(cause_, str) and cause_ else "")
+        )
+    return out
+
+
 def mechanism(rows: pd.DataFrame) -> str:
-    """What the GPU compilers' counts show for one kernel, from its largest fori/Python per-step
-    ratio among them: a fold the unrolled loop gets, real work per step in both, or both."""
-    gpu = _gpu(rows)
-    gpu = gpu if len(gpu) else _static(rows)
-    if gpu.empty:
-        return "not read (no compiler's output here)"
-    worst = gpu.loc[gpu.ratio.idxmax()]
-    where = f"{worst.source}: {worst.fori:.1f} vs {worst.python:.1f} {worst.unit}"
-    if worst.ratio >= FOLD:
-        return f"a fold the unrolled loop gets ({where})"
-    if worst.ratio <= SAME:
-        return f"real per-step work in both ({where})"
-    return f"real per-step work in both, part of it folded by the unrolled loop ({where})"
+    """The per-target sentences of :func:`per_target`, joined (what the numbers show, per target)."""
+    lines = per_target(rows)
+    return "; ".join(lines) if lines else "not read (no compiler's output here)"
 
 
 def verdicts(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
@@ -158,58 +190,35 @@ def verdicts(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
     }
 
 
-def _range(ratios: Sequence[float]) -> str:
-    ratios = [float(r) for r in ratios if r is not None and np.isfinite(r)]
-    if not ratios:
-        return "n/a"
-    return (
-        f"{min(ratios):.2f}-{max(ratios):.2f}×" if max(ratios) - min(ratios) >= 0.005 else f"{ratios[0]:.2f}×"
-    )
-
-
 def answer(frame: pd.DataFrame) -> str:
-    """One sentence from the table: which kernels pay on the GPU compilers (work per loop step),
-    then the same kernels on Mosaic TPU and, measured, on XLA:CPU (an analogue)."""
+    """One sentence from the table: per kernel, its verdict and each target's per-step ratio
+    (static counts), then XLA:CPU's measured ratio (an analogue)."""
     if frame.empty:
         return "Which kernels pay: not measured (no kernel ran)."
-    found = verdicts(frame)
-    groups: dict[str, list[str]] = {}
-    for kernel, v in found.items():
-        groups.setdefault(v["verdict"], []).append(kernel)
-    words = {
-        "pays": "pay{s}: the unrolled Python loop folds each step to scalar work",
-        "pays partly": "pay{s} partly",
-        "does not pay": "do{es} not pay: the same work per step in both forms",
-        "not read": "{was} not read",
-    }
     parts = []
-    for key in ("pays", "pays partly", "does not pay", "not read"):
-        kernels = groups.get(key, [])
-        if not kernels:
-            continue
-        ratios = _gpu(frame[frame.kernel.isin(kernels)]).ratio
-        one = len(kernels) == 1
-        text = words[key].format(s="s" if one else "", es="es" if one else "", was="was" if one else "were")
-        parts.append(f"{_names(kernels)} {text}" + (f" ({_range(ratios)})" if len(ratios) else ""))
-    out = (
-        "On the GPU compilers (Triton, Mosaic GPU; work per loop step, fori_loop ÷ Python loop, static counts) "
-        + "; ".join(parts)
-    )
-    for source, label in (
-        ("mosaic_tpu", "Mosaic TPU (static)"),
-        ("XLA:CPU", "XLA:CPU (measured ms, an analogue)"),
-    ):
-        rows = frame[frame.source.str.startswith(source)]
-        if len(rows):
-            out += f"; {label}: " + ", ".join(
-                f"{r.kernel} {r.ratio:.2f}×" for r in rows.itertuples() if r.ratio is not None
+    for kernel, g in frame.groupby("kernel", sort=False):
+        v = verdict(g)
+        st = _static(g)
+        if len(st) and v != "depends on the target":
+            cells = ", ".join(f"{r.source} {r.ratio:.2f}×" for r in st.itertuples())
+            parts.append(f"`{kernel}` {v} on every target read ({cells})")
+        elif len(st):
+            by: dict[str, list[str]] = {}
+            for r in st.itertuples():
+                by.setdefault(target_verdict(float(r.ratio)), []).append(f"{r.source} {r.ratio:.2f}×")
+            parts.append(
+                f"`{kernel}` depends on the target: "
+                + ", ".join(f"{k} on {', '.join(c)}" for k, c in by.items())
             )
+        else:
+            parts.append(f"`{kernel}` {v}")
+    out = "Per loop step, fori_loop ÷ Python loop (static counts, compiled on a CPU): " + "; ".join(parts)
+    rows = frame[frame.source == "XLA:CPU"]
+    if len(rows):
+        out += "; XLA:CPU (measured ms, an analogue): " + ", ".join(
+            f"{r.kernel} {r.ratio:.2f}×" for r in rows.itertuples() if r.ratio is not None
+        )
     return out + "."
-
-
-def _names(kernels: Sequence[str]) -> str:
-    names = [f"`{k}`" for k in kernels]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def wide(frame: pd.DataFrame) -> pd.DataFrame:
@@ -220,8 +229,10 @@ def wide(frame: pd.DataFrame) -> pd.DataFrame:
     for row in frame.itertuples():
         column = f"{row.source} ({row.unit}, {row.kind})"
         spread = f" [{row.q25:.2f}, {row.q75:.2f}]" if row.q25 is not None and pd.notna(row.q25) else ""
-        ratio = "n/a" if row.ratio is None or not np.isfinite(row.ratio) else f"{row.ratio:.2f}×{spread}"
-        out[row.kernel][column] = f"{row.fori:.3g} / {row.python:.3g} = {ratio} (T={row.T})"
+        if row.ratio is None or not np.isfinite(row.ratio):
+            out[row.kernel][column] = "— (" + (str(getattr(row, "cause", "")) or "not read") + ")"
+            continue
+        out[row.kernel][column] = f"{row.fori:.3g} / {row.python:.3g} = {row.ratio:.2f}×{spread} (T={row.T})"
     for kernel, v in found.items():
         out[kernel] |= v
     return pd.DataFrame(list(out.values())).fillna("n/a")

@@ -190,12 +190,6 @@ def error_lines(df: pd.DataFrame) -> str:
     )
 
 
-def warning_lines(df: pd.DataFrame) -> str:
-    """Markdown bullets: each distinct warning a compiler raised while lowering."""
-    warned = df[df["warning"] != ""].drop_duplicates(["compiler", "warning"])
-    return "\n".join(f"- {w.compiler} warns: `{w.warning}`" for w in warned.itertuples())
-
-
 def lowering_answer(df: pd.DataFrame) -> list[str]:
     """Bullets from the lowering matrix: where unroll > 1 fails, and whether the
     portable forms lower wherever fori_loop(unroll=1) does."""

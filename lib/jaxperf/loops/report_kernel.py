@@ -46,13 +46,46 @@ def frame(results: Results) -> pd.DataFrame:
 
 
 def verdict_line(results: Results) -> str:
+    """The overall verdict, then one bullet per target with its own per-step numbers and cause,
+    then the advice per target (:func:`advice`)."""
     rows = frame(results)
     if rows.empty:
         return f"`{results.kernel}`: no compiler here read two T of both the Python loop and fori_loop, so its loop work is not known."
-    v = family.verdicts(rows)[results.kernel]
-    if v["verdict"] == "not read":
-        return f"`{results.kernel}`: its loop work was not read here ({v['mechanism']})."
-    return f"`{results.kernel}` **{v['verdict']}** for `fori_loop`: {v['mechanism']}."
+    v = family.verdicts(rows)[results.kernel]["verdict"]
+    head = (
+        f"`{results.kernel}`: its loop work was not read here."
+        if v == "not read"
+        else f"`{results.kernel}` **{v}** for `fori_loop`"
+        + (
+            " (the targets disagree; each is judged on its own numbers):"
+            if v == "depends on the target"
+            else ":"
+        )
+    )
+    bullets = [f"- {line}" for line in family.per_target(rows)]
+    tips = advice(results)
+    return "\n".join([head, *bullets, *(["", "**Which form to write**, per target:", *tips] if tips else [])])
+
+
+def advice(results: Results) -> list[str]:
+    """Per target with counts: the form with the least work per step among those compiled
+    (per-step numbers from the same table), and whether it beats fori_loop."""
+    steps = results.per_step()
+    out = []
+    for target, part in steps[steps.per_step.notna()].groupby("target", sort=False):
+        by = part.set_index("form")["per_step"]
+        fori = by.get("fori", by.get("fori u=1"))
+        best = by.idxmin()
+        cells = ", ".join(f"`{f}` {x:.1f}" for f, x in by.sort_values().items())
+        if fori is None or not fori > 0:
+            out.append(f"- {target}: `{best}` (per step: {cells})")
+        elif by[best] * family.SAME < fori:
+            out.append(
+                f"- {target}: write `{best}`: {fori / by[best]:.2f}× less work per step than `fori_loop` ({cells})"
+            )
+        else:
+            out.append(f"- {target}: `fori_loop` is as good as any form tried (per step: {cells})")
+    return out
 
 
 def _pivot(points: pd.DataFrame, value: str, digits: str) -> pd.DataFrame:
@@ -68,20 +101,37 @@ def _pivot(points: pd.DataFrame, value: str, digits: str) -> pd.DataFrame:
 
 
 def per_step_table(results: Results) -> pd.DataFrame:
+    """Per form and target: work per loop step, its ratio to the Python loop's per step (what the
+    verdict uses), and the T pair it comes from; "—" where a count is missing (with why)."""
     steps = results.per_step()
     if steps.empty:
         return steps
-    steps = steps.assign(column=[f"{t} ({u} per step)" for t, u in zip(steps.target, steps.unit)])
-    cell = [
-        f"{p:.1f} ({r:.2f}× Python's at T={T})" if r is not None and pd.notna(r) else f"{p:.1f}"
-        for p, r, T in zip(steps.per_step, steps.vs_python_at_T2, steps.T2)
-    ]
-    return (
-        steps.assign(cell=cell)
-        .pivot(index="form", columns="column", values="cell")
-        .reset_index()
-        .rename_axis(columns=None)
-    )
+    python = steps[steps.form == "python"].set_index("target")["per_step"]
+    cells = []
+    for r in steps.itertuples():
+        if r.per_step is None or pd.isna(r.per_step):
+            cells.append(f"— ({r.note})")
+            continue
+        py = python.get(r.target)
+        ratio = f", {r.per_step / py:.2f}× Python's" if py is not None and pd.notna(py) and py > 0 else ""
+        cells.append(f"{r.per_step:.1f}{ratio} (T={int(r.T1)}-{int(r.T2)})")
+    steps = steps.assign(column=[f"{t} ({u} per step)" for t, u in zip(steps.target, steps.unit)], cell=cells)
+    return steps.pivot(index="form", columns="column", values="cell").reset_index().rename_axis(columns=None)
+
+
+def class_table(results: Results) -> pd.DataFrame:
+    """Per target and class (SASS instruction classes, TPU slots): each form's work per step
+    in that class, read from the compiled code at the T pair of :func:`per_step_table`."""
+    steps = results.per_step()
+    rows = []
+    for target, part in steps.groupby("target", sort=False):
+        got = {r.form: r.classes for r in part.itertuples() if isinstance(r.classes, dict)}
+        for cls in dict.fromkeys(k for c in got.values() for k in c):
+            row = {"target": target, "class": cls}
+            row |= {form: f"{c.get(cls, 0):.1f}" for form, c in got.items()}
+            if any(float(v) != 0 for k, v in row.items() if k not in ("target", "class")):
+                rows.append(row)
+    return pd.DataFrame(rows).fillna("—")
 
 
 def sections(results: Results) -> list[str]:
@@ -91,7 +141,7 @@ def sections(results: Results) -> list[str]:
     if len(checks):
         Ts = ", ".join(str(t) for t in sorted(set(checks["T"])))
         out += [
-            f"**Same result as `fori_loop`** (Pallas interpreter, T={Ts}; largest difference over the largest value):",
+            f"**Same result as {'your reference' if 'your reference' in set(checks.get('against', [])) else '`fori_loop`'}** (Pallas interpreter, T={Ts}; largest difference over the largest value):",
             "",
             md.table(checks.drop(columns="kernel")),
             "",
@@ -115,9 +165,17 @@ def sections(results: Results) -> list[str]:
     steps = per_step_table(results)
     if len(steps):
         out += [
-            "**Work per loop step** (static counts from each compiler's output, compiled on a CPU, not executed; the difference between the two largest T over the extra steps):",
+            "**Work per loop step** (static counts from each compiler's output, compiled on a CPU, not executed; the difference between the largest two T with the same loop structure, over the extra steps; the ratio is the verdict's):",
             "",
             md.table(steps),
+            "",
+        ]
+    classes = class_table(results)
+    if len(classes):
+        out += [
+            "**Work per loop step by class** (read from the compiled code: SASS instruction classes per warp, TPU operations per slot; same T pair as above):",
+            "",
+            md.table(classes),
             "",
         ]
     if len(results.timings):

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..compilers.lowering import error_text, export_variant
+from ..compilers.lowering import error_text, export_variant, exported_compiler
 from ..jax20909.factory import Kernel, traced
 
 #: target -> (compiler, what it compiles for, the unit of its work)
@@ -34,6 +34,7 @@ TARGETS = {
     "mosaic_tpu v5e": ("mosaic_tpu", "v5e", "VLIW bundles (cycles)"),
 }
 OK, NO_LOWER, FAILED, NOT_PRESENT = "ok", "does not lower", "failed", "not present here"
+NOT_REACHED = "not reached"  # past the kernel's time budget
 # A pallas_call without compiler parameters lowers through Triton on a CUDA platform: only a
 # factory that builds per compiler can be asked for a Mosaic GPU kernel.
 NOT_FOR_MOSAIC_GPU = "not written for Mosaic GPU (the factory takes no compiler= keyword)"
@@ -64,14 +65,23 @@ def present() -> dict[str, str]:
 
 def lowers(kernel: Kernel, form: str, T: int, compiler: str) -> dict[str, Any]:
     """Export (form, T) for ``compiler``'s platform, no compile: status ok or the error."""
-    if compiler == "mosaic_gpu" and not kernel.per_compiler:
-        return dict(status=NOT_PRESENT, error=NOT_FOR_MOSAIC_GPU)
     try:
         fn, args = kernel.build(form, T, compiler=compiler)
-        export_variant(fn, args, compiler)
+        exported = export_variant(fn, args, compiler)
     except Exception as err:  # noqa: BLE001 - the error is the result
         return dict(status=NO_LOWER, error=f"{type(err).__name__}: {error_text(err)}")
+    got = exported_compiler(exported.mlir_module())
+    if got is not None and got != compiler:
+        # judged from what was exported: a plain pallas_call on CUDA is a Triton custom call
+        return dict(status=NOT_PRESENT, error=f"exported as a {got} custom call, not {compiler} ({WHY[got]})")
     return dict(status=OK, error="")
+
+
+WHY = {
+    "triton": "a pallas_call without plgpu.CompilerParams() lowers through Triton on CUDA",
+    "mosaic_gpu": "the factory built a Mosaic GPU kernel",
+    "mosaic_tpu": "the factory built a Mosaic TPU kernel",
+}
 
 
 def compile_point(kernel: Kernel, form: str, T: int, target: str) -> dict[str, Any]:
@@ -105,6 +115,7 @@ def _triton(fn: Any, args: tuple, arch: str) -> dict[str, Any]:
         work_per_program=counts.per_program,
         loops_in_code=counts.loops,
         programs=captured.programs,
+        classes=counts.by_class,
     )
 
 
@@ -115,10 +126,11 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
     result = tpu_compile.compile_for(lambda: kernel.build(form, T, compiler="mosaic_tpu"), generation)
     if not result.ok:
         return dict(status=FAILED, error=str(result.error))
-    work = None
+    work, slots = None, None
     if result.schedules and programs:
         try:
             work = estimate.static_cycles(result.schedules[0]) / programs
+            slots = {k: v / programs for k, v in estimate.slot_counts(result.schedules[0]).items()}
         except ValueError:  # a loop without a constant trip count: no static count
             work = None
     return dict(
@@ -127,6 +139,7 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
         compile_ms=result.median_ms,
         work_per_program=work,
         loops_in_code=len(result.schedules[0].loops) if result.schedules else None,
+        classes=slots,
     )
 
 
@@ -169,6 +182,7 @@ def mosaic_gpu_points(
                 + sum(row["compile_ms"]) / len(row["compile_ms"]),
                 work_per_program=None if counts is None else counts.per_program,
                 loops_in_code=None if counts is None else counts.loops,
+                classes=None if counts is None else counts.by_class,
                 steps=shape[0],
                 programs=shape[1],
             )

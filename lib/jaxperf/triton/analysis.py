@@ -247,13 +247,6 @@ def _fix_growth(df: pd.DataFrame, g: pd.DataFrame, kernel: str) -> dict[str, Any
     }
 
 
-def seed_exponent(column: str = "python", T_from: int = 256) -> float:
-    """b of compile_ms ~ T**b for the reporter's A6000 numbers, from ``T_from`` on."""
-    seed = seed_compile_ms()
-    part = seed[seed["T"] >= T_from]
-    return _exponent(part["T"], part[column])
-
-
 def does_not_lower(df: pd.DataFrame) -> pd.DataFrame:
     """Per (kernel, variant): the T it did not lower at and the lowering's error."""
     bad = df[df.status == STATUS_NO_LOWER]

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ..triton.ir import mlir_counts
+
 KINDS = ("shuffle", "barrier", "fp arithmetic", "shared load", "shared store")
 Counts = tuple[Counter[str], Counter[str], int]  # inside loops, outside, loops
 
@@ -61,30 +63,15 @@ def _weight(kind: str, line: str) -> int:
     return _elements(line.split(":")[-1]) if kind == "fp arithmetic" else 1
 
 
+def _mosaic_kind(op: str, line: str) -> tuple[str, int] | None:
+    kind = _kind(op, line)
+    return None if kind is None else (kind, _weight(kind, line))
+
+
 def mosaic_counts(text: str) -> Counts:
-    """Ops by kind inside and outside ``scf.for``/``scf.while`` bodies, and the number of loops."""
-    inside: Counter[str] = Counter()
-    outside: Counter[str] = Counter()
-    stack: list[str] = []
-    loops = 0
-    for raw in text.splitlines():
-        line = re.sub(r"\s+loc\(.*$", "", raw).rstrip()
-        stripped = line.strip()
-        if stripped.startswith("}"):
-            if stack:
-                stack.pop()
-            if not stripped.endswith("{"):
-                continue
-        match = _MLIR_OP.match(line)
-        op = match.group(1) if match else ""
-        kind = _kind(op, line) if op else None
-        if kind:
-            (inside if "loop" in stack else outside)[kind] += _weight(kind, line)
-        if stripped.endswith("{") and not stripped.startswith("}"):
-            is_loop = op in ("scf.for", "scf.while")
-            loops += is_loop
-            stack.append("loop" if is_loop else "region")
-    return inside, outside, loops
+    """Ops by kind inside and outside ``scf.for``/``scf.while`` bodies, and the number of loops
+    (the MLIR counter of :func:`jaxperf.compilers.triton.ir.mlir_counts`, Mosaic's kinds)."""
+    return mlir_counts(text, _mosaic_kind)
 
 
 def carried(text: str) -> list[str]:

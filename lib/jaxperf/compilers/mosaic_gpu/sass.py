@@ -16,11 +16,12 @@ from SASS compiled on a CPU, never a measurement.
 
 from __future__ import annotations
 
-import math
 import re
 
 from ..triton import sass as _sass
 from ..triton.estimate import DynamicCounts
+from ..triton.estimate import dynamic_counts as _dynamic_counts
+from ..triton.ir import sass_counts
 
 _LINE = re.compile(r"^\s*(?:\S+\s+)?/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):\s*$")
@@ -79,38 +80,10 @@ def kernel_loops(code: list[_sass.Instruction]) -> list[_sass.Loop]:
 
 def dynamic_counts(sass_text: str) -> DynamicCounts:
     """Instructions one warp issues per program (``cuobjdump`` form, see :func:`to_cuobjdump`)."""
-    code = _sass.parse(sass_text)
-    found = loops(code)
-    by_category: dict[str, int | None] = dict.fromkeys(_sass.CATEGORIES, 0)
-    in_loops = 0
-    for ins in code:
-        around = [lp for lp in found if lp.contains(ins.address)]
-        in_loops += bool(around)
-        trips = [lp.trips for lp in around]
-        kind = _sass.category(ins)
-        so_far = by_category[kind]
-        known = [t for t in trips if t is not None]
-        by_category[kind] = None if so_far is None or len(known) < len(trips) else so_far + math.prod(known)
-    counted = [v for v in by_category.values() if v is not None]
-    return DynamicCounts(
-        outside_loops=len(code) - in_loops,
-        in_loops=in_loops,
-        loops=len(kernel_loops(code)),
-        loop_trips=tuple(lp.trips for lp in kernel_loops(code)),
-        per_program=None if len(counted) < len(by_category) else sum(counted),
-        how="; ".join(lp.how for lp in found) or "no loop in SASS",
-        by_category=by_category,
-    )
+    return _dynamic_counts(sass_text, find=loops, own=kernel_loops)
 
 
 def counts(sass_text: str) -> tuple[dict[str, int], dict[str, int], int]:
     """SASS instructions by category inside and outside the kernel's loops (static counts)."""
-    code = _sass.parse(sass_text)
-    found = kernel_loops(code)
-    inside: dict[str, int] = {}
-    outside: dict[str, int] = {}
-    for ins in code:
-        where = inside if any(lp.contains(ins.address) for lp in found) else outside
-        kind = _sass.category(ins)
-        where[kind] = where.get(kind, 0) + 1
-    return inside, outside, len(found)
+    inside, outside, loops_ = sass_counts(sass_text, kernel_loops)
+    return dict(inside), dict(outside), loops_

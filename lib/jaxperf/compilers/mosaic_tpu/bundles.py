@@ -165,6 +165,8 @@ def _loop_end(bundles: list[Bundle], start: int, body: int) -> tuple[int, int]:
     # Delay slots: bundles after the branch that still belong to the loop.
     i, last = branch + 1, branch
     while i < len(bundles) and not bundles[i].is_exit:
+        if bundles[i].marker == "LB":  # the next loop's body (a two-pass kernel's second loop)
+            break
         if bundles[i].depth >= depth and not bundles[i].empty:
             last = i
         elif not bundles[i].empty:

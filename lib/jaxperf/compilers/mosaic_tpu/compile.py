@@ -61,11 +61,16 @@ def cost_of(compiled: Any) -> dict[str, float]:
 
 
 def lower_compile(build: Builder, mesh: Any) -> tuple[Any, float]:
-    """One fresh build, traced with its arguments placed on ``mesh``, lowered and compiled; ms."""
+    """One fresh build, traced with its arguments placed on ``mesh``, lowered and compiled; ms.
+    Traced and lowered inside ``mesh``'s abstract mesh, so that a lowering rule that asks for
+    the TPU's device kind (integer ``//`` does) sees the topology's, not this CPU's."""
+    import jax
+
     fn, args = build()
     placed = topology.placed(args, mesh)
     started = time.perf_counter()
-    compiled = fn.trace(*placed).lower().compile()
+    with jax.sharding.use_abstract_mesh(mesh.abstract_mesh):
+        compiled = fn.trace(*placed).lower().compile()
     return compiled, (time.perf_counter() - started) * 1e3
 
 

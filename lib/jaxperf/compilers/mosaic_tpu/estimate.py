@@ -12,6 +12,7 @@ not executed".
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 
 from .bundles import Schedule
@@ -110,3 +111,50 @@ def grid_trips(schedule: Schedule, programs: int, wanted_programs: int) -> dict[
         return None
     extra = trips - programs
     return {top[0]: wanted_programs + extra} if 0 <= extra <= 4 else None
+
+
+#: The slots a loop step's cost is read in: a TPU bundle issues operations of each kind at once.
+SLOTS = ("vector", "matrix", "cross-lane", "transcendental", "load/store", "scalar", "control")
+_OP = re.compile(r"=\s*([a-z][\w.]*)|^\s*([a-z][\w.]*)")
+
+
+def slot(op: str) -> str | None:
+    """The slot of one bundle operation by its full name (None for a phi, which issues nothing):
+    matrix (``vmatmul``, ``vmatpush``, anything on an ``mxu``), cross-lane (``.xlane``/``xlu``
+    reductions and their pops), transcendental (the ``eup`` unit), load/store (``vld``, ``vst``,
+    ``sld``, ``sst``, DMAs and their syncs), vector (other ``v*``), control (``sbr``, ``shalt``),
+    scalar (the rest: ``s*``, predicates, addresses)."""
+    base, parts = op.split(".")[0], set(op.split(".")[1:])
+    if base.endswith("phi"):
+        return None
+    if base.startswith("vmat") or any(p.startswith("mxu") for p in parts):
+        return "matrix"
+    if "xlane" in parts or any(p.startswith("xlu") for p in parts):
+        return "cross-lane"
+    if "eup" in parts:
+        return "transcendental"
+    if base in ("vld", "vst", "sld", "sst") or base.startswith(("dma", "vsync", "vwait")):
+        return "load/store"
+    if base in ("sbr", "shalt", "sfence"):
+        return "control"
+    return "vector" if base.startswith("v") else "scalar"
+
+
+def slot_counts(schedule: Schedule, trips: Mapping[int, int] | None = None) -> dict[str, int]:
+    """Operations of one kernel call per slot of :data:`SLOTS`: each bundle's operations times
+    the trips of the loops around it (ValueError when one has no constant trip count)."""
+    weight = [1] * schedule.total
+    for index, loop in enumerate(schedule.loops):
+        count = (trips or {}).get(index, loop.trips)
+        if count is None:
+            raise ValueError(f"loop {index} of {schedule.name!r} has no constant trip count")
+        for b in range(loop.start, loop.end + 1):
+            weight[b] *= count
+    out = dict.fromkeys(SLOTS, 0)
+    for bundle, w in zip(schedule.bundles, weight, strict=True):
+        for part in bundle.text.split(";;"):
+            found = _OP.search(part.strip(" {}>\n"))
+            kind = slot(found.group(1) or found.group(2)) if found else None
+            if kind is not None:
+                out[kind] += w
+    return out

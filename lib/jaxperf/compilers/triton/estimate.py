@@ -19,6 +19,7 @@ measured one.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,36 +44,47 @@ class DynamicCounts:
     )  # outside + each in-loop instruction x the trips of its loops; None if a trip is unknown
     how: str  # how the trips were read, or why one was not
     by_category: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.category
+    by_class: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.step_class
 
     @property
     def resolved(self) -> bool:
         return self.per_program is not None
 
 
-def dynamic_counts(sass_text: str) -> DynamicCounts:
-    """Count ``sass_text`` (``cuobjdump -sass``) statically: see the module docstring."""
+def dynamic_counts(
+    sass_text: str,
+    *,
+    find: Callable[[list[Any]], list[Any]] = _sass.loops,
+    own: Callable[[list[Any]], list[Any]] | None = None,
+) -> DynamicCounts:
+    """Count ``sass_text`` (``cuobjdump -sass``) statically: see the module docstring. ``find``
+    reads the loops every instruction is weighted by, ``own`` the kernel's own loops among them
+    (reported as ``loops``; default: all; Mosaic GPU's barrier waits are not its own)."""
     code = _sass.parse(sass_text)
-    found = _sass.loops(code)
+    found = find(code)
+    mine = found if own is None else own(code)
     by_category: dict[str, int | None] = dict.fromkeys(_sass.CATEGORIES, 0)
+    by_class: dict[str, int | None] = dict.fromkeys(_sass.CLASSES, 0)
     in_loops = 0
     for ins in code:
         around = [lp for lp in found if lp.contains(ins.address)]
         in_loops += bool(around)
         trips = [lp.trips for lp in around]
-        kind = _sass.category(ins)
-        so_far = by_category[kind]
         known = [t for t in trips if t is not None]
-        by_category[kind] = None if so_far is None or len(known) < len(trips) else so_far + math.prod(known)
+        weight = None if len(known) < len(trips) else math.prod(known)
+        for table, key in ((by_category, _sass.category(ins)), (by_class, _sass.step_class(ins))):
+            had = table[key]
+            table[key] = None if had is None or weight is None else had + weight
     counted = [v for v in by_category.values() if v is not None]
-    unknown = len(counted) < len(by_category)
     return DynamicCounts(
         outside_loops=len(code) - in_loops,
         in_loops=in_loops,
-        loops=len(found),
-        loop_trips=tuple(lp.trips for lp in found),
-        per_program=None if unknown else sum(counted),
+        loops=len(mine),
+        loop_trips=tuple(lp.trips for lp in mine),
+        per_program=None if len(counted) < len(by_category) else sum(counted),
         how="; ".join(lp.how for lp in found) or "no loop in SASS",
         by_category=by_category,
+        by_class=by_class,
     )
 
 

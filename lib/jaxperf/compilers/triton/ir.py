@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from . import sass as _sass
 
@@ -38,8 +40,26 @@ _LL_BRANCH = re.compile(r"label %([\w.]+)")
 _LL_FP = re.compile(r"=\s*(?:fast\s+)?(fadd|fsub|fmul|fdiv|fneg)\b[^<]*(?:<(\d+) x)?|@llvm\.fma")
 
 
-def mlir_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
-    """Ops by kind inside and outside ``scf.for``/``scf.while`` bodies, and the number of loops."""
+def triton_kind(op: str, line: str) -> tuple[str, int] | None:
+    """A TTIR/TTGIR op's kind (reduce, load, store, splat/broadcast, tensor or scalar arithmetic,
+    the ttg/ttng dialects, other), weight 1; None for constants and terminators."""
+    if op in ("arith.constant", "scf.yield", "tt.reduce.return"):
+        return None
+    kind = _MLIR_KINDS.get(op, op.split(".")[0] if op.startswith(("ttg.", "ttng.")) else "")
+    if op.startswith("arith."):
+        kind = "tensor arithmetic" if "tensor<" in line.split(":")[-1] else "scalar arithmetic"
+    if op.startswith("tt.broadcast"):
+        kind = "splat/broadcast"
+    return kind or "other", 1
+
+
+def mlir_counts(
+    text: str, kind: Callable[[str, str], tuple[str, int] | None] = triton_kind
+) -> tuple[Counter[str], Counter[str], int]:
+    """Ops by ``kind(op, line) -> (kind, weight) | None`` inside and outside
+    ``scf.for``/``scf.while`` bodies, and the number of loops: the one MLIR counter, for Triton's
+    TTIR/TTGIR (default) and Mosaic GPU's module (:func:`jaxperf.compilers.mosaic_gpu.ir.mosaic_counts`).
+    The ops inside a ``tt.reduce``/``tt.scan`` combiner are not counted apart."""
     inside: Counter[str] = Counter()
     outside: Counter[str] = Counter()
     stack: list[str] = []
@@ -54,13 +74,9 @@ def mlir_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
                 continue
         match = _MLIR_OP.match(line)
         op = match.group(1) if match else ""
-        if op and "combiner" not in stack and op not in ("arith.constant", "scf.yield", "tt.reduce.return"):
-            kind = _MLIR_KINDS.get(op, op.split(".")[0] if op.startswith(("ttg.", "ttng.")) else "")
-            if op.startswith("arith."):
-                kind = "tensor arithmetic" if "tensor<" in line.split(":")[-1] else "scalar arithmetic"
-            if op.startswith("tt.broadcast"):
-                kind = "splat/broadcast"
-            (inside if "loop" in stack else outside)[kind or "other"] += 1
+        got = kind(op, line) if op and "combiner" not in stack else None
+        if got is not None:
+            (inside if "loop" in stack else outside)[got[0]] += got[1]
         if stripped.endswith("{") and not stripped.startswith("}"):
             if op in ("scf.for", "scf.while"):
                 loops += 1
@@ -111,10 +127,13 @@ def llir_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
     return inside, outside, loops
 
 
-def sass_counts(text: str) -> tuple[Counter[str], Counter[str], int]:
-    """SASS instructions by category inside and outside loops (static counts)."""
+def sass_counts(
+    text: str, find: Callable[[list[Any]], list[Any]] = _sass.loops
+) -> tuple[Counter[str], Counter[str], int]:
+    """SASS instructions by category inside and outside the loops ``find`` reads (static counts;
+    Mosaic GPU passes its own, without barrier waits)."""
     code = _sass.parse(text)
-    found = _sass.loops(code)
+    found = find(code)
     inside: Counter[str] = Counter()
     outside: Counter[str] = Counter()
     for ins in code:

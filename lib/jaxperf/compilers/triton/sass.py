@@ -86,6 +86,46 @@ _BY_BASE = {
 }
 
 
+#: The classes a loop step's cost is read in (coarser than :data:`CATEGORIES`, and naming the
+#: tensor core and async copies that :func:`category` leaves in "other").
+CLASSES = ("tensor core", "memory", "integer/address", "float ALU", "control", "other")
+_CLASS_BY_BASE = {
+    **dict.fromkeys(("HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA", "BMMA", "DMMA", "UTCHMMA"), "tensor core"),
+    **dict.fromkeys(
+        ("LDGSTS", "LDGDEPBAR", "UTMALDG", "UTMASTG", "UBLKCP", "UTMAPF", "CCTL", "ARRIVES", "SYNCS"),
+        "memory",
+    ),
+    **dict.fromkeys(
+        ("FADD", "FMUL", "FFMA", "FMNMX", "FSETP", "FSEL", "HADD2", "HMUL2", "HFMA2"), "float ALU"
+    ),
+    **dict.fromkeys(("HMNMX2", "MUFU", "FCHK", "DADD", "DMUL", "DFMA", "FSWZADD", "HSETP2"), "float ALU"),
+}
+_CLASS_BY_CATEGORY = {
+    "global load": "memory",
+    "global store": "memory",
+    "shared memory": "memory",
+    "shuffle": "memory",
+    "fp arithmetic": "float ALU",
+    "conversion": "float ALU",
+    "integer/address": "integer/address",
+    "move": "integer/address",
+    "barrier": "control",
+    "control": "control",
+}
+
+
+def step_class(instruction: Instruction) -> str:
+    """The instruction's class in :data:`CLASSES`: tensor core (HMMA, HGMMA), memory (global,
+    shared, async copies such as LDGSTS, shuffles), integer/address (IMAD, IADD3, LEA, moves),
+    float ALU (FFMA, MUFU, conversions), control (branches, barriers)."""
+    base = instruction.base
+    if base in _CLASS_BY_BASE:
+        return _CLASS_BY_BASE[base]
+    if base.startswith("U") and base[1:] in _CLASS_BY_BASE:
+        return _CLASS_BY_BASE[base[1:]]
+    return _CLASS_BY_CATEGORY.get(category(instruction), "other")
+
+
 @dataclass(frozen=True)
 class Instruction:
     address: int
