@@ -339,7 +339,7 @@ def _multiprocess() -> list[tuple[str, object]]:
 
 
 def _dispatch() -> list[tuple[str, object]]:
-    from jaxperf.dispatch import accounting, figures, per_leaf, report
+    from jaxperf.dispatch import accounting, figures, report
 
     timings, rows = _read("dispatch__timings"), _read("dispatch__accounting_rounds")
     lines = report.cost_lines(
@@ -349,7 +349,7 @@ def _dispatch() -> list[tuple[str, object]]:
     summary = report.headline(
         timings, notes, rows, _read("dispatch__accounting_cprofile"), precision=0.05, quick=True
     )
-    implied = per_leaf.seed_implied(lines["filter_pmap"], sorted(timings["leaves"].unique()))
+    implied = pd.DataFrame(summary["seed"]["implied"])
     return [
         (
             "dispatch_per_leaf",

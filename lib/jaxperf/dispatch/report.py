@@ -60,6 +60,21 @@ def cost_lines(
     return out
 
 
+def _by_kind(timings: pd.DataFrame, method: str) -> dict[str, Any]:
+    """The per-leaf line per model family on the undonated no-op cells, each family's own cells
+    set against it."""
+    rounds = fit_rows(per_leaf.excess(timings, method), {"step": "noop", "donated": False})
+    out = {}
+    for kind, line in per_leaf.by_kind(rounds).items():
+        cells = per_leaf.against_fit(rounds[rounds["kind"] == kind], line)
+        out[kind] = {
+            **line,
+            "cells_on_the_line": int(cells["on_the_line"].sum()),
+            "cells_measured": len(cells),
+        }
+    return out
+
+
 def _range(timings: pd.DataFrame, method: str, over: str, precision: float) -> dict[str, Any]:
     out = {}
     for measure in MEASURES:
@@ -85,6 +100,9 @@ def headline(
     acc = accounting.table(acc_rows)
     largest = int(acc["leaves"].max()) if len(acc) else None
     pmap_line = lines.get(SLOW["pmap"])
+    families = {m: _by_kind(timings, m) for m in (*SLOW.values(), *PATCHED) if m in set(timings["method"])}
+    seed_line = families.get(SLOW["pmap"], {}).get("transformer", pmap_line)
+    measured = per_leaf.measured(pmap_line or {}, FIT_CELLS)
     summary: dict[str, Any] = {
         "study": "dispatch",
         "quick": quick,
@@ -96,13 +114,18 @@ def headline(
         .to_dict(),
         "per_leaf": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_leaf_cells": {m: line["by_cell"] for m, line in lines.items()},
+        "per_leaf_by_kind": families,
+        "host_ratio": {
+            m: per_leaf.host_ratio(timings, m, {"step": "noop", "donated": False})
+            for m in (*SLOW.values(), *PATCHED)
+            if m in set(timings["method"])
+        },
         "seed": {
-            "implied": per_leaf.seed_implied(pmap_line, sorted(timings["leaves"].unique())).to_dict(
-                orient="records"
-            )
-            if pmap_line
-            else [],
-            "leaves_to_explain": per_leaf.seed_leaves(pmap_line) if pmap_line else None,
+            # the excess at each MLP size is the measured median (one value per quantity), and
+            # the leaves the seed needs come from the transformer's slope: the seed's own kind
+            "implied": per_leaf.seed_implied(measured).to_dict(orient="records"),
+            "slope_from": "transformer" if seed_line is not pmap_line else "mlp",
+            "leaves_to_explain": per_leaf.seed_leaves(seed_line) if seed_line else None,
         },
         "accounting": acc.to_dict(orient="records"),
         "accounting_adds_up": accounting.adds_up(acc),
