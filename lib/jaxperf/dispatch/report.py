@@ -60,6 +60,25 @@ def cost_lines(
     return out
 
 
+def _baseline_lines(timings: pd.DataFrame, lines: dict[str, Any]) -> dict[str, Any]:
+    """Each baseline's own host CPU per call fitted per leaf (``jax.pmap`` / ``jax.jit`` on the
+    partitioned state, the fit cells), and each method's slope as a multiple of its baseline's:
+    the per-leaf cost in a unit that carries to another machine."""
+    out: dict[str, Any] = {}
+    for family, base in BASELINE.items():
+        rows = fit_rows(timings[timings["method"] == base])
+        if rows["leaves"].nunique() < 2:
+            continue
+        line = per_leaf.fit(rows.assign(excess_ms=1e3 * rows["cpu_s_per_call"]))
+        relative = {
+            m: lines[m]["b_us_per_leaf"] / line["b_us_per_leaf"]
+            for m in lines
+            if m in set(timings.loc[timings["family"] == family, "method"])
+        }
+        out[base] = {**line, "slope_multiple": relative}
+    return out
+
+
 def _by_kind(timings: pd.DataFrame, method: str) -> dict[str, Any]:
     """The per-leaf line per model family on the undonated no-op cells, each family's own cells
     set against it."""
@@ -115,6 +134,7 @@ def headline(
         "per_leaf": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_leaf_cells": {m: line["by_cell"] for m, line in lines.items()},
         "per_leaf_by_kind": families,
+        "baseline_per_leaf": _baseline_lines(timings, lines),
         "host_ratio": {
             m: per_leaf.host_ratio(timings, m, {"step": "noop", "donated": False})
             for m in (*SLOW.values(), *PATCHED)
