@@ -82,7 +82,7 @@ def test_one_leaf_count_is_not_a_line():
 
 def test_the_seeds_implied_it_per_s_lies_between_its_bounds():
     line = {"a_ms": 0.0, "b_us_per_leaf": 100.0}  # 0.1 ms per leaf
-    implied = per_leaf.seed_implied(line, [100, 400, 1000]).set_index("leaves")
+    implied = per_leaf.seed_implied({100: 10.0, 400: 40.0, 1000: 100.0}).set_index("leaves")
     assert implied.loc[100, "it_per_s_if_host_bound"] == pytest.approx(1000 / 50)  # 40 + 10 ms
     assert implied.loc[100, "it_per_s_if_device_bound"] == pytest.approx(25)  # hidden under 40 ms
     assert implied.loc[1000, "it_per_s_if_device_bound"] == pytest.approx(10)  # 100 ms > 40 ms
@@ -179,3 +179,19 @@ def test_a_smoke_run_judges_no_goal():
     assert s["goals"] == {}
     text = summary_md.render(s, SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu"))
     assert "Smoke run" in text
+
+
+def test_a_line_per_model_family_and_the_host_ratio_per_cell():
+    """Issue 38 item 3: each family with two sizes or more gets its own line; the host CPU
+    ratio is the per-round ratio to the family's baseline in each cell."""
+    mlp = frame(PMAP)
+    other = frame(PMAP, leaves=(20, 80)).assign(kind="transformer")
+    other["model"] = other["model"].str.replace("mlp", "transformer")
+    both = pd.concat([mlp, other], ignore_index=True)
+    lines = per_leaf.by_kind(per_leaf.excess(both, "filter_pmap"))
+    assert set(lines) == {"mlp", "transformer"}
+    single = per_leaf.by_kind(per_leaf.excess(pd.concat([mlp, other[other["leaves"] == 20]]), "filter_pmap"))
+    assert set(single) == {"mlp"}  # one size is no line
+    ratios = per_leaf.host_ratio(mlp, "filter_pmap", {"step": "noop"})
+    assert ratios and all(r["q25"] <= r["median"] <= r["q75"] for r in ratios)
+    assert all(r["median"] > 1 for r in ratios)  # filter_pmap costs more than the baseline here

@@ -557,7 +557,8 @@ def test_the_seeds_reference_labels_are_drawn_for_the_rules_to_judge():
 
     timings = _read("dispatch__timings")
     lines = report.cost_lines(timings, ("filter_pmap",))
-    fig, _ = figures.plot_seed_implied(per_leaf.seed_implied(lines["filter_pmap"], [14, 392]))
+    measured = per_leaf.measured(lines["filter_pmap"], {"leaves": 14}) | {392: 22.0}
+    fig, _ = figures.plot_seed_implied(per_leaf.seed_implied(measured))
     labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("seed:")]
     plt.close(fig)
     assert len(labels) == 2

@@ -31,6 +31,11 @@ LABELS = {
     "filter_jit_patched": "eqx.filter_jit, patched",
 }
 FAMILY_TITLES = {"pmap": "over 8 devices, vs jax.pmap on params", "jit": "on 1 device, vs jax.jit on params"}
+FAMILY_SHORT = {"pmap": "vs jax.pmap", "jit": "vs jax.jit"}
+
+
+def _family(method: str) -> str:
+    return "pmap" if "pmap" in method else "jit"
 
 
 def _label(method: str) -> str:
@@ -66,15 +71,19 @@ def plot_per_leaf(
     """Extra host CPU per blocked call over the family's partitioned path (``own``: each path's
     own host CPU per call, on log axes), vs array leaves, on the cells of the fit (default the
     undonated no-op MLPs): medians and IQR per cell, the fitted line dashed. ``panels``: title
-    -> methods (default: the pmap and jit families); ``labels``: a legend name per method."""
+    -> methods, stacked over one y scale; by default one panel per path, each on its own y
+    scale (a path costing 1 ms would lie flat on the 25 ms scale of ``eqx.filter_pmap``), the
+    pmap family left and the jit family right; ``labels``: a legend name per method."""
     from .report import FIT_CELLS, fit_rows
 
     if panels is None:
-        panels = {
-            FAMILY_TITLES[f]: [SLOW[f], FIX[f], *[m for m in extra if f in m.split("_")[1]]]
-            for f in ("pmap", "jit")
-        }
-    fig, axes = figure_rules.stacked(len(panels), row_height=2.6)  # rows over one leaves axis
+        rows = [[SLOW[f], FIX[f], *[m for m in extra if f in m.split("_")[1]]] for f in ("pmap", "jit")]
+        order = [m for pair in zip(*rows) for m in pair]  # row by row: pmap left, jit right
+        panels = {f"{_label(m)}, {FAMILY_SHORT[_family(m)]}": [m] for m in order}
+        fig, grid = figure_rules.grid(len(order) // 2, 2, row_height=2.2, sharey=False)
+        axes = [ax for row in grid for ax in row]
+    else:
+        fig, axes = figure_rules.stacked(len(panels), row_height=2.6)  # rows over one leaves axis
     data = []
     for ax, (title, methods) in zip(axes, panels.items()):
         for method in methods:
@@ -104,12 +113,20 @@ def plot_per_leaf(
             ax.axhline(0, color="0.6", lw=0.8)
         _leaves_axis(ax, pd.concat(data)["leaves"] if data else timings["leaves"])
         ax.set_title(title, fontsize=pt(fig), loc="left")
-        ax.set_ylabel(("host CPU" if own else "extra host CPU") + ",\nms per call", fontsize=pt(fig))
-        plots.legend_outside(ax, frameon=False)
+        measure = ("host CPU" if own else "extra host CPU") + ", ms per call"
+        if len(methods) == 1 and len(panels) > 1 and not own:  # its own scale: the label names the path
+            measure = f"{_label(methods[0]).split('.')[-1]}:\n{measure}"
+        else:
+            measure = measure.replace(", ", ",\n")
+        ax.set_ylabel(measure, fontsize=pt(fig))
+        if len(methods) > 1:  # one path per panel: its title names it
+            plots.legend_outside(ax, frameon=False)
         ax.tick_params(labelsize=pt(fig))
     how = "median and IQR per point" + ("" if own else "; dashed: the fitted a + b x leaves")
-    axes[-1].set_xlabel(f"{xlabel} ({how})", fontsize=pt(fig))
-    fig.suptitle(claim, fontsize=pt(fig) + 1)
+    bottom = [ax for ax in axes if ax.get_subplotspec().is_last_row()]
+    for ax in bottom:
+        ax.set_xlabel(xlabel, fontsize=pt(fig))
+    fig.suptitle(f"{claim}\n({how})", fontsize=pt(fig) + 1)
     fig.tight_layout()
     return fig, pd.concat(data, ignore_index=True) if data else pd.DataFrame()
 
