@@ -195,3 +195,43 @@ def test_a_line_per_model_family_and_the_host_ratio_per_cell():
     ratios = per_leaf.host_ratio(mlp, "filter_pmap", {"step": "noop"})
     assert ratios and all(r["q25"] <= r["median"] <= r["q75"] for r in ratios)
     assert all(r["median"] > 1 for r in ratios)  # filter_pmap costs more than the baseline here
+
+
+def test_the_accounting_shares_add_up_even_when_a_round_stalls():
+    """Issue 39: the printed shares must add up. Shares are means over one set of rounds (those
+    whose gap is typical), so one stalled round neither breaks the sum nor dominates it."""
+    from jaxperf.dispatch import accounting
+
+    rows = []
+    for r in range(8):
+        stall = 40.0 if r == 0 else 0.0  # one round where the whole call stalled
+        staged = {
+            "axis resolution": 1,
+            "partition": 3 + r % 2,
+            "ShapeDtypeStruct": 1,
+            "cache lookup": 1,
+            "inner pmap call (dispatch)": 8,
+            "combine": 2,
+            "wait for execution": 0,
+            "free the outputs": 1,
+        }
+        for stage, ms in staged.items():
+            rows.append(
+                {"round": r, "call": "filter_pmap, staged", "stage": stage, "cpu_ms": ms, "wall_ms": ms}
+            )
+        rows.append(
+            {
+                "round": r,
+                "call": "filter_pmap",
+                "stage": "whole call",
+                "cpu_ms": 17.2 + r % 2 + stall,
+                "wall_ms": 18,
+            }
+        )
+        rows.append(
+            {"round": r, "call": "jax.pmap on params", "stage": "whole call", "cpu_ms": 7.0, "wall_ms": 8}
+        )
+    acc = accounting.table(pd.DataFrame(rows).assign(model="m", leaves=392)).set_index("part")
+    shares = acc["share_of_gap"]
+    assert shares[list(accounting.PARTS)].sum() + shares["unexplained"] == pytest.approx(1.0)
+    assert shares["unexplained"] < 0.1  # the stalled round is not in the typical set
