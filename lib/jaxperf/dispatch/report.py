@@ -227,32 +227,3 @@ def lines_table(lines: dict[str, Any]) -> pd.DataFrame:
         for m, line in lines.items()
     ]
     return pd.DataFrame(rows)
-
-
-def patch_table(timings: pd.DataFrame) -> pd.DataFrame:
-    """The undonated no-op MLP cases in the form of :func:`jaxperf.eqx_patch.probe.summary`
-    (CPU per call per variant, each Equinox variant's per-round excess over its baseline),
-    case by case: what the issue text for Equinox quotes."""
-    from ..eqx_patch import probe
-
-    cases = fit_rows(timings.assign(excess_ms=0.0))
-    frames = [
-        probe.summary(case.assign(variant=case["method"])) for _, case in cases.groupby(["family", "leaves"])
-    ]
-    return pd.concat(frames, ignore_index=True)
-
-
-def issue_text(timings: pd.DataFrame, versions: dict[str, str], where: str) -> str:
-    """The issue-ready text for equinox#192 (:func:`jaxperf.eqx_patch.issue.render`), from
-    notebook 01's own timings, the committed test-suite report and the repro run here."""
-    from ..eqx_patch import issue, probe, suite
-
-    table = patch_table(timings)
-    return issue.render(
-        table,
-        probe.traversals(),
-        suite.load_report(),
-        repro=issue.run_repro(),
-        versions=versions,
-        where=where,
-    )
