@@ -80,8 +80,8 @@ def plot_per_leaf(
         rows = [[SLOW[f], FIX[f], *[m for m in extra if f in m.split("_")[1]]] for f in ("pmap", "jit")]
         order = [m for pair in zip(*rows) for m in pair]  # row by row: pmap left, jit right
         panels = {f"{_label(m)}, {FAMILY_SHORT[_family(m)]}": [m] for m in order}
-        fig, grid = figure_rules.grid(len(order) // 2, 2, row_height=2.2, sharey=False)
-        axes = [ax for row in grid for ax in row]
+        fig, rows_of_axes = figure_rules.grid(len(order) // 2, 2, row_height=2.2, sharey=False)
+        axes = [ax for row in rows_of_axes for ax in row]
     else:
         fig, axes = figure_rules.stacked(len(panels), row_height=2.6)  # rows over one leaves axis
     data = []
@@ -123,7 +123,7 @@ def plot_per_leaf(
             plots.legend_outside(ax, frameon=False)
         ax.tick_params(labelsize=pt(fig))
     how = "median and IQR per point" + ("" if own else "; dashed: the fitted a + b x leaves")
-    bottom = [ax for ax in axes if ax.get_subplotspec().is_last_row()]
+    bottom = [ax for ax in axes if (spec := ax.get_subplotspec()) is not None and spec.is_last_row()]
     for ax in bottom:
         ax.set_xlabel(xlabel, fontsize=pt(fig))
     fig.suptitle(f"{claim}\n({how})", fontsize=pt(fig) + 1)
