@@ -325,19 +325,6 @@ def _tpu() -> list[tuple[str, object]]:
     ]
 
 
-def _multiprocess() -> list[tuple[str, object]]:
-    from jaxperf.multiprocess import analysis, figures
-
-    timings = _read("multiprocess__timings")
-    split = analysis.collective_split(analysis.medians(timings))
-    return [
-        ("multiprocess_scaling", lambda: figures.plot_scaling(timings)),
-        ("multiprocess_scaling_host_cpu", lambda: figures.plot_scaling(timings, "cpu_ms_per_call")),
-        ("multiprocess_scaling_more", lambda: figures.plot_scaling_more(timings)),
-        ("multiprocess_split", lambda: figures.plot_split(split)),
-    ]
-
-
 def _dispatch() -> list[tuple[str, object]]:
     from jaxperf.dispatch import accounting, figures, report
 
@@ -367,13 +354,6 @@ def _answers() -> list[tuple[str, object]]:
 
     frame, _ = sources.seed_ratios(FIXTURES.parents[2])  # the committed results' summaries
     return [("answers_seed_ratio", lambda: figures.plot_seed_ratio(frame))]
-
-
-def _gpu_model() -> list[tuple[str, object]]:
-    from jaxperf.gpu_model import figures
-
-    pred = _read("gpu_model__reporter_predictions")
-    return [("gpu_model_reporter_vs_T", lambda: figures.reporter_vs_T(pred))]
 
 
 def _runahead() -> list[tuple[str, object]]:
@@ -458,11 +438,9 @@ STUDIES = {
     "nnx": _nnx,
     "answers": _answers,
     "dispatch": _dispatch,
-    "gpu_model": _gpu_model,
     "loops": _loops,
     "loops_one_T": lambda: _loops((256,)),  # a smoke run's sizes: one point per line
     "mosaic_gpu": _mosaic_gpu,
-    "multiprocess": _multiprocess,
     "runahead": _runahead,
     "triton": _triton,
     "tpu": _tpu,
@@ -472,7 +450,7 @@ STUDIES = {
 #: in figures drawn by code other sessions own, on the fixtures above: study -> figure -> the
 #: start of each problem. A problem not listed fails the test; so does a listed one no longer
 #: found (the figure was fixed: delete its entry). Loop, Triton, TPU and Mosaic GPU figures
-#: are being redrawn (issue 33); dispatch and multi-process ones have no owner yet.
+#: are being redrawn (issue 33); dispatch ones have no owner yet.
 HIDDEN = "the line '{}' is hidden"
 ANY_HIDDEN = "the line '"
 KNOWN_PROBLEMS: dict[str, dict[str, list[str]]] = {
@@ -496,10 +474,6 @@ KNOWN_PROBLEMS: dict[str, dict[str, list[str]]] = {
             HIDDEN.format("hoisted u=1"),
             "annotation 'the Python loop (1x)",
         ],
-    },
-    "multiprocess": {
-        name: [ANY_HIDDEN]
-        for name in ("multiprocess_scaling", "multiprocess_scaling_host_cpu", "multiprocess_scaling_more")
     },
     "tpu": {"tpu_bundles_vs_T": [HIDDEN.format("fori u=1"), HIDDEN.format("fori u=8")]},
     "triton": {

@@ -16,7 +16,7 @@ import pytest
 from jaxperf.paths import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "lib" / "jaxperf"
-STUDIES = ("loops", "triton", "tpu", "mosaic_gpu", "dispatch", "versions", "multiprocess")
+STUDIES = ("loops", "triton", "tpu", "mosaic_gpu", "dispatch")
 # The engines the studies share: the Equinox patch (built and tested against Equinox's own suite)
 # and the diagnosis of a step (notebook 01's cells and notebook 10's reader step run through it).
 ENGINES = {"eqx_patch", "diagnosis"}
@@ -32,9 +32,7 @@ ALLOWED = {
     # per-leaf fit and its sentences, so that both answers are stated the same way.
     "nnx": {"fixes", *ENGINES, "dispatch"},
     # The device run runs the studies' own sweeps on the GPU (their compiler code comes from compilers/).
-    # The time model (issue 23) reads the compilers' output; the device run joins its predictions.
-    "gpu_model": {"jax20909", "fixes", "compilers"},
-    "gpu": {"jax20909", "fixes", "compilers", "loops", "triton", "dispatch", "gpu_model", "diagnosis"},
+    "gpu": {"jax20909", "fixes", "compilers", "loops", "triton", "dispatch", "diagnosis"},
     # The cross-study answers read the studies' published files, never their code.
     "answers": {"jax20909"},
 }
@@ -42,9 +40,6 @@ ALLOWED = {
 # or run its step. Named here, module by module, until it moves below the studies.
 KNOWN_EXCEPTIONS = {
     ("tpu/dispatch_step.py", "dispatch"),
-    ("multiprocess/methods.py", "dispatch"),
-    ("multiprocess/settings.py", "dispatch"),
-    ("multiprocess/study_worker.py", "dispatch"),
     # The engine's example steps are the seed's model and step (imported when an example is built).
     ("diagnosis/examples.py", "dispatch"),
 }

@@ -94,14 +94,7 @@ def test_legacy_sidecars_without_checksum_are_still_checked(tmp_path, csv, messa
 def test_committed_results_still_read():
     from jaxperf.paths import PROJECT_ROOT
 
-    # results/predictions/ holds registered predictions (jaxperf.gpu_model.registry), whose
-    # sidecar is the prediction's own record, checked by tests/test_gpu_model_registry.py.
-    predictions = PROJECT_ROOT / "results" / "predictions"
-    pairs = [
-        c
-        for c in sorted((PROJECT_ROOT / "results").rglob("*.csv"))
-        if c.with_suffix(".json").exists() and not c.is_relative_to(predictions)
-    ]
+    pairs = [c for c in sorted((PROJECT_ROOT / "results").rglob("*.csv")) if c.with_suffix(".json").exists()]
     assert len(pairs) >= 20, "the committed results should hold record pairs to check"
     for csv in pairs:
         read_records(csv)  # raises RecordsError naming the file on any mismatch

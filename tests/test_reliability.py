@@ -21,7 +21,7 @@ import pytest
 from jaxperf.paths import PROJECT_ROOT
 
 RUN_ALL = str(PROJECT_ROOT / "run_all.sh")
-STUDIES = {"01": "alpha", "02": "beta", "03": "gamma"}  # 03 runs only with --versions
+STUDIES = {"01": "alpha", "02": "beta", "03": "gamma"}
 TALLY: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # tried, lost/mixed, stale, late
 
 BODY = """\
@@ -53,7 +53,7 @@ def fake_notebooks(folder: Path) -> Path:
         nb = nbformat.v4.new_notebook()
         params = nbformat.v4.new_code_cell(
             'backend = "auto"\nquick = False\noutput_root = ""\nhost_devices = 8\nrepeats = 3'
-            + ("\nprocesses = 2" if num == "02" else "")
+            + ("\nunroll = 2" if num == "02" else "")
         )
         params.metadata["tags"] = ["parameters"]
         nb.cells = [params, nbformat.v4.new_code_cell(BODY.replace("STUDY", study))]
@@ -190,12 +190,6 @@ BAD_FLAGS = [
     (["--host-devices", ""], "--host-devices '' is not a positive integer"),
     (["--host-devices", "eight"], "is not a positive integer"),
     (["--host-devices", "0"], "--host-devices '0' is not a positive integer"),
-    (["--processes"], NEEDS),
-    (["--processes", ""], "--processes '' is not a positive integer"),
-    (["--processes", "two"], "--processes 'two' is not a positive integer"),
-    (["--processes", "0"], "--processes '0' is not a positive integer"),
-    (["--processes", "-3"], "--processes '-3' is not a positive integer"),
-    (["--processes", "4", "--only", "01"], "no selected notebook takes 'processes'"),
     (["-p"], NEEDS),
     (["-p", "repeats"], "-p repeats is missing its value: -p repeats VALUE"),
     (["-p", "", "3"], "-p '' is not a parameter name"),

@@ -179,8 +179,8 @@ def test_second_run_is_refused_or_waits(nbs, tmp_path):
     assert second.returncode == 5, second.stderr
     assert f"pid {first.pid}" in second.stderr and "--wait" in second.stderr
     waiter = start(
-        ["--backend", "cpu", "--output-root", str(root), "--only", "02", "--wait", "--processes", "3"]
-        + ["-p", "repeats", "5"],
+        ["--backend", "cpu", "--output-root", str(root), "--only", "02", "--wait"]
+        + ["-p", "repeats", "5", "-p", "unroll", "3"],
         nbs,
     )
     record("concurrent runs")  # the refused one wrote nothing and named the holder
@@ -196,7 +196,7 @@ def test_second_run_is_refused_or_waits(nbs, tmp_path):
     assert "removing stale staging" in out1 and "waiting for the run" in out2
     executed = (root / "results" / "cpu" / "02_beta.ipynb").read_text()
     injected = "".join(json.loads(executed)["cells"][1]["source"])
-    assert "processes = 3" in injected and "repeats = 5" in injected  # forwarded where declared
+    assert "unroll = 3" in injected and "repeats = 5" in injected  # forwarded where declared
     assert str(tmp_path) not in executed and str(PROJECT_ROOT) not in executed  # no machine path
 
 

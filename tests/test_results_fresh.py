@@ -11,13 +11,17 @@ that starts it. A result is stale when any of those files differs between its co
 from __future__ import annotations
 
 import json
-import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from runall import fresh  # noqa: E402
+
 SUMMARIES = sorted(ROOT.glob("results/*/*/summary.json"))
 
 
@@ -32,21 +36,21 @@ def has_history() -> bool:
 
 def notebook_of(study: str) -> list[str]:
     """The source notebooks that start ``study`` (``jaxperf.study.start("<study>"``)."""
-    pattern = re.compile(r'study\.start\(\\?"' + re.escape(study) + r'\\?"')
     return [
         p.relative_to(ROOT).as_posix()
         for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
-        if pattern.search(p.read_text())
+        if study in fresh.studies(p.read_text())
     ]
 
 
 def stale_files(summary: dict, path: Path) -> list[str]:
+    """The files that made ``summary`` and changed since (run_all's own rule: tools/runall/fresh.py)."""
     prov = summary["provenance"]
-    commit = prov["git"]["commit"]
-    files = [*prov["code"], *notebook_of(summary["study"])]
-    changed = git("diff", "--name-only", commit, "HEAD", "--", *files)
-    assert changed.returncode == 0, f"{path}: git diff against {commit} failed: {changed.stderr}"
-    return changed.stdout.split()
+    changed = fresh.changed_files(
+        ROOT, prov["git"]["commit"], [*prov["code"], *notebook_of(summary["study"])]
+    )
+    assert changed is not None, f"{path}: its commit {prov['git']['commit'][:10]} is not in this history"
+    return changed
 
 
 def test_there_are_committed_results_to_check():

@@ -4,6 +4,7 @@ test_reliability.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from jaxperf.paths import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "tools"))
 
-from runall import lab, notebooks, publish, pyenv  # noqa: E402
+from runall import fresh, lab, notebooks, publish, pyenv  # noqa: E402
 from runall.options import UsageError, parse, resolve_root  # noqa: E402
 from test_reliability import fake_notebooks  # noqa: E402
 
@@ -29,11 +30,11 @@ def test_help_lists_every_option():
         "--quick",
         "--only",
         "--output-root",
-        "--processes",
         "--python",
         "--wait",
         "--compare-to",
         "--allow-partial",
+        "--all",
         "compare COMMITTED RERUN",
         "-p",
     ):
@@ -57,12 +58,7 @@ def test_defaults_and_roots(tmp_path):
 
 def test_only_selects_exactly_what_it_names(tmp_path):
     nbs = notebooks.discover(fake_notebooks(tmp_path))
-    assert [nb.name for nb in notebooks.select(nbs, parse([]))] == ["01_alpha", "02_beta"]
-    assert [nb.name for nb in notebooks.select(nbs, parse(["--versions"]))] == [
-        "01_alpha",
-        "02_beta",
-        "03_gamma",
-    ]
+    assert [nb.name for nb in notebooks.select(nbs, parse([]))] == ["01_alpha", "02_beta", "03_gamma"]
     assert [nb.name for nb in notebooks.select(nbs, parse(["--only", "03,01"]))] == ["01_alpha", "03_gamma"]
     for bad in ("", "01,99", "01,01", " , "):
         with pytest.raises(UsageError, match="--only"):
@@ -71,16 +67,16 @@ def test_only_selects_exactly_what_it_names(tmp_path):
 
 def test_params_forwarded_only_where_declared(tmp_path):
     nbs = {nb.number: nb for nb in notebooks.discover(fake_notebooks(tmp_path))}
-    opts = parse(["--processes", "4", "-p", "repeats", "9", "--quick"])
+    opts = parse(["-p", "unroll", "4", "-p", "repeats", "9", "--quick"])
     notebooks.check_params(list(nbs.values()), opts)
     assert notebooks.parameters(nbs["02"], opts, "cpu") == {
         "backend": "cpu",
         "quick": True,
         "host_devices": 8,
-        "processes": 4,
+        "unroll": 4,
         "repeats": 9,
     }
-    assert "processes" not in notebooks.parameters(nbs["01"], opts, "cpu")
+    assert "unroll" not in notebooks.parameters(nbs["01"], opts, "cpu")
 
 
 def test_lab_options():
@@ -184,3 +180,79 @@ def test_preflight_builds_each_notebooks_settings_before_any_work():
     with pytest.raises(UsageError, match="01_x: host_devices=0 is not allowed"):
         pyenv.preflight(sys.executable, [check])
     pyenv.preflight(sys.executable, [{**check, "injected": {"host_devices": 2}}])
+
+
+def _project_with_a_result(tmp_path):
+    """A git project whose notebook 01 starts study 'alpha', with a result published from a
+    clean commit of it: (project, notebook, the summary's path)."""
+    project = tmp_path / "project"
+    (project / "lib").mkdir(parents=True)
+    (project / "notebooks").mkdir()
+    (project / "lib" / "alpha.py").write_text("X = 1\n")
+    notebook = project / "notebooks" / "01_alpha.ipynb"
+    notebook.write_text('{"cells": [{"source": ["study.start(\\"alpha\\")"]}]}')
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout
+    summary = project / "results" / "cpu" / "alpha" / "summary.json"
+    summary.parent.mkdir(parents=True)
+    (project / "results" / "cpu" / "01_alpha.ipynb").write_text("{}")
+    prov = {
+        "git": {"commit": commit.strip(), "dirty": False},
+        "code": ["lib/alpha.py"],
+        "parameters": {"backend": "cpu", "quick": False, "repeats": 3},
+        "packages": {"jax": "0.12.0.1"},
+        "timestamp_utc": "2026-12-01T00:00:00+00:00",
+    }
+    summary.write_text(json.dumps({"study": "alpha", "provenance": prov}))
+    return project, notebook, summary
+
+
+def test_a_result_holds_until_its_code_notebook_parameters_versions_or_inputs_change(tmp_path):
+    project, notebook, summary = _project_with_a_result(tmp_path)
+    params, versions = {"backend": "cpu", "quick": False, "repeats": 3}, {"jax": "0.12.0.1", "numpy": "2"}
+
+    def why(p=params, v=versions):
+        return fresh.why_stale(project, project, "cpu", notebook, p, v)
+
+    assert why() is None
+    assert "repeats=3 -> 5" in why({**params, "repeats": 5})
+    assert "jax 0.12.0.1 -> 0.13.0" in why(v={"jax": "0.13.0"})
+    (project / "lib" / "alpha.py").write_text("X = 2\n")  # not committed: still a change
+    assert "lib/alpha.py" in why()
+    (project / "lib" / "alpha.py").write_text("X = 1\n")
+    assert why() is None
+    notebook.write_text(notebook.read_text() + " ")
+    assert "notebooks/01_alpha.ipynb" in why()
+
+
+def test_a_result_whose_input_was_made_again_or_that_came_from_a_dirty_tree_does_not_hold(tmp_path):
+    project, notebook, summary = _project_with_a_result(tmp_path)
+    doc = json.loads(summary.read_text())
+    other = project / "results" / "cpu" / "beta" / "summary.json"
+    other.parent.mkdir(parents=True)
+    made = {"git": {"commit": "abc", "dirty": False}, "timestamp_utc": "2026-11-30T00:00:00+00:00"}
+    other.write_text(json.dumps({"provenance": made}))
+    doc["read"] = [{"path": "results/cpu/beta/summary.json", "commit": "abc", "dirty": False}]
+    summary.write_text(json.dumps(doc))
+    assert fresh.why_stale(project, project, "cpu", notebook, {}, None) is None
+    other.write_text(json.dumps({"provenance": {**made, "timestamp_utc": "2026-12-02T00:00:00+00:00"}}))
+    assert "beta/summary.json was made again" in fresh.why_stale(project, project, "cpu", notebook, {}, None)
+    other.unlink()
+    assert "is gone" in fresh.why_stale(project, project, "cpu", notebook, {}, None)
+    doc["provenance"]["git"]["dirty"] = True
+    summary.write_text(json.dumps(doc))
+    assert "dirty tree" in fresh.why_stale(project, project, "cpu", notebook, {}, None)
+    (project / "results" / "cpu" / "01_alpha.ipynb").unlink()
+    assert fresh.why_stale(project, project, "cpu", notebook, {}, None) == "no published run of it"
+
+
+def test_all_and_only_are_not_given_together():
+    with pytest.raises(UsageError, match="--all with --only"):
+        parse(["--all", "--only", "01"])
+    assert parse(["--all"]).all and not parse([]).all

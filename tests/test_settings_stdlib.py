@@ -115,10 +115,7 @@ def test_the_heavy_modules_take_their_names_from_the_vocabulary():
     from jaxperf.dispatch.runahead import methods as rmethods
     from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, mosaic_gpu_rules
     from jaxperf.jax20909 import vocab as jvocab
-    from jaxperf.multiprocess import methods as mmethods
-    from jaxperf.multiprocess import vocab as mvocab
     from jaxperf.triton import plan, sweep
-    from jaxperf.versions import bench, configs, runahead
 
     assert methods.METHODS is dvocab.METHODS and list(methods._TABLE) == list(dvocab.METHODS)
     assert (methods.BASELINE, methods.FIX, methods.SLOW, methods.FAST_PATHS) == (
@@ -128,14 +125,12 @@ def test_the_heavy_modules_take_their_names_from_the_vocabulary():
         dvocab.FAST_PATHS,
     )
     assert steps.STEPS is dvocab.STEPS and steps.AXIS is dvocab.AXIS
-    assert mmethods.METHODS is mvocab.METHODS and mmethods.STEPS is mvocab.STEPS
     assert rmethods.ALL is config.ALL and rmethods.PATCHED == config.PATCHED
     assert probe.ProbeConfig is config.ProbeConfig and seed_loop.LoopConfig is config.LoopConfig
     assert setups.SETUPS is config.SETUPS and loop_analysis.FIX == config.FIX
     assert inputs.DTYPES is jvocab.DTYPES and kernels.CARRY_DTYPES is jvocab.CARRY_DTYPES
     assert mosaic_gpu_kernel.check_divides is mosaic_gpu_rules.check_divides
     assert sweep.Variant is plan.Variant and sweep.check_sizes is plan.check_sizes
-    assert bench.BenchConfig is configs.BenchConfig and runahead.RunaheadConfig is configs.RunaheadConfig
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,6 @@
 """Runs ahead or waits: a measured verdict per method, from enqueue-only vs blocked time.
 
-Shared by the runs-ahead study (:mod:`jaxperf.dispatch.runahead`, notebook 07) and the
-version matrix (:mod:`jaxperf.versions.runahead`, notebook 03), so it lives below both.
+Used by the runs-ahead study (:mod:`jaxperf.dispatch.runahead`, notebook 07).
 
 A call that returns once its step is enqueued lets a loop of N calls finish enqueueing
 long before the N steps have run; a call that waits for its step cannot enqueue faster

@@ -8,10 +8,6 @@ its output and a line every 30 s while it works. When it still is not there, the
 before any notebook runs, with the command that builds it, unless ``--allow-partial`` was
 given: then the notebooks that need it run without it and end "partial" in the summary.
 
-The environments a notebook builds for itself, cached under ``.envs/`` (one per Equinox
-release: notebook 03, run only with --versions), are not listed here; a release whose build
-fails is that notebook's to record as skipped (``jaxperf.study.skip``).
-
 For tests only: ``JAXPERF_ENVIRONMENTS`` names a JSON file whose list replaces
 :data:`ENVIRONMENTS` (each item has the fields of :class:`Environment`).
 """
@@ -50,7 +46,7 @@ ENVIRONMENTS = (
     ),
     Environment(
         "triton with its ptxas and cuobjdump (the triton extra)",
-        ("04", "08"),
+        ("04",),
         "jaxperf.compilers.triton.toolchain:status",
         how="./run_all.sh setup installs it in .venv (JAXPERF_EXTRAS=triton,tpu); with --python, "
         "pip install the pinned triton there",

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import check, compare, envs, execute, inputs, notebooks, publish, pyenv, rerun_report, status
+from . import check, compare, envs, execute, fresh, notebooks, publish, pyenv, rerun_report, status
 from .options import USAGE, Options, UsageError, parse, resolve_root
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -90,7 +90,6 @@ def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path, set[st
                 "give another --output-root"
             )
         opts.compare_to = os.path.abspath(os.path.expanduser(opts.compare_to))
-    inputs.check(PROJECT, resolve_root(opts, PROJECT))
     root = publish.check_root(resolve_root(opts, PROJECT))
     return python, selected, root, {nb["name"] for nb in unchecked}
 
@@ -160,7 +159,6 @@ def _run_locked(
     except envs.EnvironmentMissing as err:
         warn(f"run_all.sh: {err}")
         return 3
-    inputs.provide(PROJECT, root, say)
     run_dir = publish.new_run_dir(root)
     env = dict(os.environ)
     env["JUPYTER_PATH"] = os.pathsep.join(
@@ -169,9 +167,21 @@ def _run_locked(
     if differ:
         env["JAXPERF_PIN_DIFFERENCES"] = "; ".join(differ)
     table, outcomes, made = [], [], set()
+    versions = _versions(python) if opts.only is None and not opts.all else None
     started = time.monotonic()
     try:
         for nb in selected:
+            if versions is not None:
+                why = fresh.why_stale(
+                    PROJECT, root, backend, nb.path, notebooks.parameters(nb, opts, backend), versions
+                )
+                if why is None:
+                    say(f"\n=== {nb.name}: skipped, its published results still hold (--all reruns it)")
+                    table.append(
+                        f"{nb.name:<32} {status.UNCHANGED:<7} {0:>6}s  its published results still hold"
+                    )
+                    continue
+                say(f"\n=== {nb.name}: runs, {why}")
             outcome, row, studies = _one(
                 nb, python, backend, opts, root, run_dir, env, without.get(nb.number, [])
             )
@@ -201,6 +211,17 @@ def _run_locked(
     if failed:
         return 1
     return checked or (6 if partial and not opts.allow_partial else 0)
+
+
+def _versions(python: str) -> dict[str, str]:
+    """The package versions installed in the run's Python, as a result's provenance names them."""
+    code = (
+        "import json; from jaxperf.provenance import package_versions; print(json.dumps(package_versions()))"
+    )
+    proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _one(

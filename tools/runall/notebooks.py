@@ -12,8 +12,6 @@ from typing import Any
 
 from .options import Options, UsageError
 
-# Run only when asked for (--versions, or named in --only).
-OPT_IN = {"03"}
 _SETTINGS = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*Settings)\.from_parameters\(")
 
 
@@ -23,7 +21,7 @@ class Notebook:
     declared: dict[str, Any]  # the parameters cell's literal defaults
     source: str = ""  # the parameters cell
     settings_imports: list[str] = field(default_factory=list)  # the imports that bind it
-    settings_class: str | None = None  # e.g. "DispatchSettings" or "versions.VersionsSettings"
+    settings_class: str | None = None  # e.g. "DispatchSettings" or "loops.LoopSettings"
 
     @property
     def name(self) -> str:
@@ -86,9 +84,9 @@ def discover(nb_dir: Path) -> list[Notebook]:
 
 
 def select(all_nbs: list[Notebook], opts: Options) -> list[Notebook]:
-    """The default set (03 only with --versions), or exactly what --only names."""
+    """Every notebook, or exactly what --only names."""
     if opts.only is None:
-        return [nb for nb in all_nbs if nb.number not in OPT_IN or opts.versions]
+        return list(all_nbs)
     have = ", ".join(nb.number for nb in all_nbs) or "none"
     chosen: list[Notebook] = []
     for want in opts.only:
@@ -123,8 +121,6 @@ def _parse_value(name: str, text: str, default: Any) -> Any:
 def parameters(nb: Notebook, opts: Options, backend: str) -> dict[str, Any]:
     """What papermill injects into ``nb``: only parameters it declares."""
     chosen: dict[str, Any] = {"backend": backend, "quick": opts.quick, "host_devices": opts.host_devices}
-    if opts.processes is not None:
-        chosen["processes"] = opts.processes
     for name, text in opts.params:
         if name in nb.declared:
             chosen[name] = _parse_value(name, text, nb.declared[name])
@@ -137,10 +133,5 @@ def check_params(selected: list[Notebook], opts: Options) -> None:
         if not any(name in nb.declared for nb in selected):
             names = ", ".join(nb.name for nb in selected)
             raise UsageError(f"-p {name}: no selected notebook declares '{name}' ({names})")
-    if opts.processes is not None and not any("processes" in nb.declared for nb in selected):
-        raise UsageError(
-            f"--processes {opts.processes}: no selected notebook takes 'processes' "
-            f"({', '.join(nb.name for nb in selected)})"
-        )
     for nb in selected:
         parameters(nb, opts, "cpu")

@@ -26,15 +26,13 @@ Options for a study run:
   --quick                     small sizes, for smoke runs; writes under .quick/
                               unless --output-root is given, so a smoke run
                               never replaces the committed full results
-  --only LIST                 comma-separated notebook numbers or names (01,02)
-  --versions                  also run 03 (builds one venv per Equinox release)
+  --only LIST                 comma-separated notebook numbers or names (01,02);
+                              they run whether or not their results still hold
+  --all                       run every notebook, also those whose results hold
   --output-root DIR           where results/ and figures/ go (default: here)
   --timeout SECONDS           per-cell timeout (default 1800; 1 to 10000000)
   --host-devices N            forced CPU devices (default 8, like a TPU v3-8;
                               1 to 4096)
-  --processes N               local processes for notebooks that declare
-                              `processes` (06; 1 to 1024); default: the
-                              notebook's own
   -p NAME VALUE               set a notebook parameter (a Python literal) in
                               the selected notebooks that declare NAME
   --python PATH               run inside an existing Python environment (its
@@ -50,6 +48,12 @@ Options for a study run:
                               "partial"
   -h, --help                  this text
 
+Without --only or --all, a notebook whose published results still hold is
+skipped, with why: they were made from a clean commit, and since then neither
+the code they loaded nor the notebook changed, nor the parameters, nor the
+package versions, nor a published result they read (tools/runall/fresh.py).
+Every other notebook runs, and the run says what changed.
+
 Each notebook runs through papermill into a staging folder under
 <output root>/.staging/; its outputs are published only when it succeeded, all
 of them or none (a journal finishes an interrupted publish on the next run).
@@ -59,11 +63,10 @@ and exit 130/143. One run at a time per output root (a lock).
 
 Before any notebook runs, the environments the selected notebooks need are
 made ready: the Mosaic GPU compile environment (09) is built once under .envs/
-(about 1.3 GB from PyPI); triton (04, 08) and libtpu (05) come with the set-up.
+(about 1.3 GB from PyPI); triton (04) and libtpu (05) come with the set-up.
 If one cannot be had, the run stops (exit 3) with the command that builds it.
 A notebook that skipped part of its work ends "partial" in the summary, with
-what and why. A run into another output root gets a copy of the repository's
-registered predictions (results/predictions), which notebook 99 reads there.
+what and why.
 
 Exit status: 0 every notebook ran whole; 1 a notebook failed; 2 bad option;
 3 environment set-up failed or missing; 4 backend absent; 5 output root busy;
@@ -77,12 +80,11 @@ RESERVED = {
     "backend": "--backend",
     "quick": "--quick",
     "host_devices": "--host-devices",
-    "processes": "--processes",
     "output_root": "--output-root",
 }
 
 
-_FLAGS = ("--quick", "--versions", "--wait", "--allow-partial")
+_FLAGS = ("--quick", "--all", "--wait", "--allow-partial")
 # Options that take a value, with what the value is (for "is missing its value").
 _VALUED = {
     "--backend": "auto|cpu|gpu|tpu",
@@ -90,13 +92,12 @@ _VALUED = {
     "--output-root": "DIR",
     "--timeout": "SECONDS",
     "--host-devices": "N",
-    "--processes": "N",
     "--python": "PATH",
     "--compare-to": "DIR",
     "-p": "NAME VALUE",
 }
 # The largest value each integer option takes.
-LIMITS = {"--timeout": 10**7, "--host-devices": 4096, "--processes": 1024}
+LIMITS = {"--timeout": 10**7, "--host-devices": 4096}
 
 
 def _is_option(arg: str) -> bool:
@@ -113,11 +114,10 @@ class Options:
     backend: str = "auto"
     quick: bool = False
     only: list[str] | None = None  # None: the default set
-    versions: bool = False
+    all: bool = False  # run even the notebooks whose published results still hold
     output_root: str | None = None
     timeout: int = 1800
     host_devices: int = 8
-    processes: int | None = None
     params: list[tuple[str, str]] = field(default_factory=list)
     python: str | None = None
     wait: bool = False
@@ -181,10 +181,10 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
                 raise UsageError(f"--backend '{opts.backend}' is not one of {', '.join(BACKENDS)}")
         elif arg == "--quick":
             opts.quick = True
+        elif arg == "--all":
+            opts.all = True
         elif arg == "--only":
             opts.only = _only(value(arg))
-        elif arg == "--versions":
-            opts.versions = True
         elif arg == "--output-root":
             opts.output_root = value(arg)
             if not opts.output_root.strip():
@@ -193,8 +193,6 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
             opts.timeout = _positive_int(arg, value(arg), "seconds per cell")
         elif arg == "--host-devices":
             opts.host_devices = _positive_int(arg, value(arg), "forced CPU devices")
-        elif arg == "--processes":
-            opts.processes = _positive_int(arg, value(arg), "local processes")
         elif arg == "-p":
             name = value(arg)
             if not name.isidentifier() or not name.isascii():
@@ -218,6 +216,8 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
             opts.allow_partial = True
         else:
             raise UsageError(f"unknown option '{arg}' (the options are listed below)")
+    if opts.all and opts.only is not None:
+        raise UsageError("--all with --only: --only already runs every notebook it names; give one of them")
     return opts
 
 

@@ -1,4 +1,5 @@
-"""A notebook's line in the run summary: "ok", "partial" or "FAILED", and what its studies
+"""A notebook's line in the run summary: "ok", "partial", "FAILED" or "kept" (not run: its
+published results still hold), and what its studies
 recorded as skipped (``jaxperf.study``'s ``skip``, written as summary.json's ``skipped``),
 read back from the files the notebook published."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-OK, PARTIAL, FAILED = "ok", "partial", "FAILED"
+OK, PARTIAL, FAILED, UNCHANGED = "ok", "partial", "FAILED", "kept"
 
 
 def _summaries(files: list[str]) -> list[tuple[str, str]]:

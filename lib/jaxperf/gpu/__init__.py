@@ -6,6 +6,5 @@ limit, then :mod:`jaxperf.gpu.report`, then packs ``results/gpu`` and
 ``figures/gpu`` for the trip back. Modules: :mod:`.settings` (sizes and
 budgets, the dry-run preset), :mod:`.env` (versions vs pins, budgets, figure
 saving without IPython), :mod:`.loop_parts` (parts a and b: jax#20909),
-:mod:`.other_parts` (c: the compile; d: dispatch), :mod:`.report`, :mod:`.run`,
-:mod:`.predictions` (the time model's predictions, registered before the run: issue 23).
+:mod:`.other_parts` (c: the compile; d: dispatch), :mod:`.report`, :mod:`.run`.
 """

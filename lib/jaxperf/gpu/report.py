@@ -13,8 +13,6 @@ Runs after the parts, on the CPU (it reads records, starts no device):
   instructions per call; the committed notebook 04 one when part c made
   none) beside part a's measured ms per call, and the predicted vs measured
   ratio to the Python loop;
-- ``measured_vs_predicted``: every measured ms per call beside the time model's prediction
-  registered for it before the run (``results/predictions``), as measured / predicted;
 - ``summary.json``/``summary.md``: every part's status and time, the
   seed-format GPU column beside the reporter's, the two tables, the versions
   that ran and where they differ from the pins.
@@ -210,10 +208,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
     backends = backends_table(results)
     if backends is not None:
         records.write_records(backends, run_dir / "triton_vs_mosaic_gpu", prov)
-    from ..gpu_model import h200 as registered  # the predictions committed before the run
-
-    beside = registered.beside_measured(results)
-    records.write_records(beside, run_dir / "measured_vs_predicted", prov)
     seed_table, _ = _read(results / "loops" / "seed_table")
     device = f"{prov.get('device_count', '?')} x {prov.get('device_kind', '?')} ({prov.get('backend', '?')})"
     claim = (
@@ -241,11 +235,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         *_md_section("Compile: on the device beside the Triton compile on a CPU", compiles, "not measured"),
         *_md_section("Static SASS estimate beside the measured time", estimates, "not measured"),
         *_md_section(
-            "Measured beside the registered prediction (jaxperf.gpu_model, committed before the run)",
-            beside,
-            "nothing measured has a registered prediction",
-        ),
-        *_md_section(
             "The seed's whole loop (equinox#192, today's path): it/s per loader cost", loop, "not measured"
         ),
         *_md_section(
@@ -262,12 +251,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
     bullets = [
         f"- **{claim}**",
         f"- **Parts that finished:** {', '.join(done) if done else 'none'} (each part's status is folded below).",
-        "- **Measured beside predicted:** "
-        + (
-            f"{len(beside)} points have a registered prediction (measured ÷ predicted, folded below)."
-            if len(beside)
-            else "no measured point has a registered prediction."
-        ),
     ]
     text = markdown.answer_page(
         f"jax#20909 and equinox#192: the device run ({device})", [], bullets, markdown.fold_sections(sections)
@@ -281,7 +264,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         "compile_compare": compiles.to_dict(orient="records"),
         "estimate_vs_measured": estimates.to_dict(orient="records"),
         "triton_vs_mosaic_gpu": [] if backends is None else backends.to_dict(orient="records"),
-        "measured_vs_predicted": beside.to_dict(orient="records"),
         "seed_loop": [] if loop is None else loop.to_dict(orient="records"),
         "provenance": prov,
     }
