@@ -39,7 +39,8 @@ def test_only_what_was_published_is_shown(tmp_path):
 
 def test_the_retired_time_model_is_no_source(tmp_path):
     """The GPU time model (notebook 08) is retired: neither its predictions nor its summary are read."""
-    shutil.copytree(PROJECT_ROOT / "results" / "predictions", tmp_path / "results" / "predictions")
+    (tmp_path / "results" / "cpu" / "gpu_model").mkdir(parents=True)  # an old run's summary left behind
+    (tmp_path / "results" / "cpu" / "gpu_model" / "summary.json").write_text('{"reporter_table": []}')
     frame, read = sources.seed_ratios(tmp_path)
     assert not any("predict" in kind for kind in sources.KINDS.values())
     assert not any("gpu_model" in r.path or "predictions" in r.path for r in read)
