@@ -180,26 +180,23 @@ def plot_seed_implied(implied: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
 
 @plots.draws
 def plot_accounting(table: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """Per model: the parts of one call's extra host CPU, stacked, beside the measured gap."""
-    parts = list(accounting.PARTS)
+    """Per model: the parts of one call's extra host CPU as shares of the gap, stacked with the
+    unexplained rest to 100% (shares of means over one set of typical rounds: they add up)."""
+    parts = [*accounting.PARTS, "unexplained"]
     models = list(dict.fromkeys(table["model"]))
-    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.9 * len(models)))
-    colors = plots.colors_for(parts)
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.7 * len(models)))
+    colors = {**plots.colors_for(list(accounting.PARTS)), "unexplained": "0.75"}
     y = np.arange(len(models))[::-1]
     by = table.set_index(["model", "part"])
     left = np.zeros(len(models))
     for name in parts:
-        values = np.array([max(float(by.loc[(m, name), "cpu_ms"]), 0.0) for m in models])
-        ax.barh(y + 0.18, values, left=left, height=0.32, color=colors[name], label=name)
+        values = np.array([100 * float(by.loc[(m, name), "share_of_gap"]) for m in models])
+        ax.barh(y, values, left=left, height=0.5, color=colors[name], label=name)
         left += values
-    gap = np.array([by.loc[(m, "gap"), "cpu_ms"] for m in models])
-    lo = gap - np.array([by.loc[(m, "gap"), "cpu_ms_q25"] for m in models])
-    hi = np.array([by.loc[(m, "gap"), "cpu_ms_q75"] for m in models]) - gap
-    ax.barh(y - 0.18, gap, height=0.32, color="0.3", label="the gap: filter_pmap - jax.pmap (IQR)")
-    ax.errorbar(gap, y - 0.18, xerr=[lo, hi], fmt="none", ecolor="0.1", lw=1)
+    ax.axvline(100, color="0.3", lw=0.8, gid=figure_rules.REFERENCE_GID)  # the whole gap
     leaves = table.groupby("model", sort=False)["leaves"].first()
     ax.set_yticks(y, [f"{m} ({leaves[m]} leaves)" for m in models], fontsize=pt(fig))
-    ax.set_xlabel("host CPU per call, ms (medians over interleaved rounds)", fontsize=pt(fig))
+    ax.set_xlabel("share of the gap (filter_pmap - jax.pmap on params), %", fontsize=pt(fig))
     ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.tick_params(labelsize=pt(fig))
     ax.set_title("Where eqx.filter_pmap's extra host CPU per call goes", fontsize=pt(fig))
