@@ -235,3 +235,38 @@ def test_the_accounting_shares_add_up_even_when_a_round_stalls():
     shares = acc["share_of_gap"]
     assert shares[list(accounting.PARTS)].sum() + shares["unexplained"] == pytest.approx(1.0)
     assert shares["unexplained"] < 0.1  # the stalled round is not in the typical set
+
+
+def test_the_seeds_leaves_come_from_the_transformers_slope_when_there_is_one():
+    """Issue 38 item 3: the seed's model is a transformer, so its leaves-to-explain estimate uses
+    the transformer's line (here 100 µs per leaf) where two transformer sizes were measured."""
+    transformer = {
+        "pmap_params": lambda n: 0.5 + 0.05 * n,
+        "filter_pmap": lambda n: 0.5 + 0.05 * n + 0.100 * n,
+    }
+    mlp = frame(PMAP)
+    other = frame(transformer, leaves=(44, 152)).assign(kind="transformer")
+    other["model"] = "transformer_" + other["leaves"].astype(str)
+    notes = pd.DataFrame(columns=["step", "model", "kind", "leaves", "donated", "family", "path", "why"])
+    acc = pd.DataFrame(
+        [
+            {"round": r, "call": call, "stage": stage, "cpu_ms": 1.0, "wall_ms": 1.0}
+            for r in range(3)
+            for call, stage in [
+                *[("filter_pmap, staged", st) for st in ("axis resolution", "partition", "ShapeDtypeStruct",
+                  "cache lookup", "inner pmap call (dispatch)", "combine", "wait for execution", "free the outputs")],
+                ("filter_pmap", "whole call"),
+                ("jax.pmap on params", "whole call"),
+            ]
+        ]
+    ).assign(model="mlp_depth64", leaves=392)  # fmt: skip
+    prof = pd.DataFrame([{"function": "f (x.py:1)", "calls_per_step": 1.0, "self_ms_per_step": 1.0,
+                          "cumulative_ms_per_step": 1.0}])  # fmt: skip
+    s = report.headline(
+        pd.concat([mlp, other], ignore_index=True), notes, acc, prof, precision=0.05, quick=True
+    )
+    lines = s["per_leaf_by_kind"]["filter_pmap"]
+    assert lines["transformer"]["b_us_per_leaf"] == pytest.approx(100.0)
+    assert lines["mlp"]["b_us_per_leaf"] == pytest.approx(40.0)
+    assert s["seed"]["slope_from"] == "transformer"
+    assert s["seed"]["leaves_to_explain"]["if_device_bound"] == pytest.approx(125 / 0.1, rel=1e-6)
