@@ -41,11 +41,14 @@ def test_bad_parameters_are_clear_errors(kwargs, match):
 def test_the_cells_cover_the_per_leaf_sweep_the_train_step_and_donation():
     cells = DispatchSettings().cells
     keys = {(c.step, c.spec.name, c.donated, c.family) for c in cells}
-    for depth in (1, 4, 16, 64):
-        assert {("noop", f"mlp_depth{depth}", False, f) for f in ("pmap", "jit")} <= keys
-    assert ("train", "transformer_2layers", False, "jit") in keys
+    for model in ("mlp_depth1", "mlp_depth64", "transformer_1layers", "transformer_4layers", "cnn_4layers"):
+        assert {("noop", model, False, f) for f in ("pmap", "jit")} <= keys
+    for kind in ("mlp", "transformer", "cnn"):  # a line per model family needs two sizes of each
+        assert len({c.spec.size for c in cells if c.spec.kind == kind and c.step == "noop"}) >= 2
+    assert ("train", "transformer_4layers", False, "jit") in keys
     assert ("noop", "mlp_depth64", True, "pmap") in keys and ("train", "mlp_depth64", True, "jit") in keys
     assert len(cells) == len(keys)  # no cell twice
+    assert len(cells) <= 22  # no more cells than the run before the CNNs: notebook 01 takes no longer
 
 
 def test_quick_preset_replaces_the_sizes_and_is_visible():

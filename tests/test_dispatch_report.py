@@ -82,7 +82,7 @@ def test_one_leaf_count_is_not_a_line():
 
 def test_the_seeds_implied_it_per_s_lies_between_its_bounds():
     line = {"a_ms": 0.0, "b_us_per_leaf": 100.0}  # 0.1 ms per leaf
-    implied = per_leaf.seed_implied(line, [100, 400, 1000]).set_index("leaves")
+    implied = per_leaf.seed_implied({100: 10.0, 400: 40.0, 1000: 100.0}).set_index("leaves")
     assert implied.loc[100, "it_per_s_if_host_bound"] == pytest.approx(1000 / 50)  # 40 + 10 ms
     assert implied.loc[100, "it_per_s_if_device_bound"] == pytest.approx(25)  # hidden under 40 ms
     assert implied.loc[1000, "it_per_s_if_device_bound"] == pytest.approx(10)  # 100 ms > 40 ms
@@ -179,3 +179,94 @@ def test_a_smoke_run_judges_no_goal():
     assert s["goals"] == {}
     text = summary_md.render(s, SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu"))
     assert "Smoke run" in text
+
+
+def test_a_line_per_model_family_and_the_host_ratio_per_cell():
+    """Issue 38 item 3: each family with two sizes or more gets its own line; the host CPU
+    ratio is the per-round ratio to the family's baseline in each cell."""
+    mlp = frame(PMAP)
+    other = frame(PMAP, leaves=(20, 80)).assign(kind="transformer")
+    other["model"] = other["model"].str.replace("mlp", "transformer")
+    both = pd.concat([mlp, other], ignore_index=True)
+    lines = per_leaf.by_kind(per_leaf.excess(both, "filter_pmap"))
+    assert set(lines) == {"mlp", "transformer"}
+    single = per_leaf.by_kind(per_leaf.excess(pd.concat([mlp, other[other["leaves"] == 20]]), "filter_pmap"))
+    assert set(single) == {"mlp"}  # one size is no line
+    ratios = per_leaf.host_ratio(mlp, "filter_pmap", {"step": "noop"})
+    assert ratios and all(r["q25"] <= r["median"] <= r["q75"] for r in ratios)
+    assert all(r["median"] > 1 for r in ratios)  # filter_pmap costs more than the baseline here
+
+
+def test_the_accounting_shares_add_up_even_when_a_round_stalls():
+    """Issue 39: the printed shares must add up. Shares are means over one set of rounds (those
+    whose gap is typical), so one stalled round neither breaks the sum nor dominates it."""
+    from jaxperf.dispatch import accounting
+
+    rows = []
+    for r in range(8):
+        stall = 40.0 if r == 0 else 0.0  # one round where the whole call stalled
+        staged = {
+            "axis resolution": 1,
+            "partition": 3 + r % 2,
+            "ShapeDtypeStruct": 1,
+            "cache lookup": 1,
+            "inner pmap call (dispatch)": 8,
+            "combine": 2,
+            "wait for execution": 0,
+            "free the outputs": 1,
+        }
+        for stage, ms in staged.items():
+            rows.append(
+                {"round": r, "call": "filter_pmap, staged", "stage": stage, "cpu_ms": ms, "wall_ms": ms}
+            )
+        rows.append(
+            {
+                "round": r,
+                "call": "filter_pmap",
+                "stage": "whole call",
+                "cpu_ms": 17.2 + r % 2 + stall,
+                "wall_ms": 18,
+            }
+        )
+        rows.append(
+            {"round": r, "call": "jax.pmap on params", "stage": "whole call", "cpu_ms": 7.0, "wall_ms": 8}
+        )
+    acc = accounting.table(pd.DataFrame(rows).assign(model="m", leaves=392)).set_index("part")
+    shares = acc["share_of_gap"]
+    assert shares[list(accounting.PARTS)].sum() + shares["unexplained"] == pytest.approx(1.0)
+    assert shares["unexplained"] < 0.1  # the stalled round is not in the typical set
+
+
+def test_the_seeds_leaves_come_from_the_transformers_slope_when_there_is_one():
+    """Issue 38 item 3: the seed's model is a transformer, so its leaves-to-explain estimate uses
+    the transformer's line (here 100 µs per leaf) where two transformer sizes were measured."""
+    transformer = {
+        "pmap_params": lambda n: 0.5 + 0.05 * n,
+        "filter_pmap": lambda n: 0.5 + 0.05 * n + 0.100 * n,
+    }
+    mlp = frame(PMAP)
+    other = frame(transformer, leaves=(44, 152)).assign(kind="transformer")
+    other["model"] = "transformer_" + other["leaves"].astype(str)
+    notes = pd.DataFrame(columns=["step", "model", "kind", "leaves", "donated", "family", "path", "why"])
+    acc = pd.DataFrame(
+        [
+            {"round": r, "call": call, "stage": stage, "cpu_ms": 1.0, "wall_ms": 1.0}
+            for r in range(3)
+            for call, stage in [
+                *[("filter_pmap, staged", st) for st in ("axis resolution", "partition", "ShapeDtypeStruct",
+                  "cache lookup", "inner pmap call (dispatch)", "combine", "wait for execution", "free the outputs")],
+                ("filter_pmap", "whole call"),
+                ("jax.pmap on params", "whole call"),
+            ]
+        ]
+    ).assign(model="mlp_depth64", leaves=392)  # fmt: skip
+    prof = pd.DataFrame([{"function": "f (x.py:1)", "calls_per_step": 1.0, "self_ms_per_step": 1.0,
+                          "cumulative_ms_per_step": 1.0}])  # fmt: skip
+    s = report.headline(
+        pd.concat([mlp, other], ignore_index=True), notes, acc, prof, precision=0.05, quick=True
+    )
+    lines = s["per_leaf_by_kind"]["filter_pmap"]
+    assert lines["transformer"]["b_us_per_leaf"] == pytest.approx(100.0)
+    assert lines["mlp"]["b_us_per_leaf"] == pytest.approx(40.0)
+    assert s["seed"]["slope_from"] == "transformer"
+    assert s["seed"]["leaves_to_explain"]["if_device_bound"] == pytest.approx(125 / 0.1, rel=1e-6)

@@ -326,7 +326,7 @@ def _tpu() -> list[tuple[str, object]]:
 
 
 def _dispatch() -> list[tuple[str, object]]:
-    from jaxperf.dispatch import accounting, figures, per_leaf, report
+    from jaxperf.dispatch import accounting, figures, report
 
     timings, rows = _read("dispatch__timings"), _read("dispatch__accounting_rounds")
     lines = report.cost_lines(
@@ -336,7 +336,7 @@ def _dispatch() -> list[tuple[str, object]]:
     summary = report.headline(
         timings, notes, rows, _read("dispatch__accounting_cprofile"), precision=0.05, quick=True
     )
-    implied = per_leaf.seed_implied(lines["filter_pmap"], sorted(timings["leaves"].unique()))
+    implied = pd.DataFrame(summary["seed"]["implied"])
     return [
         (
             "dispatch_per_leaf",
@@ -531,7 +531,8 @@ def test_the_seeds_reference_labels_are_drawn_for_the_rules_to_judge():
 
     timings = _read("dispatch__timings")
     lines = report.cost_lines(timings, ("filter_pmap",))
-    fig, _ = figures.plot_seed_implied(per_leaf.seed_implied(lines["filter_pmap"], [14, 392]))
+    measured = per_leaf.measured(lines["filter_pmap"], {"leaves": 14}) | {392: 22.0}
+    fig, _ = figures.plot_seed_implied(per_leaf.seed_implied(measured))
     labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("seed:")]
     plt.close(fig)
     assert len(labels) == 2

@@ -159,10 +159,11 @@ def test_renders_from_another_output_root(tmp_path):
         readme.render("{{cpu/answers a.b}}", root=tmp_path)
 
 
-def test_the_command_writes_a_rerun_readme_beside_its_results(tmp_path):
+def test_the_command_writes_a_rerun_readme_beside_its_results(tmp_path, rerun_root):
     out = tmp_path / "README.md"
-    assert readme.main(["--root", str(PROJECT_ROOT), "--out", str(out)]) == 0
-    assert out.read_text() == readme.README.read_text()
+    assert readme.main(["--root", str(rerun_root), "--out", str(out)]) == 0
+    assert out.read_text() == readme.render(readme.TEMPLATE.read_text(), root=rerun_root)
+    assert (rerun_root / "results" / "upstream" / "equinox-192.md").is_file()  # the upstream texts beside it
     with pytest.raises(SystemExit) as exit_:
         readme.main(["--root", str(tmp_path)])  # no results/ there
     assert exit_.value.code == 2
@@ -175,3 +176,128 @@ def test_the_command_writes_a_rerun_readme_beside_its_results(tmp_path):
 )
 def test_a_value_that_rounds_to_zero_is_printed_without_a_sign(value, spec, text):
     assert readme.fmt(value, spec) == text
+
+
+# --- the upstream texts (issue 39 item 3) -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rerun_root(tmp_path_factory):
+    """An output root holding the committed summaries, notebook 01's recomputed from its committed
+    records by today's code (what the next run writes, without measuring)."""
+    import json
+    import shutil
+
+    import pandas as pd
+
+    from jaxperf.dispatch import report
+
+    root = tmp_path_factory.mktemp("root")
+    for summary in (PROJECT_ROOT / "results" / "cpu").glob("*/summary.json"):
+        target = root / "results" / "cpu" / summary.parent.name / "summary.json"
+        target.parent.mkdir(parents=True)
+        shutil.copy(summary, target)
+    records = PROJECT_ROOT / "results" / "cpu" / "dispatch"
+    notes = pd.DataFrame(columns=["step", "model", "kind", "leaves", "donated", "family", "path", "why"])
+    fresh = report.headline(
+        pd.read_csv(records / "timings.csv"),
+        notes,
+        pd.read_csv(records / "accounting_rounds.csv"),
+        pd.read_csv(records / "accounting_cprofile.csv"),
+        precision=0.05,
+        quick=False,
+    )
+    fresh["provenance"] = json.loads((records / "summary.json").read_text())["provenance"]
+    # The committed run measured one transformer size and no CNN: the next run's lines per
+    # model family stand in as the MLP's, to render the sentences that quote them.
+    for lines in fresh["per_leaf_by_kind"].values():
+        lines.setdefault("transformer", lines["mlp"])
+        lines.setdefault("cnn", lines["mlp"])
+    (root / "results" / "cpu" / "dispatch" / "summary.json").write_text(json.dumps(fresh, default=str))
+    return root
+
+
+@pytest.fixture(scope="module")
+def upstream_texts(rerun_root):
+    return {path.name: text for path, text in readme.upstream(rerun_root).items()}
+
+
+def test_the_readme_renders_from_the_next_runs_summaries_with_no_retired_study(rerun_root):
+    import re
+
+    text = readme.render(readme.TEMPLATE.read_text(), root=rerun_root)
+    for word in (
+        "n/a",
+        "model A6000",
+        "predicted",
+        "notebook 03",
+        "notebook 06",
+        "notebook 08",
+        "time model",
+    ):
+        assert word not in text, word
+    # link text says what it opens: a link labelled "notebook NN" opens that notebook
+    for label, target in re.findall(r"\[(notebook \d+)\]\(([^)]+)\)", text):
+        assert target.startswith("notebooks/"), (label, target)
+    glossary = text.index("## Terms")
+    for term in re.findall(r"(?<![*\w])\*([a-z][a-z -]+)\*(?![*\w])", text[glossary:]):
+        assert text.index(f"*{term}*") >= glossary, f"*{term}* is used before it is defined"
+
+
+def test_every_upstream_template_renders_a_short_text_with_no_gap(upstream_texts):
+    assert set(upstream_texts) == {"equinox-192.md", "jax-20909.md", "jax-mosaic-gpu-recursion.md"}
+    for name, text in upstream_texts.items():
+        assert text.count("\n") <= readme.MAX_UPSTREAM_LINES, name
+        for word in ("n/a", "TODO", "not read", "{{", "nan"):
+            assert word not in text, f"{name} holds {word!r}"
+        assert text.count("```python") == 1, f"{name}: one repro"
+
+
+def test_an_upstream_text_longer_than_the_limit_fails(rerun_root, monkeypatch, tmp_path):
+    (tmp_path / "long.md").write_text("line\n" * (readme.MAX_UPSTREAM_LINES + 1))
+    monkeypatch.setattr(readme, "TEMPLATES", tmp_path)
+    with pytest.raises(readme.RenderError, match="long.md: 61 lines"):
+        readme.upstream(rerun_root)
+
+
+def test_the_upstream_links_open_files_of_the_project(upstream_texts):
+    import re
+
+    for name, text in upstream_texts.items():
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        for target in re.findall(r"\]\(([^)#]+)\)", prose):
+            if not target.startswith("http"):
+                assert (PROJECT_ROOT / "results" / "upstream" / target).resolve().exists() or (
+                    PROJECT_ROOT / "tools" / "templates" / target
+                ).exists(), f"{name}: {target} opens nothing"
+
+
+def _repro(text: str) -> str:
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "prints"),
+    [
+        ("equinox-192.md", ["eqx.filter_pmap:", "jax.pmap on params:"]),
+        ("jax-20909.md", ["python_loop:", "fori_loop:", "scalar_carry:"]),
+    ],
+)
+def test_the_repro_runs_as_is_on_a_cpu_with_8_forced_devices(upstream_texts, name, prints, tmp_path):
+    """The first ```python block of the text, pasted into a file and run in a fresh process."""
+    import os
+    import subprocess
+
+    code = _repro(upstream_texts[name])
+    assert code.count("\n") <= 25, f"{name}: the repro is {code.count(chr(10))} lines"
+    assert "--xla_force_host_platform_device_count=8" in code
+    script = tmp_path / "repro.py"
+    script.write_text(code)
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PYTHONPATH")}
+    env["JAX_PLATFORMS"] = "cpu"
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for word in prints:
+        assert word in done.stdout

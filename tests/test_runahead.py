@@ -440,7 +440,8 @@ def test_the_summary_leads_with_the_answer_and_fits_an_issue():
         summary, verdicts, tables, about, pd.DataFrame(columns=["method", "error"]), text
     )
     assert markdown.visible_lines(page) <= markdown.MAX_VISIBLE_LINES
-    assert "Since Equinox 0.11.8" in page and "```diff" in page and "is slower than" in page
+    assert "commit 141c18d" in page and "```diff" in page and "is slower than" in page
+    assert "notebook 03" not in page and "{{" not in text and "ms step here" in text
     smoke = report.headline(verdicts, tables, about, None, backend="cpu", quick=True)
     assert (
         smoke["answer"].startswith("Smoke run") and smoke["goals"]["cached_filter_jit"]["measured"] is False

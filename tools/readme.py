@@ -19,8 +19,12 @@ field quoted (``fori_ms``: "fori_loop"; ``scalar_carry_u1_ms``: "scalar_carry" a
 or "unroll=1"; ``loop_it_per_s``: "pipelined"). A sentence that quotes the 11.0 ms of
 ``scalar_carry u=2`` while it names ``u=1`` fails.
 
-    python tools/readme.py          # rewrite README.md
-    python tools/readme.py --check  # exit 1 if README.md differs from what it renders, or a label fails
+The same placeholders fill the upstream texts, one Markdown template each in tools/templates/
+(``equinox-192.md`` -> ``results/upstream/equinox-192.md``): what a maintainer reads, pasted
+into the issue, with no prose in Python.
+
+    python tools/readme.py          # rewrite README.md and results/upstream/*.md
+    python tools/readme.py --check  # exit 1 if README.md or an upstream text differs from what it renders, or a label fails
     python tools/readme.py --root DIR  # render from another output root's results (a rerun's)
                                        # into DIR/README.md (or --out FILE)
 """
@@ -38,6 +42,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "tools" / "README.template.md"
 README = ROOT / "README.md"
+#: the upstream texts' templates, and where each renders (results/upstream/<its name>)
+TEMPLATES = ROOT / "tools" / "templates"
+UPSTREAM = Path("results") / "upstream"
+#: the longest upstream text a maintainer is asked to read, in lines
+MAX_UPSTREAM_LINES = 60
 PLACEHOLDER = re.compile(r"\{\{(?P<study>[\w/.-]+)\s+(?P<path>[^:}]+?)(?::(?P<fmt>[^}]*))?\}\}")
 SELECTOR = re.compile(r"^(?P<key>[^\[\]]+)\[(?P<sel>[^\]]*)\]$")
 
@@ -264,6 +273,20 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
     return out
 
 
+def upstream(root: Path = ROOT, cache: dict[str, Any] | None = None) -> dict[Path, str]:
+    """Every upstream text (path under ``root`` -> rendered text) from tools/templates/*.md and
+    ``root``'s results; RenderError for a text longer than :data:`MAX_UPSTREAM_LINES`."""
+    cache = {} if cache is None else cache
+    out = {}
+    for template in sorted(TEMPLATES.glob("*.md")):
+        text = render(template.read_text(), cache, root)
+        lines = text.count("\n")
+        if lines > MAX_UPSTREAM_LINES:
+            raise RenderError(f"{template.name}: {lines} lines, more than {MAX_UPSTREAM_LINES}")
+        out[root / UPSTREAM / template.name] = text
+    return out
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -285,18 +308,21 @@ def main(argv: Iterable[str] | None = None) -> int:
         parser.error("--check compares the project's README.md: give no --root or --out")
     try:
         text = render(TEMPLATE.read_text(), root=root)
+        texts = upstream(root)
     except RenderError as err:
         print(f"readme: {err}", file=sys.stderr)
         return 1
     if args.check:
-        if README.read_text() != text:
-            print(
-                "readme: README.md is not what tools/README.template.md renders: run tools/readme.py",
-                file=sys.stderr,
-            )
+        stale = [p for p, t in {README: text, **texts}.items() if not p.is_file() or p.read_text() != t]
+        if stale:
+            names = ", ".join(str(p.relative_to(ROOT)) for p in stale)
+            print(f"readme: {names} not what the templates render: run tools/readme.py", file=sys.stderr)
             return 1
         return 0
     out.write_text(text)
+    for path, body in texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
     return 0
 
 

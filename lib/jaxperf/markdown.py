@@ -191,3 +191,49 @@ def fold_sections(lines: list[str]) -> list[str]:
     if any(b.strip() for b in body):
         out += details(title, body)
     return out
+
+
+#: a placeholder of a Markdown template: ``{{path:format}}``, as tools/readme.py reads them
+PLACEHOLDER = re.compile(r"\{\{\s*(?P<path>[^:}]+?)\s*(?::(?P<fmt>[^}]*))?\}\}")
+
+
+def lookup(data: Any, path: str) -> Any:
+    """``a.b[k=v].c`` in ``data``: dotted keys (list indices too), ``[k=v,...]`` picking the one
+    list element whose fields match; ValueError naming the path when nothing, or more than one
+    element, is there."""
+    node = data
+    for part in re.findall(r"[^.\[]+(?:\[[^\]]*\])?", path):
+        key, _, sel = part.partition("[")
+        node = node[int(key)] if isinstance(node, list) else (node or {}).get(key)
+        if node is None:
+            raise ValueError(f"template path {path!r}: nothing at {key!r}")
+        if sel:
+            pairs = [kv.split("=", 1) for kv in sel.rstrip("]").split(",") if kv]
+            hits = [x for x in node if all(str(x.get(k)) == v for k, v in pairs)]
+            if len(hits) != 1:
+                raise ValueError(f"template path {path!r}: [{sel} matches {len(hits)} elements, not one")
+            node = hits[0]
+    return node
+
+
+def fill(template: str, data: Any, missing: str = "not measured") -> str:
+    """A Markdown template with every ``{{path:format}}`` filled from ``data`` (:func:`lookup`),
+    so the prose lives in a template file and Python computes only the numbers. A path with
+    nothing there (a path this run did not time) reads ``missing``."""
+
+    def one(m: re.Match[str]) -> str:
+        try:
+            value = lookup(data, m["path"])
+        except (ValueError, KeyError, IndexError, TypeError):
+            return missing
+        out = format(value, m["fmt"]) if m["fmt"] else str(value)
+        return out[1:] if re.fullmatch(r"-0(\.0*)?%?", out) else out  # a value that rounds to 0 has no sign
+
+    return PLACEHOLDER.sub(one, template)
+
+
+def template(package: str, name: str) -> str:
+    """The text of template ``name`` that ships beside ``package`` (``jaxperf.dispatch``)."""
+    from importlib import resources
+
+    return resources.files(package).joinpath("templates", name).read_text()

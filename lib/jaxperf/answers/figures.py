@@ -59,6 +59,9 @@ def plot_seed_ratio(frame: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
             label=_LABEL.get(source, f"{source}: {KINDS[source]}"),
             lw=2.4 if source == "reporter A6000" else 1.5,
         )
+        spread = part.dropna(subset=["q25", "q75"]) if "q25" in part else part.iloc[:0]
+        if len(spread):  # the per-pair interquartile range, where the study took one
+            ax.fill_between(spread["T"], spread["q25"], spread["q75"], color=_color(source), alpha=0.18, lw=0)
         last = part.iloc[-1]
         claims.append(f"{source} {last.ratio:.2f}x at T={int(last['T'])}")
     ax.axhline(1.0, color="0.6", lw=0.8, gid=figure_rules.REFERENCE_GID)  # 1x: no gap (a reference)
@@ -68,7 +71,9 @@ def plot_seed_ratio(frame: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     ax.set_xlabel("T (sequence length): the loop runs T/64 steps in each of T/128 programs")
     ax.set_ylabel("fori_loop ÷ Python loop\n(ms per call, measured)")
     missing = "" if "H200" in sources else "; no GPU ran here"
-    figure_rules.panel_title(ax, "jax#20909's gap, measured: " + "; ".join(claims) + missing)
+    figure_rules.panel_title(
+        ax, "jax#20909's gap, measured (shaded: interquartile range): " + "; ".join(claims) + missing
+    )
     handles, labels = ax.get_legend_handles_labels()
     key_ax.axis("off")
     key_ax.legend(handles, labels, loc="center", fontsize=figure_rules.pt(fig), ncol=1, frameon=False)
@@ -81,7 +86,11 @@ def plot_static(counts: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     kernel issues in the Python loop and in fori_loop vs T (compiled on a CPU, not executed)."""
     sources = [s for s in STATIC if s in set(counts["source"])]
     fig, axes = plt.subplots(
-        len(sources) or 1, 1, figsize=(8.8, 1.6 + 2.3 * max(len(sources), 1)), sharex=True, squeeze=False
+        len(sources) or 1,
+        1,
+        figsize=(8.8, 1.6 + 2.6 * max(len(sources), 1)),
+        squeeze=False,
+        gridspec_kw={"hspace": 0.9},
     )
     colors = plots.colors_for(["python", "fori u=1"])
     Ts = sorted(int(t) for t in counts["T"].unique()) if len(counts) else [256]
@@ -95,13 +104,16 @@ def plot_static(counts: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
         if {"python", "fori u=1"} <= set(both.columns) and len(both):
             T = int(both.index.max())
             ratio = f": fori_loop issues {both.loc[T, 'fori u=1'] / both.loc[T, 'python']:.1f}x at T={T}"
+        absent = [t for t in Ts if t not in set(part["T"])]
+        if absent:
+            ratio += f" (not compiled at T={', '.join(str(t) for t in absent)})"
         ax.set_yscale("log")
         figure_rules.plain_log_ticks(ax, "y")
-        ax.set_ylabel(f"{source}:\n{STATIC[source]}")
+        ax.set_ylabel(STATIC[source].replace(" per call", "\nper call"))
         figure_rules.panel_title(ax, f"{source} ({KINDS[source].split(' (')[0]}){ratio}")
-        plots.legend_outside(ax)
-    _T_axis(axes[-1, 0], Ts)
-    axes[-1, 0].set_xlabel("T (sequence length)")
+        ax.legend(loc="upper left", frameon=False)  # the lines rise to the right: the corner is empty
+        _T_axis(ax, Ts)
+        ax.set_xlabel("T (sequence length)")
     figure_rules.title(
         fig,
         "The reporter's kernel, static counts in each compiler's unit (compiled on a CPU, not executed: counts, not times)",

@@ -1,6 +1,6 @@
 """What the studies published about jax#20909, read back for the one figure that sets them
-side by side: the reporter's fori_loop / Python loop ratio beside each backend measured,
-estimated or predicted here, each labelled as what it is.
+side by side: the reporter's fori_loop / Python loop ratio beside each backend measured or
+estimated here, each labelled as what it is.
 
 It reads only the studies' committed outputs (summary.json and tidy CSVs, checked against
 their sidecars), never their code: a source that was not run is simply absent, and a GPU
@@ -23,7 +23,6 @@ from ..jax20909 import vocab
 KINDS = {
     "reporter A6000": "measured by the reporter (RTX A6000, Pallas Triton, ms per call)",
     "H200": "measured here on an NVIDIA H200 (ms per call)",
-    "model A6000": "predicted by the time model for his A6000 (ms per call)",
     "XLA:CPU": "measured here, an analogue: plain jax.jit on XLA:CPU (ms per call)",
     "XLA:CPU in his harness": "measured here, an analogue: plain jax.jit on XLA:CPU inside the reporter's own "
     "harness (ms per call)",
@@ -31,13 +30,8 @@ KINDS = {
     "Mosaic GPU": "static estimate, SASS compiled for sm_90a by Mosaic GPU on a CPU (instructions per call)",
     "Mosaic TPU": "static estimate, Mosaic TPU v5e bundles compiled on a CPU (cycles per call)",
     "Pallas interpret": "measured here, the Pallas interpreter's timings (ms per call)",
-    # In the tables only: the figure keeps the reporter's number beside what this study reached.
-    "predicted H200": "predicted by the time model for the H200 before any run there, registered "
-    "in results/predictions/ (Pallas Triton, ms per call)",
 }
 MAX_LINES = 6
-#: sources set out in the summary's table but not drawn
-TABLE_ONLY = ("predicted H200",)
 #: the sources whose number is a measured ratio of ms per call: the only ones the headline figure draws
 MEASURED = ("reporter A6000", "H200", "XLA:CPU", "XLA:CPU in his harness", "Pallas interpret")
 #: each source's unit, for a table that names one per column
@@ -65,10 +59,27 @@ def _summary(root: Path, backend: str, study: str, read: list[Read]) -> dict[str
     return data
 
 
-def _rows(source: str, pairs: list[tuple[int, float]]) -> list[dict[str, Any]]:
+def _rows(source: str, pairs: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """One row per (T, ratio[, q25, q75]); the spread is NaN where the source has none."""
     return [
-        {"source": source, "kind": KINDS[source], "T": int(T), "ratio": float(r)} for T, r in pairs if r == r
-    ]
+        {"source": source, "kind": KINDS[source], "T": int(p[0]), "ratio": float(p[1]),
+         "q25": _num(p, 2), "q75": _num(p, 3)}
+        for p in pairs
+        if p[1] == p[1]
+    ]  # fmt: skip
+
+
+def _num(values: tuple[Any, ...], i: int) -> float:
+    return float(values[i]) if len(values) > i and values[i] is not None else float("nan")
+
+
+def _pair(row: dict[str, Any]) -> tuple[Any, ...]:
+    """(T, ratio, q25, q75) of a measured row: its per-pair median and quartiles where the study
+    took them (one value per quantity: the same the loop study's answer quotes), else its ratio."""
+    pair = row.get("ratio_pair") or {}
+    if "median" in pair:
+        return row["T"], pair["median"], pair["q25"], pair["q75"]
+    return row["T"], row["ratio"]
 
 
 def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Read]]:
@@ -83,9 +94,7 @@ def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Re
             ("xla_harness", "XLA:CPU in his harness"),
             ("pallas_interpret", "Pallas interpret"),
         ):
-            rows += _rows(
-                source, [(r["T"], r["ratio"]) for r in loops["seed_reproduction"] if r["mode"] == mode]
-            )
+            rows += _rows(source, [_pair(r) for r in loops["seed_reproduction"] if r["mode"] == mode])
     triton = _summary(root, backend, "triton_compile", read)
     if triton and triton.get("estimate"):
         pairs = [
@@ -107,45 +116,11 @@ def seed_ratios(root: Path, backend: str = "cpu") -> tuple[pd.DataFrame, list[Re
         at = seed.pivot_table(index="T", columns="variant", values="us_seed_batch")
         if {"python", "fori u=1"} <= set(at.columns):
             rows += _rows("Mosaic TPU", list((at["fori u=1"] / at["python"]).dropna().items()))
-    model = _summary(root, backend, "gpu_model", read)
-    if model:
-        rows += _rows("model A6000", [(r["T"], r["fori/Python, predicted"]) for r in model["reporter_table"]])
-    rows += _h200_predicted(root, read)
     gpu = _summary(root, "gpu", "loops", read)
     if gpu:
-        rows += _rows(
-            "H200", [(r["T"], r["ratio"]) for r in gpu.get("seed_reproduction", []) if r["mode"] == "pallas"]
-        )
-    frame = pd.DataFrame(rows, columns=["source", "kind", "T", "ratio"])
+        rows += _rows("H200", [_pair(r) for r in gpu.get("seed_reproduction", []) if r["mode"] == "pallas"])
+    frame = pd.DataFrame(rows, columns=["source", "kind", "T", "ratio", "q25", "q75"])
     return frame, read
-
-
-#: where registered predictions live (jaxperf.gpu_model.registry writes them; read as files here)
-PREDICTIONS = Path("results") / "predictions"
-
-
-def _h200_predicted(root: Path, read: list[Read]) -> list[dict[str, Any]]:
-    """The newest registered H200 prediction of the reporter's harness (ms per call), as
-    fori_loop(unroll=1) / Python loop per T; nothing when none is registered."""
-    folder = Path(root) / PREDICTIONS
-    metas = (
-        [json.loads(p.read_text()) | {"_path": p} for p in sorted(folder.glob("*.json"))]
-        if folder.is_dir()
-        else []
-    )
-    metas = [m for m in metas if "H200" in str(m.get("device", {}).get("name", ""))]
-    if not metas:
-        read.append(Read(PREDICTIONS.as_posix(), None, None))
-        return []
-    meta = max(metas, key=lambda m: m.get("created_utc", ""))
-    git = meta.get("git", {})
-    read.append(Read((PREDICTIONS / meta["_path"].name).as_posix(), git.get("commit"), git.get("dirty")))
-    rows = pd.read_csv(meta["_path"].with_name(meta["data"]))
-    seed = rows[(rows["part"] == "harness") & (rows["lowering"] == "triton") & (rows["status"] == "ok")]
-    at = seed.pivot_table(index="T", columns="variant", values="predicted_ms")
-    if not {"python", "fori u=1"} <= set(at.columns):
-        return []
-    return _rows("predicted H200", list((at["fori u=1"] / at["python"]).dropna().items()))
 
 
 def shown(frame: pd.DataFrame) -> list[str]:
@@ -195,16 +170,3 @@ def static_counts(root: Path, backend: str = "cpu") -> pd.DataFrame:
                 rows.append(dict(source="Mosaic TPU", T=r.T, loop=r.variant, work=r.cycles_seed_batch))
     frame = pd.DataFrame(rows, columns=["source", "T", "loop", "work"])
     return frame.assign(unit=frame.source.map(STATIC), kind=frame.source.map(KINDS))
-
-
-def model_error(root: Path, backend: str = "cpu") -> tuple[float, float] | None:
-    """The time model's known error: its predicted Python-loop ms over the reporter's measured
-    ones, lowest and highest over his T (None when the model's summary is not published)."""
-    model = _summary(root, backend, "gpu_model", [])
-    rows = (model or {}).get("reporter_table", [])
-    ratios = [
-        r["Python loop ms, predicted"] / r["Python loop ms, his"]
-        for r in rows
-        if r.get("Python loop ms, his")
-    ]
-    return (min(ratios), max(ratios)) if ratios else None

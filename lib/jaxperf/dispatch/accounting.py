@@ -75,12 +75,18 @@ def per_round(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per model: each part's CPU ms per call (median, quartiles), its suspect, its share of the
-    gap's median, and whether the parts add up (the unexplained rest's quartiles hold 0)."""
+    """Per model: each part's CPU ms per call (median, quartiles), its suspect, and its share of
+    the gap. A share is the part's mean over the gap's mean, both over the same rounds: those
+    whose gap lies within its interquartile range (one set of rounds for every part, so a
+    stalled round does not dominate). Means over one set of rounds add up: the parts' shares and
+    the unexplained rest's sum to 1 exactly, where medians of parts need not sum to the median
+    gap (and a sum a reader checks must add up as printed)."""
     frames = []
     for (model, leaves), part_rows in rows.groupby(["model", "leaves"], sort=False):
         rounds = per_round(part_rows)
-        gap = float(rounds["gap"].median())
+        lo, hi = rounds["gap"].quantile([0.25, 0.75])
+        typical = rounds[(rounds["gap"] >= lo) & (rounds["gap"] <= hi)]
+        gap = float(typical["gap"].mean())
         for name in [
             *PARTS,
             "sum of parts",
@@ -99,7 +105,7 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
                     "cpu_ms": stats["median"],
                     "cpu_ms_q25": stats["q25"],
                     "cpu_ms_q75": stats["q75"],
-                    "share_of_gap": stats["median"] / gap if gap else float("nan"),
+                    "share_of_gap": float(typical[name].mean()) / gap if gap else float("nan"),
                     "rounds": stats["n"],
                 }
             )

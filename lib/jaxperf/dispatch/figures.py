@@ -31,6 +31,11 @@ LABELS = {
     "filter_jit_patched": "eqx.filter_jit, patched",
 }
 FAMILY_TITLES = {"pmap": "over 8 devices, vs jax.pmap on params", "jit": "on 1 device, vs jax.jit on params"}
+FAMILY_SHORT = {"pmap": "vs jax.pmap", "jit": "vs jax.jit"}
+
+
+def _family(method: str) -> str:
+    return "pmap" if "pmap" in method else "jit"
 
 
 def _label(method: str) -> str:
@@ -66,15 +71,19 @@ def plot_per_leaf(
     """Extra host CPU per blocked call over the family's partitioned path (``own``: each path's
     own host CPU per call, on log axes), vs array leaves, on the cells of the fit (default the
     undonated no-op MLPs): medians and IQR per cell, the fitted line dashed. ``panels``: title
-    -> methods (default: the pmap and jit families); ``labels``: a legend name per method."""
+    -> methods, stacked over one y scale; by default one panel per path, each on its own y
+    scale (a path costing 1 ms would lie flat on the 25 ms scale of ``eqx.filter_pmap``), the
+    pmap family left and the jit family right; ``labels``: a legend name per method."""
     from .report import FIT_CELLS, fit_rows
 
     if panels is None:
-        panels = {
-            FAMILY_TITLES[f]: [SLOW[f], FIX[f], *[m for m in extra if f in m.split("_")[1]]]
-            for f in ("pmap", "jit")
-        }
-    fig, axes = figure_rules.stacked(len(panels), row_height=2.6)  # rows over one leaves axis
+        rows = [[SLOW[f], FIX[f], *[m for m in extra if f in m.split("_")[1]]] for f in ("pmap", "jit")]
+        order = [m for pair in zip(*rows) for m in pair]  # row by row: pmap left, jit right
+        panels = {f"{_label(m)}, {FAMILY_SHORT[_family(m)]}": [m] for m in order}
+        fig, rows_of_axes = figure_rules.grid(len(order) // 2, 2, row_height=2.2, sharey=False)
+        axes = [ax for row in rows_of_axes for ax in row]
+    else:
+        fig, axes = figure_rules.stacked(len(panels), row_height=2.6)  # rows over one leaves axis
     data = []
     for ax, (title, methods) in zip(axes, panels.items()):
         for method in methods:
@@ -104,12 +113,20 @@ def plot_per_leaf(
             ax.axhline(0, color="0.6", lw=0.8)
         _leaves_axis(ax, pd.concat(data)["leaves"] if data else timings["leaves"])
         ax.set_title(title, fontsize=pt(fig), loc="left")
-        ax.set_ylabel(("host CPU" if own else "extra host CPU") + ",\nms per call", fontsize=pt(fig))
-        plots.legend_outside(ax, frameon=False)
+        measure = ("host CPU" if own else "extra host CPU") + ", ms per call"
+        if len(methods) == 1 and len(panels) > 1 and not own:  # its own scale: the label names the path
+            measure = f"{_label(methods[0]).split('.')[-1]}:\n{measure}"
+        else:
+            measure = measure.replace(", ", ",\n")
+        ax.set_ylabel(measure, fontsize=pt(fig))
+        if len(methods) > 1:  # one path per panel: its title names it
+            plots.legend_outside(ax, frameon=False)
         ax.tick_params(labelsize=pt(fig))
     how = "median and IQR per point" + ("" if own else "; dashed: the fitted a + b x leaves")
-    axes[-1].set_xlabel(f"{xlabel} ({how})", fontsize=pt(fig))
-    fig.suptitle(claim, fontsize=pt(fig) + 1)
+    bottom = [ax for ax in axes if (spec := ax.get_subplotspec()) is not None and spec.is_last_row()]
+    for ax in bottom:
+        ax.set_xlabel(xlabel, fontsize=pt(fig))
+    fig.suptitle(f"{claim}\n({how})", fontsize=pt(fig) + 1)
     fig.tight_layout()
     return fig, pd.concat(data, ignore_index=True) if data else pd.DataFrame()
 
@@ -163,26 +180,23 @@ def plot_seed_implied(implied: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
 
 @plots.draws
 def plot_accounting(table: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """Per model: the parts of one call's extra host CPU, stacked, beside the measured gap."""
-    parts = list(accounting.PARTS)
+    """Per model: the parts of one call's extra host CPU as shares of the gap, stacked with the
+    unexplained rest to 100% (shares of means over one set of typical rounds: they add up)."""
+    parts = [*accounting.PARTS, "unexplained"]
     models = list(dict.fromkeys(table["model"]))
-    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.9 * len(models)))
-    colors = plots.colors_for(parts)
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.7 * len(models)))
+    colors = {**plots.colors_for(list(accounting.PARTS)), "unexplained": "0.75"}
     y = np.arange(len(models))[::-1]
     by = table.set_index(["model", "part"])
     left = np.zeros(len(models))
     for name in parts:
-        values = np.array([max(float(by.loc[(m, name), "cpu_ms"]), 0.0) for m in models])
-        ax.barh(y + 0.18, values, left=left, height=0.32, color=colors[name], label=name)
+        values = np.array([100 * float(by.loc[(m, name), "share_of_gap"]) for m in models])
+        ax.barh(y, values, left=left, height=0.5, color=colors[name], label=name)
         left += values
-    gap = np.array([by.loc[(m, "gap"), "cpu_ms"] for m in models])
-    lo = gap - np.array([by.loc[(m, "gap"), "cpu_ms_q25"] for m in models])
-    hi = np.array([by.loc[(m, "gap"), "cpu_ms_q75"] for m in models]) - gap
-    ax.barh(y - 0.18, gap, height=0.32, color="0.3", label="the gap: filter_pmap - jax.pmap (IQR)")
-    ax.errorbar(gap, y - 0.18, xerr=[lo, hi], fmt="none", ecolor="0.1", lw=1)
+    ax.axvline(100, color="0.3", lw=0.8, gid=figure_rules.REFERENCE_GID)  # the whole gap
     leaves = table.groupby("model", sort=False)["leaves"].first()
     ax.set_yticks(y, [f"{m} ({leaves[m]} leaves)" for m in models], fontsize=pt(fig))
-    ax.set_xlabel("host CPU per call, ms (medians over interleaved rounds)", fontsize=pt(fig))
+    ax.set_xlabel("share of the gap (filter_pmap - jax.pmap on params), %", fontsize=pt(fig))
     ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.tick_params(labelsize=pt(fig))
     ax.set_title("Where eqx.filter_pmap's extra host CPU per call goes", fontsize=pt(fig))

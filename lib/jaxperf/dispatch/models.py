@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from ..errors import check_choice, check_int
 
-MODEL_KINDS = ("mlp", "transformer")
+MODEL_KINDS = ("mlp", "transformer", "cnn")
 
 
 class Block(eqx.Module):
@@ -66,6 +66,24 @@ class AdamState(eqx.Module):
     nu: Any
 
 
+class CNN(eqx.Module):
+    """``layers`` 3x3 convolutions of ``channels`` channels on a ``channels x 8 x 8`` image, then a
+    linear head: the third kind of model whose per-leaf cost the study fits."""
+
+    convs: list[eqx.nn.Conv2d]
+    head: eqx.nn.Linear
+
+    def __init__(self, channels: int, layers: int, *, key: jax.Array):
+        keys = jax.random.split(key, layers + 1)
+        self.convs = [eqx.nn.Conv2d(channels, channels, 3, padding=1, key=k) for k in keys[:-1]]
+        self.head = eqx.nn.Linear(channels, channels, key=keys[-1])
+
+    def __call__(self, x: jax.Array) -> jax.Array:  # x: [channels, 8, 8]
+        for conv in self.convs:
+            x = jax.nn.relu(conv(x))
+        return x + self.head(x.mean(axis=(1, 2)))[:, None, None]
+
+
 def adam_init(model: Any) -> AdamState:
     params = eqx.filter(model, eqx.is_array)
     zeros = jax.tree.map(jnp.zeros_like, params)
@@ -92,7 +110,7 @@ def adam_update(
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What to build: ``kind`` 'mlp' (``size`` = depth) or 'transformer' (``size`` = layers)."""
+    """What to build: ``kind`` 'mlp' (``size`` = depth), 'transformer' or 'cnn' (``size`` = layers)."""
 
     kind: str
     size: int
@@ -109,13 +127,15 @@ class ModelSpec:
 
     @property
     def name(self) -> str:
-        return f"mlp_depth{self.size}" if self.kind == "mlp" else f"transformer_{self.size}layers"
+        return f"mlp_depth{self.size}" if self.kind == "mlp" else f"{self.kind}_{self.size}layers"
 
     def build(self, seed: int = 0) -> tuple[Any, AdamState]:
         key = jax.random.PRNGKey(seed)
         model: Any
         if self.kind == "mlp":
             model = eqx.nn.MLP(self.width, self.width, self.width, depth=self.size, key=key)
+        elif self.kind == "cnn":
+            model = CNN(self.width, self.size, key=key)
         else:
             model = Transformer(self.width, self.heads, self.size, key=key)
         return model, adam_init(model)
@@ -125,6 +145,8 @@ class ModelSpec:
         shape: tuple[int, ...] = (n_devices * self.batch_per_device, self.width)
         if self.kind == "transformer":
             shape = (n_devices * self.batch_per_device, self.seq, self.width)
+        if self.kind == "cnn":
+            shape = (n_devices * self.batch_per_device, self.width, 8, 8)
         return jax.random.normal(jax.random.PRNGKey(seed), shape)
 
 

@@ -6,8 +6,10 @@
 - :func:`fit`: ``excess = a + b * leaves`` over the undonated no-op MLP cells, with the spread
   of ``a`` and ``b`` from resampling each cell's rounds; cells outside the fit (the
   transformer, the train step) are set against its prediction;
-- :func:`seed_implied`: what such an excess implies for the seed's 25 it/s TPU loop, as bounds;
-- :func:`ranges`: a per-pair ratio over every cell (min-max of medians, verdict counts).
+- :func:`seed_implied`: what the measured excess implies for the seed's 25 it/s TPU loop, as bounds;
+- :func:`ranges`: a per-pair ratio over every cell (min-max of medians, verdict counts);
+- :func:`host_ratio`: host CPU per call over the baseline's, per cell;
+- :func:`by_kind`: one line per model family (MLP, transformer, CNN).
 """
 
 from __future__ import annotations
@@ -105,19 +107,30 @@ def against_fit(rounds: pd.DataFrame, line: dict[str, Any]) -> pd.DataFrame:
     return out
 
 
-def seed_implied(line: dict[str, Any], leaves: list[int]) -> pd.DataFrame:
+def measured(line: dict[str, Any], cells: dict[str, Any]) -> dict[int, float]:
+    """Leaves -> the measured median excess (ms) of ``line``'s cells that match ``cells``."""
+    return {
+        int(c["leaves"]): float(c["excess_ms"])
+        for c in line.get("by_cell", [])
+        if all(c.get(k) == v for k, v in cells.items())
+    }
+
+
+def seed_implied(excess_ms: dict[int, float]) -> pd.DataFrame:
     """The seed's ``jax.pmap`` loop ran at 25 it/s (40 ms per step) on a TPU v3-8. With ``E``
-    ms more host CPU per call, ``eqx.filter_pmap``'s loop runs at ``1000 / (40 + E)`` it/s if
-    those 40 ms were all host time (the extra adds up), and at ``1000 / max(40, E)`` if they
-    were all device time (the extra hides under the device until it exceeds it): the implied
-    it/s lies between the two. Assumes the TPU host's per-leaf cost equals this machine's."""
+    ms more host CPU per call (``excess_ms``: leaves -> the measured median excess, the one
+    value the study quotes for it), ``eqx.filter_pmap``'s loop runs at ``1000 / (40 + E)``
+    it/s if those 40 ms were all host time (the extra adds up), and at ``1000 / max(40, E)`` if
+    they were all device time (the extra hides under the device until it exceeds it): the
+    implied it/s lies between the two. Assumes the TPU host's per-leaf cost equals this
+    machine's."""
     step_ms = 1e3 / SEED_FAST_IT_PER_S
     rows = []
-    for n in leaves:
-        extra = max(line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * n, 0.0)
+    for n, measured in sorted(excess_ms.items()):
+        extra = max(float(measured), 0.0)
         rows.append(
             {
-                "leaves": n,
+                "leaves": int(n),
                 "extra_host_ms": extra,
                 "it_per_s_if_host_bound": 1e3 / (step_ms + extra),
                 "it_per_s_if_device_bound": 1e3 / max(step_ms, extra),
@@ -165,4 +178,36 @@ def ranges(timings: pd.DataFrame, method: str, over: str, value: str, precision:
             k: int(counts.get(k, 0))
             for k in (verdicts.FASTER, verdicts.SLOWER, verdicts.TIE, verdicts.UNRESOLVED)
         },
+    }
+
+
+def host_ratio(timings: pd.DataFrame, method: str, cells: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per cell matching ``cells`` (column -> value): the per-round ratio of ``method``'s host CPU
+    per call to its family's baseline's (median, quartiles): the form of the cost that carries
+    to another machine, where a per-leaf line may not."""
+    data = timings
+    for key, value in cells.items():
+        data = data[data[key] == value]
+    out = []
+    for family, part in data.groupby("family", sort=False):
+        base = BASELINE[str(family)]
+        cpu = part.pivot_table(index=[*KEYS, "repeat"], columns="method", values="cpu_s_per_call")
+        if method not in cpu or base not in cpu:
+            continue
+        ratio = (cpu[method] / cpu[base]).dropna().rename("ratio").reset_index()
+        for labels, g in ratio.groupby(KEYS, sort=True):
+            q25, q50, q75 = np.percentile(g["ratio"], [25, 50, 75])
+            out.append(
+                {**dict(zip(KEYS, labels)), "median": float(q50), "q25": float(q25), "q75": float(q75)}
+            )
+    return out
+
+
+def by_kind(rounds: pd.DataFrame) -> dict[str, Any]:
+    """One :func:`fit` per model family (``kind``) over that family's cells in ``rounds``; a family
+    measured at one size only is left out (a slope needs two)."""
+    return {
+        str(kind): fit(part)
+        for kind, part in rounds.groupby("kind", sort=True)
+        if part["leaves"].nunique() >= 2
     }

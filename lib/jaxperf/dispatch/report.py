@@ -60,6 +60,40 @@ def cost_lines(
     return out
 
 
+def _baseline_lines(timings: pd.DataFrame, lines: dict[str, Any]) -> dict[str, Any]:
+    """Each baseline's own host CPU per call fitted per leaf (``jax.pmap`` / ``jax.jit`` on the
+    partitioned state, the fit cells), and each method's slope as a multiple of its baseline's:
+    the per-leaf cost in a unit that carries to another machine."""
+    out: dict[str, Any] = {}
+    for family, base in BASELINE.items():
+        rows = fit_rows(timings[timings["method"] == base])
+        if rows["leaves"].nunique() < 2:
+            continue
+        line = per_leaf.fit(rows.assign(excess_ms=1e3 * rows["cpu_s_per_call"]))
+        relative = {
+            m: lines[m]["b_us_per_leaf"] / line["b_us_per_leaf"]
+            for m in lines
+            if m in set(timings.loc[timings["family"] == family, "method"])
+        }
+        out[base] = {**line, "slope_multiple": relative}
+    return out
+
+
+def _by_kind(timings: pd.DataFrame, method: str) -> dict[str, Any]:
+    """The per-leaf line per model family on the undonated no-op cells, each family's own cells
+    set against it."""
+    rounds = fit_rows(per_leaf.excess(timings, method), {"step": "noop", "donated": False})
+    out = {}
+    for kind, line in per_leaf.by_kind(rounds).items():
+        cells = per_leaf.against_fit(rounds[rounds["kind"] == kind], line)
+        out[kind] = {
+            **line,
+            "cells_on_the_line": int(cells["on_the_line"].sum()),
+            "cells_measured": len(cells),
+        }
+    return out
+
+
 def _range(timings: pd.DataFrame, method: str, over: str, precision: float) -> dict[str, Any]:
     out = {}
     for measure in MEASURES:
@@ -85,6 +119,9 @@ def headline(
     acc = accounting.table(acc_rows)
     largest = int(acc["leaves"].max()) if len(acc) else None
     pmap_line = lines.get(SLOW["pmap"])
+    families = {m: _by_kind(timings, m) for m in (*SLOW.values(), *PATCHED) if m in set(timings["method"])}
+    seed_line = families.get(SLOW["pmap"], {}).get("transformer", pmap_line)
+    measured = per_leaf.measured(pmap_line or {}, FIT_CELLS)
     summary: dict[str, Any] = {
         "study": "dispatch",
         "quick": quick,
@@ -96,13 +133,19 @@ def headline(
         .to_dict(),
         "per_leaf": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_leaf_cells": {m: line["by_cell"] for m, line in lines.items()},
+        "per_leaf_by_kind": families,
+        "baseline_per_leaf": _baseline_lines(timings, lines),
+        "host_ratio": {
+            m: per_leaf.host_ratio(timings, m, {"step": "noop", "donated": False})
+            for m in (*SLOW.values(), *PATCHED)
+            if m in set(timings["method"])
+        },
         "seed": {
-            "implied": per_leaf.seed_implied(pmap_line, sorted(timings["leaves"].unique())).to_dict(
-                orient="records"
-            )
-            if pmap_line
-            else [],
-            "leaves_to_explain": per_leaf.seed_leaves(pmap_line) if pmap_line else None,
+            # the excess at each MLP size is the measured median (one value per quantity), and
+            # the leaves the seed needs come from the transformer's slope: the seed's own kind
+            "implied": per_leaf.seed_implied(measured).to_dict(orient="records"),
+            "slope_from": "transformer" if seed_line is not pmap_line else "mlp",
+            "leaves_to_explain": per_leaf.seed_leaves(seed_line) if seed_line else None,
         },
         "accounting": acc.to_dict(orient="records"),
         "accounting_adds_up": accounting.adds_up(acc),
@@ -184,32 +227,3 @@ def lines_table(lines: dict[str, Any]) -> pd.DataFrame:
         for m, line in lines.items()
     ]
     return pd.DataFrame(rows)
-
-
-def patch_table(timings: pd.DataFrame) -> pd.DataFrame:
-    """The undonated no-op MLP cases in the form of :func:`jaxperf.eqx_patch.probe.summary`
-    (CPU per call per variant, each Equinox variant's per-round excess over its baseline),
-    case by case: what the issue text for Equinox quotes."""
-    from ..eqx_patch import probe
-
-    cases = fit_rows(timings.assign(excess_ms=0.0))
-    frames = [
-        probe.summary(case.assign(variant=case["method"])) for _, case in cases.groupby(["family", "leaves"])
-    ]
-    return pd.concat(frames, ignore_index=True)
-
-
-def issue_text(timings: pd.DataFrame, versions: dict[str, str], where: str) -> str:
-    """The issue-ready text for equinox#192 (:func:`jaxperf.eqx_patch.issue.render`), from
-    notebook 01's own timings, the committed test-suite report and the repro run here."""
-    from ..eqx_patch import issue, probe, suite
-
-    table = patch_table(timings)
-    return issue.render(
-        table,
-        probe.traversals(),
-        suite.load_report(tree=""),
-        repro=issue.run_repro(),
-        versions=versions,
-        where=where,
-    )

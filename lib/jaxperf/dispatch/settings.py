@@ -28,18 +28,19 @@ def _check_seconds(name: str, value: Any) -> None:
 class DispatchSettings(StudySettings):
     """What the dispatch study runs, each cell under ``eqx.filter_pmap`` and ``eqx.filter_jit``.
 
-    The no-op step on every model, undonated (the cost per leaf needs the leaf counts); the
-    train step on the ``train_depths`` MLPs and the transformers, undonated; both steps with
-    model and optimiser state donated on the ``donated_depths`` MLPs (and, for the no-op
-    step, the transformers). Each cell's diagnosis stops when its ratios are within
+    The no-op step on every model, undonated (the cost per leaf needs two sizes or more of each
+    kind: MLP, transformer, CNN); the train step on the ``train_depths`` MLPs and the largest
+    transformer, undonated; both steps with model and optimiser state donated on the
+    ``donated_depths`` MLPs. Each cell's diagnosis stops when its ratios are within
     ``precision`` or after ``seconds_per_cell`` of timing (compiles not counted). The
     accounting splits one call at each of ``accounting_depths`` over ``accounting_rounds``
     interleaved rounds.
     """
 
-    mlp_depths: tuple[int, ...] = (1, 4, 16, 64)
-    transformer_layers: tuple[int, ...] = (2,)
-    train_depths: tuple[int, ...] = (16, 64)
+    mlp_depths: tuple[int, ...] = (1, 16, 64)
+    transformer_layers: tuple[int, ...] = (1, 4)
+    cnn_layers: tuple[int, ...] = (4, 32)
+    train_depths: tuple[int, ...] = (64,)
     donated_depths: tuple[int, ...] = (64,)
     precision: float = 0.05
     seconds_per_cell: float = 12.0
@@ -52,6 +53,7 @@ class DispatchSettings(StudySettings):
     QUICK: ClassVar[Mapping[str, Any]] = {
         "mlp_depths": (1, 4),
         "transformer_layers": (),
+        "cnn_layers": (),
         "train_depths": (),
         "donated_depths": (4,),
         "seconds_per_cell": 2.0,
@@ -66,8 +68,9 @@ class DispatchSettings(StudySettings):
             raise bad_value(
                 "mlp_depths", self.mlp_depths, "at least two depths (a cost per leaf needs two sizes)"
             )
-        if self.transformer_layers:
-            check_ints("transformer_layers", self.transformer_layers)
+        for name in ("transformer_layers", "cnn_layers"):
+            if getattr(self, name):
+                check_ints(name, getattr(self, name))
         for name in ("train_depths", "donated_depths"):
             if getattr(self, name):
                 check_ints(name, getattr(self, name))
@@ -79,11 +82,12 @@ class DispatchSettings(StudySettings):
 
     @property
     def specs(self) -> list[ModelSpec]:
-        """The models of the no-op sweep: the MLP depths, then the transformers."""
+        """The models of the no-op sweep: the MLP depths, then the transformers and the CNNs."""
         from .models import ModelSpec  # here: the settings check runs with the standard library only
 
         mlps = [ModelSpec("mlp", d) for d in self.mlp_depths]
-        return mlps + [ModelSpec("transformer", n) for n in self.transformer_layers]
+        others = [ModelSpec("transformer", n) for n in self.transformer_layers]
+        return mlps + others + [ModelSpec("cnn", n) for n in self.cnn_layers]
 
     @property
     def cells(self) -> list[Cell]:
@@ -91,12 +95,14 @@ class DispatchSettings(StudySettings):
         from .cost import FAMILIES, Cell
         from .models import ModelSpec
 
-        transformers = [ModelSpec("transformer", n) for n in self.transformer_layers]
+        transformers = (
+            [ModelSpec("transformer", max(self.transformer_layers))] if self.transformer_layers else []
+        )
         donated = [ModelSpec("mlp", d) for d in self.donated_depths]
         plan = [
             ("noop", self.specs, False),
             ("train", [ModelSpec("mlp", d) for d in self.train_depths] + transformers, False),
-            ("noop", donated + transformers, True),
+            ("noop", donated, True),
             ("train", donated, True),
         ]
         return [

@@ -9,9 +9,29 @@ import pandas as pd
 
 from .. import goals as rule
 from .. import markdown as md
-from ..dispatch.summary_md import per_leaf_text, range_text
 from .issue import render as issue_text
 from .report import BASELINE, DROP_IN, LABELS, PARTS
+
+
+def per_leaf_text(line: dict[str, Any] | None, unit: str = "leaf") -> str:
+    """For example "57 µs per leaf [56, 59] plus 0.58 ms per call"."""
+    if not line:
+        return "n/a"
+    sign = "plus" if line["a_ms"] >= 0 else "minus"
+    digits = 0 if abs(line["b_us_per_leaf"]) >= 10 else 1  # small costs keep a decimal
+    b, q25, q75 = (line[k] for k in ("b_us_per_leaf", "b_us_per_leaf_q25", "b_us_per_leaf_q75"))
+    slope = f"{b:.{digits}f} µs per {unit} [{q25:.{digits}f}, {q75:.{digits}f}]"
+    if abs(line["a_ms"]) < 0.005:  # an intercept that rounds to 0.00 ms says nothing
+        return slope
+    return f"{slope} {sign} {abs(line['a_ms']):.2f} ms per call"
+
+
+def range_text(found: dict[str, Any] | None) -> str:
+    """For example "0.93–1.02× over 12 cases (3 faster, 1 slower, 8 not resolved)"."""
+    if not found or not found.get("n"):
+        return "n/a"
+    counts = ", ".join(f"{n} {k}" for k, n in found["counts"].items() if n)
+    return f"{found['min']:.2f}–{found['max']:.2f}× over {found['n']} cases ({counts})"
 
 
 def _cost(s: dict[str, Any]) -> str:

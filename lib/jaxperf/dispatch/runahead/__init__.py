@@ -17,7 +17,7 @@ One module per concern:
 - :mod:`~jaxperf.dispatch.runahead.figures`: the figures;
 - :mod:`~jaxperf.dispatch.runahead.settings`: :class:`RunaheadSettings`, notebook 07's parameters.
 
-The release that made calls wait is measured in notebook 03 (:mod:`jaxperf.versions.runahead`).
+The commit that made calls wait is named in the issue text (templates/issue.md).
 """
 
 from typing import TYPE_CHECKING

@@ -2,14 +2,12 @@
 
 The answer: which methods wait for each call (the verdicts), what that costs in the seed's
 loop here (eqx.filter_jit's per-pair it/s ratio to jax.jit where the loader's host time is
-0.3-1x the step's device time), and since which release (notebook 03's measurement, read
-from its summary.json when present). The Markdown is :mod:`.summary_md`'s.
+0.3-1x the step's device time). The Markdown is :mod:`.summary_md`'s; the issue text's prose is
+templates/issue.md.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +15,6 @@ import pandas as pd
 
 from ... import markdown
 from ... import runs_ahead as rule
-from ...paths import PROJECT_ROOT, relative
 from . import loop_analysis as la
 from .config import PROBE_REFERENCE
 from .methods import PATCHED, label
@@ -31,24 +28,6 @@ CPU_LIMITS = (
     "waiting, and the enqueue-vs-blocked verdict above is the robust signal. On an accelerator the step runs "
     "beside the host, and a call that waits turns `1 / max(H, D)` into `1 / (H + D)`: half the rate at H = D."
 )
-
-
-def release_from_versions(output_root: Path | None) -> dict[str, Any] | None:
-    """Notebook 03's measured answer (its summary.json's ``filter_jit_runahead``), from this
-    run's output root first, then the committed results; None when neither has it."""
-    roots = [r for r in (output_root, PROJECT_ROOT) if r is not None]
-    for root in roots:
-        path = Path(root) / "results" / "cpu" / "versions" / "summary.json"
-        if path.exists():
-            part = json.loads(path.read_text()).get("filter_jit_runahead")
-            if part and part.get("release_that_waits") and not part.get("smoke_run"):
-                return {
-                    "release": part["release_that_waits"],
-                    "previous": part["previous_release"],
-                    "jax": part["jax"],
-                    "source": relative(path),
-                }
-    return None
 
 
 def best_setup(loop_summaries: dict[str, pd.DataFrame]) -> str | None:

@@ -99,12 +99,9 @@ def _bullets(summary: dict[str, Any], verdicts: pd.DataFrame) -> list[str]:
                 "run measures the loop."
             )
         )
-    release = summary.get("release")
     bullets.append(
-        f"- **Since Equinox {release['release']}** ({release['previous']} runs ahead, both on jax {release['jax']}; "
-        "notebook 03's measurement)."
-        if release
-        else "- **Since which release:** not measured in this run; notebook 03 measures it."
+        "- **Since when:** Equinox's history names the change: commit 141c18d (2024-10-01, \"JAX 0.4.33 "
+        'changes how errors work"), which added the marker and its `block_until_ready`.'
     )
     fixed = verdicts[(verdicts["method"] == PATCHED) & (~verdicts["donated"])]
     goal = summary["goals"]["cached_filter_jit"]
