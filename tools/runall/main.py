@@ -292,8 +292,8 @@ def clean(argv: list[str]) -> int:
 
 
 def _relative_paths(path: Path, nb: notebooks.Notebook, executed: str) -> None:
-    """papermill records absolute input/output paths; keep no machine path in a
-    published notebook (project-relative where the notebook is the project's)."""
+    """papermill records absolute input/output paths, and a warning in an output names its
+    file: keep no machine path in a published notebook (project-relative)."""
     doc = json.loads(path.read_text())
     meta = doc.get("metadata", {}).get("papermill", {})
     try:
@@ -301,7 +301,9 @@ def _relative_paths(path: Path, nb: notebooks.Notebook, executed: str) -> None:
     except ValueError:
         meta["input_path"] = nb.path.name
     meta["output_path"] = executed
-    path.write_text(json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
+    text = json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    # A warning printed in an output names the module's file: keep it project-relative.
+    path.write_text(text.replace(str(PROJECT) + "/", ""))
 
 
 def main(argv: list[str]) -> int:
