@@ -1,7 +1,6 @@
 """./run_all.sh makes the whole study (issue 32): the environments the selected notebooks need
 are built before any runs, or the run stops with the command that builds them; a notebook that
-skipped part of its work (``jaxperf.study``'s ``skip``) ends "partial", never "ok"; a run into
-another output root reads the repository's registered predictions. Fake notebooks and a fake
+skipped part of its work (``jaxperf.study``'s ``skip``) ends "partial", never "ok". Fake notebooks and a fake
 environment (``JAXPERF_NOTEBOOKS_DIR``, ``JAXPERF_ENVIRONMENTS``)."""
 
 from __future__ import annotations
@@ -33,8 +32,6 @@ res.mkdir(parents=True, exist_ok=True)
 skip = os.environ.get("JAXPERF_TEST_SKIP")
 parts = [{"part": "the compile", "reason": skip}] if skip else []
 (res / "summary.json").write_text(json.dumps({"study": "alpha", "skipped": parts}))
-seen = Path(os.environ["JAXPERF_PUBLISHED_ROOT"]) / "results" / "predictions"
-print("PREDICTIONS", sorted(p.name for p in seen.iterdir()) if seen.is_dir() else None)
 """
 
 STATUS_MODULE = """\
@@ -127,9 +124,6 @@ def test_allow_partial_runs_without_a_missing_environment_then_the_rerun_check(s
         "skipped: ran without the fake toolchain: the build failed (false exited with status 1)"
         in proc.stdout
     )
-    # the repository's registered predictions, copied into the other output root, are what it read
-    registered = sorted(p.name for p in (PROJECT_ROOT / "results" / "predictions").iterdir())
-    assert f"PREDICTIONS {registered}" in (out / "results" / "cpu" / "01_alpha.ipynb").read_text()
 
 
 @pytest.mark.filterwarnings("ignore:os.fork")  # the builder is started with a preexec_fn; JAX is loaded here
@@ -151,17 +145,6 @@ def test_an_environment_is_built_once(setup, monkeypatch):
         envs.ensure(sys.executable, PROJECT_ROOT, ["01"], False, said.append)
     without = envs.ensure(sys.executable, PROJECT_ROOT, ["01"], True, said.append)
     assert list(without) == ["01"] and "the fake toolchain is not built" in without["01"][0]
-
-
-def test_an_edited_registered_prediction_in_the_output_root_is_refused(setup, tmp_path):
-    out = tmp_path / "out"
-    name = sorted((PROJECT_ROOT / "results" / "predictions").iterdir())[0].name
-    (out / "results" / "predictions").mkdir(parents=True)
-    (out / "results" / "predictions" / name).write_text("edited")
-    proc = run_all(["--output-root", str(out)], env_table(setup, ["true"]))
-    assert proc.returncode == 2
-    assert f"{name} differs from the repository's registered" in proc.stderr
-    assert not (out / ".staging").exists()
 
 
 def test_needed_environments_follow_the_notebooks():
