@@ -37,6 +37,7 @@ from .errors import bad_value
 from .settings import StudySettings
 
 T = TypeVar("T")
+RENDER_ENV = "JAXPERF_RENDER"  # set: Study.measure reads committed records instead of measuring
 PROGRESS_ENV = "JAXPERF_PROGRESS"  # "widget", "text" or "auto" (the default)
 TEXT_INTERVAL_S = 10.0
 
@@ -66,6 +67,29 @@ class Study:
         Returns nothing, so a cell that ends with it prints no path of this machine.
         """
         records.write_records(df, self.results_dir / name, self.provenance)
+
+    def measure(self, names: str | tuple[str, ...], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a measuring step ``fn(*args, **kwargs)`` and write what it returns as records
+        ``names`` (one DataFrame per name, in order); returns what ``fn`` returned.
+
+        Every measurement of a notebook goes through here, so that a run that only redraws
+        (``./run_all.sh render``, :data:`RENDER_ENV` set) reads the committed records instead of
+        measuring again, and the cells after it (summary, figures, text) run on the same data.
+        """
+        single = isinstance(names, str)
+        wanted = (names,) if single else tuple(names)
+        if os.environ.get(RENDER_ENV):
+            loaded = tuple(records.read_records(self.results_dir / f"{n}.csv")[0] for n in wanted)
+            return loaded[0] if single else loaded
+        out = fn(*args, **kwargs)
+        frames = (out,) if single else tuple(out)
+        if len(frames) != len(wanted) or not all(isinstance(f, pd.DataFrame) for f in frames):
+            raise TypeError(
+                f"measure: {getattr(fn, '__name__', fn)} must return {len(wanted)} DataFrame(s) for {wanted}"
+            )
+        for n, df in zip(wanted, frames, strict=True):
+            self.records(df, n)
+        return out
 
     def figure(
         self,
