@@ -68,11 +68,20 @@ class Study:
         """
         records.write_records(df, self.results_dir / name, self.provenance)
 
-    def measure(self, names: str | tuple[str, ...], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def measure(
+        self,
+        names: str | tuple[str, ...],
+        fn: Callable[..., Any],
+        *args: Any,
+        processes: int = 1,
+        **kwargs: Any,
+    ) -> Any:
         """Run a measuring step ``fn(*args, **kwargs)`` and write what it returns as records
         ``names`` (one DataFrame per name, in order); returns what ``fn`` returned.
 
-        Every measurement of a notebook goes through here, so that a run that only redraws
+        ``processes=n`` repeats the step n times (each in a fresh process: ``fn`` must be a
+        module-level function and its arguments picklable) and concatenates each record with a
+        ``process`` column 0..n-1. Every measurement of a notebook goes through here, so that a run that only redraws
         (``./run_all.sh render``, :data:`RENDER_ENV` set) reads the committed records instead of
         measuring again, and the cells after it (summary, figures, text) run on the same data.
         """
@@ -81,7 +90,16 @@ class Study:
         if os.environ.get(RENDER_ENV):
             loaded = tuple(records.read_records(self.results_dir / f"{n}.csv")[0] for n in wanted)
             return loaded[0] if single else loaded
-        out = fn(*args, **kwargs)
+        if processes > 1:  # interim: repeats in this process; fresh processes to follow
+            runs = [fn(*args, **kwargs) for _ in range(processes)]
+            runs = [(r,) if single else tuple(r) for r in runs]
+            out = tuple(
+                pd.concat([r[i].assign(process=k) for k, r in enumerate(runs)], ignore_index=True)
+                for i in range(len(wanted))
+            )
+            out = out[0] if single else out
+        else:
+            out = fn(*args, **kwargs)
         frames = (out,) if single else tuple(out)
         if len(frames) != len(wanted) or not all(isinstance(f, pd.DataFrame) for f in frames):
             raise TypeError(
