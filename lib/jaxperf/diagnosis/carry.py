@@ -37,9 +37,19 @@ def _is_array(x: Any) -> bool:
     return isinstance(x, (jax.Array, np.ndarray, np.generic))
 
 
+def _leaf_kind(x: Any) -> Any:
+    """Shape and dtype of an array leaf; a Python scalar counts as the 0-d array a traced step
+    turns it into (Flax's ``TrainState.step`` starts as ``0`` and comes back as an int32 array)."""
+    if _is_array(x):
+        return np.shape(x), str(x.dtype)
+    if isinstance(x, (bool, int, float, complex)):
+        return (), str(jax.numpy.asarray(x).dtype)
+    return None
+
+
 def _avals(tree: Any) -> tuple[Any, list[Any]]:
     leaves, treedef = jax.tree.flatten(tree)
-    return treedef, [(np.shape(x), str(x.dtype)) if _is_array(x) else None for x in leaves]
+    return treedef, [_leaf_kind(x) for x in leaves]
 
 
 def same_kind(a: Any, b: Any) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import carry as carry_mod
@@ -242,6 +243,13 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     donate = bool(donated & set(carry))
     not_donated = sorted(donated - set(carry))
     tree = tuple(args[i] for i in order)
+    if step.kind in (
+        "jax.jit",
+        "jax.pmap",
+    ):  # jax traces a Python scalar leaf: pack it as the array it becomes
+        tree = jax.tree.map(
+            lambda x: jnp.asarray(x) if isinstance(x, (bool, int, float, complex)) else x, tree
+        )
     try:
         if step.family == "pmap":
             devices = _devices_of(tree)
