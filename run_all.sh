@@ -7,6 +7,7 @@
 #   ./run_all.sh lab [jupyter args] JupyterLab on the project, headless: prints the URL
 #   ./run_all.sh clean              remove staging left by interrupted runs
 #   ./run_all.sh compare OLD NEW    the rerun check of two existing output roots
+#   ./run_all.sh render             redraw figures, summaries and README from the records
 #
 # `./run_all.sh --help` lists the options. The work is done by tools/run_all.py
 # (stdlib only), which checks every option before any work or any write, locks

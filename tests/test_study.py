@@ -298,6 +298,7 @@ def test_render_reads_the_committed_records_and_never_measures(root, monkeypatch
     study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
     study.measure("timings", lambda: pd.DataFrame({"ms": [1.0, 2.0]}))
     monkeypatch.setenv(jaxperf.study.RENDER_ENV, "1")
+    monkeypatch.setenv("JAXPERF_PUBLISHED_ROOT", str(root))  # where a render reads (run_all.sh sets it)
 
     def measuring() -> pd.DataFrame:
         raise AssertionError("render measured")

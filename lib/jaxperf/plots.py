@@ -224,6 +224,10 @@ class SavedFigure:
         return self.png, self.svg, self.csv
 
 
+#: savefig metadata without a date (the SVG's dc:date), so a redraw writes the same bytes
+_METADATA: dict[str, dict[str, Any]] = {"png": {"Software": "matplotlib"}, "svg": {"Date": None}}
+
+
 def save(
     fig: matplotlib.figure.Figure,
     figures_dir: Path,
@@ -257,7 +261,8 @@ def save(
     for ext in ("png", "svg"):
         path = figures_dir / f"{name}.{ext}"
         tmp = figures_dir / f".{name}.tmp.{ext}"
-        fig.savefig(tmp, dpi=_rules.DPI, format=ext)
+        with matplotlib.rc_context({"svg.hashsalt": "jaxperf"}):  # the same bytes on every run
+            fig.savefig(tmp, dpi=_rules.DPI, format=ext, metadata=_METADATA[ext])
         tmp.replace(path)
         images[ext] = path
     csv = _atomic_write(figures_dir / f"{name}.csv", data.to_csv(index=False).encode())

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import inspect
 import io
+import json
 import os
 import sys
 import traceback
@@ -59,6 +60,7 @@ class Study:
     figures: dict[str, plots.SavedFigure] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)  # {"part", "reason"}, in order
     _drawing: Any = field(default=None, init=False, repr=False, compare=False)  # the open progress bar
+    code: list[str] | None = None  # rendering: the measuring run's code files, kept as they were
 
     @property
     def backend(self) -> str:
@@ -97,8 +99,9 @@ class Study:
         single = isinstance(names, str)
         wanted: tuple[str, ...] = (names,) if isinstance(names, str) else tuple(names)
         check_int("processes", processes, minimum=1)
-        if os.environ.get(RENDER_ENV):
-            loaded = tuple(_committed(self.results_dir / f"{n}.csv") for n in wanted)
+        if rendering():
+            committed = _published(self.backend, self.name)
+            loaded = tuple(_committed(committed / f"{n}.csv") for n in wanted)
             return loaded[0] if single else loaded
         if processes > 1:
             _check_importable(fn)
@@ -122,7 +125,10 @@ class Study:
             )
         for name, df in zip(wanted, frames, strict=True):
             self.records(df, name)
-        return out
+        # What was written, read back: the cells after this compute on the very records a
+        # render reads (CSV round trip included), so both give the same summary and figures.
+        back = tuple(records.read_records(self.results_dir / f"{name}.csv")[0] for name in wanted)
+        return back[0] if single else back
 
     def _in_fresh_process(self, fn: Callable[..., Any], args: tuple, kwargs: dict, k: int, n: int) -> Any:
         """``fn(*args, **kwargs)`` in a new (spawned) Python process set up as this one; the
@@ -213,13 +219,14 @@ class Study:
             for name, saved in self.figures.items()
         }
         own = type(self.settings).__module__.rpartition(".")[0] if self.settings is not None else None
+        code = self.code if self.code is not None else provenance.code_files(own)
         payload = {
             "study": self.name,
             "backend": self.backend,
             **summary,
             "figures": figures,
             "skipped": list(self.skipped),
-            "provenance": {**self.provenance, "code": provenance.code_files(own)},
+            "provenance": {**self.provenance, "code": code},
         }
         text = markdown.rstrip() + "\n\n" + provenance.environment_block(self.provenance) + "\n"
         records.write_summary(self.results_dir, payload, text)
@@ -328,7 +335,13 @@ def start(
         parameters["output_root"] = paths.relative(str(parameters["output_root"]))
     info = _backend.configure(backend or "auto", 8 if host_devices is None else host_devices)
     display.install()  # in a notebook: tables wrap at the notebook's width
-    prov = provenance.capture(parameters, info)
+    code, skipped = None, []
+    if rendering():  # redrawn, not measured: the measuring run's provenance stands
+        committed = _committed_summary(info.backend, name)
+        prov = {k: v for k, v in committed["provenance"].items() if k != "code"}
+        code, skipped = list(committed["provenance"].get("code", [])), list(committed.get("skipped", []))
+    else:
+        prov = provenance.capture(parameters, info)
     global _current
     _current = Study(
         name=name,
@@ -338,8 +351,31 @@ def start(
         results_dir=paths.results_dir(info.backend, name, root),
         figures_dir=paths.figures_dir(info.backend, root),
         settings=settings if isinstance(settings, StudySettings) else None,
+        skipped=skipped,
+        code=code,
     )
     return _current
+
+
+def rendering() -> bool:
+    """Whether this run only redraws (``./run_all.sh render``): :data:`RENDER_ENV` is set."""
+    return bool(os.environ.get(RENDER_ENV))
+
+
+def _published(backend: str, name: str) -> Path:
+    """Where the measuring run published study ``name``'s records and summary."""
+    return paths.published_root() / "results" / backend / name
+
+
+def _committed_summary(backend: str, name: str) -> dict[str, Any]:
+    """The measuring run's summary.json, whose provenance a render keeps."""
+    path = _published(backend, name) / "summary.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"render: the committed summary {paths.relative(path)} is missing; measure it first "
+            "(./run_all.sh without render reruns this notebook)"
+        )
+    return json.loads(path.read_text())
 
 
 def skip(part: str, reason: str) -> None:
@@ -444,6 +480,8 @@ def progress(total: int, desc: str, **kwargs: Any) -> Any:
         return notebook_tqdm(total=total, desc=desc, **kwargs)
     from tqdm import tqdm
 
+    if rendering():  # the executed notebook keeps the bar: no elapsed time, no rate
+        kwargs.setdefault("bar_format", "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}")
     return tqdm(
         total=total,
         desc=desc,

@@ -24,6 +24,7 @@ number of measurements by the variability observed). Every row says what stopped
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -128,6 +129,11 @@ def compare(
     ``stopped_by`` (one of :data:`STOPS`) and ``rel_iqr``, the widest watched ratio's
     relative IQR when the rounds stopped (nan when nothing is watched).
     """
+    if os.environ.get("JAXPERF_RENDER"):  # jaxperf.study.RENDER_ENV: a redraw never measures
+        raise RuntimeError(
+            "timing.compare ran in a render (JAXPERF_RENDER is set): a measurement goes through "
+            "Study.measure, which a render reads back from the published records"
+        )
     config = config or TimingConfig()
     if not variants:
         raise ValueError("variants={} is not allowed: expected at least one variant to time.")

@@ -58,7 +58,7 @@ def _papermill(python: str, nb: notebooks.Notebook, executed: Path, params: dict
     cmd = [python, "-m", "papermill", str(nb.path), str(executed), "-k", "jaxperf"]
     cmd += ["--cwd", str(nb.path.parent), "--log-output", "--progress-bar"]
     cmd += ["--execution-timeout", str(opts.timeout)]
-    for name, value in params.items():
+    for name, value in sorted(params.items()):  # by name: a render injects them as the run did
         cmd += ["-y", json.dumps({name: value})]
     return cmd
 
@@ -94,8 +94,10 @@ def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path, set[st
     return python, selected, root, {nb["name"] for nb in unchecked}
 
 
-def run(argv: list[str]) -> int:
+def run(argv: list[str], render: bool = False) -> int:
     opts = parse(argv)
+    if render:
+        _render_options(opts)
     try:
         python, selected, root, unchecked = _prepare(opts)
     except check.BackendMissing as err:
@@ -111,9 +113,101 @@ def run(argv: list[str]) -> int:
     try:
         publish.recover(root, say)
         publish.clean_stale(root, say=say)
+        if render:
+            return _render_locked(opts, python, selected, root, unchecked)
         return _run_locked(opts, python, selected, root, unchecked)
     finally:
         lock.release()
+
+
+def _render_options(opts: Options) -> None:
+    """``render`` redraws what a measuring run published: the parameters are the ones that run
+    was given, every selected notebook is redrawn, nothing is compared."""
+    given = [
+        name
+        for name, on in (
+            ("-p", bool(opts.params)),
+            ("--all", opts.all),
+            ("--compare-to", bool(opts.compare_to)),
+            ("--allow-partial", opts.allow_partial),
+        )
+        if on
+    ]
+    if given:
+        raise UsageError(
+            f"render takes no {', '.join(given)}: it redraws every selected notebook with the parameters "
+            "its published run was given (--only, --backend, --output-root, --quick, --python, --timeout, "
+            "--wait are its options)"
+        )
+
+
+def _published_parameters(root: Path, backend: str, nb: notebooks.Notebook) -> dict | None:
+    """The parameters the published executed copy of ``nb`` ran with; None when it has none."""
+    path = root / "results" / backend / nb.path.name
+    try:
+        meta = json.loads(path.read_text())["metadata"]["papermill"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return dict(meta.get("parameters") or {})
+
+
+def _render_locked(
+    opts: Options, python: str, selected: list[notebooks.Notebook], root: Path, unchecked: set[str]
+) -> int:
+    """Re-execute each notebook with ``JAXPERF_RENDER=1`` (``Study.measure`` reads the published
+    records, ``study.start`` keeps their provenance), publish what it redrew (summaries, figures,
+    the executed copy; the records stay), then render README.md and results/upstream/*.md."""
+    try:
+        python = python or pyenv.project_python(PROJECT)
+        if opts.python:
+            pyenv.prepare_external(python, PROJECT, say)
+    except pyenv.SetupError as err:
+        warn(f"run_all.sh: {err}")
+        return 3
+    pyenv.preflight(python, [c for c in _settings_checks(selected, opts) if c["name"] in unchecked])
+    backend = _backend(python, opts)
+    say(f"run_all.sh: render (no measuring) backend={backend} output root={root}")
+    run_dir = publish.new_run_dir(root)
+    env = dict(os.environ, JAXPERF_RENDER="1")
+    env["JUPYTER_PATH"] = os.pathsep.join(
+        filter(None, [str(pyenv.kernelspec(run_dir / "jupyter", python)), os.environ.get("JUPYTER_PATH")])
+    )
+    table, failed, started = [], 0, time.monotonic()
+    try:
+        for nb in selected:
+            params = _published_parameters(root, backend, nb)
+            if params is None:
+                executed = f"results/{backend}/{nb.path.name}"
+                table.append(
+                    f"{nb.name:<32} {status.FAILED:<7} {0:>6}s  nothing to redraw: {executed} is missing "
+                    f"(./run_all.sh --only {nb.number} measures it)"
+                )
+                failed += 1
+                continue
+            outcome, row, _ = _one(nb, python, backend, opts, root, run_dir, env, [], params)
+            table.append(row)
+            failed += outcome == status.FAILED
+    except execute.Interrupted as sig:
+        warn(f"run_all.sh: interrupted by {sig}: stopped the running notebook; published nothing from it")
+        return 128 + sig.signum
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    say(f"\n=== render (backend={backend}, output root={root})")
+    for row in table:
+        say(row)
+    if failed:
+        warn(f"run_all.sh: {failed} notebook(s) could not be redrawn; README.md was not rendered")
+        return 1
+    if os.environ.get("JAXPERF_NOTEBOOKS_DIR"):  # a test's notebooks: no README of theirs
+        say("run_all.sh: README.md not rendered (JAXPERF_NOTEBOOKS_DIR: not the project's notebooks)")
+        return 0
+    readme = [sys.executable, str(PROJECT / "tools" / "readme.py"), "--root", str(root)]
+    if subprocess.run(readme).returncode != 0:
+        warn("run_all.sh: README.md and the upstream texts could not be rendered (above)")
+        return 1
+    say(f"{'README.md, results/upstream/*.md':<32} {status.OK:<7}")
+    say(f"{'all':<32} {'':<7} {round(time.monotonic() - started):>6}s")
+    return 0
 
 
 def _settings_checks(selected: list[notebooks.Notebook], opts: Options) -> list[dict]:
@@ -233,13 +327,16 @@ def _one(
     run_dir: Path,
     env: dict,
     without: list[str],
+    params: dict | None = None,
 ) -> tuple[str, str, set[str]]:
     """Run one notebook into staging; publish it only if it succeeded. Returns its status (ok,
     partial or FAILED), its table row, and the studies it published (``backend/study``).
-    ``without``: the environments it runs without (``--allow-partial``), each with why."""
+    ``without``: the environments it runs without (``--allow-partial``), each with why.
+    ``params`` (a render): the published run's parameters; its records stay where they are."""
     stage = run_dir / nb.name
     executed = f"results/{backend}/{nb.path.name}"
-    cmd = _papermill(python, nb, stage / executed, notebooks.parameters(nb, opts, backend), opts)
+    given = notebooks.parameters(nb, opts, backend) if params is None else params
+    cmd = _papermill(python, nb, stage / executed, given, opts)
     say(f"\n=== {nb.name} ({time.strftime('%H:%M:%S')})")
     start = time.monotonic()
     # Outputs go to staging; a notebook that reads what earlier ones published reads the root.
@@ -250,6 +347,8 @@ def _one(
     if rc != 0:
         kept = publish.keep_failed(root, stage / executed)
         where = f"executed copy kept in {kept}" if kept else "no executed copy"
+        if kept and (error := _first_error(kept)):
+            where = f"{error}; {where}"
         return (
             status.FAILED,
             f"{nb.name:<32} {status.FAILED:<7} {secs:>6}s  {where} (results untouched)",
@@ -258,7 +357,9 @@ def _one(
     _relative_paths(stage / executed, nb, executed)
     crash = os.environ.get("JAXPERF_TEST_CRASH_IN_PUBLISH")  # tests only: a SIGKILL mid-publish
     with execute.deferred_signals():
-        files = publish.publish(root, stage, nb.name, executed, int(crash) if crash else None)
+        files = publish.publish(
+            root, stage, nb.name, executed, int(crash) if crash else None, keep_records=params is not None
+        )
     shown = " ".join(f for f in files if f.endswith(("summary.md", ".ipynb")))
     skipped = [f"ran without {what}" for what in without] + status.skipped(root, files)
     outcome = status.PARTIAL if skipped else status.OK
@@ -291,11 +392,39 @@ def clean(argv: list[str]) -> int:
         lock.release()
 
 
+def _first_error(path: Path) -> str:
+    """The first error a failed executed notebook shows (``FileNotFoundError: render: the
+    committed record ... is missing``), on one line; empty when it shows none."""
+    try:
+        cells = json.loads(path.read_text())["cells"]
+    except (OSError, ValueError, KeyError):
+        return ""
+    for cell in cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                first = str(out.get("evalue", "")).splitlines()
+                return f"{out.get('ename', '')}: {first[0] if first else ''}"
+    return ""
+
+
+#: papermill's and nbclient's per-run metadata: when each cell ran and for how long
+_VOLATILE = ("start_time", "end_time", "duration")
+
+
 def _relative_paths(path: Path, nb: notebooks.Notebook, executed: str) -> None:
     """papermill records absolute input/output paths, and a warning in an output names its
-    file: keep no machine path in a published notebook (project-relative)."""
+    file: keep no machine path in a published notebook (project-relative). Times and
+    durations are dropped too, so a render of the same records writes the same bytes."""
     doc = json.loads(path.read_text())
     meta = doc.get("metadata", {}).get("papermill", {})
+    for key in _VOLATILE:
+        meta.pop(key, None)
+    for cell in doc.get("cells", []):
+        cell.get("metadata", {}).pop("execution", None)
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            cell["id"] = "injected-parameters"  # papermill draws a new random id each run
+        for key in _VOLATILE:
+            cell.get("metadata", {}).get("papermill", {}).pop(key, None)
     try:
         meta["input_path"] = str(nb.path.resolve().relative_to(PROJECT))
     except ValueError:
@@ -321,6 +450,8 @@ def main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["clean"]:
             return clean(argv[1:])
+        if argv[:1] == ["render"]:
+            return run(argv[1:], render=True)
         return run(argv)
     except UsageError as err:
         warn(f"run_all.sh: {err}\n\n{USAGE}")

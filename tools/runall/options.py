@@ -20,6 +20,10 @@ Regenerate the study headless, or run its tests.
   ./run_all.sh clean [--output-root DIR]  remove staging left by interrupted runs
   ./run_all.sh compare COMMITTED RERUN   the rerun check of two existing output roots
                               (no notebook runs; `compare --help` for its options)
+  ./run_all.sh render [--only LIST] [--output-root DIR]
+                              redraw without measuring: every notebook re-executes on
+                              its published records (summaries, figures, executed
+                              copies), then README.md and results/upstream/*.md
 
 Options for a study run:
   --backend auto|cpu|gpu|tpu  where to run (default auto: the best present)

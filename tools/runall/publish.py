@@ -126,16 +126,27 @@ def _owned_old_files(root: Path, staged: list[str], executed: str) -> list[str]:
     return sorted(old - set(staged))
 
 
-def publish(root: Path, stage: Path, name: str, executed: str, crash_after: int | None = None) -> list[str]:
+def publish(
+    root: Path,
+    stage: Path,
+    name: str,
+    executed: str,
+    crash_after: int | None = None,
+    keep_records: bool = False,
+) -> list[str]:
     """Install the complete staged tree ``stage`` into ``root`` as one unit.
 
     ``executed`` is the executed notebook's path relative to the tree. Returns
     the installed files (relative). ``crash_after`` (tests only) stops the
-    process after that many renames, as a SIGKILL would.
+    process after that many renames, as a SIGKILL would. ``keep_records`` (a render):
+    of the notebook's old files only its figures are removed; its records stay.
     """
     staged = _files(stage)
     journal = root / STAGING / f"publish-{name}.json"
-    payload = {"stage": str(stage), "install": staged, "remove": _owned_old_files(root, staged, executed)}
+    old = _owned_old_files(root, staged, executed)
+    if keep_records:
+        old = [rel for rel in old if rel.startswith("figures/")]
+    payload = {"stage": str(stage), "install": staged, "remove": old}
     tmp = journal.with_suffix(".tmp")
     with open(tmp, "w") as handle:
         json.dump(payload, handle)
