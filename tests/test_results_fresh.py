@@ -47,7 +47,7 @@ def stale_files(summary: dict, path: Path) -> list[str]:
     """The files that made ``summary`` and changed since (run_all's own rule: tools/runall/fresh.py)."""
     prov = summary["provenance"]
     changed = fresh.changed_files(
-        ROOT, prov["git"]["commit"], [*prov["code"], *notebook_of(summary["study"])]
+        ROOT, prov["git"]["commit"], [*fresh.measuring(prov["code"]), *notebook_of(summary["study"])]
     )
     assert changed is not None, f"{path}: its commit {prov['git']['commit'][:10]} is not in this history"
     return changed
@@ -87,3 +87,47 @@ def test_a_change_to_the_code_makes_a_result_stale(tmp_path):
         "provenance": {"git": {"commit": parent, "dirty": False}, "code": changed[:1]},
     }
     assert stale_files(summary, tmp_path / "summary.json") == changed[:1]
+
+
+def test_a_presentation_change_needs_a_render_and_a_measuring_change_a_rerun(tmp_path):
+    """fresh.py's one rule: plots, palette, figure and summary-text modules and templates do not
+    stale a result (``./run_all.sh render`` redraws it); a module that measures does."""
+    project = tmp_path / "project"
+    code = {
+        "lib/jaxperf/palette.py": "RED = 'r'\n",
+        "lib/jaxperf/alpha/figures.py": "W = 3\n",
+        "lib/jaxperf/alpha/summary_md.py": "T = ''\n",
+        "lib/jaxperf/timing.py": "N = 5\n",
+        "lib/jaxperf/alpha/palette.py": "X = 1\n",  # a study module named like a shared one: measures
+    }
+    for rel, text in code.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(text)
+    notebook = project / "notebooks" / "01_alpha.ipynb"
+    notebook.parent.mkdir()
+    notebook.write_text('{"cells": [{"source": ["study.start(\\"alpha\\")"]}]}')
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+    ):
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout
+    summary = project / "results" / "cpu" / "alpha" / "summary.json"
+    summary.parent.mkdir(parents=True)
+    (project / "results" / "cpu" / notebook.name).write_text("{}")
+    prov = {"git": {"commit": commit.strip(), "dirty": False}, "code": sorted(code), "parameters": {}}
+    summary.write_text(json.dumps({"study": "alpha", "provenance": prov}))
+
+    def why() -> str | None:
+        return fresh.why_stale(project, project, "cpu", notebook, {}, None)
+
+    assert why() is None
+    for rel in list(code)[:3]:
+        (project / rel).write_text(code[rel] + "# changed\n")
+    assert why() is None  # presentation only: the result holds
+    assert fresh.redraw_needed(project, project, "cpu", notebook) == sorted(list(code)[:3])
+    for rel in list(code)[3:]:
+        (project / rel).write_text(code[rel] + "# changed\n")
+        assert rel in (why() or ""), rel
+        (project / rel).write_text(code[rel])

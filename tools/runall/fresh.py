@@ -4,7 +4,8 @@ library only; tests/test_results_fresh.py applies the same rule to the committed
 A notebook's results hold when every summary it published (``results/<backend>/<study>/summary.json``
 of each study the notebook starts with ``study.start("<study>")``) was made from a clean commit of
 this repository, none of the files that made it changed since (``provenance.code``: the project
-modules it loaded; and the notebook itself), it was given the parameters this run would give,
+modules it loaded, less the presentation modules (:func:`presentation`), whose change a
+``./run_all.sh render`` redraws; and the notebook itself), it was given the parameters this run would give,
 the package versions that ran are the ones installed now, and every published result it read
 (its summary's ``read``) is still the one it read. Anything else is a reason to run it again.
 """
@@ -14,8 +15,37 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
+
+#: Presentation: code that draws or words what the records hold and computes no number of
+#: them. A change to it needs ``./run_all.sh render`` (redraw from the records), never a rerun.
+#: The one rule: these shared modules of lib/jaxperf/, any study's ``figures.py`` and
+#: ``summary_md.py``, and every Markdown template (``*.md``).
+PRESENTATION_SHARED = (
+    "plots.py",
+    "palette.py",
+    "figure_rules.py",
+    "figure_overlaps.py",
+    "display.py",
+    "markdown.py",
+)
+PRESENTATION_NAMES = ("figures.py", "summary_md.py")
+
+
+def presentation(path: str) -> bool:
+    """Whether the project file ``path`` (project-relative) is presentation only."""
+    p = PurePosixPath(path)
+    if p.suffix == ".md":
+        return True
+    in_lib = p.parts[:2] == ("lib", "jaxperf")
+    return in_lib and (p.name in PRESENTATION_NAMES or (len(p.parts) == 3 and p.name in PRESENTATION_SHARED))
+
+
+def measuring(files: list[str]) -> list[str]:
+    """The ``files`` whose change can move a result's numbers (all but :func:`presentation`)."""
+    return [f for f in files if not presentation(f)]
+
 
 _START = re.compile(r'study\.start\(\\?"([A-Za-z0-9_]+)\\?"')
 
@@ -76,7 +106,7 @@ def why_stale(
         git = prov.get("git", {})
         if git.get("dirty") is not False or not git.get("commit"):
             return f"its {study} results were made from a dirty tree"
-        changed = changed_files(project, git["commit"], [*prov.get("code", []), rel_notebook])
+        changed = changed_files(project, git["commit"], [*measuring(prov.get("code", [])), rel_notebook])
         if changed is None:
             return f"its {study} results come from a commit not in this history ({git['commit'][:7]})"
         if changed:
@@ -103,3 +133,17 @@ def why_stale(
             if made.get("git", {}).get("commit") != source.get("commit") or later:
                 return f"its input {source['path']} was made again"
     return None
+
+
+def redraw_needed(project: Path, root: Path, backend: str, notebook: Path) -> list[str]:
+    """The presentation files (:func:`presentation`) that changed since ``notebook``'s published
+    results were made: its results hold, but ``./run_all.sh render`` would redraw them."""
+    results, found = root / "results" / backend, set()
+    for study in studies(notebook.read_text()):
+        try:
+            prov = json.loads((results / study / "summary.json").read_text()).get("provenance", {})
+        except (OSError, ValueError):
+            continue
+        shown = [f for f in prov.get("code", []) if presentation(f)]
+        found.update(changed_files(project, prov.get("git", {}).get("commit", ""), shown) or [])
+    return sorted(found)

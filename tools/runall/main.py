@@ -270,7 +270,11 @@ def _run_locked(
                     PROJECT, root, backend, nb.path, notebooks.parameters(nb, opts, backend), versions
                 )
                 if why is None:
-                    say(f"\n=== {nb.name}: skipped, its published results still hold (--all reruns it)")
+                    redraw = fresh.redraw_needed(PROJECT, root, backend, nb.path)
+                    hint = (
+                        f"; presentation changed ({', '.join(redraw)}): ./run_all.sh render" if redraw else ""
+                    )
+                    say(f"\n=== {nb.name}: skipped, its published results still hold (--all reruns it){hint}")
                     table.append(
                         f"{nb.name:<32} {status.UNCHANGED:<7} {0:>6}s  its published results still hold"
                     )
