@@ -276,55 +276,6 @@ def panel_title(ax: matplotlib.axes.Axes, text: str) -> None:
     ax.set_title("\n".join(textwrap.wrap(text, chars)), fontsize=size, loc="left")
 
 
-def grid_with_legend(
-    rows: int,
-    cols: int,
-    entries: int,
-    *,
-    ncol: int = 2,
-    width: float = 9.0,
-    row_height: float = 2.6,
-    sharey: bool = True,
-) -> tuple[matplotlib.figure.Figure, list[list[matplotlib.axes.Axes]], matplotlib.axes.Axes]:
-    """A ``rows`` x ``cols`` grid sharing x (and y unless ``sharey=False``) over a row kept for
-    a legend of ``entries`` entries in ``ncol`` columns (entries too long to sit right of the
-    data): ``(fig, axes, legend_axes)``; fill it with :func:`legend_in`."""
-    import matplotlib.pyplot as plt
-
-    legend_in_h = 0.3 * -(-entries // ncol) + 0.25
-    fig = plt.figure(figsize=(width, 1.2 + row_height * rows + legend_in_h))
-    spec = fig.add_gridspec(rows + 1, cols, height_ratios=[row_height] * rows + [legend_in_h])
-    first: Any = None
-    axes: list[list[matplotlib.axes.Axes]] = []
-    for r in range(rows):
-        axes.append([])
-        for c in range(cols):
-            ax = fig.add_subplot(spec[r, c], sharex=first, sharey=first if sharey else None)
-            first = first or ax
-            axes[-1].append(ax)
-    for r, row in enumerate(axes):  # tick labels on the outer panels only, as plt.subplots(sharex=...)
-        for c, ax in enumerate(row):
-            ax.tick_params(labelbottom=r == rows - 1, labelleft=c == 0 or not sharey)
-    legend_axes = fig.add_subplot(spec[rows, :])
-    legend_axes.set_axis_off()
-    return fig, axes, legend_axes
-
-
-def legend_in(
-    legend_axes: matplotlib.axes.Axes,
-    source: matplotlib.axes.Axes,
-    ncol: int = 2,
-    labels: dict[str, str] | None = None,
-) -> None:
-    """``source``'s legend drawn in the row :func:`grid_with_legend` kept for it (``labels``
-    renames entries)."""
-    handles, names = source.get_legend_handles_labels()
-    if handles:
-        names = [(labels or {}).get(n, n) for n in names]
-        size = pt(legend_axes.figure)
-        legend_axes.legend(handles, names, loc="center", ncol=ncol, fontsize=size)
-
-
 def label_end(ax: matplotlib.axes.Axes, xs: Any, ys: Any, text: str, color: Any, below: bool = False) -> None:
     """``text`` on the plot at a line's last point (the reporter's numbers, a seed's line), so
     a reader needs no legend to know it; left of the point, above it (``below``: under it)."""

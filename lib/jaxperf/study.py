@@ -30,15 +30,19 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import matplotlib.figure
 import pandas as pd
 
 from . import backend as _backend
-from . import display, paths, plots, provenance, records
+from . import paths, provenance, records
 from .errors import bad_value, check_int
 from .settings import StudySettings
+
+if TYPE_CHECKING:  # drawing modules load when a figure is drawn: a measuring child needs none
+    import matplotlib.figure
+
+    from . import plots
 
 T = TypeVar("T")
 RENDER_ENV = "JAXPERF_RENDER"  # set: Study.measure reads committed records instead of measuring
@@ -175,6 +179,8 @@ class Study:
         marked ``@plots.draws`` (a string naming it still works). The saved files and the
         function are kept in ``study.figures[name]`` and listed in summary.json.
         """
+        from . import plots
+
         full = name if name.startswith(self.name) else f"{self.name}_{name}"
         saved = plots.save(fig, self.figures_dir, full, data, self.provenance, drawn_by=drawn_by, note=note)
         self.figures[full] = saved
@@ -334,6 +340,8 @@ def start(
     if parameters.get("output_root"):
         parameters["output_root"] = paths.relative(str(parameters["output_root"]))
     info = _backend.configure(backend or "auto", 8 if host_devices is None else host_devices)
+    from . import display
+
     display.install()  # in a notebook: tables wrap at the notebook's width
     code, skipped = None, []
     if rendering():  # redrawn, not measured: the measuring run's provenance stands
