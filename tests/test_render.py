@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import jaxperf.study
 
-study = jaxperf.study.start("alpha", {"quick": quick}, backend=backend, host_devices=host_devices)
+study = jaxperf.study.start("STUDY", {"quick": quick}, backend=backend, host_devices=host_devices)
 
 
 def measuring():
@@ -48,9 +48,10 @@ def nbs(tmp_path_factory) -> Path:
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('backend = "auto"\nquick = False\nhost_devices = 8')
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(BODY)]
     nb.metadata["kernelspec"] = {"name": "jaxperf", "display_name": "jaxperf", "language": "python"}
-    nbformat.write(nb, folder / "01_alpha.ipynb")
+    for number, study in (("01", "alpha"), ("02", "beta")):  # a render runs them at once
+        nb.cells = [params, nbformat.v4.new_code_cell(BODY.replace("STUDY", study))]
+        nbformat.write(nb, folder / f"{number}_{study}.ipynb")
     return folder
 
 
@@ -72,7 +73,7 @@ def test_render_rewrites_what_was_measured_byte_for_byte_and_never_measures(nbs,
     root, marker = tmp_path / "out", tmp_path / "measured.txt"
     measured = run_all("--output-root", str(root), nbs=nbs, marker=marker)
     assert measured.returncode == 0, measured.stdout[-2000:] + measured.stderr[-2000:]
-    assert marker.read_text() == "measured\n"
+    assert marker.read_text() == "measured\n" * 2
     before = published(root)
     assert {
         "results/cpu/alpha/summary.json",
@@ -83,7 +84,7 @@ def test_render_rewrites_what_was_measured_byte_for_byte_and_never_measures(nbs,
 
     rendered = run_all("render", "--output-root", str(root), nbs=nbs, marker=marker)
     assert rendered.returncode == 0, rendered.stdout[-2000:] + rendered.stderr[-2000:]
-    assert marker.read_text() == "measured\n"  # the step was not run again
+    assert marker.read_text() == "measured\n" * 2  # the steps were not run again
     after = published(root)
     assert sorted(after) == sorted(before)
     changed = [name for name in before if before[name] != after[name]]
@@ -100,7 +101,8 @@ def test_render_rewrites_what_was_measured_byte_for_byte_and_never_measures(nbs,
     missing = run_all("render", "--output-root", str(root), nbs=nbs, marker=marker)
     assert missing.returncode == 1
     assert "results/cpu/alpha/timings.csv is missing" in missing.stdout + missing.stderr
-    assert marker.read_text() == "measured\n"
+    assert "02_beta                          ok" in missing.stdout  # the other one still redrawn
+    assert marker.read_text() == "measured\n" * 2
     assert published(root)["results/cpu/alpha/summary.json"] == before["results/cpu/alpha/summary.json"]
 
 

@@ -104,12 +104,15 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def run_papermill(cmd: list[str], env: dict[str, str]) -> int:
+def run_papermill(cmd: list[str], env: dict[str, str], started=None) -> int:
     """Run papermill to completion and return its exit status; on SIGINT/SIGTERM
-    stop it and everything it started, then re-raise ``Interrupted``."""
+    stop it and everything it started, then re-raise ``Interrupted``. ``started`` (if given)
+    is called with the process (a caller in another thread stops it on a signal)."""
     proc = subprocess.Popen(
         cmd, env=env, start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
     )
+    if started is not None:
+        started(proc)
     try:
         return proc.wait()
     except Interrupted:

@@ -11,6 +11,7 @@ present; 5 output root busy; 6 a notebook ended partial (without ``--allow-parti
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import shlex
@@ -19,11 +20,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from . import check, compare, envs, execute, fresh, notebooks, publish, pyenv, rerun_report, status
 from .options import USAGE, Options, UsageError, parse, resolve_root
 
 PROJECT = Path(__file__).resolve().parents[2]
+#: notebooks a render runs at once (it measures nothing, so they may share the cores)
+RENDER_JOBS = max(1, min(4, os.cpu_count() or 1))
 
 
 def say(msg: str) -> None:
@@ -172,26 +176,44 @@ def _render_locked(
     env["JUPYTER_PATH"] = os.pathsep.join(
         filter(None, [str(pyenv.kernelspec(run_dir / "jupyter", python)), os.environ.get("JUPYTER_PATH")])
     )
-    table, failed, started = [], 0, time.monotonic()
+    rows: dict[str, str] = {}
+    failed, started, running = 0, time.monotonic(), []
+    todo = []
+    for nb in selected:
+        params = _published_parameters(root, backend, nb)
+        if params is None:
+            executed = f"results/{backend}/{nb.path.name}"
+            rows[nb.name] = (
+                f"{nb.name:<32} {status.FAILED:<7} {0:>6}s  nothing to redraw: {executed} is missing "
+                f"(./run_all.sh --only {nb.number} measures it)"
+            )
+            failed += 1
+        else:
+            todo.append((nb, params))
+    # No measuring, so notebooks may share the machine: RENDER_JOBS at once, each published (in
+    # this thread) as it ends. One that reads another's summary reads the same bytes either way.
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=RENDER_JOBS)
     try:
-        for nb in selected:
-            params = _published_parameters(root, backend, nb)
-            if params is None:
-                executed = f"results/{backend}/{nb.path.name}"
-                table.append(
-                    f"{nb.name:<32} {status.FAILED:<7} {0:>6}s  nothing to redraw: {executed} is missing "
-                    f"(./run_all.sh --only {nb.number} measures it)"
-                )
-                failed += 1
-                continue
-            outcome, row, _ = _one(nb, python, backend, opts, root, run_dir, env, [], params)
-            table.append(row)
-            failed += outcome == status.FAILED
+        futures = {
+            pool.submit(_execute, nb, python, backend, opts, root, run_dir, env, params, running.append): nb
+            for nb, params in todo
+        }
+        pending = set(futures)
+        while pending:
+            done, pending = concurrent.futures.wait(pending, timeout=0.5)
+            for future in done:
+                nb = futures[future]
+                outcome, rows[nb.name], _ = _finish(nb, backend, root, run_dir, *future.result(), [], True)
+                failed += outcome == status.FAILED
     except execute.Interrupted as sig:
-        warn(f"run_all.sh: interrupted by {sig}: stopped the running notebook; published nothing from it")
+        for proc in running:
+            execute.stop_tree(proc)
+        warn(f"run_all.sh: interrupted by {sig}: stopped the running notebooks; published nothing from them")
         return 128 + sig.signum
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(run_dir, ignore_errors=True)
+    table = [rows[nb.name] for nb in selected]
     say(f"\n=== render (backend={backend}, output root={root})")
     for row in table:
         say(row)
@@ -331,23 +353,58 @@ def _one(
     run_dir: Path,
     env: dict,
     without: list[str],
-    params: dict | None = None,
 ) -> tuple[str, str, set[str]]:
     """Run one notebook into staging; publish it only if it succeeded. Returns its status (ok,
     partial or FAILED), its table row, and the studies it published (``backend/study``).
-    ``without``: the environments it runs without (``--allow-partial``), each with why.
-    ``params`` (a render): the published run's parameters; its records stay where they are."""
+    ``without``: the environments it runs without (``--allow-partial``), each with why."""
+    rc, secs = _execute(nb, python, backend, opts, root, run_dir, env)
+    return _finish(nb, backend, root, run_dir, rc, secs, without)
+
+
+def _execute(
+    nb: notebooks.Notebook,
+    python: str,
+    backend: str,
+    opts: Options,
+    root: Path,
+    run_dir: Path,
+    env: dict,
+    params: dict | None = None,
+    started: Any = None,
+) -> tuple[int, int]:
+    """papermill on ``nb`` into its staging folder: (exit status, seconds). ``params`` (a render):
+    the published run's parameters. ``started`` is told the papermill process (a render runs
+    several at once and stops them all on a signal)."""
     stage = run_dir / nb.name
     executed = f"results/{backend}/{nb.path.name}"
     given = notebooks.parameters(nb, opts, backend) if params is None else params
     cmd = _papermill(python, nb, stage / executed, given, opts)
+    if params is not None:  # a render: several at once, each one line (their cells would interleave)
+        cmd = [c for c in cmd if c not in ("--log-output", "--progress-bar")] + ["--no-progress-bar"]
     say(f"\n=== {nb.name} ({time.strftime('%H:%M:%S')})")
     start = time.monotonic()
     # Outputs go to staging; a notebook that reads what earlier ones published reads the root.
     rc = execute.run_papermill(
-        cmd, {**env, "JAXPERF_OUTPUT_ROOT": str(stage), "JAXPERF_PUBLISHED_ROOT": str(root)}
+        cmd, {**env, "JAXPERF_OUTPUT_ROOT": str(stage), "JAXPERF_PUBLISHED_ROOT": str(root)}, started
     )
-    secs = round(time.monotonic() - start)
+    return rc, round(time.monotonic() - start)
+
+
+def _finish(
+    nb: notebooks.Notebook,
+    backend: str,
+    root: Path,
+    run_dir: Path,
+    rc: int,
+    secs: int,
+    without: list[str],
+    render: bool = False,
+) -> tuple[str, str, set[str]]:
+    """Publish a notebook that succeeded (in the main thread: signals are held meanwhile), or
+    keep the executed copy of one that failed; see :func:`_one`. ``render``: the notebook's
+    records stay (only its old figures are replaced)."""
+    stage = run_dir / nb.name
+    executed = f"results/{backend}/{nb.path.name}"
     if rc != 0:
         kept = publish.keep_failed(root, stage / executed)
         where = f"executed copy kept in {kept}" if kept else "no executed copy"
@@ -362,7 +419,7 @@ def _one(
     crash = os.environ.get("JAXPERF_TEST_CRASH_IN_PUBLISH")  # tests only: a SIGKILL mid-publish
     with execute.deferred_signals():
         files = publish.publish(
-            root, stage, nb.name, executed, int(crash) if crash else None, keep_records=params is not None
+            root, stage, nb.name, executed, int(crash) if crash else None, keep_records=render
         )
     shown = " ".join(f for f in files if f.endswith(("summary.md", ".ipynb")))
     skipped = [f"ran without {what}" for what in without] + status.skipped(root, files)
