@@ -71,8 +71,8 @@ Watch = tuple[str, str, str]
 def relative_iqr(values: Any) -> float:
     """Half the interquartile range over the median: 0.05 means the middle half of the
     values lies within about +-5% of their median (inf for a median of 0)."""
-    q25, median, q75 = np.percentile(np.asarray(values, dtype=float), [25, 50, 75])
-    return float((q75 - q25) / (2 * abs(median))) if median else float("inf")
+    s = spread_of(values)
+    return float((s["hi"] - s["lo"]) / (2 * abs(s["median"]))) if s["median"] else float("inf")
 
 
 def default_watch(names: list[str], dispatch_only: bool) -> list[Watch]:
@@ -208,12 +208,9 @@ def _round(
 
 
 def iqr_stats(values: Any) -> dict[str, float]:
-    """Median and quartiles (and their spread) of ``values``."""
-    arr = np.asarray(values, dtype=float)
-    if arr.size == 0:
-        raise ValueError("values=[] is not allowed: expected at least one measurement.")
-    q25, median, q75 = np.percentile(arr, [25, 50, 75])
-    return {"median": float(median), "q25": float(q25), "q75": float(q75), "n": int(arr.size)}
+    """Median and quartiles of ``values``: :func:`spread_of` without processes, as q25/q75."""
+    s = spread_of(values)
+    return {"median": s["median"], "q25": s["lo"], "q75": s["hi"], "n": s["n"]}
 
 
 #: the ``over`` of :func:`spread_of`: what ``lo`` and ``hi`` are
