@@ -3,7 +3,7 @@ records, figures and the summary through one object.
 
     settings = DispatchSettings.from_parameters(globals())
     study = jaxperf.study.start("dispatch", settings)
-    study.records(df, "timings")
+    df = study.measure("timings", sweep, cells, processes=3)  # written as records; a render reads them
     fig, data = report.plot_it_per_s(df)       # a function marked @plots.draws
     study.figure(fig, "it_per_s_vs_leaves", data)  # saved, then shown inline
     study.summary(summary_dict, markdown_text)

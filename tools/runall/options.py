@@ -56,7 +56,9 @@ Without --only or --all, a notebook whose published results still hold is
 skipped, with why: they were made from a clean commit, and since then neither
 the code they loaded nor the notebook changed, nor the parameters, nor the
 package versions, nor a published result they read (tools/runall/fresh.py).
-Every other notebook runs, and the run says what changed.
+Every other notebook runs, and the run says what changed. A change to presentation
+code only (plots, palette, figures.py, summary_md.py, templates) keeps results:
+`./run_all.sh render` redraws them.
 
 Each notebook runs through papermill into a staging folder under
 <output root>/.staging/; its outputs are published only when it succeeded, all
