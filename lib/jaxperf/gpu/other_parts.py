@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from .env import Budget, failure, not_measured_rows, predict, save_figure
+from .env import Budget, failure, not_measured_rows, predict
 from .settings import GpuSettings
 
 
