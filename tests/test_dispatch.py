@@ -125,3 +125,17 @@ def test_quick_notebook_run_writes_its_outputs(tmp_path):
     assert summary["per_leaf"]["filter_pmap"]["b_us_per_leaf"] > 0
     text = (study_dir / "summary.md").read_text()
     assert "equinox#192" in text and "Smoke run" in text and "jaxlib" in text
+
+
+def test_a_recorded_diagnosis_rebuilds_from_its_records_as_a_redraw_reads_them():
+    """Notebook 10 measures through study.measure: a redraw-only run reads the timings and the
+    diagnosis's fields back from CSV and must say what the measuring run said."""
+    import io
+
+    import pandas as pd
+
+    from jaxperf.dispatch import your_step
+
+    timings, fields = your_step.measure("jaxperf.diagnosis.examples:seed_noop", {"depth": 1}, 0.5, 1.0)
+    read = [pd.read_csv(io.StringIO(df.to_csv(index=False))) for df in (timings, fields)]
+    assert your_step.rebuild(*read).markdown() == your_step.rebuild(timings, fields).markdown()

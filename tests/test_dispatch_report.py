@@ -54,9 +54,9 @@ PMAP = {
 
 def test_the_line_recovers_the_cost_per_leaf_and_its_intercept():
     rounds = per_leaf.excess(frame(PMAP), "filter_pmap")
-    line = per_leaf.fit(rounds)
+    line = per_leaf.fit_per_process(rounds)
     assert line["b_us_per_leaf"] == pytest.approx(40.0) and line["a_ms"] == pytest.approx(1.0)
-    assert line["b_us_per_leaf_q25"] <= 40.0 + 1e-9 <= line["b_us_per_leaf_q75"] + 1e-9
+    assert line["b_us_per_leaf_min"] <= 40.0 + 1e-9 <= line["b_us_per_leaf_max"] + 1e-9
     cells = per_leaf.against_fit(rounds, line)
     assert cells["on_the_line"].all()
 
@@ -69,15 +69,16 @@ def test_excess_pairs_rounds_within_a_cell():
     assert got == pytest.approx(one["filter_pmap"] - one["pmap_params"])
 
 
-def test_a_noisy_line_has_a_spread_that_holds_the_truth():
-    line = per_leaf.fit(per_leaf.excess(frame(PMAP, noise=0.05, seed=2), "filter_pmap"))
-    assert line["b_us_per_leaf_q25"] < line["b_us_per_leaf_q75"]
+def test_noisy_processes_give_a_range_that_holds_the_truth():
+    runs = [frame(PMAP, noise=0.05, seed=seed).assign(process=seed) for seed in range(3)]
+    line = per_leaf.fit_per_process(per_leaf.excess(per_leaf.pooled(pd.concat(runs)), "filter_pmap"))
+    assert line["b_us_per_leaf_min"] < line["b_us_per_leaf_max"] and line["processes"] == 3
     assert abs(line["b_us_per_leaf"] - 40) < 10
 
 
 def test_one_leaf_count_is_not_a_line():
     with pytest.raises(ValueError, match="two leaf counts"):
-        per_leaf.fit(per_leaf.excess(frame(PMAP, leaves=(56,)), "filter_pmap"))
+        per_leaf.fit_per_process(per_leaf.excess(frame(PMAP, leaves=(56,)), "filter_pmap"))
 
 
 def test_the_seeds_implied_it_per_s_lies_between_its_bounds():

@@ -134,20 +134,6 @@ def adds_up(accounting: pd.DataFrame) -> dict[str, bool]:
     return {row.model: bool(row.cpu_ms_q25 <= 0 <= row.cpu_ms_q75) for row in rest.itertuples()}
 
 
-def growth(accounting: pd.DataFrame) -> pd.DataFrame:
-    """Per part, µs of CPU per added leaf between the smallest and largest model measured."""
-    parts = accounting[accounting["part"].isin([*PARTS, "gap"])]
-    leaves = sorted(parts["leaves"].unique())
-    if len(leaves) < 2:
-        return pd.DataFrame(columns=["part", "us_per_leaf"])
-    lo, hi = leaves[0], leaves[-1]
-    by = parts.set_index(["part", "leaves"])["cpu_ms"]
-    names = list(dict.fromkeys(parts["part"]))
-    return pd.DataFrame(
-        [{"part": p, "us_per_leaf": 1e3 * (by[(p, hi)] - by[(p, lo)]) / (hi - lo)} for p in names]
-    )
-
-
 def run(specs: Iterable[ModelSpec], rounds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`measure` for each model: (stage rows, profiles)."""
     found = [measure(spec, rounds) for spec in specs]

@@ -1,11 +1,10 @@
 """What notebook 01's sweep says in the quantity that carries over: host CPU per call per leaf.
 
-- :func:`host_cpu`: each path's dispatching-thread CPU per blocked call, per cell;
 - :func:`excess`: per round, a path's host CPU minus the baseline's (``jax.pmap`` / ``jax.jit``
   on the partitioned state) in the same cell and round;
-- :func:`fit`: ``excess = a + b * leaves`` over the undonated no-op MLP cells, with the spread
-  of ``a`` and ``b`` from resampling each cell's rounds; cells outside the fit (the
-  transformer, the train step) are set against its prediction;
+- :func:`fit_per_process`: ``excess = a + b * leaves`` over the undonated no-op MLP cells, one
+  line per process; cells outside the fit (the transformer, the train step) are set against
+  the median line's prediction;
 - :func:`seed_implied`: what the measured excess implies for the seed's 25 it/s TPU loop, as bounds;
 - :func:`ranges`: a per-pair ratio over every cell (min-max of medians, verdict counts);
 - :func:`host_ratio`: host CPU per call over the baseline's, per cell;
@@ -28,7 +27,6 @@ from .cost import BASELINE
 KEYS = ["step", "model", "kind", "leaves", "donated", "family"]
 #: the seed's numbers (equinox#192, TPU v3-8, 2022): jax.pmap on params, eqx.filter_pmap
 SEED_FAST_IT_PER_S, SEED_SLOW_IT_PER_S = 25.0, 8.0
-BOOTSTRAP = 400
 
 
 def pooled(rows: pd.DataFrame, key: str = "repeat") -> pd.DataFrame:
@@ -63,17 +61,6 @@ def spread(values: Any, threshold: float | None = None) -> dict[str, Any]:
     return out
 
 
-def host_cpu(timings: pd.DataFrame) -> pd.DataFrame:
-    """Per (cell, method): host CPU ms per blocked call (median, quartiles) and it/s medians."""
-    data = timings.assign(host_ms=1e3 * timings["cpu_s_per_call"])
-    grouped = data.groupby([*KEYS, "method"], sort=False)
-    out = grouped["host_ms"].quantile([0.25, 0.5, 0.75]).unstack()
-    out.columns = ["host_ms_q25", "host_ms", "host_ms_q75"]
-    out["loop_it_per_s"] = grouped["loop_it_per_s"].median()
-    out["it_per_s"] = grouped["it_per_s"].median()
-    return out.reset_index()
-
-
 def excess(timings: pd.DataFrame, method: str) -> pd.DataFrame:
     """Per cell and round: host CPU ms of the family's ``method`` path minus its baseline's."""
     rows = []
@@ -97,36 +84,6 @@ def excess(timings: pd.DataFrame, method: str) -> pd.DataFrame:
 def _line(leaves: np.ndarray, values: np.ndarray) -> tuple[float, float]:
     b, a = np.polyfit(leaves, values, 1)
     return float(a), float(b)
-
-
-def fit(rounds: pd.DataFrame, *, seed: int = 0) -> dict[str, Any]:
-    """``excess_ms = a + b * leaves`` over the cells in ``rounds`` (one row per cell and round):
-    the line through the cells' medians, and the quartiles of ``a`` (ms) and ``b`` (µs per leaf)
-    over :data:`BOOTSTRAP` resamples of each cell's rounds."""
-    cells = [g["excess_ms"].to_numpy(dtype=float) for _, g in rounds.groupby("leaves", sort=True)]
-    leaves = np.array(sorted(rounds["leaves"].unique()), dtype=float)
-    if len(leaves) < 2:
-        raise ValueError(f"rounds cover leaves={list(leaves)}: a cost per leaf needs two leaf counts or more")
-    a, b = _line(leaves, np.array([np.median(c) for c in cells]))
-    rng = np.random.default_rng(seed)
-    samples = np.array(
-        [
-            _line(leaves, np.array([np.median(rng.choice(c, size=len(c))) for c in cells]))
-            for _ in range(BOOTSTRAP)
-        ]
-    )
-    a_q = np.percentile(samples[:, 0], [25, 50, 75])
-    b_q = 1e3 * np.percentile(samples[:, 1], [25, 50, 75])
-    return {
-        "a_ms": a,
-        "a_ms_q25": float(a_q[0]),
-        "a_ms_q75": float(a_q[2]),
-        "b_us_per_leaf": 1e3 * b,
-        "b_us_per_leaf_q25": float(b_q[0]),
-        "b_us_per_leaf_q75": float(b_q[2]),
-        "leaves": [int(x) for x in leaves],
-        "cells": len(leaves),
-    }
 
 
 def fit_per_process(rounds: pd.DataFrame) -> dict[str, Any]:
