@@ -136,6 +136,6 @@ def test_a_recorded_diagnosis_rebuilds_from_its_records_as_a_redraw_reads_them()
 
     from jaxperf.dispatch import your_step
 
-    timings, fields = your_step.measure("jaxperf.diagnosis.examples:seed_noop", {"depth": 1}, 0.5, 1.0)
+    timings, fields = your_step.measure("jaxperf.diagnosis.examples:seed_noop", {"depth": 1}, 0.5, 3.0)
     read = [pd.read_csv(io.StringIO(df.to_csv(index=False))) for df in (timings, fields)]
     assert your_step.rebuild(*read).markdown() == your_step.rebuild(timings, fields).markdown()

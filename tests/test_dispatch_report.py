@@ -56,7 +56,7 @@ def test_the_line_recovers_the_cost_per_leaf_and_its_intercept():
     rounds = per_leaf.excess(frame(PMAP), "filter_pmap")
     line = per_leaf.fit_per_process(rounds)
     assert line["b_us_per_leaf"] == pytest.approx(40.0) and line["a_ms"] == pytest.approx(1.0)
-    assert line["b_us_per_leaf_min"] <= 40.0 + 1e-9 <= line["b_us_per_leaf_max"] + 1e-9
+    assert line["b_us_per_leaf_lo"] <= 40.0 + 1e-9 <= line["b_us_per_leaf_hi"] + 1e-9
     cells = per_leaf.against_fit(rounds, line)
     assert cells["on_the_line"].all()
 
@@ -72,7 +72,7 @@ def test_excess_pairs_rounds_within_a_cell():
 def test_noisy_processes_give_a_range_that_holds_the_truth():
     runs = [frame(PMAP, noise=0.05, seed=seed).assign(process=seed) for seed in range(3)]
     line = per_leaf.fit_per_process(per_leaf.excess(per_leaf.pooled(pd.concat(runs)), "filter_pmap"))
-    assert line["b_us_per_leaf_min"] < line["b_us_per_leaf_max"] and line["processes"] == 3
+    assert line["b_us_per_leaf_lo"] < line["b_us_per_leaf_hi"] and line["processes"] == 3
     assert abs(line["b_us_per_leaf"] - 40) < 10
 
 
@@ -194,7 +194,7 @@ def test_a_line_per_model_family_and_the_host_ratio_per_cell():
     single = per_leaf.by_kind(per_leaf.excess(pd.concat([mlp, other[other["leaves"] == 20]]), "filter_pmap"))
     assert set(single) == {"mlp"}  # one size is no line
     ratios = per_leaf.host_ratio(mlp, "filter_pmap", {"step": "noop"})
-    assert ratios and all(r["min"] <= r["median"] <= r["max"] for r in ratios)
+    assert ratios and all(r["lo"] <= r["median"] <= r["hi"] for r in ratios)
     assert all(r["median"] > 1 for r in ratios)  # filter_pmap costs more than the baseline here
 
 
@@ -283,10 +283,10 @@ def test_a_number_measured_in_three_processes_is_their_median_with_its_range():
     timings = pd.concat(runs, ignore_index=True)
     r = per_leaf.ranges(timings, "cached_filter_pmap", "pmap_params", "loop_it_per_s", 0.05)
     cell = r["cells"].iloc[0]
-    assert cell["min"] == pytest.approx(1 / 1.1) and cell["max"] == pytest.approx(1 / 0.9)
+    assert cell["lo"] == pytest.approx(1 / 1.1) and cell["hi"] == pytest.approx(1 / 0.9)
     assert cell["median"] == pytest.approx(1 / 0.92) and r["counts"]["not resolved"] == 3
     ratio = per_leaf.host_ratio(timings, "filter_pmap", {"step": "noop"})
-    assert all(c["processes"] == 3 and c["resolved"] for c in ratio)
+    assert all(c["n"] == 3 and c["resolved"] for c in ratio)
     line = per_leaf.fit_per_process(per_leaf.excess(per_leaf.pooled(timings), "filter_pmap"))
     assert line["b_us_per_leaf"] == pytest.approx(40.0) and line["processes"] == 3
 

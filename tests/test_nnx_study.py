@@ -42,7 +42,7 @@ def test_the_summary_and_the_issue_text_carry_the_measured_numbers(swept):
     line = summary["per_variable"]["nnx_jit"]
     text = report.render(summary, SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu"))
     own = summary["own_per_variable"]["nnx_jit"]
-    assert f"graph mode {own['b_us_per_leaf']:.0f} [{own['b_us_per_leaf_min']:.0f}," in text
+    assert f"graph mode {own['b_us_per_leaf']:.0f} [{own['b_us_per_leaf_lo']:.0f}," in text
     assert line["processes"] == 1 and "cached_nnx_jit" in text
     assert summary["goals"] and set(summary["waits"][0]) >= {"method", "verdict"}
     acc = pd.DataFrame(summary["accounting"])

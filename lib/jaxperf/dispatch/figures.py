@@ -209,7 +209,7 @@ def plot_ranges(
     summary_ranges: dict[str, Any], measure: str = "loop_it_per_s"
 ) -> tuple[plt.Figure, pd.DataFrame]:
     """The drop-in fixes (left) and the packed paths (right) over their baseline with the same
-    donation, every cell: the per-pair it/s ratio (median and [min, max] of the per-process
+    donation, every cell: the per-pair it/s ratio (median and [lo, hi] of the per-process
     medians), one row per cell and family."""
     rows = []
     for key, found in summary_ranges.items():
@@ -234,12 +234,12 @@ def plot_ranges(
                 np.array([len(cells) - 1 - y_of[(r.step, r.model, r.donated)] for r in sub.itertuples()])
                 + offset
             )
-            err = [sub["median"] - sub["min"], sub["max"] - sub["median"]]
+            err = [sub["median"] - sub["lo"], sub["hi"] - sub["median"]]
             ax.errorbar(
                 sub["median"], y, xerr=err, fmt="o", ms=3, lw=1, color=_color(method), label=_label(method)
             )
         ax.axvline(1, color="0.5", lw=0.8)
-        if part["max"].max() / max(part["min"].min(), 1e-9) > 5:
+        if part["hi"].max() / max(part["lo"].min(), 1e-9) > 5:
             ax.set_xscale("log")
         plots.ratio_axis(ax, "x")
         ax.set_title(titles[panel], fontsize=pt(fig))
@@ -280,7 +280,7 @@ def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
         ax.errorbar(
             part["leaves"],
             part["median"],
-            yerr=[part["median"] - part["min"], part["max"] - part["median"]],
+            yerr=[part["median"] - part["lo"], part["hi"] - part["median"]],
             ls=style,
             marker="o",
             ms=3,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import timing
 from ..diagnosis import verdicts
 from .cost import BASELINE
 
@@ -45,19 +46,15 @@ def per_process(rows: pd.DataFrame) -> list[pd.DataFrame]:
 
 
 def spread(values: Any, threshold: float | None = None) -> dict[str, Any]:
-    """The median of per-process values with their [min, max] and count; with ``threshold``,
-    ``resolved`` is False when [min, max] holds it (the processes disagree on the side)."""
+    """:func:`jaxperf.timing.spread_of` of per-process values (the median with the [lo, hi] of
+    the values, ``n`` processes); with ``threshold``, ``resolved`` is False when [lo, hi] holds
+    it (the processes disagree on its side). NaN everywhere when no value is finite."""
     arr = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
     if arr.size == 0:
-        return {"median": float("nan"), "min": float("nan"), "max": float("nan"), "processes": 0}
-    out: dict[str, Any] = {
-        "median": float(np.median(arr)),
-        "min": float(arr.min()),
-        "max": float(arr.max()),
-        "processes": int(arr.size),
-    }
+        return {"median": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": 0}
+    out = timing.spread_of(arr, process=np.arange(arr.size))
     if threshold is not None:
-        out["resolved"] = not (out["min"] <= threshold <= out["max"])
+        out["resolved"] = not (out["lo"] <= threshold <= out["hi"])
     return out
 
 
@@ -88,7 +85,7 @@ def _line(leaves: np.ndarray, values: np.ndarray) -> tuple[float, float]:
 
 def fit_per_process(rounds: pd.DataFrame) -> dict[str, Any]:
     """``excess_ms = a + b * leaves`` through each process's cell medians, quoted as the median
-    line with the [min, max] of ``a`` (ms) and ``b`` (µs per leaf) over the processes."""
+    line with the [lo, hi] of ``a`` (ms) and ``b`` (µs per leaf) over the processes."""
     fits = []
     for part in per_process(rounds):
         medians = part.groupby("leaves")["excess_ms"].median()
@@ -101,12 +98,12 @@ def fit_per_process(rounds: pd.DataFrame) -> dict[str, Any]:
     a, b = spread([f[0] for f in fits]), spread([1e3 * f[1] for f in fits])
     return {
         "a_ms": a["median"],
-        "a_ms_min": a["min"],
-        "a_ms_max": a["max"],
+        "a_ms_lo": a["lo"],
+        "a_ms_hi": a["hi"],
         "b_us_per_leaf": b["median"],
-        "b_us_per_leaf_min": b["min"],
-        "b_us_per_leaf_max": b["max"],
-        "processes": b["processes"],
+        "b_us_per_leaf_lo": b["lo"],
+        "b_us_per_leaf_hi": b["hi"],
+        "processes": b["n"],
         "leaves": [int(x) for x in sorted(rounds["leaves"].unique())],
     }
 
@@ -188,7 +185,7 @@ def ranges(timings: pd.DataFrame, method: str, over: str, value: str, precision:
             mine = verdicts.ratios(proc, names[over], precision, value)
             medians.append(float(mine.loc[mine["variant"] == names[method], "median"].iloc[0]))
         found = spread(medians, 1.0)
-        row.update({k: found[k] for k in ("median", "min", "max", "processes")})
+        row.update({k: found[k] for k in ("median", "lo", "hi")}, processes=found["n"])
         if row["verdict"] in (verdicts.FASTER, verdicts.SLOWER) and not found["resolved"]:
             row["verdict"] = verdicts.UNRESOLVED  # the processes disagree on the side of 1
         rows.append({**dict(zip(KEYS, labels)), **row})

@@ -230,15 +230,15 @@ def goals(summary: dict[str, Any], quick: bool) -> dict[str, Any]:
             name = f"{PACKED[family]} >= {GOAL_PACKED_NOOP}x {BASELINE[family]} (donated both), no-op, {big['leaves']} leaves"
             out[name] = {
                 "verdict": rule.judge(big, GOAL_PACKED_NOOP),
-                "ratio": {k: big[k] for k in ("median", "min", "max")},
+                "ratio": {k: big[k] for k in ("median", "lo", "hi")},
             }
     return out
 
 
 def lines_table(lines: dict[str, Any]) -> pd.DataFrame:
     """One row per method: the fitted line's intercept (ms) and slope (µs per leaf), each the
-    median over processes with their [min, max]."""
-    columns = ["a_ms", "a_ms_min", "a_ms_max", "b_us_per_leaf", "b_us_per_leaf_min", "b_us_per_leaf_max"]
+    median over processes with their [lo, hi]."""
+    columns = ["a_ms", "a_ms_lo", "a_ms_hi", "b_us_per_leaf", "b_us_per_leaf_lo", "b_us_per_leaf_hi"]
     return pd.DataFrame([{"method": m, **{c: line[c] for c in columns}} for m, line in lines.items()])
 
 
@@ -258,9 +258,10 @@ def _folded(s: dict[str, Any]) -> list[str]:
         for measure, words in MEASURES.items():
             cells = pd.DataFrame(found[measure]["by_cell"])
             if not cells.empty:
-                shown = cells[["step", "model", "leaves", "donated", "median", "min", "max", "verdict"]]
+                shown = cells[["step", "model", "leaves", "donated", "median", "lo", "hi", "verdict"]]
                 out += md.details(
-                    f"{key} it/s, {words}: every case (median, min, max over processes)", md.table(shown)
+                    f"{key} it/s, {words}: every case (median; lo, hi: the smallest and largest process's)",
+                    md.table(shown),
                 )
     if s["accounting"]:
         acc = pd.DataFrame(s["accounting"])[["model", "leaves", "part", "suspect", "share_pct"]]

@@ -206,10 +206,8 @@ def render(summary: dict[str, Any], info: Any) -> str:
     for key, found in summary["ranges"].items():
         cells = pd.DataFrame(found["loop_it_per_s"]["by_cell"])
         if len(cells):
-            title = f"{key} it/s, a loop that blocks once at its end: every case (median, min, max over processes)"
-            folded += md.details(
-                title, md.table(cells[["step", "leaves", "median", "min", "max", "verdict"]])
-            )
+            title = f"{key} it/s, a loop that blocks once at its end: every case (median; lo, hi: the smallest and largest process's)"
+            folded += md.details(title, md.table(cells[["step", "leaves", "median", "lo", "hi", "verdict"]]))
     if summary.get("flax_tests"):
         folded += md.details(
             "Flax's tests per file, as shipped and with the drop-in",
