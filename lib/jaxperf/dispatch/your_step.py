@@ -43,8 +43,9 @@ def rebuild(timings: pd.DataFrame, fields: pd.DataFrame) -> Any:
     from ..diagnosis.result import Diagnosis
 
     # a CSV reader turns the JSON "null" into NaN
-    values = {
-        row.field: json.loads(row.json) if isinstance(row.json, str) else None for row in fields.itertuples()
+    values: dict[str, Any] = {
+        str(row.field): json.loads(row.json) if isinstance(row.json, str) else None
+        for row in fields.itertuples()
     }
     values["carry"] = {int(k): v for k, v in values["carry"].items()}  # JSON keys are strings
     return Diagnosis(**values, timings=timings)
