@@ -29,8 +29,8 @@ class DispatchSettings(StudySettings):
     """What the dispatch study runs, each cell under ``eqx.filter_pmap`` and ``eqx.filter_jit``.
 
     The no-op step on every model, undonated (the cost per leaf needs two sizes or more of each
-    kind: MLP, transformer, CNN), the MLPs under both wrappers and the others under
-    ``eqx.filter_pmap`` (the seed's); the train step on the ``train_depths`` MLPs and then the
+    kind: MLP, transformer, CNN) under ``eqx.filter_pmap`` (the seed's), the smallest and the
+    largest MLP under ``eqx.filter_jit`` too; the train step on the ``train_depths`` MLPs and then the
     largest transformer, undonated; both steps with model and optimiser state donated on the
     ``donated_depths`` MLPs (both empty by default: each case costs its compiles in every process). Each cell's diagnosis stops when its ratios are within
     ``precision`` or after ``seconds_per_cell`` of timing (compiles not counted). The
@@ -48,7 +48,7 @@ class DispatchSettings(StudySettings):
     donated_depths: tuple[int, ...] = ()
     heavy_width: int = 512
     precision: float = 0.05
-    seconds_per_cell: float = 2.5
+    seconds_per_cell: float = 2.0
     min_rounds: int = 3
     accounting_depths: tuple[int, ...] = (8, 64)
     accounting_rounds: int = 10
@@ -121,8 +121,14 @@ class DispatchSettings(StudySettings):
             Cell(step, spec, donated, family)
             for step, specs, donated in plan
             for spec in specs
-            for family in (FAMILIES if spec.kind == "mlp" else ("pmap",))
+            for family in (FAMILIES if self._both(spec, step, donated) else ("pmap",))
         ] + [Cell("train", heavy, False, "jit")]
+
+    def _both(self, spec: ModelSpec, step: str, donated: bool) -> bool:
+        """Whether a case runs under ``eqx.filter_jit`` too: the smallest and largest no-op MLPs
+        (the jit line's two ends) and every train or donated MLP case."""
+        ends = (min(self.mlp_depths), max(self.mlp_depths))
+        return spec.kind == "mlp" and (step != "noop" or donated or spec.size in ends)
 
     @property
     def accounting_specs(self) -> list[ModelSpec]:

@@ -19,17 +19,18 @@ class NnxSettings(StudySettings):
     whether calls run ahead (0 leaves it out); ``stage_depths``: where one call is split into
     stages, over ``stage_rounds`` rounds; Flax's own benchmark at ``flax_benchmark_depths``
     (at least 3, as its script builds ``depth - 2`` blocks) with ``flax_benchmark_steps``. The
-    diagnoses and the stage rounds run in ``processes`` fresh processes, a third of the rounds
-    each; Flax's benchmark runs each of its cases in a fresh process of its own already."""
+    diagnoses run in ``processes`` fresh processes, a third of the rounds each; the stage rounds
+    (an accounting nothing quotes) in one; Flax's benchmark runs each of its cases in a fresh
+    process of its own already."""
 
     depths: tuple[int, ...] = (1, 10, 100)
     steps: tuple[str, ...] = ("noop",)
-    heavy_width: int = 512
+    heavy_width: int = 0
     precision: float = 0.05
     seconds_per_cell: float = 1.5
     min_rounds: int = 3
     stage_depths: tuple[int, ...] = (10, 100)
-    stage_rounds: int = 7
+    stage_rounds: int = 20
     processes: int = 3
     flax_benchmark_depths: tuple[int, ...] = (10, 100)
     flax_benchmark_steps: int = 100
@@ -37,7 +38,7 @@ class NnxSettings(StudySettings):
     QUICK: ClassVar[Mapping[str, Any]] = {
         "depths": (1, 10),
         "heavy_width": 64,
-        "seconds_per_cell": 2.0,
+        "seconds_per_cell": 1.0,
         "min_rounds": 2,
         "stage_depths": (10,),
         "stage_rounds": 5,
