@@ -22,6 +22,8 @@ VARIANTS = {
     "filter_pmap": "eqx.filter_pmap",
     "filter_pmap_patched": "eqx.filter_pmap, patched",
 }
+
+
 def traversals() -> pd.DataFrame:
     """How many times one call of each wrapper flattens and unflattens a pytree node of its
     input and output (the call after the compiling one, on a node that counts itself): the
