@@ -251,7 +251,16 @@ def _values(s: dict[str, Any]) -> dict[str, Any]:
     largest = max((c["leaves"] for cells in s["host_ratio"].values() for c in cells), default=None)
     acc = [r for r in s["accounting"] if r["leaves"] == s["accounting_leaves"]]
     short = {"axis resolution": "axis", "inner jax.pmap call's excess": "inner"}  # template keys hold no dot
-    return {**s, "largest": largest, "shares": {short.get(r["part"], r["part"]): r["share_pct"] for r in acc}}
+    at = {
+        **{
+            m: next((c for c in cells if c["leaves"] == largest), None)
+            for m, cells in s["host_ratio"].items()
+        },
+        "excess": next((c for c in s["excess_ms"].get("filter_pmap", []) if c["leaves"] == largest), None),
+        "seed": next((r for r in s["seed"]["implied"] if r["leaves"] == largest), None),
+    }
+    shares = {short.get(r["part"], r["part"]): r["share_pct"] for r in acc}
+    return {**s, "largest": largest, "at": at, "shares": shares}
 
 
 def _folded(s: dict[str, Any]) -> list[str]:
