@@ -27,7 +27,7 @@ class NnxSettings(StudySettings):
     steps: tuple[str, ...] = ("noop",)
     heavy_width: int = 0
     precision: float = 0.05
-    seconds_per_cell: float = 1.5
+    seconds_per_cell: float = 1.0
     min_rounds: int = 3
     stage_depths: tuple[int, ...] = (10, 100)
     stage_rounds: int = 20
