@@ -462,7 +462,7 @@ def _run(
         repeats=config.repeats if left > 0 else min(config.repeats, 2),
         number=number,
         precision=config.precision,
-        max_seconds=max(left, 0.0) if left != float("inf") else config.max_seconds,
+        max_seconds=max(left, 1e-6) if left != float("inf") else config.max_seconds,  # spent: 2 rounds
         max_repeats=config.max_repeats,
         clock=config.clock,
     )
