@@ -7,7 +7,8 @@ committed one and a rerun's, and says:
 - a **verdict** (a ``:verdict``, ``:goal>=X`` or ``:met``-like format, or a word such as
   "ties with" or a release number): *held* or *flipped*, as printed;
 - a **number whose summary records a spread**: *inside* or *outside* the committed spread.
-  The spread is the interquartile range the summary holds for it: the ``{median, q25, q75}``
+  The spread is the range the summary holds for it: the ``{median, q25, q75}`` (or
+  ``{median, lo, hi}``, over fresh processes)
   statistic it belongs to (a quartile placeholder is judged by that statistic's median), a
   ``<field>_pair`` statistic beside it, or ``<field>_q25`` / ``<field>_q75`` beside it; the
   range is widened to hold the committed value, as jaxperf.goals judges a goal;
@@ -34,7 +35,7 @@ if str(TOOLS) not in sys.path:  # tools/readme.py, the placeholders' one reader
 import readme  # noqa: E402
 
 _ERRORS = (readme.RenderError, ValueError, TypeError, IndexError, KeyError)
-QUARTILES = ("median", "q25", "q75")
+QUARTILES = ("median", "q25", "q75", "lo", "hi")
 
 
 @dataclass
@@ -82,8 +83,22 @@ def split_results(given: str | Path) -> tuple[Path, str | None]:
     )
 
 
+#: the two ends of a recorded spread: quartiles, or [lo, hi] (jaxperf.timing.spread_of: over
+#: fresh processes, the smallest and largest per-process median)
+ENDS = (("q25", "q75"), ("lo", "hi"))
+
+
+def _ends(node: Any) -> tuple[float, float] | None:
+    if not isinstance(node, dict):
+        return None
+    for a, b in ENDS:
+        if _num(node.get(a)) and _num(node.get(b)):
+            return node[a], node[b]
+    return None
+
+
 def _is_stat(node: Any) -> bool:
-    return isinstance(node, dict) and {"q25", "q75"} <= set(node) and _num(node["q25"]) and _num(node["q75"])
+    return _ends(node) is not None
 
 
 def _num(value: Any) -> bool:
@@ -97,16 +112,17 @@ def judged(summary: Any, path: str) -> tuple[float, float, float] | None:
     parent = readme.walk(summary, ".".join(parts[:-1]))[0] if len(parts) > 1 else summary
     leaf = parts[-1]
     if _is_stat(value) and _num(value.get("median")):
-        return value["median"], value["q25"], value["q75"]
+        return (value["median"], *_ends(value))  # type: ignore[misc]
     if leaf in QUARTILES and _is_stat(parent) and _num(parent.get("median")):
-        return parent["median"], parent["q25"], parent["q75"]
+        return (parent["median"], *_ends(parent))  # type: ignore[misc]
     if not (_num(value) and isinstance(parent, dict)):
         return None
     pair = parent.get(f"{leaf}_pair")
     if _is_stat(pair):
-        return value, pair["q25"], pair["q75"]
-    if _num(parent.get(f"{leaf}_q25")) and _num(parent.get(f"{leaf}_q75")):
-        return value, parent[f"{leaf}_q25"], parent[f"{leaf}_q75"]
+        return (value, *_ends(pair))  # type: ignore[misc]
+    for a, b in ENDS:
+        if _num(parent.get(f"{leaf}_{a}")) and _num(parent.get(f"{leaf}_{b}")):
+            return value, parent[f"{leaf}_{a}"], parent[f"{leaf}_{b}"]
     return None
 
 
@@ -178,7 +194,7 @@ def _compare(study: str, path: str, spec: str | None, old: Any, new: Any) -> Row
     if new_stat is None:
         row.status = "missing in the rerun"
         return row
-    if readme._split(path)[-1] in ("q25", "q75"):
+    if readme._split(path)[-1] in QUARTILES[1:]:
         row.judged = f"its median, {_shown(new_stat[0], spec)}"
     lo, hi = min(old_stat[1], old_stat[0]), max(old_stat[2], old_stat[0])
     row.status = "inside" if lo <= new_stat[0] <= hi else "outside"
