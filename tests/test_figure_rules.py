@@ -288,7 +288,8 @@ def _read(name: str) -> pd.DataFrame:
 
 
 def _loops(sizes: tuple[int, ...] | None = None) -> list[tuple[str, object]]:
-    from jaxperf.loops import analysis, figures
+    from jaxperf.jax20909 import figures
+    from jaxperf.loops import analysis
 
     frames = [_read(f"loops__{n}") for n in ("timings", "variants", "headline")]
     timings, variants, head = (f[f["T"].isin(sizes)] if sizes else f for f in frames)
@@ -495,7 +496,7 @@ def test_every_figure_of_the_study_follows_the_rules(study, tmp_path):
 
 
 def test_the_loop_figures_lead_with_the_key_variants():
-    from jaxperf.loops import figures
+    from jaxperf.jax20909 import figures
 
     timings = _read("loops__timings")
     seed = timings[(timings["mode"] == "xla") & (timings.kernel == "seed")]

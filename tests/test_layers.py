@@ -42,6 +42,12 @@ KNOWN_EXCEPTIONS = {
     ("tpu/dispatch_step.py", "dispatch"),
     # The engine's example steps are the seed's model and step (imported when an example is built).
     ("diagnosis/examples.py", "dispatch"),
+    # The #20909 study's modules (moved out of the loops tool) run the tool's engine on the study's
+    # kernels, until the kernels and factory the tool shares move into the tool.
+    ("jax20909/family.py", "loops"),
+    ("jax20909/report.py", "loops"),
+    ("jax20909/runs.py", "loops"),
+    ("jax20909/sweep.py", "compilers"),
 }
 
 

@@ -12,8 +12,9 @@ from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown, plots
 from jaxperf.jax20909 import vocab
-from jaxperf.loops import analysis, figures, report, sweep
-from jaxperf.loops.settings import LoopSettings
+from jaxperf.jax20909 import figures, report, sweep
+from jaxperf.loops import analysis
+from jaxperf.jax20909.settings import LoopSettings
 
 
 def _synthetic(ms: dict[str, float], compile_ms: dict[str, float], T: int = 1024, repeats: int = 3):
@@ -425,7 +426,7 @@ def test_figures_draw_from_synthetic_data():
     for _, fig, data, _ in drawn:
         drawn_by = plots.who_drew(fig)
         assert len(data) > 0 and drawn_by.startswith(
-            ("jaxperf.loops.figures.plot_", "jaxperf.loops.unroll_heatmap.")
+            ("jaxperf.jax20909.figures.plot_", "jaxperf.jax20909.unroll_heatmap.")
         )
         plt.close(fig)
     assert figures.key_variants(timings) == ["python", "fori u=1", "hoisted u=1", "hoisted u=4"]

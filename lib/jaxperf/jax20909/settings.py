@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..errors import bad_value, check_choice, check_int, check_ints
-from ..jax20909.vocab import (
+from ..settings import StudySettings
+from .vocab import (
     DTYPES,
     KERNELS,
     LOOP_FORMS,
@@ -24,7 +25,6 @@ from ..jax20909.vocab import (
     SEED_STEP_ROWS,
     parse_variant,
 )
-from ..settings import StudySettings
 
 DEFAULT_DTYPE = {
     "cpu": "float16",

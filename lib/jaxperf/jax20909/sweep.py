@@ -20,8 +20,8 @@ import pandas as pd
 from .. import timing
 from ..compilers.lowering import error_text
 from ..errors import bad_value, check_choice, check_int, check_ints
-from ..jax20909 import inputs, kernels, mosaic_gpu_kernel, reference, vocab
-from ..jax20909.kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS
+from . import inputs, kernels, mosaic_gpu_kernel, reference, vocab
+from .kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS
 from .settings import LoopSettings
 
 MODES = ("xla", "pallas_interpret", "pallas")
@@ -284,5 +284,5 @@ def plan(backend: str, settings: LoopSettings) -> tuple[list[SweepConfig], pd.Da
 
 
 def batches(configs: Iterable[SweepConfig]) -> dict[str, int]:
-    """Each mode's batch size (what :func:`jaxperf.loops.roofline.attach` needs)."""
+    """Each mode's batch size (what :func:`jaxperf.jax20909.roofline.attach` needs)."""
     return {c.mode: c.batch for c in configs}

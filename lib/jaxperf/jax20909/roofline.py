@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import check_int
-from ..jax20909.inputs import input_shapes, output_shape
+from .inputs import input_shapes, output_shape
 
 
 def _median_gbs(fn: Any, x: Any, repeats: int, feed_back: bool) -> float:

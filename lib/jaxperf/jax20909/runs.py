@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..jax20909.factories import FACTORIES
-from . import engine
+from ..loops import engine
+from .factories import FACTORIES
 from .settings import LoopSettings
 
 

@@ -12,8 +12,8 @@ import pandas as pd
 
 from .. import figure_rules as rules
 from .. import plots
-from ..jax20909.vocab import UNROLLED_FORMS
 from .sweep import MODE_LABELS
+from .vocab import UNROLLED_FORMS
 
 
 def _cell(value: float) -> str:

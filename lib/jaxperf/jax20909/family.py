@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..jax20909.vocab import KERNELS
-from .targets import TARGETS
+from ..loops.targets import TARGETS
+from .vocab import KERNELS
 
 FOLD = 2.0  # fori's work per step at least this many times the Python loop's: the Python loop folds it
 SAME = 1.25  # within this (either way): the same work per step in both forms

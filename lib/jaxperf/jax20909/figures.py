@@ -17,11 +17,11 @@ import pandas as pd
 
 from .. import figure_rules as rules
 from .. import plots
-from ..jax20909.shown import key_variants, ratio_at_largest_T
-from ..jax20909.vocab import FIX, seed_records
 from . import family
+from .shown import key_variants, ratio_at_largest_T
 from .sweep import MODE_LABELS
 from .unroll_heatmap import plot_unroll_heatmap
+from .vocab import FIX, seed_records
 
 T_LABEL = "T (sequence length)"
 # The palette colour of each mode's numbers (plots.SOURCE_COLORS: plain XLA takes XLA:CPU's); a

@@ -9,13 +9,13 @@ import pandas as pd
 
 from .. import goals as rule
 from .. import markdown as md
-from ..jax20909 import compile_facts
-from ..jax20909.vocab import SEED_SETUP, seed_issue_table
-from . import advice, analysis, answer, family, report_kernel, runs
-from .engine import Results
-from .engine import per_step as engine_per_step
-from .mechanism import verdict as xla_verdict
+from ..loops import advice, analysis, answer, report_kernel
+from ..loops.engine import Results
+from ..loops.engine import per_step as engine_per_step
+from ..loops.mechanism import verdict as xla_verdict
+from . import compile_facts, family, runs
 from .sweep import MODE_LABELS
+from .vocab import SEED_SETUP, seed_issue_table
 
 HEADLINE_COLUMNS = (
     "mode kernel T loop_form unroll lower_ms compile_ms ms_per_call ms_q25 ms_q75 ms_vs_python ms_vs_python_q25 ms_vs_python_q75 "
