@@ -13,9 +13,8 @@ import pandas as pd
 import pytest
 
 import jaxperf
-from jaxperf.jax20909 import compile_facts, forms, reference
+from jaxperf.jax20909 import compile_facts, family, forms, reference
 from jaxperf.jax20909 import factory as kernel
-from jaxperf.jax20909 import family
 from jaxperf.loops import advice, cli, engine, report_kernel
 
 STEP = 8  # rows a loop step reads in the tiny kernel below

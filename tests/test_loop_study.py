@@ -11,10 +11,9 @@ import pytest
 from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown, plots
-from jaxperf.jax20909 import vocab
-from jaxperf.jax20909 import figures, report, sweep
-from jaxperf.loops import analysis
+from jaxperf.jax20909 import figures, report, sweep, vocab
 from jaxperf.jax20909.settings import LoopSettings
+from jaxperf.loops import analysis
 
 
 def _synthetic(ms: dict[str, float], compile_ms: dict[str, float], T: int = 1024, repeats: int = 3):
