@@ -47,7 +47,9 @@ class LoopResults:
     family_runs: tuple[Results, ...] = ()  # the engine on the study's kernels (family_forms)
     fix: Results | None = None  # the engine on the reporter's kernel in fix_forms
     readers: tuple[Results, ...] = ()  # the engine on the readers' kernels
-    harness: pd.DataFrame | None = None  # harness.run's rows (first and second calls)
+    harness: pd.DataFrame | None = None  # harness.run's rows (first and second calls), pooled over processes
+    ranges: pd.DataFrame | None = None  # runs.process_ranges: each ratio's median over processes, [min, max]
+    compiles: dict[str, Any] | None = None  # compile_facts.compile_summary of runs.compiles
 
     def seed_rows(self) -> list[dict[str, Any]]:
         return analysis.seed_reproduction(self.head)
@@ -135,9 +137,50 @@ def summary_dict(results: LoopResults) -> dict[str, Any]:
         "harness_negative_compiles": r.compile_flags(),
         "readers": [report_kernel.summary(k) for k in r.readers],
         "issue_text": answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()),
+        "ratio_runs": [] if r.ranges is None else _records(r.ranges),
+        "reporter": compile_facts.reporter_rows(),
+        **(r.compiles or {}),
         "not_measured": r.not_measured.to_dict(orient="records"),
         "did_not_lower": failed[["mode", "kernel", "T", "variant", "status"]].to_dict(orient="records"),
     }
+
+
+def side_by_side(results: LoopResults) -> pd.DataFrame:
+    """fori_loop over the Python loop on the reporter's kernel, per T, one column per source in
+    its own unit: his A6000 (ms per call), XLA:CPU and XLA:CPU in his harness (ms per call,
+    median over processes [smallest, largest]), and each compiler's work per program (static)."""
+    ranges = results.ranges if results.ranges is not None else pd.DataFrame(columns=["mode", "T", "variant"])
+    ranges = (
+        ranges[(ranges.get("kernel") == "seed") & (ranges.variant == "fori u=1")] if len(ranges) else ranges
+    )
+    static = (results.compiles or {}).get("static_ratio", [])
+    reporter = {r["T"]: r["ratio"] for r in compile_facts.reporter_rows()}
+    Ts = sorted({*reporter, *map(int, ranges["T"]), *(r["T"] for r in static)})
+    rows = []
+    for T in Ts:
+        row: dict[str, Any] = {"T": T, "reporter A6000 (ms per call)": _ratio(reporter.get(T))}
+        for mode, label in (
+            ("xla", "XLA:CPU (ms per call)"),
+            ("xla_harness", "XLA:CPU in his harness (ms per call)"),
+        ):
+            hit = ranges[(ranges["mode"] == mode) & (ranges["T"] == T)]
+            row[label] = (
+                f"{hit['median'].iloc[0]:.2f}× [{hit['low'].iloc[0]:.2f}, {hit['high'].iloc[0]:.2f}]"
+                if len(hit)
+                else "—"
+            )
+        for compiler in dict.fromkeys(r["compiler"] for r in static):
+            hit2 = [r for r in static if r["compiler"] == compiler and r["T"] == T]
+            unit = "bundles" if "TPU" in compiler else "instructions"
+            row[f"{compiler} ({unit} per program, static)"] = _ratio(
+                hit2[0]["fori_vs_python"] if hit2 else None
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _ratio(value: Any) -> str:
+    return "—" if value is None or value != value else f"{value:.2f}×"
 
 
 def seed_tables_markdown(head: pd.DataFrame, kernel: str = "seed") -> str:
@@ -217,6 +260,10 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
     )
     folded += md.details("Goals and their verdicts", goal_lines(r.goals(), r.quick))
     folded += md.details(f"The reporter's numbers ({SEED_SETUP})", [md.table(seed_issue_table())])
+    folded += md.details(
+        "fori_loop ÷ Python loop on his kernel, per T, each source in its own unit",
+        [md.table(side_by_side(r))],
+    )
     folded += md.details("The reporter's table, measured here", [seed_tables_markdown(r.head)])
     flags = r.compile_flags()
     if flags:

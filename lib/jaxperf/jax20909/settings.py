@@ -1,6 +1,6 @@
 """Notebook 02's settings: one frozen, typed object, with the quick preset in plain sight.
 
-The full run is sized for about five minutes on a quiet 2-core CPU: XLA:CPU T up to 16384 for
+The full run is sized for about seven minutes on a quiet 2-core CPU: XLA:CPU T up to 16384 for
 the reporter's kernel (the Python loops of the step-dependent kernels capped by
 ``python_max_steps``, since their compile grows fastest), the interpreter at small T, the
 reporter's harness to T=8192, and the engine (:mod:`jaxperf.loops.engine`) compiling each
@@ -31,7 +31,7 @@ DEFAULT_DTYPE = {
     "gpu": "float16",
     "tpu": "bfloat16",
 }  # the reporter's fp16 (no fp16 on TPU)
-TS_FIELDS = ("xla_Ts", "interpret_Ts", "device_Ts", "harness_Ts")
+TS_FIELDS = ("xla_Ts", "interpret_Ts", "device_Ts", "harness_Ts", "compile_Ts")
 #: The compilers the engine reads (jaxperf.loops.targets.TARGETS, named here without importing it).
 TARGETS = ("triton sm_86", "triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
 #: The reader's kernels shown by default: two written the way Pallas' docs write them.
@@ -104,7 +104,10 @@ class LoopSettings(StudySettings):
     size whose optimized HLO is read, ``bandwidth_megabytes`` the copy that
     measures memory bandwidth. ``dtype="auto"`` picks the reporter's fp16 (bf16 on
     TPU). Python loops of more steps than ``python_max_steps[kernel]``
-    (``device_python_max_steps`` on a GPU/TPU) are reported as not measured.
+    (``device_python_max_steps`` on a GPU/TPU) are reported as not measured. The timed steps
+    (XLA:CPU, the interpreter, the harness) run ``repeats`` (``harness_repeats``) rounds in each
+    of ``processes`` processes. ``compile_Ts`` are the reporter's T, where the engine compiles
+    his kernel in ``compile_forms`` for ``compile_targets`` (within ``compile_budget_s`` seconds).
     """
 
     kernels: tuple[str, ...] = KERNELS
@@ -121,7 +124,7 @@ class LoopSettings(StudySettings):
     harness_batch: int = 8
     harness_N: int = SEED_N
     harness_variants: tuple[str, ...] = ("python", "fori u=1", "scalar_carry u=1")
-    harness_repeats: int = 2
+    harness_repeats: int = 1
     family_Ts: Mapping[str, tuple[int, ...]] = dataclasses.field(
         default_factory=lambda: {
             "seed": (4096, 8192),
@@ -147,8 +150,13 @@ class LoopSettings(StudySettings):
         default_factory=lambda: {"data_carry": 128, "streaming": 64, "attention": 16}
     )
     device_python_max_steps: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"attention": 256})
-    repeats: int = 5
-    compile_repeats: int = 3
+    repeats: int = 2
+    compile_repeats: int = 1
+    processes: int = 3
+    compile_Ts: tuple[int, ...] = (256, 2048, 8192, 16384, 32768, 65536)
+    compile_forms: tuple[str, ...] = ("python", "fori", "scalar_carry u=1")
+    compile_targets: tuple[str, ...] = ("triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
+    compile_budget_s: int = 240
 
     # A smoke run: every code path once, in a few minutes on 2 cores. Its summary judges no goal.
     QUICK: ClassVar[Mapping[str, Any]] = {
@@ -158,8 +166,11 @@ class LoopSettings(StudySettings):
         "harness_Ts": (256, 1024),
         "harness_repeats": 1,
         "unrolls": (1, 4),
-        "repeats": 3,
+        "repeats": 2,
         "compile_repeats": 1,
+        "processes": 2,
+        "compile_Ts": (256, 512),
+        "compile_targets": ("triton sm_90",),
         "bandwidth_megabytes": 64,
         "family_Ts": {
             "seed": (256, 512),
@@ -197,10 +208,19 @@ class LoopSettings(StudySettings):
             "bandwidth_megabytes",
         ):
             check_int(name, getattr(self, name), minimum=1)
-        for name in ("block_rows", "out_rows", "repeats", "compile_repeats", "harness_repeats", "check_T"):
+        for name in (
+            "block_rows",
+            "out_rows",
+            "repeats",
+            "compile_repeats",
+            "harness_repeats",
+            "check_T",
+            "processes",
+            "compile_budget_s",
+        ):
             check_int(name, getattr(self, name), minimum=1)
         object.__setattr__(self, "family_Ts", _family_Ts(self.family_Ts, self.kernels))
-        for name in ("family_forms", "fix_forms", "kernel_forms"):
+        for name in ("family_forms", "fix_forms", "kernel_forms", "compile_forms"):
             _forms(name, getattr(self, name))
         if not isinstance(self.kernel, str):
             raise bad_value(
@@ -210,7 +230,7 @@ class LoopSettings(StudySettings):
             if path.count(":") != 1 or not all(path.split(":")):
                 raise bad_value("kernel", path, "'package.module:factory' (several separated by commas)")
         object.__setattr__(self, "kernel_Ts", tuple(check_ints("kernel_Ts", self.kernel_Ts)))
-        for name in ("targets", "kernel_targets"):
+        for name in ("targets", "kernel_targets", "compile_targets"):
             chosen = getattr(self, name)
             if isinstance(chosen, str) or not chosen:
                 raise bad_value(name, chosen, f"a non-empty list of {list(TARGETS)}")
