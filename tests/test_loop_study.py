@@ -545,7 +545,7 @@ def test_process_ranges_say_not_resolved_when_the_range_holds_1():
 
 def test_compile_summary_reads_growth_static_ratios_and_a_failed_point():
     rows = []
-    for T, py_ms, py_work, failed in ((256, 100.0, 200, False), (65536, 2000.0, 400, False)):
+    for T, py_ms, py_work in ((256, 100.0, 200), (65536, 2000.0, 400)):
         for form, ms, work in (
             ("python", py_ms, py_work),
             ("fori", 150.0, 1000),

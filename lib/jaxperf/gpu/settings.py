@@ -44,7 +44,7 @@ class GpuSettings(StudySettings):
     ``transformer_layers``) for ``dispatch_steps``, each timed for up to
     ``dispatch_seconds_per_cell``. Mosaic GPU
     (part d): the reporter's kernel written for Mosaic GPU (``mosaic_gpu_variants``: his two
-    loops, the scalar carry and ``hoisted u=1``, the portable form notebook 09's estimate puts
+    loops, the scalar carry and ``hoisted u=1``, the portable form a static estimate put
     closest to the Python loop) at ``mosaic_gpu_Ts``, its Python loop only up to
     ``mosaic_gpu_python_max_steps`` steps (its lowering grows faster than T, and 1024 steps
     exceed Python's recursion limit in Mosaic GPU's layout inference).
