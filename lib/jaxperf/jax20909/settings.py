@@ -140,7 +140,7 @@ class LoopSettings(StudySettings):
     kernel_forms: tuple[str, ...] = ("python", "fori", "fori u=4", "hand_unrolled u=4")
     check_T: int = 512
     targets: tuple[str, ...] = TARGETS
-    kernel_targets: tuple[str, ...] = ("triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
+    kernel_targets: tuple[str, ...] = ("triton sm_90", "mosaic_tpu v5e")
     mechanism_T: int = 1024
     bandwidth_megabytes: int = 256
     dtype: str = "auto"
