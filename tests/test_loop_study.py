@@ -458,9 +458,7 @@ def test_notebook_quick_run(tmp_path):
     assert set(timings["process"]) == set(range(LoopSettings.QUICK["processes"]))
     runs_ = {(r["mode"], r["T"], r["variant"]): r for r in summary["ratio_runs"]}
     fori = runs_[("xla", 256, "fori u=1")]
-    assert (
-        fori["low"] <= fori["median"] <= fori["high"] and fori["processes"] == LoopSettings.QUICK["processes"]
-    )
+    assert fori["lo"] <= fori["median"] <= fori["hi"] and fori["n"] == LoopSettings.QUICK["processes"]
     # the compile sweep at the quick compile_Ts (the warm-up T left out), and the reporter's table
     assert {r["T"] for r in summary["compile"]} == set(LoopSettings.QUICK["compile_Ts"])
     assert {r["compiler"] for r in summary["compile"]} == {"Triton sm_90"}
@@ -536,7 +534,7 @@ def test_process_ranges_say_not_resolved_when_the_range_holds_1():
     timings = pd.concat([t for _, t in frames], ignore_index=True)
     ranges = runs.process_ranges(variants, timings, pd.DataFrame())
     row = ranges[ranges.variant == "fori u=1"].iloc[0]
-    assert (row["median"], row["low"], row["high"], row["processes"]) == pytest.approx((1.2, 0.9, 1.5, 3))
+    assert (row["median"], row["lo"], row["hi"], row["n"]) == pytest.approx((1.2, 0.9, 1.5, 3))
     assert not row["resolved"] and "python" not in set(ranges.variant)
     head = runs.pooled_sweep(variants, timings)  # pairs stay within a process: 9 pairs, 3 per process
     fori = head[head.variant == "fori u=1"].iloc[0]

@@ -165,7 +165,7 @@ def side_by_side(results: LoopResults) -> pd.DataFrame:
         ):
             hit = ranges[(ranges["mode"] == mode) & (ranges["T"] == T)]
             row[label] = (
-                f"{hit['median'].iloc[0]:.2f}× [{hit['low'].iloc[0]:.2f}, {hit['high'].iloc[0]:.2f}]"
+                f"{hit['median'].iloc[0]:.2f}× [{hit['lo'].iloc[0]:.2f}, {hit['hi'].iloc[0]:.2f}]"
                 if len(hit)
                 else "—"
             )

@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import timing
 from ..loops import analysis, engine, harness, mechanism
 from . import roofline, sweep
 from .factories import FACTORIES
@@ -102,8 +103,8 @@ def pooled_harness(rows: pd.DataFrame) -> pd.DataFrame:
 def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: pd.DataFrame) -> pd.DataFrame:
     """Per (mode, kernel, T, variant): ms per call over the Python loop's, per process (the
     median of its pairs; in the harness, the ratio of its medians), then the median over
-    processes with ``low``/``high`` the smallest and largest; ``resolved`` is False when that
-    range holds 1 (not resolved)."""
+    processes with ``lo``/``hi`` the smallest and largest (:func:`jaxperf.timing.spread`);
+    ``resolved`` is False when that range holds 1 (not resolved)."""
     per: list[pd.DataFrame] = []
     for p in sorted(set(_process(timings))):
         head = analysis.headline(variants[_process(variants) == p], timings[_process(timings) == p]).dropna(
@@ -119,17 +120,11 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
                 mode="xla_harness" if (part["mode"] == "xla").all() else part["mode"], process=p
             )
             per.append(part[["mode", "kernel", "T", "variant", "process", "ms_vs_python"]])
+    keys = ["mode", "kernel", "T", "variant"]
     if not per:
-        return pd.DataFrame(
-            columns=["mode", "kernel", "T", "variant", "median", "low", "high", "processes", "resolved"]
-        )
-    frame = pd.concat(per, ignore_index=True)
-    out = (
-        frame.groupby(["mode", "kernel", "T", "variant"], sort=False)["ms_vs_python"]
-        .agg(median="median", low="min", high="max", processes="count")
-        .reset_index()
-    )
-    out["resolved"] = ~((out["low"] <= 1) & (out["high"] >= 1))
+        return pd.DataFrame(columns=[*keys, "median", "lo", "hi", "n", "over", "resolved"])
+    out = timing.spread(pd.concat(per, ignore_index=True), "ms_vs_python", keys)
+    out["resolved"] = ~((out["lo"] <= 1) & (out["hi"] >= 1))
     return out[out.variant != "python"].reset_index(drop=True)
 
 
