@@ -536,6 +536,8 @@ def test_process_ranges_say_not_resolved_when_the_range_holds_1():
     row = ranges[ranges.variant == "fori u=1"].iloc[0]
     assert (row["median"], row["lo"], row["hi"], row["n"]) == pytest.approx((1.2, 0.9, 1.5, 3))
     assert not row["resolved"] and "python" not in set(ranges.variant)
+    one = runs.process_ranges(variants[variants.process == 0], timings[timings.process == 0], pd.DataFrame())
+    assert one.iloc[0]["resolved"] is None and one.iloc[0]["n"] == 1  # one process: no range to judge
     head = runs.pooled_sweep(variants, timings)  # pairs stay within a process: 9 pairs, 3 per process
     fori = head[head.variant == "fori u=1"].iloc[0]
     assert fori["repeats"] == 9 and fori["ms_vs_python"] == pytest.approx(1.2)

@@ -104,7 +104,7 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
     """Per (mode, kernel, T, variant): ms per call over the Python loop's, per process (the
     median of its pairs; in the harness, the ratio of its medians), then the median over
     processes with ``lo``/``hi`` the smallest and largest (:func:`jaxperf.timing.spread`);
-    ``resolved`` is False when that range holds 1 (not resolved)."""
+    ``resolved`` is False when that range holds 1 (not resolved), None from one process."""
     per: list[pd.DataFrame] = []
     for p in sorted(set(_process(timings))):
         head = analysis.headline(variants[_process(variants) == p], timings[_process(timings) == p]).dropna(
@@ -124,7 +124,8 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
     if not per:
         return pd.DataFrame(columns=[*keys, "median", "lo", "hi", "n", "over", "resolved"])
     out = timing.spread(pd.concat(per, ignore_index=True), "ms_vs_python", keys)
-    out["resolved"] = ~((out["lo"] <= 1) & (out["hi"] >= 1))
+    holds_1 = (out["lo"] <= 1) & (out["hi"] >= 1)
+    out["resolved"] = (~holds_1).astype(object).where(out["n"] >= 2, None)  # one process: no range to judge
     return out[out.variant != "python"].reset_index(drop=True)
 
 
