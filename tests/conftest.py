@@ -145,7 +145,6 @@ COST_S = {
     "tests/test_loop_study.py::test_notebook_quick_run": 97,
     "tests/test_browser.py::test_a_notebook_quick_run": 80,
     "tests/test_browser.py::test_executed_notebook": 10,
-    "tests/test_triton_compile.py::test_notebook_quick_run": 63,
     "tests/test_run_all.py::test_python_option": 42,
     "tests/test_lint.py::test_mypy": 35,
     "tests/test_mosaic_gpu_study.py::test_notebook_quick_run": 32,

@@ -288,41 +288,13 @@ def _read(name: str) -> pd.DataFrame:
 
 
 def _loops(sizes: tuple[int, ...] | None = None) -> list[tuple[str, object]]:
-    from jaxperf.loops import analysis, figures
+    from jaxperf.jax20909 import figures
+    from jaxperf.loops import analysis
 
     frames = [_read(f"loops__{n}") for n in ("timings", "variants", "headline")]
     timings, variants, head = (f[f["T"].isin(sizes)] if sizes else f for f in frames)
     plans = figures.planned(variants, timings, head, analysis.seed_reproduction(head))
     return [(f"loops_{name}", draw) for name, draw, _ in plans]
-
-
-def _triton() -> list[tuple[str, object]]:
-    from jaxperf.triton import figures
-
-    compiles, estimates = _read("triton_compile__compile_records"), _read("triton_compile__estimate_records")
-    plots_of = {
-        figures.compile_vs_T: compiles,
-        figures.compile_unrolls_vs_T: compiles,
-        figures.sass_vs_T: compiles,
-        figures.sass_unrolls_vs_T: compiles,
-        figures.stage_breakdown: compiles,
-        figures.python_stages_vs_T: compiles,
-        figures.estimate_vs_T: estimates,
-        figures.estimate_instructions_vs_T: estimates,
-    }
-    return [(f"triton_{fn.__name__}", lambda fn=fn, df=df: fn(df)) for fn, df in plots_of.items()]
-
-
-def _tpu() -> list[tuple[str, object]]:
-    from jaxperf.tpu import figures
-
-    records, points = _read("tpu_compile__compile_records"), _read("tpu_compile__compile_points")
-    return [
-        ("tpu_compile_vs_T", lambda: figures.plot_compile_vs_T(records)),
-        ("tpu_static_vs_T", lambda: figures.plot_static_vs_T(points)),
-        ("tpu_static_unrolls_vs_T", lambda: figures.plot_static_unrolls_vs_T(points, "v6e")),
-        ("tpu_bundles_vs_T", lambda: figures.plot_bundles_vs_T(points, "v6e")),
-    ]
 
 
 def _dispatch() -> list[tuple[str, object]]:
@@ -346,23 +318,6 @@ def _dispatch() -> list[tuple[str, object]]:
         ("dispatch_analogue_it_per_s", lambda: figures.plot_analogue(timings)),
         ("dispatch_accounting", lambda: figures.plot_accounting(accounting.table(rows))),
         ("dispatch_fix_ranges", lambda: figures.plot_ranges(summary["ranges"])),
-    ]
-
-
-def _answers() -> list[tuple[str, object]]:
-    from jaxperf.answers import figures, sources
-
-    frame, _ = sources.seed_ratios(FIXTURES.parents[2])  # the committed results' summaries
-    return [("answers_seed_ratio", lambda: figures.plot_seed_ratio(frame))]
-
-
-def _mosaic_gpu() -> list[tuple[str, object]]:
-    from jaxperf.mosaic_gpu import figures
-
-    compiled = _read("mosaic_gpu__compile_points")
-    return [
-        ("mosaic_gpu_compile_ms_vs_T", lambda: figures.compile_vs_T(compiled)),
-        ("mosaic_gpu_estimate_vs_T", lambda: figures.estimate_vs_T(compiled)),
     ]
 
 
@@ -426,13 +381,9 @@ def _nnx() -> list[tuple[str, object]]:
 STUDIES = {
     "your_step": _your_step,
     "nnx": _nnx,
-    "answers": _answers,
     "dispatch": _dispatch,
     "loops": _loops,
     "loops_one_T": lambda: _loops((256,)),  # a smoke run's sizes: one point per line
-    "mosaic_gpu": _mosaic_gpu,
-    "triton": _triton,
-    "tpu": _tpu,
 }
 
 #: What the checks of issue 32 (text over text, hidden lines, annotations over the data) find
@@ -455,20 +406,6 @@ KNOWN_PROBLEMS: dict[str, dict[str, list[str]]] = {
         f"loops_{m}_vs_T_{mode}": [ANY_HIDDEN]
         for m in ("ms_per_call", "compile_ms")
         for mode in ("xla", "pallas_interpret")
-    },
-    "mosaic_gpu": {
-        "mosaic_gpu_estimate_vs_T": [
-            "texts overlap: 'instructions per call / the Py' (y label)",
-            HIDDEN.format("fori u=4"),
-            HIDDEN.format("hoisted u=1"),
-            "annotation 'the Python loop (1x)",
-        ],
-    },
-    "tpu": {"tpu_bundles_vs_T": [HIDDEN.format("fori u=1"), HIDDEN.format("fori u=8")]},
-    "triton": {
-        "triton_sass_vs_T": [HIDDEN.format("fori u=1")],
-        "triton_estimate_vs_T": [HIDDEN.format("scalar_carry u=1, sm_86 (predicted)")],
-        "triton_estimate_instructions_vs_T": [HIDDEN.format("fori u=1"), HIDDEN.format("hand_unrolled u=4")],
     },
 }
 
@@ -495,7 +432,7 @@ def test_every_figure_of_the_study_follows_the_rules(study, tmp_path):
 
 
 def test_the_loop_figures_lead_with_the_key_variants():
-    from jaxperf.loops import figures
+    from jaxperf.jax20909 import figures
 
     timings = _read("loops__timings")
     seed = timings[(timings["mode"] == "xla") & (timings.kernel == "seed")]

@@ -147,13 +147,12 @@ def test_dry_run_of_every_part(every_part_run: Path) -> None:
     check_layout(where, list(PARTS))
     assert (where / "figures" / "cpu" / "loops_seed_ms_vs_T.png").exists()
     # It ran with the image's JAX and Triton (the stand-in), and says so in every record.
-    _, prov = records.read_records(where / "results" / "cpu" / "triton_compile" / "compile_records.csv")
+    _, prov = records.read_records(where / "results" / "cpu" / "loops" / "harness.csv")
     assert prov["packages"]["jax"] == "0.11.2" and prov["packages"]["triton"] == "3.6.0", prov["packages"]
-    # The scalar carry (the XLA:CPU fix) is timed, compiled and estimated beside the reporter's loops.
+    # The scalar carry (the XLA:CPU fix) is timed and compiled beside the reporter's loops.
     summary = json.loads((where / "results/cpu/run/summary.json").read_text())
     fix = "scalar_carry u=1"
-    assert fix in {r["variant"] for r in summary["compile_compare"] if r["run_host_cpu_triton_compile_ms"]}
-    assert fix in {r["variant"] for r in summary["estimate_vs_measured"]}
+    assert fix in {r["variant"] for r in summary["compile_compare"] if r["run_harness_compile_ms"]}
     assert "scalar carry compile / exec (this run)" in summary["seed_table"][0]
     # The dispatch part runs one diagnosis of the seed's step (jaxperf.diagnose, as notebook 10 runs it)
     diagnosis = summary_of(where, "dispatch")["diagnosis"]
@@ -203,32 +202,25 @@ def test_settings_budgets_fit_one_device_call() -> None:
         GpuSettings(dispatch_seconds_per_cell=0)
 
 
-def test_report_joins_compile_and_estimate_records(tmp_path: Path) -> None:
+def test_report_joins_the_compile_records(tmp_path: Path) -> None:
     prov = {"backend": "gpu", "device_kind": "NVIDIA H200", "device_count": 1}
     loops = tmp_path / "results" / "gpu" / "loops"
-    rows = [("scalar_carry u=1", 1.1, 110), ("python", 1.0, 100), ("fori u=1", 3.0, 400)]
+    rows = [("scalar_carry u=1", 1.1), ("python", 1.0), ("fori u=1", 3.0)]
     records.write_records(
         pd.DataFrame(
-            [dict(variant=v, T=2048, status="timed", lower_ms=10.0, compile_ms=90.0) for v, _, _ in rows]
+            [dict(variant=v, T=2048, status="timed", lower_ms=10.0, compile_ms=90.0) for v, _ in rows]
         ),
         loops / "seed_variants",
         prov,
     )
     records.write_records(
-        pd.DataFrame([dict(variant=v, T=2048, ms_per_call=ms) for v, ms, _ in rows]),
+        pd.DataFrame([dict(variant=v, T=2048, ms_per_call=ms) for v, ms in rows]),
         loops / "seed_headline",
         prov,
     )
-    est = pd.DataFrame([dict(variant=v, T=2048, target="sm_90", sass_dynamic_per_call=n) for v, _, n in rows])
-    records.write_records(est, tmp_path / "results/gpu/triton_compile/estimate", prov)
-    compiles = report.compile_table(tmp_path / "results" / "gpu", tmp_path / "nothing")
+    compiles = report.compile_table(tmp_path / "results" / "gpu")
     assert list(compiles["run_lower_plus_compile_ms"]) == [100.0, 100.0, 100.0]
     assert list(compiles["variant"]) == ["python", "fori u=1", "scalar_carry u=1"]  # the study's order
-    table = report.estimate_table(tmp_path / "results" / "gpu", tmp_path / "nothing")
-    fori = table[table.variant == "fori u=1"].iloc[0]
-    assert fori["predicted_vs_python"] == 4.0 and fori["measured_vs_python"] == 3.0
-    assert list(table["variant"]) == ["python", "fori u=1", "scalar_carry u=1"]
-    assert table.iloc[2]["predicted_vs_python"] == 1.1
     run_dir = report.write(tmp_path, "gpu", dry=False)
     text = (run_dir / "summary.md").read_text()
     assert "did not run" in text  # no part wrote its JSON here
@@ -237,7 +229,6 @@ def test_report_joins_compile_and_estimate_records(tmp_path: Path) -> None:
 
 def test_the_gpu_run_measures_the_scalar_carry_beside_the_reporters_loops() -> None:
     from jaxperf.gpu.loop_parts import seed_format, sweep_config
-    from jaxperf.gpu.other_parts import estimate_forms
 
     full = GpuSettings()
     fix = ("scalar_carry", 1)
@@ -248,9 +239,8 @@ def test_the_gpu_run_measures_the_scalar_carry_beside_the_reporters_loops() -> N
     assert len([v for v in seed if v[0] == "hoisted"]) == len(full.unrolls)
     assert "scalar_carry" not in {f for f, _ in sweep_config(full, "attention").variants("attention", 256)}
     assert full.harness_variants[:3] == ("python", "fori u=1", "scalar_carry u=1")
-    assert estimate_forms(full)[:2] == [("python", 1), ("fori", 1)] and fix in estimate_forms(full)
     # a budget cut loses a middle T: every part measures the extremes first
-    for Ts in (full.seed_Ts, full.harness_Ts, full.compile_Ts):
+    for Ts in (full.seed_Ts, full.harness_Ts):
         assert set(Ts[:2]) == {min(Ts), max(Ts)}
     dry = GpuSettings.from_parameters({"quick": True})
     assert (

@@ -1,10 +1,11 @@
-"""The reporter's harness (jaxperf.loops.harness) and the roofline (jaxperf.loops.roofline)."""
+"""The reporter's harness (jaxperf.loops.harness) and the roofline (jaxperf.jax20909.roofline)."""
 
 from __future__ import annotations
 
 import pytest
 
-from jaxperf.loops import harness, roofline
+from jaxperf.jax20909 import roofline
+from jaxperf.loops import harness
 
 
 def test_heavyweight_scans_n_fresh_batches_and_reduces_each():

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 import jaxperf
-from jaxperf.jax20909 import compile_facts, forms, reference
+from jaxperf.jax20909 import compile_facts, family, forms, reference
 from jaxperf.jax20909 import factory as kernel
-from jaxperf.loops import advice, cli, engine, family, report_kernel
+from jaxperf.loops import advice, cli, engine, report_kernel
 
 STEP = 8  # rows a loop step reads in the tiny kernel below
 
@@ -258,7 +258,8 @@ def test_data_carry_is_the_seed_with_its_elementwise_carry():
 
 
 def test_the_notebook_names_the_engines_targets():
-    from jaxperf.loops import settings, targets
+    from jaxperf.jax20909 import settings
+    from jaxperf.loops import targets
 
     assert settings.TARGETS == tuple(targets.TARGETS)  # the settings check them without importing JAX
     with pytest.raises(ValueError, match=r"targets\[...\]='triton sm_80' is not allowed"):

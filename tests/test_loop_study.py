@@ -11,9 +11,9 @@ import pytest
 from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown, plots
-from jaxperf.jax20909 import vocab
-from jaxperf.loops import analysis, figures, report, sweep
-from jaxperf.loops.settings import LoopSettings
+from jaxperf.jax20909 import compile_facts, figures, report, runs, sweep, vocab
+from jaxperf.jax20909.settings import LoopSettings
+from jaxperf.loops import analysis
 
 
 def _synthetic(ms: dict[str, float], compile_ms: dict[str, float], T: int = 1024, repeats: int = 3):
@@ -425,7 +425,7 @@ def test_figures_draw_from_synthetic_data():
     for _, fig, data, _ in drawn:
         drawn_by = plots.who_drew(fig)
         assert len(data) > 0 and drawn_by.startswith(
-            ("jaxperf.loops.figures.plot_", "jaxperf.loops.unroll_heatmap.")
+            ("jaxperf.jax20909.figures.plot_", "jaxperf.jax20909.unroll_heatmap.")
         )
         plt.close(fig)
     assert figures.key_variants(timings) == ["python", "fori u=1", "hoisted u=1", "hoisted u=4"]
@@ -453,6 +453,16 @@ def test_notebook_quick_run(tmp_path):
     assert set(verdicts) == set(LoopSettings.QUICK["kernels"]) and summary["family_answer"]
     assert {r["kernel"] for r in summary["readers"]} == {"matmul"}
     assert summary["issue_text"].count("\n") < 10
+    # the timed steps ran in LoopSettings.QUICK["processes"] processes; each ratio has its range
+    timings = pd.read_csv(results / "timings.csv", comment="#")
+    assert set(timings["process"]) == set(range(LoopSettings.QUICK["processes"]))
+    runs_ = {(r["mode"], r["T"], r["variant"]): r for r in summary["ratio_runs"]}
+    fori = runs_[("xla", 256, "fori u=1")]
+    assert fori["lo"] <= fori["median"] <= fori["hi"] and fori["n"] == LoopSettings.QUICK["processes"]
+    # the compile sweep at the quick compile_Ts (the warm-up T left out), and the reporter's table
+    assert {r["T"] for r in summary["compile"]} == set(LoopSettings.QUICK["compile_Ts"])
+    assert {r["compiler"] for r in summary["compile"]} == {"Triton sm_90"}
+    assert [r["T"] for r in summary["reporter"]][-1] == 65536
     md = (results / "summary.md").read_text()
     assert (
         "| T | Python loop compile / exec | fori\\_loop compile / exec |" in md and "jax-ml/jax#20909" in md
@@ -467,6 +477,9 @@ def test_notebook_quick_run(tmp_path):
         "headline",
         "recommendation",
         "not_measured",
+        "compiles",
+        "process_ranges",
+        "family_points",
     ):
         assert (results / f"{name}.csv").exists(), name
     figures_dir = tmp_path / "figures" / "cpu"
@@ -508,3 +521,72 @@ def test_summary_from_synthetic_results():
     assert "- **Which kernels pay:**" in answer and "an analogue" in answer
     assert "no GPU or TPU ran here" in answer and "2.42× at T=65536" in answer
     assert answer.count("\n- ") <= 5 and markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES
+
+
+def test_process_ranges_say_not_resolved_when_the_range_holds_1():
+    frames = []
+    for p, fori in enumerate((1.5, 0.9, 1.2)):  # per-process fori/Python ratios
+        variants, timings = _sweep_of(
+            {1024: ({"python": 1.0, "fori u=1": fori}, {"python": 9.0, "fori u=1": 9.0})}
+        )
+        frames.append((variants.assign(process=p), timings.assign(process=p)))
+    variants = pd.concat([v for v, _ in frames], ignore_index=True)
+    timings = pd.concat([t for _, t in frames], ignore_index=True)
+    ranges = runs.process_ranges(variants, timings, pd.DataFrame())
+    row = ranges[ranges.variant == "fori u=1"].iloc[0]
+    assert (row["median"], row["lo"], row["hi"], row["n"]) == pytest.approx((1.2, 0.9, 1.5, 3))
+    assert not row["resolved"] and "python" not in set(ranges.variant)
+    one = runs.process_ranges(variants[variants.process == 0], timings[timings.process == 0], pd.DataFrame())
+    assert one.iloc[0]["resolved"] is None and one.iloc[0]["n"] == 1  # one process: no range to judge
+    head = runs.pooled_sweep(variants, timings)  # pairs stay within a process: 9 pairs, 3 per process
+    fori = head[head.variant == "fori u=1"].iloc[0]
+    assert fori["repeats"] == 9 and fori["ms_vs_python"] == pytest.approx(1.2)
+
+
+def test_compile_summary_reads_growth_static_ratios_and_a_failed_point():
+    rows = []
+    for T, py_ms, py_work in ((256, 100.0, 200), (65536, 2000.0, 400)):
+        for form, ms, work in (
+            ("python", py_ms, py_work),
+            ("fori", 150.0, 1000),
+            ("scalar_carry u=1", 160.0, 220),
+        ):
+            rows.append(
+                dict(
+                    target="triton sm_90",
+                    unit="SASS",
+                    form=form,
+                    T=T,
+                    status="ok",
+                    error="",
+                    compile_ms=ms,
+                    work_per_program=work,
+                    steps=T // 64,
+                )
+            )
+    rows.append(
+        dict(
+            target="mosaic_gpu sm_90a",
+            unit="SASS",
+            form="python",
+            T=65536,
+            status="failed",
+            error="RecursionError: maximum recursion depth exceeded",
+            compile_ms=None,
+            work_per_program=None,
+            steps=None,
+        )
+    )
+    out = compile_facts.compile_summary(pd.DataFrame(rows))
+    growth = {g["form"]: g for g in out["compile_growth"]}
+    assert growth["python"]["growth"] == pytest.approx(20.0)
+    assert growth["python"]["reporter_growth"] == pytest.approx(2978 / 177)
+    assert growth["fori"]["reporter_growth"] == pytest.approx(195 / 193)
+    assert growth["scalar_carry u=1"]["reporter_growth"] is None
+    at = {(r["compiler"], r["T"]): r for r in out["static_ratio"]}
+    assert at[("Triton sm_90", 65536)]["fori_vs_python"] == pytest.approx(2.5)
+    assert at[("Triton sm_90", 65536)]["scalar_carry_u1_vs_python"] == pytest.approx(0.55)
+    (fail,) = out["failures"]
+    assert (fail["compiler"], fail["T"], fail["steps"]) == ("Mosaic GPU sm_90a", 65536, 1024)
+    assert fail["error"].startswith("RecursionError")
+    assert [r["ratio"] for r in compile_facts.reporter_rows()][-1] == pytest.approx(172.925 / 71.313)

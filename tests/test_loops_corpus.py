@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from jaxperf.loops import engine, family, report_kernel
+from jaxperf.jax20909 import family
+from jaxperf.loops import engine, report_kernel
 
 CORPUS = "tests.corpus.kernels"
 KERNELS = [

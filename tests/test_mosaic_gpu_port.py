@@ -14,8 +14,7 @@ from jaxperf.compilers.mosaic_gpu import ir, toolchain
 from jaxperf.compilers.mosaic_gpu import lower as mgpu_lower
 from jaxperf.compilers.mosaic_gpu import sass as mgpu_sass
 from jaxperf.compilers.triton import sass as triton_sass
-from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, reference
-from jaxperf.loops import sweep
+from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, reference, sweep
 
 
 @pytest.mark.parametrize(

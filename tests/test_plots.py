@@ -46,7 +46,7 @@ def test_save_writes_png_svg_csv_and_names_the_function(tmp_path):
     [
         (_draw_plain, "test_plots._draw_plain"),
         ("dispatch.report.plot_it_per_s", "jaxperf.dispatch.report.plot_it_per_s"),
-        ("jaxperf.loops.figures.plot", "jaxperf.loops.figures.plot"),
+        ("jaxperf.jax20909.figures.plot", "jaxperf.jax20909.figures.plot"),
     ],
 )
 def test_who_drew_takes_the_function_or_its_name(given, expected):

@@ -86,9 +86,16 @@ CASES: list[tuple[list[str], int, list[str]]] = [
     (["-p", "mlp_depths", "[]"], 2, ["mlp_depths=[] is not allowed", "a non-empty list of integers >= 1"]),
     (["-p", "mlp_depths", "[4, 0]"], 2, ["mlp_depths[...]=0 is not allowed"]),
     (["--only", "07", "--backend", "tpu"], 2, ["backend='tpu' is not allowed", "'auto', 'cpu' or 'gpu'"]),
-    (["--only", "05", "-p", "generations", "['v9']"], 2, ["v9"]),
-    (["--only", "04", "-p", "target", "sm_99"], 2, ["target='sm_99' is not allowed", "'sm_90'"]),
-    (["--only", "09", "-p", "sizes", "[100]"], 2, ["09_mosaic_gpu: T=100 is not allowed", "a multiple of"]),
+    (
+        ["--only", "02", "-p", "compile_targets", "['sm_99']"],
+        2,
+        ["compile_targets[...]='sm_99' is not allowed"],
+    ),
+    (
+        ["--only", "02", "-p", "compile_Ts", "[100]"],
+        2,
+        ["02_pallas_loops: compile_Ts[...]=100 is not allowed"],
+    ),
     # the value forgotten
     (
         ["-p", "repeats", "--output-root", "R"],

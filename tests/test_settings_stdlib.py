@@ -113,7 +113,6 @@ def test_the_heavy_modules_take_their_names_from_the_vocabulary():
     from jaxperf.dispatch import vocab as dvocab
     from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, mosaic_gpu_rules
     from jaxperf.jax20909 import vocab as jvocab
-    from jaxperf.triton import plan, sweep
 
     assert methods.METHODS is dvocab.METHODS and list(methods._TABLE) == list(dvocab.METHODS)
     assert (methods.BASELINE, methods.FIX, methods.SLOW, methods.FAST_PATHS) == (
@@ -125,7 +124,6 @@ def test_the_heavy_modules_take_their_names_from_the_vocabulary():
     assert steps.STEPS is dvocab.STEPS and steps.AXIS is dvocab.AXIS
     assert inputs.DTYPES is jvocab.DTYPES and kernels.CARRY_DTYPES is jvocab.CARRY_DTYPES
     assert mosaic_gpu_kernel.check_divides is mosaic_gpu_rules.check_divides
-    assert sweep.Variant is plan.Variant and sweep.check_sizes is plan.check_sizes
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ import pytest
 
 from jaxperf.compilers.triton import estimate, ir
 from jaxperf.compilers.triton import sass as s
-from jaxperf.triton import mechanism
 
 
 def _sass(lines: list[str]) -> str:
@@ -177,12 +176,6 @@ def test_llir_counts_a_back_edge_as_a_loop_and_vector_ops_by_element():
     assert loops == 1
     assert inside["fp operations (elements)"] == 65 and inside["shuffle"] == 0
     assert outside["shuffle"] == 1 and outside["barrier"] == 1
-
-
-@pytest.mark.parametrize("bad", [(8192,), (16384, 8192), (8192, 8192, 16384)])
-def test_mechanism_needs_two_increasing_sizes(bad):
-    with pytest.raises(ValueError, match="sizes="):
-        mechanism.evidence([], bad)
 
 
 def test_the_estimate_stands_beside_a_measurement():

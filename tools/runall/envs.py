@@ -40,20 +40,20 @@ class Environment:
 ENVIRONMENTS = (
     Environment(
         "the Mosaic GPU compile environment (.envs/mosaic-gpu-0.12.0.1, about 1.3 GB from PyPI)",
-        ("09",),
+        ("02",),
         "jaxperf.compilers.mosaic_gpu.toolchain:status",
         ("bash", "tools/make_mosaic_gpu_env.sh"),
     ),
     Environment(
         "triton with its ptxas and cuobjdump (the triton extra)",
-        ("04",),
+        ("02",),
         "jaxperf.compilers.triton.toolchain:status",
         how="./run_all.sh setup installs it in .venv (JAXPERF_EXTRAS=triton,tpu); with --python, "
         "pip install the pinned triton there",
     ),
     Environment(
         "libtpu (the tpu extra)",
-        ("05",),
+        ("02",),
         "jaxperf.compilers.mosaic_tpu.topology:status",
         how="./run_all.sh setup installs it in .venv (JAXPERF_EXTRAS=triton,tpu); with --python, "
         "pip install 'jax[tpu]' at that environment's jax version there",

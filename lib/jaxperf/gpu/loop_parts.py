@@ -4,7 +4,7 @@ inside the part's budget, the records rewritten after every point.
 
 Part a (:func:`loop_sweep`): every loop form of ``loop_forms`` x ``unrolls`` on
 one kernel, one T at a time (lower, compile, check against float64, time
-interleaved: :func:`jaxperf.loops.sweep.measure_group`). Part b
+interleaved: :func:`jaxperf.jax20909.sweep.measure_group`). Part b
 (:func:`harness`): the reporter's ``heavyweight`` scan, his compile = first
 call - second call and ms per kernel call = second call / N; with his table
 beside it in his format.
@@ -26,9 +26,9 @@ from .settings import GpuSettings
 
 @functools.cache
 def _config_class() -> Any:
-    """:class:`~jaxperf.loops.sweep.SweepConfig` whose ``unroll_one_forms`` run at unroll 1 only
+    """:class:`~jaxperf.jax20909.sweep.SweepConfig` whose ``unroll_one_forms`` run at unroll 1 only
     (built on first use: the loop study imports JAX, which the device run starts on CUDA first)."""
-    from ..loops import sweep
+    from ..jax20909 import sweep
 
     @dataclasses.dataclass(frozen=True)
     class UnrollOneConfig(sweep.SweepConfig):
@@ -52,7 +52,7 @@ def _config_class() -> Any:
 
 
 def sweep_config(s: GpuSettings, kernel: str) -> Any:
-    """The loop study's :class:`~jaxperf.loops.sweep.SweepConfig` for ``kernel`` at this run's sizes,
+    """The loop study's :class:`~jaxperf.jax20909.sweep.SweepConfig` for ``kernel`` at this run's sizes,
     the forms of ``unroll_one_forms`` at unroll 1 only."""
     return _config_class()(
         unroll_one_forms=s.unroll_one_forms,
@@ -120,7 +120,8 @@ def loop_sweep(
     """Part a for ``kernel`` (or ``cfg``): writes ``<name>_variants``, ``_timings``, ``_headline``,
     ``_not_measured`` and ``bandwidth`` records (``name`` defaults to the kernel) and two
     figures; returns a summary dict."""
-    from ..loops import analysis, figures, roofline
+    from ..jax20909 import figures, roofline
+    from ..loops import analysis
 
     cfg = cfg or sweep_config(s, kernel)
     name = name or kernel
@@ -141,7 +142,7 @@ def loop_sweep(
             continue
         start = time.perf_counter()
         try:
-            from ..loops import sweep
+            from ..jax20909 import sweep
 
             meta, timing = sweep.measure_group(cfg, kernel, T)
         except Exception as err:  # noqa: BLE001 -- one point's failure is a result, the part goes on

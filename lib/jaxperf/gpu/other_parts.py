@@ -1,11 +1,6 @@
-"""Parts c and d of the device run.
+"""Part c of the device run.
 
-Part c (:func:`compile_on_host`): notebook 04's compile on the device
-machine's own CPU and Triton (:mod:`jaxperf.triton`: capture, ttir -> cubin,
-SASS, the static estimate for ``compile_target``), for the forms the estimate
-compares, on the same program part a times (the reporter's kernel, float32
-carry). :mod:`jaxperf.gpu.report` puts it beside the real GPU compile and the
-measured ms per call. Part d (:func:`dispatch`): ``jaxperf.diagnose`` on the seed's step, then notebook 01's
+Part c (:func:`dispatch`): ``jaxperf.diagnose`` on the seed's step, then notebook 01's
 cells on the one GPU (:mod:`jaxperf.dispatch.cost`), one at a time inside what is left of the budget.
 """
 
@@ -18,65 +13,6 @@ import pandas as pd
 
 from .env import Budget, failure, not_measured_rows, predict
 from .settings import GpuSettings
-
-
-def estimate_forms(s: GpuSettings) -> list[tuple[str, int]]:
-    """(loop form, unroll) the static estimate compares (as notebook 04's estimate_plan): the
-    reporter's two loops first, so that they lead every T's compiles."""
-    forms = [
-        ("python", 1),
-        ("fori", 1),
-        ("hand_unrolled", s.estimate_unroll),
-        ("hoisted", 1),
-        ("scalar_carry", 1),
-    ]
-    return [(f, u) for f, u in forms if f in s.loop_forms]
-
-
-def compile_on_host(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
-    """Part c: writes ``toolchain``, ``compile_records`` (one row per compile, with the static
-    counts) and ``estimate`` records; "not measured" with the reason when Triton is not usable."""
-    from ..compilers.triton import estimate, toolchain
-    from ..triton import sweep as tsweep
-
-    status = toolchain.status()
-    study.records(
-        pd.DataFrame([dict(available=status.available, version=status.version, reason=status.reason)]),
-        "toolchain",
-    )
-    if not status.available:
-        return {"available": False, "reason": status.reason}
-    variants = [tsweep.Variant("seed", f, u) for f, u in estimate_forms(s)]
-    shape = tsweep.Shape(D=s.D, batch=s.batch, dtype=s.dtype, seed_carry_dtype="float32")
-    frames: list[pd.DataFrame] = []
-    last = None
-    for T in s.compile_Ts:
-        predicted = predict(last, T)
-        if not budget.fits(predicted):
-            keys = [dict(kernel="seed", variant=v.name, T=T, target=s.compile_target) for v in variants]
-            frames.append(not_measured_rows(keys, budget.reason(predicted)))
-            continue
-        start = time.perf_counter()
-        try:
-            rows = tsweep.sweep(variants, {"seed": [T]}, target=s.compile_target, shape=shape)
-        except Exception as err:  # noqa: BLE001 -- recorded, the part goes on
-            keys = [dict(kernel="seed", variant=v.name, T=T, target=s.compile_target) for v in variants]
-            rows = not_measured_rows(keys, failure(err))
-        last = (T, time.perf_counter() - start)
-        frames.append(rows)
-        study.records(pd.concat(frames, ignore_index=True), "compile_records")
-        print(f"[{study.name}] compile T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
-    records = pd.concat(frames, ignore_index=True)
-    if "sass_dynamic_per_call" not in records:
-        return {"available": True, "version": status.version, "compiled": 0}
-    study.records(estimate.table(records), "estimate")
-    return {
-        "available": True,
-        "version": status.version,
-        "target": s.compile_target,
-        "compiled": int((records["status"] == "ok").sum()),
-        "label": f"compiled for {s.compile_target} on the device machine's CPU with triton {status.version}",
-    }
 
 
 def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:

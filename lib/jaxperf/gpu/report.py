@@ -3,16 +3,10 @@
 Runs after the parts, on the CPU (it reads records, starts no device):
 
 - ``compile_compare``: per (form, T) of the reporter's kernel, the real GPU
-  compile (part a: lower + compile of the jitted ``pallas_call``), the
-  reporter's-harness compile (part b: first call - second call), notebook
-  04's compile on the device machine's CPU (part c) and on the project's own
-  CPU (the committed ``results/cpu/triton_compile``, if present);
+  compile (part a: lower + compile of the jitted ``pallas_call``) beside the
+  reporter's-harness compile (part b: first call - second call);
 - ``triton_vs_mosaic_gpu``: per (form, T) of the reporter's kernel, ms per call and compile
-  on Triton (part a) beside the kernel written for Mosaic GPU (part e);
-- ``estimate_vs_measured``: part c's static SASS estimate (dynamic
-  instructions per call; the committed notebook 04 one when part c made
-  none) beside part a's measured ms per call, and the predicted vs measured
-  ratio to the Python loop;
+  on Triton (part a) beside the kernel written for Mosaic GPU (part d);
 - ``summary.json``/``summary.md``: every part's status and time, the
   seed-format GPU column beside the reporter's, the two tables, the versions
   that ran and where they differ from the pins.
@@ -29,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import markdown, paths, records
+from .. import markdown, records
 from ..jax20909 import vocab
 from .settings import PARTS
 
@@ -69,14 +63,11 @@ def _part_status(run_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def compile_table(results: Path, project_cpu: Path) -> pd.DataFrame:
+def compile_table(results: Path) -> pd.DataFrame:
     """Per (variant, T) of the seed kernel this run measured: its compile (lower + compile of
-    the jitted ``pallas_call``), the harness' compile (first - second call), the Triton compile
-    on this run's host CPU, and the committed one on the project's CPU where it has the point."""
+    the jitted ``pallas_call``) and the harness' compile (first - second call)."""
     variants, _ = _read(results / "loops" / "seed_variants")
     harness, _ = _read(results / "loops" / "harness")
-    host, _ = _read(results / "triton_compile" / "compile_records")
-    committed, committed_prov = _read(project_cpu / "triton_compile" / "compile_points")
     frames = []
     if variants is not None and "compile_ms" in variants:
         timed = variants[variants["status"] == "timed"]
@@ -84,52 +75,12 @@ def compile_table(results: Path, project_cpu: Path) -> pd.DataFrame:
         frames.append(timed.assign(run_lower_plus_compile_ms=total)[[*KEYS, "run_lower_plus_compile_ms"]])
     if harness is not None:
         frames.append(harness[[*KEYS, "compile_ms"]].rename(columns={"compile_ms": "run_harness_compile_ms"}))
-    if host is not None and "compile_ms" in host:
-        ok = host[host["status"] == "ok"].groupby(KEYS, as_index=False)["compile_ms"].median()
-        frames.append(ok.rename(columns={"compile_ms": "run_host_cpu_triton_compile_ms"}))
     if not frames:
         return pd.DataFrame(columns=KEYS)
     out = frames[0]
     for frame in frames[1:]:
         out = out.merge(frame, on=KEYS, how="outer")
-    if committed is not None and "compile_ms" in committed:
-        part = committed[(committed["kernel"] == "seed") & (committed["status"] == "ok")]
-        carry = committed_prov.get("parameters", {}).get("seed_carry_dtype", "input")
-        name = f"project_cpu_triton_compile_ms ({carry} carry)"
-        out = out.merge(part[[*KEYS, "compile_ms"]].rename(columns={"compile_ms": name}), on=KEYS, how="left")
     return out.sort_values(["variant", "T"], key=vocab.variant_sort_key).reset_index(drop=True)
-
-
-def _estimates(results: Path, project_cpu: Path) -> pd.DataFrame | None:
-    """Part c's static estimate; else the committed one of notebook 04 (sm_90, its carry dtype)."""
-    est, _ = _read(results / "triton_compile" / "estimate")
-    if est is not None and "sass_dynamic_per_call" in est:
-        return est.assign(estimate_from="this run's host CPU (float32 carry, as timed)")
-    committed, prov = _read(project_cpu / "triton_compile" / "estimate_records")
-    if committed is None or "sass_dynamic_per_call" not in committed:
-        return None
-    from ..compilers.triton import estimate
-
-    carry = prov.get("parameters", {}).get("seed_carry_dtype", "input")
-    table = estimate.table(committed)
-    table = table[table["target"] == "sm_90"]
-    return table.assign(estimate_from=f"the committed notebook 04 run ({carry} carry)")
-
-
-def estimate_table(results: Path, project_cpu: Path) -> pd.DataFrame:
-    """The static estimate (dynamic SASS instructions per call) beside part a's measured ms per
-    call, and both as ratios to the Python loop."""
-    head, _ = _read(results / "loops" / "seed_headline")
-    est = _estimates(results, project_cpu)
-    if head is None or est is None:
-        return pd.DataFrame(columns=[*KEYS, "ms_per_call", "sass_dynamic_per_call"])
-    cols = [*KEYS, "target", "sass_dynamic_per_call", "estimate_from"]
-    out = est[cols].merge(head[[*KEYS, "ms_per_call"]], on=KEYS)
-    out["dynamic_instructions_per_ns"] = out["sass_dynamic_per_call"] / (out["ms_per_call"] * 1e6)
-    python = out[out.variant == "python"].set_index("T")
-    out["predicted_vs_python"] = out["sass_dynamic_per_call"] / out["T"].map(python["sass_dynamic_per_call"])
-    out["measured_vs_python"] = out["ms_per_call"] / out["T"].map(python["ms_per_call"])
-    return out.sort_values(["T", "variant"], key=vocab.variant_sort_key).reset_index(drop=True)
 
 
 def sweep_table(results: Path, kernel: str) -> pd.DataFrame | None:
@@ -193,11 +144,8 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     prov = _provenance(results, run_dir)
     parts = _part_status(run_dir)
-    project_cpu = paths.PROJECT_ROOT / "results" / "cpu"
-    compiles = compile_table(results, project_cpu)
-    estimates = estimate_table(results, project_cpu)
+    compiles = compile_table(results)
     records.write_records(compiles, run_dir / "compile_compare", prov)
-    records.write_records(estimates, run_dir / "estimate_vs_measured", prov)
     backends = backends_table(results)
     if backends is not None:
         records.write_records(backends, run_dir / "triton_vs_mosaic_gpu", prov)
@@ -224,8 +172,7 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         *_md_section(
             "Loop sweep, attention: ms per kernel call", sweep_table(results, "attention"), "not measured"
         ),
-        *_md_section("Compile: on the device beside the Triton compile on a CPU", compiles, "not measured"),
-        *_md_section("Static SASS estimate beside the measured time", estimates, "not measured"),
+        *_md_section("Compile on the device", compiles, "not measured"),
         *_md_section(
             "Dispatch on one device: it/s in a loop that blocks once at its end (median)",
             dispatch_table(results),
@@ -251,7 +198,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         "parts": parts,
         "seed_table": [] if seed_table is None else seed_table.to_dict(orient="records"),
         "compile_compare": compiles.to_dict(orient="records"),
-        "estimate_vs_measured": estimates.to_dict(orient="records"),
         "triton_vs_mosaic_gpu": [] if backends is None else backends.to_dict(orient="records"),
         "provenance": prov,
     }

@@ -36,7 +36,6 @@ STUDY_OF = {
     "loops_mosaic_gpu": "loops",
     "loops_attention": "loops",
     "harness": "loops",
-    "compile": "triton_compile",
     "dispatch": "dispatch",
 }
 
@@ -49,7 +48,6 @@ def _part_function(part: str) -> Callable[..., dict[str, Any]]:
         "loops_mosaic_gpu": loop_parts.mosaic_gpu_sweep,
         "loops_attention": lambda study, s, b: loop_parts.loop_sweep(study, s, "attention", b),
         "harness": loop_parts.harness,
-        "compile": other_parts.compile_on_host,
         "dispatch": other_parts.dispatch,
     }[part]
 

@@ -21,8 +21,8 @@ from ..settings import StudySettings
 
 # Run order: the reporter's own harness first (the seed-format GPU column), then his kernel
 # in the loop sweep (Pallas' default, Triton), the same kernel written for Mosaic GPU (Hopper's
-# Pallas backend), the compile (joined with them), dispatch, and attention last.
-PARTS = ("harness", "loops_seed", "loops_mosaic_gpu", "compile", "dispatch", "loops_attention")
+# Pallas backend), dispatch, and attention last. (Compiles need no GPU: notebook 02 makes them.)
+PARTS = ("harness", "loops_seed", "loops_mosaic_gpu", "dispatch", "loops_attention")
 # The reporter's T in the order a part measures them: the extremes first (his largest T
 # holds the widest fori/Python gap), so that a budget cut loses a middle T.
 REPORTER_TS_ORDER = (256, 65536, 8192, 2048, 32768, 16384)
@@ -38,15 +38,13 @@ class GpuSettings(StudySettings):
     scalar carry that closed the gap on XLA:CPU, at unroll 1 only), ``repeats`` timed batches,
     ``compile_repeats`` fresh compiles; attention's Python loop only up to
     ``attention_python_max_steps`` steps. Harness (part b): the reporter's
-    ``heavyweight`` over ``harness_N`` batches at ``harness_Ts``. Compile (part c):
-    the Triton compile on the host CPU and its static SASS estimate for
-    ``compile_target`` at ``compile_Ts`` (the forms the estimate compares, scalar carry included).
-    Dispatch (part d): a diagnosis of the seed's step, then notebook 01's cells (every path of
+    ``heavyweight`` over ``harness_N`` batches at ``harness_Ts``.
+    Dispatch (part c): a diagnosis of the seed's step, then notebook 01's cells (every path of
     ``eqx.filter_pmap`` and ``eqx.filter_jit``) on MLPs of ``mlp_depths`` (and
     ``transformer_layers``) for ``dispatch_steps``, each timed for up to
     ``dispatch_seconds_per_cell``. Mosaic GPU
-    (part e): the reporter's kernel written for Mosaic GPU (``mosaic_gpu_variants``: his two
-    loops, the scalar carry and ``hoisted u=1``, the portable form notebook 09's estimate puts
+    (part d): the reporter's kernel written for Mosaic GPU (``mosaic_gpu_variants``: his two
+    loops, the scalar carry and ``hoisted u=1``, the portable form a static estimate put
     closest to the Python loop) at ``mosaic_gpu_Ts``, its Python loop only up to
     ``mosaic_gpu_python_max_steps`` steps (its lowering grows faster than T, and 1024 steps
     exceed Python's recursion limit in Mosaic GPU's layout inference).
@@ -80,9 +78,6 @@ class GpuSettings(StudySettings):
     mosaic_gpu_variants: tuple[str, ...] = ("python", "fori u=1", "scalar_carry u=1", "hoisted u=1")
     mosaic_gpu_Ts: tuple[int, ...] = REPORTER_TS_ORDER
     mosaic_gpu_python_max_steps: int = 128
-    compile_target: str = "sm_90"
-    compile_Ts: tuple[int, ...] = REPORTER_TS_ORDER
-    estimate_unroll: int = 4
     mlp_depths: tuple[int, ...] = (1, 64, 16, 4)
     transformer_layers: tuple[int, ...] = (2,)
     dispatch_steps: tuple[str, ...] = ("noop", "train")
@@ -92,7 +87,6 @@ class GpuSettings(StudySettings):
             "harness": 80,
             "loops_seed": 100,
             "loops_mosaic_gpu": 50,
-            "compile": 45,
             "dispatch": 50,
             "loops_attention": 40,
         }
@@ -113,8 +107,6 @@ class GpuSettings(StudySettings):
         "harness_repeats": 1,
         "harness_variants": ("python", "fori u=1", "scalar_carry u=1"),
         "mosaic_gpu_Ts": (128,),
-        "compile_Ts": (128,),
-        "estimate_unroll": 2,
         "mlp_depths": (1,),
         "transformer_layers": (),
         "dispatch_steps": ("noop",),
@@ -125,7 +117,7 @@ class GpuSettings(StudySettings):
     def validate(self) -> None:
         for name in ("batch", "D", "repeats", "compile_repeats", "bandwidth_megabytes", "harness_N"):
             check_int(name, getattr(self, name), minimum=1)
-        for name in ("harness_repeats", "dispatch_seconds_per_cell", "estimate_unroll"):
+        for name in ("harness_repeats", "dispatch_seconds_per_cell"):
             check_int(name, getattr(self, name), minimum=1)
         check_int("attention_python_max_steps", self.attention_python_max_steps, minimum=1)
         check_int("mosaic_gpu_python_max_steps", self.mosaic_gpu_python_max_steps, minimum=1)
@@ -136,7 +128,7 @@ class GpuSettings(StudySettings):
                 )
             for variant in self.mosaic_gpu_variants:
                 mosaic_gpu_rules.check_divides(*vocab.parse_variant(variant), T)
-        for name in ("unrolls", "seed_Ts", "attention_Ts", "harness_Ts", "compile_Ts", "mlp_depths"):
+        for name in ("unrolls", "seed_Ts", "attention_Ts", "harness_Ts", "mlp_depths"):
             check_ints(name, getattr(self, name))
         if self.transformer_layers:
             check_ints("transformer_layers", self.transformer_layers)

@@ -1,15 +1,18 @@
-"""jax-ml/jax#20909 as every study of it spells it: the vocabulary, the loop forms, the kernels,
-their inputs and their float64 answers. Below the studies (loops, triton, tpu, gpu) and the
-compilers, which all import it; it imports only the shared harness and :mod:`jaxperf.fixes`.
+"""jax-ml/jax#20909, the study (notebook 02): the vocabulary, the loop forms, the kernels, their
+inputs and float64 answers, and the study's own steps, all run through the loops tool's engine
+(:mod:`jaxperf.loops.engine`) and the compilers (:mod:`jaxperf.compilers`).
 
-- :mod:`.vocab`: kernels, loop forms, variant names and order, the reporter's table, facets;
-  imports no JAX.
-- :mod:`.forms`: the loop forms (the hand-unrolled one is the public fix
-  :func:`jaxperf.fixes.hand_unrolled_fori`, ``jaxperf.hand_unrolled_fori``).
-- :mod:`.kernels`, :mod:`.inputs`, :mod:`.reference`: the kernels as ``pallas_call`` and
-  plain jit, their inputs, and their float64 answers.
-- :mod:`.forms` also holds ``jaxperf.kernel_loop``, a kernel's loop written once in any form;
+- :mod:`.vocab`: kernels, loop forms, variant names and order, the reporter's table; imports no JAX.
+- :mod:`.forms`, :mod:`.kernels`, :mod:`.inputs`, :mod:`.reference`: the loop forms (the
+  hand-unrolled one is the public fix ``jaxperf.hand_unrolled_fori``; ``jaxperf.kernel_loop``),
+  the kernels as ``pallas_call`` and plain jit, their inputs and float64 answers;
   :mod:`.factory` loads and checks a reader's kernel factory, :mod:`.factories` are the
-  study's kernels as such factories (the loop study's engine runs both the same way).
-- :mod:`.compile_facts`: compile growth against the reporter's, over the same T range only.
+  study's kernels as such factories.
+- :mod:`.settings`: notebook 02's typed settings and quick preset.
+- :mod:`.sweep`, :mod:`.runs`: the measuring steps (the timed sweep on XLA:CPU and the
+  interpreter; the reporter's harness; the engine on the family, the readers' kernels and the
+  compile sweep at his T), each returning tidy frames for ``study.measure``.
+- :mod:`.family`, :mod:`.compile_facts`, :mod:`.roofline`: which kernels pay per compiler;
+  compile growth against the reporter's over the same T range; bytes over measured bandwidth.
+- :mod:`.report`, :mod:`.figures`, :mod:`.unroll_heatmap`: summary.json / summary.md and the figures.
 """

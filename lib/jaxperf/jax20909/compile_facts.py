@@ -97,3 +97,116 @@ def harness_flags(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for r in rows
         if r.get("compile_ms") is not None and r["compile_ms"] < 0
     ]
+
+
+#: the engine's targets by the names a sentence uses
+COMPILERS = {
+    "triton sm_86": "Triton sm_86",
+    "triton sm_90": "Triton sm_90",
+    "mosaic_gpu sm_90a": "Mosaic GPU sm_90a",
+    "mosaic_tpu v5e": "Mosaic TPU v5e",
+}
+
+
+def _number(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out == out else None
+
+
+def compile_summary(points: Any) -> dict[str, Any]:
+    """summary.json's compile part, from :func:`jaxperf.jax20909.runs.compiles`' rows:
+
+    - ``compile``: per (compiler, form, T) the status, compile ms (export + compile), work per
+      program in the compiler's unit and the error of a point that failed;
+    - ``compile_growth``: per (compiler, form) the compile from the smallest T to the largest T
+      that compiled, beside the reporter's over the same range (``python`` and ``fori`` only);
+    - ``static_ratio``: per (compiler, T) fori_loop's and ``scalar_carry u=1``'s work per program
+      over the Python loop's (one unit per compiler: SASS instructions per warp or TPU bundles);
+    - ``failures``: per (compiler, form) the first T that did not compile, its loop steps and error.
+    """
+    rows: list[dict[str, Any]] = []
+    for r in points.to_dict(orient="records"):
+        rows.append(
+            dict(
+                compiler=COMPILERS.get(r["target"], r["target"]),
+                unit=r.get("unit"),
+                form=r["form"],
+                T=int(r["T"]),
+                status=r["status"],
+                compile_ms=_number(r.get("compile_ms")) if r["status"] == "ok" else None,
+                work_per_program=_number(r.get("work_per_program")) if r["status"] == "ok" else None,
+                steps=_number(r.get("steps")),
+                error=r.get("error") or "",
+            )
+        )
+    growth, failures, ratios = [], [], []
+    keyed: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        keyed.setdefault((row["compiler"], row["form"]), []).append(row)
+    for (compiler, form), part in keyed.items():
+        part = sorted(part, key=lambda r: r["T"])
+        ok = [r for r in part if r["compile_ms"] is not None]
+        failed = [r for r in part if r["status"] not in ("ok", "not reached")]
+        if failed:
+            f = failed[0]
+            failures.append(
+                dict(
+                    compiler=compiler,
+                    form=form,
+                    T=f["T"],
+                    steps=f["T"] // 64,
+                    status=f["status"],
+                    error=f["error"],
+                )
+            )
+        if len(ok) >= 2:
+            lo, hi = ok[0], ok[-1]
+            his = reporter_growth(lo["T"], hi["T"])
+            base = "fori" if form.startswith("fori") else form
+            growth.append(
+                dict(
+                    compiler=compiler,
+                    form=form,
+                    T_min=lo["T"],
+                    T_max=hi["T"],
+                    ms_at_T_min=lo["compile_ms"],
+                    ms_at_T_max=hi["compile_ms"],
+                    growth=hi["compile_ms"] / lo["compile_ms"],
+                    reporter_growth=None if his is None or base not in his else his[base],
+                )
+            )
+    by_point = {(r["compiler"], r["form"], r["T"]): r["work_per_program"] for r in rows}
+    for compiler, T in dict.fromkeys((r["compiler"], r["T"]) for r in rows):
+        python = by_point.get((compiler, "python", T))
+        fori = by_point.get((compiler, "fori", T), by_point.get((compiler, "fori u=1", T)))
+        fix = by_point.get((compiler, "scalar_carry u=1", T))
+        if python:
+            ratios.append(
+                dict(
+                    compiler=compiler,
+                    T=T,
+                    fori_vs_python=None if fori is None else fori / python,
+                    scalar_carry_u1_vs_python=None if fix is None else fix / python,
+                )
+            )
+    return {"compile": rows, "compile_growth": growth, "static_ratio": ratios, "failures": failures}
+
+
+def reporter_rows() -> list[dict[str, Any]]:
+    """The reporter's table (RTX A6000) per T: his ms per call and compile ms, and fori_loop over
+    the Python loop of each."""
+    return [
+        dict(
+            T=T,
+            python_ms=p_ms,
+            fori_ms=f_ms,
+            python_compile_ms=p_c,
+            fori_compile_ms=f_c,
+            ratio=f_ms / p_ms,
+            compile_ratio=f_c / p_c,
+        )
+        for T, p_c, p_ms, f_c, f_ms in SEED_ROWS
+    ]

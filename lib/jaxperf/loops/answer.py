@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 
 from .. import goals as rule
-from ..jax20909 import compile_facts
-from . import advice, family
+from ..jax20909 import compile_facts, family
+from . import advice
 from .engine import Results
 from .engine import per_step as engine_per_step
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..errors import check_choice, check_int
 from ..jax20909 import inputs, kernels, reference, vocab
-from .settings import LoopSettings
+from ..jax20909.settings import LoopSettings
 
 HARNESS_MODES = {
     "xla": "xla_harness",

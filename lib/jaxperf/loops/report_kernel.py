@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import markdown as md
 from .. import timing
-from . import family
+from ..jax20909 import family
 from .engine import Results, lowering_table
 from .targets import TARGETS
 
