@@ -129,9 +129,9 @@ def identify(step: Any) -> Step:
     if callable(step) and getattr(lower, "__qualname__", "") == "pmap.<locals>.lower":
         return Step("jax.pmap", step, step.__wrapped__)
     if name.startswith("flax.nnx.transforms.compilation."):
-        from .nnx_paths import identify_nnx
-
-        return identify_nnx(step)
+        tree_mode = getattr(step, "graph", True) is False
+        donate = jit_donation(getattr(step, "jitted_fn", None))
+        return Step("nnx.jit tree mode" if tree_mode else "nnx.jit", step, step.fun, donate)
     if name.startswith("jaxperf.fixes._nnx."):
         return Step("jaxperf.cached_nnx_jit", step, step.__wrapped__)
     known = "; ".join(KINDS.values())
