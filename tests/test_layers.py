@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -77,12 +78,12 @@ def is_study(name: str) -> bool:
 
 
 def study_of(name: str) -> str | None:
-    """The study a study module belongs to (its package under jaxperf: ``jaxperf.dispatch.report``
-    -> ``dispatch``); None for a tool module and for the study's shared top-level modules."""
-    if not is_study(name):
-        return None
-    parts = name.split(".")
-    return parts[1] if len(parts) > 2 else None
+    """The study a module belongs to: its package under jaxperf when the list names that package
+    (``jaxperf.dispatch.report`` -> ``dispatch``); None for a tool module and for the study's
+    shared modules (the top-level ones, and those the list names inside a tool's package)."""
+    package = ".".join(name.split(".")[:2])
+    is_package = package in STUDY and MODULES[package].name == "__init__.py"
+    return package.split(".")[1] if is_package else None
 
 
 def test_the_study_list_names_modules_that_exist():
@@ -152,6 +153,7 @@ def test_the_checks_can_fail():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert study_of("jaxperf.dispatch.report") == "dispatch"
     assert study_of("jaxperf.plots") is None and is_study("jaxperf.plots")
+    assert study_of("jaxperf.loops.analysis") is None and is_study("jaxperf.loops.analysis")
     assert study_of("jaxperf.fixes") is None and not is_study("jaxperf.fixes")
 
 
@@ -168,9 +170,14 @@ def wheel(tmp_path_factory) -> Path:
     """The wheel `pip wheel .` builds (no dependencies, the installed setuptools)."""
     if importlib.util.find_spec("setuptools") is None:
         pytest.skip("setuptools is not installed (the dev extra installs it)")
+    # from a copy of what a fresh clone holds: setuptools' build/ folder would keep stale modules
+    src = tmp_path_factory.mktemp("clone")
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(PROJECT_ROOT / name, src / name)
+    shutil.copytree(LIB, src / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     out = tmp_path_factory.mktemp("wheel")
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out)]
-    proc = subprocess.run([*cmd, str(PROJECT_ROOT)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([*cmd, str(src)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return next(out.glob("jaxperf-*.whl"))
 

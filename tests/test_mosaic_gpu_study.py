@@ -12,6 +12,7 @@ from notebook_support import assert_clean_source, run_notebook
 
 from jaxperf import markdown
 from jaxperf.compilers.mosaic_gpu import compile as mgpu_compile
+from jaxperf.compilers.mosaic_gpu import ir as mgpu_ir
 from jaxperf.compilers.mosaic_gpu import toolchain
 from jaxperf.mosaic_gpu import MosaicGpuSettings
 from jaxperf.paths import PROJECT_ROOT
@@ -40,10 +41,10 @@ def test_settings_refuse_bad_input(kwargs, match):
 def test_without_the_compile_environment_every_point_is_not_measured(tmp_path, monkeypatch):
     monkeypatch.setenv(toolchain.PYTHON_ENV, str(tmp_path / "no-such-python"))
     assert not toolchain.status().available
-    rows = mgpu_compile.compile_points([mgpu_compile.point("fori", 1, 256)], tmp_path)
+    rows = mgpu_compile.compile_points([mgpu_ir.point("fori", 1, 256)], tmp_path)
     assert rows[0]["status"] == "not measured" and "not built" in rows[0]["error"]
     with pytest.raises(ValueError, match="unroll=3 is not allowed"):
-        mgpu_compile.point("fori", 3, 256)
+        mgpu_ir.point("fori", 3, 256)
 
 
 def test_notebook_source_is_clean():

@@ -41,7 +41,7 @@ _PUBLIC = {
     "hand_unrolled_fori": "jaxperf.fixes",
     "cached_nnx_jit": "jaxperf.fixes",
     "diagnose": "jaxperf.diagnosis",
-    "kernel_loop": "jaxperf.jax20909.forms",
+    "kernel_loop": "jaxperf.loops.forms",
 }
 
 __all__ = ["__version__", *_PUBLIC]

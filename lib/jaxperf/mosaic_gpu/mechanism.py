@@ -2,7 +2,7 @@
 
 From the compile sweep's dumps at the two mechanism T (compiled for sm_90a on a CPU, never
 executed), every level is counted inside and outside its loops
-(:func:`jaxperf.compilers.mosaic_gpu.compile.level_counts`): the module Pallas hands to
+(:func:`jaxperf.compilers.mosaic_gpu.ir.level_counts`): the module Pallas hands to
 Mosaic GPU (``scf.for`` and what it carries), the LLVM dialect after Mosaic GPU's passes,
 PTX and SASS. "The reduction inside the loop body" is a count per level: warp shuffles and
 barriers in a loop. What one extra step costs is the static SASS count of the larger T minus
@@ -19,8 +19,9 @@ from typing import Any
 import pandas as pd
 
 from ..compilers.mosaic_gpu import compile as mgpu_compile
+from ..compilers.mosaic_gpu import ir as mgpu_ir
 from ..compilers.mosaic_gpu import sass as mgpu_sass
-from ..compilers.mosaic_gpu.compile import LEVELS
+from ..compilers.mosaic_gpu.ir import LEVELS
 from ..compilers.triton import sass as _sass
 from ..jax20909 import vocab
 
@@ -34,7 +35,7 @@ def counts(compiled: pd.DataFrame, out_dir: Path, sizes: tuple[int, int]) -> pd.
         texts = mgpu_compile.read_dump(out_dir, {"dump_dir": getattr(r, "dump_dir", "")})
         if not texts:
             continue
-        for level, (inside, outside, loops) in mgpu_compile.level_counts(texts).items():
+        for level, (inside, outside, loops) in mgpu_ir.level_counts(texts).items():
             for place, found in ((IN_LOOP, inside), (OUTSIDE, outside)):
                 rows += [
                     dict(

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..compilers.mosaic_gpu import compile as mgpu_compile
+from ..compilers.mosaic_gpu import ir as mgpu_ir
 from ..compilers.mosaic_gpu import lower as mgpu_lower
 from ..jax20909 import inputs, mosaic_gpu_kernel, reference, vocab
 from .settings import MosaicGpuSettings
@@ -138,7 +139,7 @@ def compile_points(
                     _row(form, unroll, T) | dict(status="not compiled", error=f"lowering {failed[(name, T)]}")
                 )
             else:
-                points.append(mgpu_compile.point(form, unroll, T, batch=s.batch, D=s.D, dtype=s.dtype))
+                points.append(mgpu_ir.point(form, unroll, T, batch=s.batch, D=s.D, dtype=s.dtype))
     return points, pd.DataFrame(skipped)
 
 
@@ -147,7 +148,7 @@ def compile_sweep(
 ) -> pd.DataFrame:
     """Compile for sm_90a in the compile environment; one row per (variant, T) with the median
     lower/compile ms (``compile_total_ms``: their sum, the reporter's compile column) and the
-    counts of its dumps (:func:`jaxperf.compilers.mosaic_gpu.compile.point_counts`).
+    counts of its dumps (:func:`jaxperf.compilers.mosaic_gpu.ir.point_counts`).
     ``progress`` (a tqdm bar) advances per point compiled; its total is reset to the points."""
     points, skipped = compile_points(s, lowered)
     if progress is not None:
@@ -179,7 +180,7 @@ def compile_sweep(
             flat["compile_total_ms"] = flat["lower_ms"] + flat["compile_ms"]
             texts = mgpu_compile.read_dump(out_dir, row)
             if texts:
-                flat |= mgpu_compile.point_counts(texts, programs=mgpu_compile.programs(row["T"], s.batch))
+                flat |= mgpu_ir.point_counts(texts, programs=mgpu_ir.programs(row["T"], s.batch))
         out.append(flat)
     frame = pd.DataFrame(out + skipped.to_dict(orient="records"))
     return frame.sort_values(["T", "variant"], key=vocab.variant_sort_key, kind="stable").reset_index(
