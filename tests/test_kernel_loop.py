@@ -14,9 +14,8 @@ import pytest
 
 import jaxperf
 from jaxperf.jax20909 import compile_facts, reference
-from jaxperf.loops import forms
+from jaxperf.loops import advice, cli, engine, family, forms, report_kernel
 from jaxperf.loops import factory as kernel
-from jaxperf.loops import advice, cli, engine, family, report_kernel
 
 STEP = 8  # rows a loop step reads in the tiny kernel below
 

@@ -117,8 +117,8 @@ def identify(step: Any) -> Step:
         "equinox._jit._JitWrapper": ("eqx.filter_jit", _equinox_jit),
         "equinox._vmap_pmap._PmapWrapper": ("eqx.filter_pmap", _equinox_pmap),
         # jaxperf's drop-ins are Modules with Equinox's own fields
-        "jaxperf.fixes._cached.CachedFilterJit": ("jaxperf.cached_filter_jit", _equinox_jit),
-        "jaxperf.fixes._cached.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _equinox_pmap),
+        "jaxperf.fixes._jit.CachedFilterJit": ("jaxperf.cached_filter_jit", _equinox_jit),
+        "jaxperf.fixes._pmap.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _equinox_pmap),
     }
     if name in table:
         kind, build = table[name]

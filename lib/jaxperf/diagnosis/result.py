@@ -29,6 +29,8 @@ WORTH = 1.05
 SLACK = 1.02
 #: the figure's font: 8 pt once a notebook shows its 9 inches at 900 px
 FONT_PT = 10.5
+#: who drew the figure, on the figure as the study's figures carry it (``plots.who_drew``)
+DRAWN_BY = f"{__name__}.Diagnosis.figure"
 
 
 @dataclasses.dataclass
@@ -313,6 +315,7 @@ class Diagnosis:
             fig, ax = plt.subplots(figsize=(6, 1.2))
             ax.axis("off")
             ax.text(0, 0.5, "Nothing was timed. " + self.headline()[0], wrap=True, va="center")
+            vars(fig)["_jaxperf_drawn_by"] = DRAWN_BY
             return fig, pd.DataFrame(columns=["path"])
         table = self.table()
         per_call = self.per_call().set_index("variant").loc[table["path"]]
@@ -348,4 +351,5 @@ class Diagnosis:
         fig.tight_layout(rect=(0, 0.07 if footer else 0.04, 1, 0.95))
         data = stats.reset_index().rename(columns={"variant": "path"})
         data["host_ms"], data["wait_ms"] = host, wait
+        vars(fig)["_jaxperf_drawn_by"] = DRAWN_BY
         return fig, data
