@@ -339,7 +339,7 @@ class Diagnosis:
         right.barh(y, host, height=0.6, color="0.35", label="host CPU")
         right.barh(y, wait, left=host, height=0.6, color="0.75", label="waiting for the device")
         right.set_xlabel("ms per blocked call (medians)", fontsize=FONT_PT)
-        right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False, fontsize=FONT_PT)
+        right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False, fontsize=FONT_PT)
         for ax in (left, right):
             ax.tick_params(labelsize=FONT_PT)
         fig.suptitle(f"{self.kind} step, {self.leaves} array leaves in its arguments", fontsize=FONT_PT + 1)
