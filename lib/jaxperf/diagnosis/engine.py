@@ -462,7 +462,8 @@ def _run(
         repeats=config.repeats if left > 0 else min(config.repeats, 2),
         number=number,
         precision=config.precision,
-        max_seconds=max(left, 0.0) if left != float("inf") else config.max_seconds,
+        # the cap already spent (a slow machine): the few rounds above, no more (a cap must be > 0)
+        max_seconds=max(left, 1e-3) if left != float("inf") else config.max_seconds,
         max_repeats=config.max_repeats,
         clock=config.clock,
     )
