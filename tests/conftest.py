@@ -147,7 +147,6 @@ COST_S = {
     "tests/test_browser.py::test_executed_notebook": 10,
     "tests/test_triton_compile.py::test_notebook_quick_run": 63,
     "tests/test_run_all.py::test_python_option": 42,
-    "tests/test_runahead.py::test_notebook_quick_run": 36,
     "tests/test_lint.py::test_mypy": 35,
     "tests/test_mosaic_gpu_study.py::test_notebook_quick_run": 32,
     "tests/test_figure_rules.py::test_every_figure": 25,

@@ -1,5 +1,5 @@
 """JupyterLab, as a reader uses it: start it the README's way (`./run_all.sh lab`),
-drive Debian's chromium through Playwright, open notebook 07 (the filter_jit runs-ahead
+drive Debian's chromium through Playwright, open notebook 10 (the diagnosis of the seed's step
 study: JAX, progress bars, tables and figures in a quick run of under a minute), set quick mode in
 its parameters cell, run all cells, and check what the reader sees: the kernel
 "Python (jaxperf)", no cell with an error, an inline image in every cell that
@@ -44,13 +44,13 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
-# Notebook 07, not 01: the same kernel, widgets and inline figures in a quarter of the time
+# Notebook 10, not 01: the same kernel, widgets and inline figures in a fraction of the time
 # (notebook 01's quick run, about four minutes, is tests/test_dispatch.py's own).
-NOTEBOOK = "notebooks/07_filter_jit_runahead.ipynb"
+NOTEBOOK = "notebooks/10_your_step.ipynb"
 SHOTS = PROJECT_ROOT / ".browser-test"
 # Where a run of the notebook could write (other notebooks are not opened).
 WATCHED = (NOTEBOOK, "results", "figures")
-# A quick run of notebook 07 takes under a minute on a quiet 2-core machine; a busy one is slower.
+# A quick run of notebook 10 takes under a minute on a quiet 2-core machine; a busy one is slower.
 RUN_TIMEOUT_S = int(os.environ.get("JAXPERF_BROWSER_TIMEOUT", "420"))
 # Done when no code cell is queued or running ([*]), one has run, and the kernel is idle
 # again (JupyterLab stops a "run all" at the first cell that fails).

@@ -375,3 +375,49 @@ def test_the_kept_differences_from_nnx_jit():
         step(m)
         kept[jit] = (m.items is items, m.items[1][...] is unchanged)
     assert kept[cached_nnx_jit] == (True, True) and kept[nnx.jit] == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"graph": False}, "graph"), ({"graph_updates": False}, "graph_updates")],
+)
+def test_tree_mode_is_refused_naming_the_option(options, named):
+    from jaxperf.fixes._nnx import nnx_refusal_counts
+
+    before = nnx_refusal_counts().get("tree mode", 0)
+    nnx.jit(lambda m, x: m(x), **options)  # nnx.jit itself accepts it
+    with pytest.raises(ValueError, match=rf"{named}=False is not allowed: .*keep nnx.jit"):
+        cached_nnx_jit(lambda m, x: m(x), **options)
+    assert nnx_refusal_counts()["tree mode"] == before + 1
+
+
+def test_shardings_are_refused_naming_the_option():
+    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    with pytest.raises(ValueError, match=r"in_shardings=.* is not allowed: expected None"):
+        cached_nnx_jit(lambda x: x, in_shardings=sharding)
+    with pytest.raises(ValueError, match=r"out_shardings=.* is not allowed: expected None"):
+        cached_nnx_jit(lambda x: x, out_shardings=sharding)
+
+
+def test_a_variable_argument_is_served_by_the_drop_in_and_kept_nowhere():
+    import gc
+    import weakref
+
+    def f(v, x):
+        v[...] += x
+        return v[...] * 2
+
+    results = []
+    for jit in (nnx.jit, cached_nnx_jit):
+        v, step = nnx.Param(jnp.ones(3)), jit(f)
+        outs = [step(v, jnp.full(3, float(k))) for k in range(3)]
+        results.append((np.array(v[...]), [np.array(o) for o in outs]))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    for a, b in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(a, b)
+    assert step.stats["fallbacks"] == 0 and step.stats["misses"] == 3  # served here, walked each call
+    assert not step._records and step._last is None
+    ref = weakref.ref(v[...])
+    del v
+    gc.collect()
+    assert ref() is None  # the drop-in keeps no Variable (nor its array) alive

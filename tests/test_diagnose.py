@@ -400,3 +400,20 @@ def test_the_cli_names_the_carry(text, carry_value):
     from jaxperf.diagnosis.cli import parser
 
     assert parser().parse_args(["x:y", "--carry", text]).carry == carry_value
+
+
+def test_a_batch_that_fills_several_arguments_and_a_scalar_in_the_state_are_read():
+    made = importlib.import_module("corpus.steps.jax_grad_accum").make()
+    result = diagnose(made["step"], *made["args"], loader=made["loader"], **FAST)
+    assert result.batch_at == 2 and result.carry == {0: 0, 1: 1}  # (xs, ys) fill arguments 2 and 3
+    made = importlib.import_module("corpus.steps.linen_train_state").make()
+    result = diagnose(made["step"], *made["args"], loader=made["loader"], **FAST)
+    assert result.carry == {0: 0}  # TrainState.step: the int 0, then an int32 array
+    with pytest.raises(ValueError, match=r"batch_at=None is not allowed: .*0 arguments look like its batch"):
+        diagnose(
+            jax.jit(lambda w, x: (w + x, w)),
+            jnp.ones(3),
+            jnp.ones(3),
+            loader=lambda: (jnp.ones(2),) * 2,
+            **FAST,
+        )

@@ -38,17 +38,24 @@ def test_bad_parameters_are_clear_errors(kwargs, match):
         DispatchSettings.from_parameters(kwargs)
 
 
-def test_the_cells_cover_the_per_leaf_sweep_the_train_step_and_donation():
+def test_the_cells_cover_the_per_leaf_sweep_the_heavy_step_and_optional_train_and_donation():
     cells = DispatchSettings().cells
     keys = {(c.step, c.spec.name, c.donated, c.family) for c in cells}
-    for model in ("mlp_depth1", "mlp_depth64", "transformer_1layers", "transformer_4layers", "cnn_4layers"):
+    for model in ("mlp_depth1", "mlp_depth64"):
         assert {("noop", model, False, f) for f in ("pmap", "jit")} <= keys
+    for model in ("transformer_1layers", "transformer_4layers", "cnn_4layers", "cnn_32layers"):
+        assert ("noop", model, False, "pmap") in keys
     for kind in ("mlp", "transformer", "cnn"):  # a line per model family needs two sizes of each
         assert len({c.spec.size for c in cells if c.spec.kind == kind and c.step == "noop"}) >= 2
-    assert ("train", "transformer_4layers", False, "jit") in keys
-    assert ("noop", "mlp_depth64", True, "pmap") in keys and ("train", "mlp_depth64", True, "jit") in keys
-    assert len(cells) == len(keys)  # no cell twice
-    assert len(cells) <= 22  # no more cells than the run before the CNNs: notebook 01 takes no longer
+    assert ("train", "mlp_depth1_width512", False, "jit") in keys  # does each path wait for its call?
+    assert ("noop", "mlp_depth16", False, "jit") not in keys  # the jit line's two ends suffice
+    assert len(cells) == len(keys) == 10  # 3 processes of these fit notebook 01 in about 6 minutes
+    more = {
+        (c.step, c.spec.name, c.donated, c.family)
+        for c in DispatchSettings(train_depths=(64,), donated_depths=(64,)).cells
+    }
+    assert ("train", "transformer_4layers", False, "pmap") in more
+    assert ("noop", "mlp_depth64", True, "pmap") in more and ("train", "mlp_depth64", True, "jit") in more
 
 
 def test_quick_preset_replaces_the_sizes_and_is_visible():
@@ -117,5 +124,21 @@ def test_quick_notebook_run_writes_its_outputs(tmp_path):
     assert summary["goals"] == {}  # a smoke run judges nothing
     assert {"filter_pmap", "filter_jit", "cached_filter_pmap"} <= set(summary["per_leaf"])
     assert summary["per_leaf"]["filter_pmap"]["b_us_per_leaf"] > 0
+    assert summary["processes"] == 2 and summary["per_leaf"]["filter_pmap"]["processes"] == 2  # quick: 2
+    assert {w["method"] for w in summary["waits"]} >= {"filter_jit", "cached_filter_jit"}
     text = (study_dir / "summary.md").read_text()
     assert "equinox#192" in text and "Smoke run" in text and "jaxlib" in text
+
+
+def test_a_recorded_diagnosis_rebuilds_from_its_records_as_a_redraw_reads_them():
+    """Notebook 10 measures through study.measure: a redraw-only run reads the timings and the
+    diagnosis's fields back from CSV and must say what the measuring run said."""
+    import io
+
+    import pandas as pd
+
+    from jaxperf.dispatch import your_step
+
+    timings, fields = your_step.measure("jaxperf.diagnosis.examples:seed_noop", {"depth": 1}, 0.5, 3.0)
+    read = [pd.read_csv(io.StringIO(df.to_csv(index=False))) for df in (timings, fields)]
+    assert your_step.rebuild(*read).markdown() == your_step.rebuild(timings, fields).markdown()

@@ -1,23 +1,21 @@
 """The Equinox patch (issue 38, item 1): the diff reader and applier, the three diffs built into a
 patched Equinox beside the shipped one (same results, one flatten per call, waits for shipped error
 checks in reused traces, its pmap cache emptied by ``eqx.clear_caches``, the shipped one left as it
-was), the refusal when a diff does not apply, the test-suite report, the probe's arithmetic and
-the issue text. No test asserts a timing."""
+was), the refusal when a diff does not apply, the test-suite report and the
+pytree work one call does. No test asserts a timing."""
 
 from __future__ import annotations
 
 import importlib.util
-import textwrap
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 import pytest
 
 from jaxperf import eqx_patch
-from jaxperf.eqx_patch import diff, issue, probe, suite
+from jaxperf.eqx_patch import diff, probe, suite
 from jaxperf.paths import PROJECT_ROOT
 
 # ---------------------------------------------------------------- the diff
@@ -257,72 +255,3 @@ def test_the_tool_needs_a_checkout(capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "--checkout PATH is required" in err and "sdist on PyPI has no tests" in err
-
-
-# ---------------------------------------------------------------- the probe's arithmetic and the issue text
-
-
-def _timings() -> pd.DataFrame:
-    """Known CPU times: each Equinox variant costs base + its excess per leaf."""
-    rows = []
-    per_leaf = {
-        "filter_jit": 0.01,
-        "filter_jit_patched": 0.0,
-        "filter_pmap": 0.05,
-        "filter_pmap_patched": 0.001,
-    }
-    for leaves in (56, 392):
-        for repeat in range(4):
-            for variant in probe.VARIANTS:
-                base = 1.0 + repeat * 0.1 + (0.5 if "pmap" in variant else 0.0)
-                ms = base + per_leaf.get(variant, 0.0) * leaves
-                rows.append(
-                    {"variant": variant, "leaves": leaves, "repeat": repeat, "cpu_s_per_call": ms / 1e3}
-                )
-    return pd.DataFrame(rows)
-
-
-def test_the_summary_pairs_each_variant_with_its_jax_baseline():
-    table = probe.summary(_timings())
-    row = table[(table["variant"] == "filter_pmap") & (table["leaves"] == 392)].iloc[0]
-    assert row["baseline"] == "pmap_params" and row["excess_ms_median"] == pytest.approx(0.05 * 392)
-    assert row["label"] == "eqx.filter_pmap"
-    slopes = probe.per_leaf(table)
-    assert slopes["filter_pmap"]["median"] == pytest.approx(0.05)
-    assert slopes["filter_jit_patched"]["median"] == pytest.approx(0.0, abs=1e-12)
-    assert slopes["filter_pmap"]["low"] <= slopes["filter_pmap"]["median"] <= slopes["filter_pmap"]["high"]
-    with pytest.raises(ValueError, match="at least two model sizes"):
-        probe.per_leaf(table[table["leaves"] == 56])
-
-
-def test_the_issue_text_quotes_the_measured_numbers():
-    table = probe.summary(_timings())
-    counts = pd.DataFrame(
-        [{"label": v, "flattens": i + 1, "unflattens": 7} for i, v in enumerate(probe.VARIANTS.values())]
-    )
-    report = suite.report(
-        {
-            "unpatched": {"t::a": {"outcome": "passed", "message": ""}},
-            "patched": {
-                "t::a": {"outcome": "passed", "message": ""},
-                "t::b": {"outcome": "passed", "message": ""},
-            },
-        },
-        {"t::b": {"outcome": "failed", "message": ""}},
-        command="python -m pytest tests",
-        environment={"jax": "9.9"},
-    )
-    repro = issue.parse(
-        "jax.jit on params: 0.123 ms of host CPU per call\nnoise\neqx.filter_pmap: 4.567 ms of host CPU per call\n"
-    )
-    text = issue.render(
-        table, counts, {"trees": {"0.13.8": report}}, repro=repro, versions={"equinox": "0.13.8"}
-    )
-    assert "19.600 [19.600, 19.600] ms" in text  # filter_pmap's excess at 392 leaves
-    assert (
-        "50.0 µs per leaf" in text
-        and "4.567" in text
-        and "of the 1 added, 1 fail against the unpatched Equinox" in text
-    )
-    assert issue.REPRO_SCRIPT in text and "```diff" in text and "#973" in text
-    assert textwrap.dedent(issue.REPRO_SCRIPT).count("\n") <= 20

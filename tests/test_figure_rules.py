@@ -356,16 +356,6 @@ def _answers() -> list[tuple[str, object]]:
     return [("answers_seed_ratio", lambda: figures.plot_seed_ratio(frame))]
 
 
-def _runahead() -> list[tuple[str, object]]:
-    from jaxperf.dispatch.runahead import figures
-
-    loop, verdicts = _read("runahead__loop_summary_xla_single_thread"), _read("runahead__verdicts")
-    return [
-        ("runahead_seed_loop", lambda: figures.plot_seed_loop(loop, "xla_single_thread")),
-        ("runahead_verdicts", lambda: figures.plot_verdicts(verdicts)),
-    ]
-
-
 def _mosaic_gpu() -> list[tuple[str, object]]:
     from jaxperf.mosaic_gpu import figures
 
@@ -441,7 +431,6 @@ STUDIES = {
     "loops": _loops,
     "loops_one_T": lambda: _loops((256,)),  # a smoke run's sizes: one point per line
     "mosaic_gpu": _mosaic_gpu,
-    "runahead": _runahead,
     "triton": _triton,
     "tpu": _tpu,
 }

@@ -92,7 +92,11 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
     fig, ax = plt.subplots()
     stats = plots.median_iqr_lines(ax, data, "T", "ms", "variant")
     assert stats["median"].tolist() == [2.0, 20.0]
-    assert stats["q25"].tolist() == [1.5, 15.0]
+    assert stats["lo"].tolist() == [1.5, 15.0]
+    assert set(stats["over"]) == {"quartiles"}
+    repeats = data.assign(process=[0, 1, 2, 0, 1, 2])  # one value per process: their range
+    stats = plots.median_iqr_lines(ax, repeats, "T", "ms", "variant")
+    assert stats[["lo", "hi"]].values.tolist() == [[1.0, 3.0], [10.0, 30.0]]
     assert ax.get_xscale() == "log"
     plt.close(fig)
 

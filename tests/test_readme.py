@@ -183,8 +183,8 @@ def test_a_value_that_rounds_to_zero_is_printed_without_a_sign(value, spec, text
 
 @pytest.fixture(scope="module")
 def rerun_root(tmp_path_factory):
-    """An output root holding the committed summaries, notebook 01's recomputed from its committed
-    records by today's code (what the next run writes, without measuring)."""
+    """An output root holding the committed summaries, notebooks 01's and 11's recomputed from their
+    committed records by today's code (what the next run writes, without measuring)."""
     import json
     import shutil
 
@@ -213,7 +213,27 @@ def rerun_root(tmp_path_factory):
     for lines in fresh["per_leaf_by_kind"].values():
         lines.setdefault("transformer", lines["mlp"])
         lines.setdefault("cnn", lines["mlp"])
+    if not fresh["waits"]:  # nor the wide train step: the verdicts on its train step stand in
+        from jaxperf import runs_ahead
+
+        train = pd.read_csv(records / "timings.csv").query("step == 'train' and family == 'jit'")
+        fresh["waits"] = runs_ahead.verdicts(train, "jit_params", key="method").to_dict(orient="records")
     (root / "results" / "cpu" / "dispatch" / "summary.json").write_text(json.dumps(fresh, default=str))
+    from jaxperf.nnx import flax_sdist
+    from jaxperf.nnx import report as nnx_report
+
+    records = PROJECT_ROOT / "results" / "cpu" / "nnx"
+    nnx = nnx_report.headline(
+        *(
+            pd.read_csv(records / f"{name}.csv", comment="#")
+            for name in ("timings", "not_timed", "stage_rounds")
+        ),
+        pd.read_csv(records / "flax_benchmark.csv", comment="#"),
+        flax_sdist.load_report(),
+        precision=0.05,
+        quick=False,
+    )
+    (root / "results" / "cpu" / "nnx" / "summary.json").write_text(json.dumps(nnx, default=str))
     return root
 
 

@@ -111,8 +111,6 @@ def test_the_stdlib_build_equals_the_full_environments():
 def test_the_heavy_modules_take_their_names_from_the_vocabulary():
     from jaxperf.dispatch import methods, steps
     from jaxperf.dispatch import vocab as dvocab
-    from jaxperf.dispatch.runahead import config, loop_analysis, probe, seed_loop, setups
-    from jaxperf.dispatch.runahead import methods as rmethods
     from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, mosaic_gpu_rules
     from jaxperf.jax20909 import vocab as jvocab
     from jaxperf.triton import plan, sweep
@@ -125,9 +123,6 @@ def test_the_heavy_modules_take_their_names_from_the_vocabulary():
         dvocab.FAST_PATHS,
     )
     assert steps.STEPS is dvocab.STEPS and steps.AXIS is dvocab.AXIS
-    assert rmethods.ALL is config.ALL and rmethods.PATCHED == config.PATCHED
-    assert probe.ProbeConfig is config.ProbeConfig and seed_loop.LoopConfig is config.LoopConfig
-    assert setups.SETUPS is config.SETUPS and loop_analysis.FIX == config.FIX
     assert inputs.DTYPES is jvocab.DTYPES and kernels.CARRY_DTYPES is jvocab.CARRY_DTYPES
     assert mosaic_gpu_kernel.check_divides is mosaic_gpu_rules.check_divides
     assert sweep.Variant is plan.Variant and sweep.check_sizes is plan.check_sizes

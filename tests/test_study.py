@@ -242,3 +242,66 @@ def test_committed_executed_notebooks_read_well(executed):
         if (c["metadata"].get("papermill", {}).get("duration") or 0) > LONG_CELL_S and "%|" not in _stdout(c)
     ]
     assert not silent, f"code cells {silent} ran longer than {LONG_CELL_S:g} s without progress"
+
+
+# ---------------------------------------------------------------- measure: fresh processes, render
+
+
+def _where(rows: int) -> pd.DataFrame:
+    """A measuring step that says where it ran: its process and the JAX devices it saw."""
+    import os
+
+    import jax
+
+    jaxperf.study.skip("nothing", "a part the child left out")
+    return pd.DataFrame({"pid": [os.getpid()] * rows, "devices": [jax.device_count()] * rows})
+
+
+def _fails() -> pd.DataFrame:
+    raise ArithmeticError("the child's own words")
+
+
+def test_measure_repeats_in_fresh_processes_set_up_as_this_one(root):
+    import os
+
+    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    out = study.measure("where", _where, 2, processes=3)
+    assert out["process"].tolist() == [0, 0, 1, 1, 2, 2]
+    pids = set(out["pid"])
+    assert len(pids) == 3 and os.getpid() not in pids  # three processes, none of them this one
+    assert set(out["devices"]) == {8}  # each forced the 8 host devices this process has
+    assert (study.results_dir / "where.csv").exists()
+    assert study.skipped == [{"part": "nothing", "reason": "a part the child left out"}]
+
+
+def test_a_child_that_raises_makes_measure_raise_with_its_text(root):
+    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    with pytest.raises(RuntimeError, match="(?s)fresh process 0.*ArithmeticError: the child's own words"):
+        study.measure("never", _fails, processes=2)
+    assert not (study.results_dir / "never.csv").exists()
+
+
+def test_measure_refuses_what_a_fresh_process_cannot_run(root):
+    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+
+    def local() -> pd.DataFrame:
+        return pd.DataFrame({"x": [1]})
+
+    with pytest.raises(ValueError, match="fn=.*local.*top level"):
+        study.measure("x", local, processes=2)
+    with pytest.raises(ValueError, match="processes=0"):
+        study.measure("x", local, processes=0)
+    assert study.measure("x", local)["x"].tolist() == [1]  # in this process: any function
+
+
+def test_render_reads_the_committed_records_and_never_measures(root, monkeypatch):
+    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    study.measure("timings", lambda: pd.DataFrame({"ms": [1.0, 2.0]}))
+    monkeypatch.setenv(jaxperf.study.RENDER_ENV, "1")
+
+    def measuring() -> pd.DataFrame:
+        raise AssertionError("render measured")
+
+    assert study.measure("timings", measuring, processes=3)["ms"].tolist() == [1.0, 2.0]
+    with pytest.raises(FileNotFoundError, match="demo/absent.csv"):
+        study.measure("absent", measuring)

@@ -208,3 +208,15 @@ def test_bad_precision_settings_are_clear_errors(field, value):
 def test_relative_iqr():
     assert timing.relative_iqr([0.9, 1.0, 1.0, 1.1]) == pytest.approx(0.025)  # q25 0.975, q75 1.025
     assert timing.relative_iqr([0, 0, 0]) == float("inf")
+
+
+def test_spread_states_repeats_in_processes_by_their_range_of_medians():
+    df = pd.DataFrame({"g": ["a"] * 6, "v": [1.0, 3.0, 10.0, 10.0, 4.0, 6.0], "process": [0, 0, 1, 1, 2, 2]})
+    (row,) = timing.spread(df, "v", ["g"]).to_dict(orient="records")
+    assert row == {"g": "a", "median": 5.0, "lo": 2.0, "hi": 10.0, "n": 3, "over": "processes"}
+    plain = timing.spread(df.drop(columns="process"), "v")  # one process: median and IQR
+    assert plain.iloc[0][["median", "lo", "hi", "n", "over"]].tolist() == [5.0, 3.25, 9.0, 6, "quartiles"]
+    with pytest.raises(ValueError, match="by='h'"):
+        timing.spread(df, "v", ["h"])
+    with pytest.raises(ValueError, match="process"):
+        timing.spread_of([1.0, 2.0], process=[0])

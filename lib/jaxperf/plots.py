@@ -31,6 +31,7 @@ import seaborn as sns
 
 from . import figure_rules as _rules
 from . import provenance as _prov
+from . import timing
 from .errors import bad_value
 from .palette import LOOP_FORM_COLORS as LOOP_FORM_COLORS  # the one palette, re-exported
 from .palette import METHOD_COLORS as METHOD_COLORS
@@ -92,18 +93,14 @@ def median_iqr_lines(
     logx: bool | None = None,
     logy: bool | None = None,
 ) -> pd.DataFrame:
-    """Median of ``y`` per (hue, x) as a line, its IQR as a band, each hue in its
-    palette colour (:func:`color`) and unroll line style (:func:`unroll_style`).
+    """Median of ``y`` per (hue, x) as a line, its spread as a band (:func:`timing.spread`:
+    the range of per-process medians for records with a ``process`` column, else the IQR),
+    each hue in its palette colour (:func:`color`) and unroll line style (:func:`unroll_style`).
 
-    Returns the plotted statistics (hue, x, median, q25, q75, n). Log axes
+    Returns the plotted statistics (hue, x, median, lo, hi, n, over). Log axes
     default to on when the data spans 1.5 decades or more.
     """
-    stats = (
-        data.groupby([hue, x], sort=True)[y]
-        .describe(percentiles=[0.25, 0.5, 0.75])[["25%", "50%", "75%", "count"]]
-        .rename(columns={"25%": "q25", "50%": "median", "75%": "q75", "count": "n"})
-        .reset_index()
-    )
+    stats = timing.spread(data, y, [hue, x])
     order = list(hue_order) if hue_order is not None else list(dict.fromkeys(data[hue]))
     palette = colors_for([str(name) for name in order])
     for name in order:
@@ -112,7 +109,7 @@ def median_iqr_lines(
             continue
         c = palette[str(name)]
         ax.plot(part[x], part["median"], marker="o", ms=4, label=str(name), color=c, ls=unroll_style(name))
-        ax.fill_between(part[x], part["q25"], part["q75"], alpha=0.2, color=c, linewidth=0)
+        ax.fill_between(part[x], part["lo"], part["hi"], alpha=0.2, color=c, linewidth=0)
     if logx if logx is not None else spans_decades(stats[x]):
         _rules.plain_log_ticks(ax, "x")  # plain labels: log minor labels (3x10^1, ...) collide
         swept = sorted(stats[x].unique())

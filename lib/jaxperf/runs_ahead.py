@@ -1,6 +1,6 @@
 """Runs ahead or waits: a measured verdict per method, from enqueue-only vs blocked time.
 
-Used by the runs-ahead study (:mod:`jaxperf.dispatch.runahead`, notebook 07).
+Used by notebooks 01 and 11 and by the diagnosis (:mod:`jaxperf.diagnosis.verdicts`).
 
 A call that returns once its step is enqueued lets a loop of N calls finish enqueueing
 long before the N steps have run; a call that waits for its step cannot enqueue faster

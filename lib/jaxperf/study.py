@@ -20,9 +20,12 @@ JupyterLab, one text line per bar under papermill (updated in place), plain line
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
 import io
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +36,7 @@ import pandas as pd
 
 from . import backend as _backend
 from . import display, paths, plots, provenance, records
-from .errors import bad_value
+from .errors import bad_value, check_int
 from .settings import StudySettings
 
 T = TypeVar("T")
@@ -79,20 +82,32 @@ class Study:
         """Run a measuring step ``fn(*args, **kwargs)`` and write what it returns as records
         ``names`` (one DataFrame per name, in order); returns what ``fn`` returned.
 
-        ``processes=n`` repeats the step n times (each in a fresh process: ``fn`` must be a
-        module-level function and its arguments picklable) and concatenates each record with a
-        ``process`` column 0..n-1. Every measurement of a notebook goes through here, so that a run that only redraws
-        (``./run_all.sh render``, :data:`RENDER_ENV` set) reads the committed records instead of
-        measuring again, and the cells after it (summary, figures, text) run on the same data.
+        ``processes=n`` runs the step in n fresh processes, one after another (``fn`` must be a
+        module-level function of an importable module and its arguments picklable; each child
+        starts JAX with this process's backend, host devices and JAX settings), and
+        concatenates each record with a ``process`` column 0..n-1 (:func:`timing.spread`
+        then states the run-to-run range). A child that raises makes this raise RuntimeError
+        with the child's traceback. Every measurement of a notebook goes through here, so
+        that a run that only redraws (``./run_all.sh render``, :data:`RENDER_ENV` set) reads
+        the committed records instead of measuring again, and the cells after it (summary,
+        figures, text) run on the same data. Raises ValueError for a bad ``processes`` or an
+        ``fn`` a fresh process cannot import, FileNotFoundError (naming the file) when
+        rendering without a committed record.
         """
         single = isinstance(names, str)
-        wanted = (names,) if single else tuple(names)
+        wanted: tuple[str, ...] = (names,) if isinstance(names, str) else tuple(names)
+        check_int("processes", processes, minimum=1)
         if os.environ.get(RENDER_ENV):
-            loaded = tuple(records.read_records(self.results_dir / f"{n}.csv")[0] for n in wanted)
+            loaded = tuple(_committed(self.results_dir / f"{n}.csv") for n in wanted)
             return loaded[0] if single else loaded
-        if processes > 1:  # interim: repeats in this process; fresh processes to follow
-            runs = [fn(*args, **kwargs) for _ in range(processes)]
+        if processes > 1:
+            _check_importable(fn)
+            runs = [self._in_fresh_process(fn, args, kwargs, k, processes) for k in range(processes)]
             runs = [(r,) if single else tuple(r) for r in runs]
+            if not all(len(r) == len(wanted) and all(isinstance(f, pd.DataFrame) for f in r) for r in runs):
+                raise TypeError(
+                    f"measure: {getattr(fn, '__name__', fn)} must return {len(wanted)} DataFrame(s) for {wanted}"
+                )
             out = tuple(
                 pd.concat([r[i].assign(process=k) for k, r in enumerate(runs)], ignore_index=True)
                 for i in range(len(wanted))
@@ -105,9 +120,38 @@ class Study:
             raise TypeError(
                 f"measure: {getattr(fn, '__name__', fn)} must return {len(wanted)} DataFrame(s) for {wanted}"
             )
-        for n, df in zip(wanted, frames, strict=True):
-            self.records(df, n)
+        for name, df in zip(wanted, frames, strict=True):
+            self.records(df, name)
         return out
+
+    def _in_fresh_process(self, fn: Callable[..., Any], args: tuple, kwargs: dict, k: int, n: int) -> Any:
+        """``fn(*args, **kwargs)`` in a new (spawned) Python process set up as this one; the
+        parts it skipped (:func:`skip`) are recorded here too."""
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        receive, send = context.Pipe(duplex=False)
+        bare = dataclasses.replace(self, figures={}, skipped=[], settings=None)
+        child = context.Process(
+            target=_child, args=(send, bare, _jax_settings(), fn, args, kwargs), name=f"measure-{k}"
+        )
+        child.start()
+        send.close()
+        try:
+            status, value, skipped = receive.recv()
+        except EOFError:  # died without a word: a crash, a kill
+            child.join()
+            status, value, skipped = "error", f"the process ended with exit code {child.exitcode}", []
+        finally:
+            receive.close()
+        child.join()
+        if status != "ok":
+            raise RuntimeError(
+                f"measure: {getattr(fn, '__qualname__', fn)} failed in fresh process {k} (of {n}):\n{value}"
+            )
+        for entry in skipped:
+            self.skip(entry["part"], entry["reason"])
+        return value
 
     def figure(
         self,
@@ -190,6 +234,67 @@ class Study:
 
 
 _current: Study | None = None  # the study :func:`start` made last, for :func:`skip`
+
+
+def _committed(path: Path) -> pd.DataFrame:
+    """The committed record at ``path``, for a run that only redraws."""
+    if not path.exists():
+        raise FileNotFoundError(
+            f"render: the committed record {paths.relative(path)} is missing; measure it first "
+            "(./run_all.sh without render reruns this notebook)"
+        )
+    return records.read_records(path)[0]
+
+
+def _check_importable(fn: Callable[..., Any]) -> None:
+    """A fresh process finds ``fn`` by its module and name: not one defined in a notebook or
+    inside another function."""
+    if not inspect.isfunction(fn):
+        return  # a partial or a callable object: pickling says whether it travels
+    main = sys.modules.get("__main__")
+    if "<locals>" in fn.__qualname__ or (fn.__module__ == "__main__" and not getattr(main, "__file__", None)):
+        raise bad_value(
+            "fn",
+            fn.__qualname__,
+            "a function defined at the top level of an importable module (processes > 1 runs it in "
+            "fresh processes, which import it by name; a notebook's own functions cannot be imported)",
+        )
+
+
+def _jax_settings() -> dict[str, Any]:
+    """This process's JAX settings that a fresh process can be given (plain values)."""
+    import jax
+
+    plain = (bool, int, float, str, type(None))
+    return {k: v for k, v in jax.config.values.items() if isinstance(v, plain)}
+
+
+def _child(
+    send: Any, study: Study, settings: dict[str, Any], fn: Callable[..., Any], args: tuple, kwargs: dict
+):
+    """A fresh process's measuring step: JAX set up as the parent's, then ``fn``; sends back
+    ("ok", result, skipped) or ("error", traceback text, [])."""
+    global _current
+    try:
+        import jax
+
+        for name, value in settings.items():  # before JAX starts a backend
+            if jax.config.values.get(name, value) != value:
+                jax.config.update(name, value)
+        host = int(settings.get("jax_num_cpu_devices") or 0)
+        if study.backend == "cpu" or host < 1:  # the parent's CPU devices (no CPU override: JAX's 8)
+            host = study.info.device_count if study.backend == "cpu" else 8
+        study.info = _backend.configure(study.backend, host)
+        _current = study
+        message: tuple[str, Any, list] = ("ok", fn(*args, **kwargs), study.skipped)
+    except BaseException:
+        message = ("error", traceback.format_exc(), [])
+    try:
+        send.send(message)
+    except Exception:  # the result does not pickle
+        send.send(("error", traceback.format_exc(), []))
+    finally:
+        send.close()
 
 
 def start(

@@ -24,7 +24,7 @@ number of measurements by the variability observed). Every row says what stopped
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -208,6 +208,65 @@ def iqr_stats(values: Any) -> dict[str, float]:
         raise ValueError("values=[] is not allowed: expected at least one measurement.")
     q25, median, q75 = np.percentile(arr, [25, 50, 75])
     return {"median": float(median), "q25": float(q25), "q75": float(q75), "n": int(arr.size)}
+
+
+#: the ``over`` of :func:`spread_of`: what ``lo`` and ``hi`` are
+OVER = ("processes", "quartiles")
+
+
+def spread_of(values: Any, process: Any = None) -> dict[str, Any]:
+    """The study's one way to state a measured value with its spread.
+
+    With ``process`` (each value's process number, as ``Study.measure(processes=n)`` records
+    it): the median of the per-process medians, ``lo``/``hi`` the smallest and largest of
+    those medians (the run-to-run range), ``n`` the number of processes, ``over="processes"``.
+    Without: the median of ``values``, ``lo``/``hi`` its quartiles, ``n`` the number of
+    values, ``over="quartiles"``. Raises ValueError for no values, or a ``process`` of
+    another length.
+    """
+    arr = np.asarray(values, dtype=float).ravel()
+    if arr.size == 0:
+        raise ValueError("values=[] is not allowed: expected at least one measurement.")
+    if process is None:
+        lo, median, hi = np.percentile(arr, [25, 50, 75])
+        return {
+            "median": float(median),
+            "lo": float(lo),
+            "hi": float(hi),
+            "n": int(arr.size),
+            "over": OVER[1],
+        }
+    labels = np.asarray(process).ravel()
+    if labels.size != arr.size:
+        raise bad_value("process", f"{labels.size} labels", f"one process number per value ({arr.size})")
+    medians = np.array([np.median(arr[labels == k]) for k in np.unique(labels)])
+    return {
+        "median": float(np.median(medians)),
+        "lo": float(medians.min()),
+        "hi": float(medians.max()),
+        "n": int(medians.size),
+        "over": OVER[0],
+    }
+
+
+def spread(df: pd.DataFrame, value: str, by: Sequence[str] = ()) -> pd.DataFrame:
+    """:func:`spread_of` of ``df[value]`` for each group of ``by`` (the whole frame when
+    ``by`` is empty): columns ``by`` + median, lo, hi, n, over. Records with a ``process``
+    column (repeats in fresh processes) give the median of per-process medians with their
+    [min, max]; records without give the median with its interquartile range. Raises
+    ValueError naming a column that ``df`` lacks."""
+    for name in (value, *by):
+        if name not in df:
+            raise bad_value("value" if name == value else "by", name, f"a column of {list(df.columns)}")
+    has_process = "process" in df
+
+    def one(part: pd.DataFrame) -> dict[str, Any]:
+        return spread_of(part[value], part["process"] if has_process else None)
+
+    if not by:
+        return pd.DataFrame([one(df)])
+    rows = [{**dict(zip(by, key, strict=True)), **one(part)} for key, part in df.groupby(list(by), sort=True)]
+    return pd.DataFrame(rows, columns=[*by, "median", "lo", "hi", "n", "over"])
 
 
 def summarize(df: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:

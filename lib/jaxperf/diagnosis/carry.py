@@ -20,7 +20,7 @@ import ast
 import copy
 import inspect
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import jax
@@ -96,11 +96,15 @@ def returned_names(fn: Callable[..., Any] | None) -> list[str | None] | None:
     return [names[0] if len(set(names)) == 1 else None for names in zip(*found)]
 
 
-def infer(args: tuple, out: Any, skip: int | None = None, fn: Callable[..., Any] | None = None) -> Carry:
-    """argument index -> output index; ``skip``: the loader's batch (never carried); ``fn``:
+def infer(
+    args: tuple, out: Any, skip: int | Collection[int] | None = None, fn: Callable[..., Any] | None = None
+) -> Carry:
+    """argument index -> output index; ``skip``: the loader's batch (never carried; the arguments
+    of a batch that fills several); ``fn``:
     the step's Python function, whose ``return`` names its outputs (see the module's text).
     ``ValueError`` listing the candidates when an argument matches several outputs."""
-    whole = [i for i, a in enumerate(args) if i != skip and jax.tree.leaves(a) and same_kind(a, out)]
+    skipped = set() if skip is None else {skip} if isinstance(skip, int) else set(skip)
+    whole = [i for i, a in enumerate(args) if i not in skipped and jax.tree.leaves(a) and same_kind(a, out)]
     if len(whole) == 1:  # ``params = step(params, x)``: the whole output is the next state
         return {whole[0]: WHOLE}
     if not isinstance(out, tuple):
@@ -111,7 +115,7 @@ def infer(args: tuple, out: Any, skip: int | None = None, fn: Callable[..., Any]
     carry: Carry = {}
     used: set[int] = set()
     for i, arg in enumerate(args):
-        if i == skip or not jax.tree.leaves(arg):
+        if i in skipped or not jax.tree.leaves(arg):
             continue
         name = params[i] if i < len(params) else None
         if name is not None and name in names:
@@ -120,7 +124,7 @@ def infer(args: tuple, out: Any, skip: int | None = None, fn: Callable[..., Any]
                 carry[i] = j
                 used.add(j)
     for i, arg in enumerate(args):
-        if i == skip or i in carry or not jax.tree.leaves(arg):
+        if i in skipped or i in carry or not jax.tree.leaves(arg):
             continue
         # an output named after something else (another argument, a new variable) is not i's
         candidates = [
@@ -128,7 +132,7 @@ def infer(args: tuple, out: Any, skip: int | None = None, fn: Callable[..., Any]
         ]
         if not candidates:
             continue
-        twins = [k for k, a in enumerate(args) if k != skip and k not in carry and same_kind(a, arg)]
+        twins = [k for k, a in enumerate(args) if k not in skipped and k not in carry and same_kind(a, arg)]
         if len(candidates) > 1 and len(candidates) != len(twins):
             label = f"argument {i}" + (f" ({params[i]})" if i < len(params) else "")
             raise bad_value(

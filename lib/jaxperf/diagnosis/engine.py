@@ -23,7 +23,7 @@ from .. import timing
 from ..errors import bad_value
 from . import carry as carry_mod
 from .kinds import Step
-from .paths import BUILDERS, NO_BATCH, RECIPES, NotApplicable, Path, reader, snippet
+from .paths import BUILDERS, NO_BATCH, RECIPES, NotApplicable, Path, Spread, put_batch, reader, snippet
 
 #: what a diagnosis measures per call, by column of :func:`jaxperf.timing.compare`
 MEASURES = {
@@ -116,6 +116,7 @@ class Batches:
         else:
             raise bad_value("loader", loader, "None, a callable returning a batch, or an iterable of batches")
         self.count = 0
+        self.spread = False  # each batch fills several consecutive arguments (find_batch decides)
 
     @property
     def given(self) -> bool:
@@ -135,7 +136,7 @@ class Batches:
         if batch is None:
             raise bad_value("loader", "a loader that returned None", "a batch (the argument your step takes)")
         self.count += 1
-        return batch
+        return Spread(batch) if self.spread else batch
 
 
 def sync(tree: Any) -> Any:
@@ -156,6 +157,16 @@ def find_batch(args: tuple, batch: Any, batch_at: int | None, carried: Iterable[
             raise bad_value("batch_at", batch_at, f"an argument index in 0..{len(args) - 1}")
         return batch_at
     like = [i for i, a in enumerate(args) if i not in set(carried) and carry_mod.same_kind(a, batch)]
+    if not like and isinstance(batch, (tuple, list)) and len(batch) > 1:  # (x, y) for step(..., x, y)
+        k = len(batch)
+        like = [
+            i
+            for i in range(len(args) - k + 1)
+            if not set(range(i, i + k)) & set(carried)
+            and all(carry_mod.same_kind(args[i + j], item) for j, item in enumerate(batch))
+        ]
+        if len(like) == 1:
+            return -1 - like[0]  # spread: the caller reads -1 - at
     if len(like) != 1:
         raise bad_value(
             "batch_at",
@@ -201,8 +212,12 @@ def build(
     if batches.given:  # the loader's batch is found first: it is never carried
         first = batches()
         batch_at = find_batch(args, first, batch_at, ())
+        if batch_at < 0:  # the batch fills arguments -1 - batch_at onwards, one item each
+            batch_at, batches.spread, first = -1 - batch_at, True, Spread(first)
+    width = len(first) if isinstance(first, Spread) else 1
+    batch_args = set(range(batch_at, batch_at + width)) if batch_at is not None else set()
     if carry == "auto":
-        carry = carry_mod.infer(args, out, skip=batch_at if batches.given else None, fn=step.raw)
+        carry = carry_mod.infer(args, out, skip=batch_args if batches.given else None, fn=step.raw)
     elif carry is None:
         carry = {}
     else:
@@ -218,7 +233,7 @@ def build(
         except Exception:  # noqa: BLE001 -- lowering is only a way to read the option
             donated = tuple(i for i, a in enumerate(probe) if _deleted(a))
         step = dataclasses.replace(step, donate=donated)
-    consumed = [i for i, a in enumerate(probe) if i not in carry and i != batch_at and _deleted(a)]
+    consumed = [i for i, a in enumerate(probe) if i not in carry and i not in batch_args and _deleted(a)]
     if consumed and not batches.given:
         raise bad_value(
             "loader",
@@ -227,7 +242,7 @@ def build(
             "without new batches would call it on a consumed array",
         )
     if batches.given and batch_at is not None:
-        args = (*args[:batch_at], first, *args[batch_at + 1 :])
+        args = put_batch(args, batch_at, first)
     leaves = array_leaves(args)
     mine = reader(step, args, carry, batch_at)
     paths: dict[str, Path] = {}
@@ -462,8 +477,7 @@ def _run(
         repeats=config.repeats if left > 0 else min(config.repeats, 2),
         number=number,
         precision=config.precision,
-        # the cap already spent (a slow machine): the few rounds above, no more (a cap must be > 0)
-        max_seconds=max(left, 1e-3) if left != float("inf") else config.max_seconds,
+        max_seconds=max(left, 1e-6) if left != float("inf") else config.max_seconds,  # spent: 2 rounds
         max_repeats=config.max_repeats,
         clock=config.clock,
     )

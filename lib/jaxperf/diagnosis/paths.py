@@ -29,6 +29,19 @@ from .kinds import Step
 NO_BATCH = object()
 
 
+class Spread(tuple):
+    """A loader's batch that fills several consecutive arguments (``step(model, opt_state, x, y)``
+    fed ``(x, y)``): put in ``args`` from the batch position on, one item per argument."""
+
+
+def put_batch(args: tuple, at: int, batch: Any) -> tuple:
+    """``args`` with the loader's ``batch`` put at argument ``at`` (a :class:`Spread` batch at
+    ``at`` and the arguments after it)."""
+    width = len(batch) if isinstance(batch, Spread) else 1
+    items = tuple(batch) if isinstance(batch, Spread) else (batch,)
+    return (*args[:at], *items, *args[at + width :])
+
+
 class NotApplicable(Exception):
     """A cheaper path that does not apply to this step; the message says why."""
 
@@ -55,7 +68,7 @@ class Path:
     def call(self, batch: Any = NO_BATCH) -> Any:
         args = self.args
         if batch is not NO_BATCH and self.batch_at is not None:
-            args = (*args[: self.batch_at], batch, *args[self.batch_at + 1 :])
+            args = put_batch(args, self.batch_at, batch)
         out = self.fn(*args)
         self.args = carry_mod.apply(self.carry, out, args)
         self.last = out

@@ -14,8 +14,8 @@ per round, so the parts and the gap they explain are in one unit from one set of
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from typing import Any
 
 import pandas as pd
 
@@ -74,9 +74,19 @@ def per_round(rows: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def whole_percents(shares: list[float]) -> list[int]:
+    """``shares`` (summing to 1) as whole percents that sum to 100 as printed: each rounded
+    down, then the points left over given to the largest remainders."""
+    scaled = [100 * x for x in shares]
+    out = [math.floor(x) for x in scaled]
+    for i in sorted(range(len(scaled)), key=lambda i: out[i] - scaled[i])[: 100 - sum(out)]:
+        out[i] += 1
+    return out
+
+
 def table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per model: each part's CPU ms per call (median, quartiles), its suspect, and its share of
-    the gap. A share is the part's mean over the gap's mean, both over the same rounds: those
+    the gap (``share_pct``: as whole percents that sum to 100, :func:`whole_percents`). A share is the part's mean over the gap's mean, both over the same rounds: those
     whose gap lies within its interquartile range (one set of rounds for every part, so a
     stalled round does not dominate). Means over one set of rounds add up: the parts' shares and
     the unexplained rest's sum to 1 exactly, where medians of parts need not sum to the median
@@ -109,7 +119,13 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
                     "rounds": stats["n"],
                 }
             )
-    return pd.DataFrame(frames)
+    out = pd.DataFrame(frames)
+    out["share_pct"] = pd.array([pd.NA] * len(out), dtype="Int64")
+    for _, part in out.groupby("model", sort=False):
+        shown = part[part["part"].isin([*PARTS, "unexplained"])]
+        if shown["share_of_gap"].notna().all():
+            out.loc[shown.index, "share_pct"] = whole_percents(list(shown["share_of_gap"]))
+    return out
 
 
 def adds_up(accounting: pd.DataFrame) -> dict[str, bool]:
@@ -118,27 +134,9 @@ def adds_up(accounting: pd.DataFrame) -> dict[str, bool]:
     return {row.model: bool(row.cpu_ms_q25 <= 0 <= row.cpu_ms_q75) for row in rest.itertuples()}
 
 
-def growth(accounting: pd.DataFrame) -> pd.DataFrame:
-    """Per part, µs of CPU per added leaf between the smallest and largest model measured."""
-    parts = accounting[accounting["part"].isin([*PARTS, "gap"])]
-    leaves = sorted(parts["leaves"].unique())
-    if len(leaves) < 2:
-        return pd.DataFrame(columns=["part", "us_per_leaf"])
-    lo, hi = leaves[0], leaves[-1]
-    by = parts.set_index(["part", "leaves"])["cpu_ms"]
-    names = list(dict.fromkeys(parts["part"]))
-    return pd.DataFrame(
-        [{"part": p, "us_per_leaf": 1e3 * (by[(p, hi)] - by[(p, lo)]) / (hi - lo)} for p in names]
-    )
-
-
-def run(specs: Iterable[ModelSpec], rounds: int, progress: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run(specs: Iterable[ModelSpec], rounds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`measure` for each model: (stage rows, profiles)."""
-    all_rows, profiles = [], []
-    for spec in specs:
-        rows, profile = measure(spec, rounds)
-        all_rows.append(rows)
-        profiles.append(profile)
-        if progress is not None:
-            progress.update(1)
-    return pd.concat(all_rows, ignore_index=True), pd.concat(profiles, ignore_index=True)
+    found = [measure(spec, rounds) for spec in specs]
+    return pd.concat([f[0] for f in found], ignore_index=True), pd.concat(
+        [f[1] for f in found], ignore_index=True
+    )

@@ -98,7 +98,6 @@ def run_cell(
     precision: float,
     max_seconds: float,
     min_rounds: int,
-    extra_paths: dict[str, Callable[..., Any]] | None = None,
     calls_per_round: int | None = None,
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """(timings with the cell's labels and a ``method`` column, {path: how it differs or why it
@@ -112,7 +111,7 @@ def run_cell(
         timing_only=True,  # cells are timed alike, whatever their compiles cost
         min_rounds=min_rounds,
         calls_per_round=calls_per_round,
-        extra_paths={**PATCHED, **(extra_paths or {})},  # the patched Equinox: the study's, not the tool's
+        extra_paths=PATCHED,  # the patched Equinox: the study's path, not the tool's
     )
     timings = result.timings.assign(method=result.timings["variant"].map(result.methods), **cell.labels)
     notes = {**{k: f"not offered: {v}" for k, v in result.skipped.items()}, **result.problems}
@@ -120,23 +119,13 @@ def run_cell(
 
 
 def sweep(
-    cell_list: list[Cell],
-    *,
-    precision: float,
-    max_seconds: float,
-    min_rounds: int,
-    extra_paths: dict[str, Callable[..., Any]] | None = None,
-    progress: Any = None,
+    cell_list: list[Cell], *, precision: float, max_seconds: float, min_rounds: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every cell: (timings, one row per path a cell did not time, with why)."""
     frames, notes = [], []
     for cell in cell_list:
-        timings, why = run_cell(
-            cell, precision=precision, max_seconds=max_seconds, min_rounds=min_rounds, extra_paths=extra_paths
-        )
+        timings, why = run_cell(cell, precision=precision, max_seconds=max_seconds, min_rounds=min_rounds)
         frames.append(timings)
         notes += [{**cell.labels, "path": path, "why": text} for path, text in why.items()]
-        if progress is not None:
-            progress.update(1)
     columns = ["step", "model", "kind", "leaves", "donated", "family", "path", "why"]
     return pd.concat(frames, ignore_index=True), pd.DataFrame(notes, columns=columns)

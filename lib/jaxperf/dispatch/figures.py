@@ -91,7 +91,7 @@ def plot_per_leaf(
                 mine = timings[timings["method"] == method]
                 rounds = fit_rows(mine.assign(excess_ms=1e3 * mine["cpu_s_per_call"]), fit_cells or FIT_CELLS)
             else:
-                rounds = fit_rows(per_leaf.excess(timings, method), fit_cells or FIT_CELLS)
+                rounds = fit_rows(per_leaf.excess(per_leaf.pooled(timings), method), fit_cells or FIT_CELLS)
             if rounds.empty:
                 continue
             stats = rounds.groupby("leaves")["excess_ms"].quantile([0.25, 0.5, 0.75]).unstack()
@@ -209,7 +209,8 @@ def plot_ranges(
     summary_ranges: dict[str, Any], measure: str = "loop_it_per_s"
 ) -> tuple[plt.Figure, pd.DataFrame]:
     """The drop-in fixes (left) and the packed paths (right) over their baseline with the same
-    donation, every cell: the per-pair it/s ratio (median, IQR), one row per cell and family."""
+    donation, every cell: the per-pair it/s ratio (median and [lo, hi] of the per-process
+    medians), one row per cell and family."""
     rows = []
     for key, found in summary_ranges.items():
         method, base = key.split("/")
@@ -233,12 +234,12 @@ def plot_ranges(
                 np.array([len(cells) - 1 - y_of[(r.step, r.model, r.donated)] for r in sub.itertuples()])
                 + offset
             )
-            err = [sub["median"] - sub["q25"], sub["q75"] - sub["median"]]
+            err = [sub["median"] - sub["lo"], sub["hi"] - sub["median"]]
             ax.errorbar(
                 sub["median"], y, xerr=err, fmt="o", ms=3, lw=1, color=_color(method), label=_label(method)
             )
         ax.axvline(1, color="0.5", lw=0.8)
-        if part["q75"].max() / max(part["q25"].min(), 1e-9) > 5:
+        if part["hi"].max() / max(part["lo"].min(), 1e-9) > 5:
             ax.set_xscale("log")
         plots.ratio_axis(ax, "x")
         ax.set_title(titles[panel], fontsize=pt(fig))
@@ -246,7 +247,9 @@ def plot_ranges(
         ax.tick_params(labelsize=pt(fig) - 1)
     names = [f"{r.step}, {r.model}{', donated' if r.donated else ''}" for r in cells.itertuples()]
     axes[0].set_yticks(np.arange(len(cells))[::-1], names, fontsize=pt(fig) - 1)
-    fig.suptitle(f"it/s ratio {per_leaf_words(measure)}, per case (per-pair median, IQR)", fontsize=pt(fig))
+    fig.suptitle(
+        f"it/s ratio {per_leaf_words(measure)}, per case (median, min-max over processes)", fontsize=pt(fig)
+    )
     fig.tight_layout()
     return fig, data
 
@@ -277,7 +280,7 @@ def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
         ax.errorbar(
             part["leaves"],
             part["median"],
-            yerr=[part["median"] - part["q25"], part["q75"] - part["median"]],
+            yerr=[part["median"] - part["lo"], part["hi"] - part["median"]],
             ls=style,
             marker="o",
             ms=3,

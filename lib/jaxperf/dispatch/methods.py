@@ -1,10 +1,9 @@
-"""The dispatch methods: twelve ways to run one step over ``n`` devices (or on one), each
+"""The dispatch methods: eight ways to run one step over ``n`` devices (or on one), each
 with and without donated model and optimiser state.
 
 Each builder turns a step ``step(model, x, opt_state) -> (loss, model,
 opt_state)`` into a :class:`~jaxperf.dispatch.runners.Runner`: a zero-argument
-``call()`` that runs one step on fixed inputs, ``place_batch``/``step_on`` for the
-seed's loop over fresh batches, and a ``canonical`` function that maps its raw output
+``call()`` that runs one step on fixed inputs, and a ``canonical`` function that maps its raw output
 to (loss, params, opt_state) on the host, so that every method can be proved to
 compute the same thing before it is timed.
 
@@ -26,7 +25,6 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
 from ..errors import bad_value, check_choice, check_int
 from ..fixes import _packed as packed
@@ -73,25 +71,6 @@ def _pmap_params(inputs: Inputs) -> Runner:
     return inputs.runner(BASELINE, fn, (params, x, opt), canonical_form(True, static))
 
 
-def _pmap_static_argnums(inputs: Inputs) -> Runner:
-    model, x, opt = inputs.mapped()
-    params, static = eqx.partition(model, eqx.is_array)
-    step = get_step(inputs.step, AXIS)
-
-    def with_static(p: Any, s: Any, xb: jax.Array, o: Any) -> tuple[Any, Any, Any]:
-        return on_params(step, s)(p, xb, o)
-
-    fn = jax.pmap(
-        with_static,
-        axis_name=AXIS,
-        static_broadcasted_argnums=(1,),
-        devices=inputs.devices,
-        donate_argnums=inputs.donate_argnums(0, 3),
-    )
-    args = (params, static, x, opt)
-    return inputs.runner("pmap_static_argnums", fn, args, canonical_form(True, static), at=(0, 3), batch_at=2)
-
-
 def _jit_single_device(inputs: Inputs) -> Runner:
     params, static = eqx.partition(inputs.model, eqx.is_array)
     args = jax.device_put((params, inputs.x, inputs.opt_state), inputs.devices[0])
@@ -117,64 +96,7 @@ def _filter_jit(inputs: Inputs, wrap: Callable = eqx.filter_jit, method: str = "
         _batch_first(get_step(inputs.step, None)), donate="all-except-first" if inputs.donate else "none"
     )
     args = put((inputs.x, inputs.model, inputs.opt_state), inputs.devices[0])
-    return inputs.runner(method, fn, args, canonical_form(False), at=(1, 2), batch_at=0)
-
-
-def _filter_jit_shard(
-    inputs: Inputs, wrap: Callable = eqx.filter_jit, method: str = "filter_jit_shard"
-) -> Runner:
-    replicated, batch_sharded = inputs.mesh()
-    step = get_step(inputs.step, None)
-
-    def sharded(m: Any, xb: jax.Array, o: Any) -> tuple[Any, Any, Any]:
-        m, o = eqx.filter_shard((m, o), replicated)
-        loss, m, o = step(m, eqx.filter_shard(xb, batch_sharded), o)
-        return loss, *eqx.filter_shard((m, o), replicated)
-
-    fn = wrap(_batch_first(sharded), donate="all-except-first" if inputs.donate else "none")
-    args = (
-        jax.device_put(inputs.x, batch_sharded),
-        eqx.filter_shard(inputs.model, replicated),
-        jax.device_put(inputs.opt_state, replicated),
-    )
-    return inputs.runner(method, fn, args, canonical_form(False), at=(1, 2), batch_at=0)
-
-
-def _global_args(inputs: Inputs) -> tuple[tuple, Any]:
-    """(params, batch, opt_state) placed replicated / batch-sharded / replicated, and the static half."""
-    replicated, batch_sharded = inputs.mesh()
-    params, static = eqx.partition(inputs.model, eqx.is_array)
-    args = jax.device_put((params, inputs.x, inputs.opt_state), (replicated, batch_sharded, replicated))
-    return args, static
-
-
-def _jit_named_sharding(inputs: Inputs) -> Runner:
-    replicated, batch_sharded = inputs.mesh()
-    args, static = _global_args(inputs)
-    fn = jax.jit(
-        on_params(get_step(inputs.step, None), static),
-        in_shardings=(replicated, batch_sharded, replicated),
-        out_shardings=(replicated, replicated, replicated),
-        donate_argnums=inputs.donate_argnums(0, 2),
-    )
-    return inputs.runner("jit_named_sharding", fn, args, canonical_form(False, static))
-
-
-def _jit_shard_map(inputs: Inputs) -> Runner:
-    replicated, _ = inputs.mesh()
-    args, static = _global_args(inputs)
-    # check_vma=False keeps pmap's semantics: with it on, the gradient of a
-    # replicated (P()) parameter is already psum-ed over devices, and the
-    # step's pmean would leave an 8x larger gradient than pmap's.
-    mapped = jax.shard_map(
-        on_params(get_step(inputs.step, AXIS), static),
-        mesh=replicated.mesh,
-        in_specs=(P(), P(AXIS), P()),
-        out_specs=(P(), P(), P()),
-        check_vma=False,
-    )
-    fn = jax.jit(mapped, donate_argnums=inputs.donate_argnums(0, 2))
-    return inputs.runner("jit_shard_map", fn, args, canonical_form(False, static))
+    return inputs.runner(method, fn, args, canonical_form(False), at=(1, 2))
 
 
 def _packed(inputs: Inputs, mapped: bool) -> Runner:
@@ -201,7 +123,7 @@ def _packed(inputs: Inputs, mapped: bool) -> Runner:
 
     method = "packed_pmap" if mapped else "packed_jit"
     feed = carry if inputs.donate else None
-    return Runner(method, inputs.donate, fn, (state, x), canonical, feed, batch_at=1, carry=carry)
+    return Runner(method, inputs.donate, fn, (state, x), canonical, feed)
 
 
 Builder = Callable[[Inputs], Runner]
@@ -210,12 +132,8 @@ Builder = Callable[[Inputs], Runner]
 _BUILDERS: dict[str, Builder] = {
     "filter_pmap": _filter_pmap,
     "pmap_params": _pmap_params,
-    "pmap_static_argnums": _pmap_static_argnums,
     "cached_filter_pmap": _cached_filter_pmap,
     "packed_pmap": lambda inputs: _packed(inputs, mapped=True),
-    "jit_named_sharding": _jit_named_sharding,
-    "filter_jit_shard": _filter_jit_shard,
-    "jit_shard_map": _jit_shard_map,
     "packed_jit": lambda inputs: _packed(inputs, mapped=False),
     "jit_single_device": _jit_single_device,
     "filter_jit": _filter_jit,
@@ -255,24 +173,3 @@ def build_runner(
         model, opt_state = jax.tree.map(copy, (model, opt_state))
     inputs = Inputs(step, model, opt_state, x, jax.devices()[:n_devices], donate)
     return _TABLE[method][1](inputs)
-
-
-def build_filter_jit_like(
-    wrap: Callable[..., Any],
-    method: str,
-    step: str,
-    model: Any,
-    opt_state: Any,
-    x: jax.Array,
-    *,
-    donate: bool = False,
-) -> Runner:
-    """The one-device ``eqx.filter_jit`` method with ``wrap`` in Equinox's place (a drop-in, or
-    Equinox with a change patched in), under the name ``method``: what a study that compares a
-    candidate with ``eqx.filter_jit`` builds without adding it to :data:`METHODS`."""
-    if not isinstance(donate, bool):
-        raise bad_value("donate", donate, "True or False")
-    if donate:
-        copy = lambda a: jnp.array(a, copy=True) if eqx.is_array(a) else a  # noqa: E731
-        model, opt_state = jax.tree.map(copy, (model, opt_state))
-    return _filter_jit(Inputs(step, model, opt_state, x, jax.devices()[:1], donate), wrap, method)

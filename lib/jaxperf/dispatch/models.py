@@ -127,7 +127,8 @@ class ModelSpec:
 
     @property
     def name(self) -> str:
-        return f"mlp_depth{self.size}" if self.kind == "mlp" else f"{self.kind}_{self.size}layers"
+        name = f"mlp_depth{self.size}" if self.kind == "mlp" else f"{self.kind}_{self.size}layers"
+        return name if self.width == ModelSpec.width else f"{name}_width{self.width}"
 
     def build(self, seed: int = 0) -> tuple[Any, AdamState]:
         key = jax.random.PRNGKey(seed)

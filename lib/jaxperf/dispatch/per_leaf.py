@@ -1,15 +1,17 @@
 """What notebook 01's sweep says in the quantity that carries over: host CPU per call per leaf.
 
-- :func:`host_cpu`: each path's dispatching-thread CPU per blocked call, per cell;
 - :func:`excess`: per round, a path's host CPU minus the baseline's (``jax.pmap`` / ``jax.jit``
   on the partitioned state) in the same cell and round;
-- :func:`fit`: ``excess = a + b * leaves`` over the undonated no-op MLP cells, with the spread
-  of ``a`` and ``b`` from resampling each cell's rounds; cells outside the fit (the
-  transformer, the train step) are set against its prediction;
+- :func:`fit_per_process`: ``excess = a + b * leaves`` over the undonated no-op MLP cells, one
+  line per process; cells outside the fit (the transformer, the train step) are set against
+  the median line's prediction;
 - :func:`seed_implied`: what the measured excess implies for the seed's 25 it/s TPU loop, as bounds;
 - :func:`ranges`: a per-pair ratio over every cell (min-max of medians, verdict counts);
 - :func:`host_ratio`: host CPU per call over the baseline's, per cell;
-- :func:`by_kind`: one line per model family (MLP, transformer, CNN).
+- :func:`by_kind`: one line per model family (MLP, transformer, CNN);
+- :func:`spread`, :func:`pooled`, :func:`per_process`: a quantity measured once per fresh
+  process (``study.measure(processes=n)``), quoted as the median of the per-process values with
+  their [min, max]; a range that holds the verdict's threshold is not resolved.
 """
 
 from __future__ import annotations
@@ -19,24 +21,41 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import timing
 from ..diagnosis import verdicts
 from .cost import BASELINE
 
 KEYS = ["step", "model", "kind", "leaves", "donated", "family"]
 #: the seed's numbers (equinox#192, TPU v3-8, 2022): jax.pmap on params, eqx.filter_pmap
 SEED_FAST_IT_PER_S, SEED_SLOW_IT_PER_S = 25.0, 8.0
-BOOTSTRAP = 400
 
 
-def host_cpu(timings: pd.DataFrame) -> pd.DataFrame:
-    """Per (cell, method): host CPU ms per blocked call (median, quartiles) and it/s medians."""
-    data = timings.assign(host_ms=1e3 * timings["cpu_s_per_call"])
-    grouped = data.groupby([*KEYS, "method"], sort=False)
-    out = grouped["host_ms"].quantile([0.25, 0.5, 0.75]).unstack()
-    out.columns = ["host_ms_q25", "host_ms", "host_ms_q75"]
-    out["loop_it_per_s"] = grouped["loop_it_per_s"].median()
-    out["it_per_s"] = grouped["it_per_s"].median()
-    return out.reset_index()
+def pooled(rows: pd.DataFrame, key: str = "repeat") -> pd.DataFrame:
+    """``rows`` of every process as the rounds of one run: ``key`` (a round number) made unique
+    across processes, so that per-round pairs never mix two processes."""
+    if "process" not in rows:
+        return rows
+    return rows.assign(**{key: rows["process"] * 1_000_000 + rows[key]})
+
+
+def per_process(rows: pd.DataFrame) -> list[pd.DataFrame]:
+    """``rows`` split by the ``process`` that measured them (one part when there is no such column)."""
+    if "process" not in rows:
+        return [rows]
+    return [part for _, part in rows.groupby("process", sort=True)]
+
+
+def spread(values: Any, threshold: float | None = None) -> dict[str, Any]:
+    """:func:`jaxperf.timing.spread_of` of per-process values (the median with the [lo, hi] of
+    the values, ``n`` processes); with ``threshold``, ``resolved`` is False when [lo, hi] holds
+    it (the processes disagree on its side). NaN everywhere when no value is finite."""
+    arr = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if arr.size == 0:
+        return {"median": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": 0}
+    out = timing.spread_of(arr, process=np.arange(arr.size))
+    if threshold is not None:
+        out["resolved"] = not (out["lo"] <= threshold <= out["hi"])
+    return out
 
 
 def excess(timings: pd.DataFrame, method: str) -> pd.DataFrame:
@@ -46,8 +65,9 @@ def excess(timings: pd.DataFrame, method: str) -> pd.DataFrame:
         wanted = method if method in set(part["method"]) else None
         if wanted is None:
             continue
+        index = [*KEYS, "repeat", *(["process"] if "process" in part else [])]
         cpu = part.assign(host_ms=1e3 * part["cpu_s_per_call"]).pivot_table(
-            index=[*KEYS, "repeat"], columns="method", values="host_ms"
+            index=index, columns="method", values="host_ms"
         )
         if BASELINE[str(family)] not in cpu or wanted not in cpu:
             continue
@@ -63,33 +83,28 @@ def _line(leaves: np.ndarray, values: np.ndarray) -> tuple[float, float]:
     return float(a), float(b)
 
 
-def fit(rounds: pd.DataFrame, *, seed: int = 0) -> dict[str, Any]:
-    """``excess_ms = a + b * leaves`` over the cells in ``rounds`` (one row per cell and round):
-    the line through the cells' medians, and the quartiles of ``a`` (ms) and ``b`` (µs per leaf)
-    over :data:`BOOTSTRAP` resamples of each cell's rounds."""
-    cells = [g["excess_ms"].to_numpy(dtype=float) for _, g in rounds.groupby("leaves", sort=True)]
-    leaves = np.array(sorted(rounds["leaves"].unique()), dtype=float)
-    if len(leaves) < 2:
-        raise ValueError(f"rounds cover leaves={list(leaves)}: a cost per leaf needs two leaf counts or more")
-    a, b = _line(leaves, np.array([np.median(c) for c in cells]))
-    rng = np.random.default_rng(seed)
-    samples = np.array(
-        [
-            _line(leaves, np.array([np.median(rng.choice(c, size=len(c))) for c in cells]))
-            for _ in range(BOOTSTRAP)
-        ]
-    )
-    a_q = np.percentile(samples[:, 0], [25, 50, 75])
-    b_q = 1e3 * np.percentile(samples[:, 1], [25, 50, 75])
+def fit_per_process(rounds: pd.DataFrame) -> dict[str, Any]:
+    """``excess_ms = a + b * leaves`` through each process's cell medians, quoted as the median
+    line with the [lo, hi] of ``a`` (ms) and ``b`` (µs per leaf) over the processes."""
+    fits = []
+    for part in per_process(rounds):
+        medians = part.groupby("leaves")["excess_ms"].median()
+        if len(medians) >= 2:
+            fits.append(_line(medians.index.to_numpy(dtype=float), medians.to_numpy(dtype=float)))
+    if not fits:
+        raise ValueError(
+            f"rounds cover leaves={sorted(rounds['leaves'].unique())}: a cost per leaf needs two leaf counts or more"
+        )
+    a, b = spread([f[0] for f in fits]), spread([1e3 * f[1] for f in fits])
     return {
-        "a_ms": a,
-        "a_ms_q25": float(a_q[0]),
-        "a_ms_q75": float(a_q[2]),
-        "b_us_per_leaf": 1e3 * b,
-        "b_us_per_leaf_q25": float(b_q[0]),
-        "b_us_per_leaf_q75": float(b_q[2]),
-        "leaves": [int(x) for x in leaves],
-        "cells": len(leaves),
+        "a_ms": a["median"],
+        "a_ms_lo": a["lo"],
+        "a_ms_hi": a["hi"],
+        "b_us_per_leaf": b["median"],
+        "b_us_per_leaf_lo": b["lo"],
+        "b_us_per_leaf_hi": b["hi"],
+        "processes": b["n"],
+        "leaves": [int(x) for x in sorted(rounds["leaves"].unique())],
     }
 
 
@@ -158,12 +173,21 @@ def ranges(timings: pd.DataFrame, method: str, over: str, value: str, precision:
     ran: the per-pair ratio of ``value`` per cell (median, quartiles, verdict), the min and max
     of the cells' medians, and how many cells are faster / slower / a tie / not resolved."""
     rows = []
-    for labels, part in timings.groupby(KEYS, sort=False):
+    for labels, part in pooled(timings).groupby(KEYS, sort=False):
         names = dict(zip(part["method"], part["variant"]))
         if method not in names or over not in names:
             continue
-        table = verdicts.ratios(part[part["method"].isin([method, over])], names[over], precision, value)
+        both = part[part["method"].isin([method, over])]
+        table = verdicts.ratios(both, names[over], precision, value)
         row = table[table["variant"] == names[method]].iloc[0].to_dict()
+        medians = []
+        for proc in per_process(both):
+            mine = verdicts.ratios(proc, names[over], precision, value)
+            medians.append(float(mine.loc[mine["variant"] == names[method], "median"].iloc[0]))
+        found = spread(medians, 1.0)
+        row.update({k: found[k] for k in ("median", "lo", "hi")}, processes=found["n"])
+        if row["verdict"] in (verdicts.FASTER, verdicts.SLOWER) and not found["resolved"]:
+            row["verdict"] = verdicts.UNRESOLVED  # the processes disagree on the side of 1
         rows.append({**dict(zip(KEYS, labels)), **row})
     cells = pd.DataFrame(rows)
     if cells.empty:
@@ -182,32 +206,33 @@ def ranges(timings: pd.DataFrame, method: str, over: str, value: str, precision:
 
 
 def host_ratio(timings: pd.DataFrame, method: str, cells: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per cell matching ``cells`` (column -> value): the per-round ratio of ``method``'s host CPU
-    per call to its family's baseline's (median, quartiles): the form of the cost that carries
-    to another machine, where a per-leaf line may not."""
+    """Per cell matching ``cells`` (column -> value): ``method``'s host CPU per call over its
+    family's baseline's, the median of per-round ratios in each process, quoted as
+    :func:`spread` over the processes (threshold 1): the form of the cost that carries to
+    another machine, where a per-leaf line may not."""
     data = timings
     for key, value in cells.items():
         data = data[data[key] == value]
     out = []
     for family, part in data.groupby("family", sort=False):
         base = BASELINE[str(family)]
-        cpu = part.pivot_table(index=[*KEYS, "repeat"], columns="method", values="cpu_s_per_call")
-        if method not in cpu or base not in cpu:
+        if not {method, base} <= set(part["method"]):
             continue
-        ratio = (cpu[method] / cpu[base]).dropna().rename("ratio").reset_index()
-        for labels, g in ratio.groupby(KEYS, sort=True):
-            q25, q50, q75 = np.percentile(g["ratio"], [25, 50, 75])
-            out.append(
-                {**dict(zip(KEYS, labels)), "median": float(q50), "q25": float(q25), "q75": float(q75)}
-            )
+        for labels, cell in part.groupby(KEYS, sort=True):
+            medians = []
+            for proc in per_process(cell):
+                cpu = proc.pivot_table(index="repeat", columns="method", values="cpu_s_per_call")
+                if method in cpu and base in cpu:
+                    medians.append(float((cpu[method] / cpu[base]).dropna().median()))
+            out.append({**dict(zip(KEYS, labels)), **spread(medians, 1.0)})
     return out
 
 
 def by_kind(rounds: pd.DataFrame) -> dict[str, Any]:
-    """One :func:`fit` per model family (``kind``) over that family's cells in ``rounds``; a family
-    measured at one size only is left out (a slope needs two)."""
+    """One :func:`fit_per_process` per model family (``kind``) over that family's cells in
+    ``rounds``; a family measured at one size only is left out (a slope needs two)."""
     return {
-        str(kind): fit(part)
+        str(kind): fit_per_process(part)
         for kind, part in rounds.groupby("kind", sort=True)
         if part["leaves"].nunique() >= 2
     }

@@ -1,8 +1,11 @@
-"""summary.json of notebook 01: the cost per call per leaf, one accounting, the fix's and the
-packed path's ranges over every cell, and the project's own goals (kept apart).
+"""summary.json and summary.md of notebook 01: the cost per call per leaf, what it means for
+the seed's loop, one accounting, which paths wait for each call, the fixes' ranges over every
+case, and the project's own goals (kept apart).
 
-Every number comes from the sweep's timings (:mod:`.cost`, one row per cell, path and round)
-or the accounting's rounds (:mod:`.accounting`); nothing is typed in.
+Every number comes from the records (the sweep's timings, :mod:`.cost`, and the accounting's
+rounds, :mod:`.accounting`), each measured in several fresh processes: a number the answer
+quotes is the median of its per-process values with their [min, max] (:func:`per_leaf.spread`).
+The prose is ``templates/summary.md``; Python computes only the numbers and the folded tables.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 import pandas as pd
 
 from .. import goals as rule
+from .. import markdown as md
+from .. import runs_ahead
 from . import accounting, per_leaf
 from .cost import BASELINE, FAMILIES, FIX, PACKED, SLOW
 
@@ -27,6 +32,8 @@ PATCHED = ("filter_pmap_patched", "filter_jit_patched")
 GOAL_FIX, GOAL_PACKED_NOOP = 0.95, 10.0
 #: which cells a line is fitted on: the undonated no-op step on the MLPs
 FIT_CELLS = {"step": "noop", "kind": "mlp", "donated": False}
+#: the wide train step under eqx.filter_jit: its device time far above any path's host time
+HEAVY = {"step": "train", "family": "jit"}
 
 
 def fit_rows(rounds: pd.DataFrame, fit_cells: dict[str, Any] = FIT_CELLS) -> pd.DataFrame:
@@ -41,57 +48,70 @@ def cost_lines(
     timings: pd.DataFrame, methods: tuple[str, ...], fit_cells: dict[str, Any] = FIT_CELLS
 ) -> dict[str, Any]:
     """Per method: its excess host CPU per call over its family's baseline, fitted as
-    ``a + b * leaves`` (:func:`per_leaf.fit`) on the ``fit_cells``, and every cell set against
-    the line."""
+    ``a + b * leaves`` per process on the ``fit_cells`` (:func:`per_leaf.fit_per_process`),
+    and every cell set against the median line."""
     out: dict[str, Any] = {}
     for method in methods:
-        rounds = per_leaf.excess(timings, method)
+        rounds = per_leaf.excess(per_leaf.pooled(timings), method)
         fitted = fit_rows(rounds, fit_cells)
         if fitted["leaves"].nunique() < 2:
             continue
-        line = per_leaf.fit(fitted)
-        cells = per_leaf.against_fit(rounds, line)
-        out[method] = {
-            **line,
-            "cells_on_the_line": int(cells["on_the_line"].sum()),
-            "cells_measured": len(cells),
-            "by_cell": cells.to_dict(orient="records"),
-        }
+        line = per_leaf.fit_per_process(fitted)
+        out[method] = {**line, "by_cell": per_leaf.against_fit(rounds, line).to_dict(orient="records")}
     return out
 
 
-def _baseline_lines(timings: pd.DataFrame, lines: dict[str, Any]) -> dict[str, Any]:
-    """Each baseline's own host CPU per call fitted per leaf (``jax.pmap`` / ``jax.jit`` on the
-    partitioned state, the fit cells), and each method's slope as a multiple of its baseline's:
-    the per-leaf cost in a unit that carries to another machine."""
+def excess_at(timings: pd.DataFrame, method: str) -> list[dict[str, Any]]:
+    """The measured excess host CPU (ms per call) at each leaf count of the fit cells: the one
+    value the study quotes for it, the median of per-process medians with their [min, max]."""
+    rounds = fit_rows(per_leaf.excess(per_leaf.pooled(timings), method))
+    return [
+        {"leaves": int(n), **per_leaf.spread([p["excess_ms"].median() for p in per_leaf.per_process(part)])}
+        for n, part in rounds.groupby("leaves", sort=True)
+    ]
+
+
+def _baseline_lines(timings: pd.DataFrame, methods: tuple[str, ...]) -> dict[str, Any]:
+    """Each baseline's own host CPU per call per leaf (the fit cells), and each method's slope as
+    a multiple of its baseline's, per process: the per-leaf cost in a unit that carries."""
     out: dict[str, Any] = {}
     for family, base in BASELINE.items():
+        if family not in FAMILIES:
+            continue
         rows = fit_rows(timings[timings["method"] == base])
         if rows["leaves"].nunique() < 2:
             continue
-        line = per_leaf.fit(rows.assign(excess_ms=1e3 * rows["cpu_s_per_call"]))
-        relative = {
-            m: lines[m]["b_us_per_leaf"] / line["b_us_per_leaf"]
-            for m in lines
-            if m in set(timings.loc[timings["family"] == family, "method"])
-        }
-        out[base] = {**line, "slope_multiple": relative}
+        own = rows.assign(excess_ms=1e3 * rows["cpu_s_per_call"])
+        multiples: dict[str, Any] = {}
+        for method in methods:
+            rounds = fit_rows(per_leaf.excess(per_leaf.pooled(timings), method))
+            if family not in set(rounds["family"]) or rounds["leaves"].nunique() < 2:
+                continue
+            values = []
+            for p_base, p_method in zip(per_leaf.per_process(own), per_leaf.per_process(rounds)):
+                b_base = per_leaf.fit_per_process(p_base)["b_us_per_leaf"]
+                values.append(per_leaf.fit_per_process(p_method)["b_us_per_leaf"] / b_base)
+            multiples[method] = per_leaf.spread(values)
+        out[base] = {**per_leaf.fit_per_process(own), "slope_multiple": multiples}
     return out
 
 
-def _by_kind(timings: pd.DataFrame, method: str) -> dict[str, Any]:
-    """The per-leaf line per model family on the undonated no-op cells, each family's own cells
-    set against it."""
-    rounds = fit_rows(per_leaf.excess(timings, method), {"step": "noop", "donated": False})
-    out = {}
-    for kind, line in per_leaf.by_kind(rounds).items():
-        cells = per_leaf.against_fit(rounds[rounds["kind"] == kind], line)
-        out[kind] = {
-            **line,
-            "cells_on_the_line": int(cells["on_the_line"].sum()),
-            "cells_measured": len(cells),
-        }
-    return out
+def waits(timings: pd.DataFrame) -> list[dict[str, Any]]:
+    """Runs ahead or waits, per path, on the heavy cell (:func:`jaxperf.runs_ahead.verdicts` on
+    every process's rounds); a verdict the processes do not all share reads "unclear"."""
+    heavy = fit_rows(timings, HEAVY)
+    heavy = heavy[
+        heavy["model"].str.contains("_width")
+    ]  # the wide model alone: a train step on a small one is light
+    if heavy.empty:
+        return []
+    pooled = runs_ahead.verdicts(per_leaf.pooled(heavy), BASELINE["jit"], key="method")
+    each = [runs_ahead.verdicts(p, BASELINE["jit"], key="method") for p in per_leaf.per_process(heavy)]
+    for i, method in enumerate(pooled["method"]):
+        seen = {v.set_index("method").loc[method, "verdict"] for v in each if method in set(v["method"])}
+        if seen != {pooled.loc[i, "verdict"]}:
+            pooled.loc[i, "verdict"] = runs_ahead.UNCLEAR
+    return pooled.to_dict(orient="records")
 
 
 def _range(timings: pd.DataFrame, method: str, over: str, precision: float) -> dict[str, Any]:
@@ -111,46 +131,52 @@ def headline(
     *,
     precision: float,
     quick: bool,
-    extra_methods: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Everything summary.md states, as data."""
-    slow_and_fixes = (*SLOW.values(), *FIX.values(), *PACKED.values(), *PATCHED, *extra_methods)
-    lines = cost_lines(timings, slow_and_fixes)
-    acc = accounting.table(acc_rows)
-    largest = int(acc["leaves"].max()) if len(acc) else None
-    pmap_line = lines.get(SLOW["pmap"])
-    families = {m: _by_kind(timings, m) for m in (*SLOW.values(), *PATCHED) if m in set(timings["method"])}
-    seed_line = families.get(SLOW["pmap"], {}).get("transformer", pmap_line)
-    measured = per_leaf.measured(pmap_line or {}, FIT_CELLS)
+    light = timings[~(timings["step"].eq(HEAVY["step"]) & timings["model"].str.contains("_width"))]
+    methods = tuple(
+        m for m in (*SLOW.values(), *FIX.values(), *PACKED.values(), *PATCHED) if m in set(light["method"])
+    )
+    lines = cost_lines(light, methods)
+    acc = accounting.table(per_leaf.pooled(acc_rows, "round"))
+    if "process" in profile:  # one row per function: its median over the processes
+        keys = ["model", "leaves", "function"]
+        profile = profile.drop(columns="process").groupby(keys, sort=False).median().reset_index()
+    noop = {"step": "noop", "donated": False}
+    families = {
+        m: per_leaf.by_kind(fit_rows(per_leaf.excess(per_leaf.pooled(light), m), noop))
+        for m in (*SLOW.values(), *PATCHED)
+        if m in methods
+    }
+    seed_line = families.get(SLOW["pmap"], {}).get("transformer") or lines.get(SLOW["pmap"])
+    excess = {m: excess_at(light, m) for m in methods}
     summary: dict[str, Any] = {
         "study": "dispatch",
         "quick": quick,
         "precision": precision,
+        "processes": int(timings["process"].nunique()) if "process" in timings else 1,
         "cells": int(timings.groupby(["step", "model", "donated", "family"]).ngroups),
-        "stopped_by": timings.groupby(["step", "model", "donated", "family"])["stopped_by"]
-        .first()
-        .value_counts()
-        .to_dict(),
         "per_leaf": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_leaf_cells": {m: line["by_cell"] for m, line in lines.items()},
         "per_leaf_by_kind": families,
-        "baseline_per_leaf": _baseline_lines(timings, lines),
+        "baseline_per_leaf": _baseline_lines(light, methods),
+        "excess_ms": excess,
         "host_ratio": {
-            m: per_leaf.host_ratio(timings, m, {"step": "noop", "donated": False})
-            for m in (*SLOW.values(), *PATCHED)
-            if m in set(timings["method"])
+            m: per_leaf.host_ratio(light, m, noop) for m in (*SLOW.values(), *PATCHED) if m in methods
         },
         "seed": {
-            # the excess at each MLP size is the measured median (one value per quantity), and
-            # the leaves the seed needs come from the transformer's slope: the seed's own kind
-            "implied": per_leaf.seed_implied(measured).to_dict(orient="records"),
-            "slope_from": "transformer" if seed_line is not pmap_line else "mlp",
+            # the excess at each MLP size is the measured one (one value per quantity); the leaves
+            # the seed needs come from the transformer's slope, the seed's own kind, where measured
+            "implied": per_leaf.seed_implied(
+                {c["leaves"]: c["median"] for c in excess.get(SLOW["pmap"], [])}
+            ).to_dict(orient="records"),
+            "slope_from": "transformer" if seed_line is not lines.get(SLOW["pmap"]) else "mlp",
             "leaves_to_explain": per_leaf.seed_leaves(seed_line) if seed_line else None,
         },
+        "waits": waits(timings),
         "accounting": acc.to_dict(orient="records"),
         "accounting_adds_up": accounting.adds_up(acc),
-        "accounting_growth": accounting.growth(acc).to_dict(orient="records"),
-        "accounting_leaves": largest,
+        "accounting_leaves": int(acc["leaves"].max()) if len(acc) else None,
         "profile": profile.to_dict(orient="records"),
         "ranges": {},
         "not_timed": notes.to_dict(orient="records"),
@@ -194,8 +220,7 @@ def goals(summary: dict[str, Any], quick: bool) -> dict[str, Any]:
         return out
     for family in FAMILIES:
         key = f"{FIX[family]}/{BASELINE[family]}"
-        found = summary["ranges"].get(key, {})
-        for measure, r in found.items():
+        for measure, r in summary["ranges"].get(key, {}).items():
             verdicts = [rule.judge(c, GOAL_FIX) for c in r.get("by_cell", [])]
             out[f"{key} >= {GOAL_FIX}x, {measure}, every cell"] = {
                 "verdict": rule.every(verdicts),
@@ -205,25 +230,76 @@ def goals(summary: dict[str, Any], quick: bool) -> dict[str, Any]:
         cells = [c for c in packed.get("by_cell", []) if c["step"] == "noop" and c["donated"]]
         if cells:
             big = max(cells, key=lambda c: c["leaves"])
-            out[
-                f"{PACKED[family]} >= {GOAL_PACKED_NOOP}x {BASELINE[family]} (donated both), no-op, {big['leaves']} leaves"
-            ] = {
+            name = f"{PACKED[family]} >= {GOAL_PACKED_NOOP}x {BASELINE[family]} (donated both), no-op, {big['leaves']} leaves"
+            out[name] = {
                 "verdict": rule.judge(big, GOAL_PACKED_NOOP),
-                "ratio": {k: big[k] for k in ("median", "q25", "q75")},
+                "ratio": {k: big[k] for k in ("median", "lo", "hi")},
             }
     return out
 
 
 def lines_table(lines: dict[str, Any]) -> pd.DataFrame:
-    """One row per method: the fitted line's intercept (ms) and slope (µs per leaf) with their
-    quartiles, and how many measured cells fall on it."""
-    columns = ["a_ms", "a_ms_q25", "a_ms_q75", "b_us_per_leaf", "b_us_per_leaf_q25", "b_us_per_leaf_q75"]
-    rows = [
-        {
-            "method": m,
-            **{c: line[c] for c in columns},
-            "cells on the line": f"{line['cells_on_the_line']} of {line['cells_measured']}",
-        }
-        for m, line in lines.items()
+    """One row per method: the fitted line's intercept (ms) and slope (µs per leaf), each the
+    median over processes with their [lo, hi]."""
+    columns = ["a_ms", "a_ms_lo", "a_ms_hi", "b_us_per_leaf", "b_us_per_leaf_lo", "b_us_per_leaf_hi"]
+    return pd.DataFrame([{"method": m, **{c: line[c] for c in columns}} for m, line in lines.items()])
+
+
+def _values(s: dict[str, Any]) -> dict[str, Any]:
+    """The summary plus what the template quotes that is picked, not measured: the largest leaf
+    count measured and the accounting's shares there."""
+    largest = max((c["leaves"] for cells in s["host_ratio"].values() for c in cells), default=None)
+    acc = [r for r in s["accounting"] if r["leaves"] == s["accounting_leaves"]]
+    short = {"axis resolution": "axis", "inner jax.pmap call's excess": "inner"}  # template keys hold no dot
+    at = {
+        **{
+            m: next((c for c in cells if c["leaves"] == largest), None)
+            for m, cells in s["host_ratio"].items()
+        },
+        "excess": next((c for c in s["excess_ms"].get("filter_pmap", []) if c["leaves"] == largest), None),
+        "seed": next((r for r in s["seed"]["implied"] if r["leaves"] == largest), None),
+    }
+    shares = {short.get(r["part"], r["part"]): r["share_pct"] for r in acc}
+    return {**s, "largest": largest, "at": at, "shares": shares}
+
+
+def _folded(s: dict[str, Any]) -> list[str]:
+    """Every case, the accounting, the profile, the paths not timed and the goals, folded."""
+    out: list[str] = []
+    for key, found in s["ranges"].items():
+        for measure, words in MEASURES.items():
+            cells = pd.DataFrame(found[measure]["by_cell"])
+            if not cells.empty:
+                shown = cells[["step", "model", "leaves", "donated", "median", "lo", "hi", "verdict"]]
+                out += md.details(
+                    f"{key} it/s, {words}: every case (median; lo, hi: the smallest and largest process's)",
+                    md.table(shown),
+                )
+    if s["accounting"]:
+        acc = pd.DataFrame(s["accounting"])[["model", "leaves", "part", "suspect", "share_pct"]]
+        out += md.details("The accounting, every part (share of the gap, %)", md.table(acc.dropna()))
+    if s["profile"]:
+        out += md.details(
+            "cProfile: top functions by self time per filter_pmap call", md.table(pd.DataFrame(s["profile"]))
+        )
+    if s["not_timed"]:
+        out += md.details("Paths not timed, and why", md.table(pd.DataFrame(s["not_timed"])))
+    goals_lines = [
+        f"- {md.escape(name)}: **{rule.text(g.get('verdict'), False)}**" for name, g in s["goals"].items()
     ]
-    return pd.DataFrame(rows)
+    return out + md.details(
+        "Benchmark goals (the project's own)", goals_lines or ["- not judged (smoke run)"]
+    )
+
+
+def render(summary: dict[str, Any], info: Any) -> str:
+    """summary.md: the answer bullets of ``templates/summary.md``, then the folded detail."""
+    intro = [
+        md.smoke_notice(summary["quick"]),
+        md.fill(md.template("jaxperf.dispatch", "intro.md"), {**summary, "info": vars(info)}),
+    ]
+    filled = md.fill(md.template("jaxperf.dispatch", "summary.md"), _values(summary))
+    bullets = ["- " + b.strip() for b in ("\n" + filled).split("\n- ") if b.strip()]
+    return md.answer_page(
+        "equinox#192: what eqx.filter_pmap costs per call, per leaf", intro, bullets, _folded(summary)
+    )

@@ -1,12 +1,9 @@
 """What every dispatch method is built into: a :class:`Runner`, and the placement and
 canonical forms its builders share (:mod:`jaxperf.dispatch.methods` holds the builders).
 
-A runner runs one step on fixed inputs (``call()``, what the sweep times), or on a new
-host batch each time (``place_batch`` then ``step_on``, what the seed's loop
-``for x in loader: x = shard_over_devices(x); loss, model, opt_state = step(model, x, opt_state)``
-does), and maps its raw output to (loss, params, opt_state) on the host
-(``canonical``), so that every method can be proved to compute the same thing before
-it is timed.
+A runner runs one step on fixed inputs (``call()``, what ``tools/bench_dropins.py`` times)
+and maps its raw output to (loss, params, opt_state) on the host (``canonical``), so that
+every method can be proved to compute the same thing before it is timed.
 """
 
 from __future__ import annotations
@@ -32,9 +29,7 @@ Carry = Callable[[Any, tuple], tuple]
 class Runner:
     """A method ready to time. ``call()`` runs ``fn(*args)``, one step; a donated runner
     then feeds the step's outputs back as its next inputs (``feed``). ``canonical`` maps an
-    output to (loss, params, opt_state) on the host. ``args[batch_at]`` is the batch;
-    ``carry`` makes the next args from an output, donated or not (the seed's loop threads
-    its model and optimiser state from step to step)."""
+    output to (loss, params, opt_state) on the host."""
 
     method: str
     donated: bool
@@ -42,28 +37,11 @@ class Runner:
     args: tuple
     canonical: Canonical
     feed: Carry | None = field(default=None, repr=False)
-    batch_at: int = 1
-    carry: Carry | None = field(default=None, repr=False)
 
     def call(self) -> Any:
         out = self.fn(*self.args)
         if self.feed is not None:
             self.args = self.feed(out, self.args)
-        return out
-
-    def place_batch(self, x_host: Any) -> Any:
-        """``shard_over_devices(x)``: the host batch put where this runner's batch lives
-        (same shape, e.g. a mapped method's leading device axis, and the same sharding)."""
-        template = self.args[self.batch_at]
-        return jax.device_put(np.reshape(x_host, template.shape), template.sharding)
-
-    def step_on(self, x: Any) -> Any:
-        """One step of the seed's loop on a placed batch ``x``; the step's new model and
-        optimiser state become the next step's inputs."""
-        args = (*self.args[: self.batch_at], x, *self.args[self.batch_at + 1 :])
-        out = self.fn(*args)
-        carry = self.carry or self.feed
-        self.args = carry(out, args) if carry is not None else args
         return out
 
 
@@ -173,9 +151,5 @@ class Inputs:
         args: tuple,
         canonical: Canonical,
         at: tuple[int, int] = (0, 2),
-        batch_at: int = 1,
     ) -> Runner:
-        carry = carry_state(*at)
-        return Runner(
-            method, self.donate, fn, args, canonical, carry if self.donate else None, batch_at, carry
-        )
+        return Runner(method, self.donate, fn, args, canonical, carry_state(*at) if self.donate else None)

@@ -16,12 +16,8 @@ FAST_PATHS = ("packed_pmap", "packed_jit")
 METHODS: dict[str, str] = {
     "filter_pmap": "eqx.filter_pmap (whole model)",
     "pmap_params": "jax.pmap on params (partition once)",
-    "pmap_static_argnums": "jax.pmap, static_broadcasted_argnums",
     "cached_filter_pmap": "jaxperf.cached_filter_pmap (the drop-in fix)",
     "packed_pmap": "jaxperf.packed_pmap (packed fast path)",
-    "jit_named_sharding": "jax.jit + NamedSharding",
-    "filter_jit_shard": "eqx.filter_jit + eqx.filter_shard",
-    "jit_shard_map": "jax.jit(jax.shard_map)",
     "packed_jit": "jaxperf.packed_jit + NamedSharding (packed fast path)",
     "jit_single_device": "jax.jit on 1 device (floor)",
     "filter_jit": "eqx.filter_jit on 1 device (whole model)",

@@ -12,9 +12,10 @@ One module per concern:
   one: :func:`patched_filter_jit`, :func:`patched_filter_pmap`;
 - :mod:`~jaxperf.eqx_patch.suite`: Equinox's whole test suite, patched and unpatched, compared
   (``tools/equinox_patch_tests.py`` runs it);
-- :mod:`~jaxperf.eqx_patch.probe`: the dispatching thread's CPU per call, patched and shipped,
-  beside ``jax.jit`` / ``jax.pmap`` on params;
-- :mod:`~jaxperf.eqx_patch.issue`: the issue-ready text for equinox#192, from measured numbers.
+- :mod:`~jaxperf.eqx_patch.probe`: the pytree work of one call, patched and shipped, counted.
+
+The text to paste into equinox#192 is ``tools/templates/equinox-192.md``, filled from notebook 01's
+summary by ``tools/readme.py``.
 """
 
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 from .._lazy import exports
 
 if TYPE_CHECKING:
-    from . import diff, issue, load, probe, suite
+    from . import diff, load, probe, suite
     from .load import (
         DIFF_PATHS,
         EQUINOX_MAIN,
@@ -39,7 +40,6 @@ __getattr__, __dir__ = exports(
     __name__,
     {
         "diff": (".diff", None),
-        "issue": (".issue", None),
         "load": (".load", None),
         "probe": (".probe", None),
         "suite": (".suite", None),
@@ -60,7 +60,6 @@ __all__ = [
     "PATCHED_RELEASE",
     "PatchedEquinox",
     "diff",
-    "issue",
     "load",
     "patched_equinox",
     "patched_filter_jit",

@@ -24,11 +24,14 @@ compiled function returns the whole graph, split as ``nnx.jit``'s inner split do
 call merges it into the caller's objects with Flax's ``graphlib.unflatten``, as ``nnx.jit``
 does (no saving on such calls, nor on the next one, whose structure is new).
 
-Handed to ``nnx.jit`` itself (counted in ``stats['fallbacks']`` with a reason): tree mode or
-``graph_updates=False``, ``in_shardings`` / ``out_shardings``, calls inside another trace or
-through ``nnx.cached_partial``, a Variable passed as an argument itself (a record holds its
-arguments weakly, and Variables have no weak references), graphs it cannot
-record, and an entry whose
+Refused with a ValueError naming the option (counted by :func:`nnx_refusal_counts`): tree
+mode (``graph=False``, or Flax's default set to it) and ``graph_updates=False``, where
+``nnx.jit`` walks no object graph and there is nothing to cache, and ``in_shardings`` /
+``out_shardings``; write ``nnx.jit`` itself there. A Variable passed as an argument itself is
+served here without keeping a record (a record holds its arguments weakly, and Variables
+have no weak references): the call walks the graph as ``nnx.jit`` does, with no saving.
+Handed to ``nnx.jit`` itself (counted in ``stats['fallbacks']`` with a reason): calls inside
+another trace or through ``nnx.cached_partial``, graphs it cannot record, and an entry whose
 outputs differ between two traces (a shape-dependent output structure; the second trace is
 dropped and ``nnx.jit`` traces again). ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
 
@@ -86,6 +89,8 @@ from typing import Any
 import jax
 import jax.tree_util as jtu
 import numpy as np
+
+from ..errors import bad_value
 
 # ---------------------------------------- recording the graph
 
@@ -160,6 +165,10 @@ _RAW = operator.attrgetter("_raw_value")
 _deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
 
 
+def _strong(obj: Any) -> Callable[[], Any]:
+    return lambda: obj
+
+
 class Graph:
     """One walk's record of the graph of a call's roots (see the module docstring).
 
@@ -173,7 +182,8 @@ class Graph:
         graphlib = fx.graphlib
         self.trace = fx.trace()
         root_ids = {id(r): k for k, r in enumerate(roots)}
-        self.root_refs = [weakref.ref(r) for r in roots]  # TypeError: not weakly referenceable
+        # a Variable argument has no weak reference: held for this call only (its record is not kept)
+        self.root_refs = [_strong(r) if isinstance(r, fx.Variable) else weakref.ref(r) for r in roots]
         ref_index = graphlib.RefMap()
         graphdefs: list[Any] = []
         leaves: list[Any] = []
@@ -454,6 +464,12 @@ _MISSING: Any = object()
 #: positional arguments of these types keep a call on the fast path (no pytree flatten)
 _LEAF_TYPES = (jax.Array, np.ndarray, np.generic, int, float, complex, bool)
 _FALLBACKS: collections.Counter[str] = collections.Counter()
+_REFUSALS: collections.Counter[str] = collections.Counter()
+
+
+def nnx_refusal_counts() -> dict[str, int]:
+    """``cached_nnx_jit`` wrappers this process refused to make (a ValueError), by option."""
+    return dict(_REFUSALS)
 
 
 def nnx_fallback_counts() -> dict[str, int]:
@@ -504,9 +520,25 @@ class CachedNnxJit:
         self._fallback = fx.jit(fun, **options)  # nnx.jit's checks and errors, and its fallback
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self._active = isinstance(self._fallback, fx.nnx.transforms.compilation.JitWrapped) and (
-            options.get("in_shardings") is None and options.get("out_shardings") is None
-        )
+        for name in ("in_shardings", "out_shardings"):
+            if options.get(name) is not None:
+                _REFUSALS[name] += 1
+                raise bad_value(
+                    name,
+                    options[name],
+                    "None: cached_nnx_jit makes no sharded calls; place the arrays with jax.device_put "
+                    "(or nnx.with_sharding_constraint inside the step), or keep nnx.jit for this call",
+                )
+        if not isinstance(self._fallback, fx.nnx.transforms.compilation.JitWrapped):
+            name = "graph_updates" if options.get("graph_updates") is False else "graph"
+            _REFUSALS["tree mode"] += 1
+            raise bad_value(
+                name,
+                options.get(name),
+                "graph mode with graph updates (graph=True, graph_updates=True, or Flax's default when "
+                "it is graph mode): cached_nnx_jit caches nnx.jit's walk of the object graph, which "
+                "tree mode does not make; keep nnx.jit for a tree-mode step",
+            )
         self._static = _resolve(fun, options.get("static_argnums"), options.get("static_argnames"))
         self._donate = _resolve(fun, options.get("donate_argnums"), options.get("donate_argnames"))
         keys = ("keep_unused", "device", "backend", "inline")
@@ -581,8 +613,6 @@ class CachedNnxJit:
         return args, kwargs
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
-        if not self._active:
-            return self._fall_back("tree mode, graph_updates=False or shardings", args, kwargs)
         statics, dyn_args, dyn_kwargs = self._split_static(args, kwargs)
         leaves, treedef = jtu.tree_flatten((dyn_args, dyn_kwargs), is_leaf=self._is_node)
         node_pos = tuple(i for i, leaf in enumerate(leaves) if self._is_node(leaf))
@@ -599,8 +629,6 @@ class CachedNnxJit:
                 record = self._record(key, args, kwargs, leaves, treedef, node_pos, statics)
             except Uncacheable as reason:
                 return self._fall_back(str(reason), args, kwargs)
-            except TypeError:  # weakref.ref of an argument: a Variable has no weak references
-                return self._fall_back("an argument without weak references (a Variable)", args, kwargs)
             self.stats["misses"] += 1
         else:
             self.stats["hits"] += 1
@@ -632,6 +660,9 @@ class CachedNnxJit:
                 statics_now = [args[i] for i in static_at]
                 fast = (tuple(map(type, args)), node_at, pass_at, static_at, statics_now)
         record = _Record(graph, entry, fast)
+        if any(isinstance(root, fx.Variable) for root in roots):
+            record.fast = None  # held strongly: served for this call, never kept
+            return record
         if key not in self._records:
             for root in roots:
                 weakref.finalize(root, _forget, weakref.ref(self), key)

@@ -5,9 +5,7 @@ machine's own CPU and Triton (:mod:`jaxperf.triton`: capture, ttir -> cubin,
 SASS, the static estimate for ``compile_target``), for the forms the estimate
 compares, on the same program part a times (the reporter's kernel, float32
 carry). :mod:`jaxperf.gpu.report` puts it beside the real GPU compile and the
-measured ms per call. Part d (:func:`dispatch`): first the seed's whole loop
-(:mod:`jaxperf.dispatch.runahead`: does ``eqx.filter_jit``'s wait for each call cost it/s where host
-and device really overlap), then ``jaxperf.diagnose`` on the seed's step, then notebook 01's
+measured ms per call. Part d (:func:`dispatch`): ``jaxperf.diagnose`` on the seed's step, then notebook 01's
 cells on the one GPU (:mod:`jaxperf.dispatch.cost`), one at a time inside what is left of the budget.
 """
 
@@ -18,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from .env import Budget, failure, not_measured_rows, predict, save_figure
+from .env import Budget, failure, not_measured_rows, predict
 from .settings import GpuSettings
 
 
@@ -81,55 +79,8 @@ def compile_on_host(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any
     }
 
 
-def seed_loop(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
-    """The seed's loop (``seed_loop_*``): ``seed_loop_timings``, ``seed_loop_checks`` and
-    ``seed_loop_summary`` records and the ``seed_loop`` figure; at most ``seed_loop_max_s``
-    seconds (whole repeats), and nothing when that would not fit the part's budget."""
-    from ..dispatch.runahead import figures as rfigures
-    from ..dispatch.runahead import loop_analysis, report
-    from ..dispatch.runahead import seed_loop as loop
-
-    if not budget.fits(s.seed_loop_max_s):
-        study.records(
-            not_measured_rows([dict(part="seed_loop")], budget.reason(s.seed_loop_max_s)),
-            "seed_loop_not_measured",
-        )
-        return {"measured": False, "reason": budget.reason(s.seed_loop_max_s)}
-    started = time.perf_counter()
-    try:
-        result = loop.run(
-            s.seed_loop,
-            deadline_s=s.seed_loop_max_s,
-            log=lambda msg: print(f"[{study.name}] {msg}", flush=True),
-        )
-    except Exception as err:  # noqa: BLE001 -- recorded, the sweep still runs
-        study.records(not_measured_rows([dict(part="seed_loop")], failure(err)), "seed_loop_not_measured")
-        return {"measured": False, "reason": failure(err)}
-    study.records(result.timings, "seed_loop_timings")
-    study.records(result.checks, "seed_loop_checks")
-    table = loop_analysis.table(loop_analysis.cells(result.timings))
-    study.records(table, "seed_loop_summary")
-    fig, data = rfigures.plot_seed_loop(table, study.info.device_kind)
-    save_figure(study, fig, "seed_loop", data)
-    print(
-        f"[{study.name}] seed loop: {time.perf_counter() - started:.1f} s ({budget.elapsed():.0f} s spent)",
-        flush=True,
-    )
-    return {
-        "measured": True,
-        "train_step_ms": result.base_step_ms,
-        "repeats": int(result.timings["repeat"].nunique()),
-        "methods": sorted(set(result.checks[result.checks["same_result"] == True]["method"])),  # noqa: E712
-        "left_out": result.checks[result.checks["same_result"] != True].to_dict(orient="records"),  # noqa: E712
-        "filter_jit_vs_jit": report.waiting_cost(table),
-        "patched_vs_jit": report.waiting_cost(table, "filter_jit_patched"),
-        "cached_filter_jit_goals": loop_analysis.goals(table),
-        "jit_overlap": loop_analysis.jit_overlap(table),
-    }
-
-
 def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
-    """Part d: the seed's loop first (:func:`seed_loop`), then one diagnosis of the seed's no-op
+    """Part d: one diagnosis of the seed's no-op
     step at 392 leaves (``jaxperf.diagnose``, as notebook 10 runs it: ``diagnosis`` records and
     its Markdown), then notebook 01's cells (:mod:`jaxperf.dispatch.cost`) on the MLPs of
     ``mlp_depths`` and the transformers for each step of ``dispatch_steps``, undonated, one at
@@ -139,7 +90,6 @@ def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
     from ..dispatch import cost as dcost
     from ..dispatch import report as dreport
 
-    loop_summary = seed_loop(study, s, budget)
     seconds = s.dispatch_seconds_per_cell
     diagnosis: dict[str, Any] = {"measured": False}
     if budget.fits(4 * seconds):
@@ -187,7 +137,7 @@ def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
     )
     columns = ["step", "model", "kind", "leaves", "donated", "family", "path", "why"]
     study.records(pd.DataFrame(notes, columns=columns), "not_timed")
-    out: dict[str, Any] = {"seed_loop": loop_summary, "diagnosis": diagnosis, "not_measured": len(missing)}
+    out: dict[str, Any] = {"diagnosis": diagnosis, "not_measured": len(missing)}
     if frames:
         timings = pd.concat(frames, ignore_index=True)
         lines = dreport.cost_lines(

@@ -170,13 +170,6 @@ def dispatch_table(results: Path) -> pd.DataFrame | None:
     return table.reset_index()
 
 
-def seed_loop_table(results: Path) -> pd.DataFrame | None:
-    """Part d's first half: the seed's whole loop (loader, transfer, step) per method and
-    loader cost, with its bounds (:mod:`jaxperf.dispatch.runahead`)."""
-    table, _ = _read(results / "dispatch" / "seed_loop_summary")
-    return None if table is None or table.empty else table
-
-
 def _provenance(results: Path, run_dir: Path) -> dict[str, Any]:
     """The provenance of the first record a part wrote (backend, device, versions)."""
     for part in PARTS:
@@ -216,7 +209,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         else f"Measured on {device}."
     )
     versions = prov.get("versions_vs_pins", {})
-    loop = seed_loop_table(results)
     sections = [
         *_md_section("Parts of the run", pd.DataFrame(parts), "no part ran"),
         *_md_section("The reporter's table, this device beside his A6000", seed_table, "not measured"),
@@ -234,9 +226,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         ),
         *_md_section("Compile: on the device beside the Triton compile on a CPU", compiles, "not measured"),
         *_md_section("Static SASS estimate beside the measured time", estimates, "not measured"),
-        *_md_section(
-            "The seed's whole loop (equinox#192, today's path): it/s per loader cost", loop, "not measured"
-        ),
         *_md_section(
             "Dispatch on one device: it/s in a loop that blocks once at its end (median)",
             dispatch_table(results),
@@ -264,7 +253,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         "compile_compare": compiles.to_dict(orient="records"),
         "estimate_vs_measured": estimates.to_dict(orient="records"),
         "triton_vs_mosaic_gpu": [] if backends is None else backends.to_dict(orient="records"),
-        "seed_loop": [] if loop is None else loop.to_dict(orient="records"),
         "provenance": prov,
     }
     text = text + "\n" + _environment(prov)

@@ -26,9 +26,6 @@ PARTS = ("harness", "loops_seed", "loops_mosaic_gpu", "compile", "dispatch", "lo
 # The reporter's T in the order a part measures them: the extremes first (his largest T
 # holds the widest fori/Python gap), so that a budget cut loses a middle T.
 REPORTER_TS_ORDER = (256, 65536, 8192, 2048, 32768, 16384)
-#: jax.jit on params, eqx.filter_jit, the drop-in jaxperf.cached_filter_jit, and eqx.filter_jit with
-#: the proposed change (jaxperf.dispatch.runahead)
-SEED_LOOP_METHODS = ("jit_single_device", "filter_jit", "cached_filter_jit", "filter_jit_patched")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,17 +87,6 @@ class GpuSettings(StudySettings):
     transformer_layers: tuple[int, ...] = (2,)
     dispatch_steps: tuple[str, ...] = ("noop", "train")
     dispatch_seconds_per_cell: int = 4
-    # The seed's whole loop (issue 21), first in the dispatch part, on one device: a numpy loader
-    # at seed_loop_cost_fractions x the train step's device time, the transfer, the step; at most
-    # seed_loop_max_s of the part's budget (no repeat starts after it), the rest is the sweep's.
-    seed_loop_methods: tuple[str, ...] = SEED_LOOP_METHODS
-    seed_loop_cost_fractions: tuple[float, ...] = (0.3, 0.6, 1.0)
-    seed_loop_depth: int = 3
-    seed_loop_width: int = 2048
-    seed_loop_batch: int = 1024
-    seed_loop_batches: int = 20
-    seed_loop_repeats: int = 5
-    seed_loop_max_s: int = 18
     budgets: Mapping[str, int] = dataclasses.field(
         default_factory=lambda: {
             "harness": 80,
@@ -133,11 +119,6 @@ class GpuSettings(StudySettings):
         "transformer_layers": (),
         "dispatch_steps": ("noop",),
         "dispatch_seconds_per_cell": 1,
-        "seed_loop_cost_fractions": (0.3, 1.0),
-        "seed_loop_width": 32,
-        "seed_loop_batch": 8,
-        "seed_loop_batches": 3,
-        "seed_loop_repeats": 1,
         "budgets": {part: 60 for part in PARTS},
     }
 
@@ -167,8 +148,6 @@ class GpuSettings(StudySettings):
             vocab.parse_variant(variant)
         for step in self.dispatch_steps:
             check_choice("dispatch_steps[...]", step, ("noop", "train"))
-        self.seed_loop  # noqa: B018 -- building it validates the loop's fields
-        check_int("seed_loop_max_s", self.seed_loop_max_s, minimum=1)
         if not isinstance(self.budgets, Mapping) or set(self.budgets) != set(PARTS):
             raise bad_value("budgets", self.budgets, f"a dict of seconds for exactly the parts {PARTS}")
         for part, seconds in self.budgets.items():
@@ -178,25 +157,6 @@ class GpuSettings(StudySettings):
     def mode(self) -> str:
         """The loop study's mode: the compiled kernel on a GPU, the interpreter in the dry run."""
         return "pallas" if self.backend == "gpu" else "pallas_interpret"
-
-    @property
-    def seed_loop(self) -> Any:
-        """The seed's loop as :class:`jaxperf.dispatch.runahead.seed_loop.LoopConfig` (the train step)."""
-        from ..dispatch.runahead.config import LoopConfig
-
-        try:
-            return LoopConfig(
-                methods=self.seed_loop_methods,
-                steps=("train",),
-                cost_fractions=self.seed_loop_cost_fractions,
-                depth=self.seed_loop_depth,
-                width=self.seed_loop_width,
-                batch=self.seed_loop_batch,
-                batches=self.seed_loop_batches,
-                repeats=self.seed_loop_repeats,
-            )
-        except ValueError as err:  # name the device run's parameter, not the config's field
-            raise ValueError(f"seed_loop_{err}") from None
 
     def total_budget_s(self) -> int:
         return int(sum(self.budgets.values()))

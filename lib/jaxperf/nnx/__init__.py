@@ -5,6 +5,6 @@
 - :mod:`.stages`: where one ``nnx.jit`` call spends its time, and the accounting of the gap;
 - :mod:`.graph_overhead`: Flax's own ``benchmarks/nnx_graph_overhead.py`` here, beside its
   published numbers; :mod:`.flax_sdist`, :mod:`.flax_plugin`: Flax's tests with the drop-in;
-- :mod:`.report`, :mod:`.summary_md`, :mod:`.issue`: summary.json, summary.md and the text for Flax;
+- :mod:`.report`: summary.json and summary.md (its prose in ``templates/summary.md``);
 - :mod:`.settings`: notebook 11's parameters.
 """

@@ -4,8 +4,8 @@ test runs (the tests call ``nnx.jit`` through the module). The drop-in keeps Fla
 ``jit`` as its fallback (:func:`jaxperf.fixes._nnx.flax` loads it first).
 
 With ``JAXPERF_NNX_STATS`` set to a path, it writes there, as JSON, how the drop-in served the
-run: wrappers made, calls it handled itself (hits and misses), and calls handed to ``nnx.jit`` by reason (tree mode and
-shardings go to ``nnx.jit`` whole, so a passing test need not have exercised the drop-in)."""
+run: wrappers made, calls it handled itself (hits and misses), calls handed to ``nnx.jit`` by
+reason, and wrappers it refused (tree mode, shardings: a ValueError, so such a test fails)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,11 @@ def pytest_unconfigure(config: Any) -> None:
     if not path:
         return
     from jaxperf.fixes import nnx_fallback_counts as fallback_counts
+    from jaxperf.fixes._nnx import nnx_refusal_counts
 
     totals = {key: sum(w.stats[key] for w in _MADE) for key in ("hits", "misses", "fallbacks")}
     with open(path, "w") as out:
         handled = totals["hits"] + totals["misses"]  # calls the drop-in's own jax.jit made
         report = {"wrappers": len(_MADE), "handled": handled, **totals, "fallback_reasons": fallback_counts()}
+        report["refused"] = nnx_refusal_counts()
         json.dump(report, out)

@@ -1,9 +1,11 @@
-"""summary.json of notebook 11: the cost per call per Variable of each way to call an NNX step,
-the accounting of one ``nnx.jit`` call's gap, the drop-in's ranges over every case, whether
-calls run ahead, Flax's own benchmark and tests (and the project's goals, kept apart).
+"""summary.json and summary.md of notebook 11: the cost per call per Variable of each way to call
+an NNX step, the accounting of one ``nnx.jit`` call's gap, the drop-in's ranges over every case,
+whether calls run ahead, Flax's own benchmark and tests (and the project's goals, kept apart).
 
 The per-Variable lines and the ranges are notebook 01's (:mod:`jaxperf.dispatch.report`,
-:mod:`jaxperf.dispatch.per_leaf`) applied to the NNX cells: one vocabulary and one arithmetic.
+:mod:`jaxperf.dispatch.per_leaf`) applied to the NNX cells: one vocabulary and one arithmetic,
+each number the median over fresh processes with their [min, max]. The prose is
+``templates/summary.md``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .. import goals as rule
+from .. import markdown as md
 from .. import runs_ahead, timing
 from ..dispatch import per_leaf
 from ..dispatch import report as dispatch_report
@@ -61,6 +64,7 @@ def accounting(rows: pd.DataFrame) -> pd.DataFrame:
     call on ``nnx.split`` state of the same round, the gap is the ordinary ``nnx.jit`` call's
     over that one, and unexplained is the gap minus the parts."""
     out = []
+    rows = per_leaf.pooled(rows, "round")
     for (step, depth), part in rows.groupby(["step", "depth"], sort=False):
         staged = part[part["call"] == CALLS[0]].pivot_table(index="round", columns="stage", values="cpu_ms")
         whole = part[part["stage"] == "whole call"].pivot_table(
@@ -88,11 +92,12 @@ def accounting(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def waits(timings: pd.DataFrame) -> pd.DataFrame:
-    """Runs ahead or waits, per path, on the heavy cell (the wide train step)."""
+    """Runs ahead or waits, per path, on the heavy cell (the wide train step), every process's
+    rounds together."""
     heavy = timings[timings["kind"] == "wide mlp"]
     if heavy.empty:
         return pd.DataFrame(columns=["method", "verdict"])
-    return runs_ahead.verdicts(heavy, BASELINE, key="method")
+    return runs_ahead.verdicts(per_leaf.pooled(heavy), BASELINE, key="method")
 
 
 def _ranges(timings: pd.DataFrame, precision: float) -> dict[str, Any]:
@@ -121,15 +126,14 @@ def _test_totals(flax_tests: dict[str, Any] | None) -> dict[str, dict[str, int]]
 
 def own_lines(timings: pd.DataFrame) -> dict[str, Any]:
     """Per path (the baseline included): its own host CPU per call fitted as ``a + b *
-    Variables`` on the no-op cases (:func:`jaxperf.dispatch.per_leaf.fit`), not over a
-    baseline: a path cheaper per Variable than the baseline would read as a negative excess."""
+    Variables`` on the no-op cases, per process (:func:`jaxperf.dispatch.per_leaf.fit_per_process`),
+    not over a baseline: a path cheaper per Variable than the baseline would read as a negative excess."""
     rows = dispatch_report.fit_rows(timings, FIT_CELLS)
     out = {}
     for method in (*PATHS, BASELINE):
         part = rows[rows["method"] == method]
         if part["leaves"].nunique() >= 2:
-            own = part.assign(excess_ms=1e3 * part["cpu_s_per_call"])[["leaves", "repeat", "excess_ms"]]
-            out[method] = per_leaf.fit(own)
+            out[method] = per_leaf.fit_per_process(part.assign(excess_ms=1e3 * part["cpu_s_per_call"]))
     return out
 
 
@@ -155,8 +159,11 @@ def headline(
         "variables": sorted(int(v) for v in timings.loc[timings["kind"] == "mlp", "leaves"].unique()),
         "ranges": _ranges(timings, precision),
         "waits": waits(timings).to_dict(orient="records"),
+        "processes": int(timings["process"].nunique()) if "process" in timings else 1,
         "accounting": accounting(stage_rows).to_dict(orient="records"),
-        "flax_benchmark": overhead.to_dict(orient="records"),
+        "flax_benchmark": overhead.drop(columns="process", errors="ignore")
+        .drop_duplicates()
+        .to_dict(orient="records"),
         "flax_tests": flax_tests,
         "flax_tests_totals": _test_totals(flax_tests),
         "not_timed": notes.to_dict(orient="records"),
@@ -175,3 +182,37 @@ def goals(summary: dict[str, Any]) -> dict[str, Any]:
             "count": rule.count(verdicts),
         }
     return out
+
+
+def render(summary: dict[str, Any], info: Any) -> str:
+    """summary.md: the answer bullets of ``templates/summary.md``, then every case, the
+    accounting and Flax's tests folded."""
+    intro = [
+        md.smoke_notice(summary["quick"]),
+        md.fill(md.template("jaxperf.dispatch", "intro.md"), {**summary, "info": vars(info)}),
+    ]
+    filled = md.fill(md.template("jaxperf.nnx", "summary.md"), summary)
+    bullets = ["- " + b.strip() for b in ("\n" + filled).split("\n- ") if b.strip()]
+    folded = md.details(
+        "Benchmark goals (the project's own)",
+        [f"- {md.escape(name)}: **{rule.text(g['verdict'], False)}**" for name, g in summary["goals"].items()]
+        or ["- not judged (smoke run)"],
+    )
+    if summary["accounting"]:
+        folded += md.details(
+            "The accounting, every part (thread CPU ms per call)",
+            md.table(pd.DataFrame(summary["accounting"])),
+        )
+    for key, found in summary["ranges"].items():
+        cells = pd.DataFrame(found["loop_it_per_s"]["by_cell"])
+        if len(cells):
+            title = f"{key} it/s, a loop that blocks once at its end: every case (median; lo, hi: the smallest and largest process's)"
+            folded += md.details(title, md.table(cells[["step", "leaves", "median", "lo", "hi", "verdict"]]))
+    if summary.get("flax_tests"):
+        folded += md.details(
+            "Flax's tests per file, as shipped and with the drop-in",
+            md.table(pd.DataFrame(summary["flax_tests"]["counts"])),
+        )
+    if summary["not_timed"]:
+        folded += md.details("Paths not timed, and why", md.table(pd.DataFrame(summary["not_timed"])))
+    return md.answer_page("Flax NNX: what nnx.jit costs per call, per Variable", intro, bullets, folded)

@@ -164,23 +164,7 @@ def call_breakdown(problem: Problem, step: str, calls: int = 30) -> pd.DataFrame
     return pd.DataFrame(rows).assign(depth=problem.depth, step=step)
 
 
-def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
-    return a["q25"] <= b["q75"] and b["q25"] <= a["q75"]
-
-
-def call_totals(rows: pd.DataFrame, clock: str = "cpu_ms") -> dict[str, Any]:
-    """Per-round sums of the staged call's stages against each whole call (median and quartiles
-    of ``clock``), the median of each stage, and ``sums_to_call``: whether the staged sums'
-    and the ordinary calls' interquartile ranges overlap."""
-    if clock not in ("cpu_ms", "wall_ms"):
-        raise ValueError(f"clock={clock!r} is not allowed: expected 'cpu_ms' or 'wall_ms'.")
-    staged = rows[rows["call"] == CALLS[0]]
-    sums = timing.iqr_stats(staged.groupby("round")[clock].sum())
-    whole = {name: timing.iqr_stats(rows[rows["call"] == name][clock]) for name in CALLS[1:]}
-    return {
-        "clock": clock,
-        "staged_sum": sums,
-        **whole,
-        "stage_medians": staged.groupby("stage", sort=False)[clock].median().to_dict(),
-        "sums_to_call": _overlap(sums, whole[CALLS[1]]),
-    }
+def breakdowns(depths: tuple[int, ...], steps: tuple[str, ...], rounds: int) -> pd.DataFrame:
+    """:func:`call_breakdown` of every step at every depth, one frame (what notebook 11 records)."""
+    frames = [call_breakdown(Problem(depth=d), step, rounds) for d in depths for step in steps]
+    return pd.concat(frames, ignore_index=True)
