@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 import jaxperf
-from jaxperf.jax20909 import compile_facts, family, forms, reference
-from jaxperf.jax20909 import factory as kernel
-from jaxperf.loops import advice, cli, engine, report_kernel
+from jaxperf.jax20909 import compile_facts, family, reference
+from jaxperf.loops import advice, cli, engine, forms, report_kernel
+from jaxperf.loops import factory as kernel
 
 STEP = 8  # rows a loop step reads in the tiny kernel below
 

@@ -1,101 +1,204 @@
-"""The package's layers, read from the import statements of lib/jaxperf (no module is imported).
+"""The package's shape, read from the import statements of lib/jaxperf (no module is imported),
+and the wheel a user installs (issue 36).
 
-From the bottom: the shared harness (top-level modules), the public fixes, the jax#20909
-problem (:mod:`jaxperf.jax20909`), the compilers (:mod:`jaxperf.compilers`), then the
-studies. A layer imports only layers below it, so that notebooks 02, 04, 05 and the GPU run
-use one copy of each compiler's code and no study reaches into another for it.
+Two parts: the tools a user installs (the fixes, ``diagnose``, ``loops``: every module that
+pyproject.toml's ``[tool.jaxperf] study`` does not name) and the study beside them (the modules
+it names, never shipped; setup.py reads the same list). The tools never import the study; one
+study never imports another (the study's top-level modules, its presentation and settings, are
+shared by all); and no module takes part in an import circle. No exceptions.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from jaxperf.paths import PROJECT_ROOT
 
-PACKAGE = PROJECT_ROOT / "lib" / "jaxperf"
-STUDIES = ("loops", "dispatch")
-# The engines the studies share: the Equinox patch (built and tested against Equinox's own suite)
-# and the diagnosis of a step (notebook 01's cells and notebook 10's reader step run through it).
-ENGINES = {"eqx_patch", "diagnosis"}
-# What each layer may import from the packages of lib/jaxperf (top-level modules are always allowed).
-ALLOWED = {
-    "fixes": set(),
-    "jax20909": {"fixes"},
-    "compilers": {"jax20909", "fixes"},
-    "eqx_patch": set(),
-    "diagnosis": {"fixes", "eqx_patch"},
-    **{study: {"jax20909", "fixes", "compilers", *ENGINES} for study in STUDIES},
-    # Flax NNX is the equinox#192 mechanism under another library: it reuses the dispatch study's
-    # per-leaf fit and its sentences, so that both answers are stated the same way.
-    "nnx": {"fixes", *ENGINES, "dispatch"},
-    # The device run runs the studies' own sweeps on the GPU (their compiler code comes from compilers/).
-    "gpu": {"jax20909", "fixes", "compilers", "loops", "dispatch", "diagnosis"},
-}
-# The equinox#192 problem (models, steps) still lives in the dispatch study: two studies compile
-# or run its step. Named here, module by module, until it moves below the studies.
-KNOWN_EXCEPTIONS = {
-    # The engine's example steps are the seed's model and step (imported when an example is built).
-    ("diagnosis/examples.py", "dispatch"),
-    # The #20909 study's modules (moved out of the loops tool) run the tool's engine on the study's
-    # kernels, until the kernels and factory the tool shares move into the tool.
-    ("jax20909/family.py", "loops"),
-    ("jax20909/report.py", "loops"),
-    ("jax20909/runs.py", "loops"),
-    ("jax20909/sweep.py", "compilers"),
-}
+LIB = PROJECT_ROOT / "lib"
+PACKAGE = LIB / "jaxperf"
+STUDY = tuple(
+    f"jaxperf.{name}"
+    for name in tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["jaxperf"]["study"]
+)
+# The code's budget (issue 36: 20,000 lines for lib/, 9,000 for what `pip install` ships). Lower
+# the ceilings as the code shrinks, never raise them.
+LIB_CEILING = 20_000
+WHEEL_CEILING = 9_000
+MAX_MODULE_LINES = 800
 
 
-def _imported_packages(path: Path) -> set[str]:
-    """The lib/jaxperf packages ``path`` imports from (relative imports resolved)."""
-    rel = path.relative_to(PACKAGE)
-    here = ["jaxperf", *rel.with_suffix("").parts]
-    here = here[:-1]  # the package the module is in (for __init__.py, the package itself)
+def _name(path: Path) -> str:
+    parts = path.relative_to(LIB).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(path: Path) -> set[str]:
+    """The lib/jaxperf modules ``path`` imports, anywhere in it (inside functions too; relative
+    imports resolved; ``from package import module`` is the module)."""
+    here = _name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         names: list[str] = []
         if isinstance(node, ast.ImportFrom):
-            base = here[: len(here) - node.level + 1] if node.level else []
-            module = [*base, *(node.module.split(".") if node.module else [])]
-            names = [".".join(module)] if node.module else [".".join([*module, a.name]) for a in node.names]
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            subs = [f"{module}.{a.name}" for a in node.names]
+            names = [n for n in subs if n in MODULES]
+            if len(names) < len(subs):
+                names.append(module)
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         for name in names:
-            parts = name.split(".")
-            if parts[0] == "jaxperf" and len(parts) > 1 and (PACKAGE / parts[1]).is_dir():
-                found.add(parts[1])
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name and name != _name(path):
+                found.add(name)
     return found
 
 
-def test_every_package_has_a_layer():
-    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert packages == set(ALLOWED), f"give each package of lib/jaxperf a layer in ALLOWED: {packages}"
+GRAPH = {name: imports(path) for name, path in MODULES.items()}
 
 
-@pytest.mark.parametrize("layer", sorted(ALLOWED))
-def test_a_layer_imports_only_the_layers_below_it(layer):
-    bad = []
-    for path in sorted((PACKAGE / layer).rglob("*.py")):
-        rel = str(path.relative_to(PACKAGE))
-        for other in _imported_packages(path) - {layer} - ALLOWED[layer]:
-            if (rel, other) not in KNOWN_EXCEPTIONS:
-                bad.append(f"{rel} imports jaxperf.{other}")
-    assert not bad, "imports across layers (move the shared code below both): " + "; ".join(bad)
+def is_study(name: str) -> bool:
+    """Named by ``[tool.jaxperf] study``, or inside a package it names."""
+    return any(name == s or name.startswith(s + ".") for s in STUDY)
 
 
-def test_the_known_exceptions_are_still_needed():
-    stale = [
-        f"{rel} -> {other}"
-        for rel, other in sorted(KNOWN_EXCEPTIONS)
-        if other not in _imported_packages(PACKAGE / rel)
+def study_of(name: str) -> str | None:
+    """The study a module belongs to: its package under jaxperf when the list names that package
+    (``jaxperf.dispatch.report`` -> ``dispatch``); None for a tool module and for the study's
+    shared modules (the top-level ones, and those the list names inside a tool's package)."""
+    package = ".".join(name.split(".")[:2])
+    is_package = package in STUDY and MODULES[package].name == "__init__.py"
+    return package.split(".")[1] if is_package else None
+
+
+def test_the_study_list_names_modules_that_exist():
+    missing = [s for s in STUDY if s not in MODULES]
+    assert not missing, f"[tool.jaxperf] study names modules that do not exist: {missing}"
+
+
+def test_the_tools_never_import_the_study():
+    bad = [f"{m} imports {o}" for m, deps in GRAPH.items() if not is_study(m) for o in deps if is_study(o)]
+    assert not bad, "the installed tools must not need the study: " + "; ".join(sorted(bad))
+
+
+def test_no_study_imports_another():
+    bad = [
+        f"{m} imports {o}"
+        for m, deps in GRAPH.items()
+        if study_of(m)
+        for o in deps
+        if study_of(o) not in (None, study_of(m))
     ]
-    assert not stale, f"remove from KNOWN_EXCEPTIONS: {stale}"
+    assert not bad, "move what two studies share into a shared module or the tools: " + "; ".join(sorted(bad))
 
 
-def test_the_reader_resolves_relative_imports():
-    # loops/engine.py: "from ..compilers.lowering", "from ..jax20909.factory", "from . import targets"
-    assert _imported_packages(PACKAGE / "loops" / "engine.py") == {"compilers", "jax20909", "loops"}
-    # compilers/triton/capture.py: "from ...private_api" (a module, not a layer), "from ..cuda"
-    assert _imported_packages(PACKAGE / "compilers" / "triton" / "capture.py") == {"compilers"}
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles():
+    found = circles(GRAPH)
+    assert not found, f"import circles (imports inside functions count too): {found}"
+
+
+def test_the_checks_can_fail():
+    """The reader resolves relative imports; a circle and a study are found."""
+    assert "jaxperf.errors" in imports(PACKAGE / "loops" / "cli.py")
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert study_of("jaxperf.dispatch.report") == "dispatch"
+    assert study_of("jaxperf.plots") is None and is_study("jaxperf.plots")
+    assert study_of("jaxperf.loops.analysis") is None and is_study("jaxperf.loops.analysis")
+    assert study_of("jaxperf.fixes") is None and not is_study("jaxperf.fixes")
+
+
+def test_lib_within_its_line_budget_and_no_module_too_long():
+    lines = {p: len(p.read_text().splitlines()) for p in LIB.rglob("*.py")}
+    total = sum(lines.values())
+    assert total <= LIB_CEILING, f"lib/ holds {total} lines of Python (ceiling {LIB_CEILING})"
+    long = {str(p.relative_to(LIB)): n for p, n in lines.items() if n > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (one concept may take up to that): {long}"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel `pip wheel .` builds (no dependencies, the installed setuptools)."""
+    if importlib.util.find_spec("setuptools") is None:
+        pytest.skip("setuptools is not installed (the dev extra installs it)")
+    # from a copy of what a fresh clone holds: setuptools' build/ folder would keep stale modules
+    src = tmp_path_factory.mktemp("clone")
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(PROJECT_ROOT / name, src / name)
+    shutil.copytree(LIB, src / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    out = tmp_path_factory.mktemp("wheel")
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out)]
+    proc = subprocess.run([*cmd, str(src)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return next(out.glob("jaxperf-*.whl"))
+
+
+def test_the_wheel_holds_the_tools_alone(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        sources = {n: z.read(n).decode() for n in z.namelist() if n.endswith(".py")}
+    names = {_name(LIB / n): n for n in sources}
+    assert {"jaxperf", "jaxperf.fixes", "jaxperf.diagnosis.cli", "jaxperf.loops.cli"} <= set(names)
+    study = sorted(n for n in names if is_study(n))
+    assert not study, f"the wheel ships study modules: {study}"
+    total = sum(len(s.splitlines()) for s in sources.values())
+    assert total <= WHEEL_CEILING, f"the wheel holds {total} lines of Python (ceiling {WHEEL_CEILING})"
+
+
+def test_import_jaxperf_and_its_public_names_draw_nothing():
+    code = (
+        "import sys, jaxperf\n"
+        "for name in jaxperf.__all__: getattr(jaxperf, name)\n"
+        "print(','.join(sorted({'matplotlib', 'pandas', 'seaborn'} & set(sys.modules))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "", f"import jaxperf loaded {proc.stdout.strip()}: only drawing may"

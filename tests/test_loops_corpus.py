@@ -134,8 +134,8 @@ def test_integer_division_compiles_for_mosaic_tpu(runs):
 def test_lowering_is_judged_from_what_was_exported():
     """A plain pallas_call exported for CUDA is a Triton custom call: asked for Mosaic GPU, the
     point says so instead of "lowers"."""
-    from jaxperf.jax20909.factory import load
     from jaxperf.loops import targets
+    from jaxperf.loops.factory import load
 
     kernel = load(f"{CORPUS}.row_sum:make")
     assert targets.lowers(kernel, "fori", 256, "triton")["status"] == "ok"

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxperf.jax20909 import forms as loops
 from jaxperf.jax20909.vocab import LOOP_FORMS
+from jaxperf.loops import forms as loops
 
 
 def _body(j, carry):
@@ -94,3 +94,8 @@ def test_bad_loop_parameters(kwargs, match):
 def test_python_loop_needs_static_bounds():
     with pytest.raises(ValueError, match="static ints"):
         jax.jit(lambda n: loops.run_loop("python", 0, n, lambda j, c: c + j, 0))(3)
+
+
+def test_run_loop_takes_every_form_the_study_names():
+    """The tool's forms (jaxperf.loops.forms) run every loop form of the jax#20909 study's kernels."""
+    assert loops.LOOP_FORMS == LOOP_FORMS

@@ -1,4 +1,5 @@
-"""jaxperf: a reproducible study of JAX dispatch and Pallas kernel-loop performance.
+"""jaxperf: drop-in fixes for JAX dispatch overhead and Pallas kernel loops, and the two tools
+that tell whether your code needs them (``python -m jaxperf diagnose``, ``python -m jaxperf loops``).
 
 The public API, importable from the package root:
 
@@ -12,8 +13,8 @@ The public API, importable from the package root:
 - :func:`cached_nnx_jit`: a drop-in for ``flax.nnx.jit`` (graph mode) that walks the
   object graph once per structure (needs Flax);
 - :func:`diagnose`: is *your* training loop paying dispatch overhead, and which of these
-  paths would be faster for it (measured on your step, in your loop; needs pandas and
-  matplotlib, the ``study`` extra);
+  paths would be faster for it (measured on your step, in your loop; needs pandas, and
+  matplotlib for its figure);
 - :func:`hand_unrolled_fori`: a ``lax.fori_loop`` stand-in unrolled by hand, which
   lowers wherever ``fori_loop`` does, Pallas' Triton backend included (jax#20909);
 - :func:`kernel_loop`: a kernel's loop written once, built in any loop form (Python loop,
@@ -27,7 +28,18 @@ which must run before JAX starts) does not import JAX.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the public names, explicitly (loaded on first use below)
+    from .diagnosis import diagnose as diagnose
+    from .fixes import PackedState as PackedState
+    from .fixes import cached_filter_jit as cached_filter_jit
+    from .fixes import cached_filter_pmap as cached_filter_pmap
+    from .fixes import cached_nnx_jit as cached_nnx_jit
+    from .fixes import hand_unrolled_fori as hand_unrolled_fori
+    from .fixes import packed_jit as packed_jit
+    from .fixes import packed_pmap as packed_pmap
+    from .loops.forms import kernel_loop as kernel_loop
 
 __version__ = "0.1.0"
 
@@ -41,7 +53,7 @@ _PUBLIC = {
     "hand_unrolled_fori": "jaxperf.fixes",
     "cached_nnx_jit": "jaxperf.fixes",
     "diagnose": "jaxperf.diagnosis",
-    "kernel_loop": "jaxperf.jax20909.forms",
+    "kernel_loop": "jaxperf.loops.forms",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -126,7 +126,7 @@ def equinox_array_types() -> tuple[type, ...]:
 def equinox_pmap_stage_helpers() -> dict[str, Callable[..., Any]]:
     """The private helpers of Equinox 0.13's ``_PmapWrapper._call``, by name: the dispatch
     study's stage timers call them one by one to time each stage of a filter_pmap call."""
-    module = importlib.import_module(EQUINOX_PMAP_MODULE)
+    module = importlib.import_module("equinox._vmap_pmap")
     return {name: getattr(module, name) for name in EQUINOX_PMAP_STAGE_HELPERS}
 
 
@@ -280,34 +280,6 @@ def triton_lowering_hook(on_module: Callable[[Any, float], None]) -> Iterator[No
 
 
 # --- TPU compile study ------------------------------------------------------
-
-
-# --- multiprocess study (issue 14) --------------------------------------------
-
-EQUINOX_PMAP_MODULE = "equinox._vmap_pmap"
-EQUINOX_PMAP_CACHE = "_filter_pmap_cache"
-
-
-def equinox_pmap_cache() -> Callable[..., Any]:
-    """Equinox's ``_filter_pmap_cache``: builds the ``jax.pmap`` that ``eqx.filter_pmap``
-    calls (and, in 0.13.8, the ``out_axes`` list that multi-process ``jax.pmap`` rejects)."""
-    return getattr(importlib.import_module(EQUINOX_PMAP_MODULE), EQUINOX_PMAP_CACHE)
-
-
-@contextlib.contextmanager
-def equinox_pmap_cache_replaced(replacement: Callable[..., Any]) -> Iterator[None]:
-    """Swap ``_filter_pmap_cache`` for ``replacement`` for the duration; restored after.
-
-    ``_PmapWrapper._call`` looks the name up in its module on every call, so
-    every ``eqx.filter_pmap`` called inside the block uses the replacement.
-    """
-    module = importlib.import_module(EQUINOX_PMAP_MODULE)
-    original = getattr(module, EQUINOX_PMAP_CACHE)
-    setattr(module, EQUINOX_PMAP_CACHE, replacement)
-    try:
-        yield
-    finally:
-        setattr(module, EQUINOX_PMAP_CACHE, original)
 
 
 # --- runs ahead: eqx.filter_jit's per-call block (issue 21) --------------------

@@ -18,7 +18,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxperf import PackedState, cached_filter_pmap, packed_jit, packed_pmap
-from jaxperf.fixes import _cached, _packed
+from jaxperf.fixes import _packed, _pmap
 
 PACKED_AS = {
     "strong float32 (shared buffer)": lambda: jnp.float32(0.5),
@@ -259,7 +259,7 @@ def test_no_list_axes_reach_jax_pmap(monkeypatch):
         return real(fun, **kwargs)
 
     model, opt = _model_and_opt()
-    for module in (_packed, _cached):
+    for module in (_packed, _pmap):
         monkeypatch.setattr(module.jax, "pmap", spy)
     state = PackedState.pack((model, opt)).replicate(jax.devices()[:N])
     calls.clear()  # replicate's own placement

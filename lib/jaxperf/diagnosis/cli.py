@@ -45,6 +45,10 @@ def _carry(text: str) -> Any:
     return found
 
 
+#: ``--quick``: a first look (notebook 10's quick mode too)
+QUICK = {"max_seconds": 20.0, "precision": 0.2}
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m jaxperf diagnose",
@@ -95,9 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     from .. import backend
 
     args = parser().parse_args(argv)
-    from .settings import YourStepSettings
-
-    quick = YourStepSettings.QUICK if args.quick else {}
+    quick = QUICK if args.quick else {}
     precision = args.precision if args.precision is not None else quick.get("precision", 0.05)
     max_seconds = args.max_seconds if args.max_seconds is not None else quick.get("max_seconds", 60.0)
     try:

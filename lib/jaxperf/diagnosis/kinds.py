@@ -117,8 +117,8 @@ def identify(step: Any) -> Step:
         "equinox._jit._JitWrapper": ("eqx.filter_jit", _equinox_jit),
         "equinox._vmap_pmap._PmapWrapper": ("eqx.filter_pmap", _equinox_pmap),
         # jaxperf's drop-ins are Modules with Equinox's own fields
-        "jaxperf.fixes._cached.CachedFilterJit": ("jaxperf.cached_filter_jit", _equinox_jit),
-        "jaxperf.fixes._cached.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _equinox_pmap),
+        "jaxperf.fixes._jit.CachedFilterJit": ("jaxperf.cached_filter_jit", _equinox_jit),
+        "jaxperf.fixes._pmap.CachedFilterPmap": ("jaxperf.cached_filter_pmap", _equinox_pmap),
     }
     if name in table:
         kind, build = table[name]
@@ -129,9 +129,9 @@ def identify(step: Any) -> Step:
     if callable(step) and getattr(lower, "__qualname__", "") == "pmap.<locals>.lower":
         return Step("jax.pmap", step, step.__wrapped__)
     if name.startswith("flax.nnx.transforms.compilation."):
-        from .nnx_paths import identify_nnx
-
-        return identify_nnx(step)
+        tree_mode = getattr(step, "graph", True) is False
+        donate = jit_donation(getattr(step, "jitted_fn", None))
+        return Step("nnx.jit tree mode" if tree_mode else "nnx.jit", step, step.fun, donate)
     if name.startswith("jaxperf.fixes._nnx."):
         return Step("jaxperf.cached_nnx_jit", step, step.__wrapped__)
     known = "; ".join(KINDS.values())

@@ -26,15 +26,6 @@ from .kinds import Step
 from .paths import NotApplicable, Path
 
 
-def identify_nnx(step: Any) -> Step:
-    """The :class:`Step` of an ``nnx.jit`` wrapper (graph mode, or tree mode)."""
-    from .kinds import jit_donation
-
-    tree_mode = getattr(step, "graph", True) is False
-    donate = jit_donation(getattr(step, "jitted_fn", None))
-    return Step("nnx.jit tree mode" if tree_mode else "nnx.jit", step, step.fun, donate)
-
-
 def _statics(step: Step) -> tuple[int, ...]:
     """The static positions: graph mode keeps them on the wrapper, tree mode on its jax.jit."""
     found = getattr(step.call, "static_argnums", None)

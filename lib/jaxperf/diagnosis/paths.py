@@ -294,28 +294,6 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     return Path(name, what, fn, (state, *rest_dynamic), {0: 1}, view, batch, name.split(".")[1])
 
 
-def patched(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
-    """Equinox's own wrapper with the study's proposed change patched in
-    (:mod:`jaxperf.eqx_patch`, built beside the shipped Equinox in this process)."""
-    if step.kind not in ("eqx.filter_jit", "eqx.filter_pmap"):
-        raise NotApplicable(f"the Equinox patch changes eqx.filter_jit and eqx.filter_pmap, not {step.kind}")
-    from .. import eqx_patch
-
-    try:
-        if step.kind == "eqx.filter_jit":
-            fn = eqx_patch.patched_filter_jit(step.raw, donate=step.donate)
-        elif not step.default_axes:
-            raise NotApplicable("in_axes/out_axes other than the default")
-        else:
-            fn = eqx_patch.patched_filter_pmap(step.raw, axis_name=step.axis_name, donate=step.donate)
-    except ValueError as err:  # the diff does not apply to the installed Equinox
-        raise NotApplicable(str(err)) from err
-    name = f"{step.kind}, patched"
-    what = "Equinox's wrapper with the proposed change (results/equinox_patch/): no per-call partition"
-    method = f"{step.kind.split('.')[1]}_patched"
-    return Path(name, what, fn, carry_mod.fresh(args), dict(carry), lambda out, a: (out, a), batch_at, method)
-
-
 def flat_leaves(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """Equinox's "low-overhead training loops" recipe (docs/tricks.md): the carried state
     flattened once outside the loop with ``jax.tree_util.tree_flatten``, ``eqx.filter_jit``
@@ -372,7 +350,6 @@ BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] 
     "partitioned": partitioned,
     "cached": cached,
     "packed": packed,
-    "patched Equinox": patched,
 }
 
 

@@ -27,6 +27,10 @@ WORTH = 1.05
 #: how far past the most that removing all host work could give a device-bound loop a
 #: measured ratio may go and still count as a dispatch gain
 SLACK = 1.02
+#: the figure's font: 8 pt once a notebook shows its 9 inches at 900 px
+FONT_PT = 10.5
+#: who drew the figure, on the figure as the study's figures carry it (``plots.who_drew``)
+DRAWN_BY = f"{__name__}.Diagnosis.figure"
 
 
 @dataclasses.dataclass
@@ -304,13 +308,48 @@ class Diagnosis:
         """(figure, data): it/s per path in the reader's loop (median, IQR), and where each
         path's time per blocked call goes (host CPU, waiting); ``footer``: the backend, devices
         and versions on the figure (leave it to ``study.figure`` inside a notebook)."""
-        if not self.timed:  # a step that retraces, say: the headline is the whole answer
-            import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt
+        import numpy as np
 
+        if not self.timed:  # a step that retraces, say: the headline is the whole answer
             fig, ax = plt.subplots(figsize=(6, 1.2))
             ax.axis("off")
             ax.text(0, 0.5, "Nothing was timed. " + self.headline()[0], wrap=True, va="center")
+            vars(fig)["_jaxperf_drawn_by"] = DRAWN_BY
             return fig, pd.DataFrame(columns=["path"])
-        from .figure import draw
-
-        return draw(self, footer)
+        table = self.table()
+        per_call = self.per_call().set_index("variant").loc[table["path"]]
+        stats = (
+            self.timings.groupby("variant")[PIPELINED]
+            .quantile([0.25, 0.5, 0.75])
+            .unstack()
+            .rename(columns={0.25: "q25", 0.5: "median", 0.75: "q75"})
+            .loc[table["path"]]
+        )
+        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 0.5 * len(table) + 2.2), sharey=True)
+        y = np.arange(len(table))[::-1]
+        cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        left.barh(y, stats["median"], height=0.6, color=[cycle[i % len(cycle)] for i in range(len(y))])
+        iqr = [stats["median"] - stats["q25"], stats["q75"] - stats["median"]]
+        left.errorbar(stats["median"], y, xerr=iqr, fmt="none", ecolor="0.2", lw=1)
+        left.set_yticks(y, list(table["path"]), fontsize=FONT_PT)
+        left.set_xlabel("it/s in your loop (median, IQR)", fontsize=FONT_PT)
+        host = per_call["host_ms"].to_numpy()
+        wait = np.clip(per_call["wait_ms"].to_numpy(), 0, None)
+        right.barh(y, host, height=0.6, color="0.35", label="host CPU")
+        right.barh(y, wait, left=host, height=0.6, color="0.75", label="waiting for the device")
+        right.set_xlabel("ms per blocked call (medians)", fontsize=FONT_PT)
+        right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False, fontsize=FONT_PT)
+        for ax in (left, right):
+            ax.tick_params(labelsize=FONT_PT)
+        fig.suptitle(f"{self.kind} step, {self.leaves} array leaves in its arguments", fontsize=FONT_PT + 1)
+        if footer:
+            env = self.environment
+            versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
+            where = f"{env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions}"
+            fig.text(0.01, 0.005, where, fontsize=FONT_PT - 2, color="0.35", ha="left", va="bottom")
+        fig.tight_layout(rect=(0, 0.07 if footer else 0.04, 1, 0.95))
+        data = stats.reset_index().rename(columns={"variant": "path"})
+        data["host_ms"], data["wait_ms"] = host, wait
+        vars(fig)["_jaxperf_drawn_by"] = DRAWN_BY
+        return fig, data

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from ..errors import bad_value
 from ..settings import StudySettings
+from .cli import QUICK
 
 #: the seed's no-op step under eqx.filter_pmap at 392 array leaves (MLP depth 64)
 SEED_FACTORY = "jaxperf.diagnosis.examples:seed_noop"
@@ -28,7 +29,7 @@ class YourStepSettings(StudySettings):
     precision: float = 0.05
     max_seconds: float = 60.0
 
-    QUICK: ClassVar[Mapping[str, Any]] = {"max_seconds": 20.0, "precision": 0.2}
+    QUICK: ClassVar[Mapping[str, Any]] = QUICK
 
     def validate(self) -> None:
         spec = self.step_factory

@@ -4,9 +4,10 @@ A training project can depend on these alone (``pip install jaxperf``); the stud
 them (notebooks, sweeps, figures) needs the ``study`` extra. One concept per private module,
 its public names re-exported here (and from the package root), each loaded on first use:
 
-- :mod:`._cached`: ``cached_filter_jit`` and ``cached_filter_pmap``, drop-ins for
-  ``eqx.filter_jit`` and ``eqx.filter_pmap`` that partition once per input structure
-  (equinox#192); ``cached_filter_jit`` never blocks a call;
+- :mod:`._jit`: ``cached_filter_jit``, a drop-in for ``eqx.filter_jit`` that partitions once
+  per input structure (equinox#192) and never blocks a call;
+- :mod:`._pmap`: ``cached_filter_pmap``, the same for ``eqx.filter_pmap``; both key, record
+  and share their compiled paths as :mod:`._cached` does;
 - :mod:`._packed`: ``PackedState``, ``packed_pmap``, ``packed_jit``, a training state carried
   as one buffer per dtype through a compiled step;
 - :mod:`._unroll`: ``hand_unrolled_fori``, ``lax.fori_loop`` unrolled by hand so that it
@@ -21,26 +22,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._cached import (
-        CachedFilterJit,
-        CachedFilterPmap,
-        cached_filter_jit,
-        cached_filter_pmap,
-        jit_fallback_counts,
-        pmap_fallback_counts,
-    )
+    from ._jit import CachedFilterJit, cached_filter_jit, jit_fallback_counts
     from ._nnx import CachedNnxJit, cached_nnx_jit, nnx_fallback_counts
     from ._packed import Layout, PackedState, packed_jit, packed_pmap, state_step
+    from ._pmap import CachedFilterPmap, cached_filter_pmap, pmap_fallback_counts
     from ._unroll import hand_unrolled_fori
 
 # public name -> the private module that defines it
 _EXPORTS = {
-    "cached_filter_jit": "_cached",
-    "cached_filter_pmap": "_cached",
-    "CachedFilterJit": "_cached",
-    "CachedFilterPmap": "_cached",
-    "jit_fallback_counts": "_cached",
-    "pmap_fallback_counts": "_cached",
+    "cached_filter_jit": "_jit",
+    "cached_filter_pmap": "_pmap",
+    "CachedFilterJit": "_jit",
+    "CachedFilterPmap": "_pmap",
+    "jit_fallback_counts": "_jit",
+    "pmap_fallback_counts": "_pmap",
     "PackedState": "_packed",
     "packed_pmap": "_packed",
     "packed_jit": "_packed",

@@ -351,10 +351,6 @@ class Graph:
                     holder[key] = value
 
 
-def fx_trace() -> Any:
-    return flax().trace()
-
-
 def _current_trace() -> Any:
     global _current_trace
     _current_trace = flax().trace  # resolved on the first call

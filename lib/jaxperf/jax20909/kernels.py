@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import private_api
 from ..errors import bad_value, check_choice
-from .forms import check_unroll, run_loop
+from ..loops.forms import check_unroll, run_loop
 from .inputs import check_dtype, example_args
 from .vocab import CARRY_DTYPES as CARRY_DTYPES
 from .vocab import (

@@ -8,7 +8,7 @@ per concern, imported by name (``from jaxperf.loops import sweep``):
 - :mod:`.sweep`, :mod:`.harness`: the interleaved timing sweep (XLA:CPU, the interpreter, a
   compiled kernel on a GPU/TPU); the reporter's own harness.
 - :mod:`.targets`, :mod:`.engine`: the engine that asks whether a Pallas kernel
-  pays for ``fori_loop`` (a factory loaded and checked by :mod:`jaxperf.jax20909.factory`; the compilers read without their
+  pays for ``fori_loop`` (a factory loaded and checked by :mod:`jaxperf.loops.factory`; the compilers read without their
   hardware; every form checked against fori, lowered, compiled, its work per loop step read,
   timed where a device is); :mod:`.runs` runs it on the study's and the readers' kernels,
   :mod:`.report_kernel` tells one kernel's result, :mod:`.cli` is ``python -m jaxperf loops``;

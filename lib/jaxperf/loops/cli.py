@@ -3,7 +3,7 @@ for ``fori_loop`` (jax#20909)? The loop study's engine (:mod:`jaxperf.loops.engi
 reader's kernel, from a shell; prints Markdown (and writes the tidy CSVs with ``--out``).
 
 The kernel writes its loop with :func:`jaxperf.kernel_loop` and exposes a factory
-``make(form, T, *, interpret=False) -> (fn, args)`` (:mod:`jaxperf.jax20909.factory`). Exit status
+``make(form, T, *, interpret=False) -> (fn, args)`` (:mod:`jaxperf.loops.factory`). Exit status
 0 when the engine ran (a form that does not lower is a result), 2 for bad input or a factory
 that raises (one line on stderr naming the parameter and value, or the factory, form and T; the
 full text in ``--json``). Progress goes to stderr; the compiles stop at ``--budget`` seconds.

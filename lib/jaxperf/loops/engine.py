@@ -3,7 +3,7 @@ three entry points (:func:`run`; ``python -m jaxperf loops package.module:factor
 :mod:`jaxperf.loops.cli`; notebook 02's ``kernel`` parameter). The study's own kernels
 (:mod:`jaxperf.jax20909.factories`) go through it as a reader's do.
 
-For a factory (:mod:`jaxperf.jax20909.factory`), forms and T:
+For a factory (:mod:`jaxperf.loops.factory`), forms and T:
 
 1. every (form, T) is built first: a bad form or a T the blocks cannot tile fails before work;
 2. every form runs in Pallas' interpreter at the check T and is compared with the factory's
@@ -31,8 +31,8 @@ import pandas as pd
 
 from ..compilers.lowering import COMPILERS, error_text
 from ..errors import check_ints
-from ..jax20909.factory import Kernel, check_forms, check_plan, difference, load, materialize, tolerance
 from . import targets as tg
+from .factory import Kernel, check_forms, check_plan, difference, load, materialize, tolerance
 
 KEYS = ["kernel", "form", "T"]
 BUDGET_S = 300.0  # a kernel's compiles, seconds: points past it are "not reached"

@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import markdown as md
 from .. import timing
-from ..jax20909 import family
+from . import verdict
 from .engine import Results, lowering_table
 from .targets import TARGETS
 
@@ -20,7 +20,7 @@ def measured_rows(results: Results) -> pd.DataFrame:
     """fori over the Python loop, ms per call per pair, at the largest T timed (device only)."""
     t = results.timings
     if t.empty or not {"python", "fori"} <= set(t.form) and not {"python", "fori u=1"} <= set(t.form):
-        return pd.DataFrame(columns=family.COLUMNS)
+        return pd.DataFrame(columns=verdict.COLUMNS)
     fori = "fori" if "fori" in set(t.form) else "fori u=1"
     T = int(t["T"].max())
     at = t[t["T"] == T].rename(columns={"form": "variant"})
@@ -37,12 +37,12 @@ def measured_rows(results: Results) -> pd.DataFrame:
         q25=float(r.quantile(0.25)),
         q75=float(r.quantile(0.75)),
     )
-    return pd.DataFrame([row], columns=family.COLUMNS)
+    return pd.DataFrame([row], columns=verdict.COLUMNS)
 
 
 def frame(results: Results) -> pd.DataFrame:
-    """The kernel's rows in the family's columns (static per step, and measured where timed)."""
-    return pd.concat([measured_rows(results), family.static(results.per_step())], ignore_index=True)
+    """The kernel's rows in the verdict's columns (static per step, and measured where timed)."""
+    return pd.concat([measured_rows(results), verdict.static(results.per_step())], ignore_index=True)
 
 
 def verdict_line(results: Results) -> str:
@@ -51,7 +51,7 @@ def verdict_line(results: Results) -> str:
     rows = frame(results)
     if rows.empty:
         return f"`{results.kernel}`: no compiler here read two T of both the Python loop and fori_loop, so its loop work is not known."
-    v = family.verdicts(rows)[results.kernel]["verdict"]
+    v = verdict.verdicts(rows)[results.kernel]["verdict"]
     head = (
         f"`{results.kernel}`: its loop work was not read here."
         if v == "not read"
@@ -62,7 +62,7 @@ def verdict_line(results: Results) -> str:
             else ":"
         )
     )
-    bullets = [f"- {line}" for line in family.per_target(rows)]
+    bullets = [f"- {line}" for line in verdict.per_target(rows)]
     tips = advice(results)
     return "\n".join([head, *bullets, *(["", "**Which form to write**, per target:", *tips] if tips else [])])
 
@@ -79,7 +79,7 @@ def advice(results: Results) -> list[str]:
         cells = ", ".join(f"`{f}` {x:.1f}" for f, x in by.sort_values().items())
         if fori is None or not fori > 0:
             out.append(f"- {target}: `{best}` (per step: {cells})")
-        elif by[best] * family.SAME < fori:
+        elif by[best] * verdict.SAME < fori:
             out.append(
                 f"- {target}: write `{best}`: {fori / by[best]:.2f}× less work per step than `fori_loop` ({cells})"
             )
@@ -211,7 +211,7 @@ def markdown(results: Results) -> str:
 def summary(results: Results) -> dict[str, Any]:
     """summary.json's record of one kernel: the verdict and the numbers behind it."""
     rows = frame(results)
-    v = family.verdicts(rows).get(results.kernel, {"verdict": None, "mechanism": None})
+    v = verdict.verdicts(rows).get(results.kernel, {"verdict": None, "mechanism": None})
     return {
         "kernel": results.kernel,
         **v,

@@ -1,6 +1,6 @@
 """The compilers the loop study's engine reads a kernel's loop work from, without their hardware.
 
-Each *target* compiles one (form, T) of a :class:`~jaxperf.jax20909.factory.Kernel` on this CPU
+Each *target* compiles one (form, T) of a :class:`~jaxperf.loops.factory.Kernel` on this CPU
 and reads one number of work per program from the compiler's own output, in its own unit:
 
 - ``triton sm_86`` / ``triton sm_90``: Pallas -> Triton -> SASS (the ``triton`` extra,
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..compilers.lowering import error_text, export_variant, exported_compiler
-from ..jax20909.factory import Kernel, traced
+from .factory import Kernel, traced
 
 #: target -> (compiler, what it compiles for, the unit of its work)
 TARGETS = {
@@ -99,15 +99,15 @@ def compile_point(kernel: Kernel, form: str, T: int, target: str) -> dict[str, A
 
 
 def _triton(fn: Any, args: tuple, arch: str) -> dict[str, Any]:
-    from ..compilers.triton import estimate
     from ..compilers.triton.capture import capture
     from ..compilers.triton.compile import compile_ttir
+    from ..compilers.triton.sass import dynamic_counts
 
     captured = capture(fn, args, target=arch)
     result = compile_ttir(
         captured.ttir, target=arch, num_warps=captured.num_warps, num_stages=captured.num_stages
     )
-    counts = estimate.dynamic_counts(result.sass)
+    counts = dynamic_counts(result.sass)
     return dict(
         status=OK,
         error="",

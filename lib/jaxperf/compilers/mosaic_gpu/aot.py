@@ -1,9 +1,10 @@
 """The Mosaic GPU compile worker: ``python -m jaxperf.compilers.mosaic_gpu.aot REQUEST OUT_DIR``.
 
 Runs inside the compile environment (:mod:`jaxperf.compilers.mosaic_gpu.toolchain`), never
-in the project's venv, and imports only JAX and :mod:`jaxperf.jax20909`. For each point of
+in the project's venv, and imports only JAX and the kernel each point names. For each point of
 the request (a JSON file: ``points``, ``repeats``, ``dump``, ``budget_s``) it builds the
-Mosaic GPU port (:mod:`jaxperf.jax20909.mosaic_gpu_kernel`), lowers it for a deviceless H100
+point's kernel (a reader's ``factory``, or a ``builder`` such as the study's Mosaic GPU port,
+:func:`jaxperf.compilers.mosaic_gpu.ir.point`), lowers it for a deviceless H100
 topology and compiles it with XLA's GPU compiler, whose Mosaic GPU custom call runs Mosaic
 GPU's passes, LLVM's NVPTX backend and ptxas for sm_90a. Each repeat compiles a kernel of
 its own name, so that neither JAX's nor Mosaic GPU's compile cache answers it. With ``dump``,
@@ -15,6 +16,7 @@ what it had. Nothing runs on a GPU.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -51,27 +53,18 @@ def _placed(specs: tuple, mesh: Any) -> list:
 
 
 def _build(point: dict[str, Any], name: str) -> tuple[Any, tuple]:
-    from ...jax20909 import mosaic_gpu_kernel
-
-    if "factory" in point:  # a reader's kernel (jaxperf.jax20909.factory): a fresh trace, no cache
+    if "factory" in point:  # a reader's kernel (jaxperf.loops.factory): a fresh trace, no cache
         import jax
 
-        from ...jax20909.factory import load
+        from ...loops.factory import load
 
         jax.clear_caches()
         return load(point["factory"]).build(point["form"], point["T"], compiler="mosaic_gpu")
 
-    return mosaic_gpu_kernel.build(
-        point["loop_form"],
-        point["unroll"],
-        T=point["T"],
-        D=point.get("D", 64),
-        batch=point.get("batch", 1),
-        dtype=point.get("dtype", "float16"),
-        carry_dtype=point.get("carry_dtype", "float32"),
-        name=name,
-        kernel=point.get("kernel", "seed"),
-    )
+    # a builder "module:function" takes the point's own keywords and a kernel name of its own
+    module, _, function = point["builder"].partition(":")
+    build = getattr(importlib.import_module(module), function)
+    return build(**{k: v for k, v in point.items() if k != "builder"}, name=name)
 
 
 def compile_once(point: dict[str, Any], mesh: Any, name: str) -> tuple[float, float, Any]:
@@ -138,7 +131,8 @@ def run(request: dict[str, Any], out_dir: Path) -> None:
     mesh = _topology_mesh()
     budget_s = float(request.get("budget_s", float("inf")))
     # The process' first Mosaic GPU compile pays one-off set-up (LLVM's NVPTX target, the passes).
-    compile_once({"loop_form": "fori", "unroll": 1, "T": 128}, mesh, "warm_up")
+    if request["points"]:
+        compile_once(request["points"][0], mesh, "warm_up")
     with (out_dir / "results.jsonl").open("a") as results:
         for index, point in enumerate(request["points"]):
             row: dict[str, Any] = dict(point)

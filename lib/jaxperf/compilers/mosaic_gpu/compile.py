@@ -4,7 +4,7 @@
 compile environment (:func:`jaxperf.compilers.mosaic_gpu.toolchain.python`) as a subprocess,
 and reads its rows back: per point, the lowering and compile times of each repeat (fresh
 kernels, no cache), the status and error, and where its dumps are. :func:`read_dump` loads
-one point's texts; :func:`point_counts` counts them (:mod:`.ir`, :mod:`.sass`). A point the
+one point's texts (counted by :mod:`.sass`; the study's counts are :mod:`.ir`). A point the
 worker did not reach before its time ran out is recorded "over budget"; without the
 environment every point is "not measured", with the reason.
 """
@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import bad_value, check_int
-from ...jax20909 import mosaic_gpu_kernel, vocab
 from ...paths import PROJECT_ROOT
-from . import ir, sass, toolchain
+from . import sass, toolchain
 
 STATUS_OK, STATUS_FAILED, STATUS_OVER_BUDGET, STATUS_NOT_MEASURED = (
     "ok",
@@ -33,16 +30,6 @@ STATUS_OK, STATUS_FAILED, STATUS_OVER_BUDGET, STATUS_NOT_MEASURED = (
     "over budget",
     "not measured",
 )
-LEVELS = ("mosaic (JAX)", "llvm", "ptx", "sass")
-WARPS_PER_PROGRAM = 4  # one warpgroup: the 128 threads Mosaic GPU launches per program
-
-
-def point(
-    loop_form: str, unroll: int, T: int, *, batch: int = 1, D: int = 64, dtype: str = "float16"
-) -> dict:
-    """One point of a request, checked here (ValueError before any compile)."""
-    mosaic_gpu_kernel.check(loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype)
-    return dict(loop_form=loop_form, unroll=int(unroll), T=int(T), batch=batch, D=D, dtype=dtype)
 
 
 def _worker_env(extra_paths: Sequence[str] = ()) -> dict[str, str]:
@@ -150,40 +137,3 @@ def read_dump(out_dir: Path, row: dict[str, Any]) -> dict[str, str]:
     texts |= {k: (where / f"{k}.txt").read_text() for k in ("ptx", "ptxas")}
     texts["sass"] = sass.to_cuobjdump((where / "sass.txt").read_text())
     return texts
-
-
-def level_counts(texts: dict[str, str]) -> dict[str, ir.Counts]:
-    """Every level's counts inside and outside loops (SASS by instruction category)."""
-    inside, outside, loops = sass.counts(texts["sass"])
-    return {
-        "mosaic (JAX)": ir.mosaic_counts(texts["mosaic"]),
-        "llvm": ir.llvm_counts(texts["llvm"]),
-        "ptx": ir.ptx_counts(texts["ptx"]),
-        "sass": (Counter(inside), Counter(outside), loops),
-    }
-
-
-def point_counts(texts: dict[str, str], *, programs: int) -> dict[str, Any]:
-    """A compiled point's code metrics and its static estimate (one warpgroup per program)."""
-    counts = sass.dynamic_counts(texts["sass"])
-    registers = re.search(r"Used (\d+) registers", texts.get("ptxas", ""))
-    carried = ir.carried(texts["mosaic"])
-    per_call = None if counts.per_program is None else counts.per_program * WARPS_PER_PROGRAM * programs
-    return {
-        "mosaic_loops": len(carried),
-        "loop_carries": "; ".join(carried),
-        "carried_elements_per_thread": max((ir.carried_elements(c) for c in carried), default=0),
-        "ptx_lines": texts["ptx"].count("\n") + 1,
-        "sass_instructions": counts.outside_loops + counts.in_loops,
-        "sass_loops": counts.loops,
-        "sass_loop_trips": ",".join("?" if t is None else str(t) for t in counts.loop_trips),
-        "registers": int(registers.group(1)) if registers else None,
-        "sass_dynamic_per_program": counts.per_program,
-        "sass_dynamic_per_call": per_call,
-        "sass_trips_how": counts.how,
-    }
-
-
-def programs(T: int, batch: int) -> int:
-    """Programs (CTAs) per kernel call: T/128 row blocks per batch element."""
-    return batch * (T // vocab.SEED_PROGRAM_ROWS)

@@ -10,15 +10,20 @@
 Every level sorts its work into the same kinds (:data:`KINDS`): the warp shuffles and
 barriers of a reduction, floating-point arithmetic (counted per element: a ``vector<4xf32>``
 add counts 4), shared-memory loads and stores. SASS is read by
-:mod:`jaxperf.compilers.mosaic_gpu.sass`.
+:mod:`jaxperf.compilers.mosaic_gpu.sass`. The Mosaic GPU study's points (:func:`point`) and
+the counts of their dumps (:func:`level_counts`, :func:`point_counts`) are here too: the tool
+reads only SASS.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Any
 
-from ..triton.ir import mlir_counts
+from ...jax20909 import mosaic_gpu_kernel, vocab
+from ..triton.ir import mlir_counts, sass_counts
+from . import sass
 
 KINDS = ("shuffle", "barrier", "fp arithmetic", "shared load", "shared store")
 Counts = tuple[Counter[str], Counter[str], int]  # inside loops, outside, loops
@@ -169,3 +174,63 @@ def ptx_counts(text: str) -> Counts:
         if kind:
             (inside if in_loop[i] else outside)[kind] += weight
     return inside, outside, loops
+
+
+LEVELS = ("mosaic (JAX)", "llvm", "ptx", "sass")
+#: the study's Mosaic GPU port, as the compile worker builds it
+BUILDER = "jaxperf.jax20909.mosaic_gpu_kernel:build"
+WARPS_PER_PROGRAM = 4  # one warpgroup: the 128 threads Mosaic GPU launches per program
+
+
+def point(
+    loop_form: str, unroll: int, T: int, *, batch: int = 1, D: int = 64, dtype: str = "float16"
+) -> dict:
+    """One point of a :func:`~jaxperf.compilers.mosaic_gpu.compile.compile_points` request: the
+    study's port (:data:`BUILDER`) at (loop_form, unroll, T), checked here (ValueError before any compile)."""
+    mosaic_gpu_kernel.check(loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype)
+    return dict(
+        builder=BUILDER, loop_form=loop_form, unroll=int(unroll), T=int(T), batch=batch, D=D, dtype=dtype
+    )
+
+
+def sass_counts_of(sass_text: str) -> tuple[dict[str, int], dict[str, int], int]:
+    """SASS instructions by category inside and outside the kernel's loops (static counts)."""
+    inside, outside, loops_ = sass_counts(sass_text, sass.kernel_loops)
+    return dict(inside), dict(outside), loops_
+
+
+def level_counts(texts: dict[str, str]) -> dict[str, Counts]:
+    """Every level's counts inside and outside loops (SASS by instruction category)."""
+    inside, outside, loops = sass_counts_of(texts["sass"])
+    return {
+        "mosaic (JAX)": mosaic_counts(texts["mosaic"]),
+        "llvm": llvm_counts(texts["llvm"]),
+        "ptx": ptx_counts(texts["ptx"]),
+        "sass": (Counter(inside), Counter(outside), loops),
+    }
+
+
+def point_counts(texts: dict[str, str], *, programs: int) -> dict[str, Any]:
+    """A compiled point's code metrics and its static estimate (one warpgroup per program)."""
+    counts = sass.dynamic_counts(texts["sass"])
+    registers = re.search(r"Used (\d+) registers", texts.get("ptxas", ""))
+    loops = carried(texts["mosaic"])
+    per_call = None if counts.per_program is None else counts.per_program * WARPS_PER_PROGRAM * programs
+    return {
+        "mosaic_loops": len(loops),
+        "loop_carries": "; ".join(loops),
+        "carried_elements_per_thread": max((carried_elements(c) for c in loops), default=0),
+        "ptx_lines": texts["ptx"].count("\n") + 1,
+        "sass_instructions": counts.outside_loops + counts.in_loops,
+        "sass_loops": counts.loops,
+        "sass_loop_trips": ",".join("?" if t is None else str(t) for t in counts.loop_trips),
+        "registers": int(registers.group(1)) if registers else None,
+        "sass_dynamic_per_program": counts.per_program,
+        "sass_dynamic_per_call": per_call,
+        "sass_trips_how": counts.how,
+    }
+
+
+def programs(T: int, batch: int) -> int:
+    """Programs (CTAs) per kernel call: T/128 row blocks per batch element."""
+    return batch * (T // vocab.SEED_PROGRAM_ROWS)

@@ -10,7 +10,7 @@ runs as often as the memory system makes it wait (a loop with no readable counte
 ``SYNCS``/``NANOSLEEP``), and the branch that resumes the kernel
 after that out-of-line wait. :func:`loops` keeps the kernel's loops and the waits (a wait
 counted as one pass, ``trips=1``); :func:`dynamic_counts` is then the static estimate of
-:func:`jaxperf.compilers.triton.estimate.dynamic_counts` on that reading. A static estimate
+:func:`jaxperf.compilers.triton.sass.dynamic_counts` on that reading. A static estimate
 from SASS compiled on a CPU, never a measurement.
 """
 
@@ -19,9 +19,8 @@ from __future__ import annotations
 import re
 
 from ..triton import sass as _sass
-from ..triton.estimate import DynamicCounts
-from ..triton.estimate import dynamic_counts as _dynamic_counts
-from ..triton.ir import sass_counts
+from ..triton.sass import DynamicCounts
+from ..triton.sass import dynamic_counts as _dynamic_counts
 
 _LINE = re.compile(r"^\s*(?:\S+\s+)?/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*$")
 _LABEL = re.compile(r"^\s*(\.L_x_\d+):\s*$")
@@ -81,9 +80,3 @@ def kernel_loops(code: list[_sass.Instruction]) -> list[_sass.Loop]:
 def dynamic_counts(sass_text: str) -> DynamicCounts:
     """Instructions one warp issues per program (``cuobjdump`` form, see :func:`to_cuobjdump`)."""
     return _dynamic_counts(sass_text, find=loops, own=kernel_loops)
-
-
-def counts(sass_text: str) -> tuple[dict[str, int], dict[str, int], int]:
-    """SASS instructions by category inside and outside the kernel's loops (static counts)."""
-    inside, outside, loops_ = sass_counts(sass_text, kernel_loops)
-    return dict(inside), dict(outside), loops_

@@ -10,7 +10,7 @@ warps per program and the programs in the grid. Latency, memory traffic,
 occupancy and dual issue are ignored: the ratio of two forms' counts says how
 much more work one issues, not how much longer it runs.
 
-:func:`dynamic_counts` reads one kernel's SASS; :func:`table` turns sweep rows
+:func:`~jaxperf.compilers.triton.sass.dynamic_counts` reads one kernel's SASS; :func:`table` turns sweep rows
 (:func:`jaxperf.triton.sweep.sweep`) into the estimate per form, T and target;
 :func:`ratios` puts the predicted fori/Python ratio beside the reporter's
 measured one.
@@ -19,73 +19,15 @@ measured one.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from ...jax20909 import vocab
-from . import sass as _sass
+from .sass import DynamicCounts as DynamicCounts
+from .sass import dynamic_counts as dynamic_counts
 
 LABEL = "static estimate from SASS compiled on a CPU (not a measurement)"
-
-
-@dataclass(frozen=True)
-class DynamicCounts:
-    """One kernel's SASS, counted statically (per program, i.e. per warp's instruction stream)."""
-
-    outside_loops: int  # instructions outside every loop
-    in_loops: int  # instructions inside some loop (static count)
-    loops: int
-    loop_trips: tuple[int | None, ...]  # per loop, in address order
-    per_program: (
-        int | None
-    )  # outside + each in-loop instruction x the trips of its loops; None if a trip is unknown
-    how: str  # how the trips were read, or why one was not
-    by_category: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.category
-    by_class: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.step_class
-
-    @property
-    def resolved(self) -> bool:
-        return self.per_program is not None
-
-
-def dynamic_counts(
-    sass_text: str,
-    *,
-    find: Callable[[list[Any]], list[Any]] = _sass.loops,
-    own: Callable[[list[Any]], list[Any]] | None = None,
-) -> DynamicCounts:
-    """Count ``sass_text`` (``cuobjdump -sass``) statically: see the module docstring. ``find``
-    reads the loops every instruction is weighted by, ``own`` the kernel's own loops among them
-    (reported as ``loops``; default: all; Mosaic GPU's barrier waits are not its own)."""
-    code = _sass.parse(sass_text)
-    found = find(code)
-    mine = found if own is None else own(code)
-    by_category: dict[str, int | None] = dict.fromkeys(_sass.CATEGORIES, 0)
-    by_class: dict[str, int | None] = dict.fromkeys(_sass.CLASSES, 0)
-    in_loops = 0
-    for ins in code:
-        around = [lp for lp in found if lp.contains(ins.address)]
-        in_loops += bool(around)
-        trips = [lp.trips for lp in around]
-        known = [t for t in trips if t is not None]
-        weight = None if len(known) < len(trips) else math.prod(known)
-        for table, key in ((by_category, _sass.category(ins)), (by_class, _sass.step_class(ins))):
-            had = table[key]
-            table[key] = None if had is None or weight is None else had + weight
-    counted = [v for v in by_category.values() if v is not None]
-    return DynamicCounts(
-        outside_loops=len(code) - in_loops,
-        in_loops=in_loops,
-        loops=len(mine),
-        loop_trips=tuple(lp.trips for lp in mine),
-        per_program=None if len(counted) < len(by_category) else sum(counted),
-        how="; ".join(lp.how for lp in found) or "no loop in SASS",
-        by_category=by_category,
-        by_class=by_class,
-    )
 
 
 def columns(counts: DynamicCounts, *, num_warps: int, programs: int) -> dict[str, Any]:

@@ -5,15 +5,20 @@ finds the loops that survive in machine code (a backward branch) and, where
 the induction variable is a register counted by an immediate step to an
 immediate bound, how many times each runs; :func:`category` sorts an opcode
 into the instruction mix of :data:`CATEGORIES`. :func:`sass_stats` is the
-per-kernel summary (instructions, registers, spills, loops).
+per-kernel summary (instructions, registers, spills, loops); :func:`dynamic_counts` the
+instructions one warp issues per program, each in-loop instruction weighted by its loops' trips
+(a static estimate from SASS compiled on a CPU, never a measurement).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .toolchain import require
 
@@ -364,3 +369,60 @@ def ptx_instructions(ptx: str) -> int:
         if line.endswith(";") and not line.startswith((".", "{", "}")):
             count += 1
     return count
+
+
+@dataclass(frozen=True)
+class DynamicCounts:
+    """One kernel's SASS, counted statically (per program, i.e. per warp's instruction stream)."""
+
+    outside_loops: int  # instructions outside every loop
+    in_loops: int  # instructions inside some loop (static count)
+    loops: int
+    loop_trips: tuple[int | None, ...]  # per loop, in address order
+    per_program: (
+        int | None
+    )  # outside + each in-loop instruction x the trips of its loops; None if a trip is unknown
+    how: str  # how the trips were read, or why one was not
+    by_category: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.category
+    by_class: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.step_class
+
+    @property
+    def resolved(self) -> bool:
+        return self.per_program is not None
+
+
+def dynamic_counts(
+    sass_text: str,
+    *,
+    find: Callable[[list[Any]], list[Any]] | None = None,
+    own: Callable[[list[Any]], list[Any]] | None = None,
+) -> DynamicCounts:
+    """Count ``sass_text`` (``cuobjdump -sass``) statically: see the module docstring. ``find``
+    reads the loops every instruction is weighted by, ``own`` the kernel's own loops among them
+    (reported as ``loops``; default: all; Mosaic GPU's barrier waits are not its own)."""
+    code = parse(sass_text)
+    found = (find or loops)(code)
+    mine = found if own is None else own(code)
+    by_category: dict[str, int | None] = dict.fromkeys(CATEGORIES, 0)
+    by_class: dict[str, int | None] = dict.fromkeys(CLASSES, 0)
+    in_loops = 0
+    for ins in code:
+        around = [lp for lp in found if lp.contains(ins.address)]
+        in_loops += bool(around)
+        trips = [lp.trips for lp in around]
+        known = [t for t in trips if t is not None]
+        weight = None if len(known) < len(trips) else math.prod(known)
+        for table, key in ((by_category, category(ins)), (by_class, step_class(ins))):
+            had = table[key]
+            table[key] = None if had is None or weight is None else had + weight
+    counted = [v for v in by_category.values() if v is not None]
+    return DynamicCounts(
+        outside_loops=len(code) - in_loops,
+        in_loops=in_loops,
+        loops=len(mine),
+        loop_trips=tuple(lp.trips for lp in mine),
+        per_program=None if len(counted) < len(by_category) else sum(counted),
+        how="; ".join(lp.how for lp in found) or "no loop in SASS",
+        by_category=by_category,
+        by_class=by_class,
+    )

@@ -1,7 +1,7 @@
 """The loop forms of the jax#20909 study, usable inside a Pallas kernel and in plain ``jax.jit``.
 
 Every form runs ``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``
-(names and meanings in :mod:`jaxperf.jax20909.vocab`). The hand-unrolled form is the
+(named as :mod:`jaxperf.jax20909.vocab` names them). The hand-unrolled form is the
 public fix :func:`jaxperf.fixes.hand_unrolled_fori`.
 
 :func:`kernel_loop` (``jaxperf.kernel_loop``) is the one call a kernel author writes so
@@ -20,7 +20,6 @@ from typing import Any
 
 from ..errors import bad_value, check_choice
 from ..fixes._unroll import Body, Carry, check_unroll, hand_unrolled_fori, static_bounds
-from .vocab import LOOP_FORMS
 
 __all__ = [
     "KERNEL_LOOP_FORMS",
@@ -38,6 +37,9 @@ __all__ = [
 #: The forms :func:`kernel_loop` takes (``hoisted`` and ``scalar_carry`` rewrite a kernel's
 #: body around its invariant, so only a kernel's own factory can offer them).
 KERNEL_LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled")
+#: Every form :func:`run_loop` runs: a kernel's own ``hoisted`` and ``scalar_carry`` loops run as
+#: ``hand_unrolled`` (the jax#20909 study's kernels; :data:`jaxperf.jax20909.vocab.LOOP_FORMS`).
+LOOP_FORMS = (*KERNEL_LOOP_FORMS, "hoisted", "scalar_carry")
 _FORM_HELP = (
     "'python', or one of 'fori', 'pl_loop', 'hand_unrolled' with an optional ' u=<k>' "
     "(k >= 1 body copies per iteration), e.g. 'fori u=4'"

@@ -7,7 +7,7 @@ picks the loop form), ``T`` sets the loop's length, and ``args`` are arrays or
 size small enough to run on a CPU: the engine checks every form against ``fori_loop`` there).
 Optional: a ``compiler`` keyword (``"triton"``, ``"mosaic_gpu"``, ``"mosaic_tpu"``) for a
 factory that builds a kernel per compiler, and a ``forms`` attribute naming the loop forms it
-takes when they differ from :data:`jaxperf.jax20909.forms.KERNEL_LOOP_FORMS`, and a
+takes when they differ from :data:`jaxperf.loops.forms.KERNEL_LOOP_FORMS`, and a
 ``reference`` attribute, ``make.reference(*args) -> expected output`` in plain JAX, that every
 form is checked against (without one, forms are checked against ``fori_loop``).
 

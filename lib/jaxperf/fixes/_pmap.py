@@ -1,0 +1,497 @@
+"""``cached_filter_pmap``: a drop-in for ``eqx.filter_pmap`` that partitions its inputs once per
+input structure (equinox#192): one ``jax.pmap`` per input structure, with ``out_axes`` resolved
+as Equinox resolves them. The key, the record and the shared paths are :mod:`._cached`'s.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import threading
+import types
+import warnings
+import weakref
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.tree_util as jtu
+import numpy as np
+
+from .. import private_api
+from ._cached import (
+    ARRAY,
+    ARRAY_TYPES,
+    LOWER_TYPES,
+    Fallback,
+    Lowered,
+    Paths,
+    _sentinel,
+    fun_partition,
+    marked,
+    merge,
+    record,
+    shared,
+    split,
+    totals,
+)
+
+# out of JAX's filtered tracebacks and eqx.error_if's recorded stack (see ._cached)
+private_api.jax_traceback_exclusion(__file__)
+
+# ---------------------------------------- one jax.pmap per input structure, and out_axes as Equinox resolves them
+
+_broadcast_prefix = private_api.jax_broadcast_prefix()
+#: what ``eqx.filter_pmap`` sizes ``out_axes`` by: arrays and Python scalars
+_ARRAY_LIKE = (*ARRAY_TYPES, bool, int, float, complex)
+# Equinox's messages, word for word (equinox/_vmap_pmap.py)
+_SPEC_ERROR = "`in_axes` and `out_axes` must consist of None, ints, and callables only."
+_RANGE_ERROR = "integers in filter_pmap(..., out_axes=...) must correspond to a dimension of the output array"
+_KIND_ERROR = "filter_pmap(..., out_axes=...) must contain only integers and Nones"
+
+
+#: ``tracing.traced`` is set when a trace reaches the wrapped function (per thread): from
+#: then on an error is the function's, or its outputs', and is raised, never handed over
+tracing = threading.local()
+
+
+class PmapEntry:
+    """The ``jax.pmap`` for one cache key (it returns ``(array outputs, Record)``); ``traced``:
+    whether a trace of it has reached the end (set under the paths' lock)."""
+
+    __slots__ = ("pmapped", "traced", "compiled")
+
+    def __init__(self) -> None:
+        self.pmapped: Any = None
+        self.traced = False
+        self.compiled = False  # whether a call has compiled it (JAX warns of donation only then)
+
+
+def _is_axis_leaf(x: Any) -> bool:
+    return x is None or isinstance(x, int) or callable(x)
+
+
+def resolve_axes(spec: Any, tree: Any, array_types: tuple[type, ...] = ARRAY_TYPES) -> list[Any]:
+    """One axis per leaf of ``tree`` from a prefix ``spec`` of None / ints / callables
+    (called on each leaf), as Equinox resolves ``in_axes``; an ``eqx.if_array(k)`` gives
+    ``k`` for any leaf of ``array_types``."""
+    per_leaf = _broadcast_prefix(spec, tree, is_leaf=_is_axis_leaf)
+    leaves = jtu.tree_leaves(tree)
+    return [
+        (s.axis if isinstance(leaf, array_types) else None)
+        if isinstance(s, eqx.if_array)
+        else (s(leaf) if callable(s) else s)
+        for s, leaf in zip(per_leaf, leaves)
+    ]
+
+
+def _resolve_one(spec: Any, subtree: Any) -> Any:
+    if spec is None or isinstance(spec, int):
+        return jtu.tree_map(lambda _: spec, subtree)
+    if callable(spec):
+        return jtu.tree_map(spec, subtree)
+    raise ValueError(_SPEC_ERROR)
+
+
+def out_axes_per_leaf(spec: Any, out: Any, leaves: list[Any]) -> list[Any]:
+    """One resolved axis per leaf of ``out``, checked with Equinox's rules and messages."""
+    resolved = jtu.tree_map(_resolve_one, spec, out, is_leaf=lambda x: x is None)
+    treedef: Any = jtu.tree_structure(out)
+    axes = treedef.flatten_up_to(resolved)
+    ndims = [getattr(x, "ndim", 0) for x in leaves if isinstance(x, _ARRAY_LIKE)]
+    max_out_size = 1 + max(ndims) if ndims else 0  # the mapped axis counts
+    for axis in axes:
+        if isinstance(axis, int):
+            if axis < -max_out_size or axis >= max_out_size:
+                raise ValueError(_RANGE_ERROR)
+        elif axis is not None:
+            raise ValueError(_KIND_ERROR)
+    return [None if a is None else int(a) for a in axes]  # True is axis 1, as Equinox reads it
+
+
+def _one_or_tuple(axes: list[Any]) -> Any:
+    """A single value when every leaf shares it (jax.pmap then broadcasts nothing per call);
+    else a tuple (never a list: multi-process jax.pmap rejects list axes)."""
+    return axes[0] if axes and len(set(axes)) == 1 else tuple(axes)
+
+
+def _known_out_axes(spec: Any) -> tuple[bool, Any]:
+    """(known, pmap out_axes): the forms whose axes need no look at the outputs."""
+    if isinstance(spec, eqx.if_array):
+        return True, spec.axis
+    if spec is None or isinstance(spec, int):
+        return True, None if spec is None else int(spec)
+    return False, None
+
+
+def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> PmapEntry:
+    """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
+    one per array leaf in ``dynamic``): the tree is ``(fun or None, args, dummy or None)``,
+    None for a Python function, which comes from ``paths.fun_ref`` (a weak reference)."""
+    entry = PmapEntry()
+    # The entry may outlive every wrapper (equal wrappers share entries, as Equinox's share
+    # compiled functions): its closures hold the options, never a wrapper nor the function.
+    fun_ref, spec, lock = paths.fun_ref, paths.out_axes, paths.lock
+    axis_name, axis_size = paths.axis_name, paths.axis_size
+
+    def call(dynamic_leaves: tuple) -> Any:
+        fun, args, _ = merge(treedef, static, dynamic_leaves)
+        tracing.traced = True
+        return (fun_ref() if fun is None else fun)(*args)
+
+    def classify(out: Any) -> tuple[list[Any], list[Any], list[bool]]:
+        leaves = jtu.tree_leaves(out)
+        per_leaf = out_axes_per_leaf(spec, out, leaves)
+        mapped = [a is not None or isinstance(x, ARRAY_TYPES) for a, x in zip(per_leaf, leaves)]
+        return leaves, per_leaf, mapped
+
+    in_axes = _one_or_tuple(axes)
+    known, out_axes = _known_out_axes(spec)
+    if not known:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
+        resolved: list[Any] = []
+
+        def probe(dynamic_leaves: tuple) -> tuple:
+            leaves, per_leaf, mapped = classify(call(dynamic_leaves))
+            resolved[:] = [a for a, m in zip(per_leaf, mapped) if m]
+            return tuple(x for x in leaves if isinstance(x, _ARRAY_LIKE))
+
+        structs = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in dynamic)
+        vmapped = jax.vmap(probe, in_axes=(in_axes,), axis_name=axis_name, axis_size=axis_size)
+        jax.eval_shape(vmapped, structs)
+        out_axes = _one_or_tuple(resolved) if resolved else 0
+
+    def inner(dynamic_leaves: tuple) -> tuple:
+        out = call(dynamic_leaves)
+        result = record(out, classify(out)[2])
+        with lock:
+            entry.traced = True
+        return result
+
+    inner.__name__, inner.__qualname__ = paths.name, paths.qualname
+    entry.pmapped = jax.pmap(
+        inner,
+        in_axes=(in_axes,),
+        out_axes=(out_axes, 0),  # the record has no leaves: any axis
+        axis_name=axis_name,
+        axis_size=axis_size,
+        donate_argnums=(0,) if paths.donate != "none" else (),
+        **paths.pmapkwargs,
+    )
+    return entry
+
+
+def run_compiled(compiled: Any, dynamic: list) -> Any:
+    """Call a compiled (ahead-of-time) form of an entry and rebuild its outputs."""
+    out, rec = compiled(tuple(dynamic))
+    return rec.rebuild(out)
+
+
+# ---------------------------------------- the compiled paths of cached_filter_pmap
+
+#: calls every cached_filter_pmap in this process handed to eqx.filter_pmap, by reason
+PMAP_FALLBACKS: collections.Counter[str] = collections.Counter()
+
+
+class PmapPaths(Paths):
+    """What every wrapper of one function with one set of options shares."""
+
+    def __init__(self, fun: Callable, options: dict[str, Any], unhashable: bool) -> None:
+        super().__init__(PMAP_FALLBACKS, unhashable)
+        self.equinox_options = options  # as given, for a hand-over to eqx.filter_pmap
+        self.in_axes, self.out_axes = options["in_axes"], options["out_axes"]
+        self.axis_name, self.axis_size = options["axis_name"], options["axis_size"]
+        self.donate = "all" if options["donate"] == "arrays" else options["donate"]
+        self.pmapkwargs = {k: v for k, v in options.items() if k not in _OWN}
+        self.name = getattr(fun, "__name__", type(fun).__name__)
+        self.qualname = getattr(fun, "__qualname__", self.name)
+        self.is_function = type(fun) is types.FunctionType
+        self.fun_ref: Callable[[], Any] = weakref.ref(fun) if self.is_function else (lambda: None)
+        # parameter names, for in_axes given by name (as Equinox reads them, then)
+        self.params = list(inspect.signature(fun).parameters) if isinstance(self.in_axes, dict) else []
+        self.dummy = None if self.axis_size is None else np.broadcast_to(0, self.axis_size)  # JAX #9252
+        specs = jtu.tree_leaves(self.in_axes, is_leaf=_is_axis_leaf)
+        # a callable other than eqx.if_array may read leaf values: resolve it on every call
+        self.value_axes = any(callable(a) and not isinstance(a, eqx.if_array) for a in specs)
+
+    # ------------------------------------------------------------ the call
+
+    def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
+        """This call's outputs (or its Lowered); :class:`Fallback` when Equinox must answer:
+        keyword arguments, inputs it rejects before tracing (so its errors stay its own).
+        Once the function has been traced here an error is the function's, raised once."""
+        if kwargs:
+            raise Fallback("keyword arguments")
+        if self.is_function and fun is not self.fun_ref():
+            raise Fallback("the wrapped function was replaced in the wrapper's pytree")
+        entry: PmapEntry | None = None
+        outer, tracing.traced = getattr(tracing, "traced", False), False
+        try:
+            key, entry, dynamic, tree = self._lookup(fun, args, LOWER_TYPES if lower else ARRAY_TYPES)
+            return self._lowered(key, entry, dynamic, tree) if lower else self._run(entry, dynamic)
+        except Fallback:
+            raise
+        except Exception as err:
+            with self.lock:
+                traced_before = entry is not None and entry.traced
+            if tracing.traced or traced_before:
+                raise
+            raise Fallback("error before tracing") from err
+        finally:
+            tracing.traced = outer or tracing.traced
+
+    def _tree(self, fun: Any, args: tuple) -> tuple:
+        return (None if self.is_function else fun, args, self.dummy)
+
+    def _lookup(self, fun: Any, args: tuple, kinds: tuple[type, ...]) -> tuple:
+        """(key, entry, array leaves, tree) of one call; builds the entry on a miss."""
+        tree = self._tree(fun, args)
+        key, dynamic, parts, treedef = split(tree, kinds)
+        value_axes = self._arg_axes(args, kinds) if self.value_axes else None
+        if value_axes is not None:
+            key = (key, tuple(value_axes))
+        entry = self.get(key)
+        if entry is None:
+            static = marked(parts)
+            axes = self._dynamic_axes(args, static, dynamic, kinds, value_axes)
+            entry = self.put(key, build_entry(self, treedef, static, axes, dynamic))
+        return key, entry, dynamic, tree
+
+    def _run(self, entry: PmapEntry, dynamic: list) -> Any:
+        if self.donate == "all" and not entry.compiled:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
+                out, rec = entry.pmapped(tuple(dynamic))
+            entry.compiled = True
+        else:
+            out, rec = entry.pmapped(tuple(dynamic))
+        return rec.rebuild(out)
+
+    def _lowered(self, key: Any, entry: PmapEntry, dynamic: list, tree: tuple) -> Lowered:
+        fun, args = (self.fun_ref() if tree[0] is None else tree[0]), tree[1]
+        abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
+        return Lowered(
+            entry.pmapped.lower(tuple(dynamic)),
+            key,
+            dynamic,
+            lambda a, k: self._key_of(fun, a, k),
+            run_compiled,
+            (lambda: self.lower_static(fun, args)) if abstract else None,
+            self._key_of(fun, args, {})[0] if abstract else None,
+        )
+
+    def lower_static(self, fun: Any, args: tuple) -> Lowered:
+        """``.lower`` with any ``jax.ShapeDtypeStruct`` argument static, as Equinox reads it."""
+        key, entry, dynamic, tree = self._lookup(fun, args, ARRAY_TYPES)
+        key_of = lambda a, k: self._key_of(fun, a, k)  # noqa: E731
+        return Lowered(entry.pmapped.lower(tuple(dynamic)), key, dynamic, key_of, run_compiled)
+
+    def _key_of(self, fun: Any, args: tuple, kwargs: dict) -> tuple[Any, list]:
+        if kwargs:
+            raise RuntimeError("keyword arguments cannot be used with functions wrapped with `filter_pmap`")
+        key, dynamic, _, _ = split(self._tree(fun, args))
+        if self.value_axes:
+            key = (key, tuple(self._arg_axes(args, ARRAY_TYPES)))
+        return key, dynamic
+
+    # ------------------------------------------------------------ axes
+
+    def _prefix(self, args: tuple) -> Any:
+        """``in_axes`` as a prefix of ``args``: a dict names parameters (others ``if_array(0)``)."""
+        if not isinstance(self.in_axes, dict):
+            return self.in_axes
+        names = [name for _, name in zip(args, self.params)]
+        if set(self.in_axes) - set(names):
+            raise Fallback("in_axes names no argument")  # Equinox's ValueError
+        return tuple(self.in_axes.get(name, eqx.if_array(0)) for name in names)
+
+    def _arg_axes(self, args: tuple, kinds: tuple[type, ...]) -> list[Any]:
+        try:
+            return resolve_axes(self._prefix(args), args, kinds)
+        except (ValueError, TypeError) as err:
+            raise Fallback("in_axes does not fit the arguments") from err
+
+    def _dynamic_axes(
+        self, args: tuple, static: list, dynamic: list, kinds: tuple[type, ...], arg_axes: list | None
+    ) -> list[int | None]:
+        """One resolved axis (int or None) per array leaf of the flattened call, in order:
+        fun's arrays broadcast (None), then the arguments', then the axis_size dummy (0)."""
+        if arg_axes is None:
+            arg_axes = self._arg_axes(args, kinds)
+        n_fun = len(static) - len(arg_axes) - (self.dummy is not None)
+        axes = [None] * n_fun + arg_axes + ([0] if self.dummy is not None else [])
+        for axis, slot in zip(axes, static):
+            if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)):
+                raise Fallback("in_axes resolves to neither an int nor None")
+            if axis is not None and slot is not ARRAY:
+                raise Fallback("a non-array argument is mapped")
+        dynamic_axes = [axis for axis, slot in zip(axes, static) if slot is ARRAY]
+        if all(axis is None for axis in dynamic_axes):
+            raise Fallback("nothing mapped")
+        sizes = set()
+        for axis, leaf in zip(dynamic_axes, dynamic):
+            if axis is not None:
+                if not -len(leaf.shape) <= axis < len(leaf.shape):
+                    raise Fallback("a mapped axis is out of range")  # Equinox's (vmap's) error
+                sizes.add(leaf.shape[axis])
+        if len(sizes) > 1 or (self.axis_size is not None and sizes != {self.axis_size}):
+            raise Fallback("mapped axes of different sizes")  # Equinox's (vmap's) error
+        return dynamic_axes
+
+
+#: the options PmapPaths passes to jax.pmap itself (the rest are jax.pmap's keywords)
+_OWN = ("in_axes", "out_axes", "axis_name", "axis_size", "donate")
+
+
+# ---------------------------------------- cached_filter_pmap
+
+# Equinox's own, bound at import: a program that patches eqx.filter_pmap = cached_filter_pmap
+# still falls back to Equinox's, not to itself.
+_EQX_FILTER_PMAP: Any = eqx.filter_pmap
+
+
+def pmap_fallback_counts() -> dict[str, int]:
+    """Calls every ``cached_filter_pmap`` in this process handed to ``eqx.filter_pmap``, by reason."""
+    return totals(PMAP_FALLBACKS)
+
+
+class CachedFilterPmap(eqx.Module):
+    """What :func:`cached_filter_pmap` returns: a Module with the fields of Equinox's
+    ``_PmapWrapper`` (the function and the options are its fields, as there), and the
+    compiled paths shared by every equal wrapper, static."""
+
+    _fun: Callable
+    _in_axes: Any
+    _out_axes: Any
+    _axis_name: Hashable | None
+    _axis_size: int | None
+    _filter_warning: bool
+    _pmapkwargs: dict[str, Any]
+    _cached: PmapPaths = eqx.field(static=True, repr=False)
+
+    @property
+    def __wrapped__(self) -> Any:
+        return self._fun
+
+    def _call(self, lower: bool, args: tuple, kwargs: dict) -> Any:
+        paths = self._cached
+        try:
+            if paths.unhashable:
+                raise Fallback("unhashable non-array leaf in the function")
+            return paths.guarded(self._fun, args, kwargs, lower)
+        except Fallback as reason:
+            paths.count_fallback(str(reason))
+            fallback = _EQX_FILTER_PMAP(self._fun, **paths.equinox_options)
+            return (fallback.lower if lower else fallback)(*args, **kwargs)
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        # through the class: a Module's bound method is a new Module on every access
+        return CachedFilterPmap._call(self, False, args, kwargs)
+
+    def lower(self, /, *args: Any, **kwargs: Any) -> Any:
+        """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``;
+        array arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
+        return CachedFilterPmap._call(self, True, args, kwargs)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
+        return self._cached.stats()
+
+    @property
+    def fallback_reasons(self) -> dict[str, int]:
+        return dict(self._cached.fallback_reasons())
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
+        if instance is None:
+            return self
+        return eqx.Partial(self, instance)
+
+
+def _pmap_paths_of(fun: Callable, options: dict[str, Any]) -> PmapPaths:
+    leaves, treedef = jtu.tree_flatten(options)
+    rest = fun_partition(fun)[1]  # another callable's non-array part: which paths it shares
+    return shared(fun, ("pmap", tuple(leaves), treedef), rest, lambda u: PmapPaths(fun, options, u))
+
+
+def cached_filter_pmap(
+    fun: Callable = _sentinel,  # type: ignore[assignment]
+    *,
+    in_axes: Any = eqx.if_array(0),
+    out_axes: Any = eqx.if_array(0),
+    axis_name: Hashable = None,
+    axis_size: int | None = None,
+    donate: str = "none",
+    **pmapkwargs: Any,
+) -> Any:
+    """``eqx.filter_pmap``, with the same signature, results and errors, that partitions its
+    inputs once per input structure instead of on every call (equinox#192).
+
+    Use it as ``eqx.filter_pmap``: as a decorator with or without arguments, on functions and
+    on methods of an ``eqx.Module``; arrays are mapped over ``in_axes`` (default: axis 0 of
+    every array), everything else is broadcast and static::
+
+        import equinox as eqx, jax, jaxperf
+
+        model = eqx.nn.Linear(4, 1, key=jax.random.key(0))
+
+        @jaxperf.cached_filter_pmap(in_axes=(None, 0), axis_name="devices")  # model broadcast
+        def loss(model, x):
+            return jax.lax.pmean(jax.vmap(model)(x).mean(), "devices")
+
+        value = loss(model, jax.numpy.ones((jax.local_device_count(), 8, 4)))
+
+    When it helps: ``eqx.filter_pmap`` redoes, on every call, work whose answer only changes
+    with the structure of the inputs: resolving ``in_axes``, partitioning the function and
+    arguments into arrays and the rest, a ``ShapeDtypeStruct`` per array leaf, hashing all of
+    it to find its compiled function, and combining the outputs. That costs host CPU in
+    proportion to the array leaves (model and optimiser state together), on every call. This
+    wrapper keys a cache on what that work depends on (the key above) and,
+    on a hit, costs one flatten, one lookup and one ``jax.pmap`` call, about ``jax.pmap`` on
+    the arrays. It matters when that per-call host time (notebook 01 measures it per leaf on
+    your machine) exceeds a step's device time: then it, not the device, sets the it/s.
+
+    Same as Equinox: ``in_axes`` as a prefix of the arguments or a dict by parameter name,
+    any ``out_axes`` pytree (outputs classified by the axis it resolves to, as Equinox does),
+    ``axis_name``, ``axis_size``, ``donate``, ``**pmapkwargs`` for ``jax.pmap``,
+    ``.lower(...).compile()``, Equinox's errors, and the wrapper itself: an ``eqx.Module``
+    with the fields of Equinox's ``_PmapWrapper``, so a wrapped Module's arrays are its leaves
+    (``eqx.filter_grad``, ``jax.tree.map``, ``copy.deepcopy`` see them) and equal wrappers
+    compare and hash equal. Equal wrappers share their compiled paths; a Python function's
+    die with it, and a wrapped Module's arrays are never kept.
+
+    Where it differs, on purpose:
+
+    - It traces once per input structure (Equinox traces twice: an ``eval_shape`` probe, then
+      ``jax.pmap``); an ``out_axes`` pytree other than a single axis costs one probe, as there.
+    - Non-array arguments that are equal in Python but differ in type (``1``, ``1.0``,
+      ``True``) or sign (``0.0``, ``-0.0``) get a trace each; Equinox reuses the first one's.
+    - ``.lower`` also takes ``jax.ShapeDtypeStruct`` as abstract arrays (as ``jax.jit`` does).
+    - Equinox itself answers (counted in ``stats``, ``fallback_reasons`` and
+      :func:`pmap_fallback_counts`) where its answer is the point: keyword arguments, inputs it
+      rejects before tracing, unhashable non-array leaves, nothing mapped.
+
+    Checked on jax 0.6.0 to 0.12.0.1 and Equinox 0.13.3 to 0.13.8
+    (``jaxperf.private_api.CHECKED``); it refuses to import, naming the private hook, on
+    versions outside that range.
+    """
+    options = dict(
+        in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size, donate=donate
+    )
+    if fun is _sentinel:
+        return functools.partial(cached_filter_pmap, **options, **pmapkwargs)
+    _EQX_FILTER_PMAP(fun, **options, **pmapkwargs)  # Equinox validates the options: its errors
+    donating = donate != "none"
+    wrapper = CachedFilterPmap(
+        _fun=fun,
+        _in_axes=in_axes,
+        _out_axes=out_axes,
+        _axis_name=axis_name,
+        _axis_size=axis_size,
+        _filter_warning=donate in ("all", "arrays"),  # Equinox's fields, as Equinox sets them
+        _pmapkwargs={**pmapkwargs, "donate_argnums": (0,)} if donating else dict(pmapkwargs),
+        _cached=_pmap_paths_of(fun, {**options, **pmapkwargs}),
+    )
+    return eqx.module_update_wrapper(wrapper)
