@@ -19,7 +19,7 @@ import pytest
 from jaxperf.diagnosis import carry, diagnose, examples, factory
 from jaxperf.diagnosis import verdicts as v
 from jaxperf.diagnosis.paths import Path
-from jaxperf.eqx_patch.path import PATHS as PATCHED
+from jaxperf.dispatch.eqx_patch.path import PATHS as PATCHED
 
 FAST = dict(precision=0.5, max_seconds=20, min_rounds=2, calls_per_round=2)
 

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxperf import eqx_patch
-from jaxperf.eqx_patch import diff, probe, suite
+from jaxperf.dispatch import eqx_patch
+from jaxperf.dispatch.eqx_patch import diff, probe, suite
 from jaxperf.paths import PROJECT_ROOT
 
 # ---------------------------------------------------------------- the diff

@@ -353,7 +353,7 @@ def _your_step() -> list[tuple[str, object]]:
 
 def _nnx() -> list[tuple[str, object]]:
     from jaxperf.dispatch import figures
-    from jaxperf.nnx import report as nnx_report
+    from jaxperf.dispatch.nnx import report as nnx_report
 
     timings = _read("nnx__timings")
     methods = [

@@ -1,4 +1,4 @@
-"""The NNX study (``jaxperf.nnx``, notebook 11): its cells go through the diagnosis engine
+"""The NNX study (``jaxperf.dispatch.nnx``, notebook 11): its cells go through the diagnosis engine
 (every path proved, then timed), the stage timers sum and update as an ordinary call, Flax's
 tests and benchmark read back, and the summary and issue text carry the measured numbers."""
 
@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("flax.nnx")
 
-from jaxperf.nnx import cost, flax_sdist, graph_overhead, models, report, stages  # noqa: E402
+from jaxperf.dispatch.nnx import cost, flax_sdist, graph_overhead, models, report, stages  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,16 @@ def test_the_plugin_puts_the_drop_in_under_nnx_jits_name(tmp_path):
     )
     stats = tmp_path / "stats.json"
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXPERF_NNX_STATS": str(stats)}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jaxperf.nnx.flax_plugin"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "jaxperf.dispatch.nnx.flax_plugin",
+    ]
     proc = subprocess.run([*cmd, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert json.loads(stats.read_text())["hits"] == 1

@@ -106,8 +106,8 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
 
 def test_every_method_and_loop_form_has_its_own_colour():
     from jaxperf.dispatch.methods import METHODS
+    from jaxperf.dispatch.nnx.report import PATHS as NNX_METHODS
     from jaxperf.jax20909.vocab import LOOP_FORMS
-    from jaxperf.nnx.report import PATHS as NNX_METHODS
 
     for group, names in (
         (plots.METHOD_COLORS, METHODS),

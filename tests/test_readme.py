@@ -219,8 +219,8 @@ def rerun_root(tmp_path_factory):
         train = pd.read_csv(records / "timings.csv").query("step == 'train' and family == 'jit'")
         fresh["waits"] = runs_ahead.verdicts(train, "jit_params", key="method").to_dict(orient="records")
     (root / "results" / "cpu" / "dispatch" / "summary.json").write_text(json.dumps(fresh, default=str))
-    from jaxperf.nnx import flax_sdist
-    from jaxperf.nnx import report as nnx_report
+    from jaxperf.dispatch.nnx import flax_sdist
+    from jaxperf.dispatch.nnx import report as nnx_report
 
     records = PROJECT_ROOT / "results" / "cpu" / "nnx"
     nnx = nnx_report.headline(

@@ -1,7 +1,7 @@
 """The dispatch study (equinox#192, notebooks 01 and 10): what ``eqx.filter_pmap`` and
 ``eqx.filter_jit`` cost per call, per leaf, against ``jax.pmap`` / ``jax.jit`` on the state
 partitioned once, and what the drop-in fixes (:mod:`jaxperf.fixes`) and a patched Equinox
-(:mod:`jaxperf.eqx_patch`) give back.
+(:mod:`jaxperf.dispatch.eqx_patch`) give back.
 
 - :mod:`~jaxperf.dispatch.models`, :mod:`~jaxperf.dispatch.steps`: the models with Adam state,
   the seed's no-op step and a train step;

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..diagnosis import diagnose
 from ..diagnosis.paths import _as_pmap_outputs
-from ..eqx_patch.path import PATHS as PATCHED
+from .eqx_patch.path import PATHS as PATCHED
 from .models import ModelSpec, count_leaves
 from .runners import Inputs, put
 from .steps import AXIS, get_step
@@ -111,7 +111,8 @@ def run_cell(
         timing_only=True,  # cells are timed alike, whatever their compiles cost
         min_rounds=min_rounds,
         calls_per_round=calls_per_round,
-        extra_paths=PATCHED,  # the patched Equinox: the study's path, not the tool's
+        # the patched Equinox, on Equinox's cells only: the study's path, not the tool's
+        extra_paths=PATCHED if getattr(cell, "family", None) in FAMILIES else None,
     )
     timings = result.timings.assign(method=result.timings["variant"].map(result.methods), **cell.labels)
     notes = {**{k: f"not offered: {v}" for k, v in result.skipped.items()}, **result.problems}

@@ -25,7 +25,7 @@ MEASURES = {
     "loop_it_per_s": "in a loop that blocks once at its end",
     "it_per_s": "with each call blocked",
 }
-#: Equinox's wrappers with the study's proposed change patched in (jaxperf.eqx_patch)
+#: Equinox's wrappers with the study's proposed change patched in (jaxperf.dispatch.eqx_patch)
 PATCHED = ("filter_pmap_patched", "filter_jit_patched")
 #: the project's own goals (judged in <details> only): the fix vs the baseline, every cell;
 #: the packed path vs the baseline with the same donation, the no-op step at the largest MLP
@@ -194,7 +194,7 @@ def headline(
 def _patch_suite() -> dict[str, Any] | None:
     """The committed report of Equinox's test suite with and without the patch, with the tests
     that fail only with it; None when it was never run here."""
-    from ..eqx_patch import suite
+    from .eqx_patch import suite
 
     try:
         report = suite.load_report()

@@ -16,8 +16,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from .. import markdown
-from ..errors import bad_value
+from ... import markdown
+from ...errors import bad_value
 
 #: every outcome a test can have here, in the order tables list them
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")

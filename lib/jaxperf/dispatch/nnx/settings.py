@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..errors import bad_value, check_choice, check_int, check_ints
-from ..settings import StudySettings
+from ...errors import bad_value, check_choice, check_int, check_ints
+from ...settings import StudySettings
 
 STEPS = ("noop", "train")
 

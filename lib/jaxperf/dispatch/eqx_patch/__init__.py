@@ -7,12 +7,12 @@ Equinox 0.13.8, the release the project pins.
 
 One module per concern:
 
-- :mod:`~jaxperf.eqx_patch.diff`: unified diffs read and applied in pure Python;
-- :mod:`~jaxperf.eqx_patch.load`: the patched Equinox built in this process beside the shipped
+- :mod:`~jaxperf.dispatch.eqx_patch.diff`: unified diffs read and applied in pure Python;
+- :mod:`~jaxperf.dispatch.eqx_patch.load`: the patched Equinox built in this process beside the shipped
   one: :func:`patched_filter_jit`, :func:`patched_filter_pmap`;
-- :mod:`~jaxperf.eqx_patch.suite`: Equinox's whole test suite, patched and unpatched, compared
+- :mod:`~jaxperf.dispatch.eqx_patch.suite`: Equinox's whole test suite, patched and unpatched, compared
   (``tools/equinox_patch_tests.py`` runs it);
-- :mod:`~jaxperf.eqx_patch.probe`: the pytree work of one call, patched and shipped, counted.
+- :mod:`~jaxperf.dispatch.eqx_patch.probe`: the pytree work of one call, patched and shipped, counted.
 
 The text to paste into equinox#192 is ``tools/templates/equinox-192.md``, filled from notebook 01's
 summary by ``tools/readme.py``.
@@ -20,7 +20,7 @@ summary by ``tools/readme.py``.
 
 from typing import TYPE_CHECKING
 
-from .._lazy import exports
+from ..._lazy import exports
 
 if TYPE_CHECKING:
     from . import diff, load, probe, suite

@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from .. import timing
-from ..errors import check_int
+from ... import timing
+from ...errors import check_int
 from .models import Problem, step_function
 
 STAGES = (
@@ -130,8 +130,8 @@ def call_breakdown(problem: Problem, step: str, calls: int = 30) -> pd.DataFrame
     its own fresh objects of ``problem``; warm-up calls excluded."""
     from flax import nnx
 
-    from ..diagnosis import nnx_paths
-    from ..diagnosis.kinds import identify
+    from ...diagnosis import nnx_paths
+    from ...diagnosis.kinds import identify
 
     check_int("calls", calls, minimum=1)
     model, optimizer, x, y = problem.build()

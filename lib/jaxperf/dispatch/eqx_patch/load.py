@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import private_api
-from ..paths import PROJECT_ROOT
+from ... import private_api
+from ...paths import PROJECT_ROOT
 from . import diff
 
 #: the Equinox release the project pins; the diffs apply to it and to Equinox's main

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import bad_value
-from ..paths import PROJECT_ROOT
+from ...errors import bad_value
+from ...paths import PROJECT_ROOT
 
 SDIST_ROOT = PROJECT_ROOT / ".envs" / "flax-sdist"
 #: the files of Flax's tests/nnx that call nnx.jit (grep), transforms_test.py's jit tests first
@@ -92,7 +92,7 @@ def run_tests(mode: str, files: tuple[str, ...] = JIT_TEST_FILES, timeout_s: int
         cmd += ["--import-mode=importlib", "--continue-on-collection-errors", f"--junitxml={junit}"]
         cmd += ["-o", "junit_family=xunit1"]
         if mode == "cached_nnx_jit":
-            cmd += ["-p", "jaxperf.nnx.flax_plugin"]
+            cmd += ["-p", "jaxperf.dispatch.nnx.flax_plugin"]
         stats = Path(tmp) / "dropin.json"
         env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXPERF_NNX_STATS": str(stats)}
         subprocess.run(
@@ -140,12 +140,12 @@ def load_report(path: Path = REPORT) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jaxperf.nnx.flax_sdist``: run Flax's ``nnx.jit`` tests as shipped and with the
+    """``python -m jaxperf.dispatch.nnx.flax_sdist``: run Flax's ``nnx.jit`` tests as shipped and with the
     drop-in, and write :data:`REPORT` (counts per file and mode, the tests failing only with the
     drop-in, how it served the run, the versions and when)."""
     import datetime
 
-    from .. import provenance
+    from ... import provenance
 
     counts, only, served = compare()
     report = {

@@ -14,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from .. import goals as rule
-from .. import markdown as md
-from .. import runs_ahead, timing
-from ..dispatch import per_leaf
-from ..dispatch import report as dispatch_report
+from ... import goals as rule
+from ... import markdown as md
+from ... import runs_ahead, timing
+from ...dispatch import per_leaf
+from ...dispatch import report as dispatch_report
 from .stages import CALLS
 
 BASELINE = "nnx_split_jit"
@@ -37,7 +37,7 @@ LABELS = {
 FIT_CELLS = {"step": "noop", "kind": "mlp"}
 #: the project's goal: the drop-in's time per call within 1.3x the baseline's (it/s >= 1/1.3)
 GOAL_PER_CALL = 1.3
-#: the accounting's parts: stages of the staged nnx.jit call (:data:`jaxperf.nnx.stages.STAGES`)
+#: the accounting's parts: stages of the staged nnx.jit call (:data:`jaxperf.dispatch.nnx.stages.STAGES`)
 PARTS: dict[str, tuple[str, ...]] = {
     "graph walk (graphlib.flatten)": ("split: graph walk (graphlib.flatten)",),
     "split, the rest": ("split: the rest (pure pytrees)",),
@@ -60,7 +60,7 @@ INNER = "inner jax.jit call's excess"
 
 def accounting(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (step, depth) and part: thread-CPU ms per call (median, quartiles) over the rounds of
-    :func:`jaxperf.nnx.stages.call_breakdown`; the inner call's excess is over the ``jax.jit``
+    :func:`jaxperf.dispatch.nnx.stages.call_breakdown`; the inner call's excess is over the ``jax.jit``
     call on ``nnx.split`` state of the same round, the gap is the ordinary ``nnx.jit`` call's
     over that one, and unexplained is the gap minus the parts."""
     out = []
@@ -191,7 +191,7 @@ def render(summary: dict[str, Any], info: Any) -> str:
         md.smoke_notice(summary["quick"]),
         md.fill(md.template("jaxperf.dispatch", "intro.md"), {**summary, "info": vars(info)}),
     ]
-    filled = md.fill(md.template("jaxperf.nnx", "summary.md"), summary)
+    filled = md.fill(md.template("jaxperf.dispatch.nnx", "summary.md"), summary)
     bullets = ["- " + b.strip() for b in ("\n" + filled).split("\n- ") if b.strip()]
     folded = md.details(
         "Benchmark goals (the project's own)",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import check_choice, check_int
+from ...errors import check_choice, check_int
 
 STEPS = ("noop", "train")
 

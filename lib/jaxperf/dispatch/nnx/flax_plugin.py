@@ -1,4 +1,4 @@
-"""A pytest plugin (``-p jaxperf.nnx.flax_plugin``) that runs Flax's own tests with
+"""A pytest plugin (``-p jaxperf.dispatch.nnx.flax_plugin``) that runs Flax's own tests with
 ``flax.nnx.jit`` replaced by :func:`jaxperf.cached_nnx_jit`, under the same name, before any
 test runs (the tests call ``nnx.jit`` through the module). The drop-in keeps Flax's original
 ``jit`` as its fallback (:func:`jaxperf.fixes._nnx.flax` loads it first).

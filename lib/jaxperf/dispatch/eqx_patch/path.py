@@ -3,15 +3,15 @@ beside the reader's wrapper and the drop-ins: ``extra_paths=PATHS``)."""
 
 from __future__ import annotations
 
-from ..diagnosis import carry as carry_mod
-from ..diagnosis.kinds import Step
-from ..diagnosis.paths import NotApplicable, Path
+from ...diagnosis import carry as carry_mod
+from ...diagnosis.kinds import Step
+from ...diagnosis.paths import NotApplicable, Path
 from .load import patched_filter_jit, patched_filter_pmap
 
 
 def patched(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """Equinox's own wrapper with the study's proposed change patched in
-    (:mod:`jaxperf.eqx_patch`, built beside the shipped Equinox in this process)."""
+    (:mod:`jaxperf.dispatch.eqx_patch`, built beside the shipped Equinox in this process)."""
     if step.kind not in ("eqx.filter_jit", "eqx.filter_pmap"):
         raise NotApplicable(f"the Equinox patch changes eqx.filter_jit and eqx.filter_pmap, not {step.kind}")
     try:

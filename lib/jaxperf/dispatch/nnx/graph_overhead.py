@@ -18,7 +18,7 @@ import sys
 
 import pandas as pd
 
-from ..errors import check_choice, check_int, check_ints
+from ...errors import check_choice, check_int, check_ints
 from .flax_sdist import sdist
 
 MODES = ("nnx", "jax", "jit_partial")
