@@ -329,8 +329,8 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
                 if extra
                 else None,
                 vs_python_at_T2=float(high.work_per_program) / float(python.work_per_program.iloc[0])
-                if len(python)
-                else None,
+                if len(python) and float(python.work_per_program.iloc[0])
+                else None,  # no Python-loop count at T2, or one of zero: no ratio
                 classes=classes,
                 note=f"{_plural(_loops(high))} in the code at T={int(low['T'])} and T={int(high['T'])}",
             )

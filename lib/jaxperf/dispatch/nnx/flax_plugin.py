@@ -45,5 +45,6 @@ def pytest_unconfigure(config: Any) -> None:
     with open(path, "w") as out:
         handled = totals["hits"] + totals["misses"]  # calls the drop-in's own jax.jit made
         report = {"wrappers": len(_MADE), "handled": handled, **totals, "fallback_reasons": fallback_counts()}
-        report["refused"] = nnx_refusal_counts()
+        refused = nnx_refusal_counts()
+        report["refused"] = {"total": sum(refused.values()), "by_reason": refused}
         json.dump(report, out)
