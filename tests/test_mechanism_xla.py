@@ -87,3 +87,20 @@ ENTRY %main (x: f32[4]) -> f32[4] {
     assert computations["body"][0].shape == "(s32[], f32[4]{0})"
     with pytest.raises(ValueError, match="hlo has no ENTRY computation"):
         xla.parse("HloModule m\n")
+
+
+def test_the_verdict_reads_rows_read_back_from_records():
+    """Rows read back from a records CSV hold a list as its repr and counts as floats: the sentence
+    still names the fusions (never a string's characters) and prints whole counts."""
+    from jaxperf.loops import mechanism
+
+    rows = [
+        dict(variant="python", T=16384, while_loops=0.0, reduces_outside_loops=1.0, output="f32[2]",
+             full_size_fusions_outside_loops="['wrapped_convert', 'broadcast_fusion']"),
+        dict(variant="fori u=1", T=16384, loop_body_reduces=0.0, reduces_outside_loops=1.0,
+             loop_body_fusions=2.0, loop_carry_passes_per_iteration=1.0, loop_carry="f32[8]",
+             loop_trip_count=16.0, carry_passes_per_call=16.0),
+    ]  # fmt: skip
+    text = mechanism.verdict(rows)
+    assert "2 fusion(s) of the f32[2] output's size (wrapped_convert, broadcast_fusion)" in text
+    assert "x 16 trips = 16 passes per call" in text and "16.0" not in text

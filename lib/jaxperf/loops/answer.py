@@ -97,7 +97,7 @@ def compile_bullet(facts: list[dict[str, Any]], flags: list[dict[str, Any]]) -> 
     text = "- **Compile** (matched T ranges): " + " ".join(compile_facts.sentence(f) for f in facts)
     if flags:
         text += f" {len(flags)} first-minus-second compile estimate(s) of his harness came out negative and are left out (noise larger than the compile)."
-    return text + " The GPU compilers: notebooks 04 (Triton) and 09 (Mosaic GPU)."
+    return text
 
 
 def bullets(

@@ -10,6 +10,7 @@ summary.md prints.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 from typing import Any
 
@@ -63,15 +64,22 @@ def verdict(rows: list[dict[str, Any]]) -> str:
     if "python" not in by or "fori u=1" not in by:
         return "XLA: not read (needs the Python loop and fori_loop(unroll=1))."
     py, fori = by["python"], by["fori u=1"]
+    fusions = py["full_size_fusions_outside_loops"]
+    if isinstance(fusions, str):  # read back from the records' CSV: the list's repr
+        fusions = ast.literal_eval(fusions) if fusions.startswith("[") else [fusions]
     inside = "inside" if fori.get("loop_body_reduces") else "not inside"
+
+    def n(value: Any) -> Any:  # a count read back from CSV as a float prints as the count it is
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
     return (
         f"{fori.get('compiler', 'XLA')}, seed T={fori['T']}: in fori_loop's program the reduction is {inside} the while body "
-        f"({fori.get('loop_body_reduces', 0)} reduce there, {fori['reduces_outside_loops']} hoisted before it); the body's "
-        f"{fori.get('loop_body_fusions', 0)} fusion(s) make {fori.get('loop_carry_passes_per_iteration', 0)} pass(es) over the "
-        f"{fori.get('loop_carry', '?')} carry per iteration x {fori.get('loop_trip_count', '?')} trips = "
-        f"{fori['carry_passes_per_call']} passes per call. The Python loop's program has {py['while_loops']} loops, "
-        f"{py['reduces_outside_loops']} reduce(s) and {len(py['full_size_fusions_outside_loops'])} fusion(s) of the "
-        f"{py['output']} output's size ({', '.join(py['full_size_fusions_outside_loops'])}): its per-step adds "
+        f"({n(fori.get('loop_body_reduces', 0))} reduce there, {n(fori['reduces_outside_loops'])} hoisted before it); the body's "
+        f"{n(fori.get('loop_body_fusions', 0))} fusion(s) make {n(fori.get('loop_carry_passes_per_iteration', 0))} pass(es) over the "
+        f"{fori.get('loop_carry', '?')} carry per iteration x {n(fori.get('loop_trip_count', '?'))} trips = "
+        f"{n(fori['carry_passes_per_call'])} passes per call. The Python loop's program has {n(py['while_loops'])} loops, "
+        f"{n(py['reduces_outside_loops'])} reduce(s) and {len(fusions)} fusion(s) of the "
+        f"{py['output']} output's size ({', '.join(fusions)}): its per-step adds "
         "run on per-block scalars, then one broadcast writes the output." + _scalar_carry_sentence(by, fori)
     )
 
