@@ -22,6 +22,7 @@ KERNELS = [
     "branch:make",
     "dynamic_trips:make",
     "pairs:make",
+    "online_softmax:make",
     "matmul:f32_128",
     "matmul:bf16_128",
     "matmul:bf16_k64",
