@@ -53,11 +53,11 @@ def _locked() -> dict[str, str]:
 
 
 def _source_copy(where: Path) -> Path:
-    """What pip builds jaxperf from: pyproject, the readme and lib/ (no build/ or egg-info
-    written into the checkout)."""
+    """What pip builds jaxperf from: pyproject, setup.py (it leaves the study out of the wheel),
+    the readme and lib/ (no build/ or egg-info written into the checkout)."""
     src = where
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(PROJECT_ROOT / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
     shutil.copytree(PROJECT_ROOT / "lib", src / "lib", ignore=ignore)

@@ -85,7 +85,7 @@ CASES: list[tuple[list[str], int, list[str]]] = [
     (["-p", "repeats", "-3"], 2, ["repeats=-3 is not allowed", "an integer >= 1"]),
     (["-p", "mlp_depths", "[]"], 2, ["mlp_depths=[] is not allowed", "a non-empty list of integers >= 1"]),
     (["-p", "mlp_depths", "[4, 0]"], 2, ["mlp_depths[...]=0 is not allowed"]),
-    (["--only", "07", "--backend", "tpu"], 2, ["backend='tpu' is not allowed", "'auto', 'cpu' or 'gpu'"]),
+    (["--only", "07"], 2, ["--only '07': '07' matches no notebook", "have: 01, 02, 10, 11"]),  # retired
     (
         ["--only", "02", "-p", "compile_targets", "['sm_99']"],
         2,
