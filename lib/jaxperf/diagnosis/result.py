@@ -114,9 +114,10 @@ class Diagnosis:
         return table.set_index("path").loc[order].reset_index()
 
     def dispatch_limit(self) -> float:
-        """The most any dispatch path could give the reader's loop: its time per call over
-        the device's (removing every microsecond of host work); inf for a host-bound loop,
-        and where the step is too short for its device time to be told from the waits."""
+        """The most any dispatch path could give the reader's loop: removing every microsecond
+        of the step's host work, which saves at most that host time per call even where none
+        of it overlapped the device (so the least of loop/device and 1 + host/device); inf for
+        a host-bound loop, and where the step is too short for its device time to be told."""
         if not self.timed:
             return float("inf")
         per_call = self.per_call().set_index("variant")
@@ -125,14 +126,14 @@ class Diagnosis:
         judged = self.waiting().set_index("variant").loc[self.reader, "verdict"] != "not judged"
         if mine["host_ms"] > device_ms or device_ms < 1.0 or not judged:
             return float("inf")
-        return float(mine["loop_ms"] / device_ms)
+        return float(min(mine["loop_ms"], device_ms + mine["host_ms"]) / device_ms)
 
     def beyond_dispatch(self) -> dict[str, float]:
         """{path: median ratio} for paths measured faster than :meth:`dispatch_limit` allows
         (a different compiled program, or noise): reported, never recommended."""
         limit = SLACK * self.dispatch_limit()
         loop = self.ratios(PIPELINED)
-        over = loop[(loop["verdict"] == v.FASTER) & (loop["q25"] > limit)]
+        over = loop[(loop["verdict"] == v.FASTER) & (loop["median"] > limit)]
         return dict(zip(over["variant"], over["median"].astype(float)))
 
     def best(self) -> dict[str, Any] | None:
