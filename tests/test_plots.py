@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from jaxperf import plots
+from jaxperf import plots, timing
 
 PROV = {"backend": "cpu", "device_count": 8, "device_kind": "cpu", "packages": {}, "git": {"commit": "abc"}}
 
@@ -94,9 +94,11 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
     assert stats["median"].tolist() == [2.0, 20.0]
     assert stats["lo"].tolist() == [1.5, 15.0]
     assert set(stats["over"]) == {"quartiles"}
-    repeats = data.assign(process=[0, 1, 2, 0, 1, 2])  # one value per process: their range
+    repeats = data.assign(process=[0, 1, 2, 0, 1, 2])  # one value per process: a rerun's range
     stats = plots.median_iqr_lines(ax, repeats, "T", "ms", "variant")
-    assert stats[["lo", "hi"]].values.tolist() == [[1.0, 3.0], [10.0, 30.0]]
+    expected = [*timing.rerun_range([1, 2, 3]), *timing.rerun_range([10, 20, 30])]
+    assert stats[["lo", "hi"]].values.ravel().tolist() == pytest.approx(expected)
+    assert stats["lo"].iloc[0] < 1.0 and stats["hi"].iloc[1] > 30.0
     assert ax.get_xscale() == "log"
     plt.close(fig)
 

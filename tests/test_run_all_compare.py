@@ -77,7 +77,7 @@ def test_a_value_inside_the_committed_spread(tmp_path):
     assert got["cpu/l rows[T=16384].fix_ms:.1f"].status == "inside"  # beside fix_ms_q25 / _q75
 
 
-def test_a_value_outside_the_committed_spread_is_reported_but_is_no_flip(tmp_path):
+def test_a_value_outside_the_committed_spread_is_no_flip_but_fails_the_check(tmp_path):
     result = run(tmp_path, fix=(1.15, 0.98, 1.2), ratio=12.8, pair=(11.0, 14.0), fix_ms=(4.0, 3.9, 4.1))
     got = rows(result)
     assert got["cpu/d fix.median:.2f"].status == "outside"
@@ -87,7 +87,7 @@ def test_a_value_outside_the_committed_spread_is_reported_but_is_no_flip(tmp_pat
     assert got["cpu/d fix.q25:.2f"].status == "outside"
     assert got["cpu/d fix.q25:.2f"].judged == "its median, 1.15"
     assert got["cpu/d fix:goal>=1"].status == "held"  # still a tie with the goal
-    assert not result.failed
+    assert result.failed and "**FAILED**: 0 of" in rerun_report.markdown(result)
 
 
 def test_the_spread_holds_the_committed_value():

@@ -210,13 +210,35 @@ def test_relative_iqr():
     assert timing.relative_iqr([0, 0, 0]) == float("inf")
 
 
-def test_spread_states_repeats_in_processes_by_their_range_of_medians():
+def test_spread_states_repeats_in_processes_by_the_range_a_rerun_is_expected_in():
     df = pd.DataFrame({"g": ["a"] * 6, "v": [1.0, 3.0, 10.0, 10.0, 4.0, 6.0], "process": [0, 0, 1, 1, 2, 2]})
     (row,) = timing.spread(df, "v", ["g"]).to_dict(orient="records")
-    assert row == {"g": "a", "median": 5.0, "lo": 2.0, "hi": 10.0, "n": 3, "over": "processes"}
+    # per-process medians 2, 10, 5: on the log scale mean 1.535, sd 0.807, t(2) 4.303, sqrt(2/3)
+    half = 4.302653 * np.log([2.0, 10.0, 5.0]).std(ddof=1) * np.sqrt(2 / 3)
+    centre = np.log([2.0, 10.0, 5.0]).mean()
+    assert row["median"] == 5.0 and row["n"] == 3 and row["over"] == "processes"
+    assert row["lo"] == pytest.approx(np.exp(centre - half), rel=1e-5) and row["lo"] < 2.0
+    assert row["hi"] == pytest.approx(np.exp(centre + half), rel=1e-5) and row["hi"] > 10.0
     plain = timing.spread(df.drop(columns="process"), "v")  # one process: median and IQR
     assert plain.iloc[0][["median", "lo", "hi", "n", "over"]].tolist() == [5.0, 3.25, 9.0, 6, "quartiles"]
     with pytest.raises(ValueError, match="by='h'"):
         timing.spread(df, "v", ["h"])
     with pytest.raises(ValueError, match="process"):
         timing.spread_of([1.0, 2.0], process=[0])
+
+
+def test_rerun_range_holds_a_rerun_about_95_percent_where_min_max_holds_60():
+    rng = np.random.default_rng(0)
+    old, new = np.exp(rng.normal(0, 0.1, (4000, 3))), np.exp(rng.normal(0, 0.1, (4000, 3)))
+    ranges = np.array([timing.rerun_range(row) for row in old])
+    rerun = np.median(new, axis=1)
+    held = np.mean((ranges[:, 0] <= rerun) & (rerun <= ranges[:, 1]))
+    by_min_max = np.mean((old.min(1) <= rerun) & (rerun <= old.max(1)))
+    assert 0.93 < held < 0.99 and 0.55 < by_min_max < 0.65
+
+
+def test_rerun_range_edges():
+    assert timing.rerun_range([3.0]) == (3.0, 3.0)  # one process: no spread known
+    lo, hi = timing.rerun_range([-1.0, 0.0, 1.0])  # not all positive: the linear scale
+    assert lo == pytest.approx(-4.302653 * np.sqrt(2 / 3), rel=1e-5) and hi == pytest.approx(-lo)
+    assert timing.rerun_range([2.0, 2.0, 2.0]) == (2.0, 2.0)

@@ -94,7 +94,7 @@ def median_iqr_lines(
     logy: bool | None = None,
 ) -> pd.DataFrame:
     """Median of ``y`` per (hue, x) as a line, its spread as a band (:func:`timing.spread`:
-    the range of per-process medians for records with a ``process`` column, else the IQR),
+    the range a rerun's median is expected in for records with a ``process`` column, else the IQR),
     each hue in its palette colour (:func:`color`) and unroll line style (:func:`unroll_style`).
 
     Returns the plotted statistics (hue, x, median, lo, hi, n, over). Log axes

@@ -16,7 +16,8 @@ committed one and a rerun's, and says:
 
 A placeholder of a study the rerun did not make is "not rerun" when the check is limited to
 the studies a run made (``studies``), else "missing in the rerun". A flipped verdict or a
-value missing in the rerun fails the check (:attr:`Check.failed`). Stdlib only.
+number outside its committed spread or a value missing in the rerun fails the check
+(:attr:`Check.failed`). Stdlib only.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Check:
 
     @property
     def failed(self) -> bool:
-        return bool(self.count("flipped") or self.count("missing in the rerun"))
+        return bool(self.count("flipped") or self.count("outside") or self.count("missing in the rerun"))
 
 
 def split_results(given: str | Path) -> tuple[Path, str | None]:
@@ -84,7 +85,7 @@ def split_results(given: str | Path) -> tuple[Path, str | None]:
 
 
 #: the two ends of a recorded spread: quartiles, or [lo, hi] (jaxperf.timing.spread_of: over
-#: fresh processes, the smallest and largest per-process median)
+#: fresh processes, the range a rerun's median is expected in)
 ENDS = (("q25", "q75"), ("lo", "hi"))
 
 

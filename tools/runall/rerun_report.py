@@ -10,7 +10,8 @@ from pathlib import Path
 from .compare import TOOLS, Check, Row, check, readme, split_results
 
 REPORT = Path("results") / "rerun_check.md"
-#: the exit status of a failed check (a verdict flipped, a value missing in the rerun)
+#: the exit status of a failed check (a verdict flipped, a number outside its spread, a value
+#: missing in the rerun)
 FAILED = 7
 SHOWN = 10  # flipped, outside or missing placeholders printed on the terminal (all are in the report)
 
@@ -60,8 +61,10 @@ def markdown(result: Check) -> str:
         "",
         f"**{outcome}**: {rest}",
         "",
-        "A spread is the committed interquartile range, widened to hold the committed value; "
-        "a flipped verdict or a value missing in the rerun fails the check.",
+        "A spread is the committed one, widened to hold the committed value: over fresh processes "
+        "the range a rerun's median is expected in (a 95% prediction interval from the processes' "
+        "own medians), else the interquartile range of one process's rounds. A flipped verdict, "
+        "a number outside its spread or a value missing in the rerun fails the check.",
     ]
     if result.quick:
         lines += ["", "The rerun is a smoke run (quick mode): its numbers measure nothing."]
@@ -117,7 +120,8 @@ def run_check(
 ) -> int:
     """Compare, write the report (default ``<rerun root>/results/rerun_check.md``), print the
     headline and every flipped, outside or missing placeholder. Returns 0, or 7 when the check
-    failed (a verdict flipped, a value missing in the rerun): :data:`FAILED`."""
+    failed (a verdict flipped, a number outside its spread, a value missing in the rerun):
+    :data:`FAILED`."""
     committed_root, backend = split_results(committed)
     result = check(template.read_text(), committed_root, Path(rerun_root), backend=backend, studies=studies)
     out = out or Path(rerun_root) / REPORT

@@ -4,7 +4,7 @@ whether calls run ahead, Flax's own benchmark and tests (and the project's goals
 
 The per-Variable lines and the ranges are notebook 01's (:mod:`jaxperf.dispatch.report`,
 :mod:`jaxperf.dispatch.per_leaf`) applied to the NNX cells: one vocabulary and one arithmetic,
-each number the median over fresh processes with their [min, max]. The prose is
+each number the median over fresh processes with the range a rerun's median is expected in. The prose is
 ``templates/summary.md``.
 """
 
@@ -206,7 +206,10 @@ def render(summary: dict[str, Any], info: Any) -> str:
     for key, found in summary["ranges"].items():
         cells = pd.DataFrame(found["loop_it_per_s"]["by_cell"])
         if len(cells):
-            title = f"{key} it/s, a loop that blocks once at its end: every case (median; lo, hi: the smallest and largest process's)"
+            title = (
+                f"{key} it/s, a loop that blocks once at its end: every case (median over processes; "
+                "lo, hi: where a rerun's median is expected, 95%)"
+            )
             folded += md.details(title, md.table(cells[["step", "leaves", "median", "lo", "hi", "verdict"]]))
     if summary.get("flax_tests"):
         folded += md.details(
