@@ -77,7 +77,7 @@ what and why.
 Exit status: 0 every notebook ran whole; 1 a notebook failed; 2 bad option;
 3 environment set-up failed or missing; 4 backend absent; 5 output root busy;
 6 a notebook ended partial (not with --allow-partial); 7 the rerun check failed
-(a verdict flipped, or a value is missing in the rerun); 130/143 interrupted.
+(a verdict flipped, a number outside its range, or a value missing in the rerun); 130/143 interrupted.
 """
 
 BACKENDS = ("auto", "cpu", "gpu", "tpu")

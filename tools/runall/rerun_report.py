@@ -142,7 +142,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="./run_all.sh compare",
         description="Compare every number and verdict the README renders between two output roots "
-        "(no notebook runs). Exit 0, 7 when a verdict flipped or a value is missing in the rerun, 2 on "
+        "(no notebook runs). Exit 0, 7 when a verdict flipped, a number fell outside its range or a value is missing in the rerun, 2 on "
         "a bad argument.",
     )
     parser.add_argument("committed", help="the committed output root, or its results/<backend> (results/cpu)")
