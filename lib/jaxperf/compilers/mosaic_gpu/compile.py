@@ -1,10 +1,9 @@
-"""Compile the Mosaic GPU port for sm_90a on this CPU, from the project's venv.
+"""Compile readers' Mosaic GPU kernels for sm_90a on this CPU, from the project's venv.
 
 :func:`compile_points` writes a request, runs :mod:`jaxperf.compilers.mosaic_gpu.aot` in the
 compile environment (:func:`jaxperf.compilers.mosaic_gpu.toolchain.python`) as a subprocess,
-and reads its rows back: per point, the lowering and compile times of each repeat (fresh
-kernels, no cache), the status and error, and where its dumps are. :func:`read_dump` loads
-one point's texts (counted by :mod:`.sass`; the study's counts are :mod:`.ir`). A point the
+and reads its rows back: per point, its lowering and compile ms, the status and error, and
+where its SASS is. :func:`read_dump` loads that SASS (counted by :mod:`.sass`). A point the
 worker did not reach before its time ran out is recorded "over budget"; without the
 environment every point is "not measured", with the reason.
 """
@@ -20,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import bad_value, check_int
+from ...errors import bad_value
 from ...paths import PROJECT_ROOT
 from . import sass, toolchain
 
@@ -29,6 +28,9 @@ STATUS_OK, STATUS_FAILED, STATUS_OVER_BUDGET, STATUS_NOT_MEASURED = (
     "failed",
     "over budget",
     "not measured",
+)
+NO_INSTRUCTIONS = (
+    "Mosaic GPU compiled the kernel but its SASS dump held no instruction, so nothing was counted"
 )
 
 
@@ -45,24 +47,20 @@ def compile_points(
     points: Sequence[dict[str, Any]],
     out_dir: Path,
     *,
-    repeats: int = 1,
-    repeat_below_s: float = float("inf"),
-    dump: bool = True,
     budget_s: float = 600.0,
     progress: Any = None,
     extra_paths: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Compile every point in the environment's worker; one row per point, in order.
 
-    A point is the port's (:func:`point`) or a reader's factory's: ``{"factory":
-    "package.module:make", "form": ..., "T": ...}`` (``extra_paths``: folders the worker must
-    import it from).
+    A point is a reader's factory's: ``{"factory": "package.module:make", "form": ..., "T":
+    ...}`` (``extra_paths``: folders the worker must import it from). A point is "ok" only
+    with SASS to count (:func:`counted`).
 
     ``progress`` (a tqdm bar) advances as the worker finishes each point. The worker stops
     starting points after ``budget_s``, and is stopped 120 s after that; the points it did
     not reach are recorded "over budget" with the reason.
     """
-    check_int("repeats", repeats, minimum=1)
     if not budget_s > 0:
         raise bad_value("budget_s", budget_s, "a number of seconds > 0")
     status = toolchain.status()
@@ -72,9 +70,7 @@ def compile_points(
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
     results.unlink(missing_ok=True)
-    request = dict(
-        points=list(points), repeats=repeats, repeat_below_s=repeat_below_s, dump=dump, budget_s=budget_s
-    )
+    request = dict(points=list(points), budget_s=budget_s)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(request, handle)
     command = [str(toolchain.python()), "-m", "jaxperf.compilers.mosaic_gpu.aot", handle.name, str(out_dir)]
@@ -105,6 +101,15 @@ def compile_points(
         rows.append(
             dict(p, status=STATUS_OVER_BUDGET, error=f"the worker stopped after {wall_s:.0f} s: {last}")
         )
+    return counted(rows, out_dir)
+
+
+def counted(rows: list[dict[str, Any]], out_dir: Path) -> list[dict[str, Any]]:
+    """``rows`` with every "ok" row whose SASS holds no instruction made "failed", with why:
+    an empty dump is a count not read, never a count of zero."""
+    for row in rows:
+        if row.get("status") == STATUS_OK and "/*" not in read_dump(out_dir, row).get("sass", ""):
+            row.update(status=STATUS_FAILED, error=NO_INSTRUCTIONS)
     return rows
 
 
@@ -129,11 +134,8 @@ def worker_toolchain(out_dir: Path) -> dict[str, str]:
 
 
 def read_dump(out_dir: Path, row: dict[str, Any]) -> dict[str, str]:
-    """One compiled point's texts: ``mosaic``, ``llvm``, ``ptx``, ``ptxas``, ``sass`` (cuobjdump form)."""
+    """One compiled point's SASS (``sass``, in ``cuobjdump`` form), or {} without one."""
     where = Path(out_dir) / str(row.get("dump_dir", ""))
-    if not row.get("dump_dir") or not where.is_dir():
+    if not row.get("dump_dir") or not (where / "sass.txt").is_file():
         return {}
-    texts = {"mosaic": (where / "mosaic.mlir").read_text(), "llvm": (where / "llvm.mlir").read_text()}
-    texts |= {k: (where / f"{k}.txt").read_text() for k in ("ptx", "ptxas")}
-    texts["sass"] = sass.to_cuobjdump((where / "sass.txt").read_text())
-    return texts
+    return {"sass": sass.to_cuobjdump((where / "sass.txt").read_text())}
