@@ -62,7 +62,7 @@ def _warm_up(mesh: Any) -> None:
         plgpu.wait_smem_to_gmem(0)
 
     spec = jax.ShapeDtypeStruct((128, 64), jax.numpy.float32)
-    scratch = [plgpu.SMEM(spec.shape, spec.dtype), plgpu.Barrier()]
+    scratch: list[Any] = [plgpu.SMEM(spec.shape, spec.dtype), plgpu.Barrier()]
     call = plgpu.kernel(program, out_type=spec, scratch_types=scratch, kernel_name="jaxperf_warm_up")
     jax.jit(call).trace(*_placed((spec,), mesh)).lower().compile()
 
