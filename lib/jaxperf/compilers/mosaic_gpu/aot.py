@@ -140,25 +140,19 @@ def _measure(point: dict[str, Any], mesh: Any, seen: dict[str, str], out_dir: Pa
     return dict(status="ok", error="", lower_ms=[lower_ms], compile_ms=[compile_ms], dump_dir=where.name)
 
 
-def use_own_cuda_tools() -> dict[str, str]:
+def use_own_cuda_tools() -> None:
     """Put the environment's ptxas, libdevice and nvdisasm (``nvidia.cu13``, from PyPI) before
-    any other CUDA on this machine; call before JAX starts. Returns what was found."""
+    any other CUDA on this machine (else the machine's CUDA is used); call before JAX starts."""
     import importlib.util
-    import subprocess
 
     spec = importlib.util.find_spec("nvidia.cu13")
     roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
     cuda = next((r for r in roots if (r / "bin" / "ptxas").exists()), None)
     if cuda is None:
-        return {"cuda_root": "", "ptxas": "not found in the environment: the machine's CUDA is used"}
+        return
     os.environ["PATH"] = os.pathsep.join([str(cuda / "bin"), os.environ.get("PATH", "")])
     os.environ["CUDA_ROOT"] = str(cuda)
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_gpu_cuda_data_dir={cuda}".strip()
-    version = subprocess.run([str(cuda / "bin" / "ptxas"), "--version"], capture_output=True, text=True)
-    return {
-        "cuda_root": str(cuda),
-        "ptxas": version.stdout.strip().splitlines()[-1] if version.stdout else "",
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,10 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     request = json.loads(Path(args[0]).read_text())
     out_dir = Path(args[1])
     out_dir.mkdir(parents=True, exist_ok=True)
-    tools = use_own_cuda_tools()
-    import jax
-
-    (out_dir / "toolchain.json").write_text(json.dumps(dict(tools, jax=jax.__version__)))
+    use_own_cuda_tools()
     run(request, out_dir)
     return 0
 

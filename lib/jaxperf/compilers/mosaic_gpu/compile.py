@@ -123,16 +123,6 @@ def _advance(results: Path, done: int, progress: Any) -> int:
     return now
 
 
-def worker_toolchain(out_dir: Path) -> dict[str, str]:
-    """What the worker compiled with (JAX, the CUDA root, ``ptxas --version``), or {}; paths
-    inside the project name no folder of this machine (``paths.scrub``)."""
-    from ...paths import scrub
-
-    path = Path(out_dir) / "toolchain.json"
-    found = json.loads(path.read_text()) if path.exists() else {}
-    return {key: scrub(str(value)) for key, value in found.items()}
-
-
 def read_dump(out_dir: Path, row: dict[str, Any]) -> dict[str, str]:
     """One compiled point's SASS (``sass``, in ``cuobjdump`` form), or {} without one."""
     where = Path(out_dir) / str(row.get("dump_dir", ""))
