@@ -141,6 +141,9 @@ def test_mosaic_gpus_sass_reads_as_the_kernels_loop_plus_a_wait():
     assert counts.per_program == 1 + 5 * 16 + 1 + 1 + 3  # outside + body x 16 + branch + exit + the wait once
 
 
+FACTORY = "jaxperf.jax20909.factories:seed"
+
+
 def test_a_compiled_point_with_no_instruction_in_its_sass_is_failed_not_zero(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "sass.txt").write_text("")
@@ -158,7 +161,18 @@ def test_a_compiled_point_with_no_instruction_in_its_sass_is_failed_not_zero(tmp
     assert mgpu_compile.read_dump(tmp_path, got[1])["sass"].count("/*") == 11
 
 
-FACTORY = "jaxperf.jax20909.factories:seed"
+def test_a_worker_that_dies_leaves_its_points_failed_with_its_last_line(tmp_path, monkeypatch):
+    worker = tmp_path / "python"
+    worker.write_text(
+        "#!/bin/sh\necho 'Traceback (most recent call last):'\necho 'RuntimeError: boom'\nexit 3\n"
+    )
+    worker.chmod(0o755)
+    monkeypatch.setenv(toolchain.PYTHON_ENV, str(worker))
+    rows = mgpu_compile.compile_points(
+        [dict(factory=FACTORY, form=f, T=256) for f in ("python", "fori")], tmp_path
+    )
+    assert [r["status"] for r in rows] == ["failed", "failed"]  # the tool failed: not "over budget"
+    assert rows[0]["error"] == "the worker stopped (exit status 3): RuntimeError: boom"
 
 
 @pytest.mark.skipif(not toolchain.status().available, reason=toolchain.status().reason)
@@ -174,3 +188,9 @@ def test_the_worker_counts_the_sass_of_every_form_the_python_loop_first(tmp_path
     assert counts[1].per_program != counts[0].per_program  # each form's own SASS
     assert counts[2].per_program == counts[0].per_program  # compiled again: the first compile's SASS
     assert rows[3]["error"].startswith("NotImplementedError: Unimplemented primitive")
+
+
+@pytest.mark.skipif(not toolchain.status().available, reason=toolchain.status().reason)
+def test_points_past_the_workers_budget_are_not_reached(tmp_path):
+    rows = mgpu_compile.compile_points([dict(factory=FACTORY, form="fori", T=256)], tmp_path, budget_s=1e-3)
+    assert rows[0]["status"] == "not reached" and "budget_s=0.001" in rows[0]["error"]

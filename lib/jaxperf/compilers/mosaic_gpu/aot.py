@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .compile import STATUS_FAILED, STATUS_NO_LOWER, STATUS_NOT_REACHED, STATUS_OK
 from .toolchain import TARGET_CONFIG
 
 _KERNEL_HASH = re.compile(r'kernel_hash = "((?:[^"\\]|\\.)*)"')
@@ -119,7 +120,8 @@ def run(request: dict[str, Any], out_dir: Path) -> None:
             spent = time.perf_counter() - started
             if spent > budget_s:
                 row.update(
-                    status="over budget", error=f"the worker had run {spent:.0f} s > budget_s={budget_s:g}"
+                    status=STATUS_NOT_REACHED,
+                    error=f"the worker had run {spent:.0f} s > budget_s={budget_s:g}",
                 )
             else:
                 row.update(_measure(point, mesh, seen, out_dir))
@@ -132,12 +134,12 @@ def _measure(point: dict[str, Any], mesh: Any, seen: dict[str, str], out_dir: Pa
         lower_ms, compile_ms, sass = compile_point(point, mesh, seen)
     except Exception as err:  # noqa: BLE001 - a point that does not compile is a result
         first = str(err).strip().splitlines()[0][:400] if str(err).strip() else ""
-        status = "does not lower" if isinstance(err, NotImplementedError) else "failed"
+        status = STATUS_NO_LOWER if isinstance(err, NotImplementedError) else STATUS_FAILED
         return dict(status=status, error=f"{type(err).__name__}: {first}")
     where = out_dir / point_id(point)
     where.mkdir(parents=True, exist_ok=True)
     (where / "sass.txt").write_text(sass)
-    return dict(status="ok", error="", lower_ms=[lower_ms], compile_ms=[compile_ms], dump_dir=where.name)
+    return dict(status=STATUS_OK, error="", lower_ms=[lower_ms], compile_ms=[compile_ms], dump_dir=where.name)
 
 
 def use_own_cuda_tools() -> None:
