@@ -5,6 +5,7 @@ the parameter, and the work per step, the verdicts and the advice follow from th
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +17,7 @@ import jaxperf
 from jaxperf.jax20909 import compile_facts, family, reference
 from jaxperf.loops import advice, cli, engine, forms, report_kernel
 from jaxperf.loops import factory as kernel
+from jaxperf.loops import verdict as loops_verdict
 
 STEP = 8  # rows a loop step reads in the tiny kernel below
 
@@ -143,11 +145,44 @@ def test_work_per_step_is_the_difference_over_the_extra_steps():
     assert steps.loc["fori", "vs_python_at_T2"] == pytest.approx(1300 / 132)
     # nothing compiled, nothing claimed: the form stays, with why
     assert pd.isna(steps.loc["fori u=4", "per_step"]) and "does not lower" in steps.loc["fori u=4", "note"]
-    rows = family.static(steps.reset_index())
-    assert family.verdict(rows) == "pays"
-    assert family.mechanism(rows).startswith(
+    rows = loops_verdict.static(steps.reset_index())
+    assert loops_verdict.verdict(rows) == "pays"
+    assert loops_verdict.mechanism(rows).startswith(
         "triton sm_86: pays, fori_loop 50.0 against the Python loop's 2.0"
     )
+
+
+UNITS = ("SASS instructions per warp", "VLIW bundles", "TPU slot operations", "instructions or operations")
+
+
+def test_each_sentence_of_a_targets_verdict_has_one_unit_and_its_own_per_step_number():
+    steps = pd.DataFrame(
+        [
+            dict(kernel="k", target=t, unit=u, form=f, T1=1024, T2=2048, per_step=n, classes=c, note="")
+            for t, u, rows in (
+                ("triton sm_90", "SASS instructions per warp", [("python", 54.0, 4), ("fori", 153.5, 60)]),
+                ("mosaic_tpu v5e", "VLIW bundles (cycles)", [("python", 3.9, 2), ("fori", 26.0, 40)]),
+            )
+            for f, n, extra in rows
+            for c in [{"tensor core": 8.0, "integer/address": float(extra), "float ALU": 10.0}]
+        ]
+    )
+    lines = loops_verdict.per_target(loops_verdict.static(steps))
+    assert len(lines) == 2
+    for line, unit, numbers in zip(
+        lines,
+        ("SASS instructions per warp per loop step", "VLIW bundles (cycles) per loop step"),
+        ("153.5 against the Python loop's 54.0", "26.0 against the Python loop's 3.9"),
+        strict=True,
+    ):
+        first, *rest = [s for s in re.split(r"(?<=\.) (?=[A-Za-z])", line) if s]
+        assert numbers in first and unit in first, first
+        for sentence in [first, *rest]:
+            assert sum(u in sentence for u in UNITS) == 1, sentence
+    assert lines[0].endswith(
+        "fori_loop issues 56.0 more SASS instructions per warp per step, mostly integer/address +56.0 (the same tensor core, float ALU per step)."
+    )
+    assert "38.0 more TPU slot operations per step" in lines[1]
 
 
 def _family(kernel_name, ratios, measured=None):
@@ -171,7 +206,7 @@ def _family(kernel_name, ratios, measured=None):
             dict(kernel=kernel_name, source="XLA:CPU", kind="measured", unit="ms per call", T="8",
                  fori=1.0, python=1.0, ratio=measured[0], q25=measured[1], q75=measured[2])
         )  # fmt: skip
-    return pd.DataFrame(rows, columns=family.COLUMNS)
+    return pd.DataFrame(rows, columns=loops_verdict.COLUMNS)
 
 
 GPU, MGPU, TPU = "triton sm_86", "mosaic_gpu sm_90a", "mosaic_tpu v5e"
@@ -190,7 +225,7 @@ GPU, MGPU, TPU = "triton sm_86", "mosaic_gpu sm_90a", "mosaic_tpu v5e"
     ],
 )
 def test_the_verdict_follows_its_numbers(ratios, measured, verdict):
-    assert family.verdict(_family("k", ratios, measured)) == verdict
+    assert loops_verdict.verdict(_family("k", ratios, measured)) == verdict
 
 
 def test_the_answer_names_who_pays_and_who_does_not():
@@ -202,7 +237,7 @@ def test_the_answer_names_who_pays_and_who_does_not():
     assert "`seed` pays on every target read (triton sm_86 30.00×, mosaic_tpu v5e 32.00×)" in text
     assert "`data_carry` depends on the target: does not pay on triton sm_86 1.03×" in text
     assert "pays partly on mosaic_tpu v5e 1.90×" in text
-    lines = family.per_target(frame[frame.kernel == "data_carry"])
+    lines = loops_verdict.per_target(frame[frame.kernel == "data_carry"])
     assert lines[1].startswith("mosaic_tpu v5e: pays partly, fori_loop 19.0 against the Python loop's 10.0")
     wide = family.wide(frame)
     assert list(wide.kernel) == ["seed", "data_carry"] and "300 / 10 = 30.00×" in wide.iloc[0, 1]

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from jaxperf.jax20909 import family
 from jaxperf.loops import engine, report_kernel
+from jaxperf.loops import verdict as loops_verdict
 
 CORPUS = "tests.corpus.kernels"
 KERNELS = [
@@ -65,18 +65,18 @@ def test_a_dynamic_trip_count_is_not_known(runs):
 @pytest.mark.parametrize("name", [k for k in KERNELS if not k.startswith("dynamic")])
 def test_each_target_sentence_carries_its_own_per_step_numbers(runs, name):
     rows = report_kernel.frame(runs[name])
-    lines = family.per_target(rows)
+    lines = loops_verdict.per_target(rows)
     assert lines and all(line.startswith(TPU) for line in lines)
     rows = rows[rows.ratio.notna()]
     if rows.empty:  # a count not read stays, saying why (e.g. a trip count libtpu's code hides)
         assert all(re.match(rf"{TPU}: not read \(fori_loop: .+; Python loop: .+\)", line) for line in lines)
-        assert family.verdict(report_kernel.frame(runs[name])) == "not read"
+        assert loops_verdict.verdict(report_kernel.frame(runs[name])) == "not read"
         return
     for line, r in zip(lines, rows.itertuples(), strict=True):
         assert f"{r.fori:.1f} against the Python loop's {r.python:.1f}" in line
-        assert f"({r.ratio:.2f}×" in line and family.target_verdict(r.ratio) in line
-    verdict = family.verdict(rows)
-    assert verdict == family.target_verdict(float(rows.ratio.iloc[0]))  # one target: its verdict
+        assert f"({r.ratio:.2f}×" in line and loops_verdict.target_verdict(r.ratio) in line
+    verdict = loops_verdict.verdict(rows)
+    assert verdict == loops_verdict.target_verdict(float(rows.ratio.iloc[0]))  # one target: its verdict
 
 
 @pytest.mark.parametrize("name", ["matmul:f32_128", "matmul:bf16_128"])
@@ -89,7 +89,7 @@ def test_a_matmul_issues_its_matrix_work_in_every_form(runs, name):
 def test_the_report_prints_the_per_step_ratio_the_verdict_uses(runs):
     results = runs["rmsnorm:make"]
     text = report_kernel.markdown(results)
-    ratio = family.static(results.per_step()).ratio.iloc[0]
+    ratio = loops_verdict.static(results.per_step()).ratio.iloc[0]
     assert re.search(rf"{ratio:.2f}× Python's", text), text
 
 
@@ -98,7 +98,7 @@ def test_a_two_pass_layernorm_pays_on_tpu(runs):
     work per step, so the verdict cannot be "does not pay"."""
     rows = report_kernel.frame(runs["layernorm:make"])
     tpu = rows[rows.source == TPU].iloc[0]
-    assert tpu.ratio >= family.FOLD and family.verdict(rows) == "pays"
+    assert tpu.ratio >= loops_verdict.FOLD and loops_verdict.verdict(rows) == "pays"
     assert "per loop step" in report_kernel.verdict_line(runs["layernorm:make"])
 
 
@@ -120,9 +120,17 @@ def test_a_bf16_matmul_issues_the_same_tensor_core_work_per_step_in_both_forms_o
     steps = got.per_step().set_index("form")
     python, fori = steps.loc["python", "classes"], steps.loc["fori", "classes"]
     assert python["tensor core"] > 0 and fori["tensor core"] == python["tensor core"]
-    row = family.static(got.per_step()).iloc[0]
+    row = loops_verdict.static(got.per_step()).iloc[0]
     assert "tensor core" not in row.cause.split("(the same")[0]  # not named as where fori's extra lies
     assert "**Work per loop step by class**" in report_kernel.markdown(got)
+
+
+def test_a_primitive_mosaic_tpu_lacks_does_not_lower_as_on_triton(runs):
+    """Mosaic TPU's NotImplementedError (no cumsum rule) is "does not lower", Triton's word for its
+    own, never "failed" (the tool's word for its own failures)."""
+    points = runs["cumsum:make"].points
+    assert set(points.status) == {"does not lower"}, points.status.tolist()
+    assert points.error.str.startswith("NotImplementedError: Unimplemented primitive").all()
 
 
 def test_integer_division_compiles_for_mosaic_tpu(runs):

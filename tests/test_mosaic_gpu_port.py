@@ -1,7 +1,8 @@
 """The reporter's kernel written for Mosaic GPU (jaxperf.jax20909.mosaic_gpu_kernel): it computes
 the float64 reference in Mosaic GPU's interpreter, lowers for CUDA without a GPU where the
-whole-input port is refused, and refuses bad input before anything is traced. Plus the readers
-of Mosaic GPU's output (jaxperf.compilers.mosaic_gpu.ir/.sass) on small texts."""
+whole-input port is refused, and refuses bad input before anything is traced. Plus Mosaic GPU's
+compile worker and SASS reader (jaxperf.compilers.mosaic_gpu): every compiled form's SASS is
+counted, and a dump with no instruction is never a count of zero."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from jaxperf.compilers.mosaic_gpu import ir, toolchain
-from jaxperf.compilers.mosaic_gpu import lower as mgpu_lower
+from jaxperf.compilers.lowering import export_variant
+from jaxperf.compilers.mosaic_gpu import compile as mgpu_compile
 from jaxperf.compilers.mosaic_gpu import sass as mgpu_sass
+from jaxperf.compilers.mosaic_gpu import toolchain
 from jaxperf.compilers.triton import sass as triton_sass
 from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, reference, sweep
 
@@ -34,21 +36,20 @@ def test_the_port_computes_the_float64_reference_in_mosaic_gpus_interpreter(form
 
 
 def test_the_port_lowers_where_the_whole_input_port_is_refused():
-    ported = mgpu_lower.lower("fori", 1, T=1024, batch=2)
-    assert ported["lowers"] and ported["loop_ops"] == 1 and ported["loop_carries"] == "f32"
+    export_variant(*mosaic_gpu_kernel.build("fori", 1, T=1024, batch=2), "mosaic_gpu")
     fn, args = kernels.build(
         "seed", "fori", 1, T=1024, D=64, batch=2, dtype="float16", interpret=False, lowering="mosaic_gpu"
     )
-    from jaxperf.compilers.lowering import export_variant
-
     with pytest.raises(ValueError, match="exceeds available shared memory"):
         export_variant(fn, args, "mosaic_gpu")
 
 
 def test_mosaic_gpus_own_unroll_rule_is_recorded_and_pre_empted_on_request():
-    row = mgpu_lower.lower("fori", 8, T=256)  # 4 steps
-    assert not row["lowers"] and row["error_type"] == "NotImplementedError"
-    assert row["error"] == "``unroll`` must divide ``length``, got unroll=8 and length=4"
+    fn, args = mosaic_gpu_kernel.build("fori", 8, T=256, check_unroll=False)  # 4 steps
+    with pytest.raises(
+        NotImplementedError, match="``unroll`` must divide ``length``, got unroll=8 and length=4"
+    ):
+        export_variant(fn, args, "mosaic_gpu")
     with pytest.raises(
         ValueError,
         match=r"unroll=8 is not allowed: expected a divisor of the trip count T/64=4 .*\[1, 2, 4\]",
@@ -140,53 +141,56 @@ def test_mosaic_gpus_sass_reads_as_the_kernels_loop_plus_a_wait():
     assert counts.per_program == 1 + 5 * 16 + 1 + 1 + 3  # outside + body x 16 + branch + exit + the wait once
 
 
-MOSAIC = """
-%240 = scf.for %arg14 = %c0 to %c16 step %c1 iter_args(%arg15 = %cst) -> (f32)  : i32 {
-  %3 = arith.addf %1, %2 : vector<4xf32>
-  %4 = nvvm.shfl.sync bfly %a, %b, %c, %d : i32 -> i32
-  %5 = llvm.inline_asm has_side_effects "bar.sync $0, 128;", "r" %x : (i32) -> !llvm.void
-  %6 = vector.load %m[%i] : memref<8192xf16, #gpu.address_space<workgroup>>, vector<4xf16>
-  scf.yield %7 : f32
-}
-%9 = arith.addf %8, %8 : f32
-"""
-LLVM = """
-  llvm.br ^bb1(%7 : i32)
-^bb1(%s: i32):
-  llvm.cond_br %c, ^bb2, ^bb3
-^bb2:
-  %r = nvvm.shfl.sync bfly %6, %x, %13, %8 : i32 -> i32
-  %f = llvm.fadd %a, %b : vector<4xf32>
-  llvm.br ^bb1(%n : i32)
-^bb3:
-  %g = llvm.fadd %a, %b : f32
-"""
-PTX = """
-$L__BB0_1:
-	shfl.sync.bfly.b32 	%r1, %r2, 1, 31, -1;
-	bar.sync %r3, 128;
-	add.f32 	%r4, %r5, %r6;
-	@%p1 bra 	$L__BB0_1;
-	LAB_WAIT:
-	mbarrier.try_wait.parity.shared.b64 P1, [%r4], %r1, %r7;
-	bra.uni     LAB_WAIT;
-	add.rn.f32 	%r8, %r9, %r10;
-"""
+FACTORY = "jaxperf.jax20909.factories:seed"
 
 
-def test_the_ir_readers_count_inside_and_outside_loops():
-    inside, outside, loops = ir.mosaic_counts(MOSAIC)
-    assert loops == 1 and dict(inside) == {"fp arithmetic": 4, "shuffle": 1, "barrier": 1, "shared load": 1}
-    assert dict(outside) == {"fp arithmetic": 1}
-    assert ir.carried(MOSAIC) == ["f32"] and ir.carried_elements("f32, vector<2x4xf32>") == 9
-    inside, outside, loops = ir.llvm_counts(LLVM)
-    assert (
-        loops == 1
-        and dict(inside) == {"shuffle": 1, "fp arithmetic": 4}
-        and dict(outside) == {"fp arithmetic": 1}
+def test_a_compiled_point_with_no_instruction_in_its_sass_is_failed_not_zero(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "sass.txt").write_text("")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "sass.txt").write_text(NVDISASM)
+    rows = [
+        dict(form="python", status="ok", error="", dump_dir="empty"),
+        dict(form="fori", status="ok", error="", dump_dir="full"),
+        dict(form="fori u=4", status="ok", error=""),  # no dump at all
+        dict(form="attention", status="does not lower", error="NotImplementedError: dot_general"),
+    ]
+    got = mgpu_compile.counted(rows, tmp_path)
+    assert [r["status"] for r in got] == ["failed", "ok", "failed", "does not lower"]
+    assert got[0]["error"] == mgpu_compile.NO_INSTRUCTIONS and "no instruction" in got[0]["error"]
+    assert mgpu_compile.read_dump(tmp_path, got[1])["sass"].count("/*") == 11
+
+
+def test_a_worker_that_dies_leaves_its_points_failed_with_its_last_line(tmp_path, monkeypatch):
+    worker = tmp_path / "python"
+    worker.write_text(
+        "#!/bin/sh\necho 'Traceback (most recent call last):'\necho 'RuntimeError: boom'\nexit 3\n"
     )
-    inside, outside, loops = ir.ptx_counts(PTX)
-    assert loops == 1  # the barrier wait's LAB_WAIT spin is not a loop of the kernel
-    assert dict(inside) == {"shuffle": 1, "barrier": 1, "fp arithmetic": 1} and dict(outside) == {
-        "fp arithmetic": 1
-    }
+    worker.chmod(0o755)
+    monkeypatch.setenv(toolchain.PYTHON_ENV, str(worker))
+    rows = mgpu_compile.compile_points(
+        [dict(factory=FACTORY, form=f, T=256) for f in ("python", "fori")], tmp_path
+    )
+    assert [r["status"] for r in rows] == ["failed", "failed"]  # the tool failed: not "over budget"
+    assert rows[0]["error"] == "the worker stopped (exit status 3): RuntimeError: boom"
+
+
+@pytest.mark.skipif(not toolchain.status().available, reason=toolchain.status().reason)
+def test_the_worker_counts_the_sass_of_every_form_the_python_loop_first(tmp_path):
+    """The Python loop comes first at every T (the engine's order): its SASS must be dumped and
+    counted, not served from Mosaic GPU's compile cache by a warm-up of the same kernel."""
+    points = [dict(factory=FACTORY, form=f, T=256) for f in ("python", "fori", "python")]
+    points.append(dict(factory="jaxperf.jax20909.factories:attention", form="python", T=256))
+    rows = mgpu_compile.compile_points(points, tmp_path, budget_s=300)
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok", "does not lower"], rows
+    counts = [mgpu_sass.dynamic_counts(mgpu_compile.read_dump(tmp_path, r)["sass"]) for r in rows[:3]]
+    assert all(c.per_program > 100 for c in counts), [c.per_program for c in counts]
+    assert counts[1].per_program != counts[0].per_program  # each form's own SASS
+    assert counts[2].per_program == counts[0].per_program  # compiled again: the first compile's SASS
+    assert rows[3]["error"].startswith("NotImplementedError: Unimplemented primitive")
+
+
+@pytest.mark.skipif(not toolchain.status().available, reason=toolchain.status().reason)
+def test_points_past_the_workers_budget_are_not_reached(tmp_path):
+    rows = mgpu_compile.compile_points([dict(factory=FACTORY, form="fori", T=256)], tmp_path, budget_s=1e-3)
+    assert rows[0]["status"] == "not reached" and "budget_s=0.001" in rows[0]["error"]

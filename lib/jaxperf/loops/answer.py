@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import goals as rule
 from ..jax20909 import compile_facts, family
-from . import advice
+from . import advice, verdict
 from .engine import Results
 from .engine import per_step as engine_per_step
 
@@ -66,13 +66,13 @@ def reproduced(rows: list[dict[str, Any]], goals: dict[str, Any], quick: bool) -
 
 def why(per_step: pd.DataFrame, xla_line: str) -> str:
     """The reporter's kernel, per compiler: each target's verdict with its own per-step numbers and
-    the classes of the compiled code where fori_loop's extra work lies (:func:`family.per_target`)."""
-    rows = family.static(per_step[per_step.kernel == "seed"]) if len(per_step) else pd.DataFrame()
-    lines = family.per_target(rows) if len(rows) else []
+    the classes of the compiled code where fori_loop's extra work lies (:func:`verdict.per_target`)."""
+    rows = verdict.static(per_step[per_step.kernel == "seed"]) if len(per_step) else pd.DataFrame()
+    lines = verdict.per_target(rows) if len(rows) else []
     static = (
         "per loop step, fori_loop against the Python loop (static counts, compiled on a CPU): "
-        + "; ".join(lines)
-        + ". "
+        + " ".join(lines)
+        + " "
         if lines
         else ""
     )
@@ -131,9 +131,9 @@ def issue_text(
     """At most ten lines for jax#20909, rendered from the results."""
     xla, harness = _seed(rows, "xla"), _seed(rows, "xla_harness")
     per_step = (
-        family.static(fix.per_step()[fix.per_step().kernel == "seed"]) if fix is not None else pd.DataFrame()
+        verdict.static(fix.per_step()[fix.per_step().kernel == "seed"]) if fix is not None else pd.DataFrame()
     )
-    mech = "; ".join(family.per_target(per_step)) if len(per_step) else "not read"
+    mech = " ".join(verdict.per_target(per_step)) if len(per_step) else "not read."
     lines = [
         "Re #20909, from a study on jax 0.12 (no GPU was available: the GPU numbers are static counts of compiled code, not times):",
         "- Reproduced on XLA:CPU as an analogue (plain jit of the same arithmetic): "
@@ -141,7 +141,7 @@ def issue_text(
         + (f", {harness['ratio']:.2f}x in your harness at T={harness['T']}." if harness else "."),
         "- Which kernels pay: " + family.answer(frame),
         "- Mechanism, per target (work per loop step, fori vs Python, static counts; where the extra lies, read "
-        f"from the compiled code): {mech}.",
+        f"from the compiled code): {mech}",
         "- What helps: " + "; ".join(f"{b}: {t}" for b, t in advice.best(advice_rows).items()) + ".",
         "- Compile: " + " ".join(compile_facts.sentence(f) for f in facts),
         "- Not measured: any GPU or TPU time; `fori_loop(unroll=k>1)` still raises NotImplementedError on Pallas Triton.",

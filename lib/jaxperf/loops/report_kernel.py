@@ -121,15 +121,17 @@ def per_step_table(results: Results) -> pd.DataFrame:
 
 def class_table(results: Results) -> pd.DataFrame:
     """Per target and class (SASS instruction classes, TPU slots): each form's work per step
-    in that class, read from the compiled code at the T pair of :func:`per_step_table`."""
+    in that class, in the class's unit (:data:`verdict.CLASS_UNITS`), read from the compiled code
+    at the T pair of :func:`per_step_table`."""
     steps = results.per_step()
     rows = []
     for target, part in steps.groupby("target", sort=False):
         got = {r.form: r.classes for r in part.itertuples() if isinstance(r.classes, dict)}
+        unit = f"{verdict.CLASS_UNITS[TARGETS[target][2]]} per step"
         for cls in dict.fromkeys(k for c in got.values() for k in c):
-            row = {"target": target, "class": cls}
+            row = {"target": target, "unit": unit, "class": cls}
             row |= {form: f"{c.get(cls, 0):.1f}" for form, c in got.items()}
-            if any(float(v) != 0 for k, v in row.items() if k not in ("target", "class")):
+            if any(float(v) != 0 for k, v in row.items() if k not in ("target", "unit", "class")):
                 rows.append(row)
     return pd.DataFrame(rows).fillna("—")
 
@@ -173,7 +175,7 @@ def sections(results: Results) -> list[str]:
     classes = class_table(results)
     if len(classes):
         out += [
-            "**Work per loop step by class** (read from the compiled code: SASS instruction classes per warp, TPU operations per slot; same T pair as above):",
+            "**Work per loop step by class** (read from the compiled code, each row in its unit; same T pair as above):",
             "",
             md.table(classes),
             "",

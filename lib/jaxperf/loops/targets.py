@@ -125,7 +125,7 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
 
     result = tpu_compile.compile_for(lambda: kernel.build(form, T, compiler="mosaic_tpu"), generation)
     if not result.ok:
-        return dict(status=FAILED, error=str(result.error))
+        return dict(status=NO_LOWER if result.refused else FAILED, error=str(result.error))
     work, slots = None, None
     if result.schedules and programs:
         try:
@@ -168,9 +168,8 @@ def mosaic_gpu_points(
         if isinstance(shape, Exception):
             out.append(dict(status=FAILED, error=f"{type(shape).__name__}: {error_text(shape)}"))
             continue
-        if row["status"] != OK:
-            kind = NO_LOWER if "NotImplementedError" in str(row.get("error")) else row["status"]
-            out.append(dict(status=kind, error=row.get("error", "")))
+        if row["status"] != OK:  # the worker labels a NotImplementedError "does not lower", as here
+            out.append(dict(status=row["status"], error=row.get("error", "")))
             continue
         texts = mgpu.read_dump(out_dir, row)
         counts = mgpu.sass.dynamic_counts(texts["sass"]) if texts else None

@@ -3,10 +3,11 @@ the engine read (:meth:`jaxperf.loops.engine.Results.per_step`: SASS instruction
 TPU bundles), fori against the Python loop.
 
 Each target gets its own verdict (:func:`target_verdict`, :data:`FOLD`, :data:`SAME`) in a
-sentence carrying its own per-step numbers and the cause read from its compiled code
-(:func:`cause`); a kernel's verdict is the targets' common one, or "depends on the target"
-(:func:`verdict`), so it never contradicts a printed number. Rows are :data:`COLUMNS`: static
-rows (:func:`static`), and measured ms per call where a device timed the kernel.
+sentence carrying its own per-step numbers in its own unit, then a sentence with the cause read
+from its compiled code in the unit of its classes (:func:`cause`, :data:`CLASS_UNITS`); a
+kernel's verdict is the targets' common one, or "depends on the target" (:func:`verdict`), so it
+never contradicts a printed number. Rows are :data:`COLUMNS`: static rows (:func:`static`), and
+measured ms per call where a device timed the kernel.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ from .targets import TARGETS
 
 FOLD = 2.0  # fori's work per step at least this many times the Python loop's: the Python loop folds it
 SAME = 1.25  # within this (either way): the same work per step in both forms
-MEASURED = {"xla": "XLA:CPU", "pallas_interpret": "Pallas interpret"}
 COLUMNS = ["kernel", "source", "kind", "unit", "T", "fori", "python", "ratio", "q25", "q75", "cause"]
+#: a target's unit of work -> the unit its classes count (SASS instruction classes, TPU bundle slots)
+CLASS_UNITS = {
+    "SASS instructions per warp": "SASS instructions per warp",
+    "VLIW bundles (cycles)": "TPU slot operations",
+}
 
 
 def static(per_step: pd.DataFrame) -> pd.DataFrame:
@@ -49,7 +54,7 @@ def static(per_step: pd.DataFrame) -> pd.DataFrame:
                 ratio=ratio,
                 q25=None,
                 q75=None,
-                cause=cause(py.get("classes"), fori.get("classes"))
+                cause=cause(py.get("classes"), fori.get("classes"), unit=CLASS_UNITS[TARGETS[target][2]])
                 if ratio is not None
                 else f"not read (fori_loop: {fori.get('note') or 'no count'}; Python loop: {py.get('note') or 'no count'})",
             )
@@ -57,16 +62,19 @@ def static(per_step: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def cause(python: Any, fori: Any, *, share: float = 0.8) -> str:
+def cause(python: Any, fori: Any, *, unit: str, share: float = 0.8) -> str:
     """Where fori_loop's work per step differs from the Python loop's, read from the compiled
-    code's classes (SASS instruction classes, TPU slots): the classes that make up ``share`` of
-    the difference, largest first ("" when either form has no classes)."""
+    code's classes (SASS instruction classes, TPU slots), as one sentence in their ``unit``: the
+    classes that make up ``share`` of the difference, largest first ("" when either form has no
+    classes)."""
     if not isinstance(python, dict) or not isinstance(fori, dict):
         return ""
     diff = {k: float(fori.get(k) or 0) - float(python.get(k) or 0) for k in dict.fromkeys([*fori, *python])}
     total = sum(diff.values())
     if abs(total) < 0.5:
-        return "the same work per step, class by class" if all(abs(d) < 0.5 for d in diff.values()) else ""
+        return (
+            f"The same {unit} per step, class by class." if all(abs(d) < 0.5 for d in diff.values()) else ""
+        )
     sign = 1 if total > 0 else -1
     parts, covered = [], 0.0
     for k, d in sorted(diff.items(), key=lambda kv: -sign * kv[1]):
@@ -76,14 +84,12 @@ def cause(python: Any, fori: Any, *, share: float = 0.8) -> str:
         covered += sign * d
     same = [k for k, d in diff.items() if abs(d) < 0.5 and (fori.get(k) or 0) > 0]
     more = "more" if sign > 0 else "fewer"
-    text = (
-        f"fori_loop issues {abs(total):.1f} {more} instructions or operations per step, mostly "
-        + ", ".join(parts)
-    )
-    return text + (f" (the same {', '.join(same)} per step)" if same else "")
+    text = f"fori_loop issues {abs(total):.1f} {more} {unit} per step, mostly " + ", ".join(parts)
+    return text + (f" (the same {', '.join(same)} per step)" if same else "") + "."
 
 
-def _static(rows: pd.DataFrame) -> pd.DataFrame:
+def counted(rows: pd.DataFrame) -> pd.DataFrame:
+    """The static rows whose ratio was read."""
     return rows[rows.kind.str.startswith("static") & rows.ratio.notna()]
 
 
@@ -99,7 +105,7 @@ def verdict(rows: pd.DataFrame) -> str:
     targets' common verdict (:func:`target_verdict`), or "depends on the target" when they
     differ, so the verdict never contradicts a printed number. Without any count, the measured
     per-pair ratios (lower quartile at least FOLD: pays; every quartile within SAME: does not)."""
-    found = {target_verdict(float(r)) for r in _static(rows).ratio}
+    found = {target_verdict(float(r)) for r in counted(rows).ratio}
     if found:
         return found.pop() if len(found) == 1 else "depends on the target"
     meas = rows[rows.kind.str.startswith("measured")]
@@ -112,18 +118,18 @@ def verdict(rows: pd.DataFrame) -> str:
 
 
 def per_target(rows: pd.DataFrame) -> list[str]:
-    """One sentence per target read: its verdict with its own per-step numbers and the cause
-    read from its code; then each target whose count was not read, with why."""
+    """Per static row, whole sentences: its verdict with its own per-step numbers in its unit,
+    then the cause read from its code in its classes' unit; or, where the count was not read, why."""
     out = []
     for r in rows[rows.kind.str.startswith("static")].itertuples():
-        if r.ratio is None or pd.isna(r.ratio):
-            out.append(f"{r.source}: {getattr(r, 'cause', '') or 'not read'}")
-            continue
         cause_ = getattr(r, "cause", "")
+        cause_ = cause_ if isinstance(cause_, str) else ""
+        if r.ratio is None or pd.isna(r.ratio):
+            out.append(f"{r.source}: {cause_ or 'not read'}.")
+            continue
         out.append(
             f"{r.source}: {target_verdict(float(r.ratio))}, fori_loop {r.fori:.1f} against the Python "
-            f"loop's {r.python:.1f} {r.unit} ({r.ratio:.2f}×, T={r.T})"
-            + (f"; {cause_}" if isinstance(cause_, str) and cause_ else "")
+            f"loop's {r.python:.1f} {r.unit} ({r.ratio:.2f}×, T={r.T})." + (f" {cause_}" if cause_ else "")
         )
     return out
 
@@ -131,7 +137,7 @@ def per_target(rows: pd.DataFrame) -> list[str]:
 def mechanism(rows: pd.DataFrame) -> str:
     """The per-target sentences of :func:`per_target`, joined (what the numbers show, per target)."""
     lines = per_target(rows)
-    return "; ".join(lines) if lines else "not read (no compiler's output here)"
+    return " ".join(lines) if lines else "not read (no compiler's output here)"
 
 
 def verdicts(frame: pd.DataFrame) -> dict[str, dict[str, str]]:

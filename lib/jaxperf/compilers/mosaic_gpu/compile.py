@@ -1,10 +1,9 @@
-"""Compile the Mosaic GPU port for sm_90a on this CPU, from the project's venv.
+"""Compile readers' Mosaic GPU kernels for sm_90a on this CPU, from the project's venv.
 
 :func:`compile_points` writes a request, runs :mod:`jaxperf.compilers.mosaic_gpu.aot` in the
 compile environment (:func:`jaxperf.compilers.mosaic_gpu.toolchain.python`) as a subprocess,
-and reads its rows back: per point, the lowering and compile times of each repeat (fresh
-kernels, no cache), the status and error, and where its dumps are. :func:`read_dump` loads
-one point's texts (counted by :mod:`.sass`; the study's counts are :mod:`.ir`). A point the
+and reads its rows back: per point, its lowering and compile ms, the status and error, and
+where its SASS is. :func:`read_dump` loads that SASS (counted by :mod:`.sass`). A point the
 worker did not reach before its time ran out is recorded "over budget"; without the
 environment every point is "not measured", with the reason.
 """
@@ -15,20 +14,19 @@ import json
 import os
 import subprocess
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import bad_value, check_int
+from ...errors import bad_value
 from ...paths import PROJECT_ROOT
 from . import sass, toolchain
 
-STATUS_OK, STATUS_FAILED, STATUS_OVER_BUDGET, STATUS_NOT_MEASURED = (
-    "ok",
-    "failed",
-    "over budget",
-    "not measured",
+# the loop study's words (jaxperf.loops.targets), and "not measured" where the environment is missing
+STATUS_OK, STATUS_NO_LOWER, STATUS_FAILED = "ok", "does not lower", "failed"
+STATUS_NOT_REACHED, STATUS_NOT_MEASURED = "not reached", "not measured"
+NO_INSTRUCTIONS = (
+    "Mosaic GPU compiled the kernel but its SASS dump held no instruction, so nothing was counted"
 )
 
 
@@ -45,24 +43,18 @@ def compile_points(
     points: Sequence[dict[str, Any]],
     out_dir: Path,
     *,
-    repeats: int = 1,
-    repeat_below_s: float = float("inf"),
-    dump: bool = True,
     budget_s: float = 600.0,
-    progress: Any = None,
     extra_paths: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Compile every point in the environment's worker; one row per point, in order.
 
-    A point is the port's (:func:`point`) or a reader's factory's: ``{"factory":
-    "package.module:make", "form": ..., "T": ...}`` (``extra_paths``: folders the worker must
-    import it from).
-
-    ``progress`` (a tqdm bar) advances as the worker finishes each point. The worker stops
-    starting points after ``budget_s``, and is stopped 120 s after that; the points it did
-    not reach are recorded "over budget" with the reason.
+    A point is a reader's factory's: ``{"factory": "package.module:make", "form": ..., "T":
+    ...}`` (``extra_paths``: folders the worker must import it from). A point is "ok" only
+    with SASS to count (:func:`counted`), "does not lower" where Mosaic GPU raised
+    NotImplementedError, else "failed" with the error. The worker starts no point after
+    ``budget_s`` and is stopped 120 s after that: the points it did not reach are "not
+    reached"; those it did not reach because it died are "failed", with its last line.
     """
-    check_int("repeats", repeats, minimum=1)
     if not budget_s > 0:
         raise bad_value("budget_s", budget_s, "a number of seconds > 0")
     status = toolchain.status()
@@ -72,68 +64,42 @@ def compile_points(
     out_dir.mkdir(parents=True, exist_ok=True)
     results = out_dir / "results.jsonl"
     results.unlink(missing_ok=True)
-    request = dict(
-        points=list(points), repeats=repeats, repeat_below_s=repeat_below_s, dump=dump, budget_s=budget_s
-    )
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(request, handle)
+        json.dump(dict(points=list(points), budget_s=budget_s), handle)
     command = [str(toolchain.python()), "-m", "jaxperf.compilers.mosaic_gpu.aot", handle.name, str(out_dir)]
-    started, done, tail = time.perf_counter(), 0, ""
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(
             command, env=_worker_env(extra_paths), stdout=log, stderr=subprocess.STDOUT, text=True
         )
         try:
-            while proc.poll() is None:
-                if time.perf_counter() - started > budget_s + 120:
-                    proc.kill()
-                    tail = f"the worker ran past {budget_s + 120:.0f} s and was stopped"
-                    break
-                time.sleep(0.5)
-                done = _advance(results, done, progress)
+            proc.wait(timeout=budget_s + 120)
+            why = (STATUS_FAILED, f"the worker stopped (exit status {proc.returncode})")
+        except subprocess.TimeoutExpired:
+            proc.kill()
             proc.wait()
+            why = (STATUS_NOT_REACHED, f"the worker ran past {budget_s + 120:.0f} s and was stopped")
         finally:
             Path(handle.name).unlink(missing_ok=True)
-        _advance(results, done, progress)
-        if proc.returncode and not tail:
-            log.seek(0)
-            tail = log.read()[-600:]
+        log.seek(0)
+        last = [line for line in log.read().splitlines() if line.strip()][-1:]
     rows = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
-    wall_s = time.perf_counter() - started
-    last = tail.strip().splitlines()[-1] if tail.strip() else "no reason given"
-    for p in list(points)[len(rows) :]:
-        rows.append(
-            dict(p, status=STATUS_OVER_BUDGET, error=f"the worker stopped after {wall_s:.0f} s: {last}")
-        )
+    error = ": ".join([why[1], *last]) if why[0] == STATUS_FAILED else why[1]
+    rows += [dict(p, status=why[0], error=error) for p in list(points)[len(rows) :]]
+    return counted(rows, out_dir)
+
+
+def counted(rows: list[dict[str, Any]], out_dir: Path) -> list[dict[str, Any]]:
+    """``rows`` with every "ok" row whose SASS holds no instruction made "failed", with why:
+    an empty dump is a count not read, never a count of zero."""
+    for row in rows:
+        if row.get("status") == STATUS_OK and "/*" not in read_dump(out_dir, row).get("sass", ""):
+            row.update(status=STATUS_FAILED, error=NO_INSTRUCTIONS)
     return rows
 
 
-def _advance(results: Path, done: int, progress: Any) -> int:
-    """Move ``progress`` on to the points the worker has written so far."""
-    if not results.exists():
-        return done
-    now = len(results.read_text().splitlines())
-    if progress is not None and now > done:
-        progress.update(now - done)
-    return now
-
-
-def worker_toolchain(out_dir: Path) -> dict[str, str]:
-    """What the worker compiled with (JAX, the CUDA root, ``ptxas --version``), or {}; paths
-    inside the project name no folder of this machine (``paths.scrub``)."""
-    from ...paths import scrub
-
-    path = Path(out_dir) / "toolchain.json"
-    found = json.loads(path.read_text()) if path.exists() else {}
-    return {key: scrub(str(value)) for key, value in found.items()}
-
-
 def read_dump(out_dir: Path, row: dict[str, Any]) -> dict[str, str]:
-    """One compiled point's texts: ``mosaic``, ``llvm``, ``ptx``, ``ptxas``, ``sass`` (cuobjdump form)."""
+    """One compiled point's SASS (``sass``, in ``cuobjdump`` form), or {} without one."""
     where = Path(out_dir) / str(row.get("dump_dir", ""))
-    if not row.get("dump_dir") or not where.is_dir():
+    if not row.get("dump_dir") or not (where / "sass.txt").is_file():
         return {}
-    texts = {"mosaic": (where / "mosaic.mlir").read_text(), "llvm": (where / "llvm.mlir").read_text()}
-    texts |= {k: (where / f"{k}.txt").read_text() for k in ("ptx", "ptxas")}
-    texts["sass"] = sass.to_cuobjdump((where / "sass.txt").read_text())
-    return texts
+    return {"sass": sass.to_cuobjdump((where / "sass.txt").read_text())}

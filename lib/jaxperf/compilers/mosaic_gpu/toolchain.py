@@ -71,13 +71,6 @@ class MosaicGpuStatus:
     python: str | None
     reason: str
 
-    def describe(self) -> str:
-        if not self.available:
-            return self.reason
-        from ...paths import scrub
-
-        return scrub(f"jax-cuda13-plugin {JAX_VERSION} in {self.python}")
-
 
 def python() -> Path:
     """The interpreter of the compile environment (``$JAXPERF_MOSAIC_GPU_PYTHON`` if set)."""

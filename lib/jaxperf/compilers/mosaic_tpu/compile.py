@@ -32,6 +32,7 @@ class CompileResult:
     cost: dict[str, float] = dataclasses.field(default_factory=dict)
     schedules: list[bundles.Schedule] = dataclasses.field(default_factory=list)
     error: str | None = None
+    refused: bool = False  # the compiler does not support the kernel: its lowering raised NotImplementedError
     compiled: Any = None
 
     @property
@@ -97,6 +98,7 @@ def compile_for(
         compiled, ms = lower_compile(build, mesh)
     except Exception as err:  # noqa: BLE001 - every compile error is a result of the study
         result.error = short_error(err)
+        result.refused = isinstance(err, NotImplementedError)
         _clean(dump_dir, before)
         return result
     result.compile_ms.append(ms)
