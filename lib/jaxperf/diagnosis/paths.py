@@ -226,8 +226,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
         raise NotApplicable("nothing is carried from one call to the next (no state to pack)")
     if carry_mod.WHOLE in carry.values():
         raise NotApplicable("the step returns its new state alone, not in a tuple")
-    if step.family == "pmap" and (step.axis_name is None or not step.default_axes):
-        raise NotApplicable("a pmap step with a named axis and default in_axes/out_axes only")
+    if step.family == "pmap" and not step.default_axes:
+        raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
     order = sorted(carry)
     rest_at = [i for i in range(len(args)) if i not in carry]
     if batch_at is not None and batch_at in carry:
@@ -268,7 +268,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
             devices = _devices_of(tree)
             # one replica, on the host: packing places it again, replicated over the devices
             first = jax.tree.map(lambda x: np.asarray(x)[0] if eqx.is_array(x) else x, tree)
-            state = _as_pmap_outputs(PackedState.pack(first).replicate(devices), devices, step.axis_name)
+            axis = "_internal_pmap_axis_name" if step.axis_name is None else step.axis_name  # jax.pmap's own
+            state = _as_pmap_outputs(PackedState.pack(first).replicate(devices), devices, axis)
             fn = packed_pmap(fun, axis_name=step.axis_name, devices=devices, donate=donate)
         else:
             state = PackedState.pack(tree)
@@ -294,13 +295,16 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     return Path(name, what, fn, (state, *rest_dynamic), {0: 1}, view, batch, name.split(".")[1])
 
 
-def flat_leaves(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
-    """Equinox's "low-overhead training loops" recipe (docs/tricks.md): the carried state
-    flattened once outside the loop with ``jax.tree_util.tree_flatten``, ``eqx.filter_jit``
-    of a function of the flat leaves that unflattens inside, the leaves carried; the
-    reader's donation kept."""
-    if step.kind not in ("eqx.filter_jit", "jaxperf.cached_filter_jit"):
-        raise NotApplicable(f"Equinox's recipe is for eqx.filter_jit steps, not {step.kind}")
+def recipe(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    """Equinox's "low-overhead training loops" recipe (docs/tricks.md) with the reader's own
+    wrapper (``eqx.filter_jit``, or ``eqx.filter_pmap`` the same way): each carried argument
+    flattened once outside the loop (``jax.tree_util.tree_flatten``), the step wrapped over the
+    flat leaves, unflattening them inside and returning ``tree_leaves`` of the new state, the
+    leaves carried; the reader's donation kept."""
+    if not step.kind.startswith(("eqx.", "jaxperf.cached_filter")):
+        raise NotApplicable(f"Equinox's recipe is for Equinox's filter_jit and filter_pmap, not {step.kind}")
+    if step.family == "pmap" and not step.default_axes:
+        raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
     if not carry:
         raise NotApplicable("nothing is carried from one call to the next (no state to flatten)")
     if carry_mod.WHOLE in carry.values():
@@ -318,39 +322,64 @@ def flat_leaves(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
         ]
         outs = list(step.raw(*full))
         for i, j in carry.items():
-            new_leaves, new_def = jax.tree_util.tree_flatten(outs[j])
-            if str(new_def) != str(treedefs[i]):
+            if str(jax.tree_util.tree_structure(outs[j])) != str(treedefs[i]):
                 raise NotApplicable(f"output {j} does not have the structure of argument {i}")
-            outs[j] = new_leaves
+            outs[j] = jax.tree_util.tree_leaves(outs[j])
         return tuple(outs)
 
-    fn = eqx.filter_jit(on_leaves, donate=step.donate)  # type: ignore[call-overload]
+    if step.family == "pmap":
+        fn = eqx.filter_pmap(on_leaves, axis_name=step.axis_name, donate=step.donate)  # type: ignore[arg-type]
+    else:
+        fn = eqx.filter_jit(on_leaves, donate=step.donate)  # type: ignore[call-overload]
+    wrapper = "filter_pmap" if step.family == "pmap" else "filter_jit"
 
     def view(out: Any, path_args: tuple) -> Any:
-        back = {carry[i]: i for i in carry}
-        outs = tuple(
-            jax.tree_util.tree_unflatten(treedefs[back[j]], o) if j in back else o for j, o in enumerate(out)
-        )
-        rest = tuple(
-            jax.tree_util.tree_unflatten(treedefs[i], a) if i in carry else a for i, a in enumerate(path_args)
-        )
-        return outs, rest
+        back = {j: i for i, j in carry.items()}
+        unflat = lambda i, a: jax.tree_util.tree_unflatten(treedefs[i], a)  # noqa: E731
+        outs = tuple(unflat(back[j], o) if j in back else o for j, o in enumerate(out))
+        return outs, tuple(unflat(i, a) if i in carry else a for i, a in enumerate(path_args))
 
-    what = "Equinox's low-overhead loop (docs/tricks.md): state flattened once, filter_jit on the leaves"
-    return Path(
-        "eqx.filter_jit on flat leaves", what, fn, flat, dict(carry), view, batch_at, "filter_jit_leaves"
-    )
+    what = f"Equinox's low-overhead loop (docs/tricks.md): state flattened once, eqx.{wrapper} on its leaves"
+    name = f"eqx.{wrapper} on flat leaves"
+    return Path(name, what, fn, flat, dict(carry), view, batch_at, f"{wrapper}_recipe")
 
 
-#: the Equinox recipes a reader's eqx.filter_jit step also gets (a study's cells, timed alike,
-#: ask for them through ``extra_paths``)
-RECIPES: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {"flat leaves": flat_leaves}
 #: the cheaper paths of the Equinox and JAX kinds, in the order a diagnosis lists them
 BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {
     "partitioned": partitioned,
+    "Equinox's recipe": recipe,
     "cached": cached,
     "packed": packed,
 }
+
+
+def _recipe_snippet(step: Step, fn: str, names: list[str], carry: carry_mod.Carry, donate: str) -> str:
+    """Equinox's recipe as docs/tricks.md writes it, for the reader's step and names."""
+    held = sorted(carry)
+    tree = "jax.tree_util.tree_"
+    flat_args = [f"flat_{n}" if i in carry else n for i, n in enumerate(names)]
+    back = {j: names[i] for i, j in carry.items()}
+    outs = [back.get(j, f"out{j}") for j in range(max(carry.values()) + 1)]
+    flat_outs = [f"flat_{o}" if j in back else o for j, o in enumerate(outs)]
+    options = ", ".join(
+        [*(["axis_name=..."] if step.family == "pmap" else []), *([f"donate={donate}"] if donate else [])]
+    )
+    wrapper = "filter_pmap" if step.family == "pmap" else "filter_jit"
+    lines = [f"flat_{names[i]}, treedef_{names[i]} = {tree}flatten({names[i]})" for i in held]
+    lines[0] += "  # once, before the loop"
+    lines += [
+        "",
+        f"@eqx.{wrapper}" + (f"({options})" if options else ""),
+        f"def {fn}_flat({', '.join(flat_args)}):",
+    ]
+    lines += [f"    {names[i]} = {tree}unflatten(treedef_{names[i]}, flat_{names[i]})" for i in held]
+    lines += [f"    {', '.join(outs)} = {fn}({', '.join(names)})  # {fn} undecorated"]
+    lines += [f"    return {', '.join(f'{tree}leaves({o})' if j in back else o for j, o in enumerate(outs))}"]
+    lines += ["", f"# loop: {', '.join(flat_outs)} = {fn}_flat({', '.join(flat_args)})"]
+    lines += [
+        f"{names[i]} = {tree}unflatten(treedef_{names[i]}, flat_{names[i]})  # after the loop" for i in held
+    ]
+    return "\n".join(lines)
 
 
 #: how to write each path for the reader's step: {fn} the step's function, {args} its
@@ -369,14 +398,6 @@ arrays, static = eqx.partition(({args},), eqx.is_array)  # once, outside the loo
 def {fn}_arrays(*arrays):
     return eqx.filter({fn}(*eqx.combine(arrays, static)), eqx.is_array)  # {fn} undecorated
 # loop: out = {fn}_arrays(*arrays); put the carried outputs back into arrays""",
-    "eqx.filter_jit on flat leaves": """\
-flat, treedef = jax.tree_util.tree_flatten(({state},))  # once, outside the loop
-@eqx.filter_jit{donate_eqx}
-def {fn}_flat(flat, {rest}):
-    {state}, = jax.tree_util.tree_unflatten(treedef, flat)
-    {outs} = {fn}({args})  # {fn} undecorated
-    return ..., jax.tree_util.tree_leaves(({state},))
-# loop: ..., flat = {fn}_flat(flat, {rest}); unflatten once at the end""",
     "jaxperf.cached_filter_jit": """\
 {fn} = jaxperf.cached_filter_jit({fn}{donate_eqx_arg})  # instead of eqx.filter_jit; the loop unchanged""",
     "jaxperf.cached_filter_pmap": """\
@@ -428,8 +449,6 @@ def snippet(
 ) -> str:
     """How to write path ``name`` for the reader's step ("" for a path without one, as the
     patched Equinox: results/equinox_patch/ says how to apply it)."""
-    if name not in SNIPPETS:
-        return ""
     names = [names[i] if i < len(names) else f"arg{i}" for i in range(n_args)]
     held = sorted(carry) if carry else list(range(nodes))
     donated = step.donated(n_args)
@@ -438,17 +457,21 @@ def snippet(
     eqx_donate = (
         "" if step.donate in ("none", ()) else repr(step.donate if isinstance(step.donate, str) else "all")
     )
+    fn = getattr(step.raw, "__name__", "step")
+    if name.endswith(" on flat leaves"):
+        return _recipe_snippet(step, fn, names, carry, eqx_donate)
+    if name not in SNIPPETS:
+        return ""
     split = sorted(
         {0 if i in held else 1 + [k for k in range(n_args) if k not in held].index(i) for i in donated}
     )
     text = SNIPPETS[name].format(
-        fn=getattr(step.raw, "__name__", "step"),
+        fn=fn,
         args=", ".join(names),
         state=state,
         rest=rest,
         outs="out",
         donate_argnums=f", donate_argnums={tuple(donated)}" if donated else "",
-        donate_eqx=f"(donate={eqx_donate})" if eqx_donate else "",
         donate_eqx_arg=f", donate={eqx_donate}" if eqx_donate else "",
         donate_bool=bool(set(donated) & set(carry)),
         donate_split=f", donate_argnums={tuple(split)}" if split else "",
