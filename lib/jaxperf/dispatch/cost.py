@@ -4,8 +4,8 @@ Each cell is one (step, model, donation, family): the seed's step wrapped as a r
 would wrap it, ``eqx.filter_pmap`` over every device (family ``pmap``, the seed's) or
 ``eqx.filter_jit`` on one device (family ``jit``, where Equinox sends users today), with
 its model and Adam state, and the diagnosis engine does the rest: it derives every
-cheaper path (the partitioned ``jax.pmap``/``jax.jit``, jaxperf's drop-in, the packed path,
-and any extra path such as a patched Equinox), proves each returns the same outputs and
+cheaper path (the partitioned ``jax.pmap``/``jax.jit``, Equinox's own low-overhead recipe,
+jaxperf's drop-in, the packed path, and any extra path such as a patched Equinox), proves each returns the same outputs and
 next state, and times them interleaved in the seed's loop (state passed along). The same
 engine a reader runs on their own step, so the study's numbers and a reader's diagnosis
 are the same measurement.
@@ -34,6 +34,8 @@ SLOW = {"pmap": "filter_pmap", "jit": "filter_jit", "nnx": "nnx_jit"}
 BASELINE = {"pmap": "pmap_params", "jit": "jit_params", "nnx": "nnx_split_jit"}
 FIX = {"pmap": "cached_filter_pmap", "jit": "cached_filter_jit", "nnx": "cached_nnx_jit"}
 PACKED = {"pmap": "packed_pmap", "jit": "packed_jit"}
+#: Equinox's "low-overhead training loops" recipe (docs/tricks.md), with the cell's own wrapper
+RECIPE = {"pmap": "filter_pmap_recipe", "jit": "filter_jit_recipe"}
 
 
 @dataclass(frozen=True)

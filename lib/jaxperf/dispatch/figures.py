@@ -29,6 +29,8 @@ LABELS = {
     "packed_jit": "jaxperf.packed_jit",
     "filter_pmap_patched": "eqx.filter_pmap, patched",
     "filter_jit_patched": "eqx.filter_jit, patched",
+    "filter_pmap_recipe": "eqx.filter_pmap on flat leaves",
+    "filter_jit_recipe": "eqx.filter_jit on flat leaves",
 }
 FAMILY_TITLES = {"pmap": "over 8 devices, vs jax.pmap on params", "jit": "on 1 device, vs jax.jit on params"}
 FAMILY_SHORT = {"pmap": "vs jax.pmap", "jit": "vs jax.jit"}
@@ -215,7 +217,7 @@ def plot_ranges(
     for key, found in summary_ranges.items():
         method, base = key.split("/")
         kind = "fix" if method in FIX.values() else "packed" if method in PACKED.values() else None
-        if kind is None:
+        if kind is None or base not in BASELINE.values():
             continue
         rows += [
             {**cell, "method": method, "baseline": base, "panel": kind} for cell in found[measure]["by_cell"]
