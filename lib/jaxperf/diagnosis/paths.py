@@ -168,35 +168,22 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
 
 def cached(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """jaxperf's drop-in for the Equinox wrapper the reader uses."""
-    from ..fixes import cached_filter_jit, cached_filter_pmap
+    from .. import fixes
 
-    if step.kind == "eqx.filter_jit":
-        fn = cached_filter_jit(step.raw, donate=step.donate)  # type: ignore[arg-type]
-        name = "jaxperf.cached_filter_jit"
-    elif step.kind == "eqx.filter_pmap":
-        if not step.default_axes:
-            raise NotApplicable(
-                "in_axes/out_axes other than the default: wrap it yourself with the same axes"
-            )
-        fn = cached_filter_pmap(step.raw, axis_name=step.axis_name, donate=step.donate)  # type: ignore[arg-type]
-        name = "jaxperf.cached_filter_pmap"
-    elif step.kind.startswith("jaxperf."):
+    if step.kind.startswith("jaxperf."):
         raise NotApplicable("your step already is jaxperf's drop-in")
-    else:
+    if step.kind not in ("eqx.filter_jit", "eqx.filter_pmap"):
         raise NotApplicable(f"no drop-in replaces {step.kind}")
+    if not step.default_axes:
+        raise NotApplicable("in_axes/out_axes other than the default: wrap it yourself with the same axes")
+    method = f"cached_{step.kind[4:]}"
+    options = {"axis_name": step.axis_name} if step.family == "pmap" else {}
+    fn = getattr(fixes, method)(step.raw, donate=step.donate, **options)
     what = "the same call, its partition cached per input structure" + (
-        ", never waiting for the result" if step.kind == "eqx.filter_jit" else ""
+        ", never waiting for the result" if step.family == "jit" else ""
     )
-    return Path(
-        name,
-        what,
-        fn,
-        carry_mod.fresh(args),
-        dict(carry),
-        lambda out, a: (out, a),
-        batch_at,
-        name.split(".")[1],
-    )
+    same = lambda out, a: (out, a)  # noqa: E731
+    return Path(f"jaxperf.{method}", what, fn, carry_mod.fresh(args), dict(carry), same, batch_at, method)
 
 
 def _devices_of(tree: Any) -> list[Any]:
@@ -217,21 +204,26 @@ def _as_pmap_outputs(tree: Any, devices: list[Any], axis_name: Any) -> Any:
     return eqx.combine(jax.device_put(arrays, sharding), static)
 
 
+def _carried_state(step: Step, carry: carry_mod.Carry, batch_at: int | None, what: str) -> None:
+    """NotApplicable unless the step returns its carried state in a tuple, mapped as pmap's default."""
+    if not carry:
+        raise NotApplicable(f"nothing is carried from one call to the next (no state to {what})")
+    if carry_mod.WHOLE in carry.values():
+        raise NotApplicable("the step returns its new state alone, not in a tuple")
+    if step.family == "pmap" and not step.default_axes:
+        raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
+    if batch_at is not None and batch_at in carry:
+        raise NotApplicable("the loader's batch is carried")
+
+
 def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """The carried state packed once into one buffer per dtype (``jaxperf.PackedState``),
     carried packed through ``jaxperf.packed_jit`` / ``packed_pmap``, donated as yours is."""
     from ..fixes import PackedState, packed_jit, packed_pmap
 
-    if not carry:
-        raise NotApplicable("nothing is carried from one call to the next (no state to pack)")
-    if carry_mod.WHOLE in carry.values():
-        raise NotApplicable("the step returns its new state alone, not in a tuple")
-    if step.family == "pmap" and not step.default_axes:
-        raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
+    _carried_state(step, carry, batch_at, "pack")
     order = sorted(carry)
     rest_at = [i for i in range(len(args)) if i not in carry]
-    if batch_at is not None and batch_at in carry:
-        raise NotApplicable("the loader's batch is carried")
     args = carry_mod.fresh(args)
     rest_dynamic, rest_static = eqx.partition(tuple(args[i] for i in rest_at), eqx.is_array)
     aux_static = _Statics()
@@ -303,45 +295,31 @@ def recipe(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     leaves carried; the reader's donation kept."""
     if not step.kind.startswith(("eqx.", "jaxperf.cached_filter")):
         raise NotApplicable(f"Equinox's recipe is for Equinox's filter_jit and filter_pmap, not {step.kind}")
-    if step.family == "pmap" and not step.default_axes:
-        raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
-    if not carry:
-        raise NotApplicable("nothing is carried from one call to the next (no state to flatten)")
-    if carry_mod.WHOLE in carry.values():
-        raise NotApplicable("the step returns its new state alone, not in a tuple")
-    if batch_at is not None and batch_at in carry:
-        raise NotApplicable("the loader's batch is carried")
-    args = carry_mod.fresh(args)
-    treedefs = {i: jax.tree_util.tree_flatten(args[i])[1] for i in carry}
-    flat = tuple(jax.tree_util.tree_leaves(a) if i in carry else a for i, a in enumerate(args))
+    _carried_state(step, carry, batch_at, "flatten")
+    args, back, tu = carry_mod.fresh(args), {j: i for i, j in carry.items()}, jax.tree_util
+    treedefs = {i: tu.tree_structure(args[i]) for i in carry}
+    unflat = lambda i, a: tu.tree_unflatten(treedefs[i], a) if i in carry else a  # noqa: E731
 
     def on_leaves(*leaves_or_args: Any) -> Any:
-        full = [
-            jax.tree_util.tree_unflatten(treedefs[i], a) if i in carry else a
-            for i, a in enumerate(leaves_or_args)
-        ]
-        outs = list(step.raw(*full))
+        outs = list(step.raw(*(unflat(i, a) for i, a in enumerate(leaves_or_args))))
         for i, j in carry.items():
-            if str(jax.tree_util.tree_structure(outs[j])) != str(treedefs[i]):
+            if str(tu.tree_structure(outs[j])) != str(treedefs[i]):
                 raise NotApplicable(f"output {j} does not have the structure of argument {i}")
-            outs[j] = jax.tree_util.tree_leaves(outs[j])
+            outs[j] = tu.tree_leaves(outs[j])
         return tuple(outs)
 
-    if step.family == "pmap":
-        fn = eqx.filter_pmap(on_leaves, axis_name=step.axis_name, donate=step.donate)  # type: ignore[arg-type]
-    else:
-        fn = eqx.filter_jit(on_leaves, donate=step.donate)  # type: ignore[call-overload]
-    wrapper = "filter_pmap" if step.family == "pmap" else "filter_jit"
-
     def view(out: Any, path_args: tuple) -> Any:
-        back = {j: i for i, j in carry.items()}
-        unflat = lambda i, a: jax.tree_util.tree_unflatten(treedefs[i], a)  # noqa: E731
         outs = tuple(unflat(back[j], o) if j in back else o for j, o in enumerate(out))
-        return outs, tuple(unflat(i, a) if i in carry else a for i, a in enumerate(path_args))
+        return outs, tuple(unflat(i, a) for i, a in enumerate(path_args))
 
+    wrapper = "filter_pmap" if step.family == "pmap" else "filter_jit"
+    options = {"axis_name": step.axis_name} if step.family == "pmap" else {}
+    fn = getattr(eqx, wrapper)(on_leaves, donate=step.donate, **options)
+    flat = tuple(tu.tree_leaves(a) if i in carry else a for i, a in enumerate(args))
     what = f"Equinox's low-overhead loop (docs/tricks.md): state flattened once, eqx.{wrapper} on its leaves"
-    name = f"eqx.{wrapper} on flat leaves"
-    return Path(name, what, fn, flat, dict(carry), view, batch_at, f"{wrapper}_recipe")
+    return Path(
+        f"eqx.{wrapper} on flat leaves", what, fn, flat, dict(carry), view, batch_at, f"{wrapper}_recipe"
+    )
 
 
 #: the cheaper paths of the Equinox and JAX kinds, in the order a diagnosis lists them
@@ -355,31 +333,22 @@ BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] 
 
 def _recipe_snippet(step: Step, fn: str, names: list[str], carry: carry_mod.Carry, donate: str) -> str:
     """Equinox's recipe as docs/tricks.md writes it, for the reader's step and names."""
-    held = sorted(carry)
-    tree = "jax.tree_util.tree_"
-    flat_args = [f"flat_{n}" if i in carry else n for i, n in enumerate(names)]
-    back = {j: names[i] for i, j in carry.items()}
+    t, held, back = "jax.tree_util.tree_", sorted(carry), {j: names[i] for i, j in carry.items()}
+    flat_args = ", ".join(f"flat_{n}" if i in carry else n for i, n in enumerate(names))
     outs = [back.get(j, f"out{j}") for j in range(max(carry.values()) + 1)]
-    flat_outs = [f"flat_{o}" if j in back else o for j, o in enumerate(outs)]
-    options = ", ".join(
-        [*(["axis_name=..."] if step.family == "pmap" else []), *([f"donate={donate}"] if donate else [])]
+    new = ", ".join(f"flat_{o}" if j in back else o for j, o in enumerate(outs))
+    options = ", ".join(["axis_name=..."] * (step.family == "pmap") + [f"donate={donate}"] * bool(donate))
+    wrapper = f"@eqx.{'filter_pmap' if step.family == 'pmap' else 'filter_jit'}" + (
+        f"({options})" * bool(options)
     )
-    wrapper = "filter_pmap" if step.family == "pmap" else "filter_jit"
-    lines = [f"flat_{names[i]}, treedef_{names[i]} = {tree}flatten({names[i]})" for i in held]
-    lines[0] += "  # once, before the loop"
-    lines += [
-        "",
-        f"@eqx.{wrapper}" + (f"({options})" if options else ""),
-        f"def {fn}_flat({', '.join(flat_args)}):",
-    ]
-    lines += [f"    {names[i]} = {tree}unflatten(treedef_{names[i]}, flat_{names[i]})" for i in held]
-    lines += [f"    {', '.join(outs)} = {fn}({', '.join(names)})  # {fn} undecorated"]
-    lines += [f"    return {', '.join(f'{tree}leaves({o})' if j in back else o for j, o in enumerate(outs))}"]
-    lines += ["", f"# loop: {', '.join(flat_outs)} = {fn}_flat({', '.join(flat_args)})"]
-    lines += [
-        f"{names[i]} = {tree}unflatten(treedef_{names[i]}, flat_{names[i]})  # after the loop" for i in held
-    ]
-    return "\n".join(lines)
+    unflatten = [f"{names[i]} = {t}unflatten(treedef_{names[i]}, flat_{names[i]})" for i in held]
+    return "\n".join(
+        [f"flat_{names[i]}, treedef_{names[i]} = {t}flatten({names[i]})  # before the loop" for i in held]
+        + [wrapper, f"def {fn}_flat({flat_args}):", *(f"    {u}" for u in unflatten)]
+        + [f"    {', '.join(outs)} = {fn}({', '.join(names)})  # {fn} undecorated"]
+        + [f"    return {', '.join(f'{t}leaves({o})' if j in back else o for j, o in enumerate(outs))}"]
+        + [f"# loop: {new} = {fn}_flat({flat_args})", *(f"{u}  # after the loop" for u in unflatten)]
+    )
 
 
 #: how to write each path for the reader's step: {fn} the step's function, {args} its

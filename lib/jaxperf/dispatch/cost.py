@@ -26,7 +26,7 @@ from ..diagnosis.paths import _as_pmap_outputs
 from .eqx_patch.path import PATHS as PATCHED
 from .models import ModelSpec, count_leaves
 from .runners import Inputs, put
-from .steps import AXIS, get_step
+from .steps import AXIS, batch_first, get_step
 
 FAMILIES = ("pmap", "jit")
 #: the study's name for each path a diagnosis times (its palette id), by family
@@ -64,7 +64,7 @@ class Cell:
             # the batch is the second argument; "all" would donate it too, so the seed's
             # loop (which reuses no batch) is mirrored by donating model and state only
             wrapped = eqx.filter_jit(
-                _model_first(get_step(self.step, None)), donate="all-except-first" if self.donated else "none"
+                batch_first(get_step(self.step, None)), donate="all-except-first" if self.donated else "none"
             )
             args = (x, model, opt_state)
         return wrapped, args
@@ -81,17 +81,6 @@ class Cell:
             "donated": self.donated,
             "family": self.family,
         }
-
-
-def _model_first(step: Callable[..., Any]) -> Callable[..., Any]:
-    """``step(model, x, opt)`` with the batch first: Equinox's "all-except-first" then donates
-    model and optimiser state and keeps the batch, as the pmap family's cells do."""
-
-    def batch_first(x: Any, model: Any, opt_state: Any) -> tuple[Any, Any, Any]:
-        return step(model, x, opt_state)
-
-    batch_first.__name__ = getattr(step, "__name__", "step")
-    return batch_first
 
 
 def run_cell(

@@ -32,7 +32,6 @@ LABELS = {
     "filter_pmap_recipe": "eqx.filter_pmap on flat leaves",
     "filter_jit_recipe": "eqx.filter_jit on flat leaves",
 }
-FAMILY_TITLES = {"pmap": "over 8 devices, vs jax.pmap on params", "jit": "on 1 device, vs jax.jit on params"}
 FAMILY_SHORT = {"pmap": "vs jax.pmap", "jit": "vs jax.jit"}
 
 
@@ -249,17 +248,13 @@ def plot_ranges(
         ax.tick_params(labelsize=pt(fig) - 1)
     names = [f"{r.step}, {r.model}{', donated' if r.donated else ''}" for r in cells.itertuples()]
     axes[0].set_yticks(np.arange(len(cells))[::-1], names, fontsize=pt(fig) - 1)
+    from .report import MEASURES
+
     fig.suptitle(
-        f"it/s ratio {per_leaf_words(measure)}, per case (median, min-max over processes)", fontsize=pt(fig)
+        f"it/s ratio {MEASURES[measure]}, per case (median, min-max over processes)", fontsize=pt(fig)
     )
     fig.tight_layout()
     return fig, data
-
-
-def per_leaf_words(measure: str) -> str:
-    from .report import MEASURES
-
-    return MEASURES[measure]
 
 
 @plots.draws
