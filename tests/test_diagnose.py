@@ -44,6 +44,7 @@ def test_the_seeds_step_gets_every_equinox_pmap_path_proved_and_timed(seed):
         "jax.pmap on the partitioned state",
         "jaxperf.cached_filter_pmap",
         "jaxperf.packed_pmap",
+        "eqx.filter_pmap on flat leaves",  # Equinox's low-overhead recipe (docs/tricks.md)
         "eqx.filter_pmap, patched",  # extra_paths: Equinox with the proposed change (results/equinox_patch)
     }
     # the reader's own arrays are never consumed or changed
@@ -71,7 +72,7 @@ def test_the_figure_draws_every_timed_path(seed):
     _, result = seed
     fig, data = result.figure()
     assert list(data["path"])[0] == "eqx.filter_pmap (yours)"
-    assert set(data["path"]) == set(result.timings["variant"]) and len(data) == 5
+    assert set(data["path"]) == set(result.timings["variant"]) and len(data) == 6
     assert (data["host_ms"] > 0).all()
 
 
@@ -80,7 +81,12 @@ def test_the_figure_draws_every_timed_path(seed):
     [
         (
             "equinox_train",
-            {"jax.jit on the partitioned state", "jaxperf.cached_filter_jit", "jaxperf.packed_jit"},
+            {
+                "jax.jit on the partitioned state",
+                "eqx.filter_jit on flat leaves",
+                "jaxperf.cached_filter_jit",
+                "jaxperf.packed_jit",
+            },
         ),
         ("jax_train", {"jaxperf.packed_jit"}),
         (
@@ -97,6 +103,72 @@ def test_steps_from_the_libraries_docs_get_their_paths(name, offered):
     assert result.problems == {}
     assert offered <= set(result.timings["variant"])
     assert result.loader and result.batch_at == 2
+
+
+@pytest.mark.parametrize(
+    "factory,name",
+    [
+        ("equinox_train", "eqx.filter_jit on flat leaves"),
+        ("filter_pmap_train", "eqx.filter_pmap on flat leaves"),
+    ],
+)
+def test_equinoxs_recipe_steps_as_the_readers_step_does(factory, name):
+    from jaxperf.diagnosis.kinds import identify
+    from jaxperf.diagnosis.paths import recipe
+
+    made = getattr(examples, factory)(depth=2, width=8)
+    loader = made.get("loader")
+    batch_at, state_at = (2, (0, 1)) if loader else (1, (0, 2))  # (model, opt, batch) or (model, x, opt)
+    path = recipe(identify(made["step"]), made["args"], dict(zip(state_at, (1, 2))), batch_at)
+    assert path.name == name
+    assert all(isinstance(path.args[i], list) for i in state_at)  # the state as flat leaves
+    mine = list(carry.fresh(made["args"]))
+    for _ in range(3):  # the reader's loop: three calls, each one's new state fed to the next
+        mine[batch_at] = next(loader) if loader else mine[batch_at]
+        out = made["step"](*mine)
+        mine[state_at[0]], mine[state_at[1]] = out[1], out[2]
+        path.call(mine[batch_at])
+    theirs_out, theirs_args = path.reader_view()
+    assert carry.first_difference(carry.host(out), carry.host(theirs_out)) is None
+    assert carry.first_difference(carry.host(tuple(mine)), carry.host(theirs_args)) is None
+
+
+def test_equinoxs_recipe_is_offered_for_equinox_steps_with_the_readers_step_rewritten():
+    made = examples.filter_pmap_train(depth=1, width=8)
+    result = diagnose(made["step"], *made["args"], **FAST)
+    assert result.problems == {} and "eqx.filter_pmap on flat leaves" in set(result.timings["variant"])
+    text = result.snippets["eqx.filter_pmap on flat leaves"]
+    assert "flat_model, treedef_model = jax.tree_util.tree_flatten(model)" in text
+    assert (
+        "@eqx.filter_pmap(axis_name=...)" in text
+        and "def train_step_flat(flat_model, x, flat_opt_state):" in text
+    )
+    assert "return out0, jax.tree_util.tree_leaves(model), jax.tree_util.tree_leaves(opt_state)" in text
+    assert result.methods["eqx.filter_pmap on flat leaves"] == "filter_pmap_recipe"
+    jax_step = diagnose(*(lambda m: (m["step"], *m["args"]))(examples.jax_train(depth=1, width=8)), **FAST)
+    assert "not jax.jit" in jax_step.skipped["Equinox's recipe"]
+
+
+def test_a_plain_jax_pmap_step_gets_the_packed_path_with_its_axis():
+    from jaxperf.diagnosis.kinds import pmap_axes
+
+    place = jax.pmap(lambda a: a)
+    w, x = place(jnp.ones((jax.device_count(), 3))), place(jnp.ones((jax.device_count(), 4)))
+    named = jax.pmap(lambda w, x: (w - jax.lax.pmean(x.sum(), "i"), w), axis_name="i")
+    assert pmap_axes(named, (w, x)) == ("i", True)
+    unnamed = jax.pmap(lambda w, x: (w - x.sum(), w))
+    assert pmap_axes(unnamed, (w, x)) == (None, True)
+    assert pmap_axes(jax.pmap(lambda w, s: w * s, in_axes=(0, None)), (w, 2.0))[1] is False
+    for step in (named, unnamed):
+        result = diagnose(step, w, x, carry={0: 0}, **FAST)
+        assert result.problems == {} and result.failed == {}
+        assert "jaxperf.packed_pmap" in set(result.timings["variant"])
+    made = importlib.import_module("corpus.steps.jax_pmap").make()  # JAX's pmap tutorial, donated
+    tutorial = diagnose(made["step"], *made["args"], **FAST)
+    assert (
+        "jaxperf.packed_pmap" in set(tutorial.timings["variant"])
+        and "donated" in tutorial.paths["jaxperf.packed_pmap"]
+    )
 
 
 def test_a_path_that_computes_something_else_is_reported_and_not_timed():

@@ -18,13 +18,10 @@ METHOD_COLORS = {
     "filter_pmap": "#d62728",  # the slow path of equinox#192: red
     "pmap_params": "#1f77b4",  # the reporter's fast baseline: blue
     "cached_filter_pmap": "#2ca02c",  # the drop-in fix: green
-    "filter_pmap_fixed": "#ff9896",  # filter_pmap with the proposed fix patched in: light red
     "packed_pmap": "#9467bd",
     "packed_jit": "#bcbd22",
-    "pmap_static_argnums": "#17becf",
-    "jit_named_sharding": "#8c564b",
-    "filter_jit_shard": "#e377c2",
-    "jit_shard_map": "#7f7f7f",
+    "filter_pmap_recipe": "#17becf",  # Equinox's low-overhead recipe (docs/tricks.md)
+    "filter_jit_recipe": "#e377c2",
     "jit_single_device": "#000000",
     "filter_jit": "#ff7f0e",
     "cached_filter_jit": "#006d2c",

@@ -70,7 +70,6 @@ def diagnose(
     calls_per_round: int | None = None,
     extra_paths: dict[str, Callable[..., Any]] | None = None,
     progress: Any = None,
-    recipes: bool | None = None,
 ) -> Diagnosis:
     """Diagnose ``step(*args)`` as the reader's training loop calls it.
 
@@ -89,11 +88,7 @@ def diagnose(
       cases timed alike);
       ``min_rounds``: rounds before the first stop; ``calls_per_round``: default about
       50 ms of your step;
-    - ``extra_paths``: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``;
-    - ``recipes``: also Equinox's own "low-overhead training loops" recipe (docs/tricks.md)
-      for an ``eqx.filter_jit`` step, proved and timed like the others; default: yes, unless
-      ``timing_only`` (a study's cells add it through ``extra_paths``:
-      ``jaxperf.diagnosis.paths.RECIPES``).
+    - ``extra_paths``: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``.
 
     A step that compiles again on every call gets that verdict and nothing is timed. What
     the step prints while diagnosed is captured and counted (``Diagnosis.printed``).
@@ -137,7 +132,6 @@ def diagnose(
         timing_only=timing_only,
         extra=extra_paths,
         progress=progress,
-        recipes=recipes,
     )
     return Diagnosis(precision=precision, environment=environment(), **result)
 

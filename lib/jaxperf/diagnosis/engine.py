@@ -22,8 +22,8 @@ import pandas as pd
 from .. import timing
 from ..errors import bad_value
 from . import carry as carry_mod
-from .kinds import Step
-from .paths import BUILDERS, NO_BATCH, RECIPES, NotApplicable, Path, Spread, put_batch, reader, snippet
+from .kinds import Step, pmap_axes
+from .paths import BUILDERS, NO_BATCH, NotApplicable, Path, Spread, put_batch, reader, snippet
 
 #: what a diagnosis measures per call, by column of :func:`jaxperf.timing.compare`
 MEASURES = {
@@ -192,13 +192,11 @@ def build(
     batches: Batches,
     batch_at: int | None,
     extra: dict[str, Callable[..., Path]] | None = None,
-    recipes: bool = False,
 ) -> tuple[Step, Path, dict[str, Path], dict[str, str], carry_mod.Carry, int, int | None]:
     """(the step, with the donation read off one call for jax.pmap; the reader's path, the
     cheaper paths, {path: why not offered}, carry, array leaves of the arguments of one call,
     batch position). One call of the reader's step (on copies) reads the carry and the
-    leaves; it also compiles it. ``recipes``: Equinox's own recipes (:data:`.paths.RECIPES`)
-    for an eqx.filter_jit step too."""
+    leaves; it also compiles it."""
     probe = carry_mod.fresh(args)
     try:
         out = step.call(*probe)
@@ -232,7 +230,8 @@ def build(
             )
         except Exception:  # noqa: BLE001 -- lowering is only a way to read the option
             donated = tuple(i for i, a in enumerate(probe) if _deleted(a))
-        step = dataclasses.replace(step, donate=donated)
+        axis_name, default_axes = pmap_axes(step.call, args)
+        step = dataclasses.replace(step, donate=donated, axis_name=axis_name, default_axes=default_axes)
     consumed = [i for i, a in enumerate(probe) if i not in carry and i not in batch_args and _deleted(a)]
     if consumed and not batches.given:
         raise bad_value(
@@ -248,8 +247,6 @@ def build(
     paths: dict[str, Path] = {}
     skipped: dict[str, str] = {}
     builders: dict[str, Callable[..., Path]] = dict(BUILDERS) if step.family != "nnx" else {}
-    if recipes and step.kind in ("eqx.filter_jit", "jaxperf.cached_filter_jit"):
-        builders = {**dict(list(builders.items())[:1]), **RECIPES, **builders}  # after partitioned
     if step.family == "nnx":
         from .nnx_paths import BUILDERS as NNX_BUILDERS
 
@@ -406,7 +403,6 @@ def run(
     timing_only: bool = False,
     extra: dict[str, Callable[..., Path]] | None = None,
     progress: Any = None,
-    recipes: bool | None = None,
 ) -> dict[str, Any]:
     """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from. The step's own
     output is captured and counted; ``config.max_seconds`` caps the whole diagnosis (its
@@ -414,10 +410,7 @@ def run(
     started = time.perf_counter()
     deadline = float("inf") if timing_only else started + config.max_seconds
     with captured() as printed:
-        recipes = not timing_only if recipes is None else recipes
-        found = _run(
-            step, args, carry, loader, batch_at, config, calls_per_round, extra, progress, deadline, recipes
-        )
+        found = _run(step, args, carry, loader, batch_at, config, calls_per_round, extra, progress, deadline)
         jax.effects_barrier()  # callbacks still in flight print here, not into the report
     found.update(printed=printed.summary(), seconds=time.perf_counter() - started)
     return found
@@ -434,12 +427,9 @@ def _run(
     extra: dict[str, Callable[..., Path]] | None,
     progress: Any,
     deadline: float,
-    recipes: bool,
 ) -> dict[str, Any]:
     batches = Batches(loader)
-    step, mine, paths, skipped, carry, leaves, batch_at = build(
-        step, args, carry, batches, batch_at, extra, recipes
-    )
+    step, mine, paths, skipped, carry, leaves, batch_at = build(step, args, carry, batches, batch_at, extra)
     names = carry_mod.parameter_names(step.raw)
     found: dict[str, Any] = {
         "kind": step.kind,

@@ -82,6 +82,24 @@ def jit_donation(jitted: Any) -> tuple[int, ...]:
     return tuple(sorted(getattr(info, "donate_argnums", ()) or ()))
 
 
+def pmap_axes(call: Callable[..., Any], args: tuple) -> tuple[Hashable | None, bool]:
+    """(axis name, None when unnamed; whether every argument and output is mapped over axis 0)
+    of a ``jax.pmap`` function on ``args``, read off its jaxpr: ``jax.pmap`` traces as one
+    ``shard_map`` over a one-axis mesh. ``(None, False)`` when that cannot be read."""
+    import jax
+
+    try:
+        eqns = list(jax.make_jaxpr(call)(*args).jaxpr.eqns)
+    except Exception:  # noqa: BLE001 -- tracing is only a way to read the options
+        return None, False
+    for eqn in eqns + [e for q in eqns for e in getattr(q.params.get("jaxpr"), "eqns", ())]:
+        if eqn.primitive.name == "shard_map" and len(eqn.params["mesh"].axis_names) == 1:
+            (name,) = eqn.params["mesh"].axis_names
+            default = all(tuple(s) == (name,) for s in (*eqn.params["in_specs"], *eqn.params["out_specs"]))
+            return (None if str(name).startswith("_internal_pmap") else name), default
+    return None, False
+
+
 def _type_name(obj: Any) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 

@@ -168,35 +168,22 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
 
 def cached(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """jaxperf's drop-in for the Equinox wrapper the reader uses."""
-    from ..fixes import cached_filter_jit, cached_filter_pmap
+    from .. import fixes
 
-    if step.kind == "eqx.filter_jit":
-        fn = cached_filter_jit(step.raw, donate=step.donate)  # type: ignore[arg-type]
-        name = "jaxperf.cached_filter_jit"
-    elif step.kind == "eqx.filter_pmap":
-        if not step.default_axes:
-            raise NotApplicable(
-                "in_axes/out_axes other than the default: wrap it yourself with the same axes"
-            )
-        fn = cached_filter_pmap(step.raw, axis_name=step.axis_name, donate=step.donate)  # type: ignore[arg-type]
-        name = "jaxperf.cached_filter_pmap"
-    elif step.kind.startswith("jaxperf."):
+    if step.kind.startswith("jaxperf."):
         raise NotApplicable("your step already is jaxperf's drop-in")
-    else:
+    if step.kind not in ("eqx.filter_jit", "eqx.filter_pmap"):
         raise NotApplicable(f"no drop-in replaces {step.kind}")
+    if not step.default_axes:
+        raise NotApplicable("in_axes/out_axes other than the default: wrap it yourself with the same axes")
+    method = f"cached_{step.kind[4:]}"
+    options = {"axis_name": step.axis_name} if step.family == "pmap" else {}
+    fn = getattr(fixes, method)(step.raw, donate=step.donate, **options)
     what = "the same call, its partition cached per input structure" + (
-        ", never waiting for the result" if step.kind == "eqx.filter_jit" else ""
+        ", never waiting for the result" if step.family == "jit" else ""
     )
-    return Path(
-        name,
-        what,
-        fn,
-        carry_mod.fresh(args),
-        dict(carry),
-        lambda out, a: (out, a),
-        batch_at,
-        name.split(".")[1],
-    )
+    same = lambda out, a: (out, a)  # noqa: E731
+    return Path(f"jaxperf.{method}", what, fn, carry_mod.fresh(args), dict(carry), same, batch_at, method)
 
 
 def _devices_of(tree: Any) -> list[Any]:
@@ -217,21 +204,26 @@ def _as_pmap_outputs(tree: Any, devices: list[Any], axis_name: Any) -> Any:
     return eqx.combine(jax.device_put(arrays, sharding), static)
 
 
+def _carried_state(step: Step, carry: carry_mod.Carry, batch_at: int | None, what: str) -> None:
+    """NotApplicable unless the step returns its carried state in a tuple, mapped as pmap's default."""
+    if not carry:
+        raise NotApplicable(f"nothing is carried from one call to the next (no state to {what})")
+    if carry_mod.WHOLE in carry.values():
+        raise NotApplicable("the step returns its new state alone, not in a tuple")
+    if step.family == "pmap" and not step.default_axes:
+        raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
+    if batch_at is not None and batch_at in carry:
+        raise NotApplicable("the loader's batch is carried")
+
+
 def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """The carried state packed once into one buffer per dtype (``jaxperf.PackedState``),
     carried packed through ``jaxperf.packed_jit`` / ``packed_pmap``, donated as yours is."""
     from ..fixes import PackedState, packed_jit, packed_pmap
 
-    if not carry:
-        raise NotApplicable("nothing is carried from one call to the next (no state to pack)")
-    if carry_mod.WHOLE in carry.values():
-        raise NotApplicable("the step returns its new state alone, not in a tuple")
-    if step.family == "pmap" and (step.axis_name is None or not step.default_axes):
-        raise NotApplicable("a pmap step with a named axis and default in_axes/out_axes only")
+    _carried_state(step, carry, batch_at, "pack")
     order = sorted(carry)
     rest_at = [i for i in range(len(args)) if i not in carry]
-    if batch_at is not None and batch_at in carry:
-        raise NotApplicable("the loader's batch is carried")
     args = carry_mod.fresh(args)
     rest_dynamic, rest_static = eqx.partition(tuple(args[i] for i in rest_at), eqx.is_array)
     aux_static = _Statics()
@@ -268,7 +260,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
             devices = _devices_of(tree)
             # one replica, on the host: packing places it again, replicated over the devices
             first = jax.tree.map(lambda x: np.asarray(x)[0] if eqx.is_array(x) else x, tree)
-            state = _as_pmap_outputs(PackedState.pack(first).replicate(devices), devices, step.axis_name)
+            axis = "_internal_pmap_axis_name" if step.axis_name is None else step.axis_name  # jax.pmap's own
+            state = _as_pmap_outputs(PackedState.pack(first).replicate(devices), devices, axis)
             fn = packed_pmap(fun, axis_name=step.axis_name, devices=devices, donate=donate)
         else:
             state = PackedState.pack(tree)
@@ -294,63 +287,68 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     return Path(name, what, fn, (state, *rest_dynamic), {0: 1}, view, batch, name.split(".")[1])
 
 
-def flat_leaves(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
-    """Equinox's "low-overhead training loops" recipe (docs/tricks.md): the carried state
-    flattened once outside the loop with ``jax.tree_util.tree_flatten``, ``eqx.filter_jit``
-    of a function of the flat leaves that unflattens inside, the leaves carried; the
-    reader's donation kept."""
-    if step.kind not in ("eqx.filter_jit", "jaxperf.cached_filter_jit"):
-        raise NotApplicable(f"Equinox's recipe is for eqx.filter_jit steps, not {step.kind}")
-    if not carry:
-        raise NotApplicable("nothing is carried from one call to the next (no state to flatten)")
-    if carry_mod.WHOLE in carry.values():
-        raise NotApplicable("the step returns its new state alone, not in a tuple")
-    if batch_at is not None and batch_at in carry:
-        raise NotApplicable("the loader's batch is carried")
-    args = carry_mod.fresh(args)
-    treedefs = {i: jax.tree_util.tree_flatten(args[i])[1] for i in carry}
-    flat = tuple(jax.tree_util.tree_leaves(a) if i in carry else a for i, a in enumerate(args))
+def recipe(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
+    """Equinox's "low-overhead training loops" recipe (docs/tricks.md) with the reader's own
+    wrapper (``eqx.filter_jit``, or ``eqx.filter_pmap`` the same way): each carried argument
+    flattened once outside the loop (``jax.tree_util.tree_flatten``), the step wrapped over the
+    flat leaves, unflattening them inside and returning ``tree_leaves`` of the new state, the
+    leaves carried; the reader's donation kept."""
+    if not step.kind.startswith(("eqx.", "jaxperf.cached_filter")):
+        raise NotApplicable(f"Equinox's recipe is for Equinox's filter_jit and filter_pmap, not {step.kind}")
+    _carried_state(step, carry, batch_at, "flatten")
+    args, back, tu = carry_mod.fresh(args), {j: i for i, j in carry.items()}, jax.tree_util
+    treedefs = {i: tu.tree_structure(args[i]) for i in carry}
+    unflat = lambda i, a: tu.tree_unflatten(treedefs[i], a) if i in carry else a  # noqa: E731
 
     def on_leaves(*leaves_or_args: Any) -> Any:
-        full = [
-            jax.tree_util.tree_unflatten(treedefs[i], a) if i in carry else a
-            for i, a in enumerate(leaves_or_args)
-        ]
-        outs = list(step.raw(*full))
+        outs = list(step.raw(*(unflat(i, a) for i, a in enumerate(leaves_or_args))))
         for i, j in carry.items():
-            new_leaves, new_def = jax.tree_util.tree_flatten(outs[j])
-            if str(new_def) != str(treedefs[i]):
+            if str(tu.tree_structure(outs[j])) != str(treedefs[i]):
                 raise NotApplicable(f"output {j} does not have the structure of argument {i}")
-            outs[j] = new_leaves
+            outs[j] = tu.tree_leaves(outs[j])
         return tuple(outs)
 
-    fn = eqx.filter_jit(on_leaves, donate=step.donate)  # type: ignore[call-overload]
-
     def view(out: Any, path_args: tuple) -> Any:
-        back = {carry[i]: i for i in carry}
-        outs = tuple(
-            jax.tree_util.tree_unflatten(treedefs[back[j]], o) if j in back else o for j, o in enumerate(out)
-        )
-        rest = tuple(
-            jax.tree_util.tree_unflatten(treedefs[i], a) if i in carry else a for i, a in enumerate(path_args)
-        )
-        return outs, rest
+        outs = tuple(unflat(back[j], o) if j in back else o for j, o in enumerate(out))
+        return outs, tuple(unflat(i, a) for i, a in enumerate(path_args))
 
-    what = "Equinox's low-overhead loop (docs/tricks.md): state flattened once, filter_jit on the leaves"
+    wrapper = "filter_pmap" if step.family == "pmap" else "filter_jit"
+    options = {"axis_name": step.axis_name} if step.family == "pmap" else {}
+    fn = getattr(eqx, wrapper)(on_leaves, donate=step.donate, **options)
+    flat = tuple(tu.tree_leaves(a) if i in carry else a for i, a in enumerate(args))
+    what = f"Equinox's low-overhead loop (docs/tricks.md): state flattened once, eqx.{wrapper} on its leaves"
     return Path(
-        "eqx.filter_jit on flat leaves", what, fn, flat, dict(carry), view, batch_at, "filter_jit_leaves"
+        f"eqx.{wrapper} on flat leaves", what, fn, flat, dict(carry), view, batch_at, f"{wrapper}_recipe"
     )
 
 
-#: the Equinox recipes a reader's eqx.filter_jit step also gets (a study's cells, timed alike,
-#: ask for them through ``extra_paths``)
-RECIPES: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {"flat leaves": flat_leaves}
 #: the cheaper paths of the Equinox and JAX kinds, in the order a diagnosis lists them
 BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {
     "partitioned": partitioned,
+    "Equinox's recipe": recipe,
     "cached": cached,
     "packed": packed,
 }
+
+
+def _recipe_snippet(step: Step, fn: str, names: list[str], carry: carry_mod.Carry, donate: str) -> str:
+    """Equinox's recipe as docs/tricks.md writes it, for the reader's step and names."""
+    t, held, back = "jax.tree_util.tree_", sorted(carry), {j: names[i] for i, j in carry.items()}
+    flat_args = ", ".join(f"flat_{n}" if i in carry else n for i, n in enumerate(names))
+    outs = [back.get(j, f"out{j}") for j in range(max(carry.values()) + 1)]
+    new = ", ".join(f"flat_{o}" if j in back else o for j, o in enumerate(outs))
+    options = ", ".join(["axis_name=..."] * (step.family == "pmap") + [f"donate={donate}"] * bool(donate))
+    wrapper = f"@eqx.{'filter_pmap' if step.family == 'pmap' else 'filter_jit'}" + (
+        f"({options})" * bool(options)
+    )
+    unflatten = [f"{names[i]} = {t}unflatten(treedef_{names[i]}, flat_{names[i]})" for i in held]
+    return "\n".join(
+        [f"flat_{names[i]}, treedef_{names[i]} = {t}flatten({names[i]})  # before the loop" for i in held]
+        + [wrapper, f"def {fn}_flat({flat_args}):", *(f"    {u}" for u in unflatten)]
+        + [f"    {', '.join(outs)} = {fn}({', '.join(names)})  # {fn} undecorated"]
+        + [f"    return {', '.join(f'{t}leaves({o})' if j in back else o for j, o in enumerate(outs))}"]
+        + [f"# loop: {new} = {fn}_flat({flat_args})", *(f"{u}  # after the loop" for u in unflatten)]
+    )
 
 
 #: how to write each path for the reader's step: {fn} the step's function, {args} its
@@ -369,14 +367,6 @@ arrays, static = eqx.partition(({args},), eqx.is_array)  # once, outside the loo
 def {fn}_arrays(*arrays):
     return eqx.filter({fn}(*eqx.combine(arrays, static)), eqx.is_array)  # {fn} undecorated
 # loop: out = {fn}_arrays(*arrays); put the carried outputs back into arrays""",
-    "eqx.filter_jit on flat leaves": """\
-flat, treedef = jax.tree_util.tree_flatten(({state},))  # once, outside the loop
-@eqx.filter_jit{donate_eqx}
-def {fn}_flat(flat, {rest}):
-    {state}, = jax.tree_util.tree_unflatten(treedef, flat)
-    {outs} = {fn}({args})  # {fn} undecorated
-    return ..., jax.tree_util.tree_leaves(({state},))
-# loop: ..., flat = {fn}_flat(flat, {rest}); unflatten once at the end""",
     "jaxperf.cached_filter_jit": """\
 {fn} = jaxperf.cached_filter_jit({fn}{donate_eqx_arg})  # instead of eqx.filter_jit; the loop unchanged""",
     "jaxperf.cached_filter_pmap": """\
@@ -428,8 +418,6 @@ def snippet(
 ) -> str:
     """How to write path ``name`` for the reader's step ("" for a path without one, as the
     patched Equinox: results/equinox_patch/ says how to apply it)."""
-    if name not in SNIPPETS:
-        return ""
     names = [names[i] if i < len(names) else f"arg{i}" for i in range(n_args)]
     held = sorted(carry) if carry else list(range(nodes))
     donated = step.donated(n_args)
@@ -438,17 +426,21 @@ def snippet(
     eqx_donate = (
         "" if step.donate in ("none", ()) else repr(step.donate if isinstance(step.donate, str) else "all")
     )
+    fn = getattr(step.raw, "__name__", "step")
+    if name.endswith(" on flat leaves"):
+        return _recipe_snippet(step, fn, names, carry, eqx_donate)
+    if name not in SNIPPETS:
+        return ""
     split = sorted(
         {0 if i in held else 1 + [k for k in range(n_args) if k not in held].index(i) for i in donated}
     )
     text = SNIPPETS[name].format(
-        fn=getattr(step.raw, "__name__", "step"),
+        fn=fn,
         args=", ".join(names),
         state=state,
         rest=rest,
         outs="out",
         donate_argnums=f", donate_argnums={tuple(donated)}" if donated else "",
-        donate_eqx=f"(donate={eqx_donate})" if eqx_donate else "",
         donate_eqx_arg=f", donate={eqx_donate}" if eqx_donate else "",
         donate_bool=bool(set(donated) & set(carry)),
         donate_split=f", donate_argnums={tuple(split)}" if split else "",

@@ -4,8 +4,8 @@ Each cell is one (step, model, donation, family): the seed's step wrapped as a r
 would wrap it, ``eqx.filter_pmap`` over every device (family ``pmap``, the seed's) or
 ``eqx.filter_jit`` on one device (family ``jit``, where Equinox sends users today), with
 its model and Adam state, and the diagnosis engine does the rest: it derives every
-cheaper path (the partitioned ``jax.pmap``/``jax.jit``, jaxperf's drop-in, the packed path,
-and any extra path such as a patched Equinox), proves each returns the same outputs and
+cheaper path (the partitioned ``jax.pmap``/``jax.jit``, Equinox's own low-overhead recipe,
+jaxperf's drop-in, the packed path, and any extra path such as a patched Equinox), proves each returns the same outputs and
 next state, and times them interleaved in the seed's loop (state passed along). The same
 engine a reader runs on their own step, so the study's numbers and a reader's diagnosis
 are the same measurement.
@@ -26,7 +26,7 @@ from ..diagnosis.paths import _as_pmap_outputs
 from .eqx_patch.path import PATHS as PATCHED
 from .models import ModelSpec, count_leaves
 from .runners import Inputs, put
-from .steps import AXIS, get_step
+from .steps import AXIS, batch_first, get_step
 
 FAMILIES = ("pmap", "jit")
 #: the study's name for each path a diagnosis times (its palette id), by family
@@ -34,6 +34,8 @@ SLOW = {"pmap": "filter_pmap", "jit": "filter_jit", "nnx": "nnx_jit"}
 BASELINE = {"pmap": "pmap_params", "jit": "jit_params", "nnx": "nnx_split_jit"}
 FIX = {"pmap": "cached_filter_pmap", "jit": "cached_filter_jit", "nnx": "cached_nnx_jit"}
 PACKED = {"pmap": "packed_pmap", "jit": "packed_jit"}
+#: Equinox's "low-overhead training loops" recipe (docs/tricks.md), with the cell's own wrapper
+RECIPE = {"pmap": "filter_pmap_recipe", "jit": "filter_jit_recipe"}
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class Cell:
             # the batch is the second argument; "all" would donate it too, so the seed's
             # loop (which reuses no batch) is mirrored by donating model and state only
             wrapped = eqx.filter_jit(
-                _model_first(get_step(self.step, None)), donate="all-except-first" if self.donated else "none"
+                batch_first(get_step(self.step, None)), donate="all-except-first" if self.donated else "none"
             )
             args = (x, model, opt_state)
         return wrapped, args
@@ -79,17 +81,6 @@ class Cell:
             "donated": self.donated,
             "family": self.family,
         }
-
-
-def _model_first(step: Callable[..., Any]) -> Callable[..., Any]:
-    """``step(model, x, opt)`` with the batch first: Equinox's "all-except-first" then donates
-    model and optimiser state and keeps the batch, as the pmap family's cells do."""
-
-    def batch_first(x: Any, model: Any, opt_state: Any) -> tuple[Any, Any, Any]:
-        return step(model, x, opt_state)
-
-    batch_first.__name__ = getattr(step, "__name__", "step")
-    return batch_first
 
 
 def run_cell(

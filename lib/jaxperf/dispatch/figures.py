@@ -29,8 +29,9 @@ LABELS = {
     "packed_jit": "jaxperf.packed_jit",
     "filter_pmap_patched": "eqx.filter_pmap, patched",
     "filter_jit_patched": "eqx.filter_jit, patched",
+    "filter_pmap_recipe": "eqx.filter_pmap on flat leaves",
+    "filter_jit_recipe": "eqx.filter_jit on flat leaves",
 }
-FAMILY_TITLES = {"pmap": "over 8 devices, vs jax.pmap on params", "jit": "on 1 device, vs jax.jit on params"}
 FAMILY_SHORT = {"pmap": "vs jax.pmap", "jit": "vs jax.jit"}
 
 
@@ -215,7 +216,7 @@ def plot_ranges(
     for key, found in summary_ranges.items():
         method, base = key.split("/")
         kind = "fix" if method in FIX.values() else "packed" if method in PACKED.values() else None
-        if kind is None:
+        if kind is None or base not in BASELINE.values():
             continue
         rows += [
             {**cell, "method": method, "baseline": base, "panel": kind} for cell in found[measure]["by_cell"]
@@ -247,17 +248,13 @@ def plot_ranges(
         ax.tick_params(labelsize=pt(fig) - 1)
     names = [f"{r.step}, {r.model}{', donated' if r.donated else ''}" for r in cells.itertuples()]
     axes[0].set_yticks(np.arange(len(cells))[::-1], names, fontsize=pt(fig) - 1)
+    from .report import MEASURES
+
     fig.suptitle(
-        f"it/s ratio {per_leaf_words(measure)}, per case (median, min-max over processes)", fontsize=pt(fig)
+        f"it/s ratio {MEASURES[measure]}, per case (median, min-max over processes)", fontsize=pt(fig)
     )
     fig.tight_layout()
     return fig, data
-
-
-def per_leaf_words(measure: str) -> str:
-    from .report import MEASURES
-
-    return MEASURES[measure]
 
 
 @plots.draws

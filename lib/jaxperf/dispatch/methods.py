@@ -30,7 +30,7 @@ from ..errors import bad_value, check_choice, check_int
 from ..fixes import _packed as packed
 from ..fixes import cached_filter_jit, cached_filter_pmap
 from .runners import Inputs, Runner, canonical_form, on_params, put, variant_name
-from .steps import AXIS, get_step
+from .steps import AXIS, batch_first, get_step
 from .vocab import BASELINE, FAST_PATHS, FIX, METHODS, SLOW
 
 __all__ = [
@@ -79,21 +79,11 @@ def _jit_single_device(inputs: Inputs) -> Runner:
     return inputs.runner("jit_single_device", fn, args, canonical_form(False, static))
 
 
-def _batch_first(step: Callable) -> Callable:
-    """``step`` with the batch as its first argument: Equinox donates "all-except-first",
-    and a donated batch can be consumed (the seed's loop reuses no batch, the sweep does)."""
-
-    def batch_first(xb: jax.Array, m: Any, o: Any) -> tuple[Any, Any, Any]:
-        return step(m, xb, o)
-
-    return batch_first
-
-
 def _filter_jit(inputs: Inputs, wrap: Callable = eqx.filter_jit, method: str = "filter_jit") -> Runner:
     """``wrap`` (``eqx.filter_jit`` or a drop-in for it) on the whole model, on one device:
     Equinox's recommended path without sharding, the ``jax.jit`` floor's counterpart."""
     fn = wrap(
-        _batch_first(get_step(inputs.step, None)), donate="all-except-first" if inputs.donate else "none"
+        batch_first(get_step(inputs.step, None)), donate="all-except-first" if inputs.donate else "none"
     )
     args = put((inputs.x, inputs.model, inputs.opt_state), inputs.devices[0])
     return inputs.runner(method, fn, args, canonical_form(False), at=(1, 2))

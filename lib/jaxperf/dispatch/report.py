@@ -18,7 +18,7 @@ from .. import goals as rule
 from .. import markdown as md
 from .. import runs_ahead
 from . import accounting, per_leaf
-from .cost import BASELINE, FAMILIES, FIX, PACKED, SLOW
+from .cost import BASELINE, FAMILIES, FIX, PACKED, RECIPE, SLOW
 
 #: the it/s measures every range is stated in, with the words a summary uses for them
 MEASURES = {
@@ -27,6 +27,8 @@ MEASURES = {
 }
 #: Equinox's wrappers with the study's proposed change patched in (jaxperf.dispatch.eqx_patch)
 PATCHED = ("filter_pmap_patched", "filter_jit_patched")
+#: Equinox's own low-overhead recipe (docs/tricks.md), which the drop-ins and the patch are set against too
+RECIPES = tuple(RECIPE.values())
 #: the project's own goals (judged in <details> only): the fix vs the baseline, every cell;
 #: the packed path vs the baseline with the same donation, the no-op step at the largest MLP
 GOAL_FIX, GOAL_PACKED_NOOP = 0.95, 10.0
@@ -135,7 +137,9 @@ def headline(
     """Everything summary.md states, as data."""
     light = timings[~(timings["step"].eq(HEAVY["step"]) & timings["model"].str.contains("_width"))]
     methods = tuple(
-        m for m in (*SLOW.values(), *FIX.values(), *PACKED.values(), *PATCHED) if m in set(light["method"])
+        m
+        for m in (*SLOW.values(), *RECIPES, *FIX.values(), *PACKED.values(), *PATCHED)
+        if m in set(light["method"])
     )
     lines = cost_lines(light, methods)
     acc = accounting.table(per_leaf.pooled(acc_rows, "round"))
@@ -162,7 +166,9 @@ def headline(
         "baseline_per_leaf": _baseline_lines(light, methods),
         "excess_ms": excess,
         "host_ratio": {
-            m: per_leaf.host_ratio(light, m, noop) for m in (*SLOW.values(), *PATCHED) if m in methods
+            m: per_leaf.host_ratio(light, m, noop)
+            for m in (*SLOW.values(), *RECIPES, *PATCHED)
+            if m in methods
         },
         "seed": {
             # the excess at each MLP size is the measured one (one value per quantity); the leaves
@@ -181,10 +187,11 @@ def headline(
         "ranges": {},
         "not_timed": notes.to_dict(orient="records"),
     }
-    for family in FAMILIES:
-        base = BASELINE[family]
-        for method in (SLOW[family], FIX[family], PACKED[family], f"{SLOW[family]}_patched"):
-            if method in set(timings["method"]):
+    for family in FAMILIES:  # each path over the baseline, and what each adds on top of the recipe
+        fix, patched = FIX[family], f"{SLOW[family]}_patched"
+        pairs = [(m, BASELINE[family]) for m in (SLOW[family], RECIPE[family], fix, PACKED[family], patched)]
+        for method, base in pairs + [(m, RECIPE[family]) for m in (fix, patched)]:
+            if {method, base} <= set(timings["method"]):
                 summary["ranges"][f"{method}/{base}"] = _range(timings, method, base, precision)
     summary["patch_suite"] = _patch_suite()
     summary["goals"] = goals(summary, quick)

@@ -49,6 +49,17 @@ def make_train_step(axis_name: str | None) -> Step:
     return train_step
 
 
+def batch_first(step: Step) -> Callable[[jax.Array, Any, Any], tuple[Any, Any, Any]]:
+    """``step`` with the batch as its first argument: Equinox's "all-except-first" then donates
+    model and optimiser state and keeps the batch (a donated batch can be consumed)."""
+
+    def first(x: jax.Array, model: Any, opt_state: Any) -> tuple[Any, Any, Any]:
+        return step(model, x, opt_state)
+
+    first.__name__ = getattr(step, "__name__", "step")
+    return first
+
+
 def get_step(step: str, axis_name: str | None) -> Step:
     """The step named ``step`` (one of :data:`STEPS`), for a mapped (``axis_name``) or global (None) method."""
     check_choice("step", step, STEPS)
