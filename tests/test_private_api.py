@@ -140,7 +140,8 @@ def test_mosaic_lowering_hooks_see_the_kernel_module_and_are_restored(compiler, 
     import importlib
 
     from jaxperf import private_api
-    from jaxperf.loops import lowering
+    from jaxperf.compilers.lowering import export_variant
+    from jaxperf.jax20909 import kernels, mosaic_gpu_kernel
 
     module_name, name = (
         private_api.MOSAIC_TPU_REGISTRATION
@@ -149,18 +150,17 @@ def test_mosaic_lowering_hooks_see_the_kernel_module_and_are_restored(compiler, 
     )
     module = importlib.import_module(module_name)
     original = getattr(module, name)
-    row = lowering.lower_one(
-        "seed",
-        "fori",
-        1,
-        compiler,
-        T=256,
-        D=64,
-        batch=1,
-        dtype="bfloat16" if platform == "tpu" else "float16",
-    )
+    if compiler == "mosaic_gpu":
+        fn, args = mosaic_gpu_kernel.build("fori", 1, T=256, D=64, batch=1, dtype="float16")
+    else:
+        fn, args = kernels.build(
+            "seed", "fori", 1, T=256, D=64, batch=1, dtype="bfloat16", interpret=False, lowering=compiler
+        )
+    seen: list[str] = []
+    with private_api.mosaic_lowering_hook(compiler, lambda m: seen.append(str(m.operation))):
+        export_variant(fn, args, compiler)
     assert getattr(module, name) is original
-    assert row.lowers and row.ir_lines > 0 and row.loop_ops == 1  # the hook captured the kernel's own module
+    assert len(seen) == 1 and seen[0].count("scf.for") == 1  # the hook saw the kernel's own module
     with pytest.raises(ValueError, match="compiler='triton' is not allowed"):
         with private_api.mosaic_lowering_hook("triton", print):
             pass

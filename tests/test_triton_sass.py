@@ -1,12 +1,8 @@
-"""Reading machine code and IR without a GPU or the triton extra: SASS parsing, the
-instruction mix, loops and their trip counts, the static dynamic-instruction count, and the
-MLIR / LLVM IR counters of the mechanism."""
+"""Reading machine code without a GPU or the triton extra: SASS parsing, the instruction mix,
+loops and their trip counts, and the static dynamic-instruction count."""
 
 from __future__ import annotations
 
-import pytest
-
-from jaxperf.compilers.triton import estimate, ir
 from jaxperf.compilers.triton import sass as s
 
 
@@ -56,13 +52,11 @@ def test_nested_loops_and_their_trip_counts():
     inner, outer = sorted(s.loops(code), key=lambda lp: lp.branch)
     assert (inner.trips, outer.trips) == (8, 32)
     assert "R10 from 0 by 4 to 128" in outer.how
-    counts = estimate.dynamic_counts(_sass(NESTED))
+    counts = s.dynamic_counts(_sass(NESTED))
     assert counts.loops == 2 and counts.in_loops == 8 and counts.outside_loops == 6
     # outside: 6; outer-only body (3, 8, 9, 10): 4 x 32; inner body (4..7): 4 x 32 x 8
     assert counts.per_program == 6 + 4 * 32 + 4 * 32 * 8
     assert counts.by_category["fp arithmetic"] == 32 * 8 and counts.by_category["shuffle"] == 1
-    row = estimate.columns(counts, num_warps=4, programs=10)
-    assert row["sass_dynamic_per_call"] == counts.per_program * 40 and row["sass_loop_trips"] == "8,32"
 
 
 def test_a_64_bit_counter_and_a_negative_start_are_read():
@@ -98,7 +92,7 @@ def test_an_unreadable_counter_leaves_the_estimate_unresolved():
     ]
     (loop,) = s.loops(s.parse(_sass(code)))
     assert loop.trips is None and "not read" in loop.how
-    counts = estimate.dynamic_counts(_sass(code))
+    counts = s.dynamic_counts(_sass(code))
     assert counts.per_program is None and not counts.resolved
 
 
@@ -122,109 +116,6 @@ def test_ptx_instructions_counts_statements_not_directives():
     assert s.ptx_instructions(ptx) == 3
 
 
-TTGIR = """module {
-  tt.func public @k(%arg0: !tt.ptr<f16>) {
-    %0 = tt.load %p : tensor<128x64x!tt.ptr<f16>>
-    %1 = scf.for %i = %c0 to %c128 step %c1 iter_args(%acc = %z) -> (tensor<128x64xf16>)  : i32 {
-      %2 = "tt.reduce"(%0) <{axis = 1 : i32}> ({
-      ^bb0(%a: f32, %b: f32):
-        %3 = arith.addf %a, %b : f32
-        tt.reduce.return %3 : f32
-      }) : (tensor<128x64xf32>) -> tensor<128xf32>
-      %4 = arith.sitofp %i : i32 to f16
-      %5 = tt.splat %4 : f16 -> tensor<128x64xf16>
-      %6 = arith.addf %acc, %5 : tensor<128x64xf16>
-      scf.yield %6 : tensor<128x64xf16>
-    } loc(#loc3)
-    tt.store %p, %1 : tensor<128x64x!tt.ptr<f16>>
-    tt.return
-  }
-}"""
-
-
-def test_mlir_counts_ops_inside_and_outside_loops():
-    inside, outside, loops = ir.mlir_counts(TTGIR)
-    assert loops == 1
-    assert inside["reduce"] == 1 and outside["reduce"] == 0  # the combiner's addf is not counted apart
-    assert (
-        inside["tensor arithmetic"] == 1
-        and inside["scalar arithmetic"] == 1
-        and inside["splat/broadcast"] == 1
-    )
-    assert outside["load"] == 1 and outside["store"] == 1
-
-
-LLIR = """define ptx_kernel void @k(ptr addrspace(1) %0) {
-  %2 = call i32 @llvm.nvvm.shfl.sync.bfly.i32(i32 -1, i32 %1, i32 1, i32 31)
-  call void @llvm.nvvm.barrier.cta.sync.aligned.all(i32 0, i32 128)
-  br label %5
-
-5:                                                ; preds = %4, %5
-  %6 = phi <64 x half> [ zeroinitializer, %4 ], [ %8, %5 ]
-  %7 = fadd half %a, %b
-  %8 = fadd <64 x half> %6, %s
-  br i1 %c, label %9, label %5
-
-9:                                                ; preds = %5
-  ret void
-}
-"""
-
-
-def test_llir_counts_a_back_edge_as_a_loop_and_vector_ops_by_element():
-    inside, outside, loops = ir.llir_counts(LLIR)
-    assert loops == 1
-    assert inside["fp operations (elements)"] == 65 and inside["shuffle"] == 0
-    assert outside["shuffle"] == 1 and outside["barrier"] == 1
-
-
-def test_the_estimate_stands_beside_a_measurement():
-    import pandas as pd
-
-    rows = pd.DataFrame(
-        [
-            dict(
-                kernel="seed",
-                target="sm_90",
-                loop_form=f,
-                unroll=1,
-                variant=v,
-                T=T,
-                steps=T // 64,
-                programs=T // 128,
-                num_warps=4,
-                repeat=0,
-                status="ok",
-                sass_dynamic_per_call=n,
-            )
-            for f, v, T, n in [("python", "python", 8192, 100), ("fori", "fori u=1", 8192, 1000)]
-        ]
-    )
-    for column in estimate.ESTIMATE_COLUMNS:
-        if column not in rows:
-            rows[column] = 0
-    measured = pd.DataFrame(
-        {"variant": ["python", "fori u=1", "fori u=1"], "T": [8192] * 3, "ms_per_call": [2.0, 3.0, 5.0]}
-    )
-    later = rows.assign(T=16384, steps=256, sass_dynamic_per_program=rows.sass_dynamic_per_call * 2)
-    slopes = estimate.per_step(
-        pd.concat([rows.assign(sass_dynamic_per_program=rows.sass_dynamic_per_call), later])
-    )
-    assert slopes.set_index("variant")["per step"].to_dict() == {"python": 100 / 128, "fori u=1": 1000 / 128}
-    out = estimate.beside_measured(rows, measured)
-    assert out.to_dict(orient="records") == [
-        {
-            "target": "sm_90",
-            "T": 8192,
-            "variant": "fori u=1",
-            "predicted instructions / python": 10.0,
-            "measured ms / python": 2.0,
-        }
-    ]
-    with pytest.raises(ValueError, match="measured="):
-        estimate.beside_measured(rows, measured.rename(columns={"ms_per_call": "ms"}))
-
-
 # A loop whose backward branch is unconditional and which is left by a predicated call past it,
 # as ptxas writes some loops for sm_86 (R68 from 0 by 4 to 128: 32 trips).
 EXIT_BY_CALL = [
@@ -243,4 +134,4 @@ EXIT_BY_CALL = [
 def test_a_loop_left_by_a_predicated_call_has_its_trips_read():
     (loop,) = s.loops(s.parse(_sass(EXIT_BY_CALL)))
     assert loop.trips == 32 and "R68 from 0 by 4 to 128" in loop.how
-    assert estimate.dynamic_counts(_sass(EXIT_BY_CALL)).per_program == 3 + 6 * 32
+    assert s.dynamic_counts(_sass(EXIT_BY_CALL)).per_program == 3 + 6 * 32

@@ -9,7 +9,7 @@ same code:
 - :mod:`.cuda`: the NVIDIA targets and the export for CUDA without a GPU (Triton, Mosaic GPU);
 - :mod:`.lowering`: each Pallas compiler's export and the capture of the kernel's own module
   (the lowering matrix of notebook 02);
-- :mod:`.triton`: Pallas -> Triton -> SASS on a CPU (capture, compile, sass, ir, estimate;
+- :mod:`.triton`: Pallas -> Triton -> SASS on a CPU (capture, compile, sass;
   notebook 04, the GPU run's host compile);
 - :mod:`.mosaic_tpu`: Mosaic TPU through libtpu (topology, compile, bundles, estimate; notebook 05).
 """

@@ -80,7 +80,3 @@ def error_text(err: BaseException) -> str:
         return "(no message, no traceback)"
     path = frame.filename.split("site-packages/")[-1]
     return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
-
-
-def first_warning(caught: list) -> str:
-    return f"{caught[0].category.__name__}: {caught[0].message}"[:300] if caught else ""

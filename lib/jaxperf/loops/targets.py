@@ -5,7 +5,7 @@ and reads one number of work per program from the compiler's own output, in its 
 
 - ``triton sm_86`` / ``triton sm_90``: Pallas -> Triton -> SASS (the ``triton`` extra,
   :mod:`jaxperf.compilers.triton`); SASS instructions one warp issues per program, loops
-  counted by their trip counts (:mod:`jaxperf.compilers.triton.estimate`);
+  counted by their trip counts (:func:`jaxperf.compilers.triton.sass.dynamic_counts`);
 - ``mosaic_gpu sm_90a``: Mosaic GPU's own compiler in its environment
   (:mod:`jaxperf.compilers.mosaic_gpu`); the same SASS count;
 - ``mosaic_tpu v5e``: Mosaic TPU through libtpu (:mod:`jaxperf.compilers.mosaic_tpu`); VLIW

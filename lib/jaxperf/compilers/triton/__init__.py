@@ -9,9 +9,8 @@ of this machine. One module per concern:
   (:func:`.capture.capture`; the package exports no function of that name, so
   ``jaxperf.compilers.triton.capture`` is always the module);
 - :mod:`.compile`: that module through ttir, ttgir, llir, PTX and cubin, each stage timed;
-- :mod:`.sass`: read the machine code (instructions, loops and their trip counts, the mix);
-- :mod:`.ir`: count each level's ops (TTIR, TTGIR, LLVM IR, SASS) inside and outside loops;
-- :mod:`.estimate`: dynamic SASS instructions per kernel call (a static estimate, not a measurement).
+- :mod:`.sass`: read the machine code (instructions, loops and their trip counts, the mix, the
+  dynamic instructions per program: a static estimate, not a measurement).
 
 The compile study that uses them (notebook 04) is :mod:`jaxperf.triton`.
 """
