@@ -120,26 +120,6 @@ def median_iqr_lines(
     return stats
 
 
-def median_iqr_bars(
-    ax: matplotlib.axes.Axes,
-    y: Sequence[float] | np.ndarray,
-    stats: pd.DataFrame,
-    colors: Sequence[Any],
-    **bar: Any,
-) -> None:
-    """Horizontal bars at ``y``: each row's ``median`` as the bar, its interquartile range
-    (``q25``, ``q75``) as a dark error bar on it."""
-    ax.barh(y, stats["median"], color=list(colors), **bar)
-    ax.errorbar(
-        stats["median"],
-        y,
-        xerr=[stats["median"] - stats["q25"], stats["q75"] - stats["median"]],
-        fmt="none",
-        ecolor="0.2",
-        lw=1,
-    )
-
-
 # Characters of a 7-pt footer line per inch of figure width (measured on DejaVu Sans, with margin).
 _FOOTER_CHARS_PER_INCH = 17
 

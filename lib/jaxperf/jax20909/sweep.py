@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -225,11 +225,6 @@ def run(configs: Iterable[SweepConfig], *, progress: Any = None) -> tuple[pd.Dat
                 metas.append(meta)
                 times.append(tm)
     return pd.concat(metas, ignore_index=True), pd.concat(times, ignore_index=True)
-
-
-def total_variants(configs: Sequence[SweepConfig]) -> int:
-    """Variants :func:`run` builds (for a progress bar)."""
-    return sum(len(c.variants(k, T)) for c in configs for k in c.kernels for T in c.Ts)
 
 
 def not_measured(mode: str, reason: str, kernel_names: Iterable[str] = vocab.KERNELS) -> pd.DataFrame:

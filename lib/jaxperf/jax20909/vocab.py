@@ -182,14 +182,6 @@ def frame_variant_order(df: Any) -> list[str]:
     return variant_order(zip(df["loop_form"], df["unroll"]))
 
 
-def facets(n: int, width: float = 5.0, height: float = 3.8) -> tuple[Any, list[Any]]:
-    """A figure with ``n`` side-by-side panels (one per kernel): ``(fig, axes)``."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, max(n, 1), figsize=(width * max(n, 1), height), squeeze=False)
-    return fig, list(axes[0])
-
-
 def check_dtype_name(dtype: Any) -> None:
     """A dtype given by name must be one of :data:`DTYPES` (other dtype objects are checked where
     the kernel is built, by :func:`jaxperf.jax20909.inputs.check_dtype`)."""

@@ -39,9 +39,6 @@ class LibtpuStatus:
     version: str | None
     reason: str
 
-    def describe(self) -> str:
-        return f"libtpu {self.version}" if self.available else self.reason
-
 
 # Set to 1 to run the study as on a machine without the tpu extra (the not-installed path).
 HIDE_ENV = "JAXPERF_HIDE_LIBTPU"

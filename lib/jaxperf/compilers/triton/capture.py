@@ -51,10 +51,6 @@ class CapturedModule:
     triton_lowering_ms: float  # the Pallas->Triton module part of it
 
     @property
-    def ttir_lines(self) -> int:
-        return self.ttir.count("\n") + 1
-
-    @property
     def programs(self) -> int:
         """Kernel programs (CTAs) per call: the product of the grid."""
         return self.grid[0] * self.grid[1] * self.grid[2]

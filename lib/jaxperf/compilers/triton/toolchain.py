@@ -37,14 +37,6 @@ class TritonStatus:
     ptxas: dict[str, str] = field(default_factory=dict)  # target -> ptxas path
     cuobjdump: str | None = None
 
-    def describe(self) -> str:
-        if not self.available:
-            return self.reason
-        from ...paths import scrub  # name the tools inside site-packages, not this machine's folders
-
-        tools = ", ".join(sorted(set(self.ptxas.values())))
-        return scrub(f"triton {self.version} (ptxas: {tools}; cuobjdump: {self.cuobjdump})")
-
 
 def _import_triton() -> Any:
     """Import triton and the pieces of it :mod:`jaxperf.compilers.triton.compile` uses."""
