@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf import markdown, plots, timing
+from jaxperf import pages, plots, timing
 from jaxperf.jax20909 import compile_facts, figures, report, runs, sweep, vocab
 from jaxperf.jax20909.settings import LoopSettings
 from jaxperf.loops import analysis
@@ -520,7 +520,7 @@ def test_summary_from_synthetic_results():
     answer = text[: text.index("<details>")]
     assert "- **Which kernels pay:**" in answer and "an analogue" in answer
     assert "no GPU or TPU ran here" in answer and "2.42× at T=65536" in answer
-    assert answer.count("\n- ") <= 5 and markdown.visible_lines(text) <= markdown.MAX_VISIBLE_LINES
+    assert answer.count("\n- ") <= 5 and pages.visible_lines(text) <= pages.MAX_VISIBLE_LINES
 
 
 def test_process_ranges_say_not_resolved_when_the_range_holds_1():

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from jaxperf import markdown
+from jaxperf import markdown, pages
 
 RENDER = MarkdownIt("commonmark", {"html": True}).enable("table")
 
@@ -75,8 +75,8 @@ def test_escape_flattens_line_breaks():
 
 
 def test_smoke_notice_and_verdicts():
-    assert markdown.smoke_notice(False) == ""
-    notice = markdown.smoke_notice(True)
+    assert pages.smoke_notice(False) == ""
+    notice = pages.smoke_notice(True)
     assert "Smoke run" in notice and "goals are not judged" in notice
     assert markdown.verdict(False, quick=True) == "not judged (smoke run)"
     assert markdown.verdict(True, quick=False) == "met"
@@ -90,21 +90,6 @@ def test_table_formats_floats(value):
     assert out.splitlines()[-1] == f"| {value:.2f} |"
 
 
-@pytest.mark.parametrize(
-    ("stats", "word"),
-    [
-        ({"median": 1.02, "q25": 0.97, "q75": 1.05}, "ties with"),
-        ({"median": 0.99, "q25": 0.99, "q75": 1.00}, "ties with"),
-        ({"median": 1.2, "q25": 1.1, "q75": 1.3}, "is faster than"),
-        ({"median": 0.9, "q25": 0.85, "q75": 0.95}, "is slower than"),
-        ({"median": 1.2}, "is faster than"),
-        (None, "n/a"),
-    ],
-)
-def test_versus_calls_overlapping_spreads_a_tie(stats, word):
-    assert markdown.versus(stats) == word
-
-
 def test_ratio_shows_its_spread():
     assert markdown.ratio({"median": 0.444, "q25": 0.43, "q75": 0.48}) == "0.44× [0.43, 0.48]"
     assert markdown.ratio(None) == "n/a"
@@ -113,6 +98,6 @@ def test_ratio_shows_its_spread():
 def test_a_template_is_filled_from_its_data_and_says_what_is_missing():
     data = {"a": {"b": [{"k": "x", "v": 0.123}, {"k": "y", "v": -0.0004}]}, "n": 1234.5}
     text = "x {{a.b[k=x].v:.2f}}, y {{a.b[k=y].v:.1f}}, n {{n:,.0f}}, gone {{a.c:.1f}}"
-    assert markdown.fill(text, data) == "x 0.12, y 0.0, n 1,234, gone not measured"
+    assert pages.fill(text, data) == "x 0.12, y 0.0, n 1,234, gone not measured"
     with pytest.raises(ValueError, match=r"matches 2 elements"):
-        markdown.lookup({"a": [{"k": 1}, {"k": 1}]}, "a[k=1]")
+        pages.lookup({"a": [{"k": 1}, {"k": 1}]}, "a[k=1]")

@@ -29,6 +29,7 @@ PRESENTATION_SHARED = (
     "figure_overlaps.py",
     "display.py",
     "markdown.py",
+    "pages.py",
 )
 PRESENTATION_NAMES = ("figures.py", "summary_md.py")
 

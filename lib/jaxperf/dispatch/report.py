@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .. import goals as rule
-from .. import markdown as md
+from .. import pages as md
 from .. import runs_ahead
 from . import accounting, per_leaf
 from .cost import BASELINE, FAMILIES, FIX, PACKED, RECIPE, SLOW

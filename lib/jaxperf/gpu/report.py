@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import markdown, records
+from .. import pages, records
 from ..jax20909 import vocab
 from .settings import PARTS
 
@@ -133,7 +133,7 @@ def _provenance(results: Path, run_dir: Path) -> dict[str, Any]:
 
 
 def _md_section(title: str, df: pd.DataFrame | None, empty: str) -> list[str]:
-    body = markdown.table(df) if df is not None and len(df) else f"_{empty}_"
+    body = pages.table(df) if df is not None and len(df) else f"_{empty}_"
     return [f"## {title}", "", body, ""]
 
 
@@ -188,8 +188,8 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         f"- **{claim}**",
         f"- **Parts that finished:** {', '.join(done) if done else 'none'} (each part's status is folded below).",
     ]
-    text = markdown.answer_page(
-        f"jax#20909 and equinox#192: the device run ({device})", [], bullets, markdown.fold_sections(sections)
+    text = pages.answer_page(
+        f"jax#20909 and equinox#192: the device run ({device})", [], bullets, pages.fold_sections(sections)
     )
     summary = {
         "dry_run": dry,

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from .. import goals as rule
-from .. import markdown as md
+from .. import pages as md
 from ..loops import advice, analysis, answer, report_kernel
 from ..loops.engine import Results
 from ..loops.engine import per_step as engine_per_step

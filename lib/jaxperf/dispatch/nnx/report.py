@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ... import goals as rule
-from ... import markdown as md
+from ... import pages as md
 from ... import runs_ahead, timing
 from ...dispatch import per_leaf
 from ...dispatch import report as dispatch_report
