@@ -31,6 +31,17 @@ class BackendInfo:
     platform_version: str
 
 
+def package_versions(names: tuple[str, ...]) -> dict[str, str]:
+    """Installed version of each package; absent ones are left out."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
 def _backends_started() -> bool:
     from .private_api import jax_backends_initialized
 

@@ -7,7 +7,6 @@ it, and every executed notebook prints it near the top.
 from __future__ import annotations
 
 import datetime as _dt
-import importlib.metadata as _md
 import os
 import platform
 import subprocess
@@ -15,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import backend
 from .backend import BackendInfo
 from .paths import PROJECT_ROOT
 
@@ -38,14 +38,8 @@ PACKAGES = (
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
-    """Installed version of each package; absent ones are left out."""
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = _md.version(name)
-        except _md.PackageNotFoundError:
-            continue
-    return versions
+    """Installed version of each package (:data:`PACKAGES` by default); absent ones are left out."""
+    return backend.package_versions(names)
 
 
 def git_commit() -> dict[str, Any]:

@@ -41,12 +41,10 @@ def environment() -> dict[str, Any]:
 
     import jax
 
-    from .. import provenance
+    from ..backend import package_versions
 
     devices = jax.devices()
-    packages = {
-        k: ver for k, ver in provenance.package_versions(("jax", "jaxlib", "equinox", "flax")).items() if ver
-    }
+    packages = {k: ver for k, ver in package_versions(("jax", "jaxlib", "equinox", "flax")).items() if ver}
     return {
         "backend": jax.default_backend(),
         "device_kind": devices[0].device_kind,
