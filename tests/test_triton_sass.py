@@ -96,26 +96,6 @@ def test_an_unreadable_counter_leaves_the_estimate_unresolved():
     assert counts.per_program is None and not counts.resolved
 
 
-def test_sass_stats_counts_instructions_spills_and_backward_branches():
-    log = (
-        "ptxas info    : Used 40 registers\n   8 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads"
-    )
-    text = _sass(
-        ["LDC R1, c[0x0][0x28]", "STL [R1], R2", f"@P0 BRA {_at(1)}", "LDL R3, [R1]", "EXIT", f"BRA {_at(5)}"]
-    )
-    stats = s.sass_stats(text, log)
-    assert stats.instructions == 6 and stats.backward_branches == 1 and stats.loop_present
-    assert stats.local_memory_instructions == 2
-    assert (stats.registers, stats.spill_stores_bytes, stats.spill_loads_bytes) == (40, 8, 4)
-    assert not s.sass_stats(text.replace(f"BRA {_at(1)}", f"BRA {_at(4)}"), "").loop_present
-
-
-def test_ptx_instructions_counts_statements_not_directives():
-    ptx = ".version 9.4\n.target sm_90a\n.visible .entry k(\n\t.param .u64 p\n)\n{\n\t.reg .b32 %r<5>;\n"
-    ptx += "\tmov.u32 %r1, %tid.x;   // a comment;\n$L__BB0_1:\n\t@%p1 bra $L__BB0_1;\n\tret;\n}"
-    assert s.ptx_instructions(ptx) == 3
-
-
 # A loop whose backward branch is unconditional and which is left by a predicated call past it,
 # as ptxas writes some loops for sm_86 (R68 from 0 by 4 to 128: 32 trips).
 EXIT_BY_CALL = [

@@ -3,15 +3,13 @@
 :func:`compile_ttir` mirrors ``triton.compile`` for a Python-language kernel:
 unlike ``triton.compile`` on an IR file (which skips them), the ``make_ttir``
 passes run, then ttgir, llir, PTX and cubin (ptxas), each timed, and the text
-of every stage is kept for :mod:`jaxperf.triton.mechanism`. It drives
+of every stage is kept. It drives
 triton's own stage functions (``make_backend(...).add_stages``): triton's
 internal compile pipeline, checked stage by stage against :data:`STAGES`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import tempfile
 import time
@@ -21,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import check_int
-from .sass import SassStats, disassemble, ptx_instructions, sass_stats
+from .sass import disassemble
 from .toolchain import DEFAULT_TARGET, TritonUnavailableError, check_target, require
 
 # The stages of triton.compile for a Triton-language kernel, in order.
@@ -38,9 +36,6 @@ class CompileResult:
     texts: dict[str, str]  # stage -> its output as text (ttir after passes, ttgir, llir, ptx)
     cubin: bytes
     sass: str  # cuobjdump -sass output
-    ptxas_log: str
-    sass_stats: SassStats
-    ptx_instructions: int
     options: dict[str, Any]
 
     @property
@@ -64,7 +59,6 @@ def compile_ttir(
     check_int("num_warps", num_warps, minimum=1)
     check_int("num_stages", num_stages, minimum=1)
     require()
-    from triton import knobs
     from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget, Language
     from triton.compiler.compiler import make_backend
@@ -92,20 +86,12 @@ def compile_ttir(
     metadata: dict[str, Any] = {"hash": "jaxperf", "target": gpu, **options.__dict__}
     stage_ms: dict[str, float] = {}
     texts: dict[str, str] = {}
-    log = io.StringIO()
-    saved_dump = knobs.nvidia.dump_ptxas_log
-    try:
-        knobs.nvidia.dump_ptxas_log = True  # make_cubin prints ptxas -v (registers, spills)
-        for stage, run in stages.items():
-            redirect = contextlib.redirect_stdout(log) if stage == "cubin" else contextlib.nullcontext()
-            start = time.perf_counter()
-            with redirect:
-                module = run(module, metadata)
-            stage_ms[stage] = (time.perf_counter() - start) * 1e3
-            if stage != "cubin":
-                texts[stage] = module if isinstance(module, str) else str(module)
-    finally:
-        knobs.nvidia.dump_ptxas_log = saved_dump
+    for stage, run in stages.items():
+        start = time.perf_counter()
+        module = run(module, metadata)
+        stage_ms[stage] = (time.perf_counter() - start) * 1e3
+        if stage != "cubin":
+            texts[stage] = module if isinstance(module, str) else str(module)
     cubin: bytes = module
     sass = disassemble(cubin)
     ptx = texts["ptx"]
@@ -116,9 +102,6 @@ def compile_ttir(
         texts=texts,
         cubin=cubin,
         sass=sass,
-        ptxas_log=log.getvalue(),
-        sass_stats=sass_stats(sass, log.getvalue(), shared_bytes=metadata.get("shared")),
-        ptx_instructions=ptx_instructions(ptx),
         options={
             "num_warps": num_warps,
             "num_stages": num_stages,

@@ -1,11 +1,10 @@
-"""Read machine code: ``cuobjdump -sass`` text and PTX, without a GPU.
+"""Read machine code (``cuobjdump -sass`` text) without a GPU.
 
 :func:`parse` turns SASS into instructions (address, opcode), :func:`loops`
 finds the loops that survive in machine code (a backward branch) and, where
 the induction variable is a register counted by an immediate step to an
 immediate bound, how many times each runs; :func:`category` sorts an opcode
-into the instruction mix of :data:`CATEGORIES`. :func:`sass_stats` is the
-per-kernel summary (instructions, registers, spills, loops); :func:`dynamic_counts` the
+into the instruction mix of :data:`CATEGORIES`; :func:`dynamic_counts` counts the
 instructions one warp issues per program, each in-loop instruction weighted by its loops' trips
 (a static estimate from SASS compiled on a CPU, never a measurement).
 """
@@ -154,21 +153,6 @@ class Loop:
 
     def contains(self, address: int) -> bool:
         return self.head <= address <= self.branch
-
-
-@dataclass(frozen=True)
-class SassStats:
-    instructions: int  # SASS instructions, NOP padding excluded
-    registers: int
-    spill_stores_bytes: int
-    spill_loads_bytes: int
-    local_memory_instructions: int  # STL/LDL: where spills show up in the code
-    backward_branches: int  # branches to a lower address (the trailing BRA-to-self excluded)
-    shared_bytes: int | None = None
-
-    @property
-    def loop_present(self) -> bool:
-        return self.backward_branches > 0
 
 
 def disassemble(cubin: bytes) -> str:
@@ -337,38 +321,6 @@ def loops(code: list[Instruction]) -> list[Loop]:
             trips, how = _trips(code, head, ins)
             out.append(Loop(head, ins.address, trips, how))
     return out
-
-
-def sass_stats(sass: str, ptxas_log: str = "", *, shared_bytes: int | None = None) -> SassStats:
-    """Counts from ``cuobjdump -sass`` text and the ``ptxas -v`` log.
-
-    A loop survives in machine code when a branch jumps backwards; the
-    ``BRA`` to itself that ends every kernel is not one.
-    """
-    code = parse(sass)
-    registers = re.search(r"Used (\d+) registers", ptxas_log)
-    stores = re.search(r"(\d+) bytes spill stores", ptxas_log)
-    loads = re.search(r"(\d+) bytes spill loads", ptxas_log)
-    return SassStats(
-        instructions=len(code),
-        registers=int(registers.group(1)) if registers else -1,
-        # ptxas 13 leaves the stack/spill line out when all of it is zero.
-        spill_stores_bytes=int(stores.group(1)) if stores else 0,
-        spill_loads_bytes=int(loads.group(1)) if loads else 0,
-        local_memory_instructions=sum(i.base in ("STL", "LDL") for i in code),
-        backward_branches=sum(_backward_branch(i) is not None for i in code),
-        shared_bytes=shared_bytes,
-    )
-
-
-def ptx_instructions(ptx: str) -> int:
-    """PTX instruction count: statements ending in ';' that are not directives."""
-    count = 0
-    for line in ptx.splitlines():
-        line = line.split("//", 1)[0].strip()
-        if line.endswith(";") and not line.startswith((".", "{", "}")):
-            count += 1
-    return count
 
 
 @dataclass(frozen=True)
