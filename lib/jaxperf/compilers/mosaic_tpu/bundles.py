@@ -111,9 +111,6 @@ class Schedule:
         span = self.total if parent is None else self.loops[parent].bundles
         return span - sum(self.loops[c].bundles for c in self.children(parent))
 
-    def max_depth(self) -> int:
-        return max((loop.depth for loop in self.loops), default=0)
-
 
 def parse(text: str, name: str = "") -> Schedule:
     """Parse the text of a ``*final_bundles.txt`` file. Lines that are not bundles
@@ -201,29 +198,6 @@ def _loops(bundles: list[Bundle]) -> tuple[Loop, ...]:
         inner = [(s, e) for i, (s, e, _) in enumerate(spans) if i != index and start <= s and e <= end]
         loops.append(Loop(start, end, depth, _trips(bundles, start, end, inner), parent))
     return tuple(loops)
-
-
-def xlane_ops(bundles: tuple[Bundle, ...] | list[Bundle]) -> int:
-    """Cross-lane (XLU) operations, e.g. ``vadd.xlane``: the steps of a full reduction like ``X.sum()``."""
-    return sum(len(re.findall(r"\.xlane\.", b.text)) for b in bundles)
-
-
-def summary(schedule: Schedule) -> dict[str, object]:
-    """Counts for a record: total bundles, loops, nesting, the innermost loop's body and
-    trips, and where the cross-lane reductions sit (in that body, or in the whole kernel)."""
-    innermost = [i for i in range(len(schedule.loops)) if not schedule.children(i)]
-    deepest = max(innermost, key=lambda i: schedule.loops[i].depth, default=None)
-    inner = schedule.loops[deepest] if deepest is not None and schedule.loops[deepest].depth > 1 else None
-    return {
-        "bundles": schedule.total,
-        "loops": len(schedule.loops),
-        "loop_depth": schedule.max_depth(),
-        "inner_body_bundles": inner.bundles if inner else 0,
-        "inner_trips": inner.trips if inner else None,
-        "loop_bodies": ";".join(f"{loop.bundles}x{loop.trips}" for loop in schedule.loops),
-        "xlane_ops": xlane_ops(schedule.bundles),
-        "xlane_ops_in_inner_body": xlane_ops(schedule.bundles[inner.start : inner.end + 1]) if inner else 0,
-    }
 
 
 def new_files(dump_dir: Path, before: set[str]) -> list[Path]:

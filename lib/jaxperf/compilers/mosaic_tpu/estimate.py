@@ -1,4 +1,4 @@
-"""A static cycle estimate from a kernel's final bundles, and each generation's clock.
+"""A static cycle estimate from a kernel's final bundles.
 
 The model: a TPU core issues one VLIW bundle per cycle, so one kernel call
 costs its straight-line bundles plus, for each loop, its trip count times its
@@ -11,59 +11,10 @@ not executed".
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 
 from .bundles import Schedule
-
-
-@dataclasses.dataclass(frozen=True)
-class Clock:
-    """A generation's TensorCore clock and where the number comes from."""
-
-    generation: str
-    mhz: float
-    published: bool
-    source: str
-
-
-# Published clocks come from Google's papers; where Google publishes none, the
-# clock implied by the published peak (peak = MXUs x MXU MACs x 2 flops x clock)
-# is given and labelled "implied, not published".
-CLOCKS: dict[str, Clock] = {
-    "v3": Clock(
-        "v3",
-        940.0,
-        True,
-        "Jouppi et al., 'A Domain-Specific Supercomputer for Training Deep Neural Networks', "
-        "CACM 63(7), 2020 (TPUv3: 940 MHz); consistent with Cloud TPU docs' 123 TFLOP/s = "
-        "2 TensorCores x 2 MXUs x 128x128 MACs x 2 x 0.94 GHz",
-    ),
-    "v4": Clock(
-        "v4",
-        1050.0,
-        True,
-        "Jouppi et al., 'TPU v4: An Optically Reconfigurable Supercomputer for Machine Learning "
-        "with Hardware Support for Embeddings', ISCA 2023 (TPU v4: 1050 MHz); consistent with "
-        "Cloud TPU docs' 275 TFLOP/s = 2 TensorCores x 4 MXUs x 128x128 MACs x 2 x 1.05 GHz",
-    ),
-    "v5e": Clock(
-        "v5e",
-        197e12 / (4 * 128 * 128 * 2) / 1e6,
-        False,
-        "not published by Google; implied by Cloud TPU docs (docs.cloud.google.com/tpu/docs/v5e): "
-        "197 TFLOP/s bf16 = 1 TensorCore x 4 MXUs x 128x128 MACs x 2 x clock -> ~1.5 GHz",
-    ),
-    "v6e": Clock(
-        "v6e",
-        918e12 / (2 * 256 * 256 * 2) / 1e6,
-        False,
-        "not published by Google; implied by Cloud TPU docs (docs.cloud.google.com/tpu/docs/v6e): "
-        "918 TFLOP/s bf16 = 1 TensorCore x 2 MXUs of 256x256 x 2 x clock -> ~3.5 GHz "
-        "(an upper-bound reading: treat v6e's microseconds with care)",
-    ),
-}
 
 
 def loop_cycles(schedule: Schedule, index: int, trips: Mapping[int, int] | None = None) -> int:
@@ -91,26 +42,6 @@ def iteration_cycles(schedule: Schedule, index: int, trips: Mapping[int, int] | 
 def static_cycles(schedule: Schedule, trips: Mapping[int, int] | None = None) -> int:
     """Cycles of one kernel call: straight-line bundles plus every top-level loop's cycles."""
     return schedule.own_bundles(None) + sum(loop_cycles(schedule, i, trips) for i in schedule.children(None))
-
-
-def microseconds(cycles: float, generation: str) -> float:
-    """``cycles`` at the generation's clock (see :data:`CLOCKS` for which are published)."""
-    return cycles / CLOCKS[generation].mhz
-
-
-def grid_trips(schedule: Schedule, programs: int, wanted_programs: int) -> dict[int, int] | None:
-    """Trip override that runs the outermost (grid) loop for ``wanted_programs`` programs.
-
-    The compiled grid loop runs ``programs`` plus a few pipeline stages; the
-    override keeps the stages. None when no single outermost loop runs
-    ``programs`` to ``programs + 4`` times (then the grid loop is not identified).
-    """
-    top = schedule.children(None)
-    trips = schedule.loops[top[0]].trips if len(top) == 1 else None
-    if trips is None:
-        return None
-    extra = trips - programs
-    return {top[0]: wanted_programs + extra} if 0 <= extra <= 4 else None
 
 
 #: The slots a loop step's cost is read in: a TPU bundle issues operations of each kind at once.
