@@ -28,7 +28,6 @@ TARGETS: dict[str, tuple[int, str]] = {
     "sm_80": (80, "NVIDIA A100-SXM4-80GB"),
 }
 DEFAULT_TARGET = "sm_90"
-REPORTER_TARGET = "sm_86"  # jax#20909 ran on an RTX A6000
 TRITON_CUSTOM_CALL = "__gpu$xla.gpu.triton"
 
 

@@ -144,10 +144,6 @@ def devices(name: str) -> list[Any]:
     return list(topology(name).devices)
 
 
-def device_kind(name: str) -> str:
-    return devices(name)[0].device_kind
-
-
 def mesh(name: str, count: int = 1, axis: str = "x") -> Any:
     """A 1-D ``Mesh`` over the first ``count`` devices of the topology."""
     from jax.sharding import Mesh

@@ -15,7 +15,6 @@ from typing import Any
 
 # The targets live with the CUDA export (shared with Mosaic GPU); named here as before.
 from ..cuda import DEFAULT_TARGET as DEFAULT_TARGET
-from ..cuda import REPORTER_TARGET as REPORTER_TARGET
 from ..cuda import TARGETS as TARGETS
 from ..cuda import check_target as check_target
 
@@ -82,8 +81,3 @@ def require() -> TritonStatus:
     if not st.available:
         raise TritonUnavailableError(st.reason)
     return st
-
-
-def label(target: str = DEFAULT_TARGET) -> str:
-    """The words every number of this study carries: where it was compiled, and that nothing ran."""
-    return f"compiled for {target} on a CPU, not executed"
