@@ -264,7 +264,7 @@ def test_a_reproduction_whose_spreads_overlap_is_a_tie():
     ],
 )
 def test_pattern_misses_names_each_part(ratios, python_c, fori_c, expected):
-    assert analysis.pattern_misses([1, 2, 3], ratios, python_c, fori_c) == expected
+    assert analysis.pattern_parts([1, 2, 3], ratios, python_c, fori_c)["misses"] == expected
 
 
 def test_tiny_sweep_checks_and_times_every_variant():
@@ -418,7 +418,8 @@ def test_figures_draw_from_synthetic_data():
             for t in ("triton sm_86", "mosaic_tpu v5e")
         ]
     )
-    drawn = list(figures.draw_all(variants, timings, head, analysis.seed_reproduction(head), family_frame))
+    planned = figures.planned(variants, timings, head, analysis.seed_reproduction(head), family_frame)
+    drawn = [(name, *draw(), note) for name, draw, note in planned]
     assert [d[0] for d in drawn] == [
         "family_per_step", "ms_per_call_vs_T_xla", "compile_ms_vs_T_xla", "unroll_heatmap_xla", "seed_ratio_vs_T",
     ]  # fmt: skip

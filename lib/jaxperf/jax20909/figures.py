@@ -9,7 +9,7 @@ labelled as his."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -230,15 +230,3 @@ def planned(
         note = "static counts from compiled code (compiled on a CPU, not executed)"
         plans.insert(0, ("family_per_step", partial(plot_family_per_step, family_frame), note))
     return plans
-
-
-def draw_all(
-    variants_df: pd.DataFrame,
-    timings: pd.DataFrame,
-    head: pd.DataFrame,
-    seed_rows: Sequence[dict[str, Any]],
-    family_frame: pd.DataFrame | None = None,
-) -> Iterator[tuple[str, Any, pd.DataFrame, str]]:
-    """Every figure of a run, drawn one at a time: ``(name, fig, data, note)``."""
-    for name, draw, note in planned(variants_df, timings, head, seed_rows, family_frame):
-        yield (name, *draw(), note)

@@ -230,17 +230,6 @@ def pattern_parts(
     return {"misses": misses, "ties": ties}
 
 
-def pattern_misses(
-    Ts: Sequence[int],
-    ratios: Sequence[float],
-    python_compile_ms: Sequence[float],
-    fori_compile_ms: Sequence[float],
-    pairs: Sequence[dict[str, float] | None] | None = None,
-) -> list[str]:
-    """The parts of the reporter's pattern a sweep misses (``pattern_parts``' misses)."""
-    return pattern_parts(Ts, ratios, python_compile_ms, fori_compile_ms, pairs)["misses"]
-
-
 def goals(
     head: pd.DataFrame,
     *,
