@@ -271,15 +271,6 @@ def test_a_reference_label_crossed_by_a_data_line_is_caught():
     assert any("annotation 'a goal at 1.9' is over the data of ['rising']" in p for p in _drawn(fig))
 
 
-def test_unroll_shades_stay_the_forms_colour_and_tell_unrolls_apart():
-    from matplotlib.colors import to_rgb
-
-    base = plots.color("hoisted")
-    shades = [figure_rules.unroll_shade(base, u, [1, 2, 8]) for u in (1, 2, 8)]
-    assert len(set(shades)) == 3 and shades[-1] == to_rgb(base)
-    assert figure_rules.unroll_shade(base, 4, [4]) == base
-
-
 # ---------------------------------------------------------------- every study figure passes
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
 from typing import Any
 
 import matplotlib.axes
@@ -250,19 +249,6 @@ def title(fig: matplotlib.figure.Figure, text: str, width: int = 0) -> None:
     size = pt(fig, 10.0)
     chars = width or int(fig.get_size_inches()[0] * 72 / (size * 0.55))
     fig.suptitle("\n".join(textwrap.wrap(text, chars)), fontsize=size)
-
-
-def unroll_shade(color: Any, unroll: int, unrolls: Sequence[int]) -> Any:
-    """A form's palette colour, lighter for its smaller unrolls and full for its largest, so
-    the lines of one form swept over unrolls stay its colour yet tell apart (with
-    ``plots.unroll_style``'s dashes)."""
-    from matplotlib.colors import to_rgb
-
-    ordered = sorted(set(int(u) for u in unrolls))
-    if len(ordered) < 2 or int(unroll) not in ordered:
-        return color
-    light = 0.6 * (1 - ordered.index(int(unroll)) / (len(ordered) - 1))
-    return tuple(c + (1 - c) * light for c in to_rgb(color))
 
 
 def panel_title(ax: matplotlib.axes.Axes, text: str) -> None:

@@ -46,7 +46,6 @@ RUNS_AHEAD = "runs ahead"
 WAITS = "waits for each call"
 UNCLEAR = "unclear"
 NOT_JUDGED = "not judged"
-VERDICTS = (RUNS_AHEAD, WAITS, UNCLEAR, NOT_JUDGED)
 
 
 def quartiles(values: Sequence[float] | np.ndarray | pd.Series) -> tuple[float, float, float]:

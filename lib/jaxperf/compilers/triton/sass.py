@@ -208,7 +208,6 @@ def _backward_branch(instruction: Instruction) -> int | None:
     return None
 
 
-_ISETP = re.compile(r"^ISETP\.(NE|LT|GE|GT|LE)\.(U32|AND|.*?)")
 _IMM = re.compile(r"^(?:0x[0-9a-f]+|\d+)$")
 
 
