@@ -10,19 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .markdown import NOT_JUDGED
+from .markdown import NOT_JUDGED, number
 
 MET, TIE, MISSED = "met", "tie", "not met"
 Verdict = str  # one of VERDICTS
 VERDICTS = (MET, TIE, MISSED)
-
-
-def _number(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if v != v else v  # NaN is "not measured"
 
 
 def judge(stats: Mapping[str, Any] | None, goal: float, *, at_least: bool = True) -> Verdict | None:
@@ -32,10 +24,10 @@ def judge(stats: Mapping[str, Any] | None, goal: float, *, at_least: bool = True
     quartile counts as the median. None when nothing was measured."""
     if stats is None:
         return None
-    median = _number(stats.get("median"))
+    median = number(stats.get("median"))
     if median is None:
         return None
-    q25, q75 = _number(stats.get("q25")), _number(stats.get("q75"))
+    q25, q75 = number(stats.get("q25")), number(stats.get("q75"))
     lo = median if q25 is None else min(q25, median)
     hi = median if q75 is None else max(q75, median)
     if at_least:

@@ -32,16 +32,17 @@ def fmt_stat(stats: Mapping[str, Any] | None, digits: int = 2) -> str:
     """
     if stats is None:
         return "n/a"
-    median = _number(stats.get("median"))
+    median = number(stats.get("median"))
     if median is None:
         return "n/a"
-    q25, q75 = _number(stats.get("q25")), _number(stats.get("q75"))
+    q25, q75 = number(stats.get("q25")), number(stats.get("q75"))
     if q25 is None or q75 is None:
         return f"{median:.{digits}f}"
     return f"{median:.{digits}f} [{q25:.{digits}f}, {q75:.{digits}f}]"
 
 
-def _number(value: Any) -> float | None:
+def number(value: Any) -> float | None:
+    """``value`` as a float; None when it is missing, a bool, not a number, or NaN."""
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -100,8 +101,8 @@ def verdict(met: bool | None, quick: bool, *, met_text: str = "met", missed_text
 
 def ratio(stats: Mapping[str, Any] | None, digits: int = 2) -> str:
     """A ratio as ``0.44× [0.43, 0.48]`` (median [interquartile range])."""
-    if stats is None or _number(stats.get("median")) is None:
+    if stats is None or number(stats.get("median")) is None:
         return "n/a"
-    q25, q75 = _number(stats.get("q25")), _number(stats.get("q75"))
+    q25, q75 = number(stats.get("q25")), number(stats.get("q75"))
     spread = f" [{q25:.{digits}f}, {q75:.{digits}f}]" if q25 is not None and q75 is not None else ""
     return f"{stats['median']:.{digits}f}×{spread}"

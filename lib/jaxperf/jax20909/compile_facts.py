@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..markdown import number
 from .vocab import SEED_ROWS
 
 #: his compile ms per T: (Python loop, fori_loop)
@@ -108,14 +109,6 @@ COMPILERS = {
 }
 
 
-def _number(value: Any) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if out == out else None
-
-
 def compile_summary(points: Any) -> dict[str, Any]:
     """summary.json's compile part, from :func:`jaxperf.jax20909.runs.compiles`' rows:
 
@@ -136,9 +129,9 @@ def compile_summary(points: Any) -> dict[str, Any]:
                 form=r["form"],
                 T=int(r["T"]),
                 status=r["status"],
-                compile_ms=_number(r.get("compile_ms")) if r["status"] == "ok" else None,
-                work_per_program=_number(r.get("work_per_program")) if r["status"] == "ok" else None,
-                steps=_number(r.get("steps")),
+                compile_ms=number(r.get("compile_ms")) if r["status"] == "ok" else None,
+                work_per_program=number(r.get("work_per_program")) if r["status"] == "ok" else None,
+                steps=number(r.get("steps")),
                 error=r.get("error") or "",
             )
         )
