@@ -257,17 +257,15 @@ def _pair(
     """The largest two T of one (target, form) whose loop structure matches (the same number of
     loops left in the compiled code: ptxas may unroll a loop fully at one T and not the next);
     among them, the largest pair in ``prefer`` (the T pairs every compared form can use) first."""
-    rows = [r for _, r in part.sort_values("T").iterrows()]
-    pairs = [(a, b) for j, b in enumerate(rows) for a in rows[:j] if _loops(a) == _loops(b)]
+    pairs = _matched(part)
     shared = [p for p in pairs if (int(p[0]["T"]), int(p[1]["T"])) in prefer]
     return max(shared or pairs, key=lambda p: (p[1]["T"], p[0]["T"])) if pairs else None
 
 
-def _valid_pairs(part: pd.DataFrame) -> set[tuple[int, int]]:
+def _matched(part: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
+    """Every (smaller T, larger T) pair of rows with the same loop structure."""
     rows = [r for _, r in part.sort_values("T").iterrows()]
-    return {
-        (int(a["T"]), int(b["T"])) for j, b in enumerate(rows) for a in rows[:j] if _loops(a) == _loops(b)
-    }
+    return [(a, b) for j, b in enumerate(rows) for a in rows[:j] if _loops(a) == _loops(b)]
 
 
 def _loops(row: pd.Series) -> Any:
@@ -310,7 +308,6 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
             continue
         low, high = pair
         extra = float(high.steps - low.steps)
-        python = ok.iloc[0:0]
         py_all = pts[(pts.kernel == kernel) & (pts.target == target) & (pts.form == "python")]
         python = py_all[(py_all["T"] == high["T"]) & py_all.work_per_program.notna()]
         classes = None
@@ -344,7 +341,9 @@ def _shared_pairs(pts: pd.DataFrame, kernel: str, target: str) -> set[tuple[int,
     mine = pts[(pts.kernel == kernel) & (pts.target == target) & (pts.status == tg.OK)]
     mine = mine[mine.work_per_program.notna() & mine.steps.notna()]
     found = [
-        _valid_pairs(mine[mine.form == f]) for f in ("python", "fori", "fori u=1") if f in set(mine.form)
+        {(int(a["T"]), int(b["T"])) for a, b in _matched(mine[mine.form == f])}
+        for f in ("python", "fori", "fori u=1")
+        if f in set(mine.form)
     ]
     return set.intersection(*found) if len(found) >= 2 else set()
 

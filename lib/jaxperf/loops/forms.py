@@ -21,19 +21,6 @@ from typing import Any
 from ..errors import bad_value, check_choice
 from ..fixes._unroll import Body, Carry, check_unroll, hand_unrolled_fori, static_bounds
 
-__all__ = [
-    "KERNEL_LOOP_FORMS",
-    "LoopCall",
-    "check_unroll",
-    "hand_unrolled_fori",
-    "kernel_loop",
-    "parse_form",
-    "python_loop",
-    "recording",
-    "run_loop",
-    "static_bounds",
-]
-
 #: The forms :func:`kernel_loop` takes (``hoisted`` and ``scalar_carry`` rewrite a kernel's
 #: body around its invariant, so only a kernel's own factory can offer them).
 KERNEL_LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled")
