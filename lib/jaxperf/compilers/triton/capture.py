@@ -4,8 +4,7 @@
 of the target's generation stands in for the hardware) and keeps the Triton
 module that Pallas' Triton lowering produced, as text ``.ttir``, with the
 launch settings (``num_warps``, ``num_stages``, grid) from the custom call.
-The CUDA export itself (:func:`~jaxperf.compilers.cuda.cuda_export`) is shared
-with Mosaic GPU; it is imported here under its old name too.
+The CUDA export itself is :func:`jaxperf.compilers.cuda.cuda_export`.
 """
 
 from __future__ import annotations
@@ -19,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...private_api import triton_lowering_hook
-from ..cuda import TRITON_CUSTOM_CALL as TRITON_CUSTOM_CALL
-from ..cuda import cuda_export as cuda_export
-from ..cuda import raise_site as raise_site
+from ..cuda import cuda_export, raise_site
 from .toolchain import DEFAULT_TARGET, TARGETS, check_target
 
 
