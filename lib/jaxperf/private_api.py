@@ -201,7 +201,6 @@ def equinox_callback_log_filter() -> Any:
 # --- loop study (jax#20909) -----------------------------------------------
 
 MOSAIC_GPU_PALLAS_CALL_MODULE = "jax._src.pallas.mosaic_gpu.pallas_call"
-MOSAIC_TPU_REGISTRATION = ("jax._src.pallas.mosaic.pallas_call_registration", "_lower_to_custom_call")
 MOSAIC_GPU_REGISTRATION = (
     "jax._src.pallas.mosaic_gpu.pallas_call_registration",
     "_emit_mosaic_gpu_custom_call",
@@ -219,27 +218,22 @@ def mosaic_gpu_pallas_call() -> Callable[..., Any]:
 
 @contextlib.contextmanager
 def mosaic_lowering_hook(compiler: str, on_module: Callable[[Any], None]) -> Iterator[None]:
-    """Call ``on_module(mlir_module)`` with the kernel module each Mosaic lowering emits.
-
-    ``compiler`` is ``"mosaic_tpu"`` or ``"mosaic_gpu"``. Wraps the function
-    Pallas' registration calls to emit the custom call (the module is only
-    carried as bytes otherwise), for the duration; restored after.
+    """Call ``on_module(mlir_module)`` with the kernel module each Mosaic GPU lowering emits
+    (``compiler`` must be ``"mosaic_gpu"``). Wraps the function Pallas' registration calls to
+    emit the custom call (the module is only carried as bytes otherwise), for the duration;
+    restored after.
     """
-    if compiler not in ("mosaic_tpu", "mosaic_gpu"):
-        raise ValueError(f"compiler={compiler!r} is not allowed: expected 'mosaic_tpu' or 'mosaic_gpu'.")
-    module_name, name = MOSAIC_TPU_REGISTRATION if compiler == "mosaic_tpu" else MOSAIC_GPU_REGISTRATION
+    if compiler != "mosaic_gpu":
+        raise ValueError(f"compiler={compiler!r} is not allowed: expected 'mosaic_gpu'.")
+    module_name, name = MOSAIC_GPU_REGISTRATION
     module = importlib.import_module(module_name)
     original = getattr(module, name)
 
-    def tpu_hook(*args: Any, **kwargs: Any) -> Any:
-        on_module(kwargs["mosaic_module"])
-        return original(*args, **kwargs)
-
-    def gpu_hook(ctx: Any, args: Any, lowering_result: Any, *rest: Any, **kwargs: Any) -> Any:
+    def hook(ctx: Any, args: Any, lowering_result: Any, *rest: Any, **kwargs: Any) -> Any:
         on_module(lowering_result.module)
         return original(ctx, args, lowering_result, *rest, **kwargs)
 
-    setattr(module, name, tpu_hook if compiler == "mosaic_tpu" else gpu_hook)
+    setattr(module, name, hook)
     try:
         yield
     finally:

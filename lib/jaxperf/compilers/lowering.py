@@ -1,20 +1,13 @@
-"""Lower a Pallas kernel for a compiler this machine has no device for, and keep its own module.
+"""Lower a Pallas kernel for a compiler this machine has no device for.
 
 Each compiler's export: ``platforms=['tpu']`` for Mosaic TPU; ``platforms=['cuda']``
 inside an abstract mesh whose abstract device is an H100 for Triton and Mosaic
-GPU (:func:`jaxperf.compilers.cuda.cuda_export`). The kernel's own module
-(Triton's ``tt`` IR, Mosaic's IR) is what the exported program carries as
-opaque bytes; :func:`capture_kernel_ir` collects it as text while the
-lowering rule runs. :func:`error_text` is how every study records a lowering
-error (a bare exception names where it was raised).
+GPU (:func:`jaxperf.compilers.cuda.cuda_export`). :func:`error_text` is how every study
+records a lowering error (a bare exception names where it was raised).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
-from .. import private_api
 from ..errors import check_choice
 from .cuda import TARGETS, TRITON_CUSTOM_CALL, cuda_export, raise_site
 
@@ -35,22 +28,6 @@ def exported_compiler(module_text: str) -> str | None:
         if any(t == target or t.startswith(target + "_v") for t in found):
             return compiler
     return None
-
-
-@contextlib.contextmanager
-def capture_kernel_ir(compiler: str) -> Iterator[list[str]]:
-    """Collect the kernel module's text while Pallas lowers it (hooks restored after)."""
-    captured: list[str] = []
-    if compiler == "triton":
-        hook = private_api.triton_lowering_hook(
-            lambda result, _s: captured.append(str(result.module.operation))
-        )
-    else:
-        hook = private_api.mosaic_lowering_hook(
-            compiler, lambda module: captured.append(str(module.operation))
-        )
-    with hook:
-        yield captured
 
 
 def export_variant(fn, args: tuple, compiler: str):
