@@ -136,7 +136,7 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
     return dict(
         status=OK,
         error="",
-        compile_ms=result.median_ms,
+        compile_ms=result.compile_ms,
         work_per_program=work,
         loops_in_code=len(result.schedules[0].loops) if result.schedules else None,
         classes=slots,

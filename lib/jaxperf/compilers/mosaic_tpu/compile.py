@@ -1,64 +1,37 @@
 """Compile a function for a TPU topology on this machine, timed, with its static schedule.
 
-``jax.jit(f).trace(*args).lower().compile()`` with every argument a
-``ShapeDtypeStruct`` placed on a ``Mesh`` of the topology's devices compiles for
-that TPU without one. Each repeat compiles a *fresh* function (the builder is
-called again), so no JAX cache serves a repeat; the compile time is the
-median. With libtpu's bundle dump on (:func:`jaxperf.compilers.mosaic_tpu.topology.prepare`)
-the kernel's final bundles of the first compile are parsed.
+``jax.jit(f).trace(*args).lower().compile()`` with every argument a ``ShapeDtypeStruct``
+placed on a ``Mesh`` of the topology's devices compiles for that TPU without one. With
+libtpu's bundle dump on (:func:`jaxperf.compilers.mosaic_tpu.topology.prepare`) the kernel's
+final bundles are parsed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..lowering import error_text
 from . import bundles, topology
 
 Builder = Callable[[], tuple[Any, tuple]]  # a fresh jitted function and its input structs
-COST_KEYS = ("flops", "bytes accessed", "transcendentals", "optimal_seconds")
 
 
 @dataclasses.dataclass
 class CompileResult:
-    """What one (variant, topology) compile gave: times, sizes, schedule, or the error."""
+    """What one compile gave: its time and the kernels' schedules, or the error."""
 
-    compile_ms: list[float]
-    code_bytes: int | None = None
-    cost: dict[str, float] = dataclasses.field(default_factory=dict)
+    compile_ms: float | None = None
     schedules: list[bundles.Schedule] = dataclasses.field(default_factory=list)
     error: str | None = None
     refused: bool = False  # the compiler does not support the kernel: its lowering raised NotImplementedError
-    compiled: Any = None
 
     @property
     def ok(self) -> bool:
         return self.error is None
-
-    @property
-    def median_ms(self) -> float | None:
-        return statistics.median(self.compile_ms) if self.compile_ms else None
-
-
-def short_error(err: BaseException) -> str:
-    """The first meaningful line of a compile error (libtpu's messages run to pages)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:300]
-
-
-def cost_of(compiled: Any) -> dict[str, float]:
-    """The headline entries of ``compiled.cost_analysis()`` (empty where it has none)."""
-    try:
-        cost = compiled.cost_analysis()
-    except Exception:  # noqa: BLE001 - some programs have no cost model
-        return {}
-    if isinstance(cost, (list, tuple)):
-        cost = cost[0] if cost else {}
-    return {key: float(cost[key]) for key in COST_KEYS if key in (cost or {})}
 
 
 def lower_compile(build: Builder, mesh: Any) -> tuple[Any, float]:
@@ -75,45 +48,26 @@ def lower_compile(build: Builder, mesh: Any) -> tuple[Any, float]:
     return compiled, (time.perf_counter() - started) * 1e3
 
 
-def compile_for(
-    build: Builder,
-    generation: str,
-    *,
-    repeats: int = 1,
-    repeat_below_s: float = float("inf"),
-    keep_compiled: bool = False,
-) -> CompileResult:
-    """Compile ``build()`` for ``generation``'s topology (on one of its devices).
-
-    The first compile always runs; ``repeats - 1`` more follow only when it
-    took under ``repeat_below_s``. A compile error is returned in ``error``
-    (never raised). ``schedules`` holds the Mosaic kernels' final bundles of
-    the first compile (empty when libtpu's dump is off).
-    """
+def compile_for(build: Builder, generation: str) -> CompileResult:
+    """Compile ``build()`` for ``generation``'s topology (on one of its devices). A compile
+    error is returned in ``error`` (never raised); ``schedules`` holds the Mosaic kernels'
+    final bundles (empty when libtpu's dump is off)."""
     mesh = topology.mesh(generation, 1)
     dump_dir = _dump_dir()
     before = {p.name for p in dump_dir.glob("*")} if dump_dir else set()
-    result = CompileResult(compile_ms=[])
     try:
-        compiled, ms = lower_compile(build, mesh)
-    except Exception as err:  # noqa: BLE001 - every compile error is a result of the study
-        result.error = short_error(err)
-        result.refused = isinstance(err, NotImplementedError)
+        _, ms = lower_compile(build, mesh)
+    except Exception as err:  # noqa: BLE001 - every compile error is a result
         _clean(dump_dir, before)
-        return result
-    result.compile_ms.append(ms)
-    result.code_bytes = int(compiled.memory_analysis().generated_code_size_in_bytes)
-    result.cost = cost_of(compiled)
+        return CompileResult(
+            error=f"{type(err).__name__}: {error_text(err)}"[:300],
+            refused=isinstance(err, NotImplementedError),
+        )
+    result = CompileResult(compile_ms=ms)
     if dump_dir:
         files = bundles.new_files(dump_dir, before)
         result.schedules = [bundles.read(p) for p in bundles.kernel_files(files)]
         _clean(dump_dir, before)
-    if keep_compiled:
-        result.compiled = compiled
-    if ms < repeat_below_s * 1e3:
-        for _ in range(repeats - 1):
-            result.compile_ms.append(lower_compile(build, mesh)[1])
-            _clean(dump_dir, before)
     return result
 
 
