@@ -2,15 +2,13 @@
 
 :func:`compile_ttir` mirrors ``triton.compile`` for a Python-language kernel:
 unlike ``triton.compile`` on an IR file (which skips them), the ``make_ttir``
-passes run, then ttgir, llir, PTX and cubin (ptxas), each timed, and the text
-of every stage is kept. It drives
+passes run, then ttgir, llir, PTX and cubin (ptxas), each timed. It drives
 triton's own stage functions (``make_backend(...).add_stages``): triton's
 internal compile pipeline, checked stage by stage against :data:`STAGES`.
 """
 
 from __future__ import annotations
 
-import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,19 +26,10 @@ STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
 
 @dataclass(frozen=True)
 class CompileResult:
-    """Everything one compile produced: per-stage wall time, each stage's text, the machine code."""
+    """One compile: per-stage wall time and the machine code."""
 
-    target: str
     stage_ms: dict[str, float]  # per stage in STAGES, wall clock
-    parse_ms: float  # reading the .ttir text into MLIR (not a compile stage)
-    texts: dict[str, str]  # stage -> its output as text (ttir after passes, ttgir, llir, ptx)
-    cubin: bytes
     sass: str  # cuobjdump -sass output
-    options: dict[str, Any]
-
-    @property
-    def ptx(self) -> str:
-        return self.texts["ptx"]
 
     @property
     def total_ms(self) -> float:
@@ -71,13 +60,11 @@ def compile_ttir(
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
-    start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="jaxperf-ttir-") as tmp:
         path = Path(tmp) / "kernel.ttir"
         path.write_text(ttir)
         module = ir.parse_mlir_module(str(path), context)
     module.context = context
-    parse_ms = (time.perf_counter() - start) * 1e3
 
     stages: dict[str, Callable[[Any, dict], Any]] = {}
     backend.add_stages(stages, options, Language.TRITON)
@@ -85,34 +72,8 @@ def compile_ttir(
         raise TritonUnavailableError(f"triton's stages {tuple(stages)} differ from the expected {STAGES}")
     metadata: dict[str, Any] = {"hash": "jaxperf", "target": gpu, **options.__dict__}
     stage_ms: dict[str, float] = {}
-    texts: dict[str, str] = {}
     for stage, run in stages.items():
         start = time.perf_counter()
         module = run(module, metadata)
         stage_ms[stage] = (time.perf_counter() - start) * 1e3
-        if stage != "cubin":
-            texts[stage] = module if isinstance(module, str) else str(module)
-    cubin: bytes = module
-    sass = disassemble(cubin)
-    ptx = texts["ptx"]
-    return CompileResult(
-        target=target,
-        stage_ms=stage_ms,
-        parse_ms=parse_ms,
-        texts=texts,
-        cubin=cubin,
-        sass=sass,
-        options={
-            "num_warps": num_warps,
-            "num_stages": num_stages,
-            "num_ctas": 1,
-            "enable_fp_fusion": True,
-            "arch": options.arch,
-            "ptx_version": _ptx_version(ptx),
-        },
-    )
-
-
-def _ptx_version(ptx: str) -> str | None:
-    found = re.search(r"^\.version (\d+\.\d+)", ptx, re.MULTILINE)
-    return found.group(1) if found else None
+    return CompileResult(stage_ms=stage_ms, sass=disassemble(module))
