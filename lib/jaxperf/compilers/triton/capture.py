@@ -39,13 +39,10 @@ class CapturedModule:
     """One kernel's Triton module and how JAX would launch it."""
 
     ttir: str  # the Triton module as text (MLIR assembly)
-    name: str  # kernel name in the custom call
     num_warps: int
     num_stages: int
     grid: tuple[int, int, int]
-    target: str
     export_ms: float  # jax.export end to end: trace, Pallas->Triton, StableHLO
-    triton_lowering_ms: float  # the Pallas->Triton module part of it
 
     @property
     def programs(self) -> int:
@@ -71,10 +68,10 @@ def capture(
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
     if clear_caches:
         jax.clear_caches()
-    sink: list[tuple[str, float]] = []
+    sink: list[str] = []
 
-    def record(result: Any, seconds: float) -> None:
-        sink.append((result.module.operation.get_asm(enable_debug_info=False), seconds))
+    def record(result: Any, _seconds: float) -> None:
+        sink.append(result.module.operation.get_asm(enable_debug_info=False))
 
     start = time.perf_counter()
     try:
@@ -99,16 +96,11 @@ def capture(
         )
     text = exported.mlir_module()
     config = dict(re.findall(r"\b(grid_[xyz]|num_warps|num_stages) = (\d+) : i32", text))
-    name = re.search(r'\bname = "([^"]+)"', text)
-    ttir, lowering_s = sink[0]
     grid = (int(config.get("grid_x", 1)), int(config.get("grid_y", 1)), int(config.get("grid_z", 1)))
     return CapturedModule(
-        ttir=ttir,
-        name=name.group(1) if name else "kernel",
+        ttir=sink[0],
         num_warps=int(config.get("num_warps", 4)),
         num_stages=int(config.get("num_stages", 3)),
         grid=grid,
-        target=target,
         export_ms=export_ms,
-        triton_lowering_ms=lowering_s * 1e3,
     )
