@@ -52,7 +52,7 @@ def compile_for(build: Builder, generation: str) -> CompileResult:
     """Compile ``build()`` for ``generation``'s topology (on one of its devices). A compile
     error is returned in ``error`` (never raised); ``schedules`` holds the Mosaic kernels'
     final bundles (empty when libtpu's dump is off)."""
-    mesh = topology.mesh(generation, 1)
+    mesh = topology.mesh(generation)
     dump_dir = _dump_dir()
     before = {p.name for p in dump_dir.glob("*")} if dump_dir else set()
     try:

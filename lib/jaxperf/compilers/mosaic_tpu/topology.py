@@ -24,8 +24,6 @@ from ...errors import bad_value
 # Generation -> the topology compiled for (the smallest slice libtpu accepts that
 # matches the study: v3:2x2 is the equinox#192 reporter's v3-8).
 GENERATIONS: dict[str, str] = {"v3": "v3:2x2", "v4": "v4:2x2x1", "v5e": "v5e:2x2", "v6e": "v6e:2x2"}
-# Other topology names the study accepts as such.
-EXTRA_TOPOLOGIES = ("v5e:1x1",)
 # An accelerator type for libtpu's host discovery (any valid one: no TPU host is used).
 ACCELERATOR_TYPE = "v5litepod-1"
 NOT_INSTALLED = "not measured: libtpu not installed"
@@ -57,22 +55,15 @@ def status() -> LibtpuStatus:
     return LibtpuStatus(True, version, "")
 
 
-def accepted_names() -> tuple[str, ...]:
-    """Every generation and topology name :func:`resolve` accepts."""
-    return (*GENERATIONS, *GENERATIONS.values(), *EXTRA_TOPOLOGIES)
-
-
 def resolve(name: str) -> tuple[str, str]:
-    """``(generation, topology name)`` for a generation (``"v5e"``) or topology (``"v5e:1x1"``).
-
-    Raises ValueError listing the accepted names for anything else (for
-    example ``"TPU v3"`` or ``"v5litepod-8"``, which libtpu also rejects).
-    """
+    """``(generation, topology name)`` for a generation (``"v5e"``) or its topology (``"v5e:2x2"``);
+    ValueError listing the accepted names for anything else (``"TPU v3"``, ``"v5litepod-8"``)."""
     if name in GENERATIONS:
         return name, GENERATIONS[name]
-    if name in GENERATIONS.values() or name in EXTRA_TOPOLOGIES:
+    if name in GENERATIONS.values():
         return name.split(":")[0], name
-    raise bad_value("generation", name, "one of " + ", ".join(repr(n) for n in accepted_names()))
+    accepted = (*GENERATIONS, *GENERATIONS.values())
+    raise bad_value("generation", name, "one of " + ", ".join(repr(n) for n in accepted))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,23 +71,17 @@ class LibtpuConfig:
     """The flags libtpu started with in this process (fixed once it starts)."""
 
     dump_dir: Path | None
-    vmem_limit_kib: int | None
 
 
 _CONFIG: LibtpuConfig | None = None
 
 
-def prepare(dump_dir: str | os.PathLike | None, *, vmem_limit_kib: int | None = None) -> LibtpuConfig:
-    """Set libtpu's start-up environment: the bundle dump folder and the scoped VMEM limit.
-
-    Call before libtpu starts. A second call with the same values is a no-op;
-    with other values it raises RuntimeError (libtpu cannot be restarted in a
-    process). ``vmem_limit_kib`` raises the scoped VMEM limit Mosaic kernels
-    may use (a kernel that needs more than the chip has still fails, with its
-    error recorded).
-    """
+def prepare(dump_dir: str | os.PathLike | None) -> LibtpuConfig:
+    """Set libtpu's start-up environment: the bundle dump folder. Call before libtpu starts. A
+    second call with the same folder is a no-op; with another it raises RuntimeError (libtpu
+    cannot be restarted in a process)."""
     global _CONFIG
-    config = LibtpuConfig(Path(dump_dir).resolve() if dump_dir else None, vmem_limit_kib)
+    config = LibtpuConfig(Path(dump_dir).resolve() if dump_dir else None)
     if _CONFIG is not None:
         if _CONFIG != config:
             raise RuntimeError(f"libtpu already prepared with {_CONFIG}; restart the kernel to use {config}.")
@@ -106,8 +91,6 @@ def prepare(dump_dir: str | os.PathLike | None, *, vmem_limit_kib: int | None = 
         config.dump_dir.mkdir(parents=True, exist_ok=True)
         # Only the final schedule: the full dump is ~300 files per compile.
         flags += [f"--xla_jf_dump_to={config.dump_dir}", "--xla_jf_dump_llo_pass_label_regex=final_bundles"]
-    if vmem_limit_kib is not None:
-        flags.append(f"--xla_tpu_scoped_vmem_limit_kib={int(vmem_limit_kib)}")
     os.environ["LIBTPU_INIT_ARGS"] = " ".join([os.environ.get("LIBTPU_INIT_ARGS", ""), *flags]).strip()
     # No TPU host here: name one so libtpu skips host discovery (and its error log),
     # and let several processes (tests, notebooks) load libtpu at once.
@@ -139,25 +122,17 @@ def topology(name: str) -> Any:
     return topologies.get_topology_desc(platform="tpu", topology_name=topology_name)
 
 
-def devices(name: str) -> list[Any]:
-    """The topology's devices (8 "TPU v3" for ``"v3"``: a v3-8)."""
-    return list(topology(name).devices)
-
-
-def mesh(name: str, count: int = 1, axis: str = "x") -> Any:
-    """A 1-D ``Mesh`` over the first ``count`` devices of the topology."""
+def mesh(name: str) -> Any:
+    """A one-device ``Mesh`` (axis ``x``) on the topology's first device."""
     from jax.sharding import Mesh
 
-    found = devices(name)
-    if not 1 <= count <= len(found):
-        raise bad_value("count", count, f"1..{len(found)} (the devices of {name!r})")
-    return Mesh(found[:count], (axis,))
+    return Mesh(list(topology(name).devices)[:1], ("x",))
 
 
-def placed(args: Any, mesh_: Any, spec: Any = None) -> Any:
-    """``ShapeDtypeStruct`` copies of ``args`` (a pytree) placed on ``mesh_`` (replicated by default)."""
+def placed(args: Any, mesh_: Any) -> Any:
+    """``ShapeDtypeStruct`` copies of ``args`` (a pytree) replicated on ``mesh_``."""
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
 
-    sharding = NamedSharding(mesh_, spec if spec is not None else PartitionSpec())
+    sharding = NamedSharding(mesh_, PartitionSpec())
     return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding), args)
