@@ -12,36 +12,32 @@ not executed".
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 from .bundles import Schedule
 
 
-def loop_cycles(schedule: Schedule, index: int, trips: Mapping[int, int] | None = None) -> int:
-    """Cycles of loop ``index``: trips x (own bundles + its inner loops' cycles).
+def loop_cycles(schedule: Schedule, index: int) -> int:
+    """Cycles of loop ``index``: trips x (own bundles + its inner loops' cycles); ValueError
+    when a trip count is unknown."""
+    count = _trips(schedule, index)
+    return count * iteration_cycles(schedule, index) if count > 0 else 0
 
-    ``trips`` overrides a loop's trip count by index (e.g. the grid loop at
-    another batch size). Raises ValueError when a trip count is unknown.
-    """
-    loop = schedule.loops[index]
-    count = (trips or {}).get(index, loop.trips)
+
+def _trips(schedule: Schedule, index: int) -> int:
+    count = schedule.loops[index].trips
     if count is None:
-        raise ValueError(f"loop {index} of {schedule.name!r} has no constant trip count: pass trips={{...}}")
-    if count <= 0:
-        return 0
-    return count * iteration_cycles(schedule, index, trips)
+        raise ValueError(f"loop {index} of {schedule.name!r} has no constant trip count")
+    return count
 
 
-def iteration_cycles(schedule: Schedule, index: int, trips: Mapping[int, int] | None = None) -> int:
+def iteration_cycles(schedule: Schedule, index: int) -> int:
     """Cycles of one iteration of loop ``index`` (its own bundles plus its inner loops' cycles)."""
-    return schedule.own_bundles(index) + sum(
-        loop_cycles(schedule, c, trips) for c in schedule.children(index)
-    )
+    return schedule.own_bundles(index) + sum(loop_cycles(schedule, c) for c in schedule.children(index))
 
 
-def static_cycles(schedule: Schedule, trips: Mapping[int, int] | None = None) -> int:
+def static_cycles(schedule: Schedule) -> int:
     """Cycles of one kernel call: straight-line bundles plus every top-level loop's cycles."""
-    return schedule.own_bundles(None) + sum(loop_cycles(schedule, i, trips) for i in schedule.children(None))
+    return schedule.own_bundles(None) + sum(loop_cycles(schedule, i) for i in schedule.children(None))
 
 
 #: The slots a loop step's cost is read in: a TPU bundle issues operations of each kind at once.
@@ -71,14 +67,12 @@ def slot(op: str) -> str | None:
     return "vector" if base.startswith("v") else "scalar"
 
 
-def slot_counts(schedule: Schedule, trips: Mapping[int, int] | None = None) -> dict[str, int]:
+def slot_counts(schedule: Schedule) -> dict[str, int]:
     """Operations of one kernel call per slot of :data:`SLOTS`: each bundle's operations times
     the trips of the loops around it (ValueError when one has no constant trip count)."""
     weight = [1] * schedule.total
     for index, loop in enumerate(schedule.loops):
-        count = (trips or {}).get(index, loop.trips)
-        if count is None:
-            raise ValueError(f"loop {index} of {schedule.name!r} has no constant trip count")
+        count = _trips(schedule, index)
         for b in range(loop.start, loop.end + 1):
             weight[b] *= count
     out = dict.fromkeys(SLOTS, 0)
