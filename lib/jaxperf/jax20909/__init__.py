@@ -3,11 +3,9 @@ inputs and float64 answers, and the study's own steps, all run through the loops
 (:mod:`jaxperf.loops.engine`) and the compilers (:mod:`jaxperf.compilers`).
 
 - :mod:`.vocab`: kernels, loop forms, variant names and order, the reporter's table; imports no JAX.
-- :mod:`.forms`, :mod:`.kernels`, :mod:`.inputs`, :mod:`.reference`: the loop forms (the
-  hand-unrolled one is the public fix ``jaxperf.hand_unrolled_fori``; ``jaxperf.kernel_loop``),
-  the kernels as ``pallas_call`` and plain jit, their inputs and float64 answers;
-  :mod:`.factory` loads and checks a reader's kernel factory, :mod:`.factories` are the
-  study's kernels as such factories.
+- :mod:`.kernels`, :mod:`.inputs`, :mod:`.reference`: the kernels as ``pallas_call`` and plain
+  jit (their loops from :mod:`jaxperf.loops.forms`), their inputs and float64 answers;
+  :mod:`.factories`: the study's kernels as the engine's factories.
 - :mod:`.settings`: notebook 02's typed settings and quick preset.
 - :mod:`.sweep`, :mod:`.runs`: the measuring steps (the timed sweep on XLA:CPU and the
   interpreter; the reporter's harness; the engine on the family, the readers' kernels and the

@@ -50,15 +50,13 @@ class CapturedModule:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
 
-def capture(
-    fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET, clear_caches: bool = True
-) -> CapturedModule:
+def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET) -> CapturedModule:
     """Export ``fn(*args)`` (which holds one Triton ``pallas_call``) for CUDA and
     return the Triton module Pallas built for it.
 
     Works without a GPU. ``args`` may be arrays or ``jax.ShapeDtypeStruct``.
-    JAX's caches are cleared first (``clear_caches``) so that tracing and
-    lowering really run and are timed. Raises :class:`DoesNotLower` when the
+    JAX's caches are cleared first so that tracing and lowering really run and
+    are timed. Raises :class:`DoesNotLower` when the
     lowering rejects the kernel with NotImplementedError; ValueError for a bad
     target or when ``fn`` holds other than one Triton kernel.
     """
@@ -66,8 +64,7 @@ def capture(
 
     check_target(target)
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
-    if clear_caches:
-        jax.clear_caches()
+    jax.clear_caches()
     sink: list[str] = []
 
     def record(result: Any, _seconds: float) -> None:
