@@ -30,7 +30,6 @@ from ..errors import bad_value, check_ints
 from .forms import KERNEL_LOOP_FORMS, recording
 
 FACTORY_HELP = "an importable 'package.module:factory', factory(form, T, *, interpret=False) -> (fn, args)"
-COMPILERS = ("triton", "mosaic_gpu", "mosaic_tpu")
 
 
 @dataclass(frozen=True)
