@@ -22,7 +22,6 @@ import contextlib
 import importlib
 import os
 import re
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -240,16 +239,15 @@ def mosaic_lowering_hook(compiler: str, on_module: Callable[[Any], None]) -> Ite
         setattr(module, name, original)
 
 
-# --- Triton compile study -------------------------------------------------
-
+# --- loops tool: Triton -------------------------------------------------------
 
 TRITON_LOWERING_MODULE = "jax._src.pallas.triton.lowering"
 TRITON_LOWERING_FUNCTION = "lower_jaxpr_to_triton_module"
 
 
 @contextlib.contextmanager
-def triton_lowering_hook(on_module: Callable[[Any, float], None]) -> Iterator[None]:
-    """Call ``on_module(result, seconds)`` for each module Pallas' Triton lowering builds.
+def triton_lowering_hook(on_module: Callable[[Any], None]) -> Iterator[None]:
+    """Call ``on_module(result)`` for each module Pallas' Triton lowering builds.
 
     No public API returns the Triton module (the custom call carries it as
     MLIR bytecode only), so the lowering function that Pallas' registration
@@ -261,9 +259,8 @@ def triton_lowering_hook(on_module: Callable[[Any, float], None]) -> Iterator[No
     original = getattr(lowering, TRITON_LOWERING_FUNCTION)
 
     def recording(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
         result = original(*args, **kwargs)
-        on_module(result, time.perf_counter() - start)
+        on_module(result)
         return result
 
     setattr(lowering, TRITON_LOWERING_FUNCTION, recording)
@@ -271,9 +268,6 @@ def triton_lowering_hook(on_module: Callable[[Any, float], None]) -> Iterator[No
         yield
     finally:
         setattr(lowering, TRITON_LOWERING_FUNCTION, original)
-
-
-# --- TPU compile study ------------------------------------------------------
 
 
 # --- runs ahead: eqx.filter_jit's per-call block (issue 21) --------------------

@@ -67,7 +67,7 @@ def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAUL
     jax.clear_caches()
     sink: list[str] = []
 
-    def record(result: Any, _seconds: float) -> None:
+    def record(result: Any) -> None:
         sink.append(result.module.operation.get_asm(enable_debug_info=False))
 
     start = time.perf_counter()
