@@ -126,9 +126,13 @@ def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
     """fori/Python execution ratio vs T: each mode measured here beside the reporter's A6000."""
     data = pd.DataFrame(list(rows))
     reporter = pd.DataFrame(seed_records()).assign(mode="reporter")
-    cols = ["mode", "T", "ratio"]
+    cols = ["mode", "T", "ratio", "ratio_lo", "ratio_hi"]  # lo/hi: the rerun range, where measured so
     data = pd.concat(
-        [data[cols] if len(data) else pd.DataFrame(columns=cols), reporter[cols]], ignore_index=True
+        [
+            data.reindex(columns=cols) if len(data) else pd.DataFrame(columns=cols),
+            reporter.reindex(columns=cols),
+        ],
+        ignore_index=True,
     )
     fig, [ax] = rules.stacked(1, row_height=3.6)
     claims = []
@@ -142,6 +146,11 @@ def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
             source, ls = sources[str(mode)]
             color, label = colors[source], MODE_LABELS.get(str(mode), str(mode))
         ax.plot(part["T"], part["ratio"], marker="o", ms=4, color=color, ls=ls, label=label)
+        ranged = part.dropna(subset=["ratio_lo", "ratio_hi"])
+        if len(ranged):
+            ax.fill_between(
+                ranged["T"], ranged["ratio_lo"], ranged["ratio_hi"], color=color, alpha=0.15, lw=0
+            )
         if mode == "reporter":
             rules.label_end(ax, part["T"], part["ratio"], "reporter, A6000", color)
         last = part.iloc[-1]
@@ -153,7 +162,7 @@ def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
     plots.reference_line(ax, 1.0, "1x: the Python loop's speed", va="top", fontsize=rules.pt(fig))
     _tick_swept([ax], data["T"])
     ax.tick_params(axis="x", labelrotation=45)
-    ax.set(xlabel=T_LABEL, ylabel="fori_loop / Python loop\n(ms per call, ratio of medians)")
+    ax.set(xlabel=T_LABEL, ylabel="fori_loop / Python loop, ms per call\n(median; band: its rerun range)")
     plots.legend_outside(ax)
     rules.title(fig, "Seed kernel, fori_loop / Python loop: " + "; ".join(claims))
     return fig, data

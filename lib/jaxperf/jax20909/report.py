@@ -52,7 +52,19 @@ class LoopResults:
     compiles: dict[str, Any] | None = None  # compile_facts.compile_summary of runs.compiles
 
     def seed_rows(self) -> list[dict[str, Any]]:
-        return analysis.seed_reproduction(self.head)
+        """The seed's rows; where its modes ran in several processes, ``ratio`` is the median
+        over processes the text quotes (``ratio_runs``), with its ``lo``/``hi``, so the figure,
+        the table and the sentences state one value per (mode, T)."""
+        rows = analysis.seed_reproduction(self.head)
+        if self.ranges is None or not len(self.ranges):
+            return rows
+        fori = self.ranges[(self.ranges.kernel == "seed") & (self.ranges.variant == "fori u=1")]
+        by = {(r.mode, int(r.T)): r for r in fori.itertuples()}
+        for row in rows:
+            hit = by.get((row["mode"], row["T"]))
+            if hit is not None and hit.n >= 2:
+                row.update(ratio=float(hit.median), ratio_lo=float(hit.lo), ratio_hi=float(hit.hi))
+        return rows
 
     def per_step(self) -> pd.DataFrame:
         return runs.per_step(self.family_runs)
