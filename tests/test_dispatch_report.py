@@ -314,3 +314,22 @@ def test_printed_shares_sum_to_one_hundred(shares):
     printed = whole_percents(shares)
     assert sum(printed) == 100
     assert all(abs(p - 100 * s) < 1 for p, s in zip(printed, shares))
+
+
+def test_the_packed_goal_is_judged_on_the_largest_no_op_case_with_where_its_time_goes():
+    costs = {"pmap_params": lambda n: 0.5 + 0.05 * n, "packed_pmap": lambda n: 2.0}  # 392 leaves: 20.1 / 2.0
+    timings = frame(costs)
+    summary = {
+        "ranges": {"packed_pmap/pmap_params": report._range(timings, "packed_pmap", "pmap_params", 0.05)}
+    }
+    (name, goal), *_ = report.goals(summary, quick=False, timings=timings).items()
+    assert name.endswith("(neither donated), no-op, 392 leaves") and goal["verdict"] == "met"
+    assert goal["ratio"]["median"] == pytest.approx(20.1 / 2.0)
+    assert goal["per_call_ms"]["packed_pmap"] == {
+        "host_cpu": pytest.approx(2.0),
+        "in_the_loop": pytest.approx(2.0),
+    }
+    assert (
+        "packed_pmap: 2.00 ms of host CPU per blocked call, 2.00 ms per call in the loop"
+        in report._where_time_goes(goal)
+    )

@@ -11,7 +11,7 @@
 - :func:`by_kind`: one line per model family (MLP, transformer, CNN);
 - :func:`spread`, :func:`pooled`, :func:`per_process`: a quantity measured once per fresh
   process (``study.measure(processes=n)``), quoted as the median of the per-process values with
-  their [min, max]; a range that holds the verdict's threshold is not resolved.
+  the range a rerun's median is expected in; a range that holds the verdict's threshold is not resolved.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ class DispatchSettings(StudySettings):
     ``precision`` or after ``seconds_per_cell`` of timing (compiles not counted). The
     accounting splits one call at each of ``accounting_depths`` over ``accounting_rounds``
     interleaved rounds. Every measurement runs in ``processes`` fresh processes, a third of the
-    rounds each, so each quoted number is a median over processes with their [min, max]. The
+    rounds each, so each quoted number is a median over processes with its rerun range. The
     train step on one wide MLP (``heavy_width``, under ``eqx.filter_jit``) has a device time far
     above any path's host time: it tells which paths wait for each call.
     """
