@@ -26,6 +26,7 @@ import itertools
 import operator
 import threading
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -64,22 +65,23 @@ def _unstaged_type(leaf: Any) -> Hashable:
     return jax.typeof(leaf)  # a JAX array of a kind (or version) without .aval: the slow, public way
 
 
-# per set of array kinds: leaf type -> whether it is an array (learnt on first sight)
-_IS_ARRAY: dict[tuple[type, ...], dict[type, bool]] = {}
+# (array kinds, leaf types) -> (array flags, non-array flags, whether a float or complex is
+# among them): one hash of the types on a hit instead of a pass per leaf for each
+_PLANS: dict[tuple, tuple[tuple[bool, ...], tuple[bool, ...], bool]] = {}
 _aval = operator.attrgetter("aval")
 
 
-def _array_flags(types: tuple[type, ...], kinds: tuple[type, ...]) -> list[bool]:
-    known = _IS_ARRAY.get(kinds)
-    if known is None:
-        known = _IS_ARRAY.setdefault(kinds, {})
-    try:
-        return list(map(known.__getitem__, types))  # one C-level pass on a hit
-    except KeyError:
-        for kind in types:
-            if kind not in known:
-                known[kind] = issubclass(kind, kinds)
-        return list(map(known.__getitem__, types))
+def _plan(
+    kinds: tuple[type, ...], types: tuple[type, ...]
+) -> tuple[tuple[bool, ...], tuple[bool, ...], bool]:
+    plan = _PLANS.get((kinds, types))
+    if plan is None:
+        if len(_PLANS) > 4096:  # bounded: one entry per input structure seen
+            _PLANS.clear()
+        flags = tuple(issubclass(kind, kinds) for kind in types)
+        floats = float in types or complex in types
+        plan = _PLANS[kinds, types] = (flags, tuple(not f for f in flags), floats)
+    return plan
 
 
 def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, tuple, Any]:
@@ -90,10 +92,10 @@ def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list
     ``compress``), so a call pays per leaf little beyond the flatten."""
     leaves, treedef = jtu.tree_flatten(tree)
     types = tuple(map(type, leaves))
-    flags = _array_flags(types, kinds)
+    flags, others, floats = _plan(kinds, types)
     dynamic = list(itertools.compress(leaves, flags))
-    rest = tuple(itertools.compress(leaves, map(operator.not_, flags)))
-    if float in types or complex in types:  # -0.0 == 0.0: a float's repr tells them apart
+    rest = tuple(itertools.compress(leaves, others))
+    if floats:  # -0.0 == 0.0: a float's repr tells them apart
         rest = tuple((type(x), repr(x)) if type(x) in (float, complex) else x for x in rest)
     try:
         # The aval is what a trace sees, all of it; JAX interns it (jax >= 0.7: an identity
@@ -132,30 +134,32 @@ def merge(treedef: Any, static: Sequence[Any], dynamic: Sequence[Any]) -> Any:
     return treedef.unflatten([next(it) if s is ARRAY else s for s in static])
 
 
+class _Static:
+    """A non-array output leaf, held in the output's treedef as a node without leaves:
+    unflattened, it is the leaf itself."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+jtu.register_pytree_node(_Static, lambda s: ((), s), lambda s, _: s.value)
+
+
 class Record:
-    """One trace's output structure and non-array outputs. A pytree node without leaves:
-    a compiled function returns ``(array outputs, record)``, so JAX keeps each trace's
-    record with that trace's compiled code. ``rebuild`` interleaves in C: the leaves are
-    ``(non-array outputs + array outputs)`` picked by a precomputed index."""
+    """One trace's output structure with its non-array outputs in it (as :class:`_Static`
+    nodes). A pytree node without leaves: a compiled function returns ``(array outputs,
+    record)``, so JAX keeps each trace's record with that trace's compiled code, and
+    ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs."""
 
-    __slots__ = ("treedef", "statics", "index")
+    __slots__ = ("treedef",)
 
-    def __init__(self, treedef: Any, static: list[Any]) -> None:
+    def __init__(self, treedef: Any) -> None:
         self.treedef = treedef
-        self.statics = tuple(x for x in static if x is not ARRAY)
-        n, arrays = len(self.statics), 0
-        index, statics = [], 0
-        for x in static:
-            if x is ARRAY:
-                index.append(n + arrays)
-                arrays += 1
-            else:
-                index.append(statics)
-                statics += 1
-        self.index = tuple(index)
 
     def rebuild(self, dynamic: Sequence[Any]) -> Any:
-        return self.treedef.unflatten(map((self.statics + tuple(dynamic)).__getitem__, self.index))
+        return self.treedef.unflatten(dynamic)
 
 
 jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
@@ -167,8 +171,32 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
     leaves, treedef = jtu.tree_flatten(out)
     if dynamic is None:
         dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
-    static = [ARRAY if d else x for d, x in zip(dynamic, leaves)]
-    return tuple(x for d, x in zip(dynamic, leaves) if d), Record(treedef, static)
+    held = treedef.unflatten([x if d else _Static(x) for d, x in zip(dynamic, leaves)])
+    return tuple(x for d, x in zip(dynamic, leaves) if d), Record(jtu.tree_structure(held))
+
+
+class Entry:
+    """The compiled function (``jax.jit`` or ``jax.pmap``) for one cache key, called with
+    the key's array leaves as positional arguments; returns ``(array outputs, Record)``.
+    ``kept``: how many leading ones are not donated; ``traced``: whether a trace of it has
+    reached its end; ``compiled``: whether a call has compiled it (JAX warns of donation then)."""
+
+    __slots__ = ("fn", "kept", "traced", "compiled")
+
+    def __init__(self, kept: int = 0) -> None:
+        self.fn: Any = None
+        self.kept, self.traced, self.compiled = kept, False, False
+
+    def __call__(self, dynamic: Sequence[Any], quiet: bool) -> Any:
+        """``fn(*dynamic)``; ``quiet``: the first call (the compile) without JAX's
+        unusable-donation warning, as Equinox filters it when it donates every array."""
+        if quiet and not self.compiled:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
+                out = self.fn(*dynamic)
+            self.compiled = True
+            return out
+        return self.fn(*dynamic)
 
 
 _TOTALS_LOCK = threading.Lock()
@@ -281,7 +309,7 @@ class Compiled:
                     f"arrays of shapes and dtypes {array_types(dynamic)} where this was lowered for "
                     f"{lowered.types}: lower(...) again with these arguments."
                 )
-            return lowered.run(self.compiled, dynamic)
+            return run_compiled(self.compiled, dynamic)
         static_key = lowered.static_key
         if lowered.relower is not None and static_key is not None and same_structure(key, static_key):
             # The ShapeDtypeStructs it was lowered with are passed again: they were static
@@ -299,10 +327,15 @@ class Compiled:
         return self.compiled.as_text()
 
 
+def run_compiled(compiled: Any, dynamic: Sequence[Any]) -> Any:
+    """Call a compiled (ahead-of-time) form of an :class:`Entry` and rebuild its outputs."""
+    out, rec = compiled(*dynamic)
+    return rec.rebuild(out)
+
+
 class Lowered:
     """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of``
-    gives a call's (key, array leaves); ``run(compiled, leaves)`` calls the compiled form and
-    rebuilds the outputs; ``relower()`` (when ``jax.ShapeDtypeStruct`` arguments were lowered
+    gives a call's (key, array leaves); ``relower()`` (when ``jax.ShapeDtypeStruct`` arguments were lowered
     as abstract arrays) lowers them as static arguments instead, ``static_key`` its key."""
 
     def __init__(
@@ -311,12 +344,11 @@ class Lowered:
         key: tuple,
         dynamic: Sequence[Any],
         key_of: Any,
-        run: Any,
         relower: Any = None,
         static_key: tuple | None = None,
     ) -> None:
         self.lowered, self.key, self.types = lowered, key, array_types(dynamic)
-        self.key_of, self.run, self.relower, self.static_key = key_of, run, relower, static_key
+        self.key_of, self.relower, self.static_key = key_of, relower, static_key
 
     def as_text(self) -> str:
         return self.lowered.as_text()

@@ -12,7 +12,6 @@ import inspect
 import logging
 import os
 import types
-import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +25,7 @@ from ._cached import (
     ARRAY,
     ARRAY_TYPES,
     LOWER_TYPES,
+    Entry,
     Fallback,
     Lowered,
     Paths,
@@ -51,6 +51,8 @@ private_api.check_core_hook(private_api.EQUINOX_JIT_ERROR)
 _LogFilter: Any = type(private_api.equinox_callback_log_filter())
 _JaxRuntimeError = jax.errors.JaxRuntimeError
 _callback_logger = logging.getLogger("jax._src.callback")
+_Tracer = jax.core.Tracer
+_field = object.__getattribute__
 #: calls every cached_filter_jit in this process handed to eqx.filter_jit, by reason
 JIT_FALLBACKS: collections.Counter[str] = collections.Counter()
 
@@ -61,17 +63,6 @@ def _equinox_error(err: Exception, jit_id: bytes) -> Exception | None:
         return None
     message = private_api.equinox_jit_error_message(jit_id)
     return None if message is None else eqx.EquinoxRuntimeError(message)
-
-
-class JitEntry:
-    """The ``jax.jit`` for one cache key: called ``(kept, donated)``, the first ``kept``
-    array leaves not donated; returns ``(array outputs, Record)``."""
-
-    __slots__ = ("jitted", "kept", "compiled")
-
-    def __init__(self, jitted: Any, kept: int) -> None:
-        self.jitted, self.kept = jitted, kept
-        self.compiled = False  # whether a call has compiled it (JAX warns of donation only then)
 
 
 class JitPaths(Paths):
@@ -117,21 +108,15 @@ class JitPaths(Paths):
         return key, entry, dynamic
 
     def call(self, arrays: tuple, args: tuple, kwargs: dict, jit_id: bytes) -> Any:
-        self._check_finished(jit_id)
-        args, kwargs = self.bind(args, kwargs)
+        if self.pending:
+            self._check_finished(jit_id)
+        if kwargs:
+            args, kwargs = self.bind(args, kwargs)
         _, entry, dynamic = self.lookup(arrays, args, kwargs)
-        kept = entry.kept
         log_filter = _LogFilter()  # one per call, as Equinox's
         _callback_logger.addFilter(log_filter)
         try:
-            if self.filter_warning and not entry.compiled:
-                # JAX's unusable-donation warning comes from compiling (this key's first call)
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
-                    out, rec = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
-                entry.compiled = True
-            else:
-                out, rec = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
+            out, rec = entry(dynamic, self.filter_warning)
         except (_JaxRuntimeError, ValueError) as err:
             translated = _equinox_error(err, jit_id)
             if translated is not None:
@@ -139,12 +124,11 @@ class JitPaths(Paths):
             raise
         finally:
             _callback_logger.removeFilter(log_filter)
-        if out and not isinstance(out[0], jax.core.Tracer):
+        if out and not isinstance(out[0], _Tracer):
             # An execution's outputs are ready (or failed) together: one of them tells for all,
-            # and no marker output costs the call anything (Equinox returns one and waits on it).
-            first = weakref.ref(out[0])
-            with self.lock:
-                self.pending.append(first)
+            # and no marker output costs the call anything (Equinox returns one and waits on
+            # it). A deque's append needs no lock.
+            self.pending.append(weakref.ref(out[0]))
         return rec.rebuild(out)
 
     def _finished(self) -> list[Any]:
@@ -193,21 +177,21 @@ class JitPaths(Paths):
             if out is not None and not out.is_deleted():
                 self._raise_failure(out, b"", earlier=False)
 
-    def _build(self, args: tuple, treedef: Any, static: list, n_dynamic: int) -> JitEntry:
+    def _build(self, args: tuple, treedef: Any, static: list, n_dynamic: int) -> Entry:
         """The ``jax.jit`` for one bound call structure (``treedef`` with ``static`` leaves);
         it holds this object's options, never this object (nor the function)."""
         first = len(jtu.tree_leaves(args[0])) if args else 0
         n_first = sum(1 for s in static[:first] if s is ARRAY)
-        kept = n_dynamic if not self.donate_rest else (0 if self.donate_first else n_first)
+        entry = Entry(n_dynamic if not self.donate_rest else (0 if self.donate_first else n_first))
         fun_of = self.fun_of
 
-        def inner(kept: tuple, donated: tuple) -> tuple:
-            call_args, call_kwargs, arrays = merge(treedef, static, kept + donated)
+        def inner(*leaves: Any) -> tuple:
+            call_args, call_kwargs, arrays = merge(treedef, static, leaves)
             return record(fun_of(arrays)(*call_args, **call_kwargs))
 
         inner.__name__, inner.__qualname__ = self.name, self.qualname
-        donate = (1,) if self.donate_rest else ()
-        return JitEntry(jax.jit(inner, donate_argnums=donate, **self.jitkwargs), kept)
+        entry.fn = jax.jit(inner, donate_argnums=tuple(range(entry.kept, n_dynamic)), **self.jitkwargs)
+        return entry
 
     # ------------------------------------------------------------ ahead of time
 
@@ -220,44 +204,33 @@ class JitPaths(Paths):
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
         if abstract:
             try:
-                lowered = entry.jitted.lower(tuple(dynamic[: entry.kept]), tuple(dynamic[entry.kept :]))
+                lowered = entry.fn.lower(*dynamic)
             except Exception as err:  # noqa: BLE001 -- Equinox's reading, then its error
                 try:
                     return self.lower_static(arrays, args, kwargs)
                 except Exception as static_err:
                     raise static_err from err
         else:
-            lowered = entry.jitted.lower(tuple(dynamic[: entry.kept]), tuple(dynamic[entry.kept :]))
+            lowered = entry.fn.lower(*dynamic)
 
         return Lowered(
             lowered,
             key,
             dynamic,
             lambda a, k: self._key_of(arrays, a, k),
-            self._runner(entry.kept),
             (lambda: self.lower_static(arrays, args, kwargs)) if abstract else None,
             split((args, kwargs, arrays))[0] if abstract else None,
         )
 
     def lower_static(self, arrays: tuple, args: tuple, kwargs: dict) -> Lowered:
         key, entry, dynamic = self.lookup(arrays, args, kwargs)
-        lowered = entry.jitted.lower(tuple(dynamic[: entry.kept]), tuple(dynamic[entry.kept :]))
-        return Lowered(
-            lowered, key, dynamic, lambda a, k: self._key_of(arrays, a, k), self._runner(entry.kept)
-        )
+        lowered = entry.fn.lower(*dynamic)
+        return Lowered(lowered, key, dynamic, lambda a, k: self._key_of(arrays, a, k))
 
     def _key_of(self, arrays: tuple, args: tuple, kwargs: dict) -> tuple[tuple, list]:
         args, kwargs = self.bind(args, kwargs)
         key, dynamic, _, _ = split((args, kwargs, arrays))
         return key, dynamic
-
-    @staticmethod
-    def _runner(kept: int) -> Callable[[Any, list], Any]:
-        def run(compiled: Any, leaves: list) -> Any:
-            out, rec = compiled(tuple(leaves[:kept]), tuple(leaves[kept:]))
-            return rec.rebuild(out)
-
-        return run
 
 
 # ---------------------------------------- cached_filter_jit
@@ -305,11 +278,11 @@ class CachedFilterJit(eqx.Module):
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         __equinox_jit_id__ = os.urandom(16)  # eqx.error_if cuts the stack it records at this frame
-        paths = self._cached
+        paths = _field(self, "_cached")  # a field: no Module.__getattribute__ on the hot path
         try:
             if paths.unhashable:
                 raise Fallback("unhashable non-array leaf in the function")
-            return paths.call(self._dynamic_fun, args, kwargs, __equinox_jit_id__)
+            return paths.call(_field(self, "_dynamic_fun"), args, kwargs, __equinox_jit_id__)
         except eqx.EquinoxRuntimeError as err:
             err.__traceback__ = None  # as Equinox: no frames of the wrapper in the report
             raise

@@ -10,7 +10,6 @@ import functools
 import inspect
 import threading
 import types
-import warnings
 import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -25,6 +24,7 @@ from ._cached import (
     ARRAY,
     ARRAY_TYPES,
     LOWER_TYPES,
+    Entry,
     Fallback,
     Lowered,
     Paths,
@@ -55,18 +55,9 @@ _KIND_ERROR = "filter_pmap(..., out_axes=...) must contain only integers and Non
 #: ``tracing.traced`` is set when a trace reaches the wrapped function (per thread): from
 #: then on an error is the function's, or its outputs', and is raised, never handed over
 tracing = threading.local()
-
-
-class PmapEntry:
-    """The ``jax.pmap`` for one cache key (it returns ``(array outputs, Record)``); ``traced``:
-    whether a trace of it has reached the end (set under the paths' lock)."""
-
-    __slots__ = ("pmapped", "traced", "compiled")
-
-    def __init__(self) -> None:
-        self.pmapped: Any = None
-        self.traced = False
-        self.compiled = False  # whether a call has compiled it (JAX warns of donation only then)
+#: what :meth:`PmapPaths.hit` returns when the call is not a hit
+MISS = object()
+_field = object.__getattribute__
 
 
 def _is_axis_leaf(x: Any) -> bool:
@@ -126,11 +117,11 @@ def _known_out_axes(spec: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> PmapEntry:
+def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> Entry:
     """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
     one per array leaf in ``dynamic``): the tree is ``(fun or None, args, dummy or None)``,
     None for a Python function, which comes from ``paths.fun_ref`` (a weak reference)."""
-    entry = PmapEntry()
+    entry = Entry()
     # The entry may outlive every wrapper (equal wrappers share entries, as Equinox's share
     # compiled functions): its closures hold the options, never a wrapper nor the function.
     fun_ref, spec, lock = paths.fun_ref, paths.out_axes, paths.lock
@@ -152,17 +143,17 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
     if not known:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
         resolved: list[Any] = []
 
-        def probe(dynamic_leaves: tuple) -> tuple:
+        def probe(*dynamic_leaves: Any) -> tuple:
             leaves, per_leaf, mapped = classify(call(dynamic_leaves))
             resolved[:] = [a for a, m in zip(per_leaf, mapped) if m]
             return tuple(x for x in leaves if isinstance(x, _ARRAY_LIKE))
 
         structs = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in dynamic)
-        vmapped = jax.vmap(probe, in_axes=(in_axes,), axis_name=axis_name, axis_size=axis_size)
-        jax.eval_shape(vmapped, structs)
+        vmapped = jax.vmap(probe, in_axes=in_axes, axis_name=axis_name, axis_size=axis_size)
+        jax.eval_shape(vmapped, *structs)
         out_axes = _one_or_tuple(resolved) if resolved else 0
 
-    def inner(dynamic_leaves: tuple) -> tuple:
+    def inner(*dynamic_leaves: Any) -> tuple:
         out = call(dynamic_leaves)
         result = record(out, classify(out)[2])
         with lock:
@@ -170,22 +161,16 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
         return result
 
     inner.__name__, inner.__qualname__ = paths.name, paths.qualname
-    entry.pmapped = jax.pmap(
+    entry.fn = jax.pmap(
         inner,
-        in_axes=(in_axes,),
+        in_axes=in_axes,
         out_axes=(out_axes, 0),  # the record has no leaves: any axis
         axis_name=axis_name,
         axis_size=axis_size,
-        donate_argnums=(0,) if paths.donate != "none" else (),
+        donate_argnums=tuple(range(len(dynamic))) if paths.donate != "none" else (),
         **paths.pmapkwargs,
     )
     return entry
-
-
-def run_compiled(compiled: Any, dynamic: list) -> Any:
-    """Call a compiled (ahead-of-time) form of an entry and rebuild its outputs."""
-    out, rec = compiled(tuple(dynamic))
-    return rec.rebuild(out)
 
 
 # ---------------------------------------- the compiled paths of cached_filter_pmap
@@ -217,6 +202,22 @@ class PmapPaths(Paths):
 
     # ------------------------------------------------------------ the call
 
+    def hit(self, fun: Any, args: tuple) -> Any:
+        """The outputs of a call whose compiled path is cached and traced, or :data:`MISS`
+        (then :meth:`guarded` answers): the hot path, one flatten and one lookup."""
+        if self.unhashable or self.value_axes or (self.is_function and fun is not self.fun_ref()):
+            return MISS
+        key, dynamic, _, _ = split((None if self.is_function else fun, args, self.dummy))
+        with self.lock:
+            try:
+                entry = self.entries.get(key)
+            except TypeError:  # an unhashable leaf: guarded hands it to Equinox
+                return MISS
+            if entry is None or not entry.traced:
+                return MISS
+            self.counts["hits"] += 1
+        return self._run(entry, dynamic)
+
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
         """This call's outputs (or its Lowered); :class:`Fallback` when Equinox must answer:
         keyword arguments, inputs it rejects before tracing (so its errors stay its own).
@@ -225,7 +226,7 @@ class PmapPaths(Paths):
             raise Fallback("keyword arguments")
         if self.is_function and fun is not self.fun_ref():
             raise Fallback("the wrapped function was replaced in the wrapper's pytree")
-        entry: PmapEntry | None = None
+        entry: Entry | None = None
         outer, tracing.traced = getattr(tracing, "traced", False), False
         try:
             key, entry, dynamic, tree = self._lookup(fun, args, LOWER_TYPES if lower else ARRAY_TYPES)
@@ -258,25 +259,18 @@ class PmapPaths(Paths):
             entry = self.put(key, build_entry(self, treedef, static, axes, dynamic))
         return key, entry, dynamic, tree
 
-    def _run(self, entry: PmapEntry, dynamic: list) -> Any:
-        if self.donate == "all" and not entry.compiled:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
-                out, rec = entry.pmapped(tuple(dynamic))
-            entry.compiled = True
-        else:
-            out, rec = entry.pmapped(tuple(dynamic))
+    def _run(self, entry: Entry, dynamic: list) -> Any:
+        out, rec = entry(dynamic, self.donate == "all")
         return rec.rebuild(out)
 
-    def _lowered(self, key: Any, entry: PmapEntry, dynamic: list, tree: tuple) -> Lowered:
+    def _lowered(self, key: Any, entry: Entry, dynamic: list, tree: tuple) -> Lowered:
         fun, args = (self.fun_ref() if tree[0] is None else tree[0]), tree[1]
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
         return Lowered(
-            entry.pmapped.lower(tuple(dynamic)),
+            entry.fn.lower(*dynamic),
             key,
             dynamic,
             lambda a, k: self._key_of(fun, a, k),
-            run_compiled,
             (lambda: self.lower_static(fun, args)) if abstract else None,
             self._key_of(fun, args, {})[0] if abstract else None,
         )
@@ -285,7 +279,7 @@ class PmapPaths(Paths):
         """``.lower`` with any ``jax.ShapeDtypeStruct`` argument static, as Equinox reads it."""
         key, entry, dynamic, tree = self._lookup(fun, args, ARRAY_TYPES)
         key_of = lambda a, k: self._key_of(fun, a, k)  # noqa: E731
-        return Lowered(entry.pmapped.lower(tuple(dynamic)), key, dynamic, key_of, run_compiled)
+        return Lowered(entry.fn.lower(*dynamic), key, dynamic, key_of)
 
     def _key_of(self, fun: Any, args: tuple, kwargs: dict) -> tuple[Any, list]:
         if kwargs:
@@ -386,6 +380,10 @@ class CachedFilterPmap(eqx.Module):
             return (fallback.lower if lower else fallback)(*args, **kwargs)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs:  # fields read past Module.__getattribute__, on the hot path
+            out = _field(self, "_cached").hit(_field(self, "_fun"), args)
+            if out is not MISS:
+                return out
         # through the class: a Module's bound method is a new Module on every access
         return CachedFilterPmap._call(self, False, args, kwargs)
 
