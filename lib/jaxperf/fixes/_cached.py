@@ -29,8 +29,9 @@ import types
 import warnings
 import weakref
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import equinox as eqx
 import jax
 import jax.tree_util as jtu
 import numpy as np
@@ -69,6 +70,7 @@ def _unstaged_type(leaf: Any) -> Hashable:
 # among them): one hash of the types on a hit instead of a pass per leaf for each
 _PLANS: dict[tuple, tuple[tuple[bool, ...], tuple[bool, ...], bool]] = {}
 _aval = operator.attrgetter("aval")
+_flatten: Callable[[Any], tuple[list[Any], Any]] = jtu.default_registry.flatten
 
 
 def _plan(
@@ -90,7 +92,7 @@ def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list
     the static leaves with ARRAY marks. The key is ``(treedef, leaf types, non-array leaves,
     array avals, trace context)``; every pass over the leaves runs in C (``map``,
     ``compress``), so a call pays per leaf little beyond the flatten."""
-    leaves, treedef = jtu.tree_flatten(tree)
+    leaves, treedef = _flatten(tree)  # jax.tree_util.tree_flatten without its Python frame
     types = tuple(map(type, leaves))
     flags, others, floats = _plan(kinds, types)
     dynamic = list(itertools.compress(leaves, flags))
@@ -171,7 +173,7 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
     leaves, treedef = jtu.tree_flatten(out)
     if dynamic is None:
         dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
-    held = treedef.unflatten([x if d else _Static(x) for d, x in zip(dynamic, leaves)])
+    held = jtu.tree_unflatten(treedef, [x if d else _Static(x) for d, x in zip(dynamic, leaves)])
     return tuple(x for d, x in zip(dynamic, leaves) if d), Record(jtu.tree_structure(held))
 
 
@@ -181,11 +183,12 @@ class Entry:
     ``kept``: how many leading ones are not donated; ``traced``: whether a trace of it has
     reached its end; ``compiled``: whether a call has compiled it (JAX warns of donation then)."""
 
-    __slots__ = ("fn", "kept", "traced", "compiled")
+    __slots__ = ("fn", "kept", "traced", "compiled", "asynchronous")
 
     def __init__(self, kept: int = 0) -> None:
         self.fn: Any = None
         self.kept, self.traced, self.compiled = kept, False, False
+        self.asynchronous: bool | None = None  # whether its outputs live off XLA:CPU (known after a call)
 
     def __call__(self, dynamic: Sequence[Any], quiet: bool) -> Any:
         """``fn(*dynamic)``; ``quiet``: the first call (the compile) without JAX's
@@ -208,8 +211,13 @@ class Paths:
     hand-overs to Equinox. Every read or write of it holds its lock; JAX's tracing and
     compiling never run under it. Copied, it is itself (a wrapper's copy shares its paths)."""
 
-    def __init__(self, totals: collections.Counter[str], unhashable: bool) -> None:
+    def __init__(self, fun: Any, totals: collections.Counter[str], unhashable: bool) -> None:
         self.unhashable = unhashable
+        self.name = getattr(fun, "__name__", type(fun).__name__)
+        self.qualname = getattr(fun, "__qualname__", self.name)
+        # a Python function weakly: the shared paths die with it (as Equinox's compile cache)
+        self.is_function = type(fun) is types.FunctionType
+        self.fun_ref: Callable[[], Any] = weakref.ref(fun) if self.is_function else (lambda: None)
         self.lock = threading.Lock()
         self.entries: dict[Hashable, Any] = {}
         self.counts = {"hits": 0, "misses": 0, "fallbacks": 0}
@@ -225,6 +233,8 @@ class Paths:
     def get(self, key: Hashable) -> Any:
         """The entry for ``key`` (a hit), or None; :class:`Fallback` for an unhashable
         non-array leaf (Equinox's error)."""
+        if self.unhashable:
+            raise Fallback("unhashable non-array leaf in the function")
         with self.lock:
             try:
                 entry = self.entries.get(key)
@@ -249,14 +259,6 @@ class Paths:
         with _TOTALS_LOCK:
             self._totals[reason] += 1
 
-    def stats(self) -> dict[str, int]:
-        with self.lock:
-            return dict(self.counts)
-
-    def fallback_reasons(self) -> collections.Counter[str]:
-        with self.lock:
-            return collections.Counter(self.reasons)
-
 
 def totals(counter: collections.Counter[str]) -> dict[str, int]:
     with _TOTALS_LOCK:
@@ -270,16 +272,18 @@ _SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDi
 _SHARED_LOCK = threading.Lock()
 
 
-def shared(fun: Any, options: Hashable, rest: Hashable, make: Callable[[bool], Any]) -> Any:
-    """The paths every wrapper of ``fun`` with ``options`` shares (``rest``: its non-array
-    part), built by ``make(unhashable=False)`` the first time; a private one from
-    ``make(unhashable=True)`` when the key cannot be hashed (Equinox then refuses each call)."""
+def shared(fun: Any, options: dict[str, Any], rest: Hashable, make: Callable[[bool], Any]) -> Any:
+    """The paths every wrapper of ``fun`` with ``options`` (a drop-in's keywords, its kind
+    among them) shares (``rest``: its non-array part), built by ``make(unhashable=False)``
+    the first time; a private one from ``make(unhashable=True)`` when the key cannot be
+    hashed (Equinox then refuses each call)."""
     owner: Any
-    key: Hashable
+    leaves, treedef = jtu.tree_flatten(options)
+    key: Hashable = (tuple(leaves), treedef)
     if type(fun) is types.FunctionType:
-        owner, key = fun, options
+        owner = fun
     else:
-        owner, key = type(fun), (options, rest)
+        owner, key = type(fun), (key, rest)
     try:
         hash(key)
     except TypeError:
@@ -355,6 +359,41 @@ class Lowered:
 
     def compile(self, compiler_options: dict[str, str | bool] | None = None) -> Compiled:
         return Compiled(self.lowered.compile(compiler_options=compiler_options), self, compiler_options)
+
+
+class Wrapper(eqx.Module):
+    """What both drop-in wrappers (Modules with Equinox's fields) add: the counts of the
+    compiled paths they share (their static ``_cached`` field), and binding as a method."""
+
+    if TYPE_CHECKING:
+        _cached: Paths
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+        def _equinox(self) -> Any: ...
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
+        with self._cached.lock:
+            return dict(self._cached.counts)
+
+    @property
+    def fallback_reasons(self) -> dict[str, int]:
+        with self._cached.lock:
+            return dict(self._cached.reasons)
+
+    def _fallback(self, reason: Fallback, lower: bool, args: tuple, kwargs: dict) -> Any:
+        """Equinox's answer (``_equinox()``: its wrapper) to a call handed over, counted."""
+        self._cached.count_fallback(str(reason))
+        equinox = self._equinox()
+        return (equinox.lower if lower else equinox)(*args, **kwargs)
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
+        if instance is None:
+            return self
+        return eqx.Partial(self, instance)
 
 
 #: a default no caller passes (an argument left out)

@@ -11,7 +11,6 @@ import functools
 import inspect
 import logging
 import os
-import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +28,7 @@ from ._cached import (
     Fallback,
     Lowered,
     Paths,
+    Wrapper,
     _sentinel,
     fun_combine,
     fun_partition,
@@ -71,23 +71,22 @@ class JitPaths(Paths):
     def __init__(
         self, fun: Callable, rest: tuple, donate: str, jitkwargs: dict[str, Any], unhashable: bool
     ) -> None:
-        super().__init__(JIT_FALLBACKS, unhashable)
+        super().__init__(fun, JIT_FALLBACKS, unhashable)
         self.donate, self.jitkwargs = donate, jitkwargs
         self.donate_first = donate in ("all", "warn")
         self.donate_rest = donate != "none"
         self.filter_warning = donate in ("all", "all-except-first")
         self.signature = inspect.signature(fun)
-        self.name = getattr(fun, "__name__", type(fun).__name__)
-        self.qualname = getattr(fun, "__qualname__", self.name)
         self.fun_of: Callable[[tuple], Any]
-        if type(fun) is types.FunctionType:  # weakly: the shared paths die with the function
-            ref = weakref.ref(fun)
-            self.fun_of = lambda arrays: ref()
+        if self.is_function:
+            fun_ref = self.fun_ref
+            self.fun_of = lambda arrays: fun_ref()
         else:  # its non-array part only: its arrays come with each call
             self.fun_of = lambda arrays: fun_combine(arrays, rest)
         # a weak reference to the first output of each call whose computation may still
         # fail: never an output itself, so nothing a caller dropped is kept alive
         self.pending: collections.deque[weakref.ref] = collections.deque()
+        self.last: Callable[[], Any] = lambda: None  # the last output on XLA:CPU, weakly
 
     # ------------------------------------------------------------ the call
 
@@ -127,28 +126,28 @@ class JitPaths(Paths):
         if out and not isinstance(out[0], _Tracer):
             # An execution's outputs are ready (or failed) together: one of them tells for all,
             # and no marker output costs the call anything (Equinox returns one and waits on
-            # it). A deque's append needs no lock.
-            self.pending.append(weakref.ref(out[0]))
+            # it). XLA:CPU fails a check inside the call (see cached_filter_jit): there the
+            # last output is enough for wait().
+            if entry.asynchronous is None:
+                entry.asynchronous = any(device.platform != "cpu" for device in out[0].devices())
+            if entry.asynchronous:
+                self.pending.append(weakref.ref(out[0]))  # a deque's append needs no lock
+            else:
+                self.last = weakref.ref(out[0])
         return rec.rebuild(out)
 
-    def _finished(self) -> list[Any]:
-        """The outputs of earlier calls whose computations have finished (under the lock)."""
-        done = []
-        pending = self.pending
-        while pending:
-            out = pending[0]()
-            if out is None or out.is_deleted():  # dropped or donated: its error went to what it fed
-                pending.popleft()
-            elif not out.is_ready():
-                break
-            else:
-                done.append(pending.popleft()())
-        return done
-
     def _check_finished(self, jit_id: bytes) -> None:
-        """Raise the failure of an earlier call whose computation has finished; never waits."""
+        """Raise the failure of an earlier call whose computation has finished; never waits.
+        An output dropped or donated is passed over: its failure went to what it fed."""
+        done = []
         with self.lock:
-            done = self._finished() if self.pending else []
+            while self.pending:
+                out = self.pending[0]()
+                if out is not None and not out.is_deleted():
+                    if not out.is_ready():
+                        break
+                    done.append(out)
+                self.pending.popleft()
         for out in done:
             self._raise_failure(out, jit_id, earlier=True)
 
@@ -169,6 +168,9 @@ class JitPaths(Paths):
 
     def wait(self) -> None:
         """Block until every computation still referenced has finished; raise a failure."""
+        last = self.last()
+        if last is not None and not last.is_deleted():
+            self._raise_failure(last, b"", earlier=False)
         while True:
             with self.lock:
                 if not self.pending:
@@ -202,17 +204,15 @@ class JitPaths(Paths):
         args, kwargs = self.bind(args, kwargs)
         key, entry, dynamic = self.lookup(arrays, args, kwargs, LOWER_TYPES)
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
-        if abstract:
-            try:
-                lowered = entry.fn.lower(*dynamic)
-            except Exception as err:  # noqa: BLE001 -- Equinox's reading, then its error
-                try:
-                    return self.lower_static(arrays, args, kwargs)
-                except Exception as static_err:
-                    raise static_err from err
-        else:
+        try:
             lowered = entry.fn.lower(*dynamic)
-
+        except Exception as err:
+            if not abstract:
+                raise
+            try:  # Equinox's reading, then its error
+                return self.lower_static(arrays, args, kwargs)
+            except Exception as static_err:
+                raise static_err from err
         return Lowered(
             lowered,
             key,
@@ -257,7 +257,7 @@ def _names(fun: Any) -> str:
     return getattr(fun, "__qualname__", type(fun).__qualname__)
 
 
-class CachedFilterJit(eqx.Module):
+class CachedFilterJit(Wrapper):
     """What :func:`cached_filter_jit` returns: a Module with the fields of Equinox's
     ``_JitWrapper`` (the function's arrays are its leaves; the rest, and the compiled paths
     shared by every equal wrapper, are static)."""
@@ -280,27 +280,21 @@ class CachedFilterJit(eqx.Module):
         __equinox_jit_id__ = os.urandom(16)  # eqx.error_if cuts the stack it records at this frame
         paths = _field(self, "_cached")  # a field: no Module.__getattribute__ on the hot path
         try:
-            if paths.unhashable:
-                raise Fallback("unhashable non-array leaf in the function")
             return paths.call(_field(self, "_dynamic_fun"), args, kwargs, __equinox_jit_id__)
         except eqx.EquinoxRuntimeError as err:
             err.__traceback__ = None  # as Equinox: no frames of the wrapper in the report
             raise
         except Fallback as reason:
-            paths.count_fallback(str(reason))
-            return self._equinox()(*args, **kwargs)
+            return self._fallback(reason, False, args, kwargs)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
         """``.lower(*args)`` then ``.compile()``, as ``eqx.filter_jit(...).lower``; array
         arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
         paths = self._cached
         try:
-            if paths.unhashable:
-                raise Fallback("unhashable non-array leaf in the function")
             return paths.lower(self._dynamic_fun, args, kwargs)
         except Fallback as reason:
-            paths.count_fallback(str(reason))
-            return self._equinox().lower(*args, **kwargs)
+            return self._fallback(reason, True, args, kwargs)
 
     def wait(self) -> None:
         """Block until every computation launched by this wrapper (and equal ones) whose first
@@ -308,30 +302,9 @@ class CachedFilterJit(eqx.Module):
         ``EquinoxRuntimeError`` with Equinox's message."""
         self._cached.wait()
 
-    @property
-    def stats(self) -> dict[str, int]:
-        """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
-        return self._cached.stats()
-
-    @property
-    def fallback_reasons(self) -> dict[str, int]:
-        return dict(self._cached.fallback_reasons())
-
     def _equinox(self) -> Any:
         paths = self._cached
         return _EQX_FILTER_JIT(self.__wrapped__, donate=paths.donate, **paths.jitkwargs)
-
-    def __get__(self, instance: Any, owner: Any) -> Any:
-        """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
-        if instance is None:
-            return self
-        return eqx.Partial(self, instance)
-
-
-def _jit_paths_of(fun: Callable, rest: tuple, donate: str, jitkwargs: dict[str, Any]) -> JitPaths:
-    leaves, treedef = jtu.tree_flatten(jitkwargs)
-    options = ("jit", donate, tuple(leaves), treedef)
-    return shared(fun, options, rest, lambda unhashable: JitPaths(fun, rest, donate, jitkwargs, unhashable))
 
 
 def cached_filter_jit(
@@ -407,7 +380,12 @@ def cached_filter_jit(
         _signature=inspect.signature(fun),
         _dynamic_fun=arrays,
         _static_fun=rest,
-        _cached=_jit_paths_of(fun, rest, donate, jitkwargs),
+        _cached=shared(
+            fun,
+            {"kind": "jit", "donate": donate, **jitkwargs},
+            rest,
+            lambda unhashable: JitPaths(fun, rest, donate, jitkwargs, unhashable),
+        ),
         filter_warning=donate in ("all", "all-except-first"),
         donate_first=donate in ("all", "warn"),
         donate_rest=donate != "none",

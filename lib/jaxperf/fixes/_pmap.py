@@ -9,8 +9,6 @@ import collections
 import functools
 import inspect
 import threading
-import types
-import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -28,6 +26,7 @@ from ._cached import (
     Fallback,
     Lowered,
     Paths,
+    Wrapper,
     _sentinel,
     fun_partition,
     marked,
@@ -183,16 +182,12 @@ class PmapPaths(Paths):
     """What every wrapper of one function with one set of options shares."""
 
     def __init__(self, fun: Callable, options: dict[str, Any], unhashable: bool) -> None:
-        super().__init__(PMAP_FALLBACKS, unhashable)
+        super().__init__(fun, PMAP_FALLBACKS, unhashable)
         self.equinox_options = options  # as given, for a hand-over to eqx.filter_pmap
         self.in_axes, self.out_axes = options["in_axes"], options["out_axes"]
         self.axis_name, self.axis_size = options["axis_name"], options["axis_size"]
         self.donate = "all" if options["donate"] == "arrays" else options["donate"]
         self.pmapkwargs = {k: v for k, v in options.items() if k not in _OWN}
-        self.name = getattr(fun, "__name__", type(fun).__name__)
-        self.qualname = getattr(fun, "__qualname__", self.name)
-        self.is_function = type(fun) is types.FunctionType
-        self.fun_ref: Callable[[], Any] = weakref.ref(fun) if self.is_function else (lambda: None)
         # parameter names, for in_axes given by name (as Equinox reads them, then)
         self.params = list(inspect.signature(fun).parameters) if isinstance(self.in_axes, dict) else []
         self.dummy = None if self.axis_size is None else np.broadcast_to(0, self.axis_size)  # JAX #9252
@@ -350,7 +345,7 @@ def pmap_fallback_counts() -> dict[str, int]:
     return totals(PMAP_FALLBACKS)
 
 
-class CachedFilterPmap(eqx.Module):
+class CachedFilterPmap(Wrapper):
     """What :func:`cached_filter_pmap` returns: a Module with the fields of Equinox's
     ``_PmapWrapper`` (the function and the options are its fields, as there), and the
     compiled paths shared by every equal wrapper, static."""
@@ -371,13 +366,12 @@ class CachedFilterPmap(eqx.Module):
     def _call(self, lower: bool, args: tuple, kwargs: dict) -> Any:
         paths = self._cached
         try:
-            if paths.unhashable:
-                raise Fallback("unhashable non-array leaf in the function")
             return paths.guarded(self._fun, args, kwargs, lower)
         except Fallback as reason:
-            paths.count_fallback(str(reason))
-            fallback = _EQX_FILTER_PMAP(self._fun, **paths.equinox_options)
-            return (fallback.lower if lower else fallback)(*args, **kwargs)
+            return self._fallback(reason, lower, args, kwargs)
+
+    def _equinox(self) -> Any:
+        return _EQX_FILTER_PMAP(self._fun, **self._cached.equinox_options)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:  # fields read past Module.__getattribute__, on the hot path
@@ -391,27 +385,6 @@ class CachedFilterPmap(eqx.Module):
         """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``;
         array arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
         return CachedFilterPmap._call(self, True, args, kwargs)
-
-    @property
-    def stats(self) -> dict[str, int]:
-        """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
-        return self._cached.stats()
-
-    @property
-    def fallback_reasons(self) -> dict[str, int]:
-        return dict(self._cached.fallback_reasons())
-
-    def __get__(self, instance: Any, owner: Any) -> Any:
-        """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
-        if instance is None:
-            return self
-        return eqx.Partial(self, instance)
-
-
-def _pmap_paths_of(fun: Callable, options: dict[str, Any]) -> PmapPaths:
-    leaves, treedef = jtu.tree_flatten(options)
-    rest = fun_partition(fun)[1]  # another callable's non-array part: which paths it shares
-    return shared(fun, ("pmap", tuple(leaves), treedef), rest, lambda u: PmapPaths(fun, options, u))
 
 
 def cached_filter_pmap(
@@ -490,6 +463,11 @@ def cached_filter_pmap(
         _axis_size=axis_size,
         _filter_warning=donate in ("all", "arrays"),  # Equinox's fields, as Equinox sets them
         _pmapkwargs={**pmapkwargs, "donate_argnums": (0,)} if donating else dict(pmapkwargs),
-        _cached=_pmap_paths_of(fun, {**options, **pmapkwargs}),
+        _cached=shared(
+            fun,
+            {"kind": "pmap", **options, **pmapkwargs},
+            fun_partition(fun)[1],  # another callable's non-array part: which paths it shares
+            lambda unhashable: PmapPaths(fun, {**options, **pmapkwargs}, unhashable),
+        ),
     )
     return eqx.module_update_wrapper(wrapper)
