@@ -11,7 +11,11 @@ version adds); and JAX's trace context (x64, default device, abstract mesh, ...)
 What a trace records (the output structure and its non-array leaves) is a :class:`Record`
 that travels in the compiled function's own output tree: whenever JAX traces (for this key
 or any other reason), the record comes back with the compiled code it belongs to, so an
-output is never rebuilt from another trace's record.
+output is never rebuilt from another trace's record. An output made only of immutable nodes
+(Modules, tuples, None) keeps its leaves beside it (weakly): passed back in, as a training
+loop passes its state, it is not flattened again, so a drop-in's call does less than
+``jax.jit`` on the same leaves, which flattens every argument on every call. (A Module
+changed in place with ``object.__setattr__``, which Equinox forbids, would not be seen.)
 
 One :class:`~._jit.JitPaths` or :class:`~._pmap.PmapPaths` (the compiled paths of one function and options)
 is shared by every equal wrapper (:func:`shared`); it holds the wrapped function weakly (a
@@ -22,6 +26,7 @@ output. Equinox answers a call itself (counted) only where its answer is the poi
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import operator
 import threading
@@ -76,25 +81,33 @@ _flatten: Callable[[Any], tuple[list[Any], Any]] = jtu.default_registry.flatten
 def _plan(
     kinds: tuple[type, ...], types: tuple[type, ...]
 ) -> tuple[tuple[bool, ...], tuple[bool, ...], bool]:
-    plan = _PLANS.get((kinds, types))
-    if plan is None:
-        if len(_PLANS) > 4096:  # bounded: one entry per input structure seen
-            _PLANS.clear()
-        flags = tuple(issubclass(kind, kinds) for kind in types)
-        floats = float in types or complex in types
-        plan = _PLANS[kinds, types] = (flags, tuple(not f for f in flags), floats)
+    if len(_PLANS) > 4096:  # bounded: one entry per input structure seen
+        _PLANS.clear()
+    flags = tuple(issubclass(kind, kinds) for kind in types)
+    plan = _PLANS[kinds, types] = (flags, tuple(not f for f in flags), float in types or complex in types)
     return plan
 
 
-def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, tuple, Any]:
-    """(cache key, array leaves, (leaves, array flags), treedef) of ``tree``; ``kinds``: what
-    counts as an array (abstract ones too when lowering); :func:`marked` turns the third into
-    the static leaves with ARRAY marks. The key is ``(treedef, leaf types, non-array leaves,
-    array avals, trace context)``; every pass over the leaves runs in C (``map``,
-    ``compress``), so a call pays per leaf little beyond the flatten."""
-    leaves, treedef = _flatten(tree)  # jax.tree_util.tree_flatten without its Python frame
+def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tuple[tuple, list, tuple]:
+    """(cache key, array leaves, (leaves, array flags)) of ``tree``, a tuple whose item ``at``
+    holds the call's arguments; ``kinds``: what counts as an array (abstract ones too when
+    lowering); :func:`marked` turns the third into the static leaves with ARRAY marks. The
+    key is ``(treedef of each argument and other item, leaf types, non-array leaves, array
+    avals, trace context)``. An argument that a drop-in returned is not flattened again
+    (:func:`remember`); every pass over the leaves runs in C (``map``, ``compress``)."""
+    leaves: list[Any] = []
+    treedefs = []
+    for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
+        known = _KNOWN.get(id(part))
+        if known is not None and known[0]() is part:
+            leaves += known[1]
+            treedefs.append(known[2])
+        else:
+            part_leaves, treedef = _flatten(part)  # jax.tree_util.tree_flatten without its frame
+            leaves += part_leaves
+            treedefs.append(treedef)
     types = tuple(map(type, leaves))
-    flags, others, floats = _plan(kinds, types)
+    flags, others, floats = _PLANS.get((kinds, types)) or _plan(kinds, types)
     dynamic = list(itertools.compress(leaves, flags))
     rest = tuple(itertools.compress(leaves, others))
     if floats:  # -0.0 == 0.0: a float's repr tells them apart
@@ -105,7 +118,46 @@ def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list
         avals = tuple(map(_aval, dynamic))
     except AttributeError:
         avals = tuple(x.aval if hasattr(x, "aval") else _unstaged_type(x) for x in dynamic)
-    return (treedef, types, rest, avals, _trace_context()), dynamic, (leaves, flags), treedef
+    return (tuple(treedefs), types, rest, avals, _trace_context()), dynamic, (leaves, flags)
+
+
+# id(a drop-in's output) -> (weak reference to it, its leaves, its treedef): a training loop
+# passes its state back in, and such an argument is not flattened again. Kept only for outputs
+# whose every node is immutable (Modules, tuples, named tuples, None): their leaves cannot change.
+_KNOWN: dict[int, tuple[weakref.ref, list, Any]] = {}
+
+
+def _immutable(treedef: Any) -> bool:
+    data = treedef.node_data()
+    if data is None:
+        return True
+    kind = data[0]
+    frozen = kind in (tuple, type(None)) or issubclass(kind, eqx.Module) or hasattr(kind, "_fields")
+    return frozen and all(map(_immutable, treedef.children()))
+
+
+def _forget(key: int, ref: weakref.ref) -> None:
+    known = _KNOWN.get(key)
+    if known is not None and known[0] is ref:
+        del _KNOWN[key]
+
+
+def remember(out: Any, arrays: tuple, rec: Record) -> Any:
+    """``out`` (a call's outputs, rebuilt), its immutable parts remembered for :func:`split`."""
+    for at, start, stop, statics, index, treedef in rec.known:
+        part = out if at is None else out[at]
+        key = id(part)
+        try:
+            ref = weakref.ref(part, functools.partial(_forget, key))
+        except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
+            continue
+        dynamic = arrays[start:stop]
+        _KNOWN[key] = (
+            ref,
+            list(map((statics + dynamic).__getitem__, index)) if statics else list(dynamic),
+            treedef,
+        )
+    return out
 
 
 def marked(parts: tuple) -> list[Any]:
@@ -153,15 +205,18 @@ class Record:
     """One trace's output structure with its non-array outputs in it (as :class:`_Static`
     nodes). A pytree node without leaves: a compiled function returns ``(array outputs,
     record)``, so JAX keeps each trace's record with that trace's compiled code, and
-    ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs."""
+    ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs. ``known``:
+    for each immutable part of the outputs (each item of a tuple, else the whole), what
+    :func:`remember` needs: (item or None, its array outputs' range, its non-array leaves,
+    where each leaf comes from, its treedef)."""
 
-    __slots__ = ("treedef",)
+    __slots__ = ("treedef", "known")
 
-    def __init__(self, treedef: Any) -> None:
-        self.treedef = treedef
+    def __init__(self, treedef: Any, known: tuple = ()) -> None:
+        self.treedef, self.known = treedef, known
 
     def rebuild(self, dynamic: Sequence[Any]) -> Any:
-        return self.treedef.unflatten(dynamic)
+        return remember(self.treedef.unflatten(dynamic), tuple(dynamic), self)
 
 
 jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
@@ -174,32 +229,42 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
     if dynamic is None:
         dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
     held = jtu.tree_unflatten(treedef, [x if d else _Static(x) for d, x in zip(dynamic, leaves)])
-    return tuple(x for d, x in zip(dynamic, leaves) if d), Record(jtu.tree_structure(held))
+    known, first, start = [], 0, 0
+    for at, part in enumerate(out) if type(out) is tuple else [(None, out)]:
+        part_leaves, part_def = _flatten(part)
+        flags = dynamic[first : first + len(part_leaves)]
+        if part_def.num_nodes > 1 and _immutable(part_def):
+            statics = tuple(x for d, x in zip(flags, part_leaves) if not d)
+            index, n_static, n_dynamic = [], 0, len(statics)  # into statics + array outputs
+            for d in flags:
+                index.append(n_dynamic if d else n_static)
+                n_dynamic, n_static = n_dynamic + d, n_static + (not d)
+            known.append((at, start, start + sum(flags), statics, tuple(index), part_def))
+        first, start = first + len(part_leaves), start + sum(flags)
+    return tuple(x for d, x in zip(dynamic, leaves) if d), Record(jtu.tree_structure(held), tuple(known))
 
 
 class Entry:
     """The compiled function (``jax.jit`` or ``jax.pmap``) for one cache key, called with
     the key's array leaves as positional arguments; returns ``(array outputs, Record)``.
     ``kept``: how many leading ones are not donated; ``traced``: whether a trace of it has
-    reached its end; ``compiled``: whether a call has compiled it (JAX warns of donation then)."""
+    reached its end; ``ready``: whether ``fn`` can be called directly (else :meth:`first`)."""
 
-    __slots__ = ("fn", "kept", "traced", "compiled", "asynchronous")
+    __slots__ = ("fn", "kept", "traced", "ready", "asynchronous")
 
-    def __init__(self, kept: int = 0) -> None:
+    def __init__(self, kept: int = 0, quiet: bool = False) -> None:
         self.fn: Any = None
-        self.kept, self.traced, self.compiled = kept, False, False
+        self.kept, self.traced, self.ready = kept, False, not quiet
         self.asynchronous: bool | None = None  # whether its outputs live off XLA:CPU (known after a call)
 
-    def __call__(self, dynamic: Sequence[Any], quiet: bool) -> Any:
-        """``fn(*dynamic)``; ``quiet``: the first call (the compile) without JAX's
-        unusable-donation warning, as Equinox filters it when it donates every array."""
-        if quiet and not self.compiled:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
-                out = self.fn(*dynamic)
-            self.compiled = True
-            return out
-        return self.fn(*dynamic)
+    def first(self, dynamic: Sequence[Any]) -> Any:
+        """The first call (the compile) without JAX's unusable-donation warning, as Equinox
+        filters it when it donates every array."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
+            out = self.fn(*dynamic)
+        self.ready = True
+        return out
 
 
 _TOTALS_LOCK = threading.Lock()

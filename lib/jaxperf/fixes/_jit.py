@@ -35,6 +35,7 @@ from ._cached import (
     marked,
     merge,
     record,
+    remember,
     shared,
     split,
     totals,
@@ -47,10 +48,19 @@ private_api.jax_traceback_exclusion(__file__)
 
 # the Equinox hooks a failed eqx.error_if reads: refused here, by name, if missing
 private_api.check_core_hook(private_api.EQUINOX_JIT_ERROR)
-#: Equinox's filter of JAX's "jax.pmap callback failed" log record, resolved once
-_LogFilter: Any = type(private_api.equinox_callback_log_filter())
 _JaxRuntimeError = jax.errors.JaxRuntimeError
-_callback_logger = logging.getLogger("jax._src.callback")
+#: the calls (ids) of every cached_filter_jit now running: while any runs, JAX's "jax.pure_callback
+#: failed" record is dropped by Equinox's filter, as Equinox drops it during each of its calls
+_RUNNING: set[bytes] = set()
+_EQUINOX_FILTER = private_api.equinox_callback_log_filter()
+
+
+class _WhileRunning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _RUNNING or bool(_EQUINOX_FILTER.filter(record))
+
+
+logging.getLogger("jax._src.callback").addFilter(_WhileRunning())
 _Tracer = jax.core.Tracer
 _field = object.__getattribute__
 #: calls every cached_filter_jit in this process handed to eqx.filter_jit, by reason
@@ -99,10 +109,11 @@ class JitPaths(Paths):
     def lookup(self, arrays: tuple, args: tuple, kwargs: dict, kinds: tuple = ARRAY_TYPES) -> tuple:
         """(key, entry, array leaves) of a bound call (``kinds``: what counts as an array);
         builds the entry on a miss."""
-        key, dynamic, parts, treedef = split((args, kwargs, arrays), kinds)
+        key, dynamic, parts = split((args, kwargs, arrays), kinds)
         entry = self.get(key)
         if entry is None:
             self.signature.bind(*args, **kwargs)  # a bad call: Equinox's TypeError, from the same bind
+            treedef = jtu.tree_structure((args, kwargs, arrays))
             entry = self.put(key, self._build(args, treedef, marked(parts), len(dynamic)))
         return key, entry, dynamic
 
@@ -111,18 +122,22 @@ class JitPaths(Paths):
             self._check_finished(jit_id)
         if kwargs:
             args, kwargs = self.bind(args, kwargs)
-        _, entry, dynamic = self.lookup(arrays, args, kwargs)
-        log_filter = _LogFilter()  # one per call, as Equinox's
-        _callback_logger.addFilter(log_filter)
+        key, dynamic, parts = split((args, kwargs, arrays))
+        entry = self.get(key)
+        if entry is None:
+            self.signature.bind(*args, **kwargs)  # a bad call: Equinox's TypeError, from the same bind
+            treedef = jtu.tree_structure((args, kwargs, arrays))
+            entry = self.put(key, self._build(args, treedef, marked(parts), len(dynamic)))
+        _RUNNING.add(jit_id)  # a set's add and discard need no lock
         try:
-            out, rec = entry(dynamic, self.filter_warning)
+            out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
         except (_JaxRuntimeError, ValueError) as err:
             translated = _equinox_error(err, jit_id)
             if translated is not None:
                 raise translated from None
             raise
         finally:
-            _callback_logger.removeFilter(log_filter)
+            _RUNNING.discard(jit_id)
         if out and not isinstance(out[0], _Tracer):
             # An execution's outputs are ready (or failed) together: one of them tells for all,
             # and no marker output costs the call anything (Equinox returns one and waits on
@@ -134,7 +149,7 @@ class JitPaths(Paths):
                 self.pending.append(weakref.ref(out[0]))  # a deque's append needs no lock
             else:
                 self.last = weakref.ref(out[0])
-        return rec.rebuild(out)
+        return remember(rec.treedef.unflatten(out), out, rec)
 
     def _check_finished(self, jit_id: bytes) -> None:
         """Raise the failure of an earlier call whose computation has finished; never waits.
@@ -184,7 +199,8 @@ class JitPaths(Paths):
         it holds this object's options, never this object (nor the function)."""
         first = len(jtu.tree_leaves(args[0])) if args else 0
         n_first = sum(1 for s in static[:first] if s is ARRAY)
-        entry = Entry(n_dynamic if not self.donate_rest else (0 if self.donate_first else n_first))
+        kept = n_dynamic if not self.donate_rest else (0 if self.donate_first else n_first)
+        entry = Entry(kept, self.filter_warning)
         fun_of = self.fun_of
 
         def inner(*leaves: Any) -> tuple:
@@ -229,7 +245,7 @@ class JitPaths(Paths):
 
     def _key_of(self, arrays: tuple, args: tuple, kwargs: dict) -> tuple[tuple, list]:
         args, kwargs = self.bind(args, kwargs)
-        key, dynamic, _, _ = split((args, kwargs, arrays))
+        key, dynamic, _ = split((args, kwargs, arrays))
         return key, dynamic
 
 
@@ -332,8 +348,8 @@ def cached_filter_jit(
     When it helps: ``eqx.filter_jit`` spends host CPU on every call in proportion to the
     array leaves of its arguments (it partitions them and combines the outputs each time),
     then waits for the computation. This wrapper does that partition once per input
-    structure (a hit then costs a flatten, a tuple of the arrays' types and one lookup beside
-    ``jax.jit``'s own call) and returns without waiting, so the host can run ahead of the
+    structure (a hit then costs a flatten of the arguments it did not return itself, a tuple
+    of the arrays' types and one lookup beside ``jax.jit``'s own call) and returns without waiting, so the host can run ahead of the
     device. That matters when Equinox's per-call host time, which grows with the leaves
     (notebook 01 measures it per leaf on your machine), is a visible part of a step's device
     time: many leaves, short steps.
