@@ -1,26 +1,17 @@
 """What ``cached_filter_jit`` (:mod:`._jit`) and ``cached_filter_pmap`` (:mod:`._pmap`), the
 drop-ins that partition their inputs once per input structure (equinox#192), share.
 
-A call's key holds everything a traced function can observe of its inputs: the input
-treedef; the non-array leaves with their types (``1``, ``1.0`` and ``True`` are equal in
-Python but trace differently) and, for floats, their sign (``-0.0 == 0.0``); each array's
-type as tracing sees it, which is its aval (``jax.typeof``: shape, dtype, weak type,
-sharding with its mesh axis types, memory space, varying manual axes, layout, whatever a JAX
-version adds); and JAX's trace context (x64, default device, abstract mesh, ...).
-
-What a trace records (the output structure and its non-array leaves) is a :class:`Record`
-that travels in the compiled function's own output tree: whenever JAX traces (for this key
-or any other reason), the record comes back with the compiled code it belongs to, so an
-output is never rebuilt from another trace's record. An output made only of immutable nodes
-(Modules, tuples, None) keeps its leaves beside it (weakly): passed back in, as a training
-loop passes its state, it is not flattened again, so a drop-in's call does less than
-``jax.jit`` on the same leaves, which flattens every argument on every call. (A Module
-changed in place with ``object.__setattr__``, which Equinox forbids, would not be seen.)
-
-One :class:`~._jit.JitPaths` or :class:`~._pmap.PmapPaths` (the compiled paths of one function and options)
-is shared by every equal wrapper (:func:`shared`); it holds the wrapped function weakly (a
-Python function) or only its non-array part (any other callable), never its arrays nor any
-output. Equinox answers a call itself (counted) only where its answer is the point.
+A call's key holds all a trace can observe of its inputs: the treedefs, the non-array leaves
+with their types (``1``, ``1.0``, ``True`` trace apart) and a float's sign, each array's
+aval (``jax.typeof``: shape, dtype, weak type, sharding, memory space, varying manual axes,
+layout, whatever a JAX version adds) and JAX's trace context (x64, default device, ...).
+A trace's output structure and non-array outputs travel as a :class:`Record` in the compiled
+function's own outputs, so an output is never rebuilt from another trace's record. An output
+made only of immutable nodes (Modules, tuples, None) keeps its leaves beside it (weakly):
+passed back in, as a training loop passes its state, it is not flattened again (a Module
+changed with ``object.__setattr__``, which Equinox forbids, would not be seen). The paths of
+one function and options are shared by every equal wrapper (:func:`shared`); they hold a
+Python function weakly, another callable's non-array part only, never an array or output.
 """
 
 from __future__ import annotations
@@ -94,7 +85,7 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
     lowering); :func:`marked` turns the third into the static leaves with ARRAY marks. The
     key is ``(treedef of each argument and other item, leaf types, non-array leaves, array
     avals, trace context)``. An argument that a drop-in returned is not flattened again
-    (:func:`remember`); every pass over the leaves runs in C (``map``, ``compress``)."""
+    (:meth:`Record.rebuild`); every pass over the leaves runs in C (``map``, ``compress``)."""
     leaves: list[Any] = []
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
@@ -121,9 +112,7 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
     return (tuple(treedefs), types, rest, avals, _trace_context()), dynamic, (leaves, flags)
 
 
-# id(a drop-in's output) -> (weak reference to it, its leaves, its treedef): a training loop
-# passes its state back in, and such an argument is not flattened again. Kept only for outputs
-# whose every node is immutable (Modules, tuples, named tuples, None): their leaves cannot change.
+# id(an immutable output) -> (weak reference to it, its leaves, its treedef)
 _KNOWN: dict[int, tuple[weakref.ref, list, Any]] = {}
 
 
@@ -140,24 +129,6 @@ def _forget(key: int, ref: weakref.ref) -> None:
     known = _KNOWN.get(key)
     if known is not None and known[0] is ref:
         del _KNOWN[key]
-
-
-def remember(out: Any, arrays: tuple, rec: Record) -> Any:
-    """``out`` (a call's outputs, rebuilt), its immutable parts remembered for :func:`split`."""
-    for at, start, stop, statics, index, treedef in rec.known:
-        part = out if at is None else out[at]
-        key = id(part)
-        try:
-            ref = weakref.ref(part, functools.partial(_forget, key))
-        except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
-            continue
-        dynamic = arrays[start:stop]
-        _KNOWN[key] = (
-            ref,
-            list(map((statics + dynamic).__getitem__, index)) if statics else list(dynamic),
-            treedef,
-        )
-    return out
 
 
 def marked(parts: tuple) -> list[Any]:
@@ -205,18 +176,28 @@ class Record:
     """One trace's output structure with its non-array outputs in it (as :class:`_Static`
     nodes). A pytree node without leaves: a compiled function returns ``(array outputs,
     record)``, so JAX keeps each trace's record with that trace's compiled code, and
-    ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs. ``known``:
-    for each immutable part of the outputs (each item of a tuple, else the whole), what
-    :func:`remember` needs: (item or None, its array outputs' range, its non-array leaves,
-    where each leaf comes from, its treedef)."""
+    ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs. ``known``,
+    per immutable part of the outputs (each item of a tuple, else the whole): (item or None,
+    its array outputs' range, its non-array leaves, where each leaf comes from, its treedef)."""
 
     __slots__ = ("treedef", "known")
 
     def __init__(self, treedef: Any, known: tuple = ()) -> None:
         self.treedef, self.known = treedef, known
 
-    def rebuild(self, dynamic: Sequence[Any]) -> Any:
-        return remember(self.treedef.unflatten(dynamic), tuple(dynamic), self)
+    def rebuild(self, arrays: tuple) -> Any:
+        """The outputs, each immutable part's leaves kept beside it for :func:`split`."""
+        out = self.treedef.unflatten(arrays)
+        for at, start, stop, statics, index, treedef in self.known:
+            part = out if at is None else out[at]
+            try:
+                ref = weakref.ref(part, functools.partial(_forget, id(part)))
+            except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
+                continue
+            dynamic = arrays[start:stop]
+            leaves = list(map((statics + dynamic).__getitem__, index)) if statics else list(dynamic)
+            _KNOWN[id(part)] = (ref, leaves, treedef)
+        return out
 
 
 jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
@@ -235,11 +216,9 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
         flags = dynamic[first : first + len(part_leaves)]
         if part_def.num_nodes > 1 and _immutable(part_def):
             statics = tuple(x for d, x in zip(flags, part_leaves) if not d)
-            index, n_static, n_dynamic = [], 0, len(statics)  # into statics + array outputs
-            for d in flags:
-                index.append(n_dynamic if d else n_static)
-                n_dynamic, n_static = n_dynamic + d, n_static + (not d)
-            known.append((at, start, start + sum(flags), statics, tuple(index), part_def))
+            order = [i for i, d in enumerate(flags) if not d] + [i for i, d in enumerate(flags) if d]
+            index = tuple(sorted(range(len(flags)), key=order.__getitem__))  # into statics + arrays
+            known.append((at, start, start + sum(flags), statics, index, part_def))
         first, start = first + len(part_leaves), start + sum(flags)
     return tuple(x for d, x in zip(dynamic, leaves) if d), Record(jtu.tree_structure(held), tuple(known))
 

@@ -35,7 +35,6 @@ from ._cached import (
     marked,
     merge,
     record,
-    remember,
     shared,
     split,
     totals,
@@ -122,12 +121,7 @@ class JitPaths(Paths):
             self._check_finished(jit_id)
         if kwargs:
             args, kwargs = self.bind(args, kwargs)
-        key, dynamic, parts = split((args, kwargs, arrays))
-        entry = self.get(key)
-        if entry is None:
-            self.signature.bind(*args, **kwargs)  # a bad call: Equinox's TypeError, from the same bind
-            treedef = jtu.tree_structure((args, kwargs, arrays))
-            entry = self.put(key, self._build(args, treedef, marked(parts), len(dynamic)))
+        _, entry, dynamic = self.lookup(arrays, args, kwargs)
         _RUNNING.add(jit_id)  # a set's add and discard need no lock
         try:
             out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
@@ -149,7 +143,7 @@ class JitPaths(Paths):
                 self.pending.append(weakref.ref(out[0]))  # a deque's append needs no lock
             else:
                 self.last = weakref.ref(out[0])
-        return remember(rec.treedef.unflatten(out), out, rec)
+        return rec.rebuild(out)
 
     def _check_finished(self, jit_id: bytes) -> None:
         """Raise the failure of an earlier call whose computation has finished; never waits.
@@ -347,12 +341,10 @@ def cached_filter_jit(
 
     When it helps: ``eqx.filter_jit`` spends host CPU on every call in proportion to the
     array leaves of its arguments (it partitions them and combines the outputs each time),
-    then waits for the computation. This wrapper does that partition once per input
-    structure (a hit then costs a flatten of the arguments it did not return itself, a tuple
-    of the arrays' types and one lookup beside ``jax.jit``'s own call) and returns without waiting, so the host can run ahead of the
-    device. That matters when Equinox's per-call host time, which grows with the leaves
-    (notebook 01 measures it per leaf on your machine), is a visible part of a step's device
-    time: many leaves, short steps.
+    then waits for the computation. This wrapper partitions once per input structure (a hit
+    costs a flatten of the arguments it did not return itself and one lookup beside
+    ``jax.jit``'s own call) and returns without waiting, so the host runs ahead of the device:
+    that matters for many leaves and short steps (notebook 01 measures it on your machine).
 
     Same as Equinox: the options (``donate`` with Equinox's meanings and warning filters,
     ``**jitkwargs`` for ``jax.jit``, Equinox's errors for bad ones), arguments bound to the

@@ -32,7 +32,6 @@ from ._cached import (
     marked,
     merge,
     record,
-    remember,
     shared,
     split,
     totals,
@@ -213,7 +212,7 @@ class PmapPaths(Paths):
                 return MISS
             self.counts["hits"] += 1
         out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
-        return remember(rec.treedef.unflatten(out), out, rec)
+        return rec.rebuild(out)
 
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
         """This call's outputs (or its Lowered); :class:`Fallback` when Equinox must answer:
@@ -417,13 +416,11 @@ def cached_filter_pmap(
         value = loss(model, jax.numpy.ones((jax.local_device_count(), 8, 4)))
 
     When it helps: ``eqx.filter_pmap`` redoes, on every call, work whose answer only changes
-    with the structure of the inputs: resolving ``in_axes``, partitioning the function and
-    arguments into arrays and the rest, a ``ShapeDtypeStruct`` per array leaf, hashing all of
-    it to find its compiled function, and combining the outputs. That costs host CPU in
-    proportion to the array leaves (model and optimiser state together), on every call. This
-    wrapper keys a cache on what that work depends on (the key above) and,
-    on a hit, costs one flatten (none for state it returned itself), one lookup and one
-    ``jax.pmap`` call, about ``jax.pmap`` on the arrays. It matters when that per-call host time (notebook 01 measures it per leaf on
+    with the structure of the inputs (resolving ``in_axes``, partitioning, a
+    ``ShapeDtypeStruct`` per array leaf, hashing it all, combining the outputs), in host CPU
+    proportional to the array leaves. This wrapper keys a cache on what that work depends on;
+    a hit costs a flatten of the arguments it did not return itself, one lookup and one
+    ``jax.pmap`` call. It matters when that host time (notebook 01 measures it per leaf on
     your machine) exceeds a step's device time: then it, not the device, sets the it/s.
 
     Same as Equinox: ``in_axes`` as a prefix of the arguments or a dict by parameter name,
