@@ -8,6 +8,7 @@ pytest."""
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -69,20 +70,27 @@ def test_state_passed_back_gives_equinox_s_outputs_without_a_flatten(kind, flatt
 
 
 class Holder(eqx.Module):
-    items: list
+    items: Any
 
 
-def with_list(holder, x):
-    return Holder([holder.items[0] + x, holder.items[1]])
+def with_items(holder, x):
+    items = holder.items
+    return Holder(
+        type(items)([(0, items[0] + x), (1, items[1])])
+        if isinstance(items, dict)
+        else [items[0] + x, items[1]]
+    )
 
 
+@pytest.mark.parametrize("container", [list, dict])
 @pytest.mark.parametrize("kind", list(PAIRS))
-def test_a_list_changed_in_place_between_calls_is_seen(kind):
-    theirs, ours = (wrap(with_list) for wrap in PAIRS[kind])
+def test_a_list_or_dict_changed_in_place_between_calls_is_seen(kind, container):
+    theirs, ours = (wrap(with_items) for wrap in PAIRS[kind])
     x = placed(kind, jnp.ones(2))
-    expected, got = theirs(Holder([x, 1.0]), x), ours(Holder([x, 1.0]), x)
+    start = [x, 1.0] if container is list else {0: x, 1: 1.0}
+    expected, got = theirs(Holder(start), x), ours(Holder(start), x)
     for out in (expected, got):
-        out.items[1] = 2.0  # a Module's list can change after it was returned
+        out.items[1] = 2.0  # a Module's list or dict can change after it was returned
         out.items[0] = out.items[0] * 3
     assert_same(theirs(expected, x), ours(got, x))
 

@@ -7,9 +7,10 @@ aval (``jax.typeof``: shape, dtype, weak type, sharding, memory space, varying m
 layout, whatever a JAX version adds) and JAX's trace context (x64, default device, ...).
 A trace's output structure and non-array outputs travel as a :class:`Record` in the compiled
 function's own outputs, so an output is never rebuilt from another trace's record. An output
-made only of immutable nodes (Modules, tuples, None) keeps its leaves beside it (weakly):
-passed back in, as a training loop passes its state, it is not flattened again (a Module
-changed with ``object.__setattr__``, which Equinox forbids, would not be seen). The paths of
+made only of Modules, tuples, None and lists keeps its leaves beside it (weakly), and its
+lists' items: passed back in with those lists unchanged, as a training loop passes its
+state, it is not flattened again (a Module changed with ``object.__setattr__``, which
+Equinox forbids, would not be seen). The paths of
 one function and options are shared by every equal wrapper (:func:`shared`); they hold a
 Python function weakly, another callable's non-array part only, never an array or output.
 """
@@ -90,7 +91,7 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
         known = _KNOWN.get(id(part))
-        if known is not None and known[0]() is part:
+        if known is not None and known[0]() is part and (not known[3] or _unchanged(part, *known[3:])):
             leaves += known[1]
             treedefs.append(known[2])
         else:
@@ -112,17 +113,46 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
     return (tuple(treedefs), types, rest, avals, _trace_context()), dynamic, (leaves, flags)
 
 
-# id(an immutable output) -> (weak reference to it, its leaves, its treedef)
-_KNOWN: dict[int, tuple[weakref.ref, list, Any]] = {}
+# id(an output) -> (weak reference to it, its leaves, its treedef, getters of its lists, their items)
+_KNOWN: dict[int, tuple[weakref.ref, list, Any, tuple, tuple]] = {}
 
 
-def _immutable(treedef: Any) -> bool:
-    data = treedef.node_data()
-    if data is None:
-        return True
-    kind = data[0]
-    frozen = kind in (tuple, type(None)) or issubclass(kind, eqx.Module) or hasattr(kind, "_fields")
-    return frozen and all(map(_immutable, treedef.children()))
+def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
+    """The paths (getters, one per level) to the lists in ``node``, a traced output whose
+    other nodes are immutable (Modules, tuples, named tuples, None); None if it has another
+    node (a dict, a custom node), which could change without a list changing."""
+    kind = type(node)
+    if kind is not list and kind not in (tuple, type(None)) and not hasattr(kind, "_fields"):
+        if not isinstance(node, eqx.Module):
+            return [] if jtu.treedef_is_leaf(jtu.tree_structure(node)) else None
+    found = [path] if kind is list else []
+    for (key,), child in jtu.tree_flatten_with_path(node, is_leaf=lambda x: x is not node)[0]:
+        if isinstance(key, jtu.GetAttrKey):
+            get: Callable = operator.attrgetter(key.name)
+        elif isinstance(key, jtu.SequenceKey):
+            get = operator.itemgetter(key.idx)
+        else:
+            return None
+        below = _lists(child, (*path, get))
+        if below is None:
+            return None
+        found += below
+    return found
+
+
+def _walk(node: Any, path: tuple) -> Any:
+    for get in path:
+        node = get(node)
+    return node
+
+
+def _unchanged(part: Any, lists: tuple, items: tuple) -> bool:
+    """Whether each list in ``part`` still holds the same items (a list can change in place)."""
+    for path, held in zip(lists, items):
+        now = _walk(part, path)
+        if len(now) != len(held) or not all(map(operator.is_, now, held)):
+            return False
+    return True
 
 
 def _forget(key: int, ref: weakref.ref) -> None:
@@ -177,8 +207,9 @@ class Record:
     nodes). A pytree node without leaves: a compiled function returns ``(array outputs,
     record)``, so JAX keeps each trace's record with that trace's compiled code, and
     ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs. ``known``,
-    per immutable part of the outputs (each item of a tuple, else the whole): (item or None,
-    its array outputs' range, its non-array leaves, where each leaf comes from, its treedef)."""
+    per part of the outputs (each item of a tuple, else the whole) with no mutable node but
+    lists: (item or None, its array outputs' range, its non-array leaves, where each leaf
+    comes from, its treedef, the paths to its lists)."""
 
     __slots__ = ("treedef", "known")
 
@@ -188,7 +219,7 @@ class Record:
     def rebuild(self, arrays: tuple) -> Any:
         """The outputs, each immutable part's leaves kept beside it for :func:`split`."""
         out = self.treedef.unflatten(arrays)
-        for at, start, stop, statics, index, treedef in self.known:
+        for at, start, stop, statics, index, treedef, lists in self.known:
             part = out if at is None else out[at]
             try:
                 ref = weakref.ref(part, functools.partial(_forget, id(part)))
@@ -196,7 +227,8 @@ class Record:
                 continue
             dynamic = arrays[start:stop]
             leaves = list(map((statics + dynamic).__getitem__, index)) if statics else list(dynamic)
-            _KNOWN[id(part)] = (ref, leaves, treedef)
+            items = tuple(tuple(_walk(part, path)) for path in lists)
+            _KNOWN[id(part)] = (ref, leaves, treedef, lists, items)
         return out
 
 
@@ -214,11 +246,12 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
     for at, part in enumerate(out) if type(out) is tuple else [(None, out)]:
         part_leaves, part_def = _flatten(part)
         flags = dynamic[first : first + len(part_leaves)]
-        if part_def.num_nodes > 1 and _immutable(part_def):
+        lists = _lists(part) if part_def.num_nodes > 1 else None
+        if lists is not None:
             statics = tuple(x for d, x in zip(flags, part_leaves) if not d)
             order = [i for i, d in enumerate(flags) if not d] + [i for i, d in enumerate(flags) if d]
             index = tuple(sorted(range(len(flags)), key=order.__getitem__))  # into statics + arrays
-            known.append((at, start, start + sum(flags), statics, index, part_def))
+            known.append((at, start, start + sum(flags), statics, index, part_def, tuple(lists)))
         first, start = first + len(part_leaves), start + sum(flags)
     return tuple(x for d, x in zip(dynamic, leaves) if d), Record(jtu.tree_structure(held), tuple(known))
 
