@@ -91,7 +91,7 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
         known = _KNOWN.get(id(part))
-        if known is not None and known[0]() is part and (not known[3] or _unchanged(part, *known[3:])):
+        if known is not None and known[0]() is part and (not known[3] or _unchanged(known[3])):
             leaves += known[1]
             treedefs.append(known[2])
         else:
@@ -113,8 +113,8 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
     return (tuple(treedefs), types, rest, avals, _trace_context()), dynamic, (leaves, flags)
 
 
-# id(an output) -> (weak reference to it, its leaves, its treedef, getters of its lists, their items)
-_KNOWN: dict[int, tuple[weakref.ref, list, Any, tuple, tuple]] = {}
+# id(an output) -> (weak reference to it, its leaves, its treedef, (each list in it, its items))
+_KNOWN: dict[int, tuple[weakref.ref, list, Any, tuple]] = {}
 
 
 def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
@@ -127,8 +127,8 @@ def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
             return [] if jtu.treedef_is_leaf(jtu.tree_structure(node)) else None
     found = [path] if kind is list else []
     for (key,), child in jtu.tree_flatten_with_path(node, is_leaf=lambda x: x is not node)[0]:
-        if isinstance(key, jtu.GetAttrKey):
-            get: Callable = operator.attrgetter(key.name)
+        if isinstance(key, jtu.GetAttrKey):  # a field, read past Module.__getattribute__
+            get: Callable = functools.partial(_field_of, key.name)
         elif isinstance(key, jtu.SequenceKey):
             get = operator.itemgetter(key.idx)
         else:
@@ -140,16 +140,14 @@ def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
     return found
 
 
-def _walk(node: Any, path: tuple) -> Any:
-    for get in path:
-        node = get(node)
-    return node
+def _field_of(name: str, node: Any) -> Any:
+    return object.__getattribute__(node, name)
 
 
-def _unchanged(part: Any, lists: tuple, items: tuple) -> bool:
-    """Whether each list in ``part`` still holds the same items (a list can change in place)."""
-    for path, held in zip(lists, items):
-        now = _walk(part, path)
+def _unchanged(lists: tuple) -> bool:
+    """Whether each list (kept with its items) still holds the same items: a list can change
+    in place; the nodes above it cannot (or are lists, checked the same way)."""
+    for now, held in lists:
         if len(now) != len(held) or not all(map(operator.is_, now, held)):
             return False
     return True
@@ -227,8 +225,13 @@ class Record:
                 continue
             dynamic = arrays[start:stop]
             leaves = list(map((statics + dynamic).__getitem__, index)) if statics else list(dynamic)
-            items = tuple(tuple(_walk(part, path)) for path in lists)
-            _KNOWN[id(part)] = (ref, leaves, treedef, lists, items)
+            held = []
+            for path in lists:
+                node = part
+                for get in path:
+                    node = get(node)
+                held.append((node, tuple(node)))
+            _KNOWN[id(part)] = (ref, leaves, treedef, tuple(held))
         return out
 
 

@@ -54,6 +54,8 @@ _KIND_ERROR = "filter_pmap(..., out_axes=...) must contain only integers and Non
 #: ``tracing.traced`` is set when a trace reaches the wrapped function (per thread): from
 #: then on an error is the function's, or its outputs', and is raised, never handed over
 tracing = threading.local()
+#: what :meth:`PmapPaths.hit` returns when the call is not a hit
+MISS = object()
 _field = object.__getattribute__
 
 
@@ -194,6 +196,23 @@ class PmapPaths(Paths):
         self.value_axes = any(callable(a) and not isinstance(a, eqx.if_array) for a in specs)
 
     # ------------------------------------------------------------ the call
+
+    def hit(self, fun: Any, args: tuple) -> Any:
+        """The outputs of a call whose compiled path is cached and traced, or :data:`MISS`
+        (then :meth:`guarded` answers): the hot path, one flatten and one lookup."""
+        if self.unhashable or self.value_axes or (self.is_function and fun is not self.fun_ref()):
+            return MISS
+        key, dynamic, _ = split((None if self.is_function else fun, args, self.dummy), at=1)
+        with self.lock:
+            try:
+                entry = self.entries.get(key)
+            except TypeError:  # an unhashable leaf: guarded hands it to Equinox
+                return MISS
+            if entry is None or not entry.traced:
+                return MISS
+            self.counts["hits"] += 1
+        out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
+        return rec.rebuild(out)
 
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
         """This call's outputs (or its Lowered); :class:`Fallback` when Equinox must answer:
@@ -355,6 +374,10 @@ class CachedFilterPmap(Wrapper):
         return _EQX_FILTER_PMAP(self._fun, **self._cached.equinox_options)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs:
+            out = _field(self, "_cached").hit(_field(self, "_fun"), args)
+            if out is not MISS:
+                return out
         # through the class: a Module's bound method is a new Module on every access
         return CachedFilterPmap._call(self, False, args, kwargs)
 
