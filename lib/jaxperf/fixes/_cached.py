@@ -1,35 +1,34 @@
 """What ``cached_filter_jit`` (:mod:`._jit`) and ``cached_filter_pmap`` (:mod:`._pmap`), the
 drop-ins that partition their inputs once per input structure (equinox#192), share.
 
-A call's key holds everything a traced function can observe of its inputs: the input
-treedef; the non-array leaves with their types (``1``, ``1.0`` and ``True`` are equal in
-Python but trace differently) and, for floats, their sign (``-0.0 == 0.0``); each array's
-type as tracing sees it, which is its aval (``jax.typeof``: shape, dtype, weak type,
-sharding with its mesh axis types, memory space, varying manual axes, layout, whatever a JAX
-version adds); and JAX's trace context (x64, default device, abstract mesh, ...).
-
-What a trace records (the output structure and its non-array leaves) is a :class:`Record`
-that travels in the compiled function's own output tree: whenever JAX traces (for this key
-or any other reason), the record comes back with the compiled code it belongs to, so an
-output is never rebuilt from another trace's record.
-
-One :class:`~._jit.JitPaths` or :class:`~._pmap.PmapPaths` (the compiled paths of one function and options)
-is shared by every equal wrapper (:func:`shared`); it holds the wrapped function weakly (a
-Python function) or only its non-array part (any other callable), never its arrays nor any
-output. Equinox answers a call itself (counted) only where its answer is the point.
+A call's key holds all a trace can observe of its inputs: the treedefs, the non-array leaves
+with their types (``1``, ``1.0``, ``True`` trace apart) and a float's sign, each array's
+aval (``jax.typeof``: shape, dtype, weak type, sharding, memory space, varying manual axes,
+layout, whatever a JAX version adds) and JAX's trace context (x64, default device, ...).
+A trace's output structure and non-array outputs travel as a :class:`Record` in the compiled
+function's own outputs, so an output is never rebuilt from another trace's record. An output
+made only of Modules, tuples, None and lists keeps its leaves beside it (weakly), and its
+lists' items: passed back in with those lists unchanged, as a training loop passes its
+state, it is not flattened again (a Module changed with ``object.__setattr__``, which
+Equinox forbids, would not be seen). The paths of
+one function and options are shared by every equal wrapper (:func:`shared`); they hold a
+Python function weakly, another callable's non-array part only, never an array or output.
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import operator
 import threading
 import types
+import warnings
 import weakref
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import equinox as eqx
 import jax
 import jax.tree_util as jtu
 import numpy as np
@@ -64,36 +63,46 @@ def _unstaged_type(leaf: Any) -> Hashable:
     return jax.typeof(leaf)  # a JAX array of a kind (or version) without .aval: the slow, public way
 
 
-# per set of array kinds: leaf type -> whether it is an array (learnt on first sight)
-_IS_ARRAY: dict[tuple[type, ...], dict[type, bool]] = {}
+# (array kinds, leaf types) -> (array flags, non-array flags, whether a float or complex is
+# among them): one hash of the types on a hit instead of a pass per leaf for each
+_PLANS: dict[tuple, tuple[tuple[bool, ...], tuple[bool, ...], bool]] = {}
 _aval = operator.attrgetter("aval")
+_flatten: Callable[[Any], tuple[list[Any], Any]] = jtu.default_registry.flatten
 
 
-def _array_flags(types: tuple[type, ...], kinds: tuple[type, ...]) -> list[bool]:
-    known = _IS_ARRAY.get(kinds)
-    if known is None:
-        known = _IS_ARRAY.setdefault(kinds, {})
-    try:
-        return list(map(known.__getitem__, types))  # one C-level pass on a hit
-    except KeyError:
-        for kind in types:
-            if kind not in known:
-                known[kind] = issubclass(kind, kinds)
-        return list(map(known.__getitem__, types))
+def _plan(
+    kinds: tuple[type, ...], types: tuple[type, ...]
+) -> tuple[tuple[bool, ...], tuple[bool, ...], bool]:
+    if len(_PLANS) > 4096:  # bounded: one entry per input structure seen
+        _PLANS.clear()
+    flags = tuple(issubclass(kind, kinds) for kind in types)
+    plan = _PLANS[kinds, types] = (flags, tuple(not f for f in flags), float in types or complex in types)
+    return plan
 
 
-def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list, tuple, Any]:
-    """(cache key, array leaves, (leaves, array flags), treedef) of ``tree``; ``kinds``: what
-    counts as an array (abstract ones too when lowering); :func:`marked` turns the third into
-    the static leaves with ARRAY marks. The key is ``(treedef, leaf types, non-array leaves,
-    array avals, trace context)``; every pass over the leaves runs in C (``map``,
-    ``compress``), so a call pays per leaf little beyond the flatten."""
-    leaves, treedef = jtu.tree_flatten(tree)
+def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tuple[tuple, list, tuple]:
+    """(cache key, array leaves, (leaves, array flags)) of ``tree``, a tuple whose item ``at``
+    holds the call's arguments; ``kinds``: what counts as an array (abstract ones too when
+    lowering); :func:`marked` turns the third into the static leaves with ARRAY marks. The
+    key is ``(treedef of each argument and other item, leaf types, non-array leaves, array
+    avals, trace context)``. An argument that a drop-in returned is not flattened again
+    (:meth:`Record.rebuild`); every pass over the leaves runs in C (``map``, ``compress``)."""
+    leaves: list[Any] = []
+    treedefs = []
+    for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
+        known = _KNOWN.get(id(part))
+        if known is not None and known[0]() is part and (not known[3] or _unchanged(known[3])):
+            leaves += known[1]
+            treedefs.append(known[2])
+        else:
+            part_leaves, treedef = _flatten(part)  # jax.tree_util.tree_flatten without its frame
+            leaves += part_leaves
+            treedefs.append(treedef)
     types = tuple(map(type, leaves))
-    flags = _array_flags(types, kinds)
+    flags, others, floats = _PLANS.get((kinds, types)) or _plan(kinds, types)
     dynamic = list(itertools.compress(leaves, flags))
-    rest = tuple(itertools.compress(leaves, map(operator.not_, flags)))
-    if float in types or complex in types:  # -0.0 == 0.0: a float's repr tells them apart
+    rest = tuple(itertools.compress(leaves, others))
+    if floats:  # -0.0 == 0.0: a float's repr tells them apart
         rest = tuple((type(x), repr(x)) if type(x) in (float, complex) else x for x in rest)
     try:
         # The aval is what a trace sees, all of it; JAX interns it (jax >= 0.7: an identity
@@ -101,7 +110,53 @@ def split(tree: Any, kinds: tuple[type, ...] = ARRAY_TYPES) -> tuple[tuple, list
         avals = tuple(map(_aval, dynamic))
     except AttributeError:
         avals = tuple(x.aval if hasattr(x, "aval") else _unstaged_type(x) for x in dynamic)
-    return (treedef, types, rest, avals, _trace_context()), dynamic, (leaves, flags), treedef
+    return (tuple(treedefs), types, rest, avals, _trace_context()), dynamic, (leaves, flags)
+
+
+# id(an output) -> (weak reference to it, its leaves, its treedef, (each list in it, its items))
+_KNOWN: dict[int, tuple[weakref.ref, list, Any, tuple]] = {}
+
+
+def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
+    """The paths (getters, one per level) to the lists in ``node``, a traced output whose
+    other nodes are immutable (Modules, tuples, named tuples, None); None if it has another
+    node (a dict, a custom node), which could change without a list changing."""
+    kind = type(node)
+    if kind is not list and kind not in (tuple, type(None)) and not hasattr(kind, "_fields"):
+        if not isinstance(node, eqx.Module):
+            return [] if jtu.treedef_is_leaf(jtu.tree_structure(node)) else None
+    found = [path] if kind is list else []
+    for (key,), child in jtu.tree_flatten_with_path(node, is_leaf=lambda x: x is not node)[0]:
+        if isinstance(key, jtu.GetAttrKey):  # a field, read past Module.__getattribute__
+            get: Callable = functools.partial(_field_of, key.name)
+        elif isinstance(key, jtu.SequenceKey):
+            get = operator.itemgetter(key.idx)
+        else:
+            return None
+        below = _lists(child, (*path, get))
+        if below is None:
+            return None
+        found += below
+    return found
+
+
+def _field_of(name: str, node: Any) -> Any:
+    return object.__getattribute__(node, name)
+
+
+def _unchanged(lists: tuple) -> bool:
+    """Whether each list (kept with its items) still holds the same items: a list can change
+    in place; the nodes above it cannot (or are lists, checked the same way)."""
+    for now, held in lists:
+        if len(now) != len(held) or not all(map(operator.is_, now, held)):
+            return False
+    return True
+
+
+def _forget(key: int, ref: weakref.ref) -> None:
+    known = _KNOWN.get(key)
+    if known is not None and known[0] is ref:
+        del _KNOWN[key]
 
 
 def marked(parts: tuple) -> list[Any]:
@@ -132,30 +187,52 @@ def merge(treedef: Any, static: Sequence[Any], dynamic: Sequence[Any]) -> Any:
     return treedef.unflatten([next(it) if s is ARRAY else s for s in static])
 
 
+class _Static:
+    """A non-array output leaf, held in the output's treedef as a node without leaves:
+    unflattened, it is the leaf itself."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+jtu.register_pytree_node(_Static, lambda s: ((), s), lambda s, _: s.value)
+
+
 class Record:
-    """One trace's output structure and non-array outputs. A pytree node without leaves:
-    a compiled function returns ``(array outputs, record)``, so JAX keeps each trace's
-    record with that trace's compiled code. ``rebuild`` interleaves in C: the leaves are
-    ``(non-array outputs + array outputs)`` picked by a precomputed index."""
+    """One trace's output structure with its non-array outputs in it (as :class:`_Static`
+    nodes). A pytree node without leaves: a compiled function returns ``(array outputs,
+    record)``, so JAX keeps each trace's record with that trace's compiled code, and
+    ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs. ``known``,
+    per part of the outputs (each item of a tuple, else the whole) with no mutable node but
+    lists: (item or None, its array outputs' range, its non-array leaves, where each leaf
+    comes from, its treedef, the paths to its lists)."""
 
-    __slots__ = ("treedef", "statics", "index")
+    __slots__ = ("treedef", "known")
 
-    def __init__(self, treedef: Any, static: list[Any]) -> None:
-        self.treedef = treedef
-        self.statics = tuple(x for x in static if x is not ARRAY)
-        n, arrays = len(self.statics), 0
-        index, statics = [], 0
-        for x in static:
-            if x is ARRAY:
-                index.append(n + arrays)
-                arrays += 1
-            else:
-                index.append(statics)
-                statics += 1
-        self.index = tuple(index)
+    def __init__(self, treedef: Any, known: tuple = ()) -> None:
+        self.treedef, self.known = treedef, known
 
-    def rebuild(self, dynamic: Sequence[Any]) -> Any:
-        return self.treedef.unflatten(map((self.statics + tuple(dynamic)).__getitem__, self.index))
+    def rebuild(self, arrays: tuple) -> Any:
+        """The outputs, each immutable part's leaves kept beside it for :func:`split`."""
+        out = self.treedef.unflatten(arrays)
+        for at, start, stop, statics, index, treedef, lists in self.known:
+            part = out if at is None else out[at]
+            try:
+                ref = weakref.ref(part, functools.partial(_forget, id(part)))
+            except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
+                continue
+            dynamic = arrays[start:stop]
+            leaves = list(map((statics + dynamic).__getitem__, index)) if statics else list(dynamic)
+            held = []
+            for path in lists:
+                node = part
+                for get in path:
+                    node = get(node)
+                held.append((node, tuple(node)))
+            _KNOWN[id(part)] = (ref, leaves, treedef, tuple(held))
+        return out
 
 
 jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
@@ -167,8 +244,42 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
     leaves, treedef = jtu.tree_flatten(out)
     if dynamic is None:
         dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
-    static = [ARRAY if d else x for d, x in zip(dynamic, leaves)]
-    return tuple(x for d, x in zip(dynamic, leaves) if d), Record(treedef, static)
+    held = jtu.tree_unflatten(treedef, [x if d else _Static(x) for d, x in zip(dynamic, leaves)])
+    known, first, start = [], 0, 0
+    for at, part in enumerate(out) if type(out) is tuple else [(None, out)]:
+        part_leaves, part_def = _flatten(part)
+        flags = dynamic[first : first + len(part_leaves)]
+        lists = _lists(part) if part_def.num_nodes > 1 else None
+        if lists is not None:
+            statics = tuple(x for d, x in zip(flags, part_leaves) if not d)
+            order = [i for i, d in enumerate(flags) if not d] + [i for i, d in enumerate(flags) if d]
+            index = tuple(sorted(range(len(flags)), key=order.__getitem__))  # into statics + arrays
+            known.append((at, start, start + sum(flags), statics, index, part_def, tuple(lists)))
+        first, start = first + len(part_leaves), start + sum(flags)
+    return tuple(x for d, x in zip(dynamic, leaves) if d), Record(jtu.tree_structure(held), tuple(known))
+
+
+class Entry:
+    """The compiled function (``jax.jit`` or ``jax.pmap``) for one cache key, called with
+    the key's array leaves as positional arguments; returns ``(array outputs, Record)``.
+    ``kept``: how many leading ones are not donated; ``traced``: whether a trace of it has
+    reached its end; ``ready``: whether ``fn`` can be called directly (else :meth:`first`)."""
+
+    __slots__ = ("fn", "kept", "traced", "ready", "asynchronous")
+
+    def __init__(self, kept: int = 0, quiet: bool = False) -> None:
+        self.fn: Any = None
+        self.kept, self.traced, self.ready = kept, False, not quiet
+        self.asynchronous: bool | None = None  # whether its outputs live off XLA:CPU (known after a call)
+
+    def first(self, dynamic: Sequence[Any]) -> Any:
+        """The first call (the compile) without JAX's unusable-donation warning, as Equinox
+        filters it when it donates every array."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
+            out = self.fn(*dynamic)
+        self.ready = True
+        return out
 
 
 _TOTALS_LOCK = threading.Lock()
@@ -180,8 +291,13 @@ class Paths:
     hand-overs to Equinox. Every read or write of it holds its lock; JAX's tracing and
     compiling never run under it. Copied, it is itself (a wrapper's copy shares its paths)."""
 
-    def __init__(self, totals: collections.Counter[str], unhashable: bool) -> None:
+    def __init__(self, fun: Any, totals: collections.Counter[str], unhashable: bool) -> None:
         self.unhashable = unhashable
+        self.name = getattr(fun, "__name__", type(fun).__name__)
+        self.qualname = getattr(fun, "__qualname__", self.name)
+        # a Python function weakly: the shared paths die with it (as Equinox's compile cache)
+        self.is_function = type(fun) is types.FunctionType
+        self.fun_ref: Callable[[], Any] = weakref.ref(fun) if self.is_function else (lambda: None)
         self.lock = threading.Lock()
         self.entries: dict[Hashable, Any] = {}
         self.counts = {"hits": 0, "misses": 0, "fallbacks": 0}
@@ -197,6 +313,8 @@ class Paths:
     def get(self, key: Hashable) -> Any:
         """The entry for ``key`` (a hit), or None; :class:`Fallback` for an unhashable
         non-array leaf (Equinox's error)."""
+        if self.unhashable:
+            raise Fallback("unhashable non-array leaf in the function")
         with self.lock:
             try:
                 entry = self.entries.get(key)
@@ -221,14 +339,6 @@ class Paths:
         with _TOTALS_LOCK:
             self._totals[reason] += 1
 
-    def stats(self) -> dict[str, int]:
-        with self.lock:
-            return dict(self.counts)
-
-    def fallback_reasons(self) -> collections.Counter[str]:
-        with self.lock:
-            return collections.Counter(self.reasons)
-
 
 def totals(counter: collections.Counter[str]) -> dict[str, int]:
     with _TOTALS_LOCK:
@@ -242,16 +352,18 @@ _SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDi
 _SHARED_LOCK = threading.Lock()
 
 
-def shared(fun: Any, options: Hashable, rest: Hashable, make: Callable[[bool], Any]) -> Any:
-    """The paths every wrapper of ``fun`` with ``options`` shares (``rest``: its non-array
-    part), built by ``make(unhashable=False)`` the first time; a private one from
-    ``make(unhashable=True)`` when the key cannot be hashed (Equinox then refuses each call)."""
+def shared(fun: Any, options: dict[str, Any], rest: Hashable, make: Callable[[bool], Any]) -> Any:
+    """The paths every wrapper of ``fun`` with ``options`` (a drop-in's keywords, its kind
+    among them) shares (``rest``: its non-array part), built by ``make(unhashable=False)``
+    the first time; a private one from ``make(unhashable=True)`` when the key cannot be
+    hashed (Equinox then refuses each call)."""
     owner: Any
-    key: Hashable
+    leaves, treedef = jtu.tree_flatten(options)
+    key: Hashable = (tuple(leaves), treedef)
     if type(fun) is types.FunctionType:
-        owner, key = fun, options
+        owner = fun
     else:
-        owner, key = type(fun), (options, rest)
+        owner, key = type(fun), (key, rest)
     try:
         hash(key)
     except TypeError:
@@ -281,7 +393,7 @@ class Compiled:
                     f"arrays of shapes and dtypes {array_types(dynamic)} where this was lowered for "
                     f"{lowered.types}: lower(...) again with these arguments."
                 )
-            return lowered.run(self.compiled, dynamic)
+            return run_compiled(self.compiled, dynamic)
         static_key = lowered.static_key
         if lowered.relower is not None and static_key is not None and same_structure(key, static_key):
             # The ShapeDtypeStructs it was lowered with are passed again: they were static
@@ -299,10 +411,15 @@ class Compiled:
         return self.compiled.as_text()
 
 
+def run_compiled(compiled: Any, dynamic: Sequence[Any]) -> Any:
+    """Call a compiled (ahead-of-time) form of an :class:`Entry` and rebuild its outputs."""
+    out, rec = compiled(*dynamic)
+    return rec.rebuild(out)
+
+
 class Lowered:
     """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of``
-    gives a call's (key, array leaves); ``run(compiled, leaves)`` calls the compiled form and
-    rebuilds the outputs; ``relower()`` (when ``jax.ShapeDtypeStruct`` arguments were lowered
+    gives a call's (key, array leaves); ``relower()`` (when ``jax.ShapeDtypeStruct`` arguments were lowered
     as abstract arrays) lowers them as static arguments instead, ``static_key`` its key."""
 
     def __init__(
@@ -311,18 +428,52 @@ class Lowered:
         key: tuple,
         dynamic: Sequence[Any],
         key_of: Any,
-        run: Any,
         relower: Any = None,
         static_key: tuple | None = None,
     ) -> None:
         self.lowered, self.key, self.types = lowered, key, array_types(dynamic)
-        self.key_of, self.run, self.relower, self.static_key = key_of, run, relower, static_key
+        self.key_of, self.relower, self.static_key = key_of, relower, static_key
 
     def as_text(self) -> str:
         return self.lowered.as_text()
 
     def compile(self, compiler_options: dict[str, str | bool] | None = None) -> Compiled:
         return Compiled(self.lowered.compile(compiler_options=compiler_options), self, compiler_options)
+
+
+class Wrapper(eqx.Module):
+    """What both drop-in wrappers (Modules with Equinox's fields) add: the counts of the
+    compiled paths they share (their static ``_cached`` field), and binding as a method."""
+
+    if TYPE_CHECKING:
+        _cached: Paths
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+        def _equinox(self) -> Any: ...
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
+        with self._cached.lock:
+            return dict(self._cached.counts)
+
+    @property
+    def fallback_reasons(self) -> dict[str, int]:
+        with self._cached.lock:
+            return dict(self._cached.reasons)
+
+    def _fallback(self, reason: Fallback, lower: bool, args: tuple, kwargs: dict) -> Any:
+        """Equinox's answer (``_equinox()``: its wrapper) to a call handed over, counted."""
+        self._cached.count_fallback(str(reason))
+        equinox = self._equinox()
+        return (equinox.lower if lower else equinox)(*args, **kwargs)
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
+        if instance is None:
+            return self
+        return eqx.Partial(self, instance)
 
 
 #: a default no caller passes (an argument left out)

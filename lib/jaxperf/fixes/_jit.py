@@ -11,8 +11,6 @@ import functools
 import inspect
 import logging
 import os
-import types
-import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -26,9 +24,11 @@ from ._cached import (
     ARRAY,
     ARRAY_TYPES,
     LOWER_TYPES,
+    Entry,
     Fallback,
     Lowered,
     Paths,
+    Wrapper,
     _sentinel,
     fun_combine,
     fun_partition,
@@ -47,10 +47,21 @@ private_api.jax_traceback_exclusion(__file__)
 
 # the Equinox hooks a failed eqx.error_if reads: refused here, by name, if missing
 private_api.check_core_hook(private_api.EQUINOX_JIT_ERROR)
-#: Equinox's filter of JAX's "jax.pmap callback failed" log record, resolved once
-_LogFilter: Any = type(private_api.equinox_callback_log_filter())
 _JaxRuntimeError = jax.errors.JaxRuntimeError
-_callback_logger = logging.getLogger("jax._src.callback")
+#: the calls (ids) of every cached_filter_jit now running: while any runs, JAX's "jax.pure_callback
+#: failed" record is dropped by Equinox's filter, as Equinox drops it during each of its calls
+_RUNNING: set[bytes] = set()
+_EQUINOX_FILTER = private_api.equinox_callback_log_filter()
+
+
+class _WhileRunning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _RUNNING or bool(_EQUINOX_FILTER.filter(record))
+
+
+logging.getLogger("jax._src.callback").addFilter(_WhileRunning())
+_Tracer = jax.core.Tracer
+_field = object.__getattribute__
 #: calls every cached_filter_jit in this process handed to eqx.filter_jit, by reason
 JIT_FALLBACKS: collections.Counter[str] = collections.Counter()
 
@@ -63,40 +74,28 @@ def _equinox_error(err: Exception, jit_id: bytes) -> Exception | None:
     return None if message is None else eqx.EquinoxRuntimeError(message)
 
 
-class JitEntry:
-    """The ``jax.jit`` for one cache key: called ``(kept, donated)``, the first ``kept``
-    array leaves not donated; returns ``(array outputs, Record)``."""
-
-    __slots__ = ("jitted", "kept", "compiled")
-
-    def __init__(self, jitted: Any, kept: int) -> None:
-        self.jitted, self.kept = jitted, kept
-        self.compiled = False  # whether a call has compiled it (JAX warns of donation only then)
-
-
 class JitPaths(Paths):
     """What every wrapper of one function with one set of options shares."""
 
     def __init__(
         self, fun: Callable, rest: tuple, donate: str, jitkwargs: dict[str, Any], unhashable: bool
     ) -> None:
-        super().__init__(JIT_FALLBACKS, unhashable)
+        super().__init__(fun, JIT_FALLBACKS, unhashable)
         self.donate, self.jitkwargs = donate, jitkwargs
         self.donate_first = donate in ("all", "warn")
         self.donate_rest = donate != "none"
         self.filter_warning = donate in ("all", "all-except-first")
         self.signature = inspect.signature(fun)
-        self.name = getattr(fun, "__name__", type(fun).__name__)
-        self.qualname = getattr(fun, "__qualname__", self.name)
         self.fun_of: Callable[[tuple], Any]
-        if type(fun) is types.FunctionType:  # weakly: the shared paths die with the function
-            ref = weakref.ref(fun)
-            self.fun_of = lambda arrays: ref()
+        if self.is_function:
+            fun_ref = self.fun_ref
+            self.fun_of = lambda arrays: fun_ref()
         else:  # its non-array part only: its arrays come with each call
             self.fun_of = lambda arrays: fun_combine(arrays, rest)
         # a weak reference to the first output of each call whose computation may still
         # fail: never an output itself, so nothing a caller dropped is kept alive
         self.pending: collections.deque[weakref.ref] = collections.deque()
+        self.last: Callable[[], Any] = lambda: None  # the last output on XLA:CPU, weakly
 
     # ------------------------------------------------------------ the call
 
@@ -109,62 +108,55 @@ class JitPaths(Paths):
     def lookup(self, arrays: tuple, args: tuple, kwargs: dict, kinds: tuple = ARRAY_TYPES) -> tuple:
         """(key, entry, array leaves) of a bound call (``kinds``: what counts as an array);
         builds the entry on a miss."""
-        key, dynamic, parts, treedef = split((args, kwargs, arrays), kinds)
+        key, dynamic, parts = split((args, kwargs, arrays), kinds)
         entry = self.get(key)
         if entry is None:
             self.signature.bind(*args, **kwargs)  # a bad call: Equinox's TypeError, from the same bind
+            treedef = jtu.tree_structure((args, kwargs, arrays))
             entry = self.put(key, self._build(args, treedef, marked(parts), len(dynamic)))
         return key, entry, dynamic
 
     def call(self, arrays: tuple, args: tuple, kwargs: dict, jit_id: bytes) -> Any:
-        self._check_finished(jit_id)
-        args, kwargs = self.bind(args, kwargs)
+        if self.pending:
+            self._check_finished(jit_id)
+        if kwargs:
+            args, kwargs = self.bind(args, kwargs)
         _, entry, dynamic = self.lookup(arrays, args, kwargs)
-        kept = entry.kept
-        log_filter = _LogFilter()  # one per call, as Equinox's
-        _callback_logger.addFilter(log_filter)
+        _RUNNING.add(jit_id)  # a set's add and discard need no lock
         try:
-            if self.filter_warning and not entry.compiled:
-                # JAX's unusable-donation warning comes from compiling (this key's first call)
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
-                    out, rec = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
-                entry.compiled = True
-            else:
-                out, rec = entry.jitted(tuple(dynamic[:kept]), tuple(dynamic[kept:]))
+            out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
         except (_JaxRuntimeError, ValueError) as err:
             translated = _equinox_error(err, jit_id)
             if translated is not None:
                 raise translated from None
             raise
         finally:
-            _callback_logger.removeFilter(log_filter)
-        if out and not isinstance(out[0], jax.core.Tracer):
+            _RUNNING.discard(jit_id)
+        if out and not isinstance(out[0], _Tracer):
             # An execution's outputs are ready (or failed) together: one of them tells for all,
-            # and no marker output costs the call anything (Equinox returns one and waits on it).
-            first = weakref.ref(out[0])
-            with self.lock:
-                self.pending.append(first)
+            # and no marker output costs the call anything (Equinox returns one and waits on
+            # it). XLA:CPU fails a check inside the call (see cached_filter_jit): there the
+            # last output is enough for wait().
+            if entry.asynchronous is None:
+                entry.asynchronous = any(device.platform != "cpu" for device in out[0].devices())
+            if entry.asynchronous:
+                self.pending.append(weakref.ref(out[0]))  # a deque's append needs no lock
+            else:
+                self.last = weakref.ref(out[0])
         return rec.rebuild(out)
 
-    def _finished(self) -> list[Any]:
-        """The outputs of earlier calls whose computations have finished (under the lock)."""
-        done = []
-        pending = self.pending
-        while pending:
-            out = pending[0]()
-            if out is None or out.is_deleted():  # dropped or donated: its error went to what it fed
-                pending.popleft()
-            elif not out.is_ready():
-                break
-            else:
-                done.append(pending.popleft()())
-        return done
-
     def _check_finished(self, jit_id: bytes) -> None:
-        """Raise the failure of an earlier call whose computation has finished; never waits."""
+        """Raise the failure of an earlier call whose computation has finished; never waits.
+        An output dropped or donated is passed over: its failure went to what it fed."""
+        done = []
         with self.lock:
-            done = self._finished() if self.pending else []
+            while self.pending:
+                out = self.pending[0]()
+                if out is not None and not out.is_deleted():
+                    if not out.is_ready():
+                        break
+                    done.append(out)
+                self.pending.popleft()
         for out in done:
             self._raise_failure(out, jit_id, earlier=True)
 
@@ -185,6 +177,9 @@ class JitPaths(Paths):
 
     def wait(self) -> None:
         """Block until every computation still referenced has finished; raise a failure."""
+        last = self.last()
+        if last is not None and not last.is_deleted():
+            self._raise_failure(last, b"", earlier=False)
         while True:
             with self.lock:
                 if not self.pending:
@@ -193,21 +188,22 @@ class JitPaths(Paths):
             if out is not None and not out.is_deleted():
                 self._raise_failure(out, b"", earlier=False)
 
-    def _build(self, args: tuple, treedef: Any, static: list, n_dynamic: int) -> JitEntry:
+    def _build(self, args: tuple, treedef: Any, static: list, n_dynamic: int) -> Entry:
         """The ``jax.jit`` for one bound call structure (``treedef`` with ``static`` leaves);
         it holds this object's options, never this object (nor the function)."""
         first = len(jtu.tree_leaves(args[0])) if args else 0
         n_first = sum(1 for s in static[:first] if s is ARRAY)
         kept = n_dynamic if not self.donate_rest else (0 if self.donate_first else n_first)
+        entry = Entry(kept, self.filter_warning)
         fun_of = self.fun_of
 
-        def inner(kept: tuple, donated: tuple) -> tuple:
-            call_args, call_kwargs, arrays = merge(treedef, static, kept + donated)
+        def inner(*leaves: Any) -> tuple:
+            call_args, call_kwargs, arrays = merge(treedef, static, leaves)
             return record(fun_of(arrays)(*call_args, **call_kwargs))
 
         inner.__name__, inner.__qualname__ = self.name, self.qualname
-        donate = (1,) if self.donate_rest else ()
-        return JitEntry(jax.jit(inner, donate_argnums=donate, **self.jitkwargs), kept)
+        entry.fn = jax.jit(inner, donate_argnums=tuple(range(entry.kept, n_dynamic)), **self.jitkwargs)
+        return entry
 
     # ------------------------------------------------------------ ahead of time
 
@@ -218,46 +214,33 @@ class JitPaths(Paths):
         args, kwargs = self.bind(args, kwargs)
         key, entry, dynamic = self.lookup(arrays, args, kwargs, LOWER_TYPES)
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
-        if abstract:
-            try:
-                lowered = entry.jitted.lower(tuple(dynamic[: entry.kept]), tuple(dynamic[entry.kept :]))
-            except Exception as err:  # noqa: BLE001 -- Equinox's reading, then its error
-                try:
-                    return self.lower_static(arrays, args, kwargs)
-                except Exception as static_err:
-                    raise static_err from err
-        else:
-            lowered = entry.jitted.lower(tuple(dynamic[: entry.kept]), tuple(dynamic[entry.kept :]))
-
+        try:
+            lowered = entry.fn.lower(*dynamic)
+        except Exception as err:
+            if not abstract:
+                raise
+            try:  # Equinox's reading, then its error
+                return self.lower_static(arrays, args, kwargs)
+            except Exception as static_err:
+                raise static_err from err
         return Lowered(
             lowered,
             key,
             dynamic,
             lambda a, k: self._key_of(arrays, a, k),
-            self._runner(entry.kept),
             (lambda: self.lower_static(arrays, args, kwargs)) if abstract else None,
             split((args, kwargs, arrays))[0] if abstract else None,
         )
 
     def lower_static(self, arrays: tuple, args: tuple, kwargs: dict) -> Lowered:
         key, entry, dynamic = self.lookup(arrays, args, kwargs)
-        lowered = entry.jitted.lower(tuple(dynamic[: entry.kept]), tuple(dynamic[entry.kept :]))
-        return Lowered(
-            lowered, key, dynamic, lambda a, k: self._key_of(arrays, a, k), self._runner(entry.kept)
-        )
+        lowered = entry.fn.lower(*dynamic)
+        return Lowered(lowered, key, dynamic, lambda a, k: self._key_of(arrays, a, k))
 
     def _key_of(self, arrays: tuple, args: tuple, kwargs: dict) -> tuple[tuple, list]:
         args, kwargs = self.bind(args, kwargs)
-        key, dynamic, _, _ = split((args, kwargs, arrays))
+        key, dynamic, _ = split((args, kwargs, arrays))
         return key, dynamic
-
-    @staticmethod
-    def _runner(kept: int) -> Callable[[Any, list], Any]:
-        def run(compiled: Any, leaves: list) -> Any:
-            out, rec = compiled(tuple(leaves[:kept]), tuple(leaves[kept:]))
-            return rec.rebuild(out)
-
-        return run
 
 
 # ---------------------------------------- cached_filter_jit
@@ -284,7 +267,7 @@ def _names(fun: Any) -> str:
     return getattr(fun, "__qualname__", type(fun).__qualname__)
 
 
-class CachedFilterJit(eqx.Module):
+class CachedFilterJit(Wrapper):
     """What :func:`cached_filter_jit` returns: a Module with the fields of Equinox's
     ``_JitWrapper`` (the function's arrays are its leaves; the rest, and the compiled paths
     shared by every equal wrapper, are static)."""
@@ -305,29 +288,23 @@ class CachedFilterJit(eqx.Module):
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         __equinox_jit_id__ = os.urandom(16)  # eqx.error_if cuts the stack it records at this frame
-        paths = self._cached
+        paths = _field(self, "_cached")  # a field: no Module.__getattribute__ on the hot path
         try:
-            if paths.unhashable:
-                raise Fallback("unhashable non-array leaf in the function")
-            return paths.call(self._dynamic_fun, args, kwargs, __equinox_jit_id__)
+            return paths.call(_field(self, "_dynamic_fun"), args, kwargs, __equinox_jit_id__)
         except eqx.EquinoxRuntimeError as err:
             err.__traceback__ = None  # as Equinox: no frames of the wrapper in the report
             raise
         except Fallback as reason:
-            paths.count_fallback(str(reason))
-            return self._equinox()(*args, **kwargs)
+            return self._fallback(reason, False, args, kwargs)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
         """``.lower(*args)`` then ``.compile()``, as ``eqx.filter_jit(...).lower``; array
         arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
         paths = self._cached
         try:
-            if paths.unhashable:
-                raise Fallback("unhashable non-array leaf in the function")
             return paths.lower(self._dynamic_fun, args, kwargs)
         except Fallback as reason:
-            paths.count_fallback(str(reason))
-            return self._equinox().lower(*args, **kwargs)
+            return self._fallback(reason, True, args, kwargs)
 
     def wait(self) -> None:
         """Block until every computation launched by this wrapper (and equal ones) whose first
@@ -335,30 +312,9 @@ class CachedFilterJit(eqx.Module):
         ``EquinoxRuntimeError`` with Equinox's message."""
         self._cached.wait()
 
-    @property
-    def stats(self) -> dict[str, int]:
-        """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
-        return self._cached.stats()
-
-    @property
-    def fallback_reasons(self) -> dict[str, int]:
-        return dict(self._cached.fallback_reasons())
-
     def _equinox(self) -> Any:
         paths = self._cached
         return _EQX_FILTER_JIT(self.__wrapped__, donate=paths.donate, **paths.jitkwargs)
-
-    def __get__(self, instance: Any, owner: Any) -> Any:
-        """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
-        if instance is None:
-            return self
-        return eqx.Partial(self, instance)
-
-
-def _jit_paths_of(fun: Callable, rest: tuple, donate: str, jitkwargs: dict[str, Any]) -> JitPaths:
-    leaves, treedef = jtu.tree_flatten(jitkwargs)
-    options = ("jit", donate, tuple(leaves), treedef)
-    return shared(fun, options, rest, lambda unhashable: JitPaths(fun, rest, donate, jitkwargs, unhashable))
 
 
 def cached_filter_jit(
@@ -385,12 +341,10 @@ def cached_filter_jit(
 
     When it helps: ``eqx.filter_jit`` spends host CPU on every call in proportion to the
     array leaves of its arguments (it partitions them and combines the outputs each time),
-    then waits for the computation. This wrapper does that partition once per input
-    structure (a hit then costs a flatten, a tuple of the arrays' types and one lookup beside
-    ``jax.jit``'s own call) and returns without waiting, so the host can run ahead of the
-    device. That matters when Equinox's per-call host time, which grows with the leaves
-    (notebook 01 measures it per leaf on your machine), is a visible part of a step's device
-    time: many leaves, short steps.
+    then waits for the computation. This wrapper partitions once per input structure (a hit
+    costs a flatten of the arguments it did not return itself and one lookup beside
+    ``jax.jit``'s own call) and returns without waiting, so the host runs ahead of the device:
+    that matters for many leaves and short steps (notebook 01 measures it on your machine).
 
     Same as Equinox: the options (``donate`` with Equinox's meanings and warning filters,
     ``**jitkwargs`` for ``jax.jit``, Equinox's errors for bad ones), arguments bound to the
@@ -434,7 +388,12 @@ def cached_filter_jit(
         _signature=inspect.signature(fun),
         _dynamic_fun=arrays,
         _static_fun=rest,
-        _cached=_jit_paths_of(fun, rest, donate, jitkwargs),
+        _cached=shared(
+            fun,
+            {"kind": "jit", "donate": donate, **jitkwargs},
+            rest,
+            lambda unhashable: JitPaths(fun, rest, donate, jitkwargs, unhashable),
+        ),
         filter_warning=donate in ("all", "all-except-first"),
         donate_first=donate in ("all", "warn"),
         donate_rest=donate != "none",

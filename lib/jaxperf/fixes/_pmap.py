@@ -9,9 +9,6 @@ import collections
 import functools
 import inspect
 import threading
-import types
-import warnings
-import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -25,9 +22,11 @@ from ._cached import (
     ARRAY,
     ARRAY_TYPES,
     LOWER_TYPES,
+    Entry,
     Fallback,
     Lowered,
     Paths,
+    Wrapper,
     _sentinel,
     fun_partition,
     marked,
@@ -55,18 +54,9 @@ _KIND_ERROR = "filter_pmap(..., out_axes=...) must contain only integers and Non
 #: ``tracing.traced`` is set when a trace reaches the wrapped function (per thread): from
 #: then on an error is the function's, or its outputs', and is raised, never handed over
 tracing = threading.local()
-
-
-class PmapEntry:
-    """The ``jax.pmap`` for one cache key (it returns ``(array outputs, Record)``); ``traced``:
-    whether a trace of it has reached the end (set under the paths' lock)."""
-
-    __slots__ = ("pmapped", "traced", "compiled")
-
-    def __init__(self) -> None:
-        self.pmapped: Any = None
-        self.traced = False
-        self.compiled = False  # whether a call has compiled it (JAX warns of donation only then)
+#: what :meth:`PmapPaths.hit` returns when the call is not a hit
+MISS = object()
+_field = object.__getattribute__
 
 
 def _is_axis_leaf(x: Any) -> bool:
@@ -126,11 +116,11 @@ def _known_out_axes(spec: Any) -> tuple[bool, Any]:
     return False, None
 
 
-def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> PmapEntry:
+def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> Entry:
     """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
     one per array leaf in ``dynamic``): the tree is ``(fun or None, args, dummy or None)``,
     None for a Python function, which comes from ``paths.fun_ref`` (a weak reference)."""
-    entry = PmapEntry()
+    entry = Entry(quiet=paths.donate == "all")
     # The entry may outlive every wrapper (equal wrappers share entries, as Equinox's share
     # compiled functions): its closures hold the options, never a wrapper nor the function.
     fun_ref, spec, lock = paths.fun_ref, paths.out_axes, paths.lock
@@ -152,17 +142,17 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
     if not known:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
         resolved: list[Any] = []
 
-        def probe(dynamic_leaves: tuple) -> tuple:
+        def probe(*dynamic_leaves: Any) -> tuple:
             leaves, per_leaf, mapped = classify(call(dynamic_leaves))
             resolved[:] = [a for a, m in zip(per_leaf, mapped) if m]
             return tuple(x for x in leaves if isinstance(x, _ARRAY_LIKE))
 
         structs = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in dynamic)
-        vmapped = jax.vmap(probe, in_axes=(in_axes,), axis_name=axis_name, axis_size=axis_size)
-        jax.eval_shape(vmapped, structs)
+        vmapped = jax.vmap(probe, in_axes=in_axes, axis_name=axis_name, axis_size=axis_size)
+        jax.eval_shape(vmapped, *structs)
         out_axes = _one_or_tuple(resolved) if resolved else 0
 
-    def inner(dynamic_leaves: tuple) -> tuple:
+    def inner(*dynamic_leaves: Any) -> tuple:
         out = call(dynamic_leaves)
         result = record(out, classify(out)[2])
         with lock:
@@ -170,22 +160,16 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
         return result
 
     inner.__name__, inner.__qualname__ = paths.name, paths.qualname
-    entry.pmapped = jax.pmap(
+    entry.fn = jax.pmap(
         inner,
-        in_axes=(in_axes,),
+        in_axes=in_axes,
         out_axes=(out_axes, 0),  # the record has no leaves: any axis
         axis_name=axis_name,
         axis_size=axis_size,
-        donate_argnums=(0,) if paths.donate != "none" else (),
+        donate_argnums=tuple(range(len(dynamic))) if paths.donate != "none" else (),
         **paths.pmapkwargs,
     )
     return entry
-
-
-def run_compiled(compiled: Any, dynamic: list) -> Any:
-    """Call a compiled (ahead-of-time) form of an entry and rebuild its outputs."""
-    out, rec = compiled(tuple(dynamic))
-    return rec.rebuild(out)
 
 
 # ---------------------------------------- the compiled paths of cached_filter_pmap
@@ -198,16 +182,12 @@ class PmapPaths(Paths):
     """What every wrapper of one function with one set of options shares."""
 
     def __init__(self, fun: Callable, options: dict[str, Any], unhashable: bool) -> None:
-        super().__init__(PMAP_FALLBACKS, unhashable)
+        super().__init__(fun, PMAP_FALLBACKS, unhashable)
         self.equinox_options = options  # as given, for a hand-over to eqx.filter_pmap
         self.in_axes, self.out_axes = options["in_axes"], options["out_axes"]
         self.axis_name, self.axis_size = options["axis_name"], options["axis_size"]
         self.donate = "all" if options["donate"] == "arrays" else options["donate"]
         self.pmapkwargs = {k: v for k, v in options.items() if k not in _OWN}
-        self.name = getattr(fun, "__name__", type(fun).__name__)
-        self.qualname = getattr(fun, "__qualname__", self.name)
-        self.is_function = type(fun) is types.FunctionType
-        self.fun_ref: Callable[[], Any] = weakref.ref(fun) if self.is_function else (lambda: None)
         # parameter names, for in_axes given by name (as Equinox reads them, then)
         self.params = list(inspect.signature(fun).parameters) if isinstance(self.in_axes, dict) else []
         self.dummy = None if self.axis_size is None else np.broadcast_to(0, self.axis_size)  # JAX #9252
@@ -217,6 +197,23 @@ class PmapPaths(Paths):
 
     # ------------------------------------------------------------ the call
 
+    def hit(self, fun: Any, args: tuple) -> Any:
+        """The outputs of a call whose compiled path is cached and traced, or :data:`MISS`
+        (then :meth:`guarded` answers): the hot path, one flatten and one lookup."""
+        if self.unhashable or self.value_axes or (self.is_function and fun is not self.fun_ref()):
+            return MISS
+        key, dynamic, _ = split((None if self.is_function else fun, args, self.dummy), at=1)
+        with self.lock:
+            try:
+                entry = self.entries.get(key)
+            except TypeError:  # an unhashable leaf: guarded hands it to Equinox
+                return MISS
+            if entry is None or not entry.traced:
+                return MISS
+            self.counts["hits"] += 1
+        out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
+        return rec.rebuild(out)
+
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
         """This call's outputs (or its Lowered); :class:`Fallback` when Equinox must answer:
         keyword arguments, inputs it rejects before tracing (so its errors stay its own).
@@ -225,7 +222,7 @@ class PmapPaths(Paths):
             raise Fallback("keyword arguments")
         if self.is_function and fun is not self.fun_ref():
             raise Fallback("the wrapped function was replaced in the wrapper's pytree")
-        entry: PmapEntry | None = None
+        entry: Entry | None = None
         outer, tracing.traced = getattr(tracing, "traced", False), False
         try:
             key, entry, dynamic, tree = self._lookup(fun, args, LOWER_TYPES if lower else ARRAY_TYPES)
@@ -247,7 +244,7 @@ class PmapPaths(Paths):
     def _lookup(self, fun: Any, args: tuple, kinds: tuple[type, ...]) -> tuple:
         """(key, entry, array leaves, tree) of one call; builds the entry on a miss."""
         tree = self._tree(fun, args)
-        key, dynamic, parts, treedef = split(tree, kinds)
+        key, dynamic, parts = split(tree, kinds, at=1)
         value_axes = self._arg_axes(args, kinds) if self.value_axes else None
         if value_axes is not None:
             key = (key, tuple(value_axes))
@@ -255,28 +252,21 @@ class PmapPaths(Paths):
         if entry is None:
             static = marked(parts)
             axes = self._dynamic_axes(args, static, dynamic, kinds, value_axes)
-            entry = self.put(key, build_entry(self, treedef, static, axes, dynamic))
+            entry = self.put(key, build_entry(self, jtu.tree_structure(tree), static, axes, dynamic))
         return key, entry, dynamic, tree
 
-    def _run(self, entry: PmapEntry, dynamic: list) -> Any:
-        if self.donate == "all" and not entry.compiled:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
-                out, rec = entry.pmapped(tuple(dynamic))
-            entry.compiled = True
-        else:
-            out, rec = entry.pmapped(tuple(dynamic))
+    def _run(self, entry: Entry, dynamic: list) -> Any:
+        out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
         return rec.rebuild(out)
 
-    def _lowered(self, key: Any, entry: PmapEntry, dynamic: list, tree: tuple) -> Lowered:
+    def _lowered(self, key: Any, entry: Entry, dynamic: list, tree: tuple) -> Lowered:
         fun, args = (self.fun_ref() if tree[0] is None else tree[0]), tree[1]
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
         return Lowered(
-            entry.pmapped.lower(tuple(dynamic)),
+            entry.fn.lower(*dynamic),
             key,
             dynamic,
             lambda a, k: self._key_of(fun, a, k),
-            run_compiled,
             (lambda: self.lower_static(fun, args)) if abstract else None,
             self._key_of(fun, args, {})[0] if abstract else None,
         )
@@ -285,12 +275,12 @@ class PmapPaths(Paths):
         """``.lower`` with any ``jax.ShapeDtypeStruct`` argument static, as Equinox reads it."""
         key, entry, dynamic, tree = self._lookup(fun, args, ARRAY_TYPES)
         key_of = lambda a, k: self._key_of(fun, a, k)  # noqa: E731
-        return Lowered(entry.pmapped.lower(tuple(dynamic)), key, dynamic, key_of, run_compiled)
+        return Lowered(entry.fn.lower(*dynamic), key, dynamic, key_of)
 
     def _key_of(self, fun: Any, args: tuple, kwargs: dict) -> tuple[Any, list]:
         if kwargs:
             raise RuntimeError("keyword arguments cannot be used with functions wrapped with `filter_pmap`")
-        key, dynamic, _, _ = split(self._tree(fun, args))
+        key, dynamic, _ = split(self._tree(fun, args), at=1)
         if self.value_axes:
             key = (key, tuple(self._arg_axes(args, ARRAY_TYPES)))
         return key, dynamic
@@ -356,7 +346,7 @@ def pmap_fallback_counts() -> dict[str, int]:
     return totals(PMAP_FALLBACKS)
 
 
-class CachedFilterPmap(eqx.Module):
+class CachedFilterPmap(Wrapper):
     """What :func:`cached_filter_pmap` returns: a Module with the fields of Equinox's
     ``_PmapWrapper`` (the function and the options are its fields, as there), and the
     compiled paths shared by every equal wrapper, static."""
@@ -375,17 +365,19 @@ class CachedFilterPmap(eqx.Module):
         return self._fun
 
     def _call(self, lower: bool, args: tuple, kwargs: dict) -> Any:
-        paths = self._cached
-        try:
-            if paths.unhashable:
-                raise Fallback("unhashable non-array leaf in the function")
-            return paths.guarded(self._fun, args, kwargs, lower)
+        try:  # fields read past Module.__getattribute__, on the hot path
+            return _field(self, "_cached").guarded(_field(self, "_fun"), args, kwargs, lower)
         except Fallback as reason:
-            paths.count_fallback(str(reason))
-            fallback = _EQX_FILTER_PMAP(self._fun, **paths.equinox_options)
-            return (fallback.lower if lower else fallback)(*args, **kwargs)
+            return self._fallback(reason, lower, args, kwargs)
+
+    def _equinox(self) -> Any:
+        return _EQX_FILTER_PMAP(self._fun, **self._cached.equinox_options)
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs:
+            out = _field(self, "_cached").hit(_field(self, "_fun"), args)
+            if out is not MISS:
+                return out
         # through the class: a Module's bound method is a new Module on every access
         return CachedFilterPmap._call(self, False, args, kwargs)
 
@@ -393,27 +385,6 @@ class CachedFilterPmap(eqx.Module):
         """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``;
         array arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
         return CachedFilterPmap._call(self, True, args, kwargs)
-
-    @property
-    def stats(self) -> dict[str, int]:
-        """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
-        return self._cached.stats()
-
-    @property
-    def fallback_reasons(self) -> dict[str, int]:
-        return dict(self._cached.fallback_reasons())
-
-    def __get__(self, instance: Any, owner: Any) -> Any:
-        """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
-        if instance is None:
-            return self
-        return eqx.Partial(self, instance)
-
-
-def _pmap_paths_of(fun: Callable, options: dict[str, Any]) -> PmapPaths:
-    leaves, treedef = jtu.tree_flatten(options)
-    rest = fun_partition(fun)[1]  # another callable's non-array part: which paths it shares
-    return shared(fun, ("pmap", tuple(leaves), treedef), rest, lambda u: PmapPaths(fun, options, u))
 
 
 def cached_filter_pmap(
@@ -444,13 +415,11 @@ def cached_filter_pmap(
         value = loss(model, jax.numpy.ones((jax.local_device_count(), 8, 4)))
 
     When it helps: ``eqx.filter_pmap`` redoes, on every call, work whose answer only changes
-    with the structure of the inputs: resolving ``in_axes``, partitioning the function and
-    arguments into arrays and the rest, a ``ShapeDtypeStruct`` per array leaf, hashing all of
-    it to find its compiled function, and combining the outputs. That costs host CPU in
-    proportion to the array leaves (model and optimiser state together), on every call. This
-    wrapper keys a cache on what that work depends on (the key above) and,
-    on a hit, costs one flatten, one lookup and one ``jax.pmap`` call, about ``jax.pmap`` on
-    the arrays. It matters when that per-call host time (notebook 01 measures it per leaf on
+    with the structure of the inputs (resolving ``in_axes``, partitioning, a
+    ``ShapeDtypeStruct`` per array leaf, hashing it all, combining the outputs), in host CPU
+    proportional to the array leaves. This wrapper keys a cache on what that work depends on;
+    a hit costs a flatten of the arguments it did not return itself, one lookup and one
+    ``jax.pmap`` call. It matters when that host time (notebook 01 measures it per leaf on
     your machine) exceeds a step's device time: then it, not the device, sets the it/s.
 
     Same as Equinox: ``in_axes`` as a prefix of the arguments or a dict by parameter name,
@@ -492,6 +461,11 @@ def cached_filter_pmap(
         _axis_size=axis_size,
         _filter_warning=donate in ("all", "arrays"),  # Equinox's fields, as Equinox sets them
         _pmapkwargs={**pmapkwargs, "donate_argnums": (0,)} if donating else dict(pmapkwargs),
-        _cached=_pmap_paths_of(fun, {**options, **pmapkwargs}),
+        _cached=shared(
+            fun,
+            {"kind": "pmap", **options, **pmapkwargs},
+            fun_partition(fun)[1],  # another callable's non-array part: which paths it shares
+            lambda unhashable: PmapPaths(fun, {**options, **pmapkwargs}, unhashable),
+        ),
     )
     return eqx.module_update_wrapper(wrapper)

@@ -1,0 +1,105 @@
+"""A drop-in's output passed back in (a training loop's state) is not flattened again: its
+leaves were kept beside it when it was returned (issue 38: at few leaves, that flatten was
+the drop-ins' whole gap to ``jax.jit`` on the partitioned state). Only outputs made of
+immutable nodes are kept; a list or dict in an output is flattened on every call, so a
+change made to it in place is seen. A core test: jaxperf's public API, jax, equinox, numpy,
+pytest."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import pytest
+from dropin_checks import assert_same, stacked
+
+from jaxperf import cached_filter_jit, cached_filter_pmap
+from jaxperf.fixes import _cached
+
+PAIRS = {"jit": (eqx.filter_jit, cached_filter_jit), "pmap": (eqx.filter_pmap, cached_filter_pmap)}
+
+
+class Counted(eqx.Module):
+    weight: jax.Array
+    scale: float = eqx.field(static=True)
+
+
+@pytest.fixture
+def flattened(monkeypatch):
+    """The Counted states the drop-ins flatten (every flatten of theirs goes through _flatten)."""
+    seen = []
+    flatten = _cached._flatten
+
+    def recording(tree):
+        seen.extend(
+            x
+            for x in jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, Counted))
+            if isinstance(x, Counted)
+        )
+        return flatten(tree)
+
+    monkeypatch.setattr(_cached, "_flatten", recording)
+    return seen
+
+
+def step(model, x):
+    return x.sum(), eqx.tree_at(lambda m: m.weight, model, model.weight * model.scale + x.sum())
+
+
+def placed(kind, tree):
+    return tree if kind == "jit" else stacked(tree)
+
+
+@pytest.mark.parametrize("kind", list(PAIRS))
+def test_state_passed_back_gives_equinox_s_outputs_without_a_flatten(kind, flattened):
+    theirs, ours = (wrap(step) for wrap in PAIRS[kind])
+    x = placed(kind, jnp.ones(2))
+    expected = got = placed(kind, Counted(jnp.arange(2.0), 0.5))
+    for _ in range(3):
+        _, expected = theirs(expected, x)
+        _, got = ours(got, x)
+        assert_same(expected, got)
+    flattened.clear()
+    ours(got, x)
+    assert not flattened  # the state it returned: its leaves were kept, not flattened again
+    ours(placed(kind, Counted(jnp.arange(2.0), 0.5)), x)
+    assert flattened  # a state it did not return is flattened
+
+
+class Holder(eqx.Module):
+    items: Any
+
+
+def with_items(holder, x):
+    items = holder.items
+    return Holder(
+        type(items)([(0, items[0] + x), (1, items[1])])
+        if isinstance(items, dict)
+        else [items[0] + x, items[1]]
+    )
+
+
+@pytest.mark.parametrize("container", [list, dict])
+@pytest.mark.parametrize("kind", list(PAIRS))
+def test_a_list_or_dict_changed_in_place_between_calls_is_seen(kind, container):
+    theirs, ours = (wrap(with_items) for wrap in PAIRS[kind])
+    x = placed(kind, jnp.ones(2))
+    start = [x, 1.0] if container is list else {0: x, 1: 1.0}
+    expected, got = theirs(Holder(start), x), ours(Holder(start), x)
+    for out in (expected, got):
+        out.items[1] = 2.0  # a Module's list or dict can change after it was returned
+        out.items[0] = out.items[0] * 3
+    assert_same(theirs(expected, x), ours(got, x))
+
+
+def test_a_kept_output_is_forgotten_when_it_dies():
+    ours = cached_filter_jit(step)
+    _, state = ours(Counted(jnp.arange(2.0), 0.5), jnp.ones(2))
+    key = id(state)
+    assert _cached._KNOWN[key][0]() is state
+    del state
+    gc.collect()
+    assert key not in _cached._KNOWN
