@@ -1,12 +1,8 @@
 """What :func:`jaxperf.diagnose` returns: the measured answer for one step, paste-ready.
 
 :class:`Diagnosis` holds the raw interleaved timings (one row per path and round) and
-what is derived from them: per path the it/s ratio to the reader's step in the reader's
-loop and with each call blocked (median and quartiles of per-round pairs, with a verdict
-from :mod:`.verdicts`), the host CPU and the wait per call, whether calls run ahead; the
-paths not offered or not applicable and why; the paths that raised; the paths that do not
-compute the same (never timed); a step that compiles again on every call (then nothing
-is timed: that is the verdict); what the step printed (counted, not shown).
+derives the rest: it/s ratios to the reader's step with verdicts (:mod:`.verdicts`), host
+CPU and wait per call, and the paths not offered, raising or computing something else.
 """
 
 from __future__ import annotations
@@ -73,11 +69,14 @@ class Diagnosis:
         return v.ratios(self.timings, self.reader, self.precision, value)
 
     def per_call(self) -> pd.DataFrame:
-        return (
-            v.per_call(self.timings)
-            if self.timed
-            else pd.DataFrame(columns=["variant", "host_ms", "wait_ms"])
-        )
+        empty = pd.DataFrame(columns=["variant", "host_ms", "wait_ms"])
+        return v.per_call(self.timings) if self.timed else empty
+
+    def where(self) -> str:
+        """The backend, its devices and the package versions."""
+        env = self.environment
+        versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
+        return f"{env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions}"
 
     def waiting(self) -> pd.DataFrame:
         if not self.timed:
@@ -261,12 +260,7 @@ class Diagnosis:
         how it was measured, where."""
         from .. import markdown as md
 
-        env = self.environment
-        versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
-        head = (
-            f"**{self.kind} step, {self.leaves} array leaves in its arguments** "
-            f"({env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions})"
-        )
+        head = f"**{self.kind} step, {self.leaves} array leaves in its arguments** ({self.where()})"
         lines = [head, "", *(f"- {line}" for line in self.headline())]
         code = self.best_snippet()
         if code:
@@ -345,10 +339,7 @@ class Diagnosis:
             ax.tick_params(labelsize=FONT_PT)
         fig.suptitle(f"{self.kind} step, {self.leaves} array leaves in its arguments", fontsize=FONT_PT + 1)
         if footer:
-            env = self.environment
-            versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
-            where = f"{env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions}"
-            fig.text(0.01, 0.005, where, fontsize=FONT_PT - 2, color="0.35", ha="left", va="bottom")
+            fig.text(0.01, 0.005, self.where(), fontsize=FONT_PT - 2, color="0.35", ha="left", va="bottom")
         fig.tight_layout(rect=(0, 0.07 if footer else 0.04, 1, 0.95))
         data = stats.reset_index().rename(columns={"variant": "path"})
         data["host_ms"], data["wait_ms"] = host, wait
