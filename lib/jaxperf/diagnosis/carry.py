@@ -45,7 +45,7 @@ def same_kind(a: Any, b: Any) -> bool:
     """Same pytree structure, and the same shape and dtype in every array leaf."""
     try:
         (la, ta), (lb, tb) = jax.tree.flatten(a), jax.tree.flatten(b)
-        return ta == tb and list(map(_leaf_kind, la)) == list(map(_leaf_kind, lb))
+        return (ta, list(map(_leaf_kind, la))) == (tb, list(map(_leaf_kind, lb)))
     except (TypeError, ValueError):  # treedefs of unlike node types may refuse to compare
         return False
 
