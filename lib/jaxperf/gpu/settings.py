@@ -112,18 +112,9 @@ class GpuSettings(StudySettings):
     }
 
     def validate(self) -> None:
-        for name in (
-            *(
-                "batch",
-                "D",
-                "repeats",
-                "compile_repeats",
-                "bandwidth_megabytes",
-                "harness_N",
-                "harness_repeats",
-            ),
-            *("dispatch_seconds_per_cell", "attention_python_max_steps", "mosaic_gpu_python_max_steps"),
-        ):
+        positive = "batch D repeats compile_repeats bandwidth_megabytes harness_N harness_repeats "
+        positive += "dispatch_seconds_per_cell attention_python_max_steps mosaic_gpu_python_max_steps"
+        for name in positive.split():
             check_int(name, getattr(self, name), minimum=1)
         for T in check_ints("mosaic_gpu_Ts", self.mosaic_gpu_Ts):
             if T % vocab.SEED_PROGRAM_ROWS:
