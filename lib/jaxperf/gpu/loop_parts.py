@@ -227,7 +227,9 @@ def harness(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
 
     frames: list[pd.DataFrame] = []
     missing: list[pd.DataFrame] = []
-    options = dict(batch=s.batch, D=s.D, dtype=s.dtype, n=s.harness_N, mode=s.mode, repeats=s.harness_repeats)
+    options: dict[str, Any] = dict(
+        batch=s.batch, D=s.D, dtype=s.dtype, n=s.harness_N, mode=s.mode, repeats=s.harness_repeats
+    )
     points = _points(
         study,
         "harness",
