@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import runs_ahead
 from ..errors import check_choice
 from . import verdicts as v
 
@@ -63,9 +64,7 @@ class Diagnosis:
     def ratios(self, value: str = PIPELINED) -> pd.DataFrame:
         check_choice("value", value, (PIPELINED, BLOCKED))
         if not self.timed or self.timings["variant"].nunique() < 2:
-            return pd.DataFrame(
-                columns=["variant", "value", "median", "q25", "q75", "pairs", "rel_iqr", "verdict"]
-            )
+            return pd.DataFrame(columns=v.RATIO_COLUMNS)
         return v.ratios(self.timings, self.reader, self.precision, value)
 
     def per_call(self) -> pd.DataFrame:
@@ -84,7 +83,7 @@ class Diagnosis:
         reference = next((p for p in self.paths if "partitioned" in p or "split" in p), self.reader)
         if reference not in set(self.timings["variant"]):
             reference = self.reader
-        return v.waiting(self.timings, reference)
+        return runs_ahead.verdicts(self.timings, reference)  # reference: a path known to run ahead
 
     def table(self) -> pd.DataFrame:
         """One row per timed path: its it/s in the reader's loop, the ratios to the reader's
