@@ -1,17 +1,9 @@
 """Is *my* loop paying dispatch overhead, how much, and what should I change?
 
-:func:`diagnose` takes a compiled step as the reader calls it (``eqx.filter_jit``,
-``eqx.filter_pmap``, ``nnx.jit`` in graph or tree mode, ``jax.jit``, ``jax.pmap``, or one of
-jaxperf's drop-ins) and its arguments, and measures, per call: the time to enqueue, the
-blocked time, the dispatching thread's CPU time and the wait for the device, the array
-leaves crossing the call, and whether calls run ahead. Then every cheaper path that applies
-(:mod:`.paths`, :mod:`.nnx_paths`) is proved to return the same outputs and the same next
-state, and timed interleaved with the reader's path in the reader's own loop: the returned
-state passed to the next call, donation as the reader asked, the reader's loader when given.
-Rounds continue until each path's it/s ratio is within ``precision`` or the time cap.
-
-The same engine answers the study's own questions (notebooks 01, 07, 10, 11) and is behind
-``python -m jaxperf diagnose package.module:factory``.
+:func:`diagnose` takes a compiled step as the reader calls it and its arguments, proves
+every cheaper path that applies (:mod:`.paths`, :mod:`.nnx_paths`) computes the same
+outputs and next state, and times them interleaved with the reader's in the reader's own
+loop. It is also behind ``python -m jaxperf diagnose package.module:factory``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """The reader's loop, read off one call: which outputs become the next call's arguments
 (the carry), fresh copies of the arguments for each path, and where two results first differ.
 
-The seed's loop ``loss, model, opt_state = step(model, x, opt_state)`` passes its state
-along; a diagnosis times every path that way. The carry is found from what the step
-returns and where it came from: the step's own ``return`` statement, read from its source,
-says which output is which argument (``return loss, model, opt_state`` returns the
-arguments named ``model`` and ``opt_state``; ``return loss, recon`` returns neither, even
-when ``recon`` has the batch's shape). Outputs the source does not name are matched by
-kind (the same pytree structure, shape and dtype in every array leaf), and an argument
-with more than one such output is an error listing them. The loader's batch is never
-carried. A step that updates its modules in place, as Flax NNX steps do, carries nothing.
-A reader whose step does not fit passes ``carry={argument: output index}`` (the argument
-by index or by name).
+The step's ``return`` statement, read from its source, says which output is which
+argument (``return loss, model, opt_state``); outputs it does not name are matched by kind
+(pytree structure, shape and dtype), and an argument with several such outputs is an error
+listing them. The loader's batch is never carried. A reader whose step does not fit passes
+``carry={argument: output index}`` (the argument by index or by name).
 """
 
 from __future__ import annotations
@@ -47,15 +41,11 @@ def _leaf_kind(x: Any) -> Any:
     return None
 
 
-def _avals(tree: Any) -> tuple[Any, list[Any]]:
-    leaves, treedef = jax.tree.flatten(tree)
-    return treedef, [_leaf_kind(x) for x in leaves]
-
-
 def same_kind(a: Any, b: Any) -> bool:
     """Same pytree structure, and the same shape and dtype in every array leaf."""
     try:
-        return _avals(a) == _avals(b)
+        (la, ta), (lb, tb) = jax.tree.flatten(a), jax.tree.flatten(b)
+        return (ta, list(map(_leaf_kind, la))) == (tb, list(map(_leaf_kind, lb)))
     except (TypeError, ValueError):  # treedefs of unlike node types may refuse to compare
         return False
 
@@ -219,25 +209,9 @@ def fresh(tree: Any) -> Any:
     return _copy_arrays(tree)
 
 
-def _plain(x: Any) -> np.ndarray:
-    """``x`` as a numpy array; a typed PRNG key (or any extended dtype) by its key data."""
-    dtype = getattr(x, "dtype", None)
-    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
-        return np.asarray(jax.random.key_data(x))
-    return np.asarray(x)
-
-
-def _is_leaf_array(x: Any) -> bool:
-    return _is_array(x) or (
-        getattr(x, "dtype", None) is not None and jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended)
-    )
-
-
-def _tolerance(x: Any) -> tuple[float, float]:
-    dtype = np.dtype(x.dtype)
-    if dtype in (np.float16,) or "bfloat16" in str(dtype):
-        return 1e-2, 1e-3
-    return 1e-5, 1e-6
+def _extended(x: Any) -> bool:
+    """A typed PRNG key, or any other extended dtype."""
+    return getattr(x, "dtype", None) is not None and jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended)
 
 
 #: stands for an array a donating call consumed: its value is gone, on both sides
@@ -269,9 +243,9 @@ def first_difference(reference: Any, got: Any, prefix: str = "") -> str | None:
         where = prefix + jax.tree_util.keystr(path) or "the output"
         if isinstance(a, str) and a == DONATED or isinstance(b, str) and b == DONATED:
             continue
-        if _is_leaf_array(a) or _is_leaf_array(b):
+        if _is_array(a) or _is_array(b) or _extended(a) or _extended(b):
             try:
-                a_np, b_np = _plain(a), _plain(b)
+                a_np, b_np = (np.asarray(jax.random.key_data(x) if _extended(x) else x) for x in (a, b))
             except (TypeError, ValueError) as err:
                 return f"{where}: cannot be compared ({type(err).__name__}: {err})"
             if a_np.shape != b_np.shape:
@@ -280,7 +254,8 @@ def first_difference(reference: Any, got: Any, prefix: str = "") -> str | None:
                 if not np.array_equal(a_np, b_np):
                     return f"{where}: values differ"
                 continue
-            rtol, atol = _tolerance(a_np)
+            low = a_np.dtype == np.float16 or "bfloat16" in str(a_np.dtype)
+            rtol, atol = (1e-2, 1e-3) if low else (1e-5, 1e-6)
             if not np.allclose(a_np, b_np, rtol=rtol, atol=atol, equal_nan=True):
                 if a_np.dtype.kind in "fcbiu" and a_np.size:
                     diff = np.max(np.abs(a_np.astype(np.float64) - b_np.astype(np.float64)))

@@ -54,43 +54,32 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m jaxperf diagnose",
         description="Is your training loop paying dispatch overhead, and which path would be faster?",
     )
-    p.add_argument(
-        "factory", help="package.module:function returning {'step': ..., 'args': (...)} (see README)"
-    )
-    p.add_argument(
+    add = p.add_argument
+    add("factory", help="package.module:function returning {'step': ..., 'args': (...)} (see README)")
+    add(
         "--arg",
         action="append",
         type=_kwarg,
         default=[],
         metavar="NAME=VALUE",
-        help="factory keyword argument (repeatable)",
+        help="factory keyword (repeatable)",
     )
-    p.add_argument(
+    add(
         "--carry",
         type=_carry,
-        default=None,
         metavar="auto|none|ARG=OUT,...",
-        help="which outputs your loop passes to the next call (default: the factory's, else auto)",
+        help="outputs your loop passes on (default: the factory's, else auto)",
     )
-    p.add_argument("--backend", default="auto", help="auto | cpu | gpu | tpu (default: auto)")
-    p.add_argument(
-        "--host-devices", type=int, default=8, help="forced CPU devices on the cpu backend (default: 8)"
+    add("--backend", default="auto", help="auto | cpu | gpu | tpu (default: auto)")
+    add("--host-devices", type=int, default=8, help="forced CPU devices on the cpu backend (default: 8)")
+    add("--precision", type=float, help="target relative IQR of every ratio (default: 0.05)")
+    add(
+        "--max-seconds", type=float, help="time cap of the whole diagnosis, its checks included (default: 60)"
     )
-    p.add_argument(
-        "--precision", type=float, default=None, help="target relative IQR of every ratio (default: 0.05)"
-    )
-    p.add_argument(
-        "--max-seconds",
-        type=float,
-        default=None,
-        help="time cap of the whole diagnosis, its checks included (default: 60)",
-    )
-    p.add_argument(
-        "--quick", action="store_true", help="a first look: --max-seconds 20 --precision 0.2 unless given"
-    )
-    p.add_argument("--json", type=Path, help="write the diagnosis as JSON here")
-    p.add_argument("--markdown", type=Path, help="write the Markdown here too")
-    p.add_argument("--figure", type=Path, help="write the figure here (.png or .svg)")
+    add("--quick", action="store_true", help="a first look: --max-seconds 20 --precision 0.2 unless given")
+    add("--json", type=Path, help="write the diagnosis as JSON here")
+    add("--markdown", type=Path, help="write the Markdown here too")
+    add("--figure", type=Path, help="write the figure here (.png or .svg)")
     return p
 
 

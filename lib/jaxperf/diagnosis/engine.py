@@ -23,6 +23,8 @@ from .. import timing
 from ..errors import bad_value
 from . import carry as carry_mod
 from .kinds import Step, pmap_axes
+from .nnx_paths import BUILDERS as NNX_BUILDERS
+from .nnx_paths import leading_nodes
 from .paths import BUILDERS, NO_BATCH, NotApplicable, Path, Spread, put_batch, reader, snippet
 
 #: what a diagnosis measures per call, by column of :func:`jaxperf.timing.compare`
@@ -181,10 +183,6 @@ def _deleted(tree: Any) -> bool:
     return any(isinstance(x, jax.Array) and x.is_deleted() for x in jax.tree.leaves(tree))
 
 
-def array_leaves(tree: Any) -> int:
-    return sum(1 for x in jax.tree.leaves(tree) if isinstance(x, jax.Array))
-
-
 def build(
     step: Step,
     args: tuple,
@@ -242,16 +240,11 @@ def build(
         )
     if batches.given and batch_at is not None:
         args = put_batch(args, batch_at, first)
-    leaves = array_leaves(args)
+    leaves = sum(1 for x in jax.tree.leaves(args) if isinstance(x, jax.Array))
     mine = reader(step, args, carry, batch_at)
     paths: dict[str, Path] = {}
     skipped: dict[str, str] = {}
-    builders: dict[str, Callable[..., Path]] = dict(BUILDERS) if step.family != "nnx" else {}
-    if step.family == "nnx":
-        from .nnx_paths import BUILDERS as NNX_BUILDERS
-
-        builders.update(NNX_BUILDERS)
-    builders.update(extra or {})
+    builders = {**(NNX_BUILDERS if step.family == "nnx" else BUILDERS), **(extra or {})}
     for key, builder in builders.items():
         try:
             path = builder(step, args, carry, batch_at)
@@ -410,89 +403,60 @@ def run(
     started = time.perf_counter()
     deadline = float("inf") if timing_only else started + config.max_seconds
     with captured() as printed:
-        found = _run(step, args, carry, loader, batch_at, config, calls_per_round, extra, progress, deadline)
+        batches = Batches(loader)
+        step, mine, paths, skipped, carry, leaves, batch_at = build(
+            step, args, carry, batches, batch_at, extra
+        )
+        names = carry_mod.parameter_names(step.raw)
+        nodes = leading_nodes(args) if step.family == "nnx" else 0
+        found: dict[str, Any] = {
+            "kind": step.kind,
+            "reader": mine.name,
+            "paths": {name: path.what for name, path in paths.items()},
+            "methods": {path.name: path.method for path in (mine, *paths.values())},
+            "snippets": {name: snippet(name, step, names, len(args), carry, nodes) for name in paths},
+            "skipped": skipped,
+            "carry": carry,
+            "batch_at": batch_at,
+            "leaves": leaves,
+            "donate": step.donate_text,
+            "loader": batches.given,
+            "retrace": retraces(step, args, carry, batch_at, batches),
+        }
+        if found["retrace"]:  # every path would time compiles: the verdict is the retrace
+            columns = ["variant", "repeat", "calls", "stopped_by", "rel_iqr"]
+            found.update(problems={}, failed={}, timings=pd.DataFrame(columns=columns))
+        else:
+            # the checks may use the time up to 70% of the cap; the rest is the timed rounds'
+            now = time.perf_counter()
+            checked = check(mine, paths, batches, deadline=now + 0.7 * (deadline - now))
+            skipped.update(checked.not_applicable)
+            timed = {name: path for name, path in paths.items() if name not in checked.excluded}
+            number = calls_per_round or calls_per_batch(mine, batches)
+            # warm up inside the cap: a path's second call may compile again (the step's outputs,
+            # which it is called on from then on, can differ in sharding or weak type from its inputs)
+            for path in (mine, *timed.values()):
+                for _ in range(config.warmup):
+                    sync(path.call(batches()))
+            left = deadline - time.perf_counter()
+            timed_config = dataclasses.replace(
+                config,
+                warmup=0,
+                repeats=config.repeats if left > 0 else min(config.repeats, 2),
+                number=number,
+                dispatch_only=True,
+                max_seconds=max(left, 1e-6)
+                if left != float("inf")
+                else config.max_seconds,  # spent: 2 rounds
+            )
+            found.update(
+                problems=checked.differs,
+                failed=checked.failed,
+                timings=time_paths(mine, timed, batches, timed_config, progress),
+            )
         jax.effects_barrier()  # callbacks still in flight print here, not into the report
     found.update(printed=printed.summary(), seconds=time.perf_counter() - started)
     return found
-
-
-def _run(
-    step: Step,
-    args: tuple,
-    carry: Any,
-    loader: Any,
-    batch_at: int | None,
-    config: timing.TimingConfig,
-    calls_per_round: int | None,
-    extra: dict[str, Callable[..., Path]] | None,
-    progress: Any,
-    deadline: float,
-) -> dict[str, Any]:
-    batches = Batches(loader)
-    step, mine, paths, skipped, carry, leaves, batch_at = build(step, args, carry, batches, batch_at, extra)
-    names = carry_mod.parameter_names(step.raw)
-    found: dict[str, Any] = {
-        "kind": step.kind,
-        "reader": mine.name,
-        "paths": {name: path.what for name, path in paths.items()},
-        "methods": {path.name: path.method for path in (mine, *paths.values())},
-        "snippets": {
-            name: snippet(name, step, names, len(args), carry, _nodes(step, args)) for name in paths
-        },
-        "skipped": skipped,
-        "carry": carry,
-        "batch_at": batch_at,
-        "leaves": leaves,
-        "donate": step.donate_text,
-        "loader": batches.given,
-        "retrace": retraces(step, args, carry, batch_at, batches),
-    }
-    if found["retrace"]:  # every path would time compiles: the verdict is the retrace
-        found.update(problems={}, failed={}, timings=_empty())
-        return found
-    # the checks may use the time up to 70% of the cap; the rest is the timed rounds'
-    now = time.perf_counter()
-    checked = check(mine, paths, batches, deadline=now + 0.7 * (deadline - now))
-    skipped.update(checked.not_applicable)
-    timed = {name: path for name, path in paths.items() if name not in checked.excluded}
-    number = calls_per_round or calls_per_batch(mine, batches)
-    # warm up here, inside the cap: a path's second call may compile again (the step's outputs,
-    # which it is called on from then on, can differ in sharding or weak type from its inputs)
-    for path in (mine, *timed.values()):
-        for _ in range(config.warmup):
-            sync(path.call(batches()))
-    left = deadline - time.perf_counter()
-    timed_config = timing.TimingConfig(
-        warmup=0,
-        repeats=config.repeats if left > 0 else min(config.repeats, 2),
-        number=number,
-        precision=config.precision,
-        max_seconds=max(left, 1e-6) if left != float("inf") else config.max_seconds,  # spent: 2 rounds
-        max_repeats=config.max_repeats,
-        clock=config.clock,
-    )
-    found.update(
-        problems=checked.differs,
-        failed=checked.failed,
-        timings=time_paths(mine, timed, batches, timed_config, progress),
-    )
-    return found
-
-
-def _nodes(step: Step, args: tuple) -> int:
-    """How many leading arguments of an NNX step are graph nodes (modules, optimisers)."""
-    if step.family != "nnx":
-        return 0
-    from flax.nnx import graph
-
-    count = 0
-    while count < len(args) and graph.is_graph_node(args[count]):
-        count += 1
-    return count
-
-
-def _empty() -> pd.DataFrame:
-    return pd.DataFrame(columns=["variant", "repeat", "calls", "stopped_by", "rel_iqr"])
 
 
 __all__ = [

@@ -1,11 +1,7 @@
 """What kind of compiled step a reader hands to :func:`jaxperf.diagnose`, read off the object.
 
-A step is recognised by the wrapper its transform returns (Equinox's ``_JitWrapper`` and
-``_PmapWrapper``, Flax NNX's ``JitWrapped`` / ``SimpleJitWrapped``, ``jax.jit``'s
-``PjitFunction``, ``jax.pmap``'s wrapped function, jaxperf's own drop-ins), never by its
-name. What each kind offers as a cheaper path depends on the raw function and the options
-read here (donation, axes), so a step of another kind gets a clear error that lists the
-kinds this engine knows.
+A step is recognised by the wrapper type its transform returns, never by its name; a step
+of another kind gets an error listing the kinds known.
 """
 
 from __future__ import annotations
@@ -26,18 +22,6 @@ KINDS = {
     "nnx.jit tree mode": "nnx.jit(step, graph=False)",
     "jaxperf.cached_nnx_jit": "jaxperf.cached_nnx_jit(step)",
 }
-#: the family a kind belongs to: which cheaper paths apply
-FAMILY = {
-    "eqx.filter_jit": "jit",
-    "jaxperf.cached_filter_jit": "jit",
-    "jax.jit": "jit",
-    "eqx.filter_pmap": "pmap",
-    "jaxperf.cached_filter_pmap": "pmap",
-    "jax.pmap": "pmap",
-    "nnx.jit": "nnx",
-    "nnx.jit tree mode": "nnx",
-    "jaxperf.cached_nnx_jit": "nnx",
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +40,8 @@ class Step:
 
     @property
     def family(self) -> str:
-        return FAMILY[self.kind]
+        """Which cheaper paths apply: "nnx", "pmap" or "jit"."""
+        return next(f for f in ("nnx", "pmap", "jit") if f in self.kind)
 
     def donated(self, n_args: int) -> tuple[int, ...]:
         """The argument positions whose arrays each call donates."""
@@ -100,15 +85,8 @@ def pmap_axes(call: Callable[..., Any], args: tuple) -> tuple[Hashable | None, b
     return None, False
 
 
-def _type_name(obj: Any) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}"
-
-
 def _equinox_jit(step: Any, kind: str) -> Step:
-    if step.donate_rest:
-        donate = "all" if step.donate_first else "all-except-first"
-    else:
-        donate = "none"
+    donate = ("all" if step.donate_first else "all-except-first") if step.donate_rest else "none"
     return Step(kind, step, step.__wrapped__, donate)
 
 
@@ -130,7 +108,7 @@ def _equinox_pmap(step: Any, kind: str) -> Step:
 
 def identify(step: Any) -> Step:
     """The :class:`Step` of ``step``; ``ValueError`` naming its type and the kinds known."""
-    name = _type_name(step)
+    name = f"{type(step).__module__}.{type(step).__qualname__}"
     table: dict[str, tuple[str, Callable[[Any, str], Step]]] = {
         "equinox._jit._JitWrapper": ("eqx.filter_jit", _equinox_jit),
         "equinox._vmap_pmap._PmapWrapper": ("eqx.filter_pmap", _equinox_pmap),

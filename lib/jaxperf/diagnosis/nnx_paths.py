@@ -41,18 +41,11 @@ def _donated(step: Step, args: tuple) -> tuple[int, ...] | None:
     return step.donated(len(args)) or None
 
 
-def _leading_nodes(args: tuple) -> int:
+def leading_nodes(args: tuple) -> int:
     """How many leading arguments are NNX graph nodes (modules, optimisers, Rngs)."""
     from flax.nnx import graph
 
-    count = 0
-    for arg in args:
-        if not graph.is_graph_node(arg):
-            break
-        count += 1
-    if count == 0:
-        raise NotApplicable("no leading NNX module argument to bind or split")
-    return count
+    return next((i for i, arg in enumerate(args) if not graph.is_graph_node(arg)), len(args))
 
 
 def _plain(
@@ -99,7 +92,9 @@ def _bound(
             "the step returns state that the next call takes (bound modules are updated in place)"
         )
     args = carry_mod.fresh(args)
-    n = _leading_nodes(args)
+    n = leading_nodes(args)
+    if not n:
+        raise NotApplicable("no leading NNX module argument to bind or split")
     if batch_at is not None and batch_at < n:
         raise NotApplicable("the loader's batch is a module")
     nodes = args[:n]
@@ -157,7 +152,9 @@ def split_jit(
     if _statics(step):
         raise NotApplicable("static arguments")
     args = carry_mod.fresh(args)
-    n = _leading_nodes(args)
+    n = leading_nodes(args)
+    if not n:
+        raise NotApplicable("no leading NNX module argument to bind or split")
     if batch_at is not None and batch_at < n:
         raise NotApplicable("the loader's batch is a module")
     graphdef, state = nnx.split(args[:n])

@@ -98,10 +98,14 @@ def reader(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
         step.call,
         carry_mod.fresh(args),
         carry,
-        lambda out, a: (out, a),
+        _same,
         batch_at,
         READER_METHODS.get(step.kind, step.kind.replace("jaxperf.", "")),
     )
+
+
+def _same(out: Any, args: tuple) -> Any:
+    return out, args
 
 
 class _Statics:
@@ -148,13 +152,13 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
 
     donate = step.donated(len(args))
     if step.family == "pmap":
-        fn = jax.pmap(on_arrays, axis_name=step.axis_name, donate_argnums=donate)
-        what = "jax.pmap over the arrays only, partitioned once outside the loop"
-        name, method = "jax.pmap on the partitioned state", "pmap_params"
+        fn, kind = jax.pmap(on_arrays, axis_name=step.axis_name, donate_argnums=donate), "jax.pmap"
     else:
-        fn = jax.jit(on_arrays, donate_argnums=donate)
-        what = "jax.jit over the arrays only, partitioned once outside the loop"
-        name, method = "jax.jit on the partitioned state", "jit_params"
+        fn, kind = jax.jit(on_arrays, donate_argnums=donate), "jax.jit"
+    what, name = (
+        f"{kind} over the arrays only, partitioned once outside the loop",
+        f"{kind} on the partitioned state",
+    )
     if donate:
         fn = _quiet_donation(fn)
 
@@ -163,7 +167,7 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
             _static_carry_check(carry, out_static.value, static)
         return eqx.combine(out, out_static.value), eqx.combine(arrays, static)
 
-    return Path(name, what, fn, tuple(dynamic), dict(carry), view, batch_at, method)
+    return Path(name, what, fn, tuple(dynamic), dict(carry), view, batch_at, READER_METHODS[kind])
 
 
 def cached(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
@@ -182,8 +186,7 @@ def cached(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     what = "the same call, its partition cached per input structure" + (
         ", never waiting for the result" if step.family == "jit" else ""
     )
-    same = lambda out, a: (out, a)  # noqa: E731
-    return Path(f"jaxperf.{method}", what, fn, carry_mod.fresh(args), dict(carry), same, batch_at, method)
+    return Path(f"jaxperf.{method}", what, fn, carry_mod.fresh(args), dict(carry), _same, batch_at, method)
 
 
 def _devices_of(tree: Any) -> list[Any]:
@@ -248,10 +251,7 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     donate = bool(donated & set(carry))
     not_donated = sorted(donated - set(carry))
     tree = tuple(args[i] for i in order)
-    if step.kind in (
-        "jax.jit",
-        "jax.pmap",
-    ):  # jax traces a Python scalar leaf: pack it as the array it becomes
+    if step.kind in ("jax.jit", "jax.pmap"):  # jax traces a Python scalar leaf: pack the array it becomes
         tree = jax.tree.map(
             lambda x: jnp.asarray(x) if isinstance(x, (bool, int, float, complex)) else x, tree
         )
@@ -355,18 +355,15 @@ def _recipe_snippet(step: Step, fn: str, names: list[str], carry: carry_mod.Carr
 #: arguments, {state} the carried ones (NNX: the leading modules), {rest} the others,
 #: {donate} the donation as the path's own argument, {outs} what the step returns
 SNIPPETS = {
-    "jax.jit on the partitioned state": """\
-arrays, static = eqx.partition(({args},), eqx.is_array)  # once, outside the loop
-@functools.partial(jax.jit{donate_argnums})
-def {fn}_arrays(*arrays):
-    return eqx.filter({fn}(*eqx.combine(arrays, static)), eqx.is_array)  # {fn} undecorated
-# loop: out = {fn}_arrays(*arrays); put the carried outputs back into arrays""",
-    "jax.pmap on the partitioned state": """\
-arrays, static = eqx.partition(({args},), eqx.is_array)  # once, outside the loop
-@functools.partial(jax.pmap, axis_name=...{donate_argnums})
-def {fn}_arrays(*arrays):
-    return eqx.filter({fn}(*eqx.combine(arrays, static)), eqx.is_array)  # {fn} undecorated
-# loop: out = {fn}_arrays(*arrays); put the carried outputs back into arrays""",
+    **{
+        f"{kind} on the partitioned state": f"""\
+arrays, static = eqx.partition(({{args}},), eqx.is_array)  # once, outside the loop
+@functools.partial({wrap}{{donate_argnums}})
+def {{fn}}_arrays(*arrays):
+    return eqx.filter({{fn}}(*eqx.combine(arrays, static)), eqx.is_array)  # {{fn}} undecorated
+# loop: out = {{fn}}_arrays(*arrays); put the carried outputs back into arrays"""
+        for kind, wrap in (("jax.jit", "jax.jit"), ("jax.pmap", "jax.pmap, axis_name=..."))
+    },
     "jaxperf.cached_filter_jit": """\
 {fn} = jaxperf.cached_filter_jit({fn}{donate_eqx_arg})  # instead of eqx.filter_jit; the loop unchanged""",
     "jaxperf.cached_filter_pmap": """\

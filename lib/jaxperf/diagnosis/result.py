@@ -1,12 +1,8 @@
 """What :func:`jaxperf.diagnose` returns: the measured answer for one step, paste-ready.
 
 :class:`Diagnosis` holds the raw interleaved timings (one row per path and round) and
-what is derived from them: per path the it/s ratio to the reader's step in the reader's
-loop and with each call blocked (median and quartiles of per-round pairs, with a verdict
-from :mod:`.verdicts`), the host CPU and the wait per call, whether calls run ahead; the
-paths not offered or not applicable and why; the paths that raised; the paths that do not
-compute the same (never timed); a step that compiles again on every call (then nothing
-is timed: that is the verdict); what the step printed (counted, not shown).
+derives the rest: it/s ratios to the reader's step with verdicts (:mod:`.verdicts`), host
+CPU and wait per call, and the paths not offered, raising or computing something else.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import runs_ahead
 from ..errors import check_choice
 from . import verdicts as v
 
@@ -67,17 +64,18 @@ class Diagnosis:
     def ratios(self, value: str = PIPELINED) -> pd.DataFrame:
         check_choice("value", value, (PIPELINED, BLOCKED))
         if not self.timed or self.timings["variant"].nunique() < 2:
-            return pd.DataFrame(
-                columns=["variant", "value", "median", "q25", "q75", "pairs", "rel_iqr", "verdict"]
-            )
+            return pd.DataFrame(columns=v.RATIO_COLUMNS)
         return v.ratios(self.timings, self.reader, self.precision, value)
 
     def per_call(self) -> pd.DataFrame:
-        return (
-            v.per_call(self.timings)
-            if self.timed
-            else pd.DataFrame(columns=["variant", "host_ms", "wait_ms"])
-        )
+        empty = pd.DataFrame(columns=["variant", "host_ms", "wait_ms"])
+        return v.per_call(self.timings) if self.timed else empty
+
+    def where(self) -> str:
+        """The backend, its devices and the package versions."""
+        env = self.environment
+        versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
+        return f"{env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions}"
 
     def waiting(self) -> pd.DataFrame:
         if not self.timed:
@@ -85,7 +83,7 @@ class Diagnosis:
         reference = next((p for p in self.paths if "partitioned" in p or "split" in p), self.reader)
         if reference not in set(self.timings["variant"]):
             reference = self.reader
-        return v.waiting(self.timings, reference)
+        return runs_ahead.verdicts(self.timings, reference)  # reference: a path known to run ahead
 
     def table(self) -> pd.DataFrame:
         """One row per timed path: its it/s in the reader's loop, the ratios to the reader's
@@ -261,12 +259,7 @@ class Diagnosis:
         how it was measured, where."""
         from .. import markdown as md
 
-        env = self.environment
-        versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
-        head = (
-            f"**{self.kind} step, {self.leaves} array leaves in its arguments** "
-            f"({env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions})"
-        )
+        head = f"**{self.kind} step, {self.leaves} array leaves in its arguments** ({self.where()})"
         lines = [head, "", *(f"- {line}" for line in self.headline())]
         code = self.best_snippet()
         if code:
@@ -345,10 +338,7 @@ class Diagnosis:
             ax.tick_params(labelsize=FONT_PT)
         fig.suptitle(f"{self.kind} step, {self.leaves} array leaves in its arguments", fontsize=FONT_PT + 1)
         if footer:
-            env = self.environment
-            versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
-            where = f"{env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions}"
-            fig.text(0.01, 0.005, where, fontsize=FONT_PT - 2, color="0.35", ha="left", va="bottom")
+            fig.text(0.01, 0.005, self.where(), fontsize=FONT_PT - 2, color="0.35", ha="left", va="bottom")
         fig.tight_layout(rect=(0, 0.07 if footer else 0.04, 1, 0.95))
         data = stats.reset_index().rename(columns={"variant": "path"})
         data["host_ms"], data["wait_ms"] = host, wait

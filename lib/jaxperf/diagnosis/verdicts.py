@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import runs_ahead, timing
+from .. import timing
 
 FASTER, SLOWER, TIE, UNRESOLVED = "faster", "slower", "a tie", "not resolved"
+RATIO_COLUMNS = ["variant", "value", "median", "q25", "q75", "pairs", "rel_iqr", "verdict"]
 
 
 def judge(q25: float, median: float, q75: float, precision: float) -> str:
@@ -36,10 +37,7 @@ def judge(q25: float, median: float, q75: float, precision: float) -> str:
 def ratio_text(row: dict[str, Any] | pd.Series) -> str:
     """ "1.93x [1.80, 2.10]", or "a tie: 1.01x [0.98, 1.03]", or "not resolved: ..."."""
     numbers = f"{row['median']:.2f}x [{row['q25']:.2f}, {row['q75']:.2f}]"
-    verdict = row["verdict"]
-    if verdict in (FASTER, SLOWER):
-        return numbers
-    return f"{verdict}: {numbers}"
+    return numbers if row["verdict"] in (FASTER, SLOWER) else f"{row['verdict']}: {numbers}"
 
 
 def ratios(timings: pd.DataFrame, reference: str, precision: float, value: str) -> pd.DataFrame:
@@ -49,21 +47,10 @@ def ratios(timings: pd.DataFrame, reference: str, precision: float, value: str) 
     rows = []
     for name, part in paired[paired["variant"] != reference].groupby("variant", sort=False):
         q25, median, q75 = np.percentile(part["ratio"].to_numpy(dtype=float), [25, 50, 75])
-        rows.append(
-            {
-                "variant": name,
-                "value": value,
-                "median": float(median),
-                "q25": float(q25),
-                "q75": float(q75),
-                "pairs": len(part),
-                "rel_iqr": timing.relative_iqr(part["ratio"]),
-                "verdict": judge(q25, median, q75, precision),
-            }
-        )
-    return pd.DataFrame(
-        rows, columns=["variant", "value", "median", "q25", "q75", "pairs", "rel_iqr", "verdict"]
-    )
+        verdict = judge(q25, median, q75, precision)
+        stats = (float(median), float(q25), float(q75), len(part), timing.relative_iqr(part["ratio"]))
+        rows.append(dict(zip(RATIO_COLUMNS, (name, value, *stats, verdict))))
+    return pd.DataFrame(rows, columns=RATIO_COLUMNS)
 
 
 def per_call(timings: pd.DataFrame) -> pd.DataFrame:
@@ -85,12 +72,6 @@ def per_call(timings: pd.DataFrame) -> pd.DataFrame:
             row.update({col: float(median), f"{col}_q25": float(q25), f"{col}_q75": float(q75)})
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def waiting(timings: pd.DataFrame, reference: str) -> pd.DataFrame:
-    """Runs ahead or waits, per variant (:func:`jaxperf.runs_ahead.verdicts`): ``reference``
-    is a path known to run ahead, which also tells whether the step is heavy enough to tell."""
-    return runs_ahead.verdicts(timings, reference)
 
 
 def bound(row: dict[str, Any] | pd.Series, device_ms: float) -> str:

@@ -79,19 +79,12 @@ def versions_report() -> dict[str, Any]:
     wanted = pins()
     differ = []
     for name, spec in wanted.items():
-        version = have.get(name) or _try_version(name)
+        version = have.get(name) or next((d.version for d in md.distributions(name=name)), None)
         if version is None:
             differ.append(f"{name}: absent (pinned {spec or 'any'})")
         elif spec and not _satisfies(version, spec):
             differ.append(f"{name}: {version} ran (pinned {spec})")
     return {"ran": have, "pins": wanted, "differ_from_pins": differ}
-
-
-def _try_version(name: str) -> str | None:
-    try:
-        return md.version(name)
-    except md.PackageNotFoundError:
-        return None
 
 
 @dataclass

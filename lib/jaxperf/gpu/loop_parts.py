@@ -51,21 +51,45 @@ def _config_class() -> Any:
     return UnrollOneConfig
 
 
+def _sizes(s: GpuSettings) -> dict[str, Any]:
+    return dict(
+        mode=s.mode, D=s.D, batch=s.batch, dtype=s.dtype, repeats=s.repeats, compile_repeats=s.compile_repeats
+    )
+
+
+def _points(
+    study: Any, label: str, Ts: Any, keys_of: Any, measure: Any, budget: Budget, missing: list[pd.DataFrame]
+) -> Any:
+    """Yields ``(T, measure(T))`` for each T predicted to fit ``budget``; the points skipped or
+    failed go to ``missing`` as "not measured" rows (``keys_of(T)``)."""
+    last = None
+    for T in Ts:
+        predicted = predict(last, T)
+        if not budget.fits(predicted):
+            missing.append(not_measured_rows(keys_of(T), budget.reason(predicted)))
+            continue
+        start = time.perf_counter()
+        try:
+            found = measure(T)
+        except Exception as err:  # noqa: BLE001 -- one point's failure is a result, the part goes on
+            missing.append(not_measured_rows(keys_of(T), failure(err)))
+            continue
+        finally:
+            last = (T, time.perf_counter() - start)
+        yield T, found
+        print(f"[{study.name}] {label} T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
+
+
 def sweep_config(s: GpuSettings, kernel: str) -> Any:
     """The loop study's :class:`~jaxperf.jax20909.sweep.SweepConfig` for ``kernel`` at this run's sizes,
     the forms of ``unroll_one_forms`` at unroll 1 only."""
     return _config_class()(
         unroll_one_forms=s.unroll_one_forms,
-        mode=s.mode,
         Ts=s.seed_Ts if kernel == "seed" else s.attention_Ts,
         kernels=(kernel,),
         loop_forms=s.loop_forms,
         unrolls=s.unrolls,
-        D=s.D,
-        batch=s.batch,
-        dtype=s.dtype,
-        repeats=s.repeats,
-        compile_repeats=s.compile_repeats,
+        **_sizes(s),
         python_max_steps={"attention": s.attention_python_max_steps},
     )
 
@@ -77,16 +101,11 @@ def mosaic_gpu_config(s: GpuSettings) -> Any:
     return _config_class()(
         listed=s.mosaic_gpu_variants,
         lowering="mosaic_gpu",
-        mode=s.mode,
         Ts=s.mosaic_gpu_Ts,
         kernels=("seed",),
         loop_forms=forms,
         unrolls=tuple(sorted({vocab.parse_variant(v)[1] for v in s.mosaic_gpu_variants})),
-        D=s.D,
-        batch=s.batch,
-        dtype=s.dtype,
-        repeats=s.repeats,
-        compile_repeats=s.compile_repeats,
+        **_sizes(s),
         python_max_steps={"seed": s.mosaic_gpu_python_max_steps},
     )
 
@@ -129,32 +148,22 @@ def loop_sweep(
     study.records(pd.DataFrame([bandwidth]), f"{name}_bandwidth")
     metas: list[pd.DataFrame] = []
     times: list[pd.DataFrame] = []
+    from ..jax20909 import sweep
+
     missing = [cfg.skipped()]
-    last = None
-    for T in cfg.Ts:
-        keys = [
+
+    def keys_of(T: int) -> list[dict[str, Any]]:
+        return [
             dict(mode=s.mode, kernel=kernel, T=T, variant=vocab.variant_name(*v))
             for v in cfg.variants(kernel, T)
         ]
-        predicted = predict(last, T)
-        if not budget.fits(predicted):
-            missing.append(not_measured_rows(keys, budget.reason(predicted)))
-            continue
-        start = time.perf_counter()
-        try:
-            from ..jax20909 import sweep
 
-            meta, timing = sweep.measure_group(cfg, kernel, T)
-        except Exception as err:  # noqa: BLE001 -- one point's failure is a result, the part goes on
-            missing.append(not_measured_rows(keys, failure(err)))
-            continue
-        finally:
-            last = (T, time.perf_counter() - start)
+    measure = functools.partial(sweep.measure_group, cfg, kernel)
+    for _, (meta, timing) in _points(study, name, cfg.Ts, keys_of, measure, budget, missing):
         metas.append(meta)
         times.append(timing)
         study.records(pd.concat(metas, ignore_index=True), f"{name}_variants")
         study.records(pd.concat(times, ignore_index=True), f"{name}_timings")
-        print(f"[{study.name}] {name} T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
     skipped = pd.concat(missing, ignore_index=True)
     study.records(skipped, f"{name}_not_measured")
     if not metas:
@@ -218,33 +227,21 @@ def harness(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
 
     frames: list[pd.DataFrame] = []
     missing: list[pd.DataFrame] = []
-    last = None
-    for T in s.harness_Ts:
-        keys = [dict(mode=s.mode, kernel="seed", T=T, variant=v) for v in s.harness_variants]
-        predicted = predict(last, T)
-        if not budget.fits(predicted):
-            missing.append(not_measured_rows(keys, budget.reason(predicted)))
-            continue
-        start = time.perf_counter()
-        try:
-            rows = reporter_harness.measure(
-                s.harness_variants,
-                T=T,
-                batch=s.batch,
-                D=s.D,
-                dtype=s.dtype,
-                n=s.harness_N,
-                mode=s.mode,
-                repeats=s.harness_repeats,
-            )
-        except Exception as err:  # noqa: BLE001 -- recorded, the part goes on
-            missing.append(not_measured_rows(keys, failure(err)))
-            continue
-        finally:
-            last = (T, time.perf_counter() - start)
+    options: dict[str, Any] = dict(
+        batch=s.batch, D=s.D, dtype=s.dtype, n=s.harness_N, mode=s.mode, repeats=s.harness_repeats
+    )
+    points = _points(
+        study,
+        "harness",
+        s.harness_Ts,
+        lambda T: [dict(mode=s.mode, kernel="seed", T=T, variant=v) for v in s.harness_variants],
+        lambda T: reporter_harness.measure(s.harness_variants, T=T, **options),
+        budget,
+        missing,
+    )
+    for _, rows in points:
         frames.append(rows)
         study.records(pd.concat(frames, ignore_index=True), "harness")
-        print(f"[{study.name}] harness T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
     skipped = pd.concat(missing, ignore_index=True) if missing else pd.DataFrame(columns=["T", "status"])
     study.records(skipped, "harness_not_measured")
     if not frames:

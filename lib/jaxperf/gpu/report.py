@@ -49,17 +49,9 @@ def _part_status(run_dir: Path) -> list[dict[str, Any]]:
     for part in PARTS:
         path = run_dir / f"{part}.json"
         info = json.loads(path.read_text()) if path.exists() else {}
-        rc = shell.get(part, {}).get("rc", "")
+        rc, wall_s = shell.get(part, {}).get("rc", ""), shell.get(part, {}).get("seconds", "")
         status = info.get("status") or ("killed at its time limit" if rc in ("124", "137") else "did not run")
-        out.append(
-            dict(
-                part=part,
-                status=status,
-                exit_code=rc,
-                wall_s=shell.get(part, {}).get("seconds", ""),
-                budget_s=info.get("budget_s"),
-            )
-        )
+        out.append(dict(part=part, status=status, exit_code=rc, wall_s=wall_s, budget_s=info.get("budget_s")))
     return out
 
 

@@ -1,11 +1,8 @@
 """Run one part of the device run, or the report: ``python -m jaxperf.gpu.run PART``.
 
-Needs no notebook machinery (the GPU machine has no papermill, nbformat or
-ipykernel): each part calls the studies' library functions through the study
-frame (:func:`jaxperf.study.start`), so every record carries provenance naming
-the backend, the device (with ``nvidia-smi``), the versions that ran and where
-they differ from the pins. ``tools/device/run_gpu.sh`` runs the parts one
-process each, each under its own time limit.
+Needs no notebook machinery (the GPU machine has no papermill or ipykernel): each part
+calls the studies' library functions through :func:`jaxperf.study.start`, so every record
+carries provenance. ``tools/device/run_gpu.sh`` runs each part in its own process and time limit.
 
     python -m jaxperf.gpu.run --budgets             # "part seconds" lines, for the shell
     python -m jaxperf.gpu.run harness --output-root DIR [--dry]
@@ -31,14 +28,6 @@ from typing import Any
 
 from .settings import PARTS, GpuSettings
 
-STUDY_OF = {
-    "loops_seed": "loops",
-    "loops_mosaic_gpu": "loops",
-    "loops_attention": "loops",
-    "harness": "loops",
-    "dispatch": "dispatch",
-}
-
 
 def _part_function(part: str) -> Callable[..., dict[str, Any]]:
     from . import loop_parts, other_parts
@@ -52,21 +41,10 @@ def _part_function(part: str) -> Callable[..., dict[str, Any]]:
     }[part]
 
 
-def settings_for(dry: bool, output_root: str) -> GpuSettings:
-    return GpuSettings.from_parameters({"quick": dry, "output_root": output_root})
-
-
 # Not on the GPU machine's image (tools/device/image_packages.txt): the dry run hides them,
 # so that it proves the device run does not need them.
-ABSENT_ON_DEVICE = (
-    "IPython",
-    "ipywidgets",
-    "ipykernel",
-    "papermill",
-    "nbformat",
-    "nbclient",
-    "jupyter_client",
-    "jupyterlab",
+ABSENT_ON_DEVICE = tuple(
+    "IPython ipywidgets ipykernel papermill nbformat nbclient jupyter_client jupyterlab".split()
 )
 
 
@@ -126,7 +104,7 @@ def run_part(part: str, settings: GpuSettings, *, dry: bool) -> int:
                 f"[{part}] not measured: no CUDA GPU here ({err}); use --dry for the CPU dry run", flush=True
             )
             return 1
-    study = jaxperf.study.start(STUDY_OF[part], settings)
+    study = jaxperf.study.start("dispatch" if part == "dispatch" else "loops", settings)
     study.provenance["versions_vs_pins"] = env.versions_report()
     study.provenance["device_run"] = {
         "part": part,
@@ -159,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.dry:
         sys.meta_path.insert(0, HideAbsent())
-    settings = settings_for(args.dry, args.output_root)
+    settings = GpuSettings.from_parameters({"quick": args.dry, "output_root": args.output_root})
     if args.budgets:
         print("\n".join(f"{part} {settings.budgets[part]}" for part in PARTS))
         return 0

@@ -1,12 +1,9 @@
 """What one device call runs: the parts, their sizes, and each part's time budget.
 
-The lent GPU machine gives one call of at most 8 minutes (issue 15), so each
-part has its own budget (``budgets``, seconds): inside it, a part stops
-starting new points once the next one is predicted to overrun, writes what it
-has and records the rest as "not measured"; ``tools/device/run_gpu.sh`` kills a
-part that still overruns its budget by more than a grace period, and the next
-part starts anyway. The ``QUICK`` preset is the dry run: every part at tiny
-sizes on a CPU (Pallas in interpret mode), which proves the script, never a GPU number.
+One device call lasts at most 8 minutes (issue 15), so each part has its own budget
+(``budgets``, seconds): a part stops starting points predicted to overrun it and records
+them as "not measured"; ``tools/device/run_gpu.sh`` kills a part that overruns by more
+than a grace period. ``QUICK`` is the dry run: every part at tiny sizes on a CPU.
 """
 
 from __future__ import annotations
@@ -115,12 +112,10 @@ class GpuSettings(StudySettings):
     }
 
     def validate(self) -> None:
-        for name in ("batch", "D", "repeats", "compile_repeats", "bandwidth_megabytes", "harness_N"):
+        positive = "batch D repeats compile_repeats bandwidth_megabytes harness_N harness_repeats "
+        positive += "dispatch_seconds_per_cell attention_python_max_steps mosaic_gpu_python_max_steps"
+        for name in positive.split():
             check_int(name, getattr(self, name), minimum=1)
-        for name in ("harness_repeats", "dispatch_seconds_per_cell"):
-            check_int(name, getattr(self, name), minimum=1)
-        check_int("attention_python_max_steps", self.attention_python_max_steps, minimum=1)
-        check_int("mosaic_gpu_python_max_steps", self.mosaic_gpu_python_max_steps, minimum=1)
         for T in check_ints("mosaic_gpu_Ts", self.mosaic_gpu_Ts):
             if T % vocab.SEED_PROGRAM_ROWS:
                 raise bad_value(
