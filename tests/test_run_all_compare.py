@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jaxperf.paths import PROJECT_ROOT
@@ -200,3 +201,42 @@ def test_a_ratio_in_a_verdict_is_a_measured_number():
     assert compare._words("packed_pmap, 15.43x your it/s [13.25, 17.90]") == compare._words(
         "packed_pmap, 15.91x your it/s [13.43, 19.65]"
     )
+
+
+def test_the_calibration_is_the_inflation_that_would_have_held_every_move(tmp_path):
+    """A move is the rerun's distance from the committed median over the range's half-width on
+    its side (log scale); the calibration holds all k quantities at once at 95% (issue 39)."""
+    result = run(tmp_path, fix=(1.1, 1.0, 1.2), ratio=26.0, fix_ms=(5.5, 5.0, 6.0))
+    moves = {r.placeholder: r.move for r in result.rows if r.move is not None}
+    # at the committed edge: 1 half-width; the quartile rows are judged on their median, no move
+    assert moves == pytest.approx(
+        {
+            "cpu/d fix.median:.2f": 1.0,
+            "cpu/l rows[T=16384].ratio:.1f": 1.0,
+            "cpu/l rows[T=16384].fix_ms:.1f": 1.0,
+        }
+    )
+    c = compare.calibration(result)
+    assert c["quantities"] == 3 and c["rms_move"] == 1.0 and c["inflation"] == pytest.approx(2.394, abs=1e-3)
+    # pooled with an earlier pair that moved half as far
+    pooled = compare.calibration(result, {"pairs": [{"moves": [0.5, 0.5, 0.5]}]})
+    assert len(pooled["pairs"]) == 2 and pooled["rms_move"] == pytest.approx(np.sqrt(0.625), abs=1e-4)
+    # a committed run already widened 2-fold: the same rerun moved half a (widened) range, one
+    # half-width of the processes' own interval
+    old = {"s": {"x": {"median": 1.0, "lo": 0.5, "hi": 2.0}}, "provenance": {"rerun_inflation": 2.0}}
+    row = compare._compare("cpu/t", "s.x.median", ".2f", old, {"s": {"x": {"median": 2**0.5}}})
+    assert row.status == "inside" and row.move == pytest.approx(1.0)
+
+
+def test_the_check_writes_its_calibration_beside_the_report_and_says_it(tmp_path):
+    old = write(tmp_path / "old", summary())
+    new = write(tmp_path / "new", summary(fix=(1.2, 1.1, 1.3)))
+    template = tmp_path / "t.md"
+    template.write_text(TEMPLATE)
+    code = rerun_report.run_check(old, new, template=template, say=lambda *_: None)
+    assert code == rerun_report.FAILED
+    written = json.loads((new / "results" / rerun_report.CALIBRATION).read_text())
+    assert written["inflation"] > 1 and written["quantities"] == 3
+    text = (new / rerun_report.REPORT).read_text()
+    assert "**Calibration.** The committed ranges were widened 1.00-fold" in text
+    assert f"need {written['inflation']:.2f}-fold" in text

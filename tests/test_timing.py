@@ -227,7 +227,8 @@ def test_spread_states_repeats_in_processes_by_the_range_a_rerun_is_expected_in(
         timing.spread_of([1.0, 2.0], process=[0])
 
 
-def test_rerun_range_holds_a_rerun_about_95_percent_where_min_max_holds_60():
+def test_rerun_range_holds_a_rerun_about_95_percent_where_min_max_holds_60(monkeypatch):
+    monkeypatch.setattr(timing, "_INFLATION", [1.0])  # processes alike: no calibration
     rng = np.random.default_rng(0)
     old, new = np.exp(rng.normal(0, 0.1, (4000, 3))), np.exp(rng.normal(0, 0.1, (4000, 3)))
     ranges = np.array([timing.rerun_range(row) for row in old])
@@ -237,8 +238,24 @@ def test_rerun_range_holds_a_rerun_about_95_percent_where_min_max_holds_60():
     assert 0.93 < held < 0.99 and 0.55 < by_min_max < 0.65
 
 
-def test_rerun_range_edges():
+def test_rerun_range_edges(monkeypatch):
+    monkeypatch.setattr(timing, "_INFLATION", [1.0])
     assert timing.rerun_range([3.0]) == (3.0, 3.0)  # one process: no spread known
     lo, hi = timing.rerun_range([-1.0, 0.0, 1.0])  # not all positive: the linear scale
     assert lo == pytest.approx(-4.302653 * np.sqrt(2 / 3), rel=1e-5) and hi == pytest.approx(-lo)
     assert timing.rerun_range([2.0, 2.0, 2.0]) == (2.0, 2.0)
+
+
+def test_the_rerun_inflation_widens_the_interval_and_is_checked(monkeypatch):
+    monkeypatch.setattr(timing, "_INFLATION", [1.0])
+    x = [1.0, 1.1, 1.2]
+    lo, hi = timing.rerun_range(x)
+    timing.set_rerun_inflation(2.0)
+    assert timing.rerun_inflation() == 2.0
+    lo2, hi2 = timing.rerun_range(x)
+    centre = np.exp(np.mean(np.log(x)))
+    assert np.log(hi2 / centre) == pytest.approx(2 * np.log(hi / centre))
+    assert np.log(centre / lo2) == pytest.approx(2 * np.log(centre / lo))
+    for bad in (0.5, "2", True, float("nan")):
+        with pytest.raises(ValueError, match="factor"):
+            timing.set_rerun_inflation(bad)

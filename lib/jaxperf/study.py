@@ -350,6 +350,10 @@ def start(
         code, skipped = list(committed["provenance"].get("code", [])), list(committed.get("skipped", []))
     else:
         prov = provenance.capture(parameters, info)
+        prov["rerun_inflation"] = _inflation(info.backend)
+    from . import timing
+
+    timing.set_rerun_inflation(float(prov.get("rerun_inflation") or 1.0))
     global _current
     _current = Study(
         name=name,
@@ -363,6 +367,22 @@ def start(
         code=code,
     )
     return _current
+
+
+#: the rerun check's calibration: how much wider than their processes' spread the medians of
+#: full runs on this machine moved (tools/runall/compare.py writes it; copied here by hand)
+CALIBRATION = "rerun_calibration.json"
+
+
+def _inflation(backend: str) -> float:
+    """The committed calibration's factor for ``backend`` (1 where none is committed)."""
+    path = paths.PROJECT_ROOT / "results" / backend / CALIBRATION
+    if not path.is_file():
+        return 1.0
+    factor = json.loads(path.read_text()).get("inflation")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
+        raise bad_value(f"{paths.relative(str(path))} inflation", factor, "a number >= 1")
+    return float(factor)
 
 
 def rendering() -> bool:

@@ -52,6 +52,9 @@ class Row:
     committed_spread: str = "no spread recorded"
     rerun_spread: str = ""
     judged: str = ""  # what the spread judges, when it is not the printed value
+    #: how far the rerun's median moved toward the committed range's edge on its side, in units
+    #: of the range's half-width before the committed run's inflation (1: at the uninflated edge)
+    move: float | None = None
 
 
 @dataclass
@@ -61,6 +64,8 @@ class Check:
     rows: list[Row] = field(default_factory=list)
     runs: dict[str, list[str]] = field(default_factory=dict)  # side -> "commit (date)" of its studies
     quick: bool = False  # the rerun is a smoke run
+    inflation_used: float = 1.0  # the committed run's rerun inflation
+    calibration: dict[str, Any] = field(default_factory=dict)  # rerun_report fills it
 
     def count(self, status: str) -> int:
         return sum(r.status == status for r in self.rows)
@@ -199,7 +204,60 @@ def _compare(study: str, path: str, spec: str | None, old: Any, new: Any) -> Row
         row.judged = f"its median, {_shown(new_stat[0], spec)}"
     lo, hi = min(old_stat[1], old_stat[0]), max(old_stat[2], old_stat[0])
     row.status = "inside" if lo <= new_stat[0] <= hi else "outside"
+    if not row.judged:
+        row.move = _move(old_stat[0], (lo, hi), new_stat[0], _inflation(old))
     return row
+
+
+def _inflation(summary: Any) -> float:
+    factor = summary.get("provenance", {}).get("rerun_inflation") if isinstance(summary, dict) else None
+    return float(factor) if _num(factor) and factor >= 1 else 1.0
+
+
+def _move(median: float, ends: tuple[float, float], new: float, inflation: float) -> float | None:
+    """``new``'s distance from ``median`` over the distance to the range's end on its side (log
+    scale), times the inflation the range was widened by; None where that is not defined."""
+    edge = ends[1] if new >= median else ends[0]
+    if min(median, edge, new) <= 0 or edge == median:
+        return None
+    return inflation * math.log(new / median) / math.log(edge / median)
+
+
+#: the rerun check's family level: the calibrated ranges hold every quoted number of a rerun at
+#: once with this probability (under a normal law of the moves)
+FAMILY_LEVEL = 0.95
+
+
+def calibration(result: Check, earlier: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The inflation that would have held this check's moves (and ``earlier``'s, pooled): the
+    root mean square of every move (:attr:`Row.move`) times the normal quantile that holds all
+    k quoted numbers at once at :data:`FAMILY_LEVEL` (1 - (1 - level) / 2k), at least 1."""
+    from statistics import NormalDist
+
+    moves = [r.move for r in result.rows if r.move is not None]
+    pairs = list((earlier or {}).get("pairs", []))
+    if moves:
+        pairs.append(
+            {
+                "committed": result.runs.get("committed", []),
+                "rerun": result.runs.get("rerun", []),
+                "moves": [round(m, 4) for m in moves],
+            }
+        )
+    pooled = [m for p in pairs for m in p["moves"]]
+    if not pooled:
+        raise ValueError("no ranged number was compared: nothing to calibrate from")
+    k = max(len(moves), 1)
+    z = NormalDist().inv_cdf(1 - (1 - FAMILY_LEVEL) / (2 * k))
+    rms = math.sqrt(sum(m * m for m in pooled) / len(pooled))
+    return {
+        "inflation": round(max(1.0, z * rms), 3),
+        "rms_move": round(rms, 4),
+        "z": round(z, 4),
+        "quantities": k,
+        "family_level": FAMILY_LEVEL,
+        "pairs": pairs,
+    }
 
 
 #: the measured numbers inside a verdict sentence (decimals, thousands, standalone integers);
@@ -265,6 +323,7 @@ def check(
             continue
         result.rows.append(_compare(study, path, spec, old, new))
     result.runs = {"committed": _runs(old_cache), "rerun": _runs(new_cache)}
+    result.inflation_used = max((_inflation(s) for s in old_cache.values()), default=1.0)
     result.quick = any(
         isinstance(s, dict) and s.get("provenance", {}).get("parameters", {}).get("quick")
         for s in new_cache.values()

@@ -5,11 +5,15 @@ without running anything. Stdlib only."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
-from .compare import TOOLS, Check, Row, check, readme, split_results
+from .compare import TOOLS, Check, Row, calibration, check, readme, split_results
 
 REPORT = Path("results") / "rerun_check.md"
+#: the calibration a run reads (results/<backend>/, jaxperf.study.CALIBRATION); the check writes
+#: the pooled one beside its report, to copy there before the next full run
+CALIBRATION = "rerun_calibration.json"
 #: the exit status of a failed check (a verdict flipped, a number outside its spread, a value
 #: missing in the rerun)
 FAILED = 7
@@ -62,10 +66,23 @@ def markdown(result: Check) -> str:
         f"**{outcome}**: {rest}",
         "",
         "A spread is the committed one, widened to hold the committed value: over fresh processes "
-        "the range a rerun's median is expected in (a 95% prediction interval from the processes' "
-        "own medians), else the interquartile range of one process's rounds. A flipped verdict, "
-        "a number outside its spread or a value missing in the rerun fails the check.",
+        "the range a rerun's median is expected in (the processes' own 95% prediction interval, "
+        "widened by the committed run's calibration), else the interquartile range of one "
+        "process's rounds. A flipped verdict, a number outside its spread or a value missing in "
+        "the rerun fails the check.",
     ]
+    if result.calibration:
+        c, used = result.calibration, result.inflation_used
+        lines += [
+            "",
+            f"**Calibration.** The committed ranges were widened {used:.2f}-fold. A rerun's median "
+            f"moved {c['rms_move']:.2f} half-widths of the processes' own interval (root mean square, "
+            f"{sum(len(p['moves']) for p in c['pairs'])} moves over {len(c['pairs'])} pair(s) of full "
+            f"runs); to hold all {c['quantities']} ranged quantities at once with "
+            f"{c['family_level']:.0%} probability the ranges need {c['inflation']:.2f}-fold "
+            f"(z = {c['z']:.2f}). Written to `{CALIBRATION}` beside this report: copy it to "
+            "`results/<backend>/` before the next full run.",
+        ]
     if result.quick:
         lines += ["", "The rerun is a smoke run (quick mode): its numbers measure nothing."]
     sections = [
@@ -126,6 +143,11 @@ def run_check(
     result = check(template.read_text(), committed_root, Path(rerun_root), backend=backend, studies=studies)
     out = out or Path(rerun_root) / REPORT
     out.parent.mkdir(parents=True, exist_ok=True)
+    earlier_file = committed_root / "results" / (backend or "cpu") / CALIBRATION
+    earlier = json.loads(earlier_file.read_text()) if earlier_file.is_file() else None
+    if any(r.move is not None for r in result.rows) and not result.quick:
+        result.calibration = calibration(result, earlier)
+        (out.parent / CALIBRATION).write_text(json.dumps(result.calibration, indent=1) + "\n")
     out.write_text(markdown(result))
     say(f"\n=== rerun check: {headline(result)}")
     shown = [r for r in result.rows if r.status in ("flipped", "outside", "missing in the rerun")]
