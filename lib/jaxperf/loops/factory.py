@@ -26,10 +26,21 @@ from typing import Any
 
 import numpy as np
 
+from ..compilers.lowering import error_text
 from ..errors import bad_value, check_ints
 from .forms import KERNEL_LOOP_FORMS, recording
 
 FACTORY_HELP = "an importable 'package.module:factory', factory(form, T, *, interpret=False) -> (fn, args)"
+
+
+class FactoryError(ValueError):
+    """The reader's factory raised: one line naming the factory, the form and T (``full``: the text)."""
+
+    def __init__(self, kernel: Kernel, form: str, T: int, err: BaseException) -> None:
+        self.full = f"{type(err).__name__}: {err}"
+        super().__init__(
+            f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {error_text(err)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -120,12 +131,7 @@ def check_plan(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> None:
                 except ValueError as err:
                     raise ValueError(f"kernel={kernel.path!r}, form={form!r}, T={T}: {err}") from err
                 except Exception as err:  # noqa: BLE001 - any exception of the factory's is bad input
-                    first = (str(err).strip().splitlines() or [""])[0]
-                    failed = ValueError(
-                        f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {first}"
-                    )
-                    failed.full = f"{type(err).__name__}: {err}"  # type: ignore[attr-defined]
-                    raise failed from err
+                    raise FactoryError(kernel, form, T, err) from err
 
 
 def traced(fn: Callable[..., Any], args: tuple) -> tuple[int | None, int | None]:
