@@ -282,20 +282,14 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
                 for k in high.classes
                 if high.classes[k] is not None and low.classes.get(k) is not None
             }
+        work1, work2 = float(low.work_per_program), float(high.work_per_program)
+        py_work = float(python.work_per_program.iloc[0]) if len(python) else 0.0  # 0: no ratio
+        T1, T2 = int(low["T"]), int(high["T"])
+        note = f"{_plural(_loops(high))} in the code at T={T1} and T={T2}"
+        per = (work2 - work1) / extra if extra else None
+        ratio = work2 / py_work if py_work else None
         rows.append(
-            base
-            | dict(
-                T1=int(low["T"]),
-                T2=int(high["T"]),
-                per_step=(float(high.work_per_program) - float(low.work_per_program)) / extra
-                if extra
-                else None,
-                vs_python_at_T2=float(high.work_per_program) / float(python.work_per_program.iloc[0])
-                if len(python) and float(python.work_per_program.iloc[0])
-                else None,  # no Python-loop count at T2, or one of zero: no ratio
-                classes=classes,
-                note=f"{_plural(_loops(high))} in the code at T={int(low['T'])} and T={int(high['T'])}",
-            )
+            base | dict(T1=T1, T2=T2, per_step=per, vs_python_at_T2=ratio, classes=classes, note=note)
         )
     return pd.DataFrame(rows, columns=cols)
 
