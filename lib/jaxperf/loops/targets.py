@@ -37,7 +37,7 @@ def present() -> dict[str, str]:
     from ..compilers.mosaic_tpu import topology
     from ..compilers.triton import toolchain as triton
 
-    found = {"triton": triton.status(), "mosaic_gpu": mgpu.status()}
+    found: dict[str, Any] = {"triton": triton.status(), "mosaic_gpu": mgpu.status()}
     out = {t: "" if found[c].available else found[c].reason for t, (c, _, _) in TARGETS.items() if c in found}
     tpu = topology.status()
     reason = tpu.reason
