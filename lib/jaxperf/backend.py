@@ -1,14 +1,11 @@
-"""Choosing the backend a notebook runs on, before JAX starts it.
-
-On CPU the study forces N host devices (default 8, like a TPU v3-8), which
-only works before the CPU backend initialises (the first ``jax.devices()`` or
-the first op). A backend that is asked for but not present is an error, never
-simulated: the study reports it as not measured.
-"""
+"""Choosing the backend before JAX starts it: on CPU, N host devices (default 8, like a TPU
+v3-8), which only works before the first ``jax.devices()`` or op. A backend asked for but not
+present is an error, never simulated: the study reports it as not measured."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,13 +59,9 @@ def _platforms_for(backend: str) -> str:
 
 
 def _auto_platforms(dev: Path = Path("/dev")) -> str | None:
-    """What ``backend="auto"`` may start: ``"cpu"`` on a machine with no TPU device nodes and
-    no JAX GPU plugin, else None (JAX's own choice).
-
-    The default set-up installs libtpu (the ``tpu`` extra compiles for TPUs on a CPU); left to
-    itself, JAX would then probe for TPU hosts at start-up in every notebook and print libtpu's
-    host-discovery errors, on a machine that has no TPU.
-    """
+    """What ``backend="auto"`` may start: ``"cpu"`` with no TPU device node and no JAX GPU plugin,
+    else None (JAX's choice). Why: with libtpu installed (the ``tpu`` extra compiles for TPUs on a
+    CPU) JAX would probe for TPU hosts in every notebook and print libtpu's errors."""
     if any(dev.glob("accel*")) or (dev / "vfio").exists():
         return None
     if any(name.startswith(("jax-cuda", "jax-rocm")) for name in _plugins()):
@@ -84,9 +77,8 @@ _TPU_NODES = ("accel*", "vfio")
 
 
 def hardware(dev: Path = Path("/dev")) -> dict[str, str | None]:
-    """For each study backend, what shows it is attached (a device node or a driver tool), or
-    None where nothing does. Standard library only; imports no JAX. ``"cpu"`` is always present.
-    A None is definite (no GPU, no TPU here); a sign is not a promise that JAX can use it."""
+    """For each backend, what shows it is attached (a device node or driver tool), or None (definite);
+    a sign is no promise that JAX can use it. Standard library only."""
     import shutil
 
     def first(patterns: tuple[str, ...]) -> str | None:
@@ -113,13 +105,9 @@ def missing(backend: str, dev: Path = Path("/dev")) -> str | None:
 
 
 def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
-    """Select ``backend`` and, on CPU, force ``host_devices`` devices.
-
-    Must run before anything touches a JAX device. Raises ValueError for an
-    unknown backend or a bad device count, BackendUnavailableError when the
-    backend is not present, and RuntimeError when JAX already started with a
-    different configuration (restart the kernel).
-    """
+    """Select ``backend`` and, on CPU, force ``host_devices`` devices, before any JAX device is
+    touched. ValueError for a bad argument, BackendUnavailableError when the backend is not
+    present, RuntimeError when JAX already started otherwise (restart the kernel)."""
     check_choice("backend", backend, BACKENDS)
     check_int("host_devices", host_devices, minimum=1)
     import jax
@@ -151,19 +139,12 @@ def configure(backend: str = "auto", host_devices: int = 8) -> BackendInfo:
             f"JAX's CPU backend already started with {len(devices)} devices, but "
             f"host_devices={host_devices}: restart the kernel and call configure() first."
         )
-    client = devices[0].client
-    return BackendInfo(
-        backend=actual,
-        device_kind=devices[0].device_kind,
-        device_count=len(devices),
-        platform_version=str(getattr(client, "platform_version", "")),
-    )
+    version = str(getattr(devices[0].client, "platform_version", ""))
+    return BackendInfo(actual, devices[0].device_kind, len(devices), version)
 
 
 def _main(argv: list[str]) -> int:
     """``python -m jaxperf.backend BACKEND [HOST_DEVICES]``: print the resolved backend."""
-    import sys
-
     try:
         devices = argv[1] if len(argv) > 1 else "8"
         if not devices.isdigit():
@@ -177,6 +158,4 @@ def _main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(_main(sys.argv[1:]))

@@ -1,19 +1,11 @@
-"""Where everything lives. Every path in the study hangs off PROJECT_ROOT.
+"""Where everything lives: every path hangs off PROJECT_ROOT.
 
-Notebooks write ``results/`` and ``figures/`` under an *output root*, chosen in
-this order (:func:`output_root`):
-
-1. the notebook's ``output_root`` parameter, when not empty: ``"."`` or
-   ``"project"`` name the project itself (the committed results: only on
-   purpose), any other relative path is taken relative to PROJECT_ROOT;
-2. the ``JAXPERF_OUTPUT_ROOT`` environment variable: ``run_all.sh`` sets it to
-   its staging folder, whose contents it publishes only when a notebook succeeds;
-3. otherwise ``.scratch/`` in the project, which git ignores: a notebook run by
-   hand in JupyterLab can never overwrite committed results.
-
-What an executed notebook prints should not name the machine that ran it:
-:func:`relative` turns a path into the form to show, :func:`scrub` rewrites the
-paths inside a text (a cProfile table, an error message).
+Notebooks write ``results/`` and ``figures/`` under the output root (:func:`output_root`): the
+notebook's ``output_root`` parameter when not empty (``"."`` or ``"project"``: the committed
+results; another relative path is under PROJECT_ROOT), else ``$JAXPERF_OUTPUT_ROOT`` (run_all.sh's
+staging folder, published only when a notebook succeeds), else the git-ignored ``.scratch/``, so a
+notebook run by hand never overwrites committed results. :func:`relative` and :func:`scrub` keep
+this machine's folders out of what an executed notebook prints.
 """
 
 from __future__ import annotations
@@ -35,9 +27,8 @@ _ALLOWED = f'"" (scratch), "." or "project" (the committed results), or a folder
 
 
 def output_root(override: str | os.PathLike[str] | None = None) -> Path:
-    """The folder that holds ``results/`` and ``figures/`` for this run (see the module
-    docstring for the order). Raises ValueError naming ``output_root`` when the
-    override is not a path (a number, a list, a string with a NUL byte)."""
+    """The folder that holds ``results/`` and ``figures/`` for this run (order: module docstring);
+    ValueError naming ``output_root`` when the override is not a path."""
     if override is not None and not isinstance(override, (str, os.PathLike)):
         raise bad_value("output_root", override, _ALLOWED)
     chosen = os.fspath(override) if override is not None else ""
@@ -57,10 +48,8 @@ PUBLISHED_ENV_VAR = "JAXPERF_PUBLISHED_ROOT"
 
 
 def published_root() -> Path:
-    """Where the results other notebooks already published live, for a notebook that reads
-    them (the cross-study answers): ``run_all.sh``'s output root while it runs (it sets
-    ``$JAXPERF_PUBLISHED_ROOT``), else the project, whose committed results a notebook run by
-    hand reads (it still writes its own outputs under :func:`output_root`)."""
+    """Where other notebooks' published results live: ``$JAXPERF_PUBLISHED_ROOT`` (run_all.sh's
+    output root while it runs), else the project's committed results."""
     from_env = os.environ.get(PUBLISHED_ENV_VAR, "")
     return Path(from_env).expanduser().resolve() if from_env else PROJECT_ROOT
 
@@ -87,13 +76,8 @@ def figures_dir(backend: str, root: str | os.PathLike[str] | None = None) -> Pat
 
 
 def relative(path: str | os.PathLike[str]) -> str:
-    """``path`` as an executed notebook should show it, naming no folder of this machine.
-
-    Under ``$JAXPERF_OUTPUT_ROOT`` (run_all.sh's staging folder) it is relative to that
-    root, i.e. where the file lands once published (``results/cpu/...``); under the project
-    it is relative to PROJECT_ROOT (``.scratch/results/cpu/...``); elsewhere it is ``path``
-    unchanged.
-    """
+    """``path`` as an executed notebook shows it: relative to ``$JAXPERF_OUTPUT_ROOT`` (where it
+    lands once published) or to PROJECT_ROOT when under one, else unchanged."""
     resolved = Path(path).expanduser().resolve()
     roots = [Path(os.environ[ENV_VAR]).expanduser().resolve()] if os.environ.get(ENV_VAR) else []
     for root in [*roots, PROJECT_ROOT]:
@@ -103,15 +87,11 @@ def relative(path: str | os.PathLike[str]) -> str:
 
 
 def scrub(text: str) -> str:
-    """``text`` with this machine's folders taken out of every path in it: installed
-    packages become ``equinox/_module.py``, the standard library ``<stdlib>/...``, files
-    under the output root or the project become relative (as :func:`relative`)."""
-    prefixes: dict[str, str] = {}
-    for key in ("stdlib", "platstdlib"):
-        prefixes[sysconfig.get_paths()[key]] = "<stdlib>/"
-    for key in ("purelib", "platlib"):
-        prefixes[sysconfig.get_paths()[key]] = ""
-    prefixes[str(PROJECT_ROOT)] = ""
+    """``text`` with this machine's folders taken out of its paths: ``equinox/_module.py``,
+    ``<stdlib>/...``, and relative paths under the output root or the project."""
+    found = sysconfig.get_paths()
+    prefixes = {found[key]: "<stdlib>/" for key in ("stdlib", "platstdlib")}
+    prefixes |= {found["purelib"]: "", found["platlib"]: "", str(PROJECT_ROOT): ""}
     if os.environ.get(ENV_VAR):
         prefixes[str(Path(os.environ[ENV_VAR]).expanduser().resolve())] = ""
     # Longest first: the venv's site-packages and a staging root lie inside the project.

@@ -1,8 +1,5 @@
-"""The timing harness's configuration and clocks (:mod:`jaxperf.timing` times with them).
-
-Standard library only, so that a study's settings object, which builds one, can be checked
-before any environment exists.
-"""
+"""The timing harness's configuration and clocks (:mod:`jaxperf.timing` times with them);
+standard library only, so a study's settings can be checked before any environment exists."""
 
 from __future__ import annotations
 
@@ -23,14 +20,10 @@ class Clock:
 
 @dataclass
 class TimingConfig:
-    """How :func:`jaxperf.timing.compare` repeats its interleaved rounds.
-
-    Fixed counts (``precision=None``): exactly ``repeats`` rounds. Precision-driven
-    (``precision`` a fraction such as 0.05): at least ``repeats`` rounds, then more until
-    every ratio the comparison watches has an interquartile range within ``±precision``
-    of its median, or ``max_seconds`` of timed rounds have passed, or ``max_repeats``
-    rounds have run; the rows record which of the three stopped it.
-    """
+    """How :func:`jaxperf.timing.compare` repeats its interleaved rounds: exactly ``repeats``
+    (``precision=None``), or at least ``repeats`` and then more until every watched ratio's IQR
+    is within ``±precision`` of its median, ``max_seconds`` pass or ``max_repeats`` rounds ran
+    (the rows record which stopped it)."""
 
     warmup: int = 3
     repeats: int = 7  # rounds with fixed counts; the minimum with a precision target

@@ -1,12 +1,6 @@
-"""Exporting a kernel for CUDA on a machine without a GPU, shared by the GPU compilers.
-
-An abstract one-device mesh whose abstract device is an NVIDIA part stands in
-for the hardware (Pallas' GPU lowerings ask the device for its compute
-capability); :func:`cuda_export` yields ``jax.export.export`` bound to CUDA
-inside it, with the compilers' custom calls allowed. :data:`TARGETS` names the
-NVIDIA generations the study compiles for. Used by Triton
-(:mod:`jaxperf.compilers.triton`) and Mosaic GPU
-(:mod:`jaxperf.compilers.mosaic_gpu`).
+"""Exporting a kernel for CUDA without a GPU, shared by Triton and Mosaic GPU: an abstract
+one-device mesh of an NVIDIA device kind stands in for the hardware (Pallas' GPU lowerings ask it
+for its compute capability). :data:`TARGETS` names the NVIDIA generations the study compiles for.
 """
 
 from __future__ import annotations

@@ -104,17 +104,8 @@ def exec_verdict(row: pd.Series, within: float = WITHIN) -> str | None:
     """One variant's execution against the Python loop: "met" when the per-pair ratio's
     interquartile range lies within ``within``, "not met" when it lies above, else "tie";
     None where no Python loop ran at that T."""
-    if pd.isna(row.get("ms_vs_python", np.nan)):
-        return None
-    return verdicts.judge(
-        {
-            "median": row["ms_vs_python"],
-            "q25": row.get("ms_vs_python_q25"),
-            "q75": row.get("ms_vs_python_q75"),
-        },
-        within,
-        at_least=False,
-    )
+    pair = _pair_stat(row)
+    return None if pair is None else verdicts.judge(pair, within, at_least=False)
 
 
 def _pick_fix(g: pd.DataFrame) -> pd.Series | None:
@@ -256,15 +247,9 @@ def goals(
     Ts = [r["T"] for r in rows]
     pairs = [r.get("ratio_pair") for r in rows]
     parts = pattern_parts(Ts, ratios, py_c, f1_c, pairs) if len(rows) >= 2 else None
-    rep_verdict = (
-        None
-        if parts is None
-        else verdicts.MISSED
-        if parts["misses"]
-        else verdicts.TIE
-        if parts["ties"]
-        else verdicts.MET
-    )
+    rep_verdict = None
+    if parts is not None:
+        rep_verdict = verdicts.MISSED if parts["misses"] else verdicts.TIE if parts["ties"] else verdicts.MET
     out["reproduction"] = dict(
         met=None if rep_verdict is None else rep_verdict == verdicts.MET,
         verdict=rep_verdict,

@@ -37,30 +37,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "kernel", help="the factory, 'package.module:make' (make(form, T, *, interpret=False) -> (fn, args))"
     )
-    p.add_argument(
-        "--T", default="1024,2048", help="loop lengths, comma-separated (two or more for work per step)"
-    )
-    p.add_argument(
-        "--forms", default=DEFAULT_FORMS, help=f"loop forms, comma-separated (default: {DEFAULT_FORMS})"
-    )
-    p.add_argument(
-        "--check-T",
-        default="",
-        help="T at which every form is checked against fori (default: the smallest T)",
-    )
-    p.add_argument(
-        "--targets",
-        default="",
-        help="compile only these targets, comma-separated (default: every one present)",
-    )
-    p.add_argument(
-        "--budget",
-        default="300",
-        help="seconds for the kernel's compiles (default 300); points past it are 'not reached'",
-    )
+    for flag, default, text in (
+        ("--T", "1024,2048", "loop lengths, comma-separated (two or more for work per step)"),
+        ("--forms", DEFAULT_FORMS, f"loop forms, comma-separated (default: {DEFAULT_FORMS})"),
+        ("--check-T", "", "T at which every form is checked against fori (default: the smallest T)"),
+        ("--targets", "", "compile only these targets, comma-separated (default: every one present)"),
+        (
+            "--budget",
+            "300",
+            "seconds for the kernel's compiles (default 300); points past it are 'not reached'",
+        ),
+        ("--out", "", "a folder for the tidy CSVs (checks, points, per_step, timings)"),
+        ("--json", "", "a file for the summary as JSON (full error texts)"),
+    ):
+        p.add_argument(flag, default=default, help=text)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--out", default="", help="a folder for the tidy CSVs (checks, points, per_step, timings)")
-    p.add_argument("--json", default="", help="a file for the summary as JSON (full error texts)")
     return p
 
 
@@ -101,12 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        for name, frame in (
-            ("checks", results.checks),
-            ("points", results.points),
-            ("per_step", results.per_step()),
-            ("timings", results.timings),
-        ):
+        for name in ("checks", "points", "per_step", "timings"):
+            frame = results.per_step() if name == "per_step" else getattr(results, name)
             frame.to_csv(out / f"{name}.csv", index=False)
     return 0
 

@@ -1,22 +1,11 @@
-"""The loop study's engine: does a Pallas kernel pay for ``fori_loop``? One engine behind
-three entry points (:func:`run`; ``python -m jaxperf loops package.module:factory --T ...``,
-:mod:`jaxperf.loops.cli`; notebook 02's ``kernel`` parameter). The study's own kernels
-(:mod:`jaxperf.jax20909.factories`) go through it as a reader's do.
-
-For a factory (:mod:`jaxperf.loops.factory`), forms and T:
-
-1. every (form, T) is built first: a bad form or a T the blocks cannot tile fails before work;
-2. every form runs in Pallas' interpreter at the check T and is compared with the factory's
-   ``reference`` (else with the ``fori`` form): a form that differs is neither compiled nor timed;
-3. every form that passed is exported (does it lower?) and compiled for each target this
-   machine has (:mod:`jaxperf.loops.targets`), compile ms and work per program read;
-4. on a GPU or TPU, the compiled forms are checked on the device and timed, interleaved.
-
-:func:`per_step` turns the compiles into the work each extra loop step costs, per target and
-form: the difference between the largest two T whose compiled code has the same loop structure,
-over the difference in loop steps, split into the code's classes (SASS instruction classes, TPU
-slots). Nothing here is simulated: a target that is not here is named "not present here", with
-the reason; a point past the time budget is "not reached".
+"""The loop study's engine: does a Pallas kernel pay for ``fori_loop``? Behind :func:`run`,
+``python -m jaxperf loops`` (:mod:`jaxperf.loops.cli`) and notebook 02; the study's own kernels
+go through it as a reader's do. For a factory (:mod:`jaxperf.loops.factory`), forms and T: every
+(form, T) is built first (bad input fails before work); every form runs in Pallas' interpreter and
+is compared with the factory's ``reference`` (else ``fori``), and only forms that agree are
+exported and compiled for each target here (:mod:`jaxperf.loops.targets`), then, on a GPU or TPU,
+timed interleaved. :func:`per_step` turns compiles into the work each extra loop step costs.
+Nothing is simulated: a missing target is "not present here", a point past the budget "not reached".
 """
 
 from __future__ import annotations
@@ -32,7 +21,7 @@ import pandas as pd
 from ..compilers.lowering import COMPILERS, error_text
 from ..errors import check_ints
 from . import targets as tg
-from .factory import Kernel, check_forms, check_plan, difference, load, materialize, tolerance
+from .factory import FactoryError, Kernel, check_forms, check_plan, difference, load, materialize, tolerance
 
 KEYS = ["kernel", "form", "T"]
 BUDGET_S = 300.0  # a kernel's compiles, seconds: points past it are "not reached"
@@ -54,11 +43,8 @@ class Results:
 
 
 def check_results(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> pd.DataFrame:
-    """Each form in Pallas' interpreter at each T, against the factory's ``reference`` when it
-    has one (``make.reference(*args)``: the expected output from plain JAX), else against the
-    ``fori`` form (column ``against``: "your reference" or "fori_loop"): one row per (form, T)
-    with ``same_result`` and ``difference`` (largest |form - reference| over the largest
-    |reference|; tolerance 1e-2 for 16-bit outputs, 1e-4 else), or the error."""
+    """One row per (form, T): the form in Pallas' interpreter against the factory's ``reference``
+    (else the ``fori`` form; column ``against``), with ``same_result`` and ``difference`` or the error."""
     import jax
 
     fori = "fori" if "fori" in forms else "fori u=1"
@@ -97,16 +83,6 @@ def build(kernel: Kernel, form: str, T: int, **options: Any) -> tuple[Any, tuple
         raise FactoryError(kernel, form, T, err) from err
 
 
-class FactoryError(ValueError):
-    """The reader's factory raised: one line naming the factory, the form and T."""
-
-    def __init__(self, kernel: Kernel, form: str, T: int, err: BaseException) -> None:
-        self.full = f"{type(err).__name__}: {err}"
-        super().__init__(
-            f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {error_text(err)}"
-        )
-
-
 class Progress:
     """Progress lines on stderr (``log``), and the kernel's time budget: :meth:`left` is the
     seconds left, :meth:`spent` whether the budget is gone."""
@@ -128,11 +104,9 @@ class Progress:
 def compile_results(
     kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], here: dict[str, str], clock: Progress
 ) -> pd.DataFrame:
-    """One row per (form, T, target): lowering and compile status, compile_ms, work per
-    program, loop steps per program, the work's classes (see :mod:`jaxperf.loops.targets`). A
-    compiler with no target here is still exported (``compile_ms`` empty) so "does it lower" is
-    answered. Points run smallest T first across every target; a point past the budget of
-    ``clock``, or whose compile :func:`_predicted_s` says would end past it, is "not reached"."""
+    """One row per (form, T, target): status, compile_ms, work and loop steps per program, the
+    work's classes. A compiler with no target here is still exported ("does it lower"). Points run
+    smallest T first; one past ``clock``'s budget, or predicted to end past it, is "not reached"."""
     rows: list[dict[str, Any]] = []
     took: dict[tuple[str, str], tuple[int, float]] = {}  # (target, form) -> (T, seconds) last compiled
     asked = {t: v for t, v in tg.TARGETS.items() if here.get(t) != NOT_ASKED}
@@ -169,17 +143,16 @@ def compile_results(
 
 
 def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
-    """A point's compile seconds, from the same target and form at a smaller T: growing as T
-    squared (an unrolled Python loop's compile grows faster than its length); 0 without one."""
+    """A point's compile seconds from a smaller T's, growing as T squared (an unrolled Python
+    loop's compile grows faster than its length); 0 without one."""
     return 0.0 if last is None else last[1] * (T / last[0]) ** 2
 
 
 def time_results(
     kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], *, repeats: int = 7
 ) -> pd.DataFrame:
-    """On a GPU or TPU: each form compiled, checked against ``fori`` on the device, then timed
-    interleaved (``jaxperf.timing.compare``); one row per (form, T, repeat) with ms_per_call.
-    Empty on a CPU (the interpreter's times are no kernel's)."""
+    """On a GPU or TPU, each form checked against ``fori`` on the device and timed interleaved: one
+    row per (form, T, repeat) with ms_per_call. Empty on a CPU (the interpreter's times are no kernel's)."""
     import jax
 
     from .. import timing
@@ -214,16 +187,11 @@ def run(
     budget_s: float = BUDGET_S,
     log: Any = None,
 ) -> Results:
-    """The engine on ``path`` (``"package.module:factory"``): see the module docstring.
-
-    ``check_Ts`` are the T the interpreter checks every form at (default: the smallest of
-    ``Ts``; a small T keeps the interpreter quick); ``targets`` limits the compiled targets
-    (default: every one present here); ``Ts`` needs two values or more for :func:`per_step`.
-    ``budget_s`` bounds the compiles (points past it are "not reached"); ``log`` (a file, e.g.
-    ``sys.stderr``) gets one progress line per point. Raises ValueError, naming the parameter,
-    for a factory that does not import, a form it cannot take, or a T its blocks cannot tile,
-    and :class:`FactoryError` (a ValueError) when the factory raises anything else.
-    """
+    """The engine on ``path`` (``"package.module:factory"``; see the module docstring). ``check_Ts``:
+    the T the interpreter checks at (default: the smallest of ``Ts``, which needs two values for
+    :func:`per_step`); ``targets``: the compiled targets (default: every one here); ``budget_s``
+    bounds the compiles; ``log`` gets one progress line per point. ValueError names the parameter
+    for bad input; :class:`FactoryError` (a ValueError) when the factory raises anything else."""
     kernel = load(path)
     forms = check_forms(kernel, forms)
     Ts = sorted(set(check_ints("T", Ts)))
@@ -254,9 +222,8 @@ def run(
 def _pair(
     part: pd.DataFrame, prefer: AbstractSet[tuple[int, int]] = frozenset()
 ) -> tuple[pd.Series, pd.Series] | None:
-    """The largest two T of one (target, form) whose loop structure matches (the same number of
-    loops left in the compiled code: ptxas may unroll a loop fully at one T and not the next);
-    among them, the largest pair in ``prefer`` (the T pairs every compared form can use) first."""
+    """The largest two T of one (target, form) with the same number of loops left in the code (ptxas
+    may unroll a loop fully at one T and not the next), a pair in ``prefer`` first."""
     pairs = _matched(part)
     shared = [p for p in pairs if (int(p[0]["T"]), int(p[1]["T"])) in prefer]
     return max(shared or pairs, key=lambda p: (p[1]["T"], p[0]["T"])) if pairs else None
@@ -274,11 +241,9 @@ def _loops(row: pd.Series) -> Any:
 
 
 def per_step(points: pd.DataFrame) -> pd.DataFrame:
-    """Per (kernel, target, form): the work each extra loop step costs, from the largest two T
-    that compiled with a known count and the same loop structure: (work2 - work1) / (steps2 -
-    steps1), in the target's unit; its split into classes (``classes``: SASS instruction classes
-    or TPU slots, per step); the form's work per program at the larger T over the Python loop's.
-    A form with no such pair stays, with ``per_step`` None and a ``note`` saying why."""
+    """Per (kernel, target, form): (work2 - work1) / (steps2 - steps1) from the largest two T with a
+    count and the same loop structure, in the target's unit, split into ``classes`` (SASS classes or
+    TPU slots); the work at T2 over the Python loop's. Without such a pair: None, and a ``note``."""
     cols = ["kernel", "target", "unit", "form", "T1", "T2", "per_step", "vs_python_at_T2", "classes", "note"]
     if points.empty or "form" not in points.columns:
         return pd.DataFrame(columns=cols)
@@ -317,27 +282,20 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
                 for k in high.classes
                 if high.classes[k] is not None and low.classes.get(k) is not None
             }
+        work1, work2 = float(low.work_per_program), float(high.work_per_program)
+        py_work = float(python.work_per_program.iloc[0]) if len(python) else 0.0  # 0: no ratio
+        T1, T2 = int(low["T"]), int(high["T"])
+        note = f"{_plural(_loops(high))} in the code at T={T1} and T={T2}"
+        per = (work2 - work1) / extra if extra else None
+        ratio = work2 / py_work if py_work else None
         rows.append(
-            base
-            | dict(
-                T1=int(low["T"]),
-                T2=int(high["T"]),
-                per_step=(float(high.work_per_program) - float(low.work_per_program)) / extra
-                if extra
-                else None,
-                vs_python_at_T2=float(high.work_per_program) / float(python.work_per_program.iloc[0])
-                if len(python) and float(python.work_per_program.iloc[0])
-                else None,  # no Python-loop count at T2, or one of zero: no ratio
-                classes=classes,
-                note=f"{_plural(_loops(high))} in the code at T={int(low['T'])} and T={int(high['T'])}",
-            )
+            base | dict(T1=T1, T2=T2, per_step=per, vs_python_at_T2=ratio, classes=classes, note=note)
         )
     return pd.DataFrame(rows, columns=cols)
 
 
 def _shared_pairs(pts: pd.DataFrame, kernel: str, target: str) -> set[tuple[int, int]]:
-    """The T pairs with matched loop structure in both the Python loop and fori_loop on one
-    target: the verdict compares the two forms at the same T where it can."""
+    """The T pairs matched in both the Python loop and fori_loop on one target (compared alike)."""
     mine = pts[(pts.kernel == kernel) & (pts.target == target) & (pts.status == tg.OK)]
     mine = mine[mine.work_per_program.notna() & mine.steps.notna()]
     found = [

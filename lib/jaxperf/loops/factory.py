@@ -1,19 +1,12 @@
 """A reader's Pallas kernel as the loop study's engine sees it: a factory, loaded and checked.
 
 A *factory* is ``make(form, T, *, interpret=False) -> (fn, args)``: ``fn(*args)`` is jittable and
-holds one Pallas kernel whose loop is written with :func:`jaxperf.kernel_loop` (so ``form``
-picks the loop form), ``T`` sets the loop's length, and ``args`` are arrays or
-``jax.ShapeDtypeStruct``\\ s. ``interpret=True`` asks for the kernel in Pallas' interpreter (at a
-size small enough to run on a CPU: the engine checks every form against ``fori_loop`` there).
-Optional: a ``compiler`` keyword (``"triton"``, ``"mosaic_gpu"``, ``"mosaic_tpu"``) for a
-factory that builds a kernel per compiler, and a ``forms`` attribute naming the loop forms it
-takes when they differ from :data:`jaxperf.loops.forms.KERNEL_LOOP_FORMS`, and a
-``reference`` attribute, ``make.reference(*args) -> expected output`` in plain JAX, that every
-form is checked against (without one, forms are checked against ``fori_loop``).
-
-:func:`load` imports ``"package.module:factory"``; :func:`check_plan` builds every (form, T)
-before anything is compiled, so a bad form or a T the kernel's blocks cannot tile fails first,
-with the parameter, the value and what is allowed.
+holds one Pallas kernel whose loop is written with :func:`jaxperf.kernel_loop` in ``form``, ``T``
+sets the loop's length, ``args`` are arrays or ``jax.ShapeDtypeStruct``\\ s, and ``interpret=True``
+asks for a size Pallas' interpreter runs on a CPU. Optional: a ``compiler`` keyword (``"triton"``,
+``"mosaic_gpu"``, ``"mosaic_tpu"``) to build per compiler, a ``forms`` attribute when the forms
+differ from :data:`jaxperf.loops.forms.KERNEL_LOOP_FORMS`, and ``make.reference(*args)``, the
+expected output in plain JAX (else forms are checked against ``fori_loop``).
 """
 
 from __future__ import annotations
@@ -26,10 +19,21 @@ from typing import Any
 
 import numpy as np
 
+from ..compilers.lowering import error_text
 from ..errors import bad_value, check_ints
 from .forms import KERNEL_LOOP_FORMS, recording
 
 FACTORY_HELP = "an importable 'package.module:factory', factory(form, T, *, interpret=False) -> (fn, args)"
+
+
+class FactoryError(ValueError):
+    """The reader's factory raised: one line naming the factory, the form and T (``full``: the text)."""
+
+    def __init__(self, kernel: Kernel, form: str, T: int, err: BaseException) -> None:
+        self.full = f"{type(err).__name__}: {err}"
+        super().__init__(
+            f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {error_text(err)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -109,9 +113,8 @@ def check_forms(kernel: Kernel, forms: Sequence[str]) -> list[str]:
 
 
 def check_plan(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> None:
-    """Build every (form, T) in interpret mode and for the compiled kernel (nothing traced or
-    compiled): the factory's own ValueError (a T its blocks cannot tile, a form its loop cannot
-    take) surfaces here, prefixed with the kernel and the point."""
+    """Build every (form, T), interpreted and compiled (nothing traced), so the factory's own errors
+    surface before any work, prefixed with the kernel and the point."""
     for T in check_ints("T", Ts):
         for form in forms:
             for interpret in (True, False):
@@ -120,18 +123,12 @@ def check_plan(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> None:
                 except ValueError as err:
                     raise ValueError(f"kernel={kernel.path!r}, form={form!r}, T={T}: {err}") from err
                 except Exception as err:  # noqa: BLE001 - any exception of the factory's is bad input
-                    first = (str(err).strip().splitlines() or [""])[0]
-                    failed = ValueError(
-                        f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {first}"
-                    )
-                    failed.full = f"{type(err).__name__}: {err}"  # type: ignore[attr-defined]
-                    raise failed from err
+                    raise FactoryError(kernel, form, T, err) from err
 
 
 def traced(fn: Callable[..., Any], args: tuple) -> tuple[int | None, int | None]:
-    """(loop steps per program, programs per call) of ``fn(*args)``: the trip counts of the loops
-    traced (added up; None when one has traced bounds) and the product of the ``pallas_call``
-    grid (None when there is no single one)."""
+    """(loop steps per program, programs per call) of ``fn(*args)``: the traced loops' trips added up
+    (None if one has traced bounds), and the ``pallas_call`` grid's product (None unless one)."""
     import jax
 
     with recording() as calls:
@@ -157,8 +154,7 @@ def _grids(jaxpr: Any, out: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
 
 
 def materialize(args: tuple, seed: int = 0) -> tuple:
-    """Arrays for ``args``: arrays as they are, each ShapeDtypeStruct as standard-normal values
-    (floats) or zeros (other dtypes) from ``jax.random.key(seed + i)``."""
+    """Arrays for ``args``: each ShapeDtypeStruct as standard-normal floats (``key(seed + i)``) or zeros."""
     import jax
     import jax.numpy as jnp
 
@@ -174,14 +170,12 @@ def materialize(args: tuple, seed: int = 0) -> tuple:
 
 
 def tolerance(dtype: Any) -> float:
-    """Relative tolerance of "the same result": 1e-2 of the output's largest value for 16-bit
-    outputs, 1e-4 for wider ones (a form may sum in another order)."""
+    """Relative tolerance of "the same result" (a form may sum in another order): 1e-2 for 16 bits."""
     return 1e-2 if np.dtype(dtype).itemsize <= 2 else 1e-4
 
 
 def difference(out: Any, ref: Any) -> float:
-    """Largest |out - ref| over the largest |ref| (every output leaf; inf on a shape mismatch or
-    a non-finite value)."""
+    """Largest |out - ref| over the largest |ref| (inf on a shape mismatch or a non-finite value)."""
     import jax
 
     worst = 0.0

@@ -1,14 +1,8 @@
-"""The loop forms of the jax#20909 study, usable inside a Pallas kernel and in plain ``jax.jit``.
-
-Every form runs ``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``
-(named as :mod:`jaxperf.jax20909.vocab` names them). The hand-unrolled form is the
-public fix :func:`jaxperf.fixes.hand_unrolled_fori`.
-
-:func:`kernel_loop` (``jaxperf.kernel_loop``) is the one call a kernel author writes so
-that the same kernel can be built in every form; :func:`recording` lets the loop study's
-engine (:mod:`jaxperf.loops.engine`) see which loops a traced kernel ran and for how many
-steps, which is what turns two compiles into "work per loop step".
-"""
+"""The loop forms of the jax#20909 study, each running ``carry = body(j, carry)`` for ``j`` in
+``range(lower, upper)`` inside a Pallas kernel or plain ``jax.jit``. :func:`kernel_loop` is the one
+call a kernel author writes to build the same kernel in every form; :func:`recording` lets the
+engine see which loops a traced kernel ran and for how many steps (what turns two compiles into
+"work per loop step")."""
 
 from __future__ import annotations
 
@@ -24,8 +18,7 @@ from ..fixes._unroll import Body, Carry, check_unroll, hand_unrolled_fori, stati
 #: The forms :func:`kernel_loop` takes (``hoisted`` and ``scalar_carry`` rewrite a kernel's
 #: body around its invariant, so only a kernel's own factory can offer them).
 KERNEL_LOOP_FORMS = ("python", "fori", "pl_loop", "hand_unrolled")
-#: Every form :func:`run_loop` runs: a kernel's own ``hoisted`` and ``scalar_carry`` loops run as
-#: ``hand_unrolled`` (the jax#20909 study's kernels; :data:`jaxperf.jax20909.vocab.LOOP_FORMS`).
+#: Every form :func:`run_loop` runs (``hoisted`` and ``scalar_carry`` run as ``hand_unrolled``).
 LOOP_FORMS = (*KERNEL_LOOP_FORMS, "hoisted", "scalar_carry")
 _FORM_HELP = (
     "'python', or one of 'fori', 'pl_loop', 'hand_unrolled' with an optional ' u=<k>' "
@@ -49,9 +42,8 @@ _RECORDER: contextvars.ContextVar[list[LoopCall] | None] = contextvars.ContextVa
 
 @contextlib.contextmanager
 def recording() -> Iterator[list[LoopCall]]:
-    """Collect every loop traced inside the block (:func:`kernel_loop`, and the study's kernels'
-    :func:`run_loop`), in order: a loop traced inside a Python loop's body is recorded once per
-    step, one inside a ``fori_loop`` body once."""
+    """Collect every loop :func:`run_loop` traces inside the block, in order (one inside a Python
+    loop's body once per step, one inside a ``fori_loop`` body once)."""
     calls: list[LoopCall] = []
     token = _RECORDER.set(calls)
     try:
@@ -74,18 +66,12 @@ def parse_form(form: Any) -> tuple[str, int]:
 
 
 def kernel_loop(lower: Any, upper: Any, body: Body, init: Carry, *, form: str = "fori") -> Carry:
-    """``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``, written once and run in
-    the loop ``form`` asked for: ``"python"`` (a Python ``for`` loop, traced once per step:
-    the reporter's fast loop of jax#20909), ``"fori"`` / ``"fori u=k"`` (``lax.fori_loop``,
-    ``unroll=k``), ``"pl_loop u=k"`` (``pl.loop``) or ``"hand_unrolled u=k"``
-    (:func:`jaxperf.hand_unrolled_fori`: k body copies in a ``fori_loop(unroll=1)``, which
-    lowers on every Pallas backend).
-
-    Returns what ``lax.fori_loop(lower, upper, body, init)`` returns. ``"python"`` needs
-    static bounds (Python ints, or values known at trace time); ValueError names ``form``
-    otherwise, and for an unknown form. Whether a form lowers is the compiler's business
-    (Triton refuses ``fori_loop(unroll=k>1)``; Mosaic GPU needs ``k`` to divide the trip
-    count): that error comes from Pallas, as it would without this helper.
+    """``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)``, written once and run in the
+    loop ``form`` asked for: ``"python"`` (a Python ``for`` loop, traced once per step: needs static
+    bounds), ``"fori u=k"`` (``lax.fori_loop``), ``"pl_loop u=k"`` (``pl.loop``) or
+    ``"hand_unrolled u=k"`` (:func:`jaxperf.hand_unrolled_fori`, which lowers on every Pallas
+    backend). Returns what ``lax.fori_loop`` returns; ValueError names ``form`` for an unknown form
+    or traced bounds with ``"python"``. Whether a form lowers is Pallas' error, as without this helper.
 
     Example, inside a Pallas kernel::
 
@@ -114,13 +100,9 @@ def python_loop(lower: int, upper: int, body: Body, init: Carry) -> Carry:
 
 
 def run_loop(loop_form: str, lower: Any, upper: Any, body: Body, init: Carry, unroll: int = 1) -> Carry:
-    """Run ``body`` from ``lower`` to ``upper`` in the chosen ``loop_form``.
-
-    ``unroll`` must be 1 for ``python`` (already fully unrolled); for the
-    others it is the number of body copies per loop iteration. ``hoisted``
-    and ``scalar_carry`` run the loop as ``hand_unrolled``: hoisting is the kernel's job (it
-    passes a body without the invariant), see :mod:`jaxperf.jax20909.kernels`.
-    """
+    """Run ``body`` from ``lower`` to ``upper`` in ``loop_form`` with ``unroll`` body copies per
+    iteration (1 for ``python``); ``hoisted`` and ``scalar_carry`` run as ``hand_unrolled`` (the
+    kernel passes a body without the invariant)."""
     from jax import lax
 
     check_choice("loop_form", loop_form, LOOP_FORMS)

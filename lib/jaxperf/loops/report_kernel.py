@@ -30,13 +30,8 @@ def measured_rows(results: Results) -> pd.DataFrame:
     row: dict[str, Any] = dict(
         kernel=results.kernel, source="this device", kind="measured", unit="ms per call", T=str(T)
     )
-    row |= dict(
-        fori=float(med[fori]),
-        python=float(med["python"]),
-        ratio=float(r.median()),
-        q25=float(r.quantile(0.25)),
-        q75=float(r.quantile(0.75)),
-    )
+    row |= dict(fori=float(med[fori]), python=float(med["python"]), ratio=float(r.median()))
+    row |= dict(q25=float(r.quantile(0.25)), q75=float(r.quantile(0.75)))
     return pd.DataFrame([row], columns=verdict.COLUMNS)
 
 
@@ -120,9 +115,8 @@ def per_step_table(results: Results) -> pd.DataFrame:
 
 
 def class_table(results: Results) -> pd.DataFrame:
-    """Per target and class (SASS instruction classes, TPU slots): each form's work per step
-    in that class, in the class's unit (:data:`verdict.CLASS_UNITS`), read from the compiled code
-    at the T pair of :func:`per_step_table`."""
+    """Per target and class (SASS instruction classes, TPU slots): each form's work per step in that
+    class, in the class's unit, at the T pair of :func:`per_step_table`."""
     steps = results.per_step()
     rows = []
     for target, part in steps.groupby("target", sort=False):
@@ -138,55 +132,40 @@ def class_table(results: Results) -> pd.DataFrame:
 
 def sections(results: Results) -> list[str]:
     """The tables, each with a line saying what it is."""
-    out: list[str] = []
-    checks = results.checks
-    if len(checks):
-        Ts = ", ".join(str(t) for t in sorted(set(checks["T"])))
-        out += [
-            f"**Same result as {'your reference' if 'your reference' in set(checks.get('against', [])) else '`fori_loop`'}** (Pallas interpreter, T={Ts}; largest difference over the largest value):",
-            "",
-            md.table(checks.drop(columns="kernel")),
-            "",
-        ]
-    lowering = lowering_table(results.points)
-    if len(lowering):
-        out += [
+    checks, timings = results.checks, results.timings
+    against = "your reference" if "your reference" in set(checks.get("against", [])) else "`fori_loop`"
+    Ts = ", ".join(str(t) for t in sorted(set(checks["T"]))) if len(checks) else ""
+    stats = (
+        timings.groupby(["form", "T"], sort=False)["ms_per_call"]
+        .apply(lambda s: md.fmt_stat(timing.iqr_stats(s), 3))
+        .reset_index()
+        if len(timings)
+        else timings
+    )
+    tables = [
+        (
+            f"**Same result as {against}** (Pallas interpreter, T={Ts}; largest difference over the largest value):",
+            checks.drop(columns="kernel") if len(checks) else checks,
+        ),
+        (
             "**Lowers** (exported for each compiler's platform, no device needed):",
-            "",
-            md.table(lowering),
-            "",
-        ]
-    compile_ms = _pivot(results.points, "compile_ms", "{:.0f}")
-    if len(compile_ms):
-        out += [
+            lowering_table(results.points),
+        ),
+        (
             "**Compile ms** (one compile per point, on this CPU; Triton: export + ttir to cubin; Mosaic GPU: lowering + compile, dumps on):",
-            "",
-            md.table(compile_ms),
-            "",
-        ]
-    steps = per_step_table(results)
-    if len(steps):
-        out += [
+            _pivot(results.points, "compile_ms", "{:.0f}"),
+        ),
+        (
             "**Work per loop step** (static counts from each compiler's output, compiled on a CPU, not executed; the difference between the largest two T with the same loop structure, over the extra steps; the ratio is the verdict's):",
-            "",
-            md.table(steps),
-            "",
-        ]
-    classes = class_table(results)
-    if len(classes):
-        out += [
+            per_step_table(results),
+        ),
+        (
             "**Work per loop step by class** (read from the compiled code, each row in its unit; same T pair as above):",
-            "",
-            md.table(classes),
-            "",
-        ]
-    if len(results.timings):
-        stats = (
-            results.timings.groupby(["form", "T"], sort=False)["ms_per_call"]
-            .apply(lambda s: md.fmt_stat(timing.iqr_stats(s), 3))
-            .reset_index()
-        )
-        out += ["**Measured ms per call** (this device, median [IQR], interleaved):", "", md.table(stats), ""]
+            class_table(results),
+        ),
+        ("**Measured ms per call** (this device, median [IQR], interleaved):", stats),
+    ]
+    out = [line for title, table in tables if len(table) for line in (title, "", md.table(table), "")]
     if results.not_present:
         out += [
             "**Not compiled here:** " + "; ".join(f"{t}: {r}" for t, r in results.not_present.items()),
@@ -198,16 +177,8 @@ def sections(results: Results) -> list[str]:
 def markdown(results: Results) -> str:
     """The whole report for one kernel: the verdict, then :func:`sections`."""
     units = "; ".join(f"{t}: {u}" for t, (_, _, u) in TARGETS.items())
-    return "\n".join(
-        [
-            f"## `{results.kernel}`: fori_loop against the Python loop",
-            "",
-            verdict_line(results),
-            "",
-            *sections(results),
-            f"Units: {units}.",
-        ]
-    )
+    head = f"## `{results.kernel}`: fori_loop against the Python loop"
+    return "\n".join([head, "", verdict_line(results), "", *sections(results), f"Units: {units}."])
 
 
 def summary(results: Results) -> dict[str, Any]:

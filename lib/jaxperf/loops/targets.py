@@ -1,19 +1,10 @@
-"""The compilers the loop study's engine reads a kernel's loop work from, without their hardware.
-
-Each *target* compiles one (form, T) of a :class:`~jaxperf.loops.factory.Kernel` on this CPU
-and reads one number of work per program from the compiler's own output, in its own unit:
-
-- ``triton sm_86`` / ``triton sm_90``: Pallas -> Triton -> SASS (the ``triton`` extra,
-  :mod:`jaxperf.compilers.triton`); SASS instructions one warp issues per program, loops
-  counted by their trip counts (:func:`jaxperf.compilers.triton.sass.dynamic_counts`);
-- ``mosaic_gpu sm_90a``: Mosaic GPU's own compiler in its environment
-  (:mod:`jaxperf.compilers.mosaic_gpu`); the same SASS count;
-- ``mosaic_tpu v5e``: Mosaic TPU through libtpu (:mod:`jaxperf.compilers.mosaic_tpu`); VLIW
-  bundles (one per cycle) of a call over its programs.
-
-:func:`present` says which targets this machine can compile for, and why not the others;
-:func:`lowers` exports a point for a compiler without compiling it (always possible). A point
-that does not lower or compile is a result with its error, never raised.
+"""The compilers the loop study's engine reads a kernel's loop work from, without their hardware:
+each *target* compiles one (form, T) on this CPU and reads the work per program from the
+compiler's own output, in its own unit: SASS instructions one warp issues, loops counted by their
+trips (``triton sm_86`` / ``sm_90`` through the ``triton`` extra; ``mosaic_gpu sm_90a`` in Mosaic
+GPU's own environment), or VLIW bundles (``mosaic_tpu v5e`` through libtpu). :func:`present` says
+which targets compile here and why not the others; :func:`lowers` only exports. A point that does
+not lower or compile is a result with its error, never raised.
 """
 
 from __future__ import annotations
@@ -46,12 +37,8 @@ def present() -> dict[str, str]:
     from ..compilers.mosaic_tpu import topology
     from ..compilers.triton import toolchain as triton
 
-    triton_status = triton.status()
-    out = {
-        t: "" if triton_status.available else triton_status.reason for t in TARGETS if t.startswith("triton")
-    }
-    mgpu_status = mgpu.status()
-    out["mosaic_gpu sm_90a"] = "" if mgpu_status.available else mgpu_status.reason
+    found: dict[str, Any] = {"triton": triton.status(), "mosaic_gpu": mgpu.status()}
+    out = {t: "" if found[c].available else found[c].reason for t, (c, _, _) in TARGETS.items() if c in found}
     tpu = topology.status()
     reason = tpu.reason
     if tpu.available:
@@ -107,15 +94,21 @@ def _triton(fn: Any, args: tuple, arch: str) -> dict[str, Any]:
     result = compile_ttir(
         captured.ttir, target=arch, num_warps=captured.num_warps, num_stages=captured.num_stages
     )
-    counts = dynamic_counts(result.sass)
+    return _counted(
+        captured.export_ms + result.total_ms, dynamic_counts(result.sass), programs=captured.programs
+    )
+
+
+def _counted(compile_ms: float, counts: Any, **more: Any) -> dict[str, Any]:
+    """A compiled point's row from its SASS counts (None: no dump to count)."""
     return dict(
         status=OK,
         error="",
-        compile_ms=captured.export_ms + result.total_ms,
-        work_per_program=counts.per_program,
-        loops_in_code=counts.loops,
-        programs=captured.programs,
-        classes=counts.by_class,
+        compile_ms=compile_ms,
+        work_per_program=None if counts is None else counts.per_program,
+        loops_in_code=None if counts is None else counts.loops,
+        **more,  # before classes: the points table's column order, as before
+        classes=None if counts is None else counts.by_class,
     )
 
 
@@ -146,9 +139,8 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
 def mosaic_gpu_points(
     kernel: Kernel, points: list[tuple[str, int]], *, budget_s: float = 300.0
 ) -> list[dict[str, Any]]:
-    """Compile every (form, T) for sm_90a in Mosaic GPU's environment (one worker for all):
-    one row per point as :func:`compile_point` returns. A factory that takes no ``compiler``
-    keyword is not written for Mosaic GPU: every point says so."""
+    """Compile every (form, T) for sm_90a in Mosaic GPU's environment (one worker for all), rows as
+    :func:`compile_point`'s; a factory without a ``compiler`` keyword is not written for Mosaic GPU."""
     from ..compilers.mosaic_gpu import compile as mgpu
 
     if not kernel.per_compiler:
@@ -173,19 +165,8 @@ def mosaic_gpu_points(
             continue
         texts = mgpu.read_dump(out_dir, row)
         counts = mgpu.sass.dynamic_counts(texts["sass"]) if texts else None
-        out.append(
-            dict(
-                status=OK,
-                error="",
-                compile_ms=sum(row["lower_ms"]) / len(row["lower_ms"])
-                + sum(row["compile_ms"]) / len(row["compile_ms"]),
-                work_per_program=None if counts is None else counts.per_program,
-                loops_in_code=None if counts is None else counts.loops,
-                classes=None if counts is None else counts.by_class,
-                steps=shape[0],
-                programs=shape[1],
-            )
-        )
+        ms = sum(row["lower_ms"]) / len(row["lower_ms"]) + sum(row["compile_ms"]) / len(row["compile_ms"])
+        out.append(_counted(ms, counts, steps=shape[0], programs=shape[1]))
     return out
 
 

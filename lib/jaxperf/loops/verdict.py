@@ -1,14 +1,7 @@
-"""Whether a kernel pays for ``fori_loop``, per compiler target, from the work per loop step
-the engine read (:meth:`jaxperf.loops.engine.Results.per_step`: SASS instructions per warp, or
-TPU bundles), fori against the Python loop.
-
-Each target gets its own verdict (:func:`target_verdict`, :data:`FOLD`, :data:`SAME`) in a
-sentence carrying its own per-step numbers in its own unit, then a sentence with the cause read
-from its compiled code in the unit of its classes (:func:`cause`, :data:`CLASS_UNITS`); a
-kernel's verdict is the targets' common one, or "depends on the target" (:func:`verdict`), so it
-never contradicts a printed number. Rows are :data:`COLUMNS`: static rows (:func:`static`), and
-measured ms per call where a device timed the kernel.
-"""
+"""Whether a kernel pays for ``fori_loop``, per compiler target, from the work per loop step the
+engine read (fori against the Python loop): each target's verdict with its own numbers in its own
+unit and the cause read from its code; a kernel's verdict is the targets' common one, or "depends
+on the target", so it never contradicts a printed number."""
 
 from __future__ import annotations
 
@@ -29,16 +22,14 @@ CLASS_UNITS = {
 
 
 def static(per_step: pd.DataFrame) -> pd.DataFrame:
-    """Per (kernel, target): fori's and the Python loop's work per loop step, their ratio, and the
-    cause read from the code (:func:`cause`, where the compiler's counts split into classes)."""
+    """Per (kernel, target): fori's and the Python loop's work per loop step, their ratio, the cause."""
     rows = []
     for (kernel, target), part in per_step.groupby(["kernel", "target"], sort=False):
         by = part.set_index("form")
-        fori = (
-            by.loc["fori"] if "fori" in by.index else by.loc["fori u=1"] if "fori u=1" in by.index else None
-        )
-        if fori is None or "python" not in by.index:
+        fori_name = next((f for f in ("fori", "fori u=1") if f in by.index), None)
+        if fori_name is None or "python" not in by.index:
             continue
+        fori = by.loc[fori_name]
         py = by.loc["python"]
         known = pd.notna(fori.per_step) and pd.notna(py.per_step)
         ratio = float(fori.per_step) / float(py.per_step) if known and py.per_step > 0 else None
@@ -63,10 +54,8 @@ def static(per_step: pd.DataFrame) -> pd.DataFrame:
 
 
 def cause(python: Any, fori: Any, *, unit: str, share: float = 0.8) -> str:
-    """Where fori_loop's work per step differs from the Python loop's, read from the compiled
-    code's classes (SASS instruction classes, TPU slots), as one sentence in their ``unit``: the
-    classes that make up ``share`` of the difference, largest first ("" when either form has no
-    classes)."""
+    """One sentence in ``unit``: the classes of the compiled code that make up ``share`` of fori_loop's
+    extra work per step over the Python loop's, largest first ("" when a form has no classes)."""
     if not isinstance(python, dict) or not isinstance(fori, dict):
         return ""
     diff = {k: float(fori.get(k) or 0) - float(python.get(k) or 0) for k in dict.fromkeys([*fori, *python])}
@@ -94,16 +83,13 @@ def counted(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def target_verdict(ratio: float) -> str:
-    """One target's verdict from fori's work per step over the Python loop's: "pays" at
-    :data:`FOLD` or more, "does not pay" within :data:`SAME` (or below it: fori does less),
-    "pays partly" between."""
+    """ "pays" at fori/Python work per step of :data:`FOLD` or more, "does not pay" up to
+    :data:`SAME`, "pays partly" between."""
     return "pays" if ratio >= FOLD else "pays partly" if ratio > SAME else "does not pay"
 
 
 def verdict(rows: pd.DataFrame) -> str:
-    """A kernel's verdict over every target whose counts were read (GPU and TPU alike): the
-    targets' common verdict (:func:`target_verdict`), or "depends on the target" when they
-    differ, so the verdict never contradicts a printed number. Without any count, the measured
+    """The targets' common verdict, or "depends on the target"; without any count, from the measured
     per-pair ratios (lower quartile at least FOLD: pays; every quartile within SAME: does not)."""
     found = {target_verdict(float(r)) for r in counted(rows).ratio}
     if found:
@@ -118,8 +104,7 @@ def verdict(rows: pd.DataFrame) -> str:
 
 
 def per_target(rows: pd.DataFrame) -> list[str]:
-    """Per static row, whole sentences: its verdict with its own per-step numbers in its unit,
-    then the cause read from its code in its classes' unit; or, where the count was not read, why."""
+    """Per static row: its verdict with its own numbers, then its cause; or why the count was not read."""
     out = []
     for r in rows[rows.kind.str.startswith("static")].itertuples():
         cause_ = getattr(r, "cause", "")

@@ -1,18 +1,12 @@
 """The Mosaic GPU compile worker: ``python -m jaxperf.compilers.mosaic_gpu.aot REQUEST OUT_DIR``.
 
-Runs inside the compile environment (:mod:`jaxperf.compilers.mosaic_gpu.toolchain`), never
-in the project's venv, and imports only JAX and the factories the points name. Each point of
-the request (a JSON file: ``points``, ``budget_s``) is ``{"factory": "package.module:make",
-"form": ..., "T": ...}`` (:mod:`jaxperf.loops.factory`); its kernel is lowered for a deviceless
-H100 topology and compiled once by XLA's GPU compiler, whose Mosaic GPU custom call runs Mosaic
-GPU's passes, LLVM's NVPTX backend and ptxas for sm_90a, with Mosaic GPU's SASS dump on
-(``OUT_DIR/<point>/sass.txt``). One JSON line per point goes to ``OUT_DIR/results.jsonl`` as
-soon as it is done, so a killed run keeps what it had. Nothing runs on a GPU.
-
-Mosaic GPU keeps every kernel it compiled, keyed by a hash of its module, for the life of the
-process, and a kernel it serves from there dumps nothing. So the one-off set-up (LLVM's NVPTX
-target, the passes) is paid by a kernel of the worker's own (:func:`_warm_up`), never by a
-point, and a point whose kernel was compiled earlier in the run gets that kernel's SASS.
+Runs in the compile environment (:mod:`.toolchain`), importing only JAX and the factories the
+request's points (``{"factory": ..., "form": ..., "T": ...}``) name. Each kernel is lowered for a
+deviceless H100 topology and compiled once by XLA's GPU compiler (Mosaic GPU's passes, NVPTX and
+ptxas for sm_90a) with the SASS dump on (``OUT_DIR/<point>/sass.txt``); one JSON line per point
+goes to ``OUT_DIR/results.jsonl`` as soon as it is done, so a killed run keeps what it had. Mosaic
+GPU serves a kernel it compiled before from its cache without a dump, so :func:`_warm_up` pays
+the one-off set-up and a repeated kernel gets the SASS seen earlier. Nothing runs on a GPU.
 """
 
 from __future__ import annotations
@@ -69,10 +63,9 @@ def _warm_up(mesh: Any) -> None:
 
 
 def compile_point(point: dict[str, Any], mesh: Any, seen: dict[str, str]) -> tuple[float, float, str]:
-    """Build, lower and compile one point with the SASS dump on: (lower ms, compile ms, SASS in
-    ``nvdisasm`` form; "" when none was written: :func:`jaxperf.compilers.mosaic_gpu.compile.counted`
-    makes that point "failed"). ``seen`` maps the kernel hashes compiled
-    so far to their SASS (the kernels Mosaic GPU's cache would answer without a dump)."""
+    """Build, lower and compile one point with the SASS dump on: (lower ms, compile ms, SASS; "" when
+    none was written). ``seen`` maps the kernel hashes compiled so far (served from Mosaic GPU's
+    cache without a dump) to their SASS."""
     import jax
 
     from ...loops.factory import load

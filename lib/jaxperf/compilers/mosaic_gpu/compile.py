@@ -1,11 +1,7 @@
-"""Compile readers' Mosaic GPU kernels for sm_90a on this CPU, from the project's venv.
-
-:func:`compile_points` writes a request, runs :mod:`jaxperf.compilers.mosaic_gpu.aot` in the
-compile environment (:func:`jaxperf.compilers.mosaic_gpu.toolchain.python`) as a subprocess,
-and reads its rows back: per point, its lowering and compile ms, the status and error, and
-where its SASS is. :func:`read_dump` loads that SASS (counted by :mod:`.sass`). A point the
-worker did not reach before its time ran out is recorded "over budget"; without the
-environment every point is "not measured", with the reason.
+"""Compile readers' Mosaic GPU kernels for sm_90a on this CPU, from the project's venv:
+:func:`compile_points` runs :mod:`.aot` in the compile environment as a subprocess and reads its
+rows back; :func:`read_dump` loads a point's SASS. Without the environment every point is "not
+measured", with the reason.
 """
 
 from __future__ import annotations
@@ -46,15 +42,10 @@ def compile_points(
     budget_s: float = 600.0,
     extra_paths: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """Compile every point in the environment's worker; one row per point, in order.
-
-    A point is a reader's factory's: ``{"factory": "package.module:make", "form": ..., "T":
-    ...}`` (``extra_paths``: folders the worker must import it from). A point is "ok" only
-    with SASS to count (:func:`counted`), "does not lower" where Mosaic GPU raised
-    NotImplementedError, else "failed" with the error. The worker starts no point after
-    ``budget_s`` and is stopped 120 s after that: the points it did not reach are "not
-    reached"; those it did not reach because it died are "failed", with its last line.
-    """
+    """Compile every point (``{"factory": ..., "form": ..., "T": ...}``; ``extra_paths``: folders
+    to import the factory from) in the environment's worker: one row per point, in order, "ok" only
+    with SASS to count. The worker starts no point after ``budget_s`` and is stopped 120 s later:
+    points not reached are "not reached", or "failed" with its last line when it died."""
     if not budget_s > 0:
         raise bad_value("budget_s", budget_s, "a number of seconds > 0")
     status = toolchain.status()
@@ -89,8 +80,8 @@ def compile_points(
 
 
 def counted(rows: list[dict[str, Any]], out_dir: Path) -> list[dict[str, Any]]:
-    """``rows`` with every "ok" row whose SASS holds no instruction made "failed", with why:
-    an empty dump is a count not read, never a count of zero."""
+    """``rows`` with every "ok" row whose SASS holds no instruction made "failed" (a count not read,
+    never a count of zero)."""
     for row in rows:
         if row.get("status") == STATUS_OK and "/*" not in read_dump(out_dir, row).get("sass", ""):
             row.update(status=STATUS_FAILED, error=NO_INSTRUCTIONS)

@@ -1,17 +1,10 @@
 """Read Mosaic GPU's SASS (its ``nvdisasm`` dump) with the study's SASS reader, and count it.
 
-Mosaic GPU dumps SASS through ``nvdisasm -c -hex`` (``.sass_ctrl``: a control-code column,
-no ``;``, branch targets as labels); :func:`to_cuobjdump` rewrites it in ``cuobjdump -sass``
-form, labels resolved to addresses, so that :mod:`jaxperf.compilers.triton.sass` parses it.
-
-Two kinds of backward branch in Mosaic GPU's code are not the kernel's loops: the spin of a
-barrier wait (``SYNCS.PHASECHK ... @!P0 BRA`` back to itself, placed after ``EXIT``), which
-runs as often as the memory system makes it wait (a loop with no readable counter around
-``SYNCS``/``NANOSLEEP``), and the branch that resumes the kernel
-after that out-of-line wait. :func:`loops` keeps the kernel's loops and the waits (a wait
-counted as one pass, ``trips=1``); :func:`dynamic_counts` is then the static estimate of
-:func:`jaxperf.compilers.triton.sass.dynamic_counts` on that reading. A static estimate
-from SASS compiled on a CPU, never a measurement.
+:func:`to_cuobjdump` rewrites the ``.sass_ctrl`` dump (control codes, no ``;``, label targets) in
+``cuobjdump -sass`` form for :mod:`jaxperf.compilers.triton.sass`. Two kinds of backward branch
+are not the kernel's loops: a barrier wait's spin (around ``SYNCS``/``NANOSLEEP``, no readable
+counter), counted as one pass, and the branch that resumes the kernel after that out-of-line wait,
+dropped. A static estimate from SASS compiled on a CPU, never a measurement.
 """
 
 from __future__ import annotations

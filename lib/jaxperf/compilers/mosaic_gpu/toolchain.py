@@ -1,18 +1,11 @@
 """Is Mosaic GPU's own compiler usable on this machine, and for which target?
 
-Mosaic GPU's passes (to LLVM/NVVM, PTX, cubin) are C++ inside the CUDA plugin
-(``jax-cuda13-plugin``), not in the CPU jaxlib. The plugin compiles without a GPU
-through XLA's deviceless topology (``jax.experimental.topologies.get_topology_desc(
-platform="cuda", target_config=...)``, openxla/xla#16913): the kernel is lowered for
-that topology's device and ``compile()`` runs XLA's GPU compiler, whose Mosaic GPU custom
-call compiles the kernel for the topology's compute capability (ptxas built into the
-plugin; ``nvdisasm`` from ``nvidia-cuda-nvdisasm`` for the SASS dump). Installed into
-the project's venv, the plugin would make JAX try to start CUDA in every process, so it
-lives in its own environment (``tools/make_mosaic_gpu_env.sh``), and
-:mod:`jaxperf.compilers.mosaic_gpu.compile` runs it there as a subprocess.
-
-:func:`status` says whether that environment is usable, never raising;
-:func:`check_device` is the runtime check a timed run makes before it compiles anything.
+Mosaic GPU's passes are C++ inside the CUDA plugin (``jax-cuda13-plugin``), which compiles
+without a GPU through XLA's deviceless topology (``get_topology_desc(platform="cuda",
+target_config=...)``, openxla/xla#16913). In the project's venv the plugin would make JAX try to
+start CUDA in every process, so it lives in its own environment (``tools/make_mosaic_gpu_env.sh``),
+run as a subprocess by :mod:`.compile`. :func:`status` says whether that environment is usable;
+:func:`check_device` is the check a timed run makes before it compiles anything.
 """
 
 from __future__ import annotations
@@ -30,7 +23,6 @@ ENV_DIR = PROJECT_ROOT / ".envs" / f"mosaic-gpu-{JAX_VERSION}"
 PYTHON_ENV = "JAXPERF_MOSAIC_GPU_PYTHON"  # another interpreter with the CUDA plugin
 INSTALL_HINT = "bash tools/make_mosaic_gpu_env.sh (from PyPI, about 1.3 GB)"
 NOT_INSTALLED = "not measured: the Mosaic GPU compile environment is not built"
-TARGET = "sm_90a"  # Mosaic GPU compiles Hopper kernels for the arch-specific sm_90a
 MIN_CAPABILITY = (9, 0)
 
 # An H100 SXM as XLA's GpuTargetConfig (text proto) for the deviceless topology. The values
@@ -93,12 +85,8 @@ def status() -> MosaicGpuStatus:
 
 
 def check_device(device: Any) -> tuple[int, int]:
-    """The compute capability of ``device`` if Mosaic GPU runs there; else ValueError.
-
-    Mosaic GPU supports Hopper (9.0) and newer only: a CPU, a TPU or an Ampere GPU (the
-    reporter's A6000 is 8.6, which has only Pallas' Triton backend) is refused here,
-    before anything is compiled.
-    """
+    """The compute capability of ``device`` if Mosaic GPU (Hopper, 9.0, and newer) runs there, else
+    ValueError, before anything is compiled (the reporter's A6000 is 8.6: Triton only)."""
     platform = getattr(device, "platform", None)
     capability = getattr(device, "compute_capability", None)
     if platform != "gpu" or not capability:

@@ -1,26 +1,15 @@
-"""Read libtpu's final VLIW schedule (``*final_bundles.txt``) into bundles and loops.
-
-With ``LIBTPU_INIT_ARGS=--xla_jf_dump_to=DIR`` libtpu writes, per compiled
-kernel, its final bundles: one line per bundle (continuation lines carry
-long operands), e.g.::
+"""Read libtpu's final VLIW schedule (``*final_bundles.txt``, written with
+``LIBTPU_INIT_ARGS=--xla_jf_dump_to=DIR``) into bundles and loops. One line per bundle::
 
        0x3 LB: > { %s20 = sadd.s32 1, %s406 ;; ... } /* Start region 74 :: ... */
       0x4b   : > { %p8 = scmp.ge.s32.totalorder %s11, 258 /* loop exit test */ ;; ... }
       0x4d   :  { %10 = sbr.rel (!%p8) target = $region74 }
 
-The address, an optional marker (``LH`` loop header, ``LB`` loop body, ``LE``
-loop exit, ``PB``/``PF`` predicated region, ``CT`` control target), one ``>``
-per loop level, then the bundle's operations.
-
-A loop starts at its ``LB`` bundle (or the ``LH`` bundles right before it).
-It ends at its back-branch (the ``sbr.rel`` whose target is a region opened
-at the loop's first bundle), plus the bundles after the branch that run in
-its delay slots: those still marked at the loop's depth, and empty ones up
-to the kernel's exit bundle. Its trip count comes from its own
-``/* loop exit test */`` (``scmp.ge counter, N``) and the counter's increment
-(``counter = sadd.s32 K, ...``): ``ceil(N / K)`` trips, counting from 0 (a
-late-unrolled ``fori_loop(unroll=k)`` steps its counter by k). A bound that
-is not a constant leaves the trip count unknown (None).
+an address, a marker (``LH``/``LB``/``LE`` loop header/body/exit, ``PB``/``PF`` predicated, ``CT``
+control target), one ``>`` per loop level, the operations. A loop runs from its ``LB`` bundle (or
+the ``LH`` ones before it) to its back-branch (``sbr.rel`` to a region opened at its first bundle)
+plus the delay slots after it; it runs ``ceil(N / K)`` times for its own exit test ``scmp.ge
+counter, N`` and the counter's ``sadd.s32 K`` (None when N is not a constant).
 """
 
 from __future__ import annotations
@@ -113,8 +102,7 @@ class Schedule:
 
 
 def parse(text: str, name: str = "") -> Schedule:
-    """Parse the text of a ``*final_bundles.txt`` file. Lines that are not bundles
-    (the marker key, continuation lines) are joined to the bundle before them."""
+    """Parse a ``*final_bundles.txt`` text; other lines (continuations) join the bundle before them."""
     bundles: list[Bundle] = []
     for line in text.splitlines():
         found = _BUNDLE.match(line)
@@ -140,8 +128,7 @@ def _loop_start(bundles: list[Bundle], body: int) -> int:
 
 
 def _loop_depth(bundles: list[Bundle], body: int, last: int) -> int:
-    """The loop's ``>`` level: its first bundle's, or (where that one carries no marker,
-    e.g. a lone ``vdelay``) the first marked bundle's after it."""
+    """The loop's ``>`` level: its first marked bundle's (a lone ``vdelay`` may carry none)."""
     return next((b.depth for b in bundles[body : last + 1] if b.depth > 0), 0)
 
 

@@ -1,9 +1,5 @@
-"""Compile a function for a TPU topology on this machine, timed, with its static schedule.
-
-``jax.jit(f).trace(*args).lower().compile()`` with every argument a ``ShapeDtypeStruct``
-placed on a ``Mesh`` of the topology's devices compiles for that TPU without one. With
-libtpu's bundle dump on (:func:`jaxperf.compilers.mosaic_tpu.topology.prepare`) the kernel's
-final bundles are parsed.
+"""Compile a function for a TPU topology on this machine (every argument a ``ShapeDtypeStruct`` on
+a ``Mesh`` of its devices), timed, with the kernel's final bundles where libtpu's dump is on.
 """
 
 from __future__ import annotations
@@ -35,9 +31,8 @@ class CompileResult:
 
 
 def lower_compile(build: Builder, mesh: Any) -> tuple[Any, float]:
-    """One fresh build, traced with its arguments placed on ``mesh``, lowered and compiled; ms.
-    Traced and lowered inside ``mesh``'s abstract mesh, so that a lowering rule that asks for
-    the TPU's device kind (integer ``//`` does) sees the topology's, not this CPU's."""
+    """One fresh build placed on ``mesh``, lowered and compiled, and its ms; inside ``mesh``'s
+    abstract mesh, so a lowering rule that asks the device kind (integer ``//`` does) sees a TPU's."""
     import jax
 
     fn, args = build()
@@ -49,9 +44,8 @@ def lower_compile(build: Builder, mesh: Any) -> tuple[Any, float]:
 
 
 def compile_for(build: Builder, generation: str) -> CompileResult:
-    """Compile ``build()`` for ``generation``'s topology (on one of its devices). A compile
-    error is returned in ``error`` (never raised); ``schedules`` holds the Mosaic kernels'
-    final bundles (empty when libtpu's dump is off)."""
+    """Compile ``build()`` for ``generation``'s topology: the error in ``error`` (never raised), the
+    Mosaic kernels' final bundles in ``schedules`` (empty when libtpu's dump is off)."""
     mesh = topology.mesh(generation)
     dump_dir = _dump_dir()
     before = {p.name for p in dump_dir.glob("*")} if dump_dir else set()

@@ -1,12 +1,6 @@
-"""A static cycle estimate from a kernel's final bundles.
-
-The model: a TPU core issues one VLIW bundle per cycle, so one kernel call
-costs its straight-line bundles plus, for each loop, its trip count times its
-body (the body's own bundles plus its inner loops, each counted the same
-way). A loop with zero trips costs nothing. No stalls are counted (DMA waits,
-memory latency, pipeline bubbles beyond the scheduled empty bundles), so the
-estimate is the schedule's length, not a measured time: "compiled on a CPU,
-not executed".
+"""A static cycle estimate from a kernel's final bundles: a TPU core issues one VLIW bundle per
+cycle, so a call costs its straight-line bundles plus, per loop, trips x body (inner loops counted
+alike). No stall is counted: the schedule's length, "compiled on a CPU, not executed".
 """
 
 from __future__ import annotations
@@ -46,11 +40,7 @@ _OP = re.compile(r"=\s*([a-z][\w.]*)|^\s*([a-z][\w.]*)")
 
 
 def slot(op: str) -> str | None:
-    """The slot of one bundle operation by its full name (None for a phi, which issues nothing):
-    matrix (``vmatmul``, ``vmatpush``, anything on an ``mxu``), cross-lane (``.xlane``/``xlu``
-    reductions and their pops), transcendental (the ``eup`` unit), load/store (``vld``, ``vst``,
-    ``sld``, ``sst``, DMAs and their syncs), vector (other ``v*``), control (``sbr``, ``shalt``),
-    scalar (the rest: ``s*``, predicates, addresses)."""
+    """The slot of one bundle operation by its full name (None for a phi, which issues nothing)."""
     base, parts = op.split(".")[0], set(op.split(".")[1:])
     if base.endswith("phi"):
         return None

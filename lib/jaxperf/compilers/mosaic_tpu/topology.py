@@ -1,12 +1,7 @@
-"""TPU generations and topologies, compiled for on a CPU-only machine through libtpu.
-
-``jax.experimental.topologies.get_topology_desc(platform="tpu", topology_name=...)``
-describes a TPU slice without owning one: its devices can build a ``Mesh`` that
-``jit(...).trace(...).lower().compile()`` compiles for. libtpu reads its flags
-(``LIBTPU_INIT_ARGS``: where to dump the final VLIW bundles, the scoped VMEM
-limit) once, when it starts, so :func:`prepare` must run before anything in the
-process starts libtpu (the first :func:`topology` call, or ``jax.devices()``
-with the ``auto`` backend on a machine where libtpu is installed).
+"""TPU generations and topologies, compiled for on a CPU-only machine through libtpu
+(``get_topology_desc(platform="tpu", ...)`` describes a slice without owning one). libtpu reads
+its flags (``LIBTPU_INIT_ARGS``) once, when it starts, so :func:`prepare` must run before anything
+starts libtpu (the first :func:`topology`, or ``jax.devices()`` where libtpu is installed).
 """
 
 from __future__ import annotations
@@ -108,10 +103,8 @@ def config() -> LibtpuConfig | None:
 
 @functools.cache
 def topology(name: str) -> Any:
-    """The ``TopologyDescription`` of a generation or topology name (see :func:`resolve`).
-
-    Raises ValueError for an unknown name, RuntimeError when libtpu is not installed.
-    """
+    """The ``TopologyDescription`` of a generation or topology name (see :func:`resolve`);
+    ValueError for an unknown name, RuntimeError when libtpu is not installed."""
     _, topology_name = resolve(name)
     if not status().available:
         raise RuntimeError(NOT_INSTALLED)

@@ -1,10 +1,6 @@
-"""Capture the Triton module Pallas builds for a kernel, on a CPU-only machine.
-
-:func:`capture` exports a Pallas kernel for CUDA (an abstract NVIDIA device
-of the target's generation stands in for the hardware) and keeps the Triton
-module that Pallas' Triton lowering produced, as text ``.ttir``, with the
-launch settings (``num_warps``, ``num_stages``, grid) from the custom call.
-The CUDA export itself is :func:`jaxperf.compilers.cuda.cuda_export`.
+"""Capture the Triton module Pallas builds for a kernel, on a CPU-only machine: :func:`capture`
+exports the kernel for CUDA (:func:`jaxperf.compilers.cuda.cuda_export`) and keeps the module as
+``.ttir`` text with the launch settings (``num_warps``, ``num_stages``, grid) of the custom call.
 """
 
 from __future__ import annotations
@@ -23,11 +19,8 @@ from .toolchain import DEFAULT_TARGET, TARGETS, check_target
 
 
 class DoesNotLower(NotImplementedError):
-    """Pallas' Triton lowering rejected the kernel (e.g. ``fori_loop(unroll>1)``).
-
-    ``where`` names the lowering function that raised, because JAX raises a
-    bare ``NotImplementedError`` for some of these.
-    """
+    """Pallas' Triton lowering rejected the kernel (e.g. ``fori_loop(unroll>1)``); ``where`` names the
+    lowering function that raised (JAX raises a bare ``NotImplementedError`` for some)."""
 
     def __init__(self, message: str, where: str = "") -> None:
         super().__init__(message)
@@ -51,15 +44,10 @@ class CapturedModule:
 
 
 def capture(fn: Callable[..., Any], args: Sequence[Any], *, target: str = DEFAULT_TARGET) -> CapturedModule:
-    """Export ``fn(*args)`` (which holds one Triton ``pallas_call``) for CUDA and
-    return the Triton module Pallas built for it.
-
-    Works without a GPU. ``args`` may be arrays or ``jax.ShapeDtypeStruct``.
-    JAX's caches are cleared first so that tracing and lowering really run and
-    are timed. Raises :class:`DoesNotLower` when the
-    lowering rejects the kernel with NotImplementedError; ValueError for a bad
-    target or when ``fn`` holds other than one Triton kernel.
-    """
+    """The Triton module Pallas builds for ``fn(*args)`` (one Triton ``pallas_call``), exported for
+    CUDA without a GPU, JAX's caches cleared first so tracing and lowering really run and are timed.
+    :class:`DoesNotLower` when the lowering raises NotImplementedError; ValueError for a bad target
+    or other than one Triton kernel."""
     import jax
 
     check_target(target)

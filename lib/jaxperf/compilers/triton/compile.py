@@ -1,10 +1,6 @@
-"""Compile a captured Triton module for an NVIDIA target on a CPU: ttir -> cubin.
-
-:func:`compile_ttir` mirrors ``triton.compile`` for a Python-language kernel:
-unlike ``triton.compile`` on an IR file (which skips them), the ``make_ttir``
-passes run, then ttgir, llir, PTX and cubin (ptxas), each timed. It drives
-triton's own stage functions (``make_backend(...).add_stages``): triton's
-internal compile pipeline, checked stage by stage against :data:`STAGES`.
+"""Compile a captured Triton module for an NVIDIA target on a CPU, ttir -> cubin, each stage timed.
+Unlike ``triton.compile`` on an IR file, the ``make_ttir`` passes run too: this drives triton's own
+stage functions (``make_backend(...).add_stages``), checked against :data:`STAGES`.
 """
 
 from __future__ import annotations
@@ -39,11 +35,8 @@ class CompileResult:
 def compile_ttir(
     ttir: str, *, target: str = DEFAULT_TARGET, num_warps: int = 4, num_stages: int = 3
 ) -> CompileResult:
-    """Compile a Triton module (text .ttir) for ``target`` through every stage.
-
-    No compile cache is used, so each call compiles. Raises ValueError for a
-    bad target or option, TritonUnavailableError without the triton extra.
-    """
+    """Compile a Triton module (text .ttir) for ``target`` through every stage, uncached; ValueError
+    for a bad target or option, TritonUnavailableError without the triton extra."""
     capability = check_target(target)
     check_int("num_warps", num_warps, minimum=1)
     check_int("num_stages", num_stages, minimum=1)

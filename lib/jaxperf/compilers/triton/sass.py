@@ -1,13 +1,8 @@
-"""Read machine code (``cuobjdump -sass`` text) without a GPU.
-
-:func:`parse` turns SASS into instructions (address, opcode), :func:`loops`
-finds the loops that survive in machine code (a backward branch) and, where
-the induction variable is a register counted by an immediate step to an
-immediate bound, how many times each runs; :func:`category` sorts an opcode
-into the instruction mix of :data:`CATEGORIES`; :func:`dynamic_counts` counts the
-instructions one warp issues per program, each in-loop instruction weighted by its loops' trips
-(a static estimate from SASS compiled on a CPU, never a measurement).
-"""
+"""Read machine code (``cuobjdump -sass`` text) without a GPU: :func:`parse` it, find the
+:func:`loops` left (a backward branch) with their trips where the counter is a register stepped by
+an immediate to an immediate bound, sort opcodes by :func:`category`, and :func:`dynamic_counts`:
+the instructions one warp issues per program, each in-loop one weighted by its loops' trips (a
+static estimate, never a measurement)."""
 
 from __future__ import annotations
 
@@ -27,94 +22,49 @@ _BRANCH_TARGET = re.compile(r"^(?:BRA|BRX|JMP|CALL\.REL(?:\.NOINC)?)\b[^0-9]*?(0
 
 # The instruction mix, in the order tables show it. Opcodes are matched on
 # their base (before the first dot), except the few whose suffix changes the kind.
-CATEGORIES = (
-    "global load",
-    "global store",
-    "shared memory",
-    "shuffle",
-    "barrier",
-    "fp arithmetic",
-    "conversion",
-    "integer/address",
-    "move",
-    "control",
-    "other",
+CATEGORIES = tuple(
+    "global load|global store|shared memory|shuffle|barrier|fp arithmetic|conversion|integer/address|"
+    "move|control|other".split("|")
 )
-_BY_BASE = {
-    **dict.fromkeys(("LDG", "LD"), "global load"),
-    **dict.fromkeys(("STG", "ST", "RED", "ATOM", "ATOMG"), "global store"),
-    **dict.fromkeys(("LDS", "STS", "STSM", "LDSM", "ATOMS", "LDL", "STL"), "shared memory"),
-    "SHFL": "shuffle",
-    **dict.fromkeys(("BAR", "MEMBAR", "WARPSYNC", "DEPBAR", "SYNCS"), "barrier"),
-    **dict.fromkeys(
-        (
-            "FADD",
-            "FMUL",
-            "FFMA",
-            "FMNMX",
-            "FSETP",
-            "FSEL",
-            "HADD2",
-            "HMUL2",
-            "HFMA2",
-            "HMNMX2",
-            "MUFU",
-            "HMMA",
-        ),
-        "fp arithmetic",
-    ),
-    **dict.fromkeys(("I2F", "F2F", "F2FP", "F2I", "I2FP", "F2IP"), "conversion"),
-    **dict.fromkeys(
-        (
-            "IADD3",
-            "IMAD",
-            "LOP3",
-            "SHF",
-            "LEA",
-            "ISETP",
-            "SGXT",
-            "IABS",
-            "IMNMX",
-            "VIADD",
-            "SEL",
-            "PLOP3",
-            "P2R",
-            "R2P",
-        ),
-        "integer/address",
-    ),
-    **dict.fromkeys(
-        ("MOV", "CS2R", "PRMT", "S2R", "S2UR", "LDC", "ULDC", "UMOV", "R2UR", "SHFL_IDX"), "move"
-    ),
-    **dict.fromkeys(("BRA", "BRX", "EXIT", "BSSY", "BSYNC", "JMP", "CALL", "RET", "WARPSYNC"), "control"),
-}
+
+
+def _by_base(opcodes: dict[str, str]) -> dict[str, str]:
+    """``{opcode: kind}`` from ``{kind: "OPCODE OPCODE ..."}``."""
+    return {op: kind for kind, ops in opcodes.items() for op in ops.split()}
+
+
+_BY_BASE = _by_base(
+    {
+        "global load": "LDG LD",
+        "global store": "STG ST RED ATOM ATOMG",
+        "shared memory": "LDS STS STSM LDSM ATOMS LDL STL",
+        "shuffle": "SHFL",
+        "barrier": "BAR MEMBAR WARPSYNC DEPBAR SYNCS",
+        "fp arithmetic": "FADD FMUL FFMA FMNMX FSETP FSEL HADD2 HMUL2 HFMA2 HMNMX2 MUFU HMMA",
+        "conversion": "I2F F2F F2FP F2I I2FP F2IP",
+        "integer/address": "IADD3 IMAD LOP3 SHF LEA ISETP SGXT IABS IMNMX VIADD SEL PLOP3 P2R R2P",
+        "move": "MOV CS2R PRMT S2R S2UR LDC ULDC UMOV R2UR SHFL_IDX",
+        "control": "BRA BRX EXIT BSSY BSYNC JMP CALL RET WARPSYNC",
+    }
+)
 
 
 #: The classes a loop step's cost is read in (coarser than :data:`CATEGORIES`, and naming the
 #: tensor core and async copies that :func:`category` leaves in "other").
 CLASSES = ("tensor core", "memory", "integer/address", "float ALU", "control", "other")
-_CLASS_BY_BASE = {
-    **dict.fromkeys(("HMMA", "HGMMA", "IMMA", "IGMMA", "QGMMA", "BMMA", "DMMA", "UTCHMMA"), "tensor core"),
-    **dict.fromkeys(
-        ("LDGSTS", "LDGDEPBAR", "UTMALDG", "UTMASTG", "UBLKCP", "UTMAPF", "CCTL", "ARRIVES", "SYNCS"),
-        "memory",
-    ),
-    **dict.fromkeys(
-        ("FADD", "FMUL", "FFMA", "FMNMX", "FSETP", "FSEL", "HADD2", "HMUL2", "HFMA2"), "float ALU"
-    ),
-    **dict.fromkeys(("HMNMX2", "MUFU", "FCHK", "DADD", "DMUL", "DFMA", "FSWZADD", "HSETP2"), "float ALU"),
-}
+_CLASS_BY_BASE = _by_base(
+    {
+        "tensor core": "HMMA HGMMA IMMA IGMMA QGMMA BMMA DMMA UTCHMMA",
+        "memory": "LDGSTS LDGDEPBAR UTMALDG UTMASTG UBLKCP UTMAPF CCTL ARRIVES SYNCS",
+        "float ALU": "FADD FMUL FFMA FMNMX FSETP FSEL HADD2 HMUL2 HFMA2 HMNMX2 MUFU FCHK DADD DMUL DFMA "
+        "FSWZADD HSETP2",
+    }
+)
 _CLASS_BY_CATEGORY = {
-    "global load": "memory",
-    "global store": "memory",
-    "shared memory": "memory",
-    "shuffle": "memory",
-    "fp arithmetic": "float ALU",
-    "conversion": "float ALU",
-    "integer/address": "integer/address",
-    "move": "integer/address",
-    "barrier": "control",
-    "control": "control",
+    **dict.fromkeys(("global load", "global store", "shared memory", "shuffle"), "memory"),
+    **dict.fromkeys(("fp arithmetic", "conversion"), "float ALU"),
+    **dict.fromkeys(("integer/address", "move"), "integer/address"),
+    **dict.fromkeys(("barrier", "control"), "control"),
 }
 
 
@@ -158,8 +108,7 @@ class Loop:
 def disassemble(cubin: bytes) -> str:
     """``cuobjdump -sass`` of a cubin, with the cuobjdump shipped in the triton wheel."""
     cuobjdump = require().cuobjdump
-    if cuobjdump is None:  # require() guarantees it; say so rather than pass None to subprocess
-        raise RuntimeError("triton's cuobjdump was not found")
+    assert cuobjdump is not None  # require() guarantees it
     with tempfile.NamedTemporaryFile(suffix=".cubin") as handle:
         handle.write(cubin)
         handle.flush()
@@ -180,11 +129,8 @@ def parse(sass: str) -> list[Instruction]:
         opcode, _, operands = text.partition(" ")
         if opcode == "NOP":
             continue
-        out.append(
-            Instruction(
-                int(match.group(1), 16), predicate.group(1) if predicate else "", opcode, operands.strip()
-            )
-        )
+        guard = predicate.group(1) if predicate else ""
+        out.append(Instruction(int(match.group(1), 16), guard, opcode, operands.strip()))
     return out
 
 
@@ -280,12 +226,7 @@ def _trips(code: list[Instruction], head: int, branch: Instruction) -> tuple[int
     steps = []
     for ins in body:
         parts = _operands(ins)
-        if (
-            ins.base in ("IADD3", "VIADD", "UIADD3")
-            and parts
-            and parts[0] == register
-            and register in parts[1:]
-        ):
+        if ins.base in ("IADD3", "VIADD", "UIADD3") and parts[:1] == [register] and register in parts[1:]:
             other = [p for p in parts[1:] if p not in (register, "RZ", "URZ")]
             step = _imm(other[0]) if len(other) == 1 else None
             if step is not None:
@@ -330,12 +271,10 @@ class DynamicCounts:
     in_loops: int  # instructions inside some loop (static count)
     loops: int
     loop_trips: tuple[int | None, ...]  # per loop, in address order
-    per_program: (
-        int | None
-    )  # outside + each in-loop instruction x the trips of its loops; None if a trip is unknown
+    per_program: int | None  # each instruction x the trips of its loops; None if a trip is unknown
     how: str  # how the trips were read, or why one was not
-    by_category: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.category
-    by_class: dict[str, int | None]  # per_program split by jaxperf.compilers.triton.sass.step_class
+    by_category: dict[str, int | None]  # per_program split by category()
+    by_class: dict[str, int | None]  # per_program split by step_class()
 
     @property
     def resolved(self) -> bool:

@@ -1,9 +1,6 @@
-"""Is the optional ``triton`` toolchain here, and for which NVIDIA targets?
-
-The ``triton`` package is an optional extra (``pip install -e '.[triton]'``,
-about 1 GB): :func:`status` says whether it is usable and why not, never
-raising; :func:`require` raises :class:`TritonUnavailableError` carrying that
-reason, so a study can record "not measured" and carry on.
+"""Is the optional ``triton`` extra (``pip install -e '.[triton]'``, about 1 GB) usable here, and for
+which NVIDIA targets? :func:`status` says why not, never raising; :func:`require` raises
+:class:`TritonUnavailableError` with that reason, so a study can record "not measured".
 """
 
 from __future__ import annotations
@@ -46,10 +43,7 @@ def _import_triton() -> Any:
 
 
 def status() -> TritonStatus:
-    """Whether the triton extra is usable, never raising.
-
-    Not cached, so a test can simulate absence by hiding the module.
-    """
+    """Whether the triton extra is usable, never raising (not cached: a test may hide the module)."""
     try:
         triton = _import_triton()
     except ImportError as err:
