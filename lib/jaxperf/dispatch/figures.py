@@ -1,11 +1,5 @@
-"""Notebook 01's figures: one claim each, drawn from the sweep's rounds and the accounting.
-
-- :func:`plot_per_leaf`: extra host CPU per call over the partitioned path vs array leaves;
-- :func:`plot_seed_implied`: what that cost implies for the seed's 25 it/s TPU loop (a model);
-- :func:`plot_accounting`: where one ``eqx.filter_pmap`` call's extra host CPU goes;
-- :func:`plot_ranges`: the fix's and the packed path's it/s ratio to the baseline, every cell;
-- :func:`plot_analogue`: ``filter_pmap`` / ``jax.pmap`` it/s on 8 CPU devices (an analogue).
-"""
+"""Notebook 01's figures (and notebook 11's per-leaf one): one claim each, drawn from the
+sweep's rounds and the accounting."""
 
 from __future__ import annotations
 

@@ -3,18 +3,7 @@ input structure, ``eqx.filter_jit`` waiting only when its compiled call holds an
 and both rebuilding their output with one unflatten. Each is a ``git format-patch`` of one
 commit on Equinox's main (``results/equinox_patch/1-*.diff``, ``2-*.diff``, ``3-*.diff``, each
 on top of the previous, with its tests in Equinox's own test files); they apply unchanged to
-Equinox 0.13.8, the release the project pins.
-
-One module per concern:
-
-- :mod:`~jaxperf.dispatch.eqx_patch.diff`: unified diffs read and applied in pure Python;
-- :mod:`~jaxperf.dispatch.eqx_patch.load`: the patched Equinox built in this process beside the shipped
-  one: :func:`patched_filter_jit`, :func:`patched_filter_pmap`;
-- :mod:`~jaxperf.dispatch.eqx_patch.suite`: Equinox's whole test suite, patched and unpatched, compared
-  (``tools/equinox_patch_tests.py`` runs it);
-- :mod:`~jaxperf.dispatch.eqx_patch.probe`: the pytree work of one call, patched and shipped, counted.
-
-The text to paste into equinox#192 is ``tools/templates/equinox-192.md``, filled from notebook 01's
+Equinox 0.13.8, the release the project pins. The text to paste into equinox#192 is ``tools/templates/equinox-192.md``, filled from notebook 01's
 summary by ``tools/readme.py``.
 """
 

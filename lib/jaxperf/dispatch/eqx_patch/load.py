@@ -45,8 +45,6 @@ DIFF_PATHS = (
     PATCH_DIR / "2-filter-jit-wait-only-on-error-checks.diff",
     PATCH_DIR / "3-one-unflatten-output.diff",
 )
-#: the diff that makes filter_jit wait only for error checks
-JIT_DIFF_PATH = DIFF_PATHS[1]
 SUFFIX = "__jaxperf_patched"
 
 
