@@ -89,17 +89,7 @@ def _groups(names: list[Any], widths: list[int], base: int) -> list[list[Any]]:
     return groups
 
 
-KEY_NAMES = {
-    "T",
-    "unroll",
-    "processes",
-    "process_id",
-    "generation",
-    "target",
-    "repeat",
-    "leaves",
-    "devices",
-}
+KEY_NAMES = {"T", "unroll", "processes", "process_id", "generation", "target", "repeat", "leaves", "devices"}
 #: at most this many leading columns name a row (repeated in every group of a split table)
 MAX_LABELS = 4
 

@@ -1,8 +1,4 @@
-"""Part c of the device run.
-
-Part c (:func:`dispatch`): ``jaxperf.diagnose`` on the seed's step, then notebook 01's
-cells on the one GPU (:mod:`jaxperf.dispatch.cost`), one at a time inside what is left of the budget.
-"""
+"""The dispatch part of the device run (:func:`dispatch`)."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ from .settings import GpuSettings
 
 
 def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
-    """Part d: one diagnosis of the seed's no-op
+    """One diagnosis of the seed's no-op
     step at 392 leaves (``jaxperf.diagnose``, as notebook 10 runs it: ``diagnosis`` records and
     its Markdown), then notebook 01's cells (:mod:`jaxperf.dispatch.cost`) on the MLPs of
     ``mlp_depths`` and the transformers for each step of ``dispatch_steps``, undonated, one at
