@@ -37,13 +37,6 @@ def _label(method: str) -> str:
     return LABELS.get(method, method)
 
 
-def _color(method: str) -> Any:
-    try:
-        return plots.color(method)
-    except ValueError:
-        return "0.5"
-
-
 def _leaves_axis(ax: Any, leaves: Any) -> None:
     ax.set_xscale("log")
     ticks = sorted(set(int(x) for x in leaves))
@@ -91,7 +84,7 @@ def plot_per_leaf(
                 continue
             stats = rounds.groupby("leaves")["excess_ms"].quantile([0.25, 0.5, 0.75]).unstack()
             stats.columns = ["q25", "median", "q75"]
-            color = _color(method)
+            color = plots.color(method)
             name = (labels or {}).get(method, _label(method))
             ax.plot(stats.index, stats["median"], marker="o", ms=4, color=color, label=name)
             ax.fill_between(stats.index, stats["q25"], stats["q75"], color=color, alpha=0.2, lw=0)
@@ -131,30 +124,11 @@ def plot_seed_implied(implied: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     """The seed's 25 it/s loop with this machine's extra host CPU per call added: the implied
     it/s between its host-bound and device-bound bounds, the seed's 25 and 8 it/s marked."""
     fig, ax = plt.subplots(figsize=(6.5, 4.0))
-    x = implied["leaves"]
-    ax.fill_between(
-        x,
-        implied["it_per_s_if_host_bound"],
-        implied["it_per_s_if_device_bound"],
-        color="#d62728",
-        alpha=0.25,
-        lw=0,
-    )
-    ax.plot(
-        x,
-        implied["it_per_s_if_host_bound"],
-        color="#d62728",
-        marker="o",
-        ms=3,
-        label="if the 40 ms were host time",
-    )
-    ax.plot(
-        x,
-        implied["it_per_s_if_device_bound"],
-        color="#d62728",
-        ls="--",
-        label="if the 40 ms were device time",
-    )
+    x, red = implied["leaves"], "#d62728"
+    host, device = implied["it_per_s_if_host_bound"], implied["it_per_s_if_device_bound"]
+    ax.fill_between(x, host, device, color=red, alpha=0.25, lw=0)
+    ax.plot(x, host, color=red, marker="o", ms=3, label="if the 40 ms were host time")
+    ax.plot(x, device, color=red, ls="--", label="if the 40 ms were device time")
     for value, text in (
         (per_leaf.SEED_FAST_IT_PER_S, "seed: jax.pmap, 25 it/s"),
         (per_leaf.SEED_SLOW_IT_PER_S, "seed: eqx.filter_pmap, 8 it/s"),
@@ -231,7 +205,14 @@ def plot_ranges(
             )
             err = [sub["median"] - sub["lo"], sub["hi"] - sub["median"]]
             ax.errorbar(
-                sub["median"], y, xerr=err, fmt="o", ms=3, lw=1, color=_color(method), label=_label(method)
+                sub["median"],
+                y,
+                xerr=err,
+                fmt="o",
+                ms=3,
+                lw=1,
+                color=plots.color(method),
+                label=_label(method),
             )
         ax.axvline(1, color="0.5", lw=0.8)
         if part["hi"].max() / max(part["lo"].min(), 1e-9) > 5:
@@ -275,7 +256,7 @@ def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
             ls=style,
             marker="o",
             ms=3,
-            color=_color("filter_pmap"),
+            color=plots.color("filter_pmap"),
             label=MEASURES[measure],
         )
     seed = per_leaf.SEED_SLOW_IT_PER_S / per_leaf.SEED_FAST_IT_PER_S

@@ -113,15 +113,6 @@ def against_fit(rounds: pd.DataFrame, line: dict[str, Any]) -> pd.DataFrame:
     return out
 
 
-def measured(line: dict[str, Any], cells: dict[str, Any]) -> dict[int, float]:
-    """Leaves -> the measured median excess (ms) of ``line``'s cells that match ``cells``."""
-    return {
-        int(c["leaves"]): float(c["excess_ms"])
-        for c in line.get("by_cell", [])
-        if all(c.get(k) == v for k, v in cells.items())
-    }
-
-
 def seed_implied(excess_ms: dict[int, float]) -> pd.DataFrame:
     """The seed's ``jax.pmap`` loop ran at 25 it/s (40 ms per step) on a TPU v3-8. With ``E``
     ms more host CPU per call (``excess_ms``: leaves -> the measured median excess, the one
