@@ -50,15 +50,9 @@ def text_corners(text: matplotlib.text.Text, renderer: Any) -> np.ndarray:
     the rotated rectangle; the rectangle's own size is the text's extent unrotated."""
     upright = matplotlib.text.Text.get_window_extent(text, renderer)  # an Annotation's arrow left out
     angle = float(text.get_rotation()) % 180
+    x0, y0, x1, y1 = upright.x0, upright.y0, upright.x1, upright.y1
     if min(angle % 90, 90 - angle % 90) < 1e-6:
-        return np.array(
-            [
-                [upright.x0, upright.y0],
-                [upright.x1, upright.y0],
-                [upright.x1, upright.y1],
-                [upright.x0, upright.y1],
-            ]
-        )
+        return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
     rotation = text.get_rotation()
     text.set_rotation(0)
     try:
@@ -68,7 +62,7 @@ def text_corners(text: matplotlib.text.Text, renderer: Any) -> np.ndarray:
     half = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * [flat.width / 2, flat.height / 2]
     theta = np.deg2rad(angle)
     turn = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
-    return half @ turn.T + [(upright.x0 + upright.x1) / 2, (upright.y0 + upright.y1) / 2]
+    return half @ turn.T + [(x0 + x1) / 2, (y0 + y1) / 2]
 
 
 def corners_overlap(a: np.ndarray, b: np.ndarray, margin: float = 1.0) -> bool:

@@ -35,7 +35,7 @@ from .palette import UNROLL_STYLES as UNROLL_STYLES
 from .palette import color as color
 from .palette import colors_for as colors_for
 from .palette import unroll_style as unroll_style
-from .records import _atomic_write
+from .records import atomic_write
 
 sns.set_theme(context="notebook", style="whitegrid")
 
@@ -234,7 +234,7 @@ def save(
             fig.savefig(tmp, dpi=_rules.DPI, format=ext, metadata=_METADATA[ext])
         tmp.replace(path)
         images[ext] = path
-    csv = _atomic_write(figures_dir / f"{name}.csv", data.to_csv(index=False).encode())
+    csv = atomic_write(figures_dir / f"{name}.csv", data.to_csv(index=False).encode())
     return SavedFigure(name=name, png=images["png"], svg=images["svg"], csv=csv, drawn_by=author)
 
 
