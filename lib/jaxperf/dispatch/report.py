@@ -102,9 +102,7 @@ def waits(timings: pd.DataFrame) -> list[dict[str, Any]]:
     """Runs ahead or waits, per path, on the heavy cell (:func:`jaxperf.runs_ahead.verdicts` on
     every process's rounds); a verdict the processes do not all share reads "unclear"."""
     heavy = fit_rows(timings, HEAVY)
-    heavy = heavy[
-        heavy["model"].str.contains("_width")
-    ]  # the wide model alone: a train step on a small one is light
+    heavy = heavy[heavy["model"].str.contains("_width")]  # the wide model: a small one's train step is light
     if heavy.empty:
         return []
     pooled = runs_ahead.verdicts(per_leaf.pooled(heavy), BASELINE["jit"], key="method")
