@@ -15,25 +15,14 @@ if TYPE_CHECKING:
     from .steps import AXIS, make_train_step
 
 # Loaded on first use: importing this package (or its settings) imports no JAX.
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        "state_step": ("..fixes", "state_step"),
-        "build_runner": (".methods", "build_runner"),
-        "ModelSpec": (".models", "ModelSpec"),
-        "count_leaves": (".models", "count_leaves"),
-        "DispatchSettings": (".settings", "DispatchSettings"),
-        "AXIS": (".steps", "AXIS"),
-        "make_train_step": (".steps", "make_train_step"),
-    },
-)
-
-__all__ = [
-    "AXIS",
-    "DispatchSettings",
-    "ModelSpec",
-    "build_runner",
-    "count_leaves",
-    "make_train_step",
-    "state_step",
-]
+_EXPORTS = {
+    "state_step": ("..fixes", "state_step"),
+    "build_runner": (".methods", "build_runner"),
+    "ModelSpec": (".models", "ModelSpec"),
+    "count_leaves": (".models", "count_leaves"),
+    "DispatchSettings": (".settings", "DispatchSettings"),
+    "AXIS": (".steps", "AXIS"),
+    "make_train_step": (".steps", "make_train_step"),
+}
+__getattr__, __dir__ = exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -25,35 +25,19 @@ if TYPE_CHECKING:
     )
 
 # Loaded on first use: importing this package imports no JAX or Equinox.
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        "diff": (".diff", None),
-        "load": (".load", None),
-        "probe": (".probe", None),
-        "suite": (".suite", None),
-        "DIFF_PATHS": (".load", "DIFF_PATHS"),
-        "EQUINOX_MAIN": (".load", "EQUINOX_MAIN"),
-        "PATCHED_RELEASE": (".load", "PATCHED_RELEASE"),
-        "PatchedEquinox": (".load", "PatchedEquinox"),
-        "patched_equinox": (".load", "patched_equinox"),
-        "patched_filter_jit": (".load", "patched_filter_jit"),
-        "patched_filter_pmap": (".load", "patched_filter_pmap"),
-        "shipped_error_checks_routed": (".load", "shipped_error_checks_routed"),
-    },
-)
-
-__all__ = [
-    "DIFF_PATHS",
-    "EQUINOX_MAIN",
-    "PATCHED_RELEASE",
-    "PatchedEquinox",
-    "diff",
-    "load",
-    "patched_equinox",
-    "patched_filter_jit",
-    "patched_filter_pmap",
-    "probe",
-    "shipped_error_checks_routed",
-    "suite",
-]
+_EXPORTS = {
+    "diff": (".diff", None),
+    "load": (".load", None),
+    "probe": (".probe", None),
+    "suite": (".suite", None),
+    "DIFF_PATHS": (".load", "DIFF_PATHS"),
+    "EQUINOX_MAIN": (".load", "EQUINOX_MAIN"),
+    "PATCHED_RELEASE": (".load", "PATCHED_RELEASE"),
+    "PatchedEquinox": (".load", "PatchedEquinox"),
+    "patched_equinox": (".load", "patched_equinox"),
+    "patched_filter_jit": (".load", "patched_filter_jit"),
+    "patched_filter_pmap": (".load", "patched_filter_pmap"),
+    "shipped_error_checks_routed": (".load", "shipped_error_checks_routed"),
+}
+__getattr__, __dir__ = exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from ... import timing
-from ..stages import durations, interleaved, now, whole
+from ..stages import Run, durations, interleaved, now, whole
 from .models import Problem, step_function
 
 STAGES = (
@@ -131,7 +131,7 @@ def call_breakdown(problem: Problem, step: str, calls: int = 30) -> pd.DataFrame
         CALLS[2]: nnx_paths.split_jit(found, args, {}, None).call,
         CALLS[3]: nnx_paths.cached_nnx_jit(found, args, {}, None).call,
     }
-    runs = {
+    runs: dict[str, Run] = {
         CALLS[0]: lambda: staged_call(jitted, args),
         **{name: functools.partial(whole, call) for name, call in ordinary.items()},
     }
