@@ -158,9 +158,6 @@ def loop_sweep(
     }
 
 
-FIX = vocab.FIX
-
-
 def seed_format(rows: pd.DataFrame) -> pd.DataFrame:
     """Harness rows in the reporter's format: per T, compile ms / ms per kernel call for the
     Python loop and fori_loop (and the scalar carry, the XLA:CPU fix, when measured), beside his
@@ -168,7 +165,7 @@ def seed_format(rows: pd.DataFrame) -> pd.DataFrame:
     the dry run)."""
     reporter = {r[0]: r for r in vocab.SEED_ROWS}
     shown = [("Python loop", "python"), ("fori_loop", "fori u=1")]
-    shown += [("scalar carry", FIX)] if FIX in set(rows.variant) else []
+    shown += [("scalar carry", vocab.FIX)] if vocab.FIX in set(rows.variant) else []
     out = []
     for T, g in rows.groupby("T", sort=True):
         row: dict[str, Any] = {"T": int(T)}
