@@ -60,7 +60,6 @@ class Cell:
         else:
             x = self.spec.batch(1)
             model, x, opt_state = put((model, x, opt_state), devices[0])
-            args = (model, x, opt_state)
             # the batch is the second argument; "all" would donate it too, so the seed's
             # loop (which reuses no batch) is mirrored by donating model and state only
             wrapped = eqx.filter_jit(
