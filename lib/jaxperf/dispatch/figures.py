@@ -88,8 +88,7 @@ def plot_per_leaf(
             name = (labels or {}).get(method, _label(method))
             ax.plot(stats.index, stats["median"], marker="o", ms=4, color=color, label=name)
             ax.fill_between(stats.index, stats["q25"], stats["q75"], color=color, alpha=0.2, lw=0)
-            if method in lines and not own:  # a line a + b * leaves is no straight line on log axes
-                # a line in leaves is a curve on the log leaves axis: drawn through many points
+            if method in lines and not own:  # a + b * leaves: a curve on the log axis, many points
                 grid = np.geomspace(float(stats.index.min()), float(stats.index.max()), 64)
                 line = lines[method]
                 ax.plot(grid, line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * grid, ls="--", lw=1, color=color)
