@@ -16,15 +16,7 @@ from typing import Any, ClassVar
 
 from ..errors import bad_value, check_choice, check_int, check_ints
 from ..settings import StudySettings
-from .vocab import (
-    DTYPES,
-    KERNELS,
-    LOOP_FORMS,
-    SEED_N,
-    SEED_PROGRAM_ROWS,
-    SEED_STEP_ROWS,
-    parse_variant,
-)
+from .vocab import DTYPES, KERNELS, LOOP_FORMS, SEED_N, SEED_PROGRAM_ROWS, SEED_STEP_ROWS, parse_variant
 
 DEFAULT_DTYPE = {"cpu": "float16", "gpu": "float16", "tpu": "bfloat16"}  # the reporter's fp16 (none on TPU)
 TS_FIELDS = ("xla_Ts", "interpret_Ts", "device_Ts", "harness_Ts", "compile_Ts")
