@@ -320,7 +320,7 @@ def test_the_packed_goal_is_judged_on_the_largest_no_op_case_with_where_its_time
     costs = {"pmap_params": lambda n: 0.5 + 0.05 * n, "packed_pmap": lambda n: 2.0}  # 392 leaves: 20.1 / 2.0
     timings = frame(costs)
     summary = {
-        "ranges": {"packed_pmap/pmap_params": report._range(timings, "packed_pmap", "pmap_params", 0.05)}
+        "ranges": {"packed_pmap/pmap_params": report.ranges_of(timings, "packed_pmap", "pmap_params", 0.05)}
     }
     (name, goal), *_ = report.goals(summary, quick=False, timings=timings).items()
     assert name.endswith("(neither donated), no-op, 392 leaves") and goal["verdict"] == "met"

@@ -62,13 +62,6 @@ def test_a_hunk_that_does_not_match_is_refused_by_name():
         diff.parse(DIFF[: DIFF.index("-line 9")])
 
 
-def test_file_sections_split_a_git_diff_by_file():
-    two = DIFF + DIFF.replace("pkg/mod.py", "pkg/other.py")
-    sections = diff.file_sections(two)
-    assert list(sections) == ["pkg/mod.py", "pkg/other.py"]
-    assert sections["pkg/mod.py"] == DIFF
-
-
 # ---------------------------------------------------------------- the patched Equinox
 
 

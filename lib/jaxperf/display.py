@@ -1,21 +1,12 @@
 """How a notebook of the study shows its tables: wrapped at the notebook's width.
 
 JupyterLab and GitHub show a table wider than the notebook column in a box that scrolls
-sideways, so a reader sees half of it. Table cells already wrap at spaces (JupyterLab's
-``td { white-space: normal }``); what keeps them wide is a long name without a space
-(``python_compile_ms``, ``step_without_collective_ms``) and too many columns. So, once
-:func:`install` has run in a kernel (``jaxperf.study.start`` calls it):
-
-- a DataFrame is shown with a break opportunity (``<wbr>``) after each ``_`` and ``/`` of
-  its headers and text cells, floats to 4 significant digits, and, when it would still be
-  wider than :data:`WIDTH_PX`, transposed if that fits (a short, wide table) or else split
-  into column groups that each fit, each repeating the row labels;
-- a Markdown table (``display(Markdown(...))``) gets the same break opportunities, code
-  spans split around them (`` `fix_`<wbr>`unroll` ``).
-
-``<wbr>`` survives the HTML sanitizer of JupyterLab (an untrusted notebook) and is not
-copied with the text. Only what is displayed changes: records, summary.md and the
-DataFrames themselves are untouched.
+sideways, so a reader sees half of it. Table cells already wrap at spaces; what keeps them wide
+is a long name without a space (``python_compile_ms``) and too many columns. Once :func:`install`
+has run in a kernel (``jaxperf.study.start`` calls it), DataFrames (:func:`frame_html`) and
+Markdown tables (:func:`wrap_markdown`) get break opportunities (``<wbr>``, which survives
+JupyterLab's sanitizer and is not copied with the text) and are transposed or split to fit.
+Only what is displayed changes: records, summary.md and the DataFrames are untouched.
 """
 
 from __future__ import annotations
@@ -89,17 +80,7 @@ def _groups(names: list[Any], widths: list[int], base: int) -> list[list[Any]]:
     return groups
 
 
-KEY_NAMES = {
-    "T",
-    "unroll",
-    "processes",
-    "process_id",
-    "generation",
-    "target",
-    "repeat",
-    "leaves",
-    "devices",
-}
+KEY_NAMES = {"T", "unroll", "processes", "process_id", "generation", "target", "repeat", "leaves", "devices"}
 #: at most this many leading columns name a row (repeated in every group of a split table)
 MAX_LABELS = 4
 

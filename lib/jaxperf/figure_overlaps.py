@@ -1,25 +1,13 @@
 """What covers what in a drawn figure, measured where a reader sees it: in display pixels.
 
-:func:`jaxperf.figure_rules.problems` calls :func:`text_problems` and :func:`line_problems`
-here for four checks that need the figure's geometry as drawn rather than its settings:
-
-- **text off the canvas**: a text (title, axis or tick label, legend entry, annotation,
-  footer) whose drawn box reaches more than a pixel past the canvas edge;
-- **text over text**: two drawn texts whose boxes overlap, the box of a rotated text being
-  its rotated rectangle (so two 45-degree tick labels are judged by their slanted outlines,
-  not by the upright boxes around them, which touch long before the letters do);
-- **a hidden line**: a data line of which less than :data:`MIN_VISIBLE` of its drawn pixels
-  (stroke and markers at their drawn widths) show once every line drawn after it is drawn;
-- **an annotation over the data**: a text placed in a panel (``ax.text``, ``ax.annotate``,
-  a reference line's label) whose box holds pixels of a data line, its markers or scatter
-  points.
-
-The two pixel checks draw each of a panel's lines (and scatter points) again, alone, on a
-private Agg renderer at the figure's dpi: the pixels it covers, at its drawn width, dashes
-and markers included. A pixel shows the last line drawn there (zorder, then the order they
-were added, as matplotlib draws them). A line with ``alpha`` at or below 0.5 hides nothing;
-any other counts as opaque. IQR bands (filled areas) and bars neither are data that can be
-hidden nor cover lines: a reader sees a line through a translucent band.
+:func:`jaxperf.figure_rules.problems` calls :func:`text_problems` (a text more than a pixel past
+the canvas edge; two texts whose boxes overlap, a rotated text judged by its rotated rectangle,
+not the upright box around it) and :func:`line_problems` (a data line of which less than
+:data:`MIN_VISIBLE` of its drawn pixels show; a text placed in a panel over a data line, its
+markers or scatter points). The pixel checks draw each of a panel's lines and scatter points
+again, alone, on a private Agg renderer at the figure's dpi (dashes and markers included); a
+pixel shows the last line drawn there (zorder, then insertion). A line with ``alpha`` at or
+below 0.5 hides nothing; IQR bands and bars are neither hidden nor hide lines.
 """
 
 from __future__ import annotations
@@ -50,15 +38,9 @@ def text_corners(text: matplotlib.text.Text, renderer: Any) -> np.ndarray:
     the rotated rectangle; the rectangle's own size is the text's extent unrotated."""
     upright = matplotlib.text.Text.get_window_extent(text, renderer)  # an Annotation's arrow left out
     angle = float(text.get_rotation()) % 180
+    x0, y0, x1, y1 = upright.x0, upright.y0, upright.x1, upright.y1
     if min(angle % 90, 90 - angle % 90) < 1e-6:
-        return np.array(
-            [
-                [upright.x0, upright.y0],
-                [upright.x1, upright.y0],
-                [upright.x1, upright.y1],
-                [upright.x0, upright.y1],
-            ]
-        )
+        return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
     rotation = text.get_rotation()
     text.set_rotation(0)
     try:
@@ -68,7 +50,7 @@ def text_corners(text: matplotlib.text.Text, renderer: Any) -> np.ndarray:
     half = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * [flat.width / 2, flat.height / 2]
     theta = np.deg2rad(angle)
     turn = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
-    return half @ turn.T + [(upright.x0 + upright.x1) / 2, (upright.y0 + upright.y1) / 2]
+    return half @ turn.T + [(x0 + x1) / 2, (y0 + y1) / 2]
 
 
 def corners_overlap(a: np.ndarray, b: np.ndarray, margin: float = 1.0) -> bool:

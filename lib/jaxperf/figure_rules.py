@@ -223,11 +223,8 @@ def stacked(
 ) -> tuple[matplotlib.figure.Figure, list[matplotlib.axes.Axes]]:
     """``n`` panels stacked in rows over one x axis (a notebook column reads down, not across),
     sharing the y scale unless ``sharey=False``: ``(fig, axes)``."""
-    import matplotlib.pyplot as plt
-
-    n = max(n, 1)
-    fig, axes = plt.subplots(n, 1, figsize=(width, 1.2 + row_height * n), sharex=True, sharey=sharey)
-    return fig, list(axes) if n > 1 else [axes]
+    fig, rows = grid(max(n, 1), 1, width=width, row_height=row_height, sharey=sharey)
+    return fig, [row[0] for row in rows]
 
 
 def grid(
@@ -242,12 +239,12 @@ def grid(
     return fig, [list(row) for row in axes]
 
 
-def title(fig: matplotlib.figure.Figure, text: str, width: int = 0) -> None:
+def title(fig: matplotlib.figure.Figure, text: str) -> None:
     """The figure's claim as its title, wrapped to the figure's width."""
     import textwrap
 
     size = pt(fig, 10.0)
-    chars = width or int(fig.get_size_inches()[0] * 72 / (size * 0.55))
+    chars = int(fig.get_size_inches()[0] * 72 / (size * 0.55))
     fig.suptitle("\n".join(textwrap.wrap(text, chars)), fontsize=size)
 
 
@@ -262,20 +259,18 @@ def panel_title(ax: matplotlib.axes.Axes, text: str) -> None:
     ax.set_title("\n".join(textwrap.wrap(text, chars)), fontsize=size, loc="left")
 
 
-def label_end(ax: matplotlib.axes.Axes, xs: Any, ys: Any, text: str, color: Any, below: bool = False) -> None:
-    """``text`` on the plot at a line's last point (the reporter's numbers, a seed's line), so
-    a reader needs no legend to know it; left of the point, above it (``below``: under it)."""
+def label_end(ax: matplotlib.axes.Axes, xs: Any, ys: Any, text: str, color: Any) -> None:
+    """``text`` on the plot above and left of a line's last point (the reporter's numbers, a
+    seed's line), so a reader needs no legend to know it."""
     pairs = [(float(x), float(y)) for x, y in zip(xs, ys) if y == y]
-    if not pairs:
-        return
-    x, y = pairs[-1]
-    ax.annotate(
-        text,
-        xy=(x, y),
-        xytext=(-6, -6 if below else 5),
-        textcoords="offset points",
-        ha="right",
-        va="top" if below else "bottom",
-        fontsize=pt(ax.figure),
-        color=color,
-    )
+    if pairs:
+        ax.annotate(
+            text,
+            pairs[-1],
+            (-6, 5),
+            textcoords="offset points",
+            ha="right",
+            va="bottom",
+            fontsize=pt(ax.figure),
+            color=color,
+        )

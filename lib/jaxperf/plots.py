@@ -1,14 +1,8 @@
-"""Figures: seaborn, median line with an interquartile band, log axes where a
-sweep spans decades, a footer naming backend, device and versions; each figure
-saved as PNG + SVG with a CSV of the same name holding the plotted data.
-
-This module never chooses matplotlib's backend: a notebook kernel draws with
-the inline backend (forcing Agg here would make every figure vanish from the
+"""Figures: seaborn, median line with an interquartile band, log axes where a sweep spans
+decades, a footer naming backend, device and versions; each figure saved as PNG + SVG with a
+CSV of the same name holding the plotted data. This module never chooses matplotlib's backend:
+a notebook kernel draws inline (forcing Agg here would make every figure vanish from the
 notebooks), and a headless script gets Agg by default (or ``MPLBACKEND``).
-
-A plotting function is marked with :func:`draws`, which tags every figure it
-returns with the function's own name, so ``Study.figure`` can record who drew
-a figure without anyone retyping it.
 """
 
 from __future__ import annotations
@@ -41,7 +35,7 @@ from .palette import UNROLL_STYLES as UNROLL_STYLES
 from .palette import color as color
 from .palette import colors_for as colors_for
 from .palette import unroll_style as unroll_style
-from .records import _atomic_write
+from .records import atomic_write
 
 sns.set_theme(context="notebook", style="whitegrid")
 
@@ -124,14 +118,9 @@ def median_iqr_lines(
 _FOOTER_CHARS_PER_INCH = 17
 
 
-def footer_pt(fig: matplotlib.figure.Figure) -> float:
-    """The footer's font size: 8 pt once a notebook has scaled ``fig`` to its width."""
-    return _rules.pt(fig)
-
-
 def footer_lines(fig: matplotlib.figure.Figure, text: str) -> list[str]:
     """``text`` wrapped to the figure's width, so that no footer line runs off the canvas."""
-    width = max(int(fig.get_size_inches()[0] * _FOOTER_CHARS_PER_INCH * 7 / footer_pt(fig)), 40)
+    width = max(int(fig.get_size_inches()[0] * _FOOTER_CHARS_PER_INCH * 7 / _rules.pt(fig)), 40)
     lines: list[str] = []
     for line in text.splitlines():
         lines += textwrap.wrap(line, width=width, break_on_hyphens=False) or [""]
@@ -142,7 +131,7 @@ def add_footer(fig: matplotlib.figure.Figure, prov: dict[str, Any], extra: str =
     """The provenance footer (backend, device, versions, commit, plus ``extra``) inside the
     canvas, wrapped to its width; returns its number of lines."""
     lines = footer_lines(fig, _prov.footer(prov) + (f"\n{extra}" if extra else ""))
-    fig.text(0.01, 0.005, "\n".join(lines), fontsize=footer_pt(fig), color="0.35", ha="left", va="bottom")
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=_rules.pt(fig), color="0.35", ha="left", va="bottom")
     return len(lines)
 
 
@@ -233,7 +222,7 @@ def save(
     # Room at the bottom for the footer, at the top for a figure-level legend (tight_layout
     # ignores both).
     height = fig.get_size_inches()[1]
-    bottom = (0.12 + n_lines * footer_pt(fig) * 1.25 / 72) / height
+    bottom = (0.12 + n_lines * _rules.pt(fig) * 1.25 / 72) / height
     fig.tight_layout(rect=(0, bottom, 1, 1 - 0.8 / height if fig.legends else 1))
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
@@ -245,7 +234,7 @@ def save(
             fig.savefig(tmp, dpi=_rules.DPI, format=ext, metadata=_METADATA[ext])
         tmp.replace(path)
         images[ext] = path
-    csv = _atomic_write(figures_dir / f"{name}.csv", data.to_csv(index=False).encode())
+    csv = atomic_write(figures_dir / f"{name}.csv", data.to_csv(index=False).encode())
     return SavedFigure(name=name, png=images["png"], svg=images["svg"], csv=csv, drawn_by=author)
 
 

@@ -18,22 +18,9 @@ from . import backend
 from .backend import BackendInfo
 from .paths import PROJECT_ROOT
 
-PACKAGES = (
-    "jax",
-    "jaxlib",
-    "equinox",
-    "flax",
-    "optax",
-    "numpy",
-    "pandas",
-    "matplotlib",
-    "seaborn",
-    "papermill",
-    "jupyterlab",
-    "ipykernel",
-    "triton",
-    "jax-cuda13-plugin",
-    "libtpu",
+PACKAGES = tuple(
+    "jax jaxlib equinox flax optax numpy pandas matplotlib seaborn papermill jupyterlab ipykernel triton "
+    "jax-cuda13-plugin libtpu".split()
 )
 
 

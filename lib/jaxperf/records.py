@@ -73,9 +73,6 @@ def atomic_write(path: Path, data: bytes) -> Path:
     return path
 
 
-_atomic_write = atomic_write  # the name plots.py imports
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}

@@ -87,6 +87,16 @@ class StudySettings:
         return pd.DataFrame(rows, columns=["parameter", "full", "quick"])
 
 
+def check_fraction(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise bad_value(name, value, "a fraction in (0, 1), e.g. 0.05")
+
+
+def check_seconds(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise bad_value(name, value, "a number of seconds > 0")
+
+
 def _default(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default

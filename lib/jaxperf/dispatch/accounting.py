@@ -55,22 +55,29 @@ def measure(spec: ModelSpec, rounds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows.assign(model=spec.name, leaves=leaves), profile.assign(model=spec.name, leaves=leaves)
 
 
-def per_round(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per round: each part, the sum of parts, the gap and the unexplained rest (CPU ms)."""
-    staged = rows[rows["call"] == stages.CALLS[0]].pivot_table(
-        index="round", columns="stage", values="cpu_ms"
-    )
+def per_round(
+    rows: pd.DataFrame,
+    parts: dict[str, tuple[str, ...]] | None = None,
+    calls: tuple[str, ...] = stages.CALLS,
+    inner: str = INNER,
+) -> pd.DataFrame:
+    """One row per round: each part (``parts``: part -> the stages of the staged call
+    ``calls[0]`` it sums; default :data:`PARTS`), the sum of parts, the gap (the ordinary call
+    ``calls[1]`` less ``calls[2]``, which the ``inner`` part is also set against), the
+    unexplained rest and both calls (CPU ms)."""
+    parts = parts or {part: names for part, (names, _) in PARTS.items()}
+    staged = rows[rows["call"] == calls[0]].pivot_table(index="round", columns="stage", values="cpu_ms")
     whole = rows[rows["stage"] == "whole call"].pivot_table(index="round", columns="call", values="cpu_ms")
-    params = whole[stages.CALLS[2]]
+    base = whole[calls[2]]
     out = pd.DataFrame(index=staged.index)
-    for part, (names, _) in PARTS.items():
+    for part, names in parts.items():
         out[part] = staged[list(names)].sum(axis=1)
-    out[INNER] -= params
-    out["sum of parts"] = out[list(PARTS)].sum(axis=1)
-    out["gap"] = whole[stages.CALLS[1]] - params
+    out[inner] -= base
+    out["sum of parts"] = out[list(parts)].sum(axis=1)
+    out["gap"] = whole[calls[1]] - base
     out["unexplained"] = out["gap"] - out["sum of parts"]
-    out["filter_pmap call"] = whole[stages.CALLS[1]]
-    out["jax.pmap on params call"] = params
+    out[f"{calls[1]} call"] = whole[calls[1]]
+    out[f"{calls[2]} call"] = base
     return out.reset_index()
 
 

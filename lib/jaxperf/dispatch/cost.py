@@ -1,14 +1,9 @@
 """The per-call cost sweep of notebook 01: :func:`jaxperf.diagnose` on the study's models.
 
-Each cell is one (step, model, donation, family): the seed's step wrapped as a reader
-would wrap it, ``eqx.filter_pmap`` over every device (family ``pmap``, the seed's) or
-``eqx.filter_jit`` on one device (family ``jit``, where Equinox sends users today), with
-its model and Adam state, and the diagnosis engine does the rest: it derives every
-cheaper path (the partitioned ``jax.pmap``/``jax.jit``, Equinox's own low-overhead recipe,
-jaxperf's drop-in, the packed path, and any extra path such as a patched Equinox), proves each returns the same outputs and
-next state, and times them interleaved in the seed's loop (state passed along). The same
-engine a reader runs on their own step, so the study's numbers and a reader's diagnosis
-are the same measurement.
+Each cell is the seed's step wrapped as a reader would wrap it (``eqx.filter_pmap`` over every
+device, family ``pmap``, or ``eqx.filter_jit`` on one, family ``jit``); the diagnosis engine
+derives every cheaper path, proves each returns the same outputs and next state, and times them
+interleaved in the seed's loop: the study's numbers and a reader's diagnosis are one measurement.
 """
 
 from __future__ import annotations
@@ -60,7 +55,6 @@ class Cell:
         else:
             x = self.spec.batch(1)
             model, x, opt_state = put((model, x, opt_state), devices[0])
-            args = (model, x, opt_state)
             # the batch is the second argument; "all" would donate it too, so the seed's
             # loop (which reuses no batch) is mirrored by donating model and state only
             wrapped = eqx.filter_jit(

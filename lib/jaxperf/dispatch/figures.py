@@ -1,11 +1,5 @@
-"""Notebook 01's figures: one claim each, drawn from the sweep's rounds and the accounting.
-
-- :func:`plot_per_leaf`: extra host CPU per call over the partitioned path vs array leaves;
-- :func:`plot_seed_implied`: what that cost implies for the seed's 25 it/s TPU loop (a model);
-- :func:`plot_accounting`: where one ``eqx.filter_pmap`` call's extra host CPU goes;
-- :func:`plot_ranges`: the fix's and the packed path's it/s ratio to the baseline, every cell;
-- :func:`plot_analogue`: ``filter_pmap`` / ``jax.pmap`` it/s on 8 CPU devices (an analogue).
-"""
+"""Notebook 01's figures (and notebook 11's per-leaf one): one claim each, drawn from the
+sweep's rounds and the accounting."""
 
 from __future__ import annotations
 
@@ -41,13 +35,6 @@ def _family(method: str) -> str:
 
 def _label(method: str) -> str:
     return LABELS.get(method, method)
-
-
-def _color(method: str) -> Any:
-    try:
-        return plots.color(method)
-    except ValueError:
-        return "0.5"
 
 
 def _leaves_axis(ax: Any, leaves: Any) -> None:
@@ -97,12 +84,11 @@ def plot_per_leaf(
                 continue
             stats = rounds.groupby("leaves")["excess_ms"].quantile([0.25, 0.5, 0.75]).unstack()
             stats.columns = ["q25", "median", "q75"]
-            color = _color(method)
+            color = plots.color(method)
             name = (labels or {}).get(method, _label(method))
             ax.plot(stats.index, stats["median"], marker="o", ms=4, color=color, label=name)
             ax.fill_between(stats.index, stats["q25"], stats["q75"], color=color, alpha=0.2, lw=0)
-            if method in lines and not own:  # a line a + b * leaves is no straight line on log axes
-                # a line in leaves is a curve on the log leaves axis: drawn through many points
+            if method in lines and not own:  # a + b * leaves: a curve on the log axis, many points
                 grid = np.geomspace(float(stats.index.min()), float(stats.index.max()), 64)
                 line = lines[method]
                 ax.plot(grid, line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * grid, ls="--", lw=1, color=color)
@@ -137,30 +123,11 @@ def plot_seed_implied(implied: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     """The seed's 25 it/s loop with this machine's extra host CPU per call added: the implied
     it/s between its host-bound and device-bound bounds, the seed's 25 and 8 it/s marked."""
     fig, ax = plt.subplots(figsize=(6.5, 4.0))
-    x = implied["leaves"]
-    ax.fill_between(
-        x,
-        implied["it_per_s_if_host_bound"],
-        implied["it_per_s_if_device_bound"],
-        color="#d62728",
-        alpha=0.25,
-        lw=0,
-    )
-    ax.plot(
-        x,
-        implied["it_per_s_if_host_bound"],
-        color="#d62728",
-        marker="o",
-        ms=3,
-        label="if the 40 ms were host time",
-    )
-    ax.plot(
-        x,
-        implied["it_per_s_if_device_bound"],
-        color="#d62728",
-        ls="--",
-        label="if the 40 ms were device time",
-    )
+    x, red = implied["leaves"], "#d62728"
+    host, device = implied["it_per_s_if_host_bound"], implied["it_per_s_if_device_bound"]
+    ax.fill_between(x, host, device, color=red, alpha=0.25, lw=0)
+    ax.plot(x, host, color=red, marker="o", ms=3, label="if the 40 ms were host time")
+    ax.plot(x, device, color=red, ls="--", label="if the 40 ms were device time")
     for value, text in (
         (per_leaf.SEED_FAST_IT_PER_S, "seed: jax.pmap, 25 it/s"),
         (per_leaf.SEED_SLOW_IT_PER_S, "seed: eqx.filter_pmap, 8 it/s"),
@@ -237,7 +204,14 @@ def plot_ranges(
             )
             err = [sub["median"] - sub["lo"], sub["hi"] - sub["median"]]
             ax.errorbar(
-                sub["median"], y, xerr=err, fmt="o", ms=3, lw=1, color=_color(method), label=_label(method)
+                sub["median"],
+                y,
+                xerr=err,
+                fmt="o",
+                ms=3,
+                lw=1,
+                color=plots.color(method),
+                label=_label(method),
             )
         ax.axvline(1, color="0.5", lw=0.8)
         if part["hi"].max() / max(part["lo"].min(), 1e-9) > 5:
@@ -281,7 +255,7 @@ def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
             ls=style,
             marker="o",
             ms=3,
-            color=_color("filter_pmap"),
+            color=plots.color("filter_pmap"),
             label=MEASURES[measure],
         )
     seed = per_leaf.SEED_SLOW_IT_PER_S / per_leaf.SEED_FAST_IT_PER_S

@@ -1,20 +1,14 @@
 """The dispatch methods: eight ways to run one step over ``n`` devices (or on one), each
-with and without donated model and optimiser state.
+with and without donated model and optimiser state, built as runners for
+``tools/bench_dropins.py``.
 
-Each builder turns a step ``step(model, x, opt_state) -> (loss, model,
-opt_state)`` into a :class:`~jaxperf.dispatch.runners.Runner`: a zero-argument
-``call()`` that runs one step on fixed inputs, and a ``canonical`` function that maps its raw output
-to (loss, params, opt_state) on the host, so that every method can be proved to
-compute the same thing before it is timed.
-
-A donated runner threads its state: each call's model and optimiser state
-are the previous call's outputs (the donated inputs no longer exist), as in a
-training loop. The batch is never donated on purpose; methods that donate
-every array (``eqx.filter_pmap(donate="all")``) offer it too, and XLA leaves it
-alone because no output can reuse its buffer.
-
-A method is one entry of ``_TABLE`` (its label and its builder); :data:`METHODS`
-(id -> label) comes from :mod:`.vocab` (standard library only, for the settings check).
+Each builder turns a step ``step(model, x, opt_state) -> (loss, model, opt_state)`` into a
+:class:`~jaxperf.dispatch.runners.Runner`. A donated runner threads its state: each call's
+model and optimiser state are the previous call's outputs (the donated inputs no longer
+exist), as in a training loop. The batch is never donated on purpose; methods that donate
+every array (``eqx.filter_pmap(donate="all")``) offer it too, and XLA leaves it alone because
+no output can reuse its buffer. :data:`METHODS` (id -> label) comes from :mod:`.vocab`
+(standard library only, for the settings check).
 """
 
 from __future__ import annotations
@@ -29,30 +23,15 @@ import jax.numpy as jnp
 from ..errors import bad_value, check_choice, check_int
 from ..fixes import _packed as packed
 from ..fixes import cached_filter_jit, cached_filter_pmap
-from .runners import Inputs, Runner, canonical_form, on_params, put, variant_name
+from .runners import Inputs, Runner, on_params, put
 from .steps import AXIS, batch_first, get_step
-from .vocab import BASELINE, FAST_PATHS, FIX, METHODS, SLOW
-
-__all__ = [
-    "BASELINE",
-    "FAST_PATHS",
-    "FIX",
-    "METHODS",
-    "SLOW",
-    "Runner",
-    "build_runner",
-    "on_params",
-    "variant_name",
-]
-
-
-# ---------------------------------------------------------------- the builders
+from .vocab import BASELINE, FIX, METHODS, SLOW
 
 
 def _filter_pmap(inputs: Inputs, wrap: Callable = eqx.filter_pmap, method: str = SLOW) -> Runner:
     model, x, opt = inputs.mapped()
     fn = wrap(get_step(inputs.step, AXIS), axis_name=AXIS, donate="all" if inputs.donate else "none")
-    return inputs.runner(method, fn, (model, x, opt), canonical_form(True))
+    return inputs.runner(method, fn, (model, x, opt))
 
 
 def _cached_filter_pmap(inputs: Inputs) -> Runner:
@@ -68,7 +47,7 @@ def _pmap_params(inputs: Inputs) -> Runner:
         devices=inputs.devices,
         donate_argnums=inputs.donate_argnums(0, 2),
     )
-    return inputs.runner(BASELINE, fn, (params, x, opt), canonical_form(True, static))
+    return inputs.runner(BASELINE, fn, (params, x, opt))
 
 
 def _jit_single_device(inputs: Inputs) -> Runner:
@@ -76,7 +55,7 @@ def _jit_single_device(inputs: Inputs) -> Runner:
     args = jax.device_put((params, inputs.x, inputs.opt_state), inputs.devices[0])
     step = on_params(get_step(inputs.step, None), static)
     fn = jax.jit(step, donate_argnums=inputs.donate_argnums(0, 2))
-    return inputs.runner("jit_single_device", fn, args, canonical_form(False, static))
+    return inputs.runner("jit_single_device", fn, args)
 
 
 def _filter_jit(inputs: Inputs, wrap: Callable = eqx.filter_jit, method: str = "filter_jit") -> Runner:
@@ -86,7 +65,7 @@ def _filter_jit(inputs: Inputs, wrap: Callable = eqx.filter_jit, method: str = "
         batch_first(get_step(inputs.step, None)), donate="all-except-first" if inputs.donate else "none"
     )
     args = put((inputs.x, inputs.model, inputs.opt_state), inputs.devices[0])
-    return inputs.runner(method, fn, args, canonical_form(False), at=(1, 2))
+    return inputs.runner(method, fn, args, at=(1, 2))
 
 
 def _packed(inputs: Inputs, mapped: bool) -> Runner:
@@ -101,25 +80,16 @@ def _packed(inputs: Inputs, mapped: bool) -> Runner:
         state = packed.PackedState.pack(eqx.filter_shard((inputs.model, inputs.opt_state), replicated))
         x = jax.device_put(inputs.x, batch_sharded)
         fn = packed.packed_jit(step, donate=inputs.donate)
-    to_host = canonical_form(mapped)
-
-    def canonical(out: Any) -> tuple[Any, Any, Any]:
-        loss, new_state = out
-        model, opt = new_state.unpack()
-        return to_host((loss, model, opt))
 
     def carry(out: Any, args: tuple) -> tuple:
         return (out[1], *args[1:])
 
     method = "packed_pmap" if mapped else "packed_jit"
-    feed = carry if inputs.donate else None
-    return Runner(method, inputs.donate, fn, (state, x), canonical, feed)
+    return Runner(method, inputs.donate, fn, (state, x), carry if inputs.donate else None)
 
 
-Builder = Callable[[Inputs], Runner]
-
-# One builder per method of vocab.METHODS (whose labels are used in figures and tables).
-_BUILDERS: dict[str, Builder] = {
+# One builder per method of vocab.METHODS, in its order (tests/test_settings_stdlib.py).
+_BUILDERS: dict[str, Callable[[Inputs], Runner]] = {
     "filter_pmap": _filter_pmap,
     "pmap_params": _pmap_params,
     "cached_filter_pmap": _cached_filter_pmap,
@@ -128,12 +98,6 @@ _BUILDERS: dict[str, Builder] = {
     "jit_single_device": _jit_single_device,
     "filter_jit": _filter_jit,
     "cached_filter_jit": lambda inputs: _filter_jit(inputs, cached_filter_jit, "cached_filter_jit"),
-}
-if list(_BUILDERS) != list(METHODS):
-    raise RuntimeError(f"vocab.METHODS {list(METHODS)} and the builders {list(_BUILDERS)} differ")
-# id -> (label used in figures and tables, builder).
-_TABLE: dict[str, tuple[str, Builder]] = {
-    method: (label, _BUILDERS[method]) for method, label in METHODS.items()
 }
 
 
@@ -162,4 +126,4 @@ def build_runner(
         copy = lambda a: jnp.array(a, copy=True) if eqx.is_array(a) else a  # noqa: E731
         model, opt_state = jax.tree.map(copy, (model, opt_state))
     inputs = Inputs(step, model, opt_state, x, jax.devices()[:n_devices], donate)
-    return _TABLE[method][1](inputs)
+    return _BUILDERS[method](inputs)

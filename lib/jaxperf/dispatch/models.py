@@ -143,12 +143,10 @@ class ModelSpec:
 
     def batch(self, n_devices: int, seed: int = 1) -> jax.Array:
         """A global batch, ``n_devices * batch_per_device`` examples."""
-        shape: tuple[int, ...] = (n_devices * self.batch_per_device, self.width)
-        if self.kind == "transformer":
-            shape = (n_devices * self.batch_per_device, self.seq, self.width)
-        if self.kind == "cnn":
-            shape = (n_devices * self.batch_per_device, self.width, 8, 8)
-        return jax.random.normal(jax.random.PRNGKey(seed), shape)
+        example = {"transformer": (self.seq, self.width), "cnn": (self.width, 8, 8)}.get(
+            self.kind, (self.width,)
+        )
+        return jax.random.normal(jax.random.PRNGKey(seed), (n_devices * self.batch_per_device, *example))
 
 
 def count_leaves(*trees: Any) -> int:

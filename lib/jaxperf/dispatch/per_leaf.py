@@ -1,18 +1,9 @@
-"""What notebook 01's sweep says in the quantity that carries over: host CPU per call per leaf.
-
-- :func:`excess`: per round, a path's host CPU minus the baseline's (``jax.pmap`` / ``jax.jit``
-  on the partitioned state) in the same cell and round;
-- :func:`fit_per_process`: ``excess = a + b * leaves`` over the undonated no-op MLP cells, one
-  line per process; cells outside the fit (the transformer, the train step) are set against
-  the median line's prediction;
-- :func:`seed_implied`: what the measured excess implies for the seed's 25 it/s TPU loop, as bounds;
-- :func:`ranges`: a per-pair ratio over every cell (min-max of medians, verdict counts);
-- :func:`host_ratio`: host CPU per call over the baseline's, per cell;
-- :func:`by_kind`: one line per model family (MLP, transformer, CNN);
-- :func:`spread`, :func:`pooled`, :func:`per_process`: a quantity measured once per fresh
-  process (``study.measure(processes=n)``), quoted as the median of the per-process values with
-  the range a rerun's median is expected in; a range that holds the verdict's threshold is not resolved.
-"""
+"""What notebook 01's sweep says in the quantity that carries over: host CPU per call per leaf,
+as a path's excess over the baseline's (``jax.pmap`` / ``jax.jit`` on the partitioned state) in
+the same cell and round, fitted as ``a + b * leaves`` per process. A quantity measured once per
+fresh process (``study.measure(processes=n)``) is quoted as the median of the per-process values
+with the range a rerun's median is expected in; a range that holds the verdict's threshold is
+not resolved."""
 
 from __future__ import annotations
 
@@ -120,15 +111,6 @@ def against_fit(rounds: pd.DataFrame, line: dict[str, Any]) -> pd.DataFrame:
         out["predicted_ms"] <= out["excess_ms_q75"] + slack
     )
     return out
-
-
-def measured(line: dict[str, Any], cells: dict[str, Any]) -> dict[int, float]:
-    """Leaves -> the measured median excess (ms) of ``line``'s cells that match ``cells``."""
-    return {
-        int(c["leaves"]): float(c["excess_ms"])
-        for c in line.get("by_cell", [])
-        if all(c.get(k) == v for k, v in cells.items())
-    }
 
 
 def seed_implied(excess_ms: dict[int, float]) -> pd.DataFrame:

@@ -102,9 +102,7 @@ def waits(timings: pd.DataFrame) -> list[dict[str, Any]]:
     """Runs ahead or waits, per path, on the heavy cell (:func:`jaxperf.runs_ahead.verdicts` on
     every process's rounds); a verdict the processes do not all share reads "unclear"."""
     heavy = fit_rows(timings, HEAVY)
-    heavy = heavy[
-        heavy["model"].str.contains("_width")
-    ]  # the wide model alone: a train step on a small one is light
+    heavy = heavy[heavy["model"].str.contains("_width")]  # the wide model: a small one's train step is light
     if heavy.empty:
         return []
     pooled = runs_ahead.verdicts(per_leaf.pooled(heavy), BASELINE["jit"], key="method")
@@ -116,7 +114,8 @@ def waits(timings: pd.DataFrame) -> list[dict[str, Any]]:
     return pooled.to_dict(orient="records")
 
 
-def _range(timings: pd.DataFrame, method: str, over: str, precision: float) -> dict[str, Any]:
+def ranges_of(timings: pd.DataFrame, method: str, over: str, precision: float) -> dict[str, Any]:
+    """:func:`per_leaf.ranges` of ``method`` over ``over`` in each of :data:`MEASURES`."""
     out = {}
     for measure in MEASURES:
         found = per_leaf.ranges(timings, method, over, measure, precision)
@@ -192,7 +191,7 @@ def headline(
         pairs = [(m, BASELINE[family]) for m in (SLOW[family], RECIPE[family], fix, PACKED[family], patched)]
         for method, base in pairs + [(m, RECIPE[family]) for m in (fix, patched)]:
             if {method, base} <= set(timings["method"]):
-                summary["ranges"][f"{method}/{base}"] = _range(timings, method, base, precision)
+                summary["ranges"][f"{method}/{base}"] = ranges_of(timings, method, base, precision)
     summary["patch_suite"] = _patch_suite()
     summary["goals"] = goals(summary, quick, timings)
     return summary

@@ -1,10 +1,6 @@
-"""What every dispatch method is built into: a :class:`Runner`, and the placement and
-canonical forms its builders share (:mod:`jaxperf.dispatch.methods` holds the builders).
-
-A runner runs one step on fixed inputs (``call()``, what ``tools/bench_dropins.py`` times)
-and maps its raw output to (loss, params, opt_state) on the host (``canonical``), so that
-every method can be proved to compute the same thing before it is timed.
-"""
+"""What every dispatch method is built into: a :class:`Runner` that runs one step on fixed
+inputs (``call()``, what ``tools/bench_dropins.py`` times), and the placement its builders
+share (:mod:`jaxperf.dispatch.methods` holds the builders)."""
 
 from __future__ import annotations
 
@@ -21,21 +17,18 @@ from jax.sharding import PartitionSpec as P
 
 from .steps import AXIS
 
-Canonical = Callable[[Any], tuple[Any, Any, Any]]
 Carry = Callable[[Any, tuple], tuple]
 
 
 @dataclass
 class Runner:
     """A method ready to time. ``call()`` runs ``fn(*args)``, one step; a donated runner
-    then feeds the step's outputs back as its next inputs (``feed``). ``canonical`` maps an
-    output to (loss, params, opt_state) on the host."""
+    then feeds the step's outputs back as its next inputs (``feed``)."""
 
     method: str
     donated: bool
     fn: Callable[..., Any]
     args: tuple
-    canonical: Canonical
     feed: Carry | None = field(default=None, repr=False)
 
     def call(self) -> Any:
@@ -43,14 +36,6 @@ class Runner:
         if self.feed is not None:
             self.args = self.feed(out, self.args)
         return out
-
-
-def variant_name(method: str, donated: bool) -> str:
-    """The name a (method, donated) pair is timed under: one column, no renames."""
-    return f"{method}+donate" if donated else method
-
-
-# ---------------------------------------------------------------- placement and canonical forms
 
 
 def _stack(tree: Any, n: int) -> Any:
@@ -67,26 +52,6 @@ def put(tree: Any, sharding: Any) -> Any:
     """``jax.device_put`` of the arrays of ``tree`` (a Module's functions and static fields pass through)."""
     dynamic, static = eqx.partition(tree, eqx.is_array)
     return eqx.combine(jax.device_put(dynamic, sharding), static)
-
-
-def _host(tree: Any) -> Any:
-    return jax.tree.map(np.asarray, tree)
-
-
-def _first(tree: Any) -> Any:
-    return jax.tree.map(lambda a: np.asarray(a)[0], tree)
-
-
-def canonical_form(mapped: bool, static: Any = None) -> Canonical:
-    """(loss, model or params, opt) -> host (loss, params, opt): the first replica when mapped."""
-    pick = _first if mapped else _host
-
-    def canonical(out: Any) -> tuple[Any, Any, Any]:
-        loss, model, opt = out
-        model = model if static is None else eqx.combine(model, static)
-        return np.asarray(loss).reshape(-1)[0], pick(eqx.filter(model, eqx.is_array)), pick(opt)
-
-    return canonical
 
 
 def carry_state(model_at: int, opt_at: int) -> Carry:
@@ -144,12 +109,5 @@ class Inputs:
         mesh = Mesh(np.array(self.devices), (AXIS,))
         return NamedSharding(mesh, P()), NamedSharding(mesh, P(AXIS))
 
-    def runner(
-        self,
-        method: str,
-        fn: Callable,
-        args: tuple,
-        canonical: Canonical,
-        at: tuple[int, int] = (0, 2),
-    ) -> Runner:
-        return Runner(method, self.donate, fn, args, canonical, carry_state(*at) if self.donate else None)
+    def runner(self, method: str, fn: Callable, args: tuple, at: tuple[int, int] = (0, 2)) -> Runner:
+        return Runner(method, self.donate, fn, args, carry_state(*at) if self.donate else None)

@@ -7,21 +7,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import bad_value, check_int, check_ints
-from ..settings import StudySettings
+from ..settings import StudySettings, check_fraction, check_seconds
 
 if TYPE_CHECKING:
     from .cost import Cell
     from .models import ModelSpec
-
-
-def _check_fraction(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise bad_value(name, value, "a fraction in (0, 1), e.g. 0.05")
-
-
-def _check_seconds(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise bad_value(name, value, "a number of seconds > 0")
 
 
 @dataclass(frozen=True)
@@ -75,14 +65,11 @@ class DispatchSettings(StudySettings):
             raise bad_value(
                 "mlp_depths", self.mlp_depths, "at least two depths (a cost per leaf needs two sizes)"
             )
-        for name in ("transformer_layers", "cnn_layers"):
+        for name in ("transformer_layers", "cnn_layers", "train_depths", "donated_depths"):
             if getattr(self, name):
                 check_ints(name, getattr(self, name))
-        for name in ("train_depths", "donated_depths"):
-            if getattr(self, name):
-                check_ints(name, getattr(self, name))
-        _check_fraction("precision", self.precision)
-        _check_seconds("seconds_per_cell", self.seconds_per_cell)
+        check_fraction("precision", self.precision)
+        check_seconds("seconds_per_cell", self.seconds_per_cell)
         check_int("min_rounds", self.min_rounds, minimum=2)
         check_ints("accounting_depths", self.accounting_depths)
         check_int("accounting_rounds", self.accounting_rounds, minimum=3)

@@ -55,11 +55,8 @@ def staged_call(fn: Any, args: tuple, h: dict[str, Any]) -> tuple[list[float], l
     makes it (``h``: its private helpers), blocking only at the end as an ordinary call waits,
     then dropping its outputs as a timed ordinary call does: (wall seconds per stage,
     thread-CPU seconds per stage) in :data:`STAGES` order."""
-    marks = [(time.perf_counter(), time.thread_time())]
-
-    def mark() -> None:
-        marks.append((time.perf_counter(), time.thread_time()))
-
+    marks = [now()]
+    mark = lambda: marks.append(now())  # noqa: E731
     dummy = h["_common_preprocess"](fn._axis_size, {})
     in_axes = (None, h["_resolve_axes"](args, h["_named_in_axes"](fn._fun, fn._in_axes, args)), 0, None)
     mark()
@@ -79,44 +76,59 @@ def staged_call(fn: Any, args: tuple, h: dict[str, Any]) -> tuple[list[float], l
     mark()
     del out, dynamic, struct  # the last references to the call's arrays and their structure
     mark()
-    wall = [b[0] - a[0] for a, b in zip(marks, marks[1:])]
-    cpu = [b[1] - a[1] for a, b in zip(marks, marks[1:])]
-    return wall, cpu
+    return durations(marks)
 
 
-def _whole(call: Any) -> tuple[list[float], list[float]]:
+def now() -> tuple[float, float]:
+    """(wall, dispatching thread's CPU) seconds: one clock read of a staged call."""
+    return time.perf_counter(), time.thread_time()
+
+
+def durations(marks: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """(wall seconds, thread-CPU seconds) between consecutive clock reads of :func:`now`."""
+    return [b[0] - a[0] for a, b in zip(marks, marks[1:])], [b[1] - a[1] for a, b in zip(marks, marks[1:])]
+
+
+def whole(call: Callable[[], Any]) -> tuple[list[float], list[float]]:
     """One ordinary blocked call, its outputs dropped inside the clock (``free the outputs``)."""
-    wall0, cpu0 = time.perf_counter(), time.thread_time()
+    start = now()
     timing.block(call())
-    return [time.perf_counter() - wall0], [time.thread_time() - cpu0]
+    return durations([start, now()])
 
 
-def call_breakdown(fn: Any, args: tuple, reference: Any, calls: int = 30) -> pd.DataFrame:
-    """Rounds of three blocked calls, interleaved (order rotated per round): ``fn(*args)``
-    made stage by stage, the same call made normally, and ``reference()`` (the step under
-    jax.pmap on params). One row per (round, call, stage) with ``wall_ms`` and ``cpu_ms``
-    (the dispatching thread); whole calls have the stage ``"whole call"``. Warm-up excluded."""
+Run = Callable[[], tuple[list[float], list[float]]]
+
+
+def interleaved(runs: dict[str, Run], stages: tuple[str, ...], calls: int) -> pd.DataFrame:
+    """``calls`` rounds of every run of ``runs`` (the first made stage by stage into ``stages``,
+    the others whole calls), the order rotated per round, after :data:`WARMUP_CALLS` warm-up
+    rounds: one row per (round, call, stage) with ``wall_ms`` and ``cpu_ms`` (the dispatching
+    thread); whole calls have the stage ``"whole call"``."""
     check_int("calls", calls, minimum=1)
-    h = private_api.equinox_pmap_stage_helpers()
-    runs = {
-        CALLS[0]: lambda: staged_call(fn, args, h),
-        CALLS[1]: lambda: _whole(lambda: fn(*args)),
-        CALLS[2]: lambda: _whole(reference),
-    }
     for _ in range(WARMUP_CALLS):
         for run in runs.values():
             run()
-    rows = []
+    names, rows = list(runs), []
     for call in range(calls):
-        order = list(CALLS[call % 3 :] + CALLS[: call % 3])
-        for name in order:
+        for name in names[call % len(names) :] + names[: call % len(names)]:
             wall, cpu = runs[name]()
-            names = STAGES if name == CALLS[0] else ("whole call",)
-            for stage, w, c in zip(names, wall, cpu):
+            for stage, w, c in zip(stages if name == names[0] else ("whole call",), wall, cpu):
                 rows.append(
                     {"round": call, "call": name, "stage": stage, "wall_ms": 1e3 * w, "cpu_ms": 1e3 * c}
                 )
     return pd.DataFrame(rows)
+
+
+def call_breakdown(fn: Any, args: tuple, reference: Any, calls: int = 30) -> pd.DataFrame:
+    """:func:`interleaved` rounds of :data:`CALLS`: ``fn(*args)`` made stage by stage, the same
+    call made normally, and ``reference()`` (the step under jax.pmap on params)."""
+    h = private_api.equinox_pmap_stage_helpers()
+    runs = {
+        CALLS[0]: lambda: staged_call(fn, args, h),
+        CALLS[1]: lambda: whole(lambda: fn(*args)),
+        CALLS[2]: lambda: whole(reference),
+    }
+    return interleaved(runs, STAGES, calls)
 
 
 def _where(filename: str) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 BASELINE = "pmap_params"
 SLOW = "filter_pmap"
 FIX = "cached_filter_pmap"
-FAST_PATHS = ("packed_pmap", "packed_jit")
 
 #: method id -> label used in figures and tables (each has its builder in :mod:`.methods`)
 METHODS: dict[str, str] = {

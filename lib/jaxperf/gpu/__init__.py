@@ -1,10 +1,6 @@
 """The study on a lent GPU (issue 15): a prepared device run that fits one call.
 
-``tools/device/run_gpu.sh`` runs each part of :data:`~jaxperf.gpu.settings.PARTS`
-as its own process (``python -m jaxperf.gpu.run PART``) under its own time
-limit, then :mod:`jaxperf.gpu.report`, then packs ``results/gpu`` and
-``figures/gpu`` for the trip back. Modules: :mod:`.settings` (sizes and
-budgets, the dry-run preset), :mod:`.env` (versions vs pins, budgets, figure
-saving without IPython), :mod:`.loop_parts` (parts a and b: jax#20909),
-:mod:`.other_parts` (c: the compile; d: dispatch), :mod:`.report`, :mod:`.run`.
+``tools/device/run_gpu.sh`` runs each part of :data:`~jaxperf.gpu.settings.PARTS` as its own
+process (``python -m jaxperf.gpu.run PART``) under its own time limit, then
+:mod:`jaxperf.gpu.report`, then packs ``results/gpu`` and ``figures/gpu`` for the trip back.
 """

@@ -1,11 +1,6 @@
-"""What ran on the device machine, and the helpers every part shares.
-
-:func:`versions_report` names the versions that ran beside the project's pins
-(the GPU machine brings its own JAX, 0.11.2, where jaxperf pins 0.12.0.1);
-:class:`Budget` lets a part stop starting new points before its time is up;
-:func:`save_figure` saves a figure through the study frame without displaying
-it (the GPU machine has no IPython).
-"""
+"""What ran on the device machine (:func:`versions_report`: the GPU machine brings its own JAX,
+0.11.2, where jaxperf pins 0.12.0.1), and the helpers every part shares: a budget, points
+measured inside it, figures saved without IPython (the GPU machine has none)."""
 
 from __future__ import annotations
 
@@ -13,6 +8,7 @@ import importlib.metadata as md
 import re
 import time
 import tomllib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +124,38 @@ def predict(last: tuple[int, float] | None, T: int) -> float:
         return 0.0
     prev_T, seconds = last
     return seconds * min(T / prev_T, GROWTH_CAP)
+
+
+def points(
+    study: Any,
+    items: Any,
+    keys_of: Callable[[Any], list[dict[str, Any]]],
+    measure: Callable[[Any], Any],
+    budget: Budget,
+    missing: list[pd.DataFrame],
+    label: Callable[[Any], str],
+    size: Callable[[Any], int] = int,
+    first_s: float = 0.0,
+) -> Iterator[tuple[Any, Any]]:
+    """Yields ``(item, measure(item))`` for each item predicted to fit ``budget`` (:func:`predict`
+    from the last item's ``size`` and seconds; ``first_s`` for the first); the items skipped or
+    failed go to ``missing`` as "not measured" rows (``keys_of(item)``)."""
+    last = None
+    for item in items:
+        predicted = predict(last, size(item)) if last else first_s
+        if not budget.fits(predicted):
+            missing.append(not_measured_rows(keys_of(item), budget.reason(predicted)))
+            continue
+        start = time.perf_counter()
+        try:
+            found = measure(item)
+        except Exception as err:  # noqa: BLE001 -- one point's failure is a result, the part goes on
+            missing.append(not_measured_rows(keys_of(item), failure(err)))
+            continue
+        finally:
+            last = (size(item), time.perf_counter() - start)
+        yield item, found
+        print(f"[{study.name}] {label(item)}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
 
 
 def failure(err: BaseException) -> str:

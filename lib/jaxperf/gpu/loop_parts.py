@@ -1,26 +1,17 @@
-"""Parts a and b of the device run: the jax#20909 loop study on the GPU, through
-:mod:`jaxperf.loops` (its sweep and the reporter's own harness), point by point
-inside the part's budget, the records rewritten after every point.
-
-Part a (:func:`loop_sweep`): every loop form of ``loop_forms`` x ``unrolls`` on
-one kernel, one T at a time (lower, compile, check against float64, time
-interleaved: :func:`jaxperf.jax20909.sweep.measure_group`). Part b
-(:func:`harness`): the reporter's ``heavyweight`` scan, his compile = first
-call - second call and ms per kernel call = second call / N; with his table
-beside it in his format.
-"""
+"""The jax#20909 parts of the device run: the loop study on the GPU, through :mod:`jaxperf.loops`
+(its sweep and the reporter's own harness), point by point inside the part's budget
+(:func:`jaxperf.gpu.env.points`), the records rewritten after every point."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from typing import Any
 
 import pandas as pd
 
 from ..jax20909 import vocab
-from .env import Budget, failure, not_measured_rows, predict, save_figure
+from .env import Budget, not_measured_rows, points, save_figure
 from .settings import GpuSettings
 
 
@@ -55,29 +46,6 @@ def _sizes(s: GpuSettings) -> dict[str, Any]:
     return dict(
         mode=s.mode, D=s.D, batch=s.batch, dtype=s.dtype, repeats=s.repeats, compile_repeats=s.compile_repeats
     )
-
-
-def _points(
-    study: Any, label: str, Ts: Any, keys_of: Any, measure: Any, budget: Budget, missing: list[pd.DataFrame]
-) -> Any:
-    """Yields ``(T, measure(T))`` for each T predicted to fit ``budget``; the points skipped or
-    failed go to ``missing`` as "not measured" rows (``keys_of(T)``)."""
-    last = None
-    for T in Ts:
-        predicted = predict(last, T)
-        if not budget.fits(predicted):
-            missing.append(not_measured_rows(keys_of(T), budget.reason(predicted)))
-            continue
-        start = time.perf_counter()
-        try:
-            found = measure(T)
-        except Exception as err:  # noqa: BLE001 -- one point's failure is a result, the part goes on
-            missing.append(not_measured_rows(keys_of(T), failure(err)))
-            continue
-        finally:
-            last = (T, time.perf_counter() - start)
-        yield T, found
-        print(f"[{study.name}] {label} T={T}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)", flush=True)
 
 
 def sweep_config(s: GpuSettings, kernel: str) -> Any:
@@ -159,7 +127,9 @@ def loop_sweep(
         ]
 
     measure = functools.partial(sweep.measure_group, cfg, kernel)
-    for _, (meta, timing) in _points(study, name, cfg.Ts, keys_of, measure, budget, missing):
+    for _, (meta, timing) in points(
+        study, cfg.Ts, keys_of, measure, budget, missing, lambda T: f"{name} T={T}"
+    ):
         metas.append(meta)
         times.append(timing)
         study.records(pd.concat(metas, ignore_index=True), f"{name}_variants")
@@ -188,9 +158,6 @@ def loop_sweep(
     }
 
 
-FIX = vocab.FIX
-
-
 def seed_format(rows: pd.DataFrame) -> pd.DataFrame:
     """Harness rows in the reporter's format: per T, compile ms / ms per kernel call for the
     Python loop and fori_loop (and the scalar carry, the XLA:CPU fix, when measured), beside his
@@ -198,7 +165,7 @@ def seed_format(rows: pd.DataFrame) -> pd.DataFrame:
     the dry run)."""
     reporter = {r[0]: r for r in vocab.SEED_ROWS}
     shown = [("Python loop", "python"), ("fori_loop", "fori u=1")]
-    shown += [("scalar carry", FIX)] if FIX in set(rows.variant) else []
+    shown += [("scalar carry", vocab.FIX)] if vocab.FIX in set(rows.variant) else []
     out = []
     for T, g in rows.groupby("T", sort=True):
         row: dict[str, Any] = {"T": int(T)}
@@ -230,16 +197,15 @@ def harness(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
     options: dict[str, Any] = dict(
         batch=s.batch, D=s.D, dtype=s.dtype, n=s.harness_N, mode=s.mode, repeats=s.harness_repeats
     )
-    points = _points(
+    for _, rows in points(
         study,
-        "harness",
         s.harness_Ts,
         lambda T: [dict(mode=s.mode, kernel="seed", T=T, variant=v) for v in s.harness_variants],
         lambda T: reporter_harness.measure(s.harness_variants, T=T, **options),
         budget,
         missing,
-    )
-    for _, rows in points:
+        lambda T: f"harness T={T}",
+    ):
         frames.append(rows)
         study.records(pd.concat(frames, ignore_index=True), "harness")
     skipped = pd.concat(missing, ignore_index=True) if missing else pd.DataFrame(columns=["T", "status"])

@@ -1,22 +1,17 @@
-"""Part c of the device run.
-
-Part c (:func:`dispatch`): ``jaxperf.diagnose`` on the seed's step, then notebook 01's
-cells on the one GPU (:mod:`jaxperf.dispatch.cost`), one at a time inside what is left of the budget.
-"""
+"""The dispatch part of the device run (:func:`dispatch`)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pandas as pd
 
-from .env import Budget, failure, not_measured_rows, predict
+from .env import Budget, failure, points
 from .settings import GpuSettings
 
 
 def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
-    """Part d: one diagnosis of the seed's no-op
+    """One diagnosis of the seed's no-op
     step at 392 leaves (``jaxperf.diagnose``, as notebook 10 runs it: ``diagnosis`` records and
     its Markdown), then notebook 01's cells (:mod:`jaxperf.dispatch.cost`) on the MLPs of
     ``mlp_depths`` and the transformers for each step of ``dispatch_steps``, undonated, one at
@@ -45,28 +40,22 @@ def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
         for spec in specs
         for family in dcost.FAMILIES
     ]
-    frames, notes, missing = [], [], []
-    last = None
-    for cell in cells:
-        predicted = predict(last, 1) if last else 2 * seconds
-        if not budget.fits(predicted):
-            missing.append(not_measured_rows([cell.labels], budget.reason(predicted)))
-            continue
-        start = time.perf_counter()
-        try:
-            timings, why = dcost.run_cell(cell, precision=0.05, max_seconds=seconds, min_rounds=3)
-        except Exception as err:  # noqa: BLE001 -- recorded, the part goes on
-            missing.append(not_measured_rows([cell.labels], failure(err)))
-            continue
-        finally:
-            last = (1, time.perf_counter() - start)
+    frames, notes = [], []
+    missing: list[pd.DataFrame] = []
+    for cell, (timings, why) in points(
+        study,
+        cells,
+        lambda cell: [cell.labels],
+        lambda cell: dcost.run_cell(cell, precision=0.05, max_seconds=seconds, min_rounds=3),
+        budget,
+        missing,
+        lambda cell: f"{cell.step} {cell.spec.name} {cell.family}",
+        size=lambda _: 1,
+        first_s=2 * seconds,
+    ):
         frames.append(timings)
         notes += [{**cell.labels, "path": path, "why": text} for path, text in why.items()]
         study.records(pd.concat(frames, ignore_index=True), "timings")
-        print(
-            f"[{study.name}] {cell.step} {cell.spec.name} {cell.family}: {last[1]:.1f} s ({budget.elapsed():.0f} s spent)",
-            flush=True,
-        )
     study.records(
         pd.concat(missing, ignore_index=True) if missing else pd.DataFrame(columns=["model", "status"]),
         "not_measured",

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import pages, records
+from .. import pages, provenance, records
 from ..jax20909 import vocab
 from .settings import PARTS
 
@@ -193,12 +193,6 @@ def write(output_root: Path, backend: str, *, dry: bool) -> Path:
         "triton_vs_mosaic_gpu": [] if backends is None else backends.to_dict(orient="records"),
         "provenance": prov,
     }
-    text = text + "\n" + _environment(prov)
+    text += "\n" + (provenance.environment_block(prov) + "\n" if prov.get("packages") else "")
     records.write_summary(run_dir, summary, text)
     return run_dir
-
-
-def _environment(prov: dict[str, Any]) -> str:
-    from .. import provenance
-
-    return provenance.environment_block(prov) + "\n" if prov.get("packages") else ""

@@ -57,17 +57,11 @@ def matched(
         "python_growth": p1 / p0,
         "fori_growth": f1 / f0,
     }
-    his = reporter_growth(T0, T1)
-    if his is None:
-        return out | {
-            "status": "not in his table",
-            "reporter_python_growth": None,
-            "reporter_fori_growth": None,
-        }
+    his = reporter_growth(T0, T1) or {}
     return out | {
-        "status": "compared",
-        "reporter_python_growth": his["python"],
-        "reporter_fori_growth": his["fori"],
+        "status": "compared" if his else "not in his table",
+        "reporter_python_growth": his.get("python"),
+        "reporter_fori_growth": his.get("fori"),
     }
 
 

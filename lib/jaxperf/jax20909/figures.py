@@ -24,9 +24,7 @@ from .unroll_heatmap import plot_unroll_heatmap
 from .vocab import FIX, seed_records
 
 T_LABEL = "T (sequence length)"
-# The palette colour of each mode's numbers (plots.SOURCE_COLORS: plain XLA takes XLA:CPU's); a
-# harness mode takes its mode's colour, dashed. The names shown are the short ones (a mode runs
-# on whatever backend the notebook ran on).
+# Each mode's palette colour (plots.SOURCE_COLORS; a harness mode's is its mode's, dashed).
 MODE_SOURCES = {"xla": "XLA:CPU", "pallas_interpret": "Pallas interpret", "pallas": "H200"}
 SHORT = {"xla": "XLA", "pallas_interpret": "Pallas interpret", "pallas": "compiled Pallas"}
 REPORTER = "reporter A6000"
@@ -117,8 +115,8 @@ def _short(mode: str) -> str:
 
 def _source(mode: str) -> tuple[str, str]:
     """(palette source, line style) of a mode: a harness mode is its mode's colour, dashed."""
-    base, harness = (mode[: -len("_harness")], True) if mode.endswith("_harness") else (mode, False)
-    return MODE_SOURCES.get(base, base), "--" if harness else "-"
+    base = mode.removesuffix("_harness")
+    return MODE_SOURCES.get(base, base), "--" if base != mode else "-"
 
 
 @plots.draws

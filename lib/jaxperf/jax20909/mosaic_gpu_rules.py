@@ -7,13 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import bad_value
-from .vocab import (
-    SEED_BLOCK_ROWS,
-    SEED_OUT_ROWS,
-    check_carry_dtype,
-    check_dtype_name,
-    check_variant,
-)
+from .vocab import SEED_BLOCK_ROWS, SEED_OUT_ROWS, check_carry_dtype, check_dtype_name, check_variant
 
 #: Forms whose ``unroll`` Mosaic GPU's ``fori_loop`` lowering applies (and so must divide the steps).
 FORI_UNROLLED = ("fori", "pl_loop")

@@ -21,16 +21,9 @@ HEADLINE_COLUMNS = (
     "mode kernel T loop_form unroll lower_ms compile_ms ms_per_call ms_q25 ms_q75 ms_vs_python ms_vs_python_q25 ms_vs_python_q75 "
     "compile_vs_fori1 error_vs_tolerance roofline_ms ms_vs_roofline"
 ).split()
-RECOMMENDATION_COLUMNS = [
-    "T",
-    "loop_form",
-    "unroll",
-    "ms_per_call",
-    "compile_ms",
-    "ms_vs_python",
-    "compile_vs_fori1",
-    "goal_met",
-]
+RECOMMENDATION_COLUMNS = (
+    "T loop_form unroll ms_per_call compile_ms ms_vs_python compile_vs_fori1 goal_met".split()
+)
 
 
 @dataclasses.dataclass(frozen=True)

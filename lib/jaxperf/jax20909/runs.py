@@ -1,18 +1,6 @@
 """Notebook 02's measuring steps, each a module-level function of its settings that returns
 tidy frames (what :meth:`jaxperf.study.Study.measure` records, repeats in fresh processes and,
 in a redraw-only run, reads back), and the objects the report reads rebuilt from those frames.
-
-- :func:`timed` (XLA:CPU and the interpreter, interleaved) and :func:`reporter_harness` are
-  timed: the notebook repeats the quoted part (the reporter's kernel on XLA:CPU) and the harness
-  in 3 processes; :func:`pooled_sweep` and
-  :func:`pooled_harness` pool the processes, :func:`process_ranges` gives each ratio's median
-  over processes with the range of the per-process medians.
-- :func:`engine_frames` runs :func:`jaxperf.loops.engine.run` on the study's family of kernels
-  (the reporter's in the advice's forms too) or on the readers' kernels; :func:`results`
-  rebuilds its :class:`~jaxperf.loops.engine.Results`.
-- :func:`compiles` is the engine on the reporter's kernel at his T (256 to 65536) for every
-  compiler: compile ms, work per program, and a point that fails (Mosaic GPU's
-  ``RecursionError``) as a row with its error.
 """
 
 from __future__ import annotations
@@ -29,11 +17,8 @@ from . import roofline, sweep
 from .factories import FACTORIES
 from .settings import LoopSettings
 
-PROCESS_REPEAT = (
-    1000  # a pooled round's repeat: process * this + its own repeat (pairs stay within a process)
-)
-
-
+#: a pooled round's repeat: process * this + its own repeat (pairs stay within a process)
+PROCESS_REPEAT = 1000
 QUOTED = ("xla", "seed")  # the timed sweep the answer quotes: the reporter's kernel on XLA:CPU
 
 

@@ -16,21 +16,9 @@ from typing import Any, ClassVar
 
 from ..errors import bad_value, check_choice, check_int, check_ints
 from ..settings import StudySettings
-from .vocab import (
-    DTYPES,
-    KERNELS,
-    LOOP_FORMS,
-    SEED_N,
-    SEED_PROGRAM_ROWS,
-    SEED_STEP_ROWS,
-    parse_variant,
-)
+from .vocab import DTYPES, KERNELS, LOOP_FORMS, SEED_N, SEED_PROGRAM_ROWS, SEED_STEP_ROWS, parse_variant
 
-DEFAULT_DTYPE = {
-    "cpu": "float16",
-    "gpu": "float16",
-    "tpu": "bfloat16",
-}  # the reporter's fp16 (no fp16 on TPU)
+DEFAULT_DTYPE = {"cpu": "float16", "gpu": "float16", "tpu": "bfloat16"}  # the reporter's fp16 (none on TPU)
 TS_FIELDS = ("xla_Ts", "interpret_Ts", "device_Ts", "harness_Ts", "compile_Ts")
 #: The compilers the engine reads (jaxperf.loops.targets.TARGETS, named here without importing it).
 TARGETS = ("triton sm_86", "triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
@@ -198,26 +186,11 @@ class LoopSettings(StudySettings):
         check_ints("unrolls", self.unrolls)
         for variant in self.harness_variants:
             parse_variant(variant)
-        for name in (
-            "D",
-            "cpu_batch",
-            "interpret_batch",
-            "device_batch",
-            "harness_batch",
-            "harness_N",
-            "bandwidth_megabytes",
-        ):
-            check_int(name, getattr(self, name), minimum=1)
-        for name in (
-            "block_rows",
-            "out_rows",
-            "repeats",
-            "compile_repeats",
-            "harness_repeats",
-            "check_T",
-            "processes",
-            "compile_budget_s",
-        ):
+        counts = "D cpu_batch interpret_batch device_batch harness_batch harness_N bandwidth_megabytes"
+        counts += (
+            " block_rows out_rows repeats compile_repeats harness_repeats check_T processes compile_budget_s"
+        )
+        for name in counts.split():
             check_int(name, getattr(self, name), minimum=1)
         object.__setattr__(self, "family_Ts", _family_Ts(self.family_Ts, self.kernels))
         for name in ("family_forms", "fix_forms", "kernel_forms", "compile_forms"):

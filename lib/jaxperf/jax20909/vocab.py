@@ -219,13 +219,7 @@ def check_variant(
         raise bad_value(
             "loop_form", loop_form, f"not a hoisting form for kernel={kernel!r} (no loop invariant)"
         )
-    for name, value in (
-        ("T", T),
-        ("D", D),
-        ("batch", batch),
-        ("block_rows", block_rows),
-        ("out_rows", out_rows),
-    ):
+    for name, value in dict(T=T, D=D, batch=batch, block_rows=block_rows, out_rows=out_rows).items():
         check_int(name, value, minimum=1)
     if T % block_rows:
         raise bad_value("T", T, f"a multiple of block_rows={block_rows}")

@@ -3,18 +3,7 @@ input structure, ``eqx.filter_jit`` waiting only when its compiled call holds an
 and both rebuilding their output with one unflatten. Each is a ``git format-patch`` of one
 commit on Equinox's main (``results/equinox_patch/1-*.diff``, ``2-*.diff``, ``3-*.diff``, each
 on top of the previous, with its tests in Equinox's own test files); they apply unchanged to
-Equinox 0.13.8, the release the project pins.
-
-One module per concern:
-
-- :mod:`~jaxperf.dispatch.eqx_patch.diff`: unified diffs read and applied in pure Python;
-- :mod:`~jaxperf.dispatch.eqx_patch.load`: the patched Equinox built in this process beside the shipped
-  one: :func:`patched_filter_jit`, :func:`patched_filter_pmap`;
-- :mod:`~jaxperf.dispatch.eqx_patch.suite`: Equinox's whole test suite, patched and unpatched, compared
-  (``tools/equinox_patch_tests.py`` runs it);
-- :mod:`~jaxperf.dispatch.eqx_patch.probe`: the pytree work of one call, patched and shipped, counted.
-
-The text to paste into equinox#192 is ``tools/templates/equinox-192.md``, filled from notebook 01's
+Equinox 0.13.8, the release the project pins. The text to paste into equinox#192 is ``tools/templates/equinox-192.md``, filled from notebook 01's
 summary by ``tools/readme.py``.
 """
 
@@ -36,35 +25,19 @@ if TYPE_CHECKING:
     )
 
 # Loaded on first use: importing this package imports no JAX or Equinox.
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        "diff": (".diff", None),
-        "load": (".load", None),
-        "probe": (".probe", None),
-        "suite": (".suite", None),
-        "DIFF_PATHS": (".load", "DIFF_PATHS"),
-        "EQUINOX_MAIN": (".load", "EQUINOX_MAIN"),
-        "PATCHED_RELEASE": (".load", "PATCHED_RELEASE"),
-        "PatchedEquinox": (".load", "PatchedEquinox"),
-        "patched_equinox": (".load", "patched_equinox"),
-        "patched_filter_jit": (".load", "patched_filter_jit"),
-        "patched_filter_pmap": (".load", "patched_filter_pmap"),
-        "shipped_error_checks_routed": (".load", "shipped_error_checks_routed"),
-    },
-)
-
-__all__ = [
-    "DIFF_PATHS",
-    "EQUINOX_MAIN",
-    "PATCHED_RELEASE",
-    "PatchedEquinox",
-    "diff",
-    "load",
-    "patched_equinox",
-    "patched_filter_jit",
-    "patched_filter_pmap",
-    "probe",
-    "shipped_error_checks_routed",
-    "suite",
-]
+_EXPORTS = {
+    "diff": (".diff", None),
+    "load": (".load", None),
+    "probe": (".probe", None),
+    "suite": (".suite", None),
+    "DIFF_PATHS": (".load", "DIFF_PATHS"),
+    "EQUINOX_MAIN": (".load", "EQUINOX_MAIN"),
+    "PATCHED_RELEASE": (".load", "PATCHED_RELEASE"),
+    "PatchedEquinox": (".load", "PatchedEquinox"),
+    "patched_equinox": (".load", "patched_equinox"),
+    "patched_filter_jit": (".load", "patched_filter_jit"),
+    "patched_filter_pmap": (".load", "patched_filter_pmap"),
+    "shipped_error_checks_routed": (".load", "shipped_error_checks_routed"),
+}
+__getattr__, __dir__ = exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

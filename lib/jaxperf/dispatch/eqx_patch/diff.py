@@ -126,21 +126,3 @@ def apply(text: str, patch: FilePatch) -> str:
         position = at + len(hunk.old)
         offset = at - (hunk.old_start - 1)
     return "".join(out + lines[position:])
-
-
-def file_sections(text: str) -> dict[str, str]:
-    """The text of each file's part of the ``git diff`` ``text`` (from its ``diff --git`` line
-    to the next), by path without git's ``a/``/``b/``: to quote one file's change."""
-    sections: dict[str, str] = {}
-    path: str | None = None
-    lines: list[str] = []
-    for line in text.splitlines(keepends=True):
-        if line.startswith("diff --git "):
-            if path is not None:
-                sections[path] = "".join(lines)
-            path, lines = _strip_prefix(line.split()[-1]), []
-        if path is not None:
-            lines.append(line)
-    if path is not None:
-        sections[path] = "".join(lines)
-    return sections

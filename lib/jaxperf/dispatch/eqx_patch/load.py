@@ -8,13 +8,8 @@ share every unchanged module (``Module``, ``Static``, the filters, the compile u
 ``clear_caches``). Nothing of the shipped Equinox is replaced: ``eqx.filter_jit`` and
 ``eqx.filter_pmap`` stay as shipped, and the patched ones are timed beside them.
 ``EquinoxRuntimeError`` is the shipped class in both, so ``except eqx.EquinoxRuntimeError``
-catches either's.
-
-The patched ``filter_jit`` finds the shipped ``eqx.error_if`` in its jaxpr and waits for it. A
-failing check reports its message through ``equinox._jit.last_error_info`` of the shipped
-module; :func:`shipped_error_checks_routed` points it at the patched module while active, so
-that the failure is Equinox's readable ``EquinoxRuntimeError`` (without it, JAX's
-``JaxRuntimeError`` carrying the same message).
+catches either's (a shipped ``eqx.error_if`` failing under the patched ``filter_jit``: see
+:func:`shipped_error_checks_routed`).
 """
 
 from __future__ import annotations
@@ -45,8 +40,6 @@ DIFF_PATHS = (
     PATCH_DIR / "2-filter-jit-wait-only-on-error-checks.diff",
     PATCH_DIR / "3-one-unflatten-output.diff",
 )
-#: the diff that makes filter_jit wait only for error checks
-JIT_DIFF_PATH = DIFF_PATHS[1]
 SUFFIX = "__jaxperf_patched"
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 from ... import goals as rule
 from ... import pages as md
 from ... import runs_ahead, timing
+from ...dispatch import accounting as dispatch_accounting
 from ...dispatch import per_leaf
 from ...dispatch import report as dispatch_report
 from .stages import CALLS
@@ -66,16 +67,7 @@ def accounting(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     rows = per_leaf.pooled(rows, "round")
     for (step, depth), part in rows.groupby(["step", "depth"], sort=False):
-        staged = part[part["call"] == CALLS[0]].pivot_table(index="round", columns="stage", values="cpu_ms")
-        whole = part[part["stage"] == "whole call"].pivot_table(
-            index="round", columns="call", values="cpu_ms"
-        )
-        rounds = pd.DataFrame(index=staged.index)
-        for name, stages in PARTS.items():
-            rounds[name] = staged[list(stages)].sum(axis=1)
-        rounds[INNER] -= whole[CALLS[2]]
-        rounds["gap"] = whole[CALLS[1]] - whole[CALLS[2]]
-        rounds["unexplained"] = rounds["gap"] - rounds[list(PARTS)].sum(axis=1)
+        rounds = dispatch_accounting.per_round(part, PARTS, CALLS, INNER)
         for name in [*PARTS, "unexplained", "gap"]:
             stats = timing.iqr_stats(rounds[name])
             out.append(
@@ -98,19 +90,6 @@ def waits(timings: pd.DataFrame) -> pd.DataFrame:
     if heavy.empty:
         return pd.DataFrame(columns=["method", "verdict"])
     return runs_ahead.verdicts(per_leaf.pooled(heavy), BASELINE, key="method")
-
-
-def _ranges(timings: pd.DataFrame, precision: float) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    mlp = timings[timings["kind"] == "mlp"]
-    for method in PATHS:
-        found = {}
-        for measure in dispatch_report.MEASURES:
-            r = per_leaf.ranges(mlp, method, BASELINE, measure, precision)
-            cells = r.pop("cells")
-            found[measure] = {**r, "by_cell": cells.to_dict(orient="records") if len(cells) else []}
-        out[f"{method}/{BASELINE}"] = found
-    return out
 
 
 def _test_totals(flax_tests: dict[str, Any] | None) -> dict[str, dict[str, int]] | None:
@@ -157,7 +136,12 @@ def headline(
         "per_variable_cells": {m: line["by_cell"] for m, line in lines.items()},
         "own_per_variable": own_lines(timings),
         "variables": sorted(int(v) for v in timings.loc[timings["kind"] == "mlp", "leaves"].unique()),
-        "ranges": _ranges(timings, precision),
+        "ranges": {
+            f"{m}/{BASELINE}": dispatch_report.ranges_of(
+                timings[timings["kind"] == "mlp"], m, BASELINE, precision
+            )
+            for m in PATHS
+        },
         "waits": waits(timings).to_dict(orient="records"),
         "processes": int(timings["process"].nunique()) if "process" in timings else 1,
         "accounting": accounting(stage_rows).to_dict(orient="records"),

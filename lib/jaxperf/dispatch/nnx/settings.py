@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ...errors import bad_value, check_choice, check_int, check_ints
-from ...settings import StudySettings
+from ...settings import StudySettings, check_fraction, check_seconds
 
 STEPS = ("noop", "train")
 
@@ -58,12 +58,8 @@ class NnxSettings(StudySettings):
         for step in self.steps:
             check_choice("steps[...]", step, STEPS)
         check_int("heavy_width", self.heavy_width, minimum=0)
-        p = self.precision
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < 1:
-            raise bad_value("precision", p, "a fraction in (0, 1), e.g. 0.05")
-        t = self.seconds_per_cell
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0:
-            raise bad_value("seconds_per_cell", t, "a number of seconds > 0")
+        check_fraction("precision", self.precision)
+        check_seconds("seconds_per_cell", self.seconds_per_cell)
         check_int("min_rounds", self.min_rounds, minimum=2)
         check_ints("stage_depths", self.stage_depths)
         check_int("stage_rounds", self.stage_rounds, minimum=3)

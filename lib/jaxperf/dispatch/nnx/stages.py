@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from ... import timing
-from ...errors import check_int
+from ..stages import Run, durations, interleaved, now, whole
 from .models import Problem, step_function
 
 STAGES = (
@@ -42,7 +42,6 @@ STAGES = (
     "free the outputs",
 )
 CALLS = ("nnx.jit, staged", "nnx.jit", "jax.jit split", "cached_nnx_jit")
-WARMUP_CALLS = 3
 
 
 def flax_jit_steps(jitted: Any) -> dict[str, Callable]:
@@ -88,11 +87,8 @@ def staged_call(jitted: Any, args: tuple) -> tuple[list[float], list[float]]:
 
     steps = flax_jit_steps(jitted)
     with _Inside(graphlib, "flatten") as flatten, _Inside(graphlib, "unflatten") as unflatten:
-        marks = [(time.perf_counter(), time.thread_time())]
-
-        def mark() -> None:
-            marks.append((time.perf_counter(), time.thread_time()))
-
+        marks = [now()]
+        mark = lambda: marks.append(now())  # noqa: E731
         context = steps["context"]()
         context.__enter__()
         mark()
@@ -108,8 +104,7 @@ def staged_call(jitted: Any, args: tuple) -> tuple[list[float], list[float]]:
         mark()
         del out, pure_out, pure_args, pure_kwargs
         mark()
-    wall = [b[0] - a[0] for a, b in zip(marks, marks[1:])]
-    cpu = [b[1] - a[1] for a, b in zip(marks, marks[1:])]
+    wall, cpu = durations(marks)
     # split and merge each parted into the time inside graphlib's walk and the rest
     for clock, part in ((wall, "wall"), (cpu, "cpu")):
         walk, rebuild = getattr(flatten, part), getattr(unflatten, part)
@@ -118,50 +113,29 @@ def staged_call(jitted: Any, args: tuple) -> tuple[list[float], list[float]]:
     return wall, cpu
 
 
-def _whole(call: Callable[[], Any]) -> tuple[list[float], list[float]]:
-    wall0, cpu0 = time.perf_counter(), time.thread_time()
-    timing.block(call())
-    return [time.perf_counter() - wall0], [time.thread_time() - cpu0]
-
-
 def call_breakdown(problem: Problem, step: str, calls: int = 30) -> pd.DataFrame:
-    """Rounds of the four :data:`CALLS`, interleaved: one row per (round, call, stage) with
-    ``wall_ms`` and ``cpu_ms``; whole calls have the stage ``"whole call"``. Each call runs on
-    its own fresh objects of ``problem``; warm-up calls excluded."""
+    """:func:`~jaxperf.dispatch.stages.interleaved` rounds of the four :data:`CALLS`, each on its
+    own fresh objects of ``problem``."""
     from flax import nnx
 
     from ...diagnosis import nnx_paths
     from ...diagnosis.kinds import identify
 
-    check_int("calls", calls, minimum=1)
     model, optimizer, x, y = problem.build()
     jitted = nnx.jit(step_function(step))
     args = (model, optimizer, x, y)
     # the whole calls are the diagnosis engine's paths, each on its own copies of the objects
     found = identify(jitted)
-    whole = {
+    ordinary = {
         CALLS[1]: nnx_paths.reader_like(found, args).call,
         CALLS[2]: nnx_paths.split_jit(found, args, {}, None).call,
         CALLS[3]: nnx_paths.cached_nnx_jit(found, args, {}, None).call,
     }
-    runs: dict[str, Callable[[], tuple[list[float], list[float]]]] = {
+    runs: dict[str, Run] = {
         CALLS[0]: lambda: staged_call(jitted, args),
-        **{name: functools.partial(_whole, call) for name, call in whole.items()},
+        **{name: functools.partial(whole, call) for name, call in ordinary.items()},
     }
-    for _ in range(WARMUP_CALLS):
-        for run in runs.values():
-            run()
-    rows = []
-    for call in range(calls):
-        shift = call % len(CALLS)
-        for name in CALLS[shift:] + CALLS[:shift]:
-            wall, cpu = runs[name]()
-            names = STAGES if name == CALLS[0] else ("whole call",)
-            for stage, w, c in zip(names, wall, cpu):
-                rows.append(
-                    {"round": call, "call": name, "stage": stage, "wall_ms": 1e3 * w, "cpu_ms": 1e3 * c}
-                )
-    return pd.DataFrame(rows).assign(depth=problem.depth, step=step)
+    return interleaved(runs, STAGES, calls).assign(depth=problem.depth, step=step)
 
 
 def breakdowns(depths: tuple[int, ...], steps: tuple[str, ...], rounds: int) -> pd.DataFrame:
