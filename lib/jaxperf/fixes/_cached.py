@@ -1,18 +1,11 @@
-"""What ``cached_filter_jit`` (:mod:`._jit`) and ``cached_filter_pmap`` (:mod:`._pmap`), the
-drop-ins that partition their inputs once per input structure (equinox#192), share.
+"""What ``cached_filter_jit`` (:mod:`._jit`) and ``cached_filter_pmap`` (:mod:`._pmap`) share.
 
-A call's key holds all a trace can observe of its inputs: the treedefs, the non-array leaves
-with their types (``1``, ``1.0``, ``True`` trace apart) and a float's sign, each array's
-aval (``jax.typeof``: shape, dtype, weak type, sharding, memory space, varying manual axes,
-layout, whatever a JAX version adds) and JAX's trace context (x64, default device, ...).
-A trace's output structure and non-array outputs travel as a :class:`Record` in the compiled
-function's own outputs, so an output is never rebuilt from another trace's record. An output
-made only of Modules, tuples, None and lists keeps its leaves beside it (weakly), and its
-lists' items: passed back in with those lists unchanged, as a training loop passes its
-state, it is not flattened again (a Module changed with ``object.__setattr__``, which
-Equinox forbids, would not be seen). The paths of
-one function and options are shared by every equal wrapper (:func:`shared`); they hold a
-Python function weakly, another callable's non-array part only, never an array or output.
+A call's key holds all a trace can observe of its inputs (:func:`split`). A trace's output
+structure and non-array outputs travel as a :class:`Record` in the compiled function's own
+outputs. An output made only of Modules, tuples, None and lists keeps its leaves beside it
+(weakly): passed back in unchanged, as a training loop passes its state, it is not flattened
+again. Equal wrappers share their paths (:func:`shared`), which hold a Python function
+weakly and never an array or output.
 """
 
 from __future__ import annotations

@@ -340,44 +340,32 @@ def cached_filter_jit(
         value, model = step(jax.numpy.ones((8, 4)), model)
 
     When it helps: ``eqx.filter_jit`` spends host CPU on every call in proportion to the
-    array leaves of its arguments (it partitions them and combines the outputs each time),
-    then waits for the computation. This wrapper partitions once per input structure (a hit
-    costs a flatten of the arguments it did not return itself and one lookup beside
-    ``jax.jit``'s own call) and returns without waiting, so the host runs ahead of the device:
-    that matters for many leaves and short steps (notebook 01 measures it on your machine).
+    array leaves of its arguments, then waits for the computation. This wrapper partitions
+    once per input structure and returns without waiting, so the host runs ahead of the
+    device: that matters for many leaves and short steps (notebook 01 measures it).
 
-    Same as Equinox: the options (``donate`` with Equinox's meanings and warning filters,
-    ``**jitkwargs`` for ``jax.jit``, Equinox's errors for bad ones), arguments bound to the
-    function's signature, non-array outputs returned as they are, donated buffers,
-    ``.lower(...).compile()``, and the wrapper itself: an ``eqx.Module`` with the fields of
-    Equinox's ``_JitWrapper``, so a wrapped Module's arrays are its leaves (``eqx.filter_grad``,
-    ``jax.tree.map``, ``copy.deepcopy`` see them) and wrappers of one function with equal
-    arrays compare and hash equal (a freshly wrapped function passed as a static argument does
-    not retrace). Equal wrappers share their compiled paths, as Equinox's share theirs.
+    Same as Equinox: the options (``donate``, ``**jitkwargs`` for ``jax.jit``, Equinox's
+    errors for bad ones), arguments bound to the signature, non-array outputs, donated
+    buffers, ``.lower(...).compile()``, and the wrapper itself: an ``eqx.Module`` with the
+    fields of Equinox's ``_JitWrapper``, so a wrapped Module's arrays are its leaves and
+    equal wrappers compare and hash equal and share their compiled paths.
 
     Where it differs, on purpose:
 
-    - Errors of an ``eqx.error_if`` that fails: ``EquinoxRuntimeError`` with Equinox's message
-      at the call whenever the runtime reports the failure before the call returns (on XLA:CPU,
-      always: a program holding a host callback, as every ``error_if`` does, runs before its call
-      returns). On an asynchronous backend (GPU, TPU), at the next call of an equal wrapper that
-      finds the failed computation finished (checked without waiting), or at ``.wait()``, as long
-      as the failed call's first output is still alive (the wrapper keeps only a weak reference
-      to it); reading any output on the host raises JAX's ``JaxRuntimeError`` with the check's
-      message. Equinox waits for every call instead, so it raises at the call.
+    - A failed ``eqx.error_if`` raises ``EquinoxRuntimeError`` with Equinox's message at the
+      call on XLA:CPU; on GPU or TPU at the next call of an equal wrapper that finds the failed
+      computation finished (checked without waiting), or at ``.wait()``, while the failed
+      call's first output is alive. Equinox waits for every call instead.
     - Non-array arguments that are equal in Python but differ in type (``1``, ``1.0``, ``True``)
-      or sign (``0.0``, ``-0.0``) get a trace each, as a traced function can tell them apart;
-      Equinox reuses the first one's trace and returns its outputs.
-    - ``.lower`` also takes ``jax.ShapeDtypeStruct`` as abstract arrays (as ``jax.jit`` does);
-      where the function cannot trace that way, or the compiled form is called with the same
-      ``ShapeDtypeStruct`` again, it is a static argument, as in Equinox.
-    - It traces no more often than Equinox and never calls Equinox unless Equinox's answer is
-      the point (an unhashable non-array leaf: Equinox's error); ``stats`` and
-      ``fallback_reasons`` count that, :func:`jit_fallback_counts` in total.
+      or sign (``0.0``, ``-0.0``) get a trace each; Equinox reuses the first one's.
+    - ``.lower`` also takes ``jax.ShapeDtypeStruct`` as abstract arrays (as ``jax.jit`` does),
+      else as static arguments, as in Equinox.
+    - Equinox answers an unhashable non-array leaf (its error), counted in ``stats``,
+      ``fallback_reasons`` and :func:`jit_fallback_counts`.
 
     Checked on jax 0.6.0 to 0.12.0.1 and Equinox 0.13.3 to 0.13.8
-    (``jaxperf.private_api.CHECKED``): it reads Equinox's ``error_if`` record to give Equinox's
-    message, and refuses to import, naming the hook, on versions outside that range.
+    (``jaxperf.private_api.CHECKED``): it reads Equinox's ``error_if`` record, and refuses to
+    import, naming the hook, on versions outside that range.
     """
     if fun is _sentinel:
         return functools.partial(cached_filter_jit, donate=donate, **jitkwargs)

@@ -1,77 +1,25 @@
 """``cached_nnx_jit``: a drop-in for ``flax.nnx.jit`` (graph mode) that walks the graph once.
 
-``nnx.jit`` in graph mode splits every graph node argument (a full walk of the object graph
-in Python), calls its ``jax.jit``, then merges the result back (a second walk) on every call;
-Flax's performance guide documents the cost. This wrapper walks the graph once per graph
-structure (see "Recording the graph" below), and on a later call checks that structure with one C-level
-comparison per node, Variable and container (no ``nnx.split``), reads the Variables' values,
-calls one ``jax.jit`` on them, and writes back only the values the function changed (and
-every donated one): the same results and updates as ``nnx.jit``.
+``nnx.jit`` in graph mode splits every graph node argument (a walk of the object graph in
+Python), calls its ``jax.jit``, then merges the result back (a second walk) on every call.
+This wrapper walks the graph once per graph structure (:class:`Graph`); a later call checks
+that structure with one C-level comparison per node, Variable and container, reads the
+Variables' values, calls one ``jax.jit`` (:class:`Entry`) and writes back only the values
+the function changed (and every donated one): the same results and updates as ``nnx.jit``,
+with its static, donated and other ``jax.jit`` options, methods, shared Variables, RNG
+streams and ``nnx.Optimizer`` updates. A function that changes the graph's structure or
+returns graph nodes returns the whole graph split, merged as ``nnx.jit`` merges it.
 
-Same signature, results and errors as ``nnx.jit``: static arguments (``static_argnums`` /
-``static_argnames``, hashed into the cache key), ``donate_argnums`` / ``donate_argnames`` (a
-shared Variable belongs to the argument where it is first found, as in ``nnx.jit``),
-``keep_unused``, ``device``, ``backend``, ``inline``; methods (``__get__``); updated
-Variables written into the caller's modules (shared references stay shared: the caller's
-Variable objects are updated in place); RNG streams advance; ``nnx.Optimizer`` updates apply.
-A structural change (a Variable added or removed, a submodule swapped, a static attribute
-changed, another object passed) makes a new record, and a new trace when its graph definition
-is new; an array's shape, dtype, sharding or memory kind is ``jax.jit``'s own cache key.
+Refused with a ValueError naming the option (:func:`nnx_refusal_counts`): tree mode
+(``graph=False``, ``graph_updates=False``), where there is no walk to cache, and
+``in_shardings`` / ``out_shardings``. Handed to ``nnx.jit`` (``stats['fallbacks']``, with a
+reason): calls inside another trace or through ``nnx.cached_partial``, graphs it cannot
+record exactly (:class:`Uncacheable`), and an entry whose outputs differ between traces
+(:class:`Abort`). ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
 
-A function that changes the graph's structure inside (adds, removes or swaps attributes,
-Variables or submodules) or returns graph nodes is traced once, as ``nnx.jit`` traces it: its
-compiled function returns the whole graph, split as ``nnx.jit``'s inner split does, and the
-call merges it into the caller's objects with Flax's ``graphlib.unflatten``, as ``nnx.jit``
-does (no saving on such calls, nor on the next one, whose structure is new).
-
-Refused with a ValueError naming the option (counted by :func:`nnx_refusal_counts`): tree
-mode (``graph=False``, or Flax's default set to it) and ``graph_updates=False``, where
-``nnx.jit`` walks no object graph and there is nothing to cache, and ``in_shardings`` /
-``out_shardings``; write ``nnx.jit`` itself there. A Variable passed as an argument itself is
-served here without keeping a record (a record holds its arguments weakly, and Variables
-have no weak references): the call walks the graph as ``nnx.jit`` does, with no saving.
-Handed to ``nnx.jit`` itself (counted in ``stats['fallbacks']`` with a reason): calls inside
-another trace or through ``nnx.cached_partial``, graphs it cannot record, and an entry whose
-outputs differ between two traces (a shape-dependent output structure; the second trace is
-dropped and ``nnx.jit`` traces again). ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
-
-Where it differs on purpose: containers inside a module (lists, dicts) keep their identity
-on a call that keeps the structure (``nnx.jit`` rebuilds them on every call), and a Variable
-the function leaves unchanged keeps its array object (``nnx.jit`` writes back a new one).
-
-Recording the graph. What ``cached_nnx_jit`` remembers of a call's object graph, and how it checks it is unchanged.
-
-One walk of the graph (Flax's own ``graphlib.flatten``, with one reference map over every
-graph node of the call, as ``nnx.jit`` splits them) gives the graph definitions that select
-the compiled function. A second walk, here, records what a later call must find again for
-that compiled function and this call's Variables to still be right:
-
-- every graph node's ``__dict__``, compared with a copy as a whole (C's dict comparison: each
-  attribute by identity, else ``==``, as ``nnx.jit``'s graph definition compares its static
-  attributes); an array attribute compares by type only (:class:`_TypeOf`), as its value is
-  the call's input, and a back-reference to a call's argument compares by weak reference
-  (:class:`_Weak`), so that no record keeps an argument alive;
-- every mutable container in the graph (``list``, ``dict``) likewise; tuples need nothing,
-  their parent's identity check covers them; ``PytreeState``'s two flags;
-- every Variable's metadata, against a copy (``set_metadata`` mutates it in place).
-
-Graph nodes are held strongly except the call's arguments (the roots), which are held weakly,
-and a record is dropped when a root dies: the record never keeps a model alive. A graph that
-this cannot record exactly raises :class:`Uncacheable`, and the call goes to ``nnx.jit``: array
-references, ``hijax``/``ref`` Variables, an array in a tuple, a container type it does not
-know, a Variable of another trace, or of a type that overrides ``set_raw_value`` (which
-nnx.jit's merge calls; a hit writes ``_raw_value``), a node inside the graph that references
-an argument (a strongly held node would keep the argument alive).
-
-The compiled function. The ``jax.jit`` behind ``cached_nnx_jit``: one per graph structure, static arguments and
-argument structure. Its traced function rebuilds the graph from the leaves' values (Flax's
-``graphlib.unflatten``), calls the function, flattens the graph again, and returns only the
-leaves the function changed (and every donated one), with the outputs; when the function
-changed the graph's structure or returns graph nodes, it returns the whole graph split as
-``nnx.jit``'s inner split does, for the caller to merge. It aborts (raises :class:`Abort`, so
-that ``nnx.jit`` makes the call) when its record of the outputs differs from the first
-trace's: a compiled function in JAX's cache therefore always belongs to the record the
-wrapper reads after a call.
+Where it differs on purpose: containers inside a module keep their identity on a call that
+keeps the structure, and a Variable the function leaves unchanged keeps its array object.
+A record holds the call's arguments weakly and is dropped when one dies.
 """
 
 from __future__ import annotations
@@ -170,12 +118,14 @@ def _strong(obj: Any) -> Callable[[], Any]:
 
 
 class Graph:
-    """One walk's record of the graph of a call's roots (see the module docstring).
-
-    ``graphdefs``: one per root, in order, from one reference map; ``variables``: the
-    Variables in Flax's leaf order; ``leaf_slots``: ``(position, parent, key, root)`` for each
-    array attribute among the leaves (``root`` is the parent's root index, or -1 when the
-    parent is held here); ``by_index``: the graph's indexed objects, a root as its position.
+    """One walk's record of the graph of a call's roots (Flax's ``graphlib.flatten``, one
+    reference map over every root, as ``nnx.jit`` splits them), and a second walk's copies of
+    what a later call must find again: every node's ``__dict__`` and mutable container (an
+    array as its type, :class:`_TypeOf`; a root as a weak reference, :class:`_Weak`), the
+    ``PytreeState`` flags and every Variable's metadata. ``graphdefs``: one per root;
+    ``variables``: in Flax's leaf order; ``leaf_slots``: ``(position, parent, key, root)``
+    of each array attribute (``root`` -1 when the parent is held here); ``by_index``: the
+    indexed objects, a root as its position.
     """
 
     def __init__(self, roots: list[Any], fx: SimpleNamespace) -> None:

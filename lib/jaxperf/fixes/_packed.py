@@ -1,39 +1,19 @@
 """The packed fast path: a training state carried as one buffer per (dtype, sharding).
 
-``eqx.filter_pmap``, ``jax.pmap`` and ``jax.jit`` all pay per array leaf on
-every call: flatten, check, hand each buffer to the runtime, and (without
-donation) copy every output. A model with optimiser state has hundreds of
-leaves. This path pays that once:
+``eqx.filter_pmap``, ``jax.pmap`` and ``jax.jit`` pay per array leaf on every call. This
+path pays that once: :meth:`PackedState.pack` flattens a pytree (typically ``(model,
+opt_state)``) outside the loop into one 1-D buffer per (dtype, sharding) and a static
+:class:`Layout`; :func:`packed_pmap` / :func:`packed_jit` compile a step ``fun(tree, *args)
+-> (aux, new_tree)`` that unpacks with static slices inside the program and donates the
+buffers by default; :meth:`PackedState.unpack` rebuilds the pytree when the user asks. The
+pmap form carries a leading device axis (:meth:`PackedState.replicate`) and a plain ``0``
+``out_axes``, so it also runs across processes, where ``jax.pmap`` rejects list ``out_axes``.
 
-- :meth:`PackedState.pack` flattens a pytree (typically ``(model, opt_state)``)
-  once, outside the loop, into one contiguous 1-D buffer per (dtype,
-  sharding), and keeps the rest (tree structure, non-array leaves, each
-  leaf's offset and shape) in a static :class:`Layout`;
-- :func:`packed_pmap` / :func:`packed_jit` compile a step ``fun(tree, *args)
-  -> (aux, new_tree)`` that takes and returns the packed state: unpacking is
-  static slices inside the compiled program (free for XLA), and the buffers
-  are donated by default, so a call moves a handful of buffers, not hundreds;
-- :meth:`PackedState.unpack` rebuilds the pytree, on the host only when the
-  user asks for the model (to evaluate or save it).
-
-The pmap form carries a leading device axis on every buffer
-(:meth:`PackedState.replicate`); its ``out_axes`` is a plain ``0``, never a
-list, so it also runs across processes, where ``jax.pmap`` rejects list
-``out_axes`` (the bug that stops ``eqx.filter_pmap`` there). The jit form keeps
-each buffer on its group's sharding (replicated leaves only: a leaf sharded
-along an axis cannot be flattened into a shared 1-D buffer).
-
-What a step may return for each leaf, and why:
-
-A leaf packed as an array must come back as an array of its shape and dtype (a Python
-scalar is taken as ``jax.jit`` returns it: a weakly typed array). A weakly typed leaf (a
-Python-scalar hyperparameter such as a learning rate) gets a buffer of its own, so that
-it stays weakly typed inside the step, as it is under ``jax.jit``, and may come back
-either way; a strongly typed leaf shares its buffer and must come back strongly typed. A
-non-array leaf (a function, a string, a Python scalar) is static: it must come back as
-the same value of the same type (a step cannot change it; pack it as an array to carry it).
-
-Packing a tree of a structure packed before reuses that layout, so nothing compiles again.
+What a step may return for each leaf: an array leaf comes back as an array of its shape and
+dtype (a Python scalar as ``jax.jit`` returns it); a weakly typed leaf has a buffer of its
+own and may come back either way, a strongly typed one must stay strong; a non-array leaf
+is static and must come back as the same value of the same type. Packing a structure packed
+before reuses its layout, so nothing compiles again.
 """
 
 from __future__ import annotations

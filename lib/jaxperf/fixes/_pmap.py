@@ -414,33 +414,28 @@ def cached_filter_pmap(
 
         value = loss(model, jax.numpy.ones((jax.local_device_count(), 8, 4)))
 
-    When it helps: ``eqx.filter_pmap`` redoes, on every call, work whose answer only changes
-    with the structure of the inputs (resolving ``in_axes``, partitioning, a
-    ``ShapeDtypeStruct`` per array leaf, hashing it all, combining the outputs), in host CPU
-    proportional to the array leaves. This wrapper keys a cache on what that work depends on;
-    a hit costs a flatten of the arguments it did not return itself, one lookup and one
-    ``jax.pmap`` call. It matters when that host time (notebook 01 measures it per leaf on
-    your machine) exceeds a step's device time: then it, not the device, sets the it/s.
+    When it helps: ``eqx.filter_pmap`` redoes on every call, in host CPU proportional to the
+    array leaves, work that only changes with the input structure (resolving ``in_axes``,
+    partitioning, hashing, combining the outputs). This wrapper caches it: a hit costs a
+    flatten, one lookup and one ``jax.pmap`` call. It matters when that host time (notebook
+    01 measures it) exceeds a step's device time.
 
-    Same as Equinox: ``in_axes`` as a prefix of the arguments or a dict by parameter name,
-    any ``out_axes`` pytree (outputs classified by the axis it resolves to, as Equinox does),
-    ``axis_name``, ``axis_size``, ``donate``, ``**pmapkwargs`` for ``jax.pmap``,
+    Same as Equinox: ``in_axes`` (a prefix or a dict by parameter name), any ``out_axes``
+    pytree, ``axis_name``, ``axis_size``, ``donate``, ``**pmapkwargs`` for ``jax.pmap``,
     ``.lower(...).compile()``, Equinox's errors, and the wrapper itself: an ``eqx.Module``
     with the fields of Equinox's ``_PmapWrapper``, so a wrapped Module's arrays are its leaves
-    (``eqx.filter_grad``, ``jax.tree.map``, ``copy.deepcopy`` see them) and equal wrappers
-    compare and hash equal. Equal wrappers share their compiled paths; a Python function's
-    die with it, and a wrapped Module's arrays are never kept.
+    and equal wrappers compare and hash equal and share their compiled paths.
 
     Where it differs, on purpose:
 
     - It traces once per input structure (Equinox traces twice: an ``eval_shape`` probe, then
       ``jax.pmap``); an ``out_axes`` pytree other than a single axis costs one probe, as there.
     - Non-array arguments that are equal in Python but differ in type (``1``, ``1.0``,
-      ``True``) or sign (``0.0``, ``-0.0``) get a trace each; Equinox reuses the first one's.
+      ``True``) or sign get a trace each; Equinox reuses the first one's.
     - ``.lower`` also takes ``jax.ShapeDtypeStruct`` as abstract arrays (as ``jax.jit`` does).
-    - Equinox itself answers (counted in ``stats``, ``fallback_reasons`` and
-      :func:`pmap_fallback_counts`) where its answer is the point: keyword arguments, inputs it
-      rejects before tracing, unhashable non-array leaves, nothing mapped.
+    - Equinox answers (counted in ``stats``, ``fallback_reasons`` and
+      :func:`pmap_fallback_counts`) keyword arguments, inputs it rejects before tracing,
+      unhashable non-array leaves, nothing mapped.
 
     Checked on jax 0.6.0 to 0.12.0.1 and Equinox 0.13.3 to 0.13.8
     (``jaxperf.private_api.CHECKED``); it refuses to import, naming the private hook, on
