@@ -1,11 +1,7 @@
 """The reader's loop, read off one call: which outputs become the next call's arguments
 (the carry), fresh copies of the arguments for each path, and where two results first differ.
-
-The step's ``return`` statement, read from its source, says which output is which
-argument (``return loss, model, opt_state``); outputs it does not name are matched by kind
-(pytree structure, shape and dtype), and an argument with several such outputs is an error
-listing them. The loader's batch is never carried. A reader whose step does not fit passes
-``carry={argument: output index}`` (the argument by index or by name).
+The step's ``return`` statement names outputs (``return loss, model, opt_state``); the rest
+are matched by kind, and an ambiguous argument is an error listing the candidates.
 """
 
 from __future__ import annotations

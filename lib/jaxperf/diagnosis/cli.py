@@ -1,9 +1,6 @@
-"""``python -m jaxperf diagnose package.module:factory``: the diagnosis of a reader's step,
-printed as Markdown, optionally written as JSON, Markdown and a figure.
-
-A factory that does not import, raises or returns the wrong thing, a step that raises,
-an absent backend: exit status 2 and one line naming what is wrong; the JSON output (when
-asked for) then holds that line and the full traceback, and nothing else is written.
+"""``python -m jaxperf diagnose package.module:factory``: the diagnosis of a reader's step as
+Markdown, optionally JSON, Markdown and a figure. Any failure: exit status 2 and one line
+naming what is wrong (the JSON output, when asked for, holds it and the traceback).
 """
 
 from __future__ import annotations

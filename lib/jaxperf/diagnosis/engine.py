@@ -1,9 +1,6 @@
-"""The engine behind :func:`jaxperf.diagnose`: build every path of a step, prove each
-computes what the reader's does, time them interleaved in the reader's loop, and summarise.
-
-One code path for the study's own models and for a reader's step: the dispatch study
-(notebook 01), the runs-ahead probe (notebook 07) and the NNX study (notebook 11) check
-with :func:`check`, time with :func:`time_paths` and judge with :func:`jaxperf.diagnosis.verdicts`.
+"""The engine behind :func:`jaxperf.diagnose` and the studies (notebooks 01, 07, 11): build
+every path of a step, :func:`check` each computes what the reader's does, :func:`time_paths`
+interleaved in the reader's loop.
 """
 
 from __future__ import annotations
@@ -457,18 +454,3 @@ def run(
         jax.effects_barrier()  # callbacks still in flight print here, not into the report
     found.update(printed=printed.summary(), seconds=time.perf_counter() - started)
     return found
-
-
-__all__ = [
-    "MEASURES",
-    "Batches",
-    "Checked",
-    "NotApplicable",
-    "Path",
-    "build",
-    "check",
-    "retraces",
-    "run",
-    "sync",
-    "time_paths",
-]

@@ -1,10 +1,7 @@
 """A reader's step from ``package.module:factory``: what the CLI and notebook 10 call.
-
-A factory is a function of keyword arguments that returns either a dict
-``{"step": ..., "args": (...), "loader": ..., "carry": ..., "batch_at": ...}`` (only
-``step`` and ``args`` required) or a tuple ``(step, args)`` / ``(step, args, loader)``.
-Every way this can go wrong is a :class:`FactoryError` (a ``ValueError``) of one line
-naming the factory, with the full traceback kept on it (``.details``) for the JSON output.
+A factory returns ``{"step": ..., "args": (...), ...}`` or ``(step, args[, loader])``; every
+way this can go wrong is a one-line :class:`FactoryError` (a ``ValueError``), with the full
+traceback kept on it (``.details``) for the JSON output.
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
-"""The cheaper paths of a Flax NNX step (``nnx.jit``), for :func:`jaxperf.diagnose`.
-
-Flax's own mitigations (its performance guide) and jaxperf's drop-in, each built on the
-reader's raw function with the reader's static arguments:
-
-- tree mode, ``nnx.jit(f, graph=False)``;
-- ``nnx.cached_partial(step, *modules)``: the graph walked once for the leading modules;
-- ``nnx.jit_partial(f, *modules, graph=False)``: tree mode with pre-flattened modules;
-- ``jax.jit`` on ``nnx.split`` state: split once outside the loop, merge and split again
-  inside the compiled function, the state carried from call to call;
-- ``jaxperf.cached_nnx_jit``, when installed: ``nnx.jit``'s semantics, walking the graph
-  once per graph structure.
-
-An NNX step usually updates its modules in place and returns a loss, so the reader's
-state is the modules themselves: every path starts from its own deep copy of them, and its
-view of "the next call's arguments" is its modules after the call.
+"""The cheaper paths of a Flax NNX step (``nnx.jit``), for :func:`jaxperf.diagnose`: Flax's
+own mitigations (tree mode, ``nnx.cached_partial``, ``nnx.jit_partial``, ``jax.jit`` on
+``nnx.split`` state) and ``jaxperf.cached_nnx_jit``, each on the reader's raw function.
+An NNX step usually updates its modules in place, so every path starts from its own deep
+copy of them, and its view of the next call's arguments is its modules after the call.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""The ways one step can be dispatched, each as a :class:`Path` that runs the reader's loop.
-
-A path holds its own form of the arguments (a partitioned path the arrays only, a packed
-path one buffer per dtype), passes each call's outputs to the next call as the reader's
-loop does (``carry``, in the path's own form), and can say what the reader's step would
-have returned and be called with next (``view``), so that every path is proved to compute
-the same thing as the reader's before it is timed.
-
-The builders here serve the Equinox and JAX kinds (:mod:`.kinds`); Flax NNX's are in
-:mod:`.nnx_paths`. Each returns a :class:`Path`, or raises :class:`NotApplicable` with the
-reason, which the diagnosis reports.
+"""The ways one step can be dispatched, each a :class:`Path` that runs the reader's loop in
+its own form of the arguments and can show what the reader's step would have returned
+(``view``), so that it is proved to compute the same before it is timed. Equinox and JAX
+kinds here, Flax NNX's in :mod:`.nnx_paths`; a builder raises :class:`NotApplicable` with why.
 """
 
 from __future__ import annotations

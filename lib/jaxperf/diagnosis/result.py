@@ -1,8 +1,5 @@
-"""What :func:`jaxperf.diagnose` returns: the measured answer for one step, paste-ready.
-
-:class:`Diagnosis` holds the raw interleaved timings (one row per path and round) and
-derives the rest: it/s ratios to the reader's step with verdicts (:mod:`.verdicts`), host
-CPU and wait per call, and the paths not offered, raising or computing something else.
+"""What :func:`jaxperf.diagnose` returns: :class:`Diagnosis`, the raw interleaved timings and
+what derives from them (ratios with verdicts, host CPU and wait per call, paths not timed).
 """
 
 from __future__ import annotations
