@@ -12,7 +12,7 @@ from typing import Any
 
 from . import carry as carry_mod
 from .kinds import Step
-from .paths import NotApplicable, Path
+from .paths import NotApplicable, Path, _same
 
 
 def _statics(step: Step) -> tuple[int, ...]:
@@ -37,18 +37,6 @@ def leading_nodes(args: tuple) -> int:
     return next((i for i, arg in enumerate(args) if not graph.is_graph_node(arg)), len(args))
 
 
-def _plain(
-    name: str,
-    what: str,
-    fn: Callable[..., Any],
-    args: tuple,
-    carry: carry_mod.Carry,
-    batch_at: int | None,
-    method: str,
-) -> Path:
-    return Path(name, what, fn, args, dict(carry), lambda out, a: (out, a), batch_at, method)
-
-
 def reader_like(step: Step, args: tuple) -> Path:
     """The reader's own ``nnx.jit`` call on its own copies of the objects."""
     from .paths import reader
@@ -63,7 +51,22 @@ def tree_mode(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | N
         step.raw, graph=False, static_argnums=_statics(step) or None, donate_argnums=_donated(step, args)
     )
     what = "nnx.jit in tree mode (graph=False): no graph walk, Variables as a pytree"
-    return _plain("nnx.jit tree mode", what, fn, carry_mod.fresh(args), carry, batch_at, "nnx_tree")
+    return Path(
+        "nnx.jit tree mode", what, fn, carry_mod.fresh(args), dict(carry), _same, batch_at, "nnx_tree"
+    )
+
+
+def _leading(args: tuple, carry: carry_mod.Carry, batch_at: int | None, why: str = "") -> tuple[tuple, int]:
+    """(fresh copies of ``args``, how many leading modules); NotApplicable when none can be held."""
+    if carry:
+        raise NotApplicable("the step returns state that the next call takes" + why)
+    args = carry_mod.fresh(args)
+    n = leading_nodes(args)
+    if not n:
+        raise NotApplicable("no leading NNX module argument to bind or split")
+    if batch_at is not None and batch_at < n:
+        raise NotApplicable("the loader's batch is a module")
+    return args, n
 
 
 def _bound(
@@ -76,16 +79,7 @@ def _bound(
     batch_at: int | None,
 ) -> Path:
     """A path whose leading modules are bound once (``bind(*modules)`` -> a callable of the rest)."""
-    if carry:
-        raise NotApplicable(
-            "the step returns state that the next call takes (bound modules are updated in place)"
-        )
-    args = carry_mod.fresh(args)
-    n = leading_nodes(args)
-    if not n:
-        raise NotApplicable("no leading NNX module argument to bind or split")
-    if batch_at is not None and batch_at < n:
-        raise NotApplicable("the loader's batch is a module")
+    args, n = _leading(args, carry, batch_at, " (bound modules are updated in place)")
     nodes = args[:n]
     fn = bind(*nodes)
     rest_batch = None if batch_at is None else batch_at - n
@@ -136,16 +130,9 @@ def split_jit(
     import jax
     from flax import nnx
 
-    if carry:
-        raise NotApplicable("the step returns state that the next call takes")
-    if _statics(step):
+    if _statics(step) and not carry:
         raise NotApplicable("static arguments")
-    args = carry_mod.fresh(args)
-    n = leading_nodes(args)
-    if not n:
-        raise NotApplicable("no leading NNX module argument to bind or split")
-    if batch_at is not None and batch_at < n:
-        raise NotApplicable("the loader's batch is a module")
+    args, n = _leading(args, carry, batch_at)
     graphdef, state = nnx.split(args[:n])
     leaves, treedef = jax.tree.flatten(state)
 
@@ -185,9 +172,8 @@ def cached_nnx_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: in
     options: dict[str, Any] = {"static_argnums": _statics(step), "donate_argnums": _donated(step, args)}
     fn = drop_in(step.raw, **{k: v for k, v in options.items() if v})
     what = "the same nnx.jit semantics, the graph walked once per graph structure"
-    return _plain(
-        "jaxperf.cached_nnx_jit", what, fn, carry_mod.fresh(args), carry, batch_at, "cached_nnx_jit"
-    )
+    args = carry_mod.fresh(args)
+    return Path("jaxperf.cached_nnx_jit", what, fn, args, dict(carry), _same, batch_at, "cached_nnx_jit")
 
 
 BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {

@@ -56,8 +56,6 @@ class Diagnosis:
     def timed(self) -> bool:
         return not self.timings.empty and self.reader in set(self.timings["variant"])
 
-    # ------------------------------------------------------------ derived
-
     def ratios(self, value: str = PIPELINED) -> pd.DataFrame:
         check_choice("value", value, (PIPELINED, BLOCKED))
         if not self.timed or self.timings["variant"].nunique() < 2:
@@ -215,8 +213,6 @@ class Diagnosis:
             "stopped_by": str(first["stopped_by"]),
             "rel_iqr": None if pd.isna(first["rel_iqr"]) else float(first["rel_iqr"]),
         }
-
-    # ------------------------------------------------------------ output
 
     def summary(self) -> dict[str, Any]:
         """Everything :meth:`markdown` states, as JSON-ready data."""

@@ -28,8 +28,6 @@ import numpy as np
 
 from .. import private_api
 
-# ---------------------------------------- the cache key, the record of a trace's outputs, the shared paths
-
 ARRAY_TYPES = private_api.equinox_array_types()
 # .lower() also takes abstract arrays, as jax.jit(...).lower does: compile for a topology
 # (e.g. a TPU v3-8 described on a CPU) without any array of it.

@@ -43,8 +43,6 @@ from ._cached import (
 # out of JAX's filtered tracebacks and eqx.error_if's recorded stack (see ._cached)
 private_api.jax_traceback_exclusion(__file__)
 
-# ---------------------------------------- the compiled paths of cached_filter_jit
-
 # the Equinox hooks a failed eqx.error_if reads: refused here, by name, if missing
 private_api.check_core_hook(private_api.EQUINOX_JIT_ERROR)
 _JaxRuntimeError = jax.errors.JaxRuntimeError
@@ -96,8 +94,6 @@ class JitPaths(Paths):
         # fail: never an output itself, so nothing a caller dropped is kept alive
         self.pending: collections.deque[weakref.ref] = collections.deque()
         self.last: Callable[[], Any] = lambda: None  # the last output on XLA:CPU, weakly
-
-    # ------------------------------------------------------------ the call
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         if not kwargs:
@@ -205,8 +201,6 @@ class JitPaths(Paths):
         entry.fn = jax.jit(inner, donate_argnums=tuple(range(entry.kept, n_dynamic)), **self.jitkwargs)
         return entry
 
-    # ------------------------------------------------------------ ahead of time
-
     def lower(self, arrays: tuple, args: tuple, kwargs: dict) -> Lowered:
         """``.lower(*args)``; a ``jax.ShapeDtypeStruct`` argument is an abstract array, unless
         that cannot trace (then it is static, as Equinox reads it) or the compiled form is
@@ -242,8 +236,6 @@ class JitPaths(Paths):
         key, dynamic, _ = split((args, kwargs, arrays))
         return key, dynamic
 
-
-# ---------------------------------------- cached_filter_jit
 
 # Equinox's own, bound at import: a program that patches eqx.filter_jit = cached_filter_jit
 # still falls back to Equinox's, not to itself.

@@ -40,8 +40,6 @@ import numpy as np
 
 from ..errors import bad_value
 
-# ---------------------------------------- recording the graph
-
 _FLAX: SimpleNamespace | None = None
 
 
@@ -251,8 +249,6 @@ class Graph:
         for root in roots:
             walk(root)
 
-    # ------------------------------------------------------------ per call
-
     def unchanged(self, roots: Sequence[Any]) -> bool:
         """Whether the graph of ``roots`` is still the one recorded (and the trace the same)."""
         try:
@@ -305,9 +301,6 @@ def _current_trace() -> Any:
     global _current_trace
     _current_trace = flax().trace  # resolved on the first call
     return _current_trace()
-
-
-# ---------------------------------------- the compiled function
 
 
 class Abort(Exception):
@@ -407,8 +400,6 @@ class Entry:
                 self.fallback = "outputs differ between traces"
                 raise Abort(self.fallback)
 
-
-# ---------------------------------------- cached_nnx_jit
 
 _MISSING: Any = object()
 #: positional arguments of these types keep a call on the fast path (no pytree flatten)
@@ -512,8 +503,6 @@ class CachedNnxJit:
 
     def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
         return self._fallback.eval_shape(*args, **kwargs)
-
-    # ------------------------------------------------------------ the call
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         record = self._last

@@ -33,8 +33,6 @@ import numpy as np
 
 from ..errors import bad_value
 
-# ---------------------------------------- the layout
-
 _SCALARS = (bool, int, float, complex)
 
 
@@ -184,8 +182,6 @@ def interned(layout: Layout) -> Layout:
     with _LAYOUTS_LOCK:
         return _LAYOUTS.setdefault(key, layout)
 
-
-# ---------------------------------------- the packed state and its steps
 
 __all__ = ["Group", "Layout", "PackedState", "Slot", "packed_jit", "packed_pmap", "state_step"]
 

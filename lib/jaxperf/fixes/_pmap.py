@@ -40,8 +40,6 @@ from ._cached import (
 # out of JAX's filtered tracebacks and eqx.error_if's recorded stack (see ._cached)
 private_api.jax_traceback_exclusion(__file__)
 
-# ---------------------------------------- one jax.pmap per input structure, and out_axes as Equinox resolves them
-
 _broadcast_prefix = private_api.jax_broadcast_prefix()
 #: what ``eqx.filter_pmap`` sizes ``out_axes`` by: arrays and Python scalars
 _ARRAY_LIKE = (*ARRAY_TYPES, bool, int, float, complex)
@@ -172,8 +170,6 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
     return entry
 
 
-# ---------------------------------------- the compiled paths of cached_filter_pmap
-
 #: calls every cached_filter_pmap in this process handed to eqx.filter_pmap, by reason
 PMAP_FALLBACKS: collections.Counter[str] = collections.Counter()
 
@@ -194,8 +190,6 @@ class PmapPaths(Paths):
         specs = jtu.tree_leaves(self.in_axes, is_leaf=_is_axis_leaf)
         # a callable other than eqx.if_array may read leaf values: resolve it on every call
         self.value_axes = any(callable(a) and not isinstance(a, eqx.if_array) for a in specs)
-
-    # ------------------------------------------------------------ the call
 
     def hit(self, fun: Any, args: tuple) -> Any:
         """The outputs of a call whose compiled path is cached and traced, or :data:`MISS`
@@ -285,8 +279,6 @@ class PmapPaths(Paths):
             key = (key, tuple(self._arg_axes(args, ARRAY_TYPES)))
         return key, dynamic
 
-    # ------------------------------------------------------------ axes
-
     def _prefix(self, args: tuple) -> Any:
         """``in_axes`` as a prefix of ``args``: a dict names parameters (others ``if_array(0)``)."""
         if not isinstance(self.in_axes, dict):
@@ -333,8 +325,6 @@ class PmapPaths(Paths):
 #: the options PmapPaths passes to jax.pmap itself (the rest are jax.pmap's keywords)
 _OWN = ("in_axes", "out_axes", "axis_name", "axis_size", "donate")
 
-
-# ---------------------------------------- cached_filter_pmap
 
 # Equinox's own, bound at import: a program that patches eqx.filter_pmap = cached_filter_pmap
 # still falls back to Equinox's, not to itself.
