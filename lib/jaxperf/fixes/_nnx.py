@@ -75,32 +75,19 @@ class Uncacheable(Exception):
     """A graph this module cannot record exactly; carries the reason."""
 
 
-class _TypeOf:
-    """Stands for an array attribute in a snapshot: equal to any value of the same type."""
+class _Like:
+    """Stands in a snapshot for an array attribute (equal to any value of its type) or for a
+    call's argument referenced inside its graph (equal to it alone, held weakly)."""
 
-    __slots__ = ("type",)
+    __slots__ = ("test",)
     __array_ufunc__ = None  # NumPy defers ``ndarray == self`` to ``self.__eq__``
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, kind: type) -> None:
-        self.type = kind
+    def __init__(self, test: Callable[[Any], bool]) -> None:
+        self.test = test
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is self.type
-
-
-class _Weak:
-    """Stands for a call's argument referenced from inside its graph: equal to it alone."""
-
-    __slots__ = ("ref",)
-    __array_ufunc__ = None
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self, obj: Any) -> None:
-        self.ref = weakref.ref(obj)
-
-    def __eq__(self, other: object) -> bool:
-        return self.ref() is other
+        return self.test(other)
 
 
 _PYTREE_FLAGS = operator.attrgetter("_initializing", "_is_setup")
@@ -111,15 +98,11 @@ _RAW = operator.attrgetter("_raw_value")
 _deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
 
 
-def _strong(obj: Any) -> Callable[[], Any]:
-    return lambda: obj
-
-
 class Graph:
     """One walk's record of the graph of a call's roots (Flax's ``graphlib.flatten``, one
     reference map over every root, as ``nnx.jit`` splits them), and a second walk's copies of
     what a later call must find again: every node's ``__dict__`` and mutable container (an
-    array as its type, :class:`_TypeOf`; a root as a weak reference, :class:`_Weak`), the
+    array as its type, :class:`_Like`; a root by weak reference), the
     ``PytreeState`` flags and every Variable's metadata. ``graphdefs``: one per root;
     ``variables``: in Flax's leaf order; ``leaf_slots``: ``(position, parent, key, root)``
     of each array attribute (``root`` -1 when the parent is held here); ``by_index``: the
@@ -131,7 +114,7 @@ class Graph:
         self.trace = fx.trace()
         root_ids = {id(r): k for k, r in enumerate(roots)}
         # a Variable argument has no weak reference: held for this call only (its record is not kept)
-        self.root_refs = [_strong(r) if isinstance(r, fx.Variable) else weakref.ref(r) for r in roots]
+        self.root_refs = [(lambda r=r: r) if isinstance(r, fx.Variable) else weakref.ref(r) for r in roots]
         ref_index = graphlib.RefMap()
         graphdefs: list[Any] = []
         leaves: list[Any] = []
@@ -196,11 +179,13 @@ class Graph:
             if id(value) in root_ids:
                 if not weak:  # a strongly held node would keep the argument alive
                     raise Uncacheable("a node inside the graph references an argument")
-                return _Weak(value)
+                ref = weakref.ref(value)
+                return _Like(lambda other: ref() is other)
             impl = graphlib.get_node_impl(value)
             if impl is None and not isinstance(value, fx.Variable):
                 if isinstance(value, (np.ndarray, jax.Array)):
-                    return _TypeOf(type(value))
+                    kind = type(value)
+                    return _Like(lambda other: type(other) is kind)
             return value
 
         def walk(node: Any) -> None:
@@ -307,15 +292,10 @@ class Abort(Exception):
     """Raised inside a trace whose call ``nnx.jit`` must make instead; carries the reason."""
 
 
-def _flat(value: Any) -> tuple[list, Any]:
-    leaves, treedef = jtu.tree_flatten(value)
-    return leaves, treedef
-
-
 def _same(value: Any, before: tuple[list, Any]) -> bool:
     """Whether a leaf left the trace as it entered (``before``: its jax leaves and treedef then,
     taken before the call, as a Variable's pytree value may be mutated in place)."""
-    leaves, treedef = _flat(value)
+    leaves, treedef = jtu.tree_flatten(value)
     return treedef == before[1] and all(x is y for x, y in zip(leaves, before[0]))
 
 
@@ -358,7 +338,7 @@ class Entry:
             root_at = dict(zip(node_pos, roots))
             leaves = [root_at[i] if i in root_at else next(rest) for i in range(treedef.num_leaves)]
             call_args, call_kwargs = owner._with_statics(treedef.unflatten(leaves), statics)
-            before = [_flat(v) for v in graph_in]
+            before = [jtu.tree_flatten(v) for v in graph_in]
             out = fun(*call_args, **call_kwargs)
             ref_index, after, gds = graphlib.RefMap(), [], []
             for root in roots:
