@@ -272,6 +272,11 @@ class Entry:
         self.ready = True
         return out
 
+    def run(self, dynamic: Sequence[Any]) -> Any:
+        """The call's outputs, rebuilt."""
+        out, rec = self.fn(*dynamic) if self.ready else self.first(dynamic)
+        return rec.rebuild(out)
+
 
 _TOTALS_LOCK = threading.Lock()
 
@@ -384,9 +389,9 @@ class Compiled:
                     f"arrays of shapes and dtypes {array_types(dynamic)} where this was lowered for "
                     f"{lowered.types}: lower(...) again with these arguments."
                 )
-            return run_compiled(self.compiled, dynamic)
-        static_key = lowered.static_key
-        if lowered.relower is not None and static_key is not None and same_structure(key, static_key):
+            out, rec = self.compiled(*dynamic)
+            return rec.rebuild(out)
+        if lowered.relower is not None and same_structure(key, lowered.static_key):
             # The ShapeDtypeStructs it was lowered with are passed again: they were static
             # arguments (Equinox's reading), not abstract arrays.
             with self._lock:
@@ -402,16 +407,11 @@ class Compiled:
         return self.compiled.as_text()
 
 
-def run_compiled(compiled: Any, dynamic: Sequence[Any]) -> Any:
-    """Call a compiled (ahead-of-time) form of an :class:`Entry` and rebuild its outputs."""
-    out, rec = compiled(*dynamic)
-    return rec.rebuild(out)
-
-
 class Lowered:
-    """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of``
-    gives a call's (key, array leaves); ``relower()`` (when ``jax.ShapeDtypeStruct`` arguments were lowered
-    as abstract arrays) lowers them as static arguments instead, ``static_key`` its key."""
+    """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of(args,
+    kwargs)`` gives a call's (key, array leaves); ``relower()`` (when ``jax.ShapeDtypeStruct``
+    arguments were lowered as abstract arrays) lowers them as static arguments instead, for
+    a call of ``static_key`` (the key of ``call``, the lowered arguments)."""
 
     def __init__(
         self,
@@ -420,10 +420,11 @@ class Lowered:
         dynamic: Sequence[Any],
         key_of: Any,
         relower: Any = None,
-        static_key: tuple | None = None,
+        call: tuple = (),
     ) -> None:
         self.lowered, self.key, self.types = lowered, key, array_types(dynamic)
-        self.key_of, self.relower, self.static_key = key_of, relower, static_key
+        self.key_of, self.relower = key_of, relower
+        self.static_key: Any = key_of(*call)[0] if relower is not None else None
 
     def as_text(self) -> str:
         return self.lowered.as_text()

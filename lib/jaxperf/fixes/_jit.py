@@ -201,35 +201,26 @@ class JitPaths(Paths):
         entry.fn = jax.jit(inner, donate_argnums=tuple(range(entry.kept, n_dynamic)), **self.jitkwargs)
         return entry
 
-    def lower(self, arrays: tuple, args: tuple, kwargs: dict) -> Lowered:
+    def lower(self, arrays: tuple, args: tuple, kwargs: dict, static: bool = False) -> Lowered:
         """``.lower(*args)``; a ``jax.ShapeDtypeStruct`` argument is an abstract array, unless
-        that cannot trace (then it is static, as Equinox reads it) or the compiled form is
-        called with it again (then that form is lowered with it static)."""
+        ``static``, that cannot trace (then it is static, as Equinox reads it) or the compiled
+        form is called with it again (then that form is lowered with it static)."""
         args, kwargs = self.bind(args, kwargs)
-        key, entry, dynamic = self.lookup(arrays, args, kwargs, LOWER_TYPES)
+        key, entry, dynamic = self.lookup(arrays, args, kwargs, ARRAY_TYPES if static else LOWER_TYPES)
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
+        relower = (lambda: self.lower(arrays, args, kwargs, static=True)) if abstract else None
         try:
             lowered = entry.fn.lower(*dynamic)
         except Exception as err:
-            if not abstract:
+            if relower is None:
                 raise
             try:  # Equinox's reading, then its error
-                return self.lower_static(arrays, args, kwargs)
+                return relower()
             except Exception as static_err:
                 raise static_err from err
         return Lowered(
-            lowered,
-            key,
-            dynamic,
-            lambda a, k: self._key_of(arrays, a, k),
-            (lambda: self.lower_static(arrays, args, kwargs)) if abstract else None,
-            split((args, kwargs, arrays))[0] if abstract else None,
+            lowered, key, dynamic, lambda a, k: self._key_of(arrays, a, k), relower, (args, kwargs)
         )
-
-    def lower_static(self, arrays: tuple, args: tuple, kwargs: dict) -> Lowered:
-        key, entry, dynamic = self.lookup(arrays, args, kwargs)
-        lowered = entry.fn.lower(*dynamic)
-        return Lowered(lowered, key, dynamic, lambda a, k: self._key_of(arrays, a, k))
 
     def _key_of(self, arrays: tuple, args: tuple, kwargs: dict) -> tuple[tuple, list]:
         args, kwargs = self.bind(args, kwargs)

@@ -205,8 +205,7 @@ class PmapPaths(Paths):
             if entry is None or not entry.traced:
                 return MISS
             self.counts["hits"] += 1
-        out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
-        return rec.rebuild(out)
+        return entry.run(dynamic)
 
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
         """This call's outputs (or its Lowered); :class:`Fallback` when Equinox must answer:
@@ -220,7 +219,7 @@ class PmapPaths(Paths):
         outer, tracing.traced = getattr(tracing, "traced", False), False
         try:
             key, entry, dynamic, tree = self._lookup(fun, args, LOWER_TYPES if lower else ARRAY_TYPES)
-            return self._lowered(key, entry, dynamic, tree) if lower else self._run(entry, dynamic)
+            return self._lowered(key, entry, dynamic, tree) if lower else entry.run(dynamic)
         except Fallback:
             raise
         except Exception as err:
@@ -249,27 +248,13 @@ class PmapPaths(Paths):
             entry = self.put(key, build_entry(self, jtu.tree_structure(tree), static, axes, dynamic))
         return key, entry, dynamic, tree
 
-    def _run(self, entry: Entry, dynamic: list) -> Any:
-        out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
-        return rec.rebuild(out)
-
     def _lowered(self, key: Any, entry: Entry, dynamic: list, tree: tuple) -> Lowered:
         fun, args = (self.fun_ref() if tree[0] is None else tree[0]), tree[1]
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
+        relower = (lambda: self._lowered(*self._lookup(fun, args, ARRAY_TYPES))) if abstract else None
         return Lowered(
-            entry.fn.lower(*dynamic),
-            key,
-            dynamic,
-            lambda a, k: self._key_of(fun, a, k),
-            (lambda: self.lower_static(fun, args)) if abstract else None,
-            self._key_of(fun, args, {})[0] if abstract else None,
+            entry.fn.lower(*dynamic), key, dynamic, lambda a, k: self._key_of(fun, a, k), relower, (args, {})
         )
-
-    def lower_static(self, fun: Any, args: tuple) -> Lowered:
-        """``.lower`` with any ``jax.ShapeDtypeStruct`` argument static, as Equinox reads it."""
-        key, entry, dynamic, tree = self._lookup(fun, args, ARRAY_TYPES)
-        key_of = lambda a, k: self._key_of(fun, a, k)  # noqa: E731
-        return Lowered(entry.fn.lower(*dynamic), key, dynamic, key_of)
 
     def _key_of(self, fun: Any, args: tuple, kwargs: dict) -> tuple[Any, list]:
         if kwargs:
