@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -84,19 +83,6 @@ class Printed(io.TextIOBase):
 
     def summary(self) -> dict[str, Any]:
         return {"lines": self.lines, "chars": self.chars, "first": self.first}
-
-
-@contextlib.contextmanager
-def captured() -> Iterator[Printed]:
-    """``sys.stdout`` replaced by a :class:`Printed` (every thread's, as JAX's callbacks run
-    on their own threads) for the duration."""
-    printed = Printed()
-    saved = sys.stdout
-    sys.stdout = printed
-    try:
-        yield printed
-    finally:
-        sys.stdout = saved
 
 
 class Batches:
@@ -399,7 +385,8 @@ def run(
     checks included) unless ``timing_only``."""
     started = time.perf_counter()
     deadline = float("inf") if timing_only else started + config.max_seconds
-    with captured() as printed:
+    # every thread's stdout, as JAX's callbacks print from their own threads
+    with contextlib.redirect_stdout(Printed()) as printed:
         batches = Batches(loader)
         step, mine, paths, skipped, carry, leaves, batch_at = build(
             step, args, carry, batches, batch_at, extra

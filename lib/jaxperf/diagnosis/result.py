@@ -18,8 +18,7 @@ from . import verdicts as v
 PIPELINED, BLOCKED = "loop_it_per_s", "it_per_s"
 #: the least median it/s ratio a change must show to be recommended
 WORTH = 1.05
-#: how far past the most that removing all host work could give a device-bound loop a
-#: measured ratio may go and still count as a dispatch gain
+#: how far a measured ratio may pass :meth:`Diagnosis.dispatch_limit` and still count as a dispatch gain
 SLACK = 1.02
 #: the figure's font: 8 pt once a notebook shows its 9 inches at 900 px
 FONT_PT = 10.5
@@ -199,10 +198,6 @@ class Diagnosis:
             lines.append(f"Device-bound and still faster with the change: {why}.")
         return lines
 
-    def best_snippet(self) -> str:
-        best = self.best()
-        return "" if best is None else self.snippets.get(best["variant"], "")
-
     def rounds(self) -> dict[str, Any]:
         if not self.timed:
             return {"rounds": 0, "calls_per_round": 0, "stopped_by": "nothing timed", "rel_iqr": None}
@@ -254,7 +249,8 @@ class Diagnosis:
 
         head = f"**{self.kind} step, {self.leaves} array leaves in its arguments** ({self.where()})"
         lines = [head, "", *(f"- {line}" for line in self.headline())]
-        code = self.best_snippet()
+        best = self.best()
+        code = "" if best is None else self.snippets.get(best["variant"], "")
         if code:
             lines += ["", "```python", code, "```"]
         if self.timed:

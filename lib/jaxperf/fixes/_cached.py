@@ -29,14 +29,12 @@ import numpy as np
 from .. import private_api
 
 ARRAY_TYPES = private_api.equinox_array_types()
-# .lower() also takes abstract arrays, as jax.jit(...).lower does: compile for a topology
-# (e.g. a TPU v3-8 described on a CPU) without any array of it.
+# .lower() also takes abstract arrays, as jax.jit's: compile for a topology without its arrays.
 LOWER_TYPES = (*ARRAY_TYPES, jax.ShapeDtypeStruct)
 #: marks an array leaf's slot in a list of static leaves
 ARRAY = object()
 _trace_context = private_api.jax_trace_context()
-# Frames of these modules (and of the drop-ins, each registering its own) stay out of JAX's
-# filtered tracebacks and out of the stack that eqx.error_if records, as Equinox's own frames do.
+# These frames stay out of JAX's filtered tracebacks and eqx.error_if's stack, as Equinox's do.
 private_api.jax_traceback_exclusion(__file__)
 
 
@@ -54,8 +52,7 @@ def _unstaged_type(leaf: Any) -> Hashable:
     return jax.typeof(leaf)  # a JAX array of a kind (or version) without .aval: the slow, public way
 
 
-# (array kinds, leaf types) -> (array flags, non-array flags, whether a float or complex is
-# among them): one hash of the types on a hit instead of a pass per leaf for each
+# (array kinds, leaf types) -> (array flags, non-array flags, float or complex among them)
 _PLANS: dict[tuple, tuple[tuple[bool, ...], tuple[bool, ...], bool]] = {}
 _aval = operator.attrgetter("aval")
 _flatten: Callable[[Any], tuple[list[Any], Any]] = jtu.default_registry.flatten
@@ -96,8 +93,7 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
     if floats:  # -0.0 == 0.0: a float's repr tells them apart
         rest = tuple((type(x), repr(x)) if type(x) in (float, complex) else x for x in rest)
     try:
-        # The aval is what a trace sees, all of it; JAX interns it (jax >= 0.7: an identity
-        # hash), so this is also the cheapest key per leaf.
+        # The aval is all a trace sees, and JAX interns it: the cheapest key per leaf.
         avals = tuple(map(_aval, dynamic))
     except AttributeError:
         avals = tuple(x.aval if hasattr(x, "aval") else _unstaged_type(x) for x in dynamic)
@@ -341,9 +337,8 @@ def totals(counter: collections.Counter[str]) -> dict[str, int]:
         return dict(counter)
 
 
-# the compiled paths of every wrapped callable: a function's by the function itself (weakly,
-# as Equinox's compile cache), another callable's by its type, then by options and its
-# non-array part (which the paths keep, as Equinox's compile cache keeps it)
+# the paths of every wrapped callable: a function's by itself (weakly, as Equinox's compile
+# cache), another callable's by its type, then by options and its non-array part
 _SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
@@ -392,8 +387,7 @@ class Compiled:
             out, rec = self.compiled(*dynamic)
             return rec.rebuild(out)
         if lowered.relower is not None and same_structure(key, lowered.static_key):
-            # The ShapeDtypeStructs it was lowered with are passed again: they were static
-            # arguments (Equinox's reading), not abstract arrays.
+            # passed again: the ShapeDtypeStructs were static arguments (Equinox's reading)
             with self._lock:
                 if self._static_form is None:
                     self._static_form = lowered.relower().compile(self._options)

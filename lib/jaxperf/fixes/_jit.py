@@ -46,8 +46,7 @@ private_api.jax_traceback_exclusion(__file__)
 # the Equinox hooks a failed eqx.error_if reads: refused here, by name, if missing
 private_api.check_core_hook(private_api.EQUINOX_JIT_ERROR)
 _JaxRuntimeError = jax.errors.JaxRuntimeError
-#: the calls (ids) of every cached_filter_jit now running: while any runs, JAX's "jax.pure_callback
-#: failed" record is dropped by Equinox's filter, as Equinox drops it during each of its calls
+#: ids of the running calls: while any runs, Equinox's filter drops JAX's pure_callback failure log
 _RUNNING: set[bytes] = set()
 _EQUINOX_FILTER = private_api.equinox_callback_log_filter()
 
@@ -90,8 +89,7 @@ class JitPaths(Paths):
             self.fun_of = lambda arrays: fun_ref()
         else:  # its non-array part only: its arrays come with each call
             self.fun_of = lambda arrays: fun_combine(arrays, rest)
-        # a weak reference to the first output of each call whose computation may still
-        # fail: never an output itself, so nothing a caller dropped is kept alive
+        # weak references to first outputs whose computation may still fail (nothing kept alive)
         self.pending: collections.deque[weakref.ref] = collections.deque()
         self.last: Callable[[], Any] = lambda: None  # the last output on XLA:CPU, weakly
 
@@ -129,10 +127,8 @@ class JitPaths(Paths):
         finally:
             _RUNNING.discard(jit_id)
         if out and not isinstance(out[0], _Tracer):
-            # An execution's outputs are ready (or failed) together: one of them tells for all,
-            # and no marker output costs the call anything (Equinox returns one and waits on
-            # it). XLA:CPU fails a check inside the call (see cached_filter_jit): there the
-            # last output is enough for wait().
+            # An execution's outputs are ready (or failed) together: one tells for all. XLA:CPU
+            # fails a check inside the call: there the last output is enough for wait().
             if entry.asynchronous is None:
                 entry.asynchronous = any(device.platform != "cpu" for device in out[0].devices())
             if entry.asynchronous:
@@ -228,8 +224,7 @@ class JitPaths(Paths):
         return key, dynamic
 
 
-# Equinox's own, bound at import: a program that patches eqx.filter_jit = cached_filter_jit
-# still falls back to Equinox's, not to itself.
+# Equinox's own, bound at import (a program may patch eqx.filter_jit = cached_filter_jit)
 _EQX_FILTER_JIT: Any = eqx.filter_jit
 
 

@@ -164,8 +164,7 @@ class Graph:
         """Copies of every node's and mutable container's contents, by walking the graph."""
         graphlib = fx.graphlib
         seen: set[int] = set()
-        # roots, checked through a weak reference; other graph nodes, held strongly; lists,
-        # dicts and State mappings, held strongly; PytreeStates and their flags
+        # roots through weak references; other nodes, lists, dicts and State mappings held strongly
         self.node_refs: list[weakref.ref] = []
         self.node_snaps: list[dict] = []
         self.held: list[Any] = []
@@ -353,9 +352,8 @@ class Entry:
                 )
                 self._settle(("values", changed, out_def))
                 return tuple(after[i] for i in changed), out
-            # The graph changed, or graph nodes are returned: split the arguments and the outputs
-            # again, one reference map over all, each node that entered marked with its index
-            # (``outer_index``), as nnx.jit's inner split does; the caller merges as nnx.jit does.
+            # The graph changed, or graph nodes are returned: split the arguments and outputs again,
+            # one reference map over all, as nnx.jit's inner split does; the caller merges them.
             to_outer = graphlib.RefMap((obj, i) for i, obj in index_ref.items())
             refs, split = graphlib.RefMap(), []
             for node in [*roots, *filter(is_node, out_leaves)]:

@@ -313,8 +313,7 @@ _NOT_A_STATE = "a PackedState (PackedState.pack(tree), .replicate(devices) for p
 
 
 def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedState]]:
-    # fun's signature (through __wrapped__), so that argument names given to jax.jit or
-    # jax.pmap (static_argnames, donate_argnames) resolve as they do for fun itself
+    # fun's signature (through __wrapped__): jax.jit's static_argnames / donate_argnames resolve on it
     @functools.wraps(fun)
     def packed_step(state: PackedState, *args: Any, **kwargs: Any) -> tuple[Any, PackedState]:
         if not isinstance(state, PackedState):
@@ -416,8 +415,7 @@ def packed_pmap(
     ``donate=False``. ``new_tree`` must fit the layout (see the module docstring)."""
     if devices is not None:
         devices = _check_devices(devices)
-    # a plain 0 (never a list) unless the caller maps the aux otherwise: jax.pmap across
-    # processes rejects list out_axes
+    # a plain 0 (never a list) unless the caller maps the aux otherwise: multi-process pmap rejects lists
     out_axes = _state_first("out_axes", pmap_kwargs.pop("out_axes", 0), aux_part=True)
     if "in_axes" in pmap_kwargs:
         pmap_kwargs["in_axes"] = _state_first("in_axes", pmap_kwargs["in_axes"], aux_part=False)

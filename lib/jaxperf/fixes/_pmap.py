@@ -49,8 +49,7 @@ _RANGE_ERROR = "integers in filter_pmap(..., out_axes=...) must correspond to a 
 _KIND_ERROR = "filter_pmap(..., out_axes=...) must contain only integers and Nones"
 
 
-#: ``tracing.traced`` is set when a trace reaches the wrapped function (per thread): from
-#: then on an error is the function's, or its outputs', and is raised, never handed over
+#: set per thread once a trace reaches the function: from then on an error is raised, never handed over
 tracing = threading.local()
 #: what :meth:`PmapPaths.hit` returns when the call is not a hit
 MISS = object()
@@ -119,8 +118,7 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
     one per array leaf in ``dynamic``): the tree is ``(fun or None, args, dummy or None)``,
     None for a Python function, which comes from ``paths.fun_ref`` (a weak reference)."""
     entry = Entry(quiet=paths.donate == "all")
-    # The entry may outlive every wrapper (equal wrappers share entries, as Equinox's share
-    # compiled functions): its closures hold the options, never a wrapper nor the function.
+    # The entry may outlive every wrapper: its closures hold the options, never a wrapper or the function.
     fun_ref, spec, lock = paths.fun_ref, paths.out_axes, paths.lock
     axis_name, axis_size = paths.axis_name, paths.axis_size
 
@@ -311,8 +309,7 @@ class PmapPaths(Paths):
 _OWN = ("in_axes", "out_axes", "axis_name", "axis_size", "donate")
 
 
-# Equinox's own, bound at import: a program that patches eqx.filter_pmap = cached_filter_pmap
-# still falls back to Equinox's, not to itself.
+# Equinox's own, bound at import (a program may patch eqx.filter_pmap = cached_filter_pmap)
 _EQX_FILTER_PMAP: Any = eqx.filter_pmap
 
 
