@@ -63,12 +63,11 @@ _field = object.__getattribute__
 JIT_FALLBACKS: collections.Counter[str] = collections.Counter()
 
 
-def _equinox_error(err: Exception, jit_id: bytes) -> Exception | None:
-    """Equinox's ``EquinoxRuntimeError`` for a runtime error that a failed ``eqx.error_if`` caused."""
-    if "_EquinoxRuntimeError: " not in str(err):
-        return None
-    message = private_api.equinox_jit_error_message(jit_id)
-    return None if message is None else eqx.EquinoxRuntimeError(message)
+def _raise_equinox_error(err: Exception, jit_id: bytes) -> None:
+    """Raise Equinox's ``EquinoxRuntimeError`` for a runtime error a failed ``eqx.error_if`` caused."""
+    message = private_api.equinox_jit_error_message(jit_id) if "_EquinoxRuntimeError: " in str(err) else None
+    if message is not None:
+        raise eqx.EquinoxRuntimeError(message) from None
 
 
 class JitPaths(Paths):
@@ -79,9 +78,6 @@ class JitPaths(Paths):
     ) -> None:
         super().__init__(fun, JIT_FALLBACKS, unhashable)
         self.donate, self.jitkwargs = donate, jitkwargs
-        self.donate_first = donate in ("all", "warn")
-        self.donate_rest = donate != "none"
-        self.filter_warning = donate in ("all", "all-except-first")
         self.signature = inspect.signature(fun)
         self.fun_of: Callable[[tuple], Any]
         if self.is_function:
@@ -120,9 +116,7 @@ class JitPaths(Paths):
         try:
             out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
         except (_JaxRuntimeError, ValueError) as err:
-            translated = _equinox_error(err, jit_id)
-            if translated is not None:
-                raise translated from None
+            _raise_equinox_error(err, jit_id)
             raise
         finally:
             _RUNNING.discard(jit_id)
@@ -158,9 +152,7 @@ class JitPaths(Paths):
         except (_JaxRuntimeError, ValueError) as err:
             with self.lock:
                 self.pending.clear()
-            translated = _equinox_error(err, jit_id)
-            if translated is not None:
-                raise translated from None
+            _raise_equinox_error(err, jit_id)
             if earlier:
                 err.add_note(
                     f"(from an earlier call of {self.name}, whose computation failed after it returned)"
@@ -185,8 +177,8 @@ class JitPaths(Paths):
         it holds this object's options, never this object (nor the function)."""
         first = len(jtu.tree_leaves(args[0])) if args else 0
         n_first = sum(1 for s in static[:first] if s is ARRAY)
-        kept = n_dynamic if not self.donate_rest else (0 if self.donate_first else n_first)
-        entry = Entry(kept, self.filter_warning)
+        kept = n_dynamic if self.donate == "none" else (0 if self.donate in ("all", "warn") else n_first)
+        entry = Entry(kept, quiet=self.donate in ("all", "all-except-first"))
         fun_of = self.fun_of
 
         def inner(*leaves: Any) -> tuple:
