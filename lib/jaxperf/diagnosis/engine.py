@@ -174,10 +174,9 @@ def build(
     batch_at: int | None,
     extra: dict[str, Callable[..., Path]] | None = None,
 ) -> tuple[Step, Path, dict[str, Path], dict[str, str], carry_mod.Carry, int, int | None]:
-    """(the step, with the donation read off one call for jax.pmap; the reader's path, the
-    cheaper paths, {path: why not offered}, carry, array leaves of the arguments of one call,
-    batch position). One call of the reader's step (on copies) reads the carry and the
-    leaves; it also compiles it."""
+    """(the step, with jax.pmap's donation read off; the reader's path, the cheaper paths, {path:
+    why not offered}, carry, array leaves per call, batch position), from one call of the
+    reader's step on copies (which also compiles it)."""
     probe = carry_mod.fresh(args)
     try:
         out = step.call(*probe)

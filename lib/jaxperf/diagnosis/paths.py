@@ -30,9 +30,8 @@ class Spread(tuple):
 def put_batch(args: tuple, at: int, batch: Any) -> tuple:
     """``args`` with the loader's ``batch`` put at argument ``at`` (a :class:`Spread` batch at
     ``at`` and the arguments after it)."""
-    width = len(batch) if isinstance(batch, Spread) else 1
     items = tuple(batch) if isinstance(batch, Spread) else (batch,)
-    return (*args[:at], *items, *args[at + width :])
+    return (*args[:at], *items, *args[at + len(items) :])
 
 
 class NotApplicable(Exception):
@@ -85,15 +84,10 @@ READER_METHODS = {
 
 def reader(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """The reader's own step, as they call it."""
+    method = READER_METHODS.get(step.kind, step.kind.replace("jaxperf.", ""))
+    mine = f"{step.kind} (yours)"
     return Path(
-        f"{step.kind} (yours)",
-        "your step as you call it",
-        step.call,
-        carry_mod.fresh(args),
-        carry,
-        _same,
-        batch_at,
-        READER_METHODS.get(step.kind, step.kind.replace("jaxperf.", "")),
+        mine, "your step as you call it", step.call, carry_mod.fresh(args), carry, _same, batch_at, method
     )
 
 
@@ -148,10 +142,7 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
         fn, kind = jax.pmap(on_arrays, axis_name=step.axis_name, donate_argnums=donate), "jax.pmap"
     else:
         fn, kind = jax.jit(on_arrays, donate_argnums=donate), "jax.jit"
-    what, name = (
-        f"{kind} over the arrays only, partitioned once outside the loop",
-        f"{kind} on the partitioned state",
-    )
+    what = f"{kind} over the arrays only, partitioned once outside the loop"
     if donate:
         fn = _quiet_donation(fn)
 
@@ -160,6 +151,7 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
             _static_carry_check(carry, out_static.value, static)
         return eqx.combine(out, out_static.value), eqx.combine(arrays, static)
 
+    name = f"{kind} on the partitioned state"
     return Path(name, what, fn, tuple(dynamic), dict(carry), view, batch_at, READER_METHODS[kind])
 
 
@@ -282,10 +274,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
 
 def recipe(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """Equinox's "low-overhead training loops" recipe (docs/tricks.md) with the reader's own
-    wrapper (``eqx.filter_jit``, or ``eqx.filter_pmap`` the same way): each carried argument
-    flattened once outside the loop (``jax.tree_util.tree_flatten``), the step wrapped over the
-    flat leaves, unflattening them inside and returning ``tree_leaves`` of the new state, the
-    leaves carried; the reader's donation kept."""
+    wrapper: each carried argument flattened once outside the loop, the step wrapped over the
+    flat leaves (unflattened inside, ``tree_leaves`` of the new state returned); donation kept."""
     if not step.kind.startswith(("eqx.", "jaxperf.cached_filter")):
         raise NotApplicable(f"Equinox's recipe is for Equinox's filter_jit and filter_pmap, not {step.kind}")
     _carried_state(step, carry, batch_at, "flatten")

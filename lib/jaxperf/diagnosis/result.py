@@ -106,10 +106,9 @@ class Diagnosis:
         return table.set_index("path").loc[order].reset_index()
 
     def dispatch_limit(self) -> float:
-        """The most any dispatch path could give the reader's loop: removing every microsecond
-        of the step's host work, which saves at most that host time per call even where none
-        of it overlapped the device (so the least of loop/device and 1 + host/device); inf for
-        a host-bound loop, and where the step is too short for its device time to be told."""
+        """The most any dispatch path could give the reader's loop: the least of loop/device and
+        1 + host/device (all host work removed); inf for a host-bound loop, or where the
+        step is too short for its device time to be told."""
         if not self.timed:
             return float("inf")
         per_call = self.per_call().set_index("variant")

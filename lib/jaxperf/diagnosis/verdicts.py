@@ -75,10 +75,9 @@ def per_call(timings: pd.DataFrame) -> pd.DataFrame:
 
 
 def bound(row: dict[str, Any] | pd.Series, device_ms: float) -> str:
-    """Where a path's time per blocked call goes: host-bound when the dispatching thread's CPU
-    exceeds ``device_ms``, the step's device time per call. Every path runs the same program,
-    so the shortest wait after the host's work among them estimates it (a path's own wait
-    also holds time spent waiting for a busy CPU)."""
+    """Where a path's time per blocked call goes: host-bound when its host CPU exceeds
+    ``device_ms``, the step's device time per call (estimated by the shortest wait of any path,
+    as every path runs the same program)."""
     host = row["host_ms"]
     kind = "host-bound" if host > device_ms else "device-bound"
     return (

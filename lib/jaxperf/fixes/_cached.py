@@ -69,12 +69,10 @@ def _plan(
 
 
 def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tuple[tuple, list, tuple]:
-    """(cache key, array leaves, (leaves, array flags)) of ``tree``, a tuple whose item ``at``
-    holds the call's arguments; ``kinds``: what counts as an array (abstract ones too when
-    lowering); :func:`marked` turns the third into the static leaves with ARRAY marks. The
-    key is ``(treedef of each argument and other item, leaf types, non-array leaves, array
-    avals, trace context)``. An argument that a drop-in returned is not flattened again
-    (:meth:`Record.rebuild`); every pass over the leaves runs in C (``map``, ``compress``)."""
+    """(cache key, array leaves, (leaves, array flags)) of ``tree``, whose item ``at`` holds the
+    call's arguments (``kinds``: what counts as an array). The key is ``(treedefs, leaf types,
+    non-array leaves, array avals, trace context)``: all a trace can observe, ``1``, ``1.0``
+    and ``True`` apart, a float's sign too. An argument a drop-in returned is not flattened again."""
     leaves: list[Any] = []
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
@@ -105,9 +103,8 @@ _KNOWN: dict[int, tuple[weakref.ref, list, Any, tuple]] = {}
 
 
 def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
-    """The paths (getters, one per level) to the lists in ``node``, a traced output whose
-    other nodes are immutable (Modules, tuples, named tuples, None); None if it has another
-    node (a dict, a custom node), which could change without a list changing."""
+    """The paths (getters, one per level) to the lists in a traced output whose other nodes are
+    immutable (Modules, tuples, named tuples, None); None if it has another (mutable) node."""
     kind = type(node)
     if kind is not list and kind not in (tuple, type(None)) and not hasattr(kind, "_fields"):
         if not isinstance(node, eqx.Module):
@@ -188,13 +185,10 @@ jtu.register_pytree_node(_Static, lambda s: ((), s), lambda s, _: s.value)
 
 
 class Record:
-    """One trace's output structure with its non-array outputs in it (as :class:`_Static`
-    nodes). A pytree node without leaves: a compiled function returns ``(array outputs,
-    record)``, so JAX keeps each trace's record with that trace's compiled code, and
-    ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs. ``known``,
-    per part of the outputs (each item of a tuple, else the whole) with no mutable node but
-    lists: (item or None, its array outputs' range, its non-array leaves, where each leaf
-    comes from, its treedef, the paths to its lists)."""
+    """One trace's output structure with its non-array outputs in it (:class:`_Static` nodes):
+    a pytree node without leaves, so JAX keeps it with that trace's compiled code and
+    ``rebuild`` is one unflatten in C. ``known``, per part of the outputs with no mutable node
+    but lists: (item or None, its arrays' range, non-array leaves, leaf order, treedef, lists)."""
 
     __slots__ = ("treedef", "known")
 
@@ -247,10 +241,9 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
 
 
 class Entry:
-    """The compiled function (``jax.jit`` or ``jax.pmap``) for one cache key, called with
-    the key's array leaves as positional arguments; returns ``(array outputs, Record)``.
-    ``kept``: how many leading ones are not donated; ``traced``: whether a trace of it has
-    reached its end; ``ready``: whether ``fn`` can be called directly (else :meth:`first`)."""
+    """The compiled function for one cache key: ``fn(*array leaves) -> (array outputs, Record)``;
+    ``kept``: how many leading leaves are not donated; ``traced``: whether a trace reached its
+    end; ``ready``: whether ``fn`` can be called directly (else :meth:`first`)."""
 
     __slots__ = ("fn", "kept", "traced", "ready", "asynchronous")
 
@@ -278,10 +271,9 @@ _TOTALS_LOCK = threading.Lock()
 
 
 class Paths:
-    """The compiled paths of one function and options, shared by every equal wrapper (as
-    Equinox's wrappers share their compiled function): entries by call key, hits, misses and
-    hand-overs to Equinox. Every read or write of it holds its lock; JAX's tracing and
-    compiling never run under it. Copied, it is itself (a wrapper's copy shares its paths)."""
+    """The compiled paths of one function and options, shared by every equal wrapper: entries
+    by call key, hits, misses and hand-overs to Equinox, under its lock (JAX never traces
+    under it). Copied, it is itself."""
 
     def __init__(self, fun: Any, totals: collections.Counter[str], unhashable: bool) -> None:
         self.unhashable = unhashable
@@ -344,10 +336,8 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared(fun: Any, options: dict[str, Any], rest: Hashable, make: Callable[[bool], Any]) -> Any:
-    """The paths every wrapper of ``fun`` with ``options`` (a drop-in's keywords, its kind
-    among them) shares (``rest``: its non-array part), built by ``make(unhashable=False)``
-    the first time; a private one from ``make(unhashable=True)`` when the key cannot be
-    hashed (Equinox then refuses each call)."""
+    """The paths every wrapper of ``fun`` with ``options`` (and non-array part ``rest``) shares,
+    built by ``make(False)`` the first time; a private ``make(True)`` for an unhashable key."""
     owner: Any
     leaves, treedef = jtu.tree_flatten(options)
     key: Hashable = (tuple(leaves), treedef)

@@ -99,14 +99,12 @@ _deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
 
 
 class Graph:
-    """One walk's record of the graph of a call's roots (Flax's ``graphlib.flatten``, one
-    reference map over every root, as ``nnx.jit`` splits them), and a second walk's copies of
-    what a later call must find again: every node's ``__dict__`` and mutable container (an
-    array as its type, :class:`_Like`; a root by weak reference), the
-    ``PytreeState`` flags and every Variable's metadata. ``graphdefs``: one per root;
-    ``variables``: in Flax's leaf order; ``leaf_slots``: ``(position, parent, key, root)``
-    of each array attribute (``root`` -1 when the parent is held here); ``by_index``: the
-    indexed objects, a root as its position.
+    """One walk's record of a call's roots (Flax's ``graphlib.flatten``, one reference map over
+    every root, as ``nnx.jit`` splits them), and a second walk's copies of what a later call
+    must find again (every node's ``__dict__`` and container, an array as its type and a root
+    by weak reference (:class:`_Like`), ``PytreeState`` flags, Variables' metadata).
+    ``leaf_slots``: ``(position, parent, key, root)`` of each array attribute (``root`` -1:
+    parent held here); ``by_index``: the indexed objects, a root as ``("root", position)``.
     """
 
     def __init__(self, roots: list[Any], fx: SimpleNamespace) -> None:
@@ -299,12 +297,10 @@ def _same(value: Any, before: tuple[list, Any]) -> bool:
 
 
 class Entry:
-    """One ``jax.jit`` for a graph structure, static arguments and argument treedef. ``record``:
-    what its first trace found, which every later trace must find again, or the trace is
-    abandoned and the entry handed to ``nnx.jit``: ``("values", changed leaves, output treedef)``
-    when the graph kept its structure and no graph node is returned (the caller writes the
-    changed values into its Variables), else ``("graph", graph definitions, output treedef,
-    which outputs are graph nodes)`` (the caller merges them into its objects as nnx.jit does)."""
+    """One ``jax.jit`` per graph structure, static arguments and argument treedef. ``record``: what
+    its first trace found, ``("values", changed leaves, output treedef)`` or ``("graph",
+    graphdefs, output treedef, which outputs are graph nodes)``; a later trace that finds
+    another aborts, and the entry goes to ``nnx.jit``."""
 
     def __init__(
         self, owner: CachedNnxJit, graph: Graph, treedef: Any, node_pos: tuple, statics: tuple, donated: list

@@ -105,11 +105,9 @@ class Layout:
     def repack(
         self, tree: Any, *, constrain: bool = False, unpacked: tuple[Sequence[jax.Array], Any] | None = None
     ) -> tuple[jax.Array, ...]:
-        """Buffers of this layout from ``tree`` (inside a compiled step). Raises ValueError
-        naming the leaf when the tree does not fit the layout (see the module docstring).
-        ``unpacked``: ``(buffers, tree)`` that :meth:`unpack` gave in this trace; a buffer whose
-        every leaf comes back as the very value unpacked from it is returned as it is (a step
-        that leaves a group unchanged then costs no copy, and donated, no work at all)."""
+        """Buffers of this layout from ``tree`` inside a step; ValueError naming the leaf that does
+        not fit (see the module docstring). ``unpacked``: ``(buffers, tree)`` :meth:`unpack` gave
+        in this trace: a buffer whose leaves all come back unchanged is returned as it is."""
         leaves, treedef = jtu.tree_flatten(tree)
         before = jtu.tree_leaves(unpacked[1]) if unpacked is not None else None
         same = [before is not None] * len(self.groups)
@@ -410,9 +408,8 @@ def packed_pmap(
     **pmap_kwargs: Any,
 ) -> Callable[..., tuple[Any, PackedState]]:
     """``jax.pmap`` of ``fun(tree, *args) -> (aux, new_tree)`` over a replicated
-    :class:`PackedState` (see :meth:`PackedState.replicate`): returns ``(aux,
-    new_state)``, every argument mapped over axis 0, the state donated unless
-    ``donate=False``. ``new_tree`` must fit the layout (see the module docstring)."""
+    :class:`PackedState`: returns ``(aux, new_state)``, every argument mapped over axis 0, the
+    state donated unless ``donate=False``. ``new_tree`` must fit the layout."""
     if devices is not None:
         devices = _check_devices(devices)
     # a plain 0 (never a list) unless the caller maps the aux otherwise: multi-process pmap rejects lists
@@ -433,12 +430,10 @@ def packed_pmap(
 def packed_jit(
     fun: StateFun, *, donate: bool = True, **jit_kwargs: Any
 ) -> Callable[..., tuple[Any, PackedState]]:
-    """``jax.jit`` of ``fun(tree, *args) -> (aux, new_tree)`` over a :class:`PackedState`
-    whose buffers keep their sharding (e.g. replicated over a mesh, with the
-    batch in ``args`` sharded): returns ``(aux, new_state)``, the state donated
-    unless ``donate=False``. ``new_tree`` must fit the layout (see the module docstring).
-    ``jit_kwargs`` are ``jax.jit``'s, read against ``fun``'s signature (``static_argnames``,
-    ``donate_argnames``, ``donate_argnums`` beside the state's donation, ...)."""
+    """``jax.jit`` of ``fun(tree, *args) -> (aux, new_tree)`` over a :class:`PackedState` whose
+    buffers keep their sharding: returns ``(aux, new_state)``, the state donated unless
+    ``donate=False``. ``new_tree`` must fit the layout (see the module docstring); ``jit_kwargs``
+    are ``jax.jit``'s, read against ``fun``'s signature."""
     stepper = _stepper(fun, mapped=False)
     names = jit_kwargs.pop("donate_argnames", None)
     if names is not None and "donate_argnums" not in jit_kwargs:
