@@ -15,11 +15,7 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__ = exports(
     __name__,
-    {
-        "Diagnosis": (".result", "Diagnosis"),
-        "identify": (".kinds", "identify"),
-        "KINDS": (".kinds", "KINDS"),
-    },
+    {"Diagnosis": (".result", "Diagnosis"), "identify": (".kinds", "identify"), "KINDS": (".kinds", "KINDS")},
 )
 
 

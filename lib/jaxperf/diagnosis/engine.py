@@ -326,15 +326,9 @@ def retraces(
         for i, (a, b) in enumerate(zip(seen[k - 1], seen[k])):
             if a == b:
                 continue
-            where = next(((pa, va, vb) for (pa, va), (_, vb) in zip(a, b) if va != vb), ("", "", ""))
-            found.update(
-                argument=i,
-                name=names[i] if i < len(names) else None,
-                path=where[0],
-                before=where[1],
-                after=where[2],
-            )
-            return found
+            path, before, after = next(((p, va, vb) for (p, va), (_, vb) in zip(a, b) if va != vb), ("",) * 3)
+            name = names[i] if i < len(names) else None
+            return {**found, "argument": i, "name": name, "path": path, "before": before, "after": after}
     return found
 
 

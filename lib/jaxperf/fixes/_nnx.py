@@ -469,14 +469,10 @@ class CachedNnxJit:
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
 
-    def lower(self, *args: Any, **kwargs: Any) -> Any:
-        return self._fallback.lower(*args, **kwargs)
-
-    def trace(self, *args: Any, **kwargs: Any) -> Any:
-        return self._fallback.trace(*args, **kwargs)
-
-    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
-        return self._fallback.eval_shape(*args, **kwargs)
+    def __getattr__(self, name: str) -> Any:
+        if name in ("lower", "trace", "eval_shape"):  # nnx.jit's own
+            return getattr(self._fallback, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         record = self._last

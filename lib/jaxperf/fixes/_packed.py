@@ -301,9 +301,7 @@ def _merge(statics: Sequence[Any], arrays: Sequence[Any]) -> list[Any]:
 
 
 jtu.register_pytree_node(
-    PackedState,
-    lambda s: (s.buffers, s.layout),
-    lambda layout, buffers: PackedState(tuple(buffers), layout),
+    PackedState, lambda s: (s.buffers, s.layout), lambda layout, buffers: PackedState(tuple(buffers), layout)
 )
 
 StateFun = Callable[..., tuple[Any, Any]]
