@@ -326,9 +326,9 @@ def retraces(
         for i, (a, b) in enumerate(zip(seen[k - 1], seen[k])):
             if a == b:
                 continue
-            path, before, after = next(((p, va, vb) for (p, va), (_, vb) in zip(a, b) if va != vb), ("",) * 3)
+            path, old, new = next(((p, va, vb) for (p, va), (_, vb) in zip(a, b) if va != vb), ("",) * 3)
             name = names[i] if i < len(names) else None
-            return {**found, "argument": i, "name": name, "path": path, "before": before, "after": after}
+            return {**found, "argument": i, "name": name, "path": path, "before": old, "after": new}
     return found
 
 
