@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import equinox as eqx
@@ -95,20 +96,6 @@ def _same(out: Any, args: tuple) -> Any:
     return out, args
 
 
-class _Statics:
-    """The non-array part of a traced function's output, recorded while JAX traces it."""
-
-    value: Any = None
-
-
-def _static_carry_check(carry: carry_mod.Carry, out_static: Any, arg_static: tuple) -> None:
-    for i, j in carry.items():
-        if carry_mod.first_difference(arg_static[i], carry_mod.output(out_static, j)) is not None:
-            raise NotApplicable(
-                f"the step changes the non-array part of argument {i} (a partitioned path keeps it fixed)"
-            )
-
-
 def _quiet_donation(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` without JAX's "donated buffers were not usable" warning, as Equinox's wrappers
     filter it when they donate every array ("all", "all-except-first")."""
@@ -130,7 +117,7 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
     if step.family == "pmap" and not step.default_axes:
         raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
     dynamic, static = eqx.partition(carry_mod.fresh(args), eqx.is_array)
-    out_static = _Statics()
+    out_static = SimpleNamespace(value=None)  # the outputs' non-array part, recorded while JAX traces
 
     def on_arrays(*arrays: Any) -> Any:
         out = step.raw(*eqx.combine(arrays, static))
@@ -147,8 +134,11 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
         fn = _quiet_donation(fn)
 
     def view(out: Any, arrays: tuple) -> Any:
-        if carry:
-            _static_carry_check(carry, out_static.value, static)
+        for i, j in carry.items():
+            if carry_mod.first_difference(static[i], carry_mod.output(out_static.value, j)) is not None:
+                raise NotApplicable(
+                    f"the step changes the non-array part of argument {i} (a partitioned path keeps it fixed)"
+                )
         return eqx.combine(out, out_static.value), eqx.combine(arrays, static)
 
     name = f"{kind} on the partitioned state"
@@ -214,7 +204,7 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     rest_at = [i for i in range(len(args)) if i not in carry]
     args = carry_mod.fresh(args)
     rest_dynamic, rest_static = eqx.partition(tuple(args[i] for i in rest_at), eqx.is_array)
-    aux_static = _Statics()
+    aux_static = SimpleNamespace(value=None)
     out_at = [carry[i] for i in order]
 
     def full_args(tree: tuple, rest: tuple) -> list[Any]:

@@ -492,13 +492,10 @@ class CachedNnxJit:
                     return self._run(record, roots, list(map(args.__getitem__, pass_at)), args, kwargs)
         return self._call(args, kwargs)
 
-    def _count_fallback(self, reason: str) -> None:
+    def _fall_back(self, reason: str, args: tuple, kwargs: dict) -> Any:
         self.stats["fallbacks"] += 1
         self.fallback_reasons[reason] += 1
         _FALLBACKS[reason] += 1
-
-    def _fall_back(self, reason: str, args: tuple, kwargs: dict) -> Any:
-        self._count_fallback(reason)
         return self._fallback(*args, **kwargs)
 
     def _split_static(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple, dict]:

@@ -104,15 +104,6 @@ def _one_or_tuple(axes: list[Any]) -> Any:
     return axes[0] if axes and len(set(axes)) == 1 else tuple(axes)
 
 
-def _known_out_axes(spec: Any) -> tuple[bool, Any]:
-    """(known, pmap out_axes): the forms whose axes need no look at the outputs."""
-    if isinstance(spec, eqx.if_array):
-        return True, spec.axis
-    if spec is None or isinstance(spec, int):
-        return True, None if spec is None else int(spec)
-    return False, None
-
-
 def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> Entry:
     """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
     one per array leaf in ``dynamic``): the tree is ``(fun or None, args, dummy or None)``,
@@ -134,8 +125,12 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
         return leaves, per_leaf, mapped
 
     in_axes = _one_or_tuple(axes)
-    known, out_axes = _known_out_axes(spec)
-    if not known:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
+    out_axes: Any
+    if isinstance(spec, eqx.if_array):
+        out_axes = spec.axis
+    elif spec is None or isinstance(spec, int):
+        out_axes = None if spec is None else int(spec)
+    else:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
         resolved: list[Any] = []
 
         def probe(*dynamic_leaves: Any) -> tuple:
