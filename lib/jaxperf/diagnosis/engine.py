@@ -9,7 +9,7 @@ import contextlib
 import dataclasses
 import io
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jax
@@ -45,15 +45,14 @@ class Compiles:
         if not cls._registered:
             from jax import monitoring
 
-            def on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
-                if event == "/jax/core/compile/backend_compile_duration":
+            def on_event(event: str, *_: Any, **__: Any) -> None:  # a compile, or a persistent-cache hit
+                if event in (
+                    "/jax/core/compile/backend_compile_duration",
+                    "/jax/compilation_cache/cache_hits",
+                ):
                     cls.count += 1
 
-            def on_event(event: str, **kwargs: Any) -> None:
-                if event == "/jax/compilation_cache/cache_hits":
-                    cls.count += 1
-
-            monitoring.register_event_duration_secs_listener(on_duration)
+            monitoring.register_event_duration_secs_listener(on_event)
             monitoring.register_event_listener(on_event)
             cls._registered = True
 
@@ -63,11 +62,9 @@ class Printed(io.TextIOBase):
     runs: counted, its first lines kept, never printed into the report."""
 
     def __init__(self, keep: int = 3) -> None:
-        self.lines = 0
-        self.chars = 0
+        self.lines = self.chars = 0
         self.first: list[str] = []
-        self._keep = keep
-        self._partial = ""
+        self._keep, self._partial = keep, ""
 
     def writable(self) -> bool:
         return True
@@ -91,13 +88,10 @@ class Batches:
 
     def __init__(self, loader: Any) -> None:
         self._next: Callable[[], Any] | None
-        if loader is None:
-            self._next = None
-        elif callable(loader):
+        if loader is None or callable(loader):
             self._next = loader
         elif isinstance(loader, Iterable):
-            iterator: Iterator[Any] = iter(loader)
-            self._next = lambda: next(iterator)
+            self._next = iter(loader).__next__
         else:
             raise bad_value("loader", loader, "None, a callable returning a batch, or an iterable of batches")
         self.count = 0
