@@ -133,8 +133,7 @@ def infer(
 
 
 def check(carry: Any, args: tuple, out: Any, fn: Callable[..., Any] | None = None) -> Carry:
-    """A reader's own ``carry`` mapping (arguments by index or by parameter name), checked
-    against one call's output."""
+    """A reader's own ``carry`` (arguments by index or name), checked against one call's output."""
     if not isinstance(carry, Mapping):
         raise bad_value("carry", carry, '"auto", None, or a dict {argument: output index}')
     outs = out if isinstance(out, (tuple, list)) else (out,)

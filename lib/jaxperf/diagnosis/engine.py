@@ -34,8 +34,7 @@ MEASURES = {
 
 
 class Compiles:
-    """How many programs JAX has compiled (or fetched from its persistent cache) in this
-    process, read from JAX's monitoring events; one listener, registered on first use."""
+    """Programs JAX compiled (or found in its persistent cache) here, from its monitoring events."""
 
     count = 0
     _registered = False
@@ -58,8 +57,7 @@ class Compiles:
 
 
 class Printed(io.TextIOBase):
-    """The step's own output (``print``, ``jax.debug.print``, callbacks) while a diagnosis
-    runs: counted, its first lines kept, never printed into the report."""
+    """The step's own output while diagnosed: counted, its first lines kept, never in the report."""
 
     def __init__(self, keep: int = 3) -> None:
         self.lines = self.chars = 0
@@ -83,8 +81,7 @@ class Printed(io.TextIOBase):
 
 
 class Batches:
-    """The reader's loader as the engine calls it: a callable or an iterable, one batch per
-    call; ``None`` means no loader (every call reuses the batch it was given)."""
+    """The reader's loader (None, a callable or an iterable): one batch per call."""
 
     def __init__(self, loader: Any) -> None:
         self._next: Callable[[], Any] | None
@@ -236,8 +233,7 @@ def build(
 
 @dataclasses.dataclass
 class Checked:
-    """What one call of every path showed: {path: how it differs} (never timed), {path: the
-    error it raised}, {path: why it does not apply or was not checked}."""
+    """What one call of every path showed: {path: how it differs}, {path: error}, {path: why not}."""
 
     differs: dict[str, str] = dataclasses.field(default_factory=dict)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -249,8 +245,7 @@ class Checked:
 
 
 def check(mine: Path, paths: dict[str, Path], batches: Batches, deadline: float = float("inf")) -> Checked:
-    """One call of every path from the same state and batch, compared with the reader's
-    (outputs and next arguments). Paths not reached before ``deadline`` are not checked."""
+    """One call of every path from one state and batch, compared with the reader's, by ``deadline``."""
     batch = batches()
     jax.block_until_ready(mine.call(carry_mod.fresh(batch)))
     ref_out, ref_args = carry_mod.host(mine.reader_view())
@@ -278,8 +273,7 @@ def check(mine: Path, paths: dict[str, Path], batches: Batches, deadline: float 
 
 
 def _signature(tree: Any) -> list[tuple[str, str]]:
-    """(leaf path, what a compile depends on: shape/dtype/sharding for an array, the value
-    otherwise) for every leaf of ``tree``."""
+    """(leaf path, what a compile depends on) for every leaf of ``tree``."""
     leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
     out = [("", f"structure {treedef}")]
     for path, x in leaves:
@@ -327,8 +321,7 @@ def retraces(
 
 
 def calls_per_batch(mine: Path, batches: Batches, target_s: float = 0.05) -> int:
-    """Calls per timed round: about ``target_s`` of the reader's step (the median of three
-    blocked calls, loader included), 2 to 100."""
+    """Calls per timed round: about ``target_s`` of the reader's step, 2 to 100."""
     elapsed = []
     for _ in range(3):
         start = time.perf_counter()

@@ -20,8 +20,7 @@ PARAMETER = "step_factory"
 
 
 class FactoryError(ValueError):
-    """A factory that does not import, raises, or returns the wrong thing: one line, and
-    ``details`` (the full traceback, or "")."""
+    """A factory that does not import, raises, or returns the wrong thing; ``details``: traceback."""
 
     def __init__(self, line: str, details: str = "") -> None:
         super().__init__(line)
@@ -53,8 +52,7 @@ def load(spec: str, parameter: str = PARAMETER) -> Callable[..., Any]:
 
 
 def build(spec: str, kwargs: dict[str, Any] | None = None, parameter: str = PARAMETER) -> dict[str, Any]:
-    """Call the factory ``spec`` with ``kwargs``; its result as a dict with ``step``, ``args``
-    (a tuple) and the optional keys present."""
+    """The factory's result for ``kwargs``: a dict with ``step``, ``args`` (a tuple) and optional keys."""
     factory = load(spec, parameter)
     try:  # the arguments are checked against the signature: a TypeError inside is the factory's own
         inspect.signature(factory).bind(**(kwargs or {}))

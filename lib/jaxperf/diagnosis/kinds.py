@@ -61,8 +61,7 @@ class Step:
 
 
 def jit_donation(jitted: Any) -> tuple[int, ...]:
-    """The donated positions of a ``jax.jit`` function (``donate_argnums`` and
-    ``donate_argnames``, as JAX resolved them); () when they cannot be read."""
+    """The donated positions of a ``jax.jit`` function as JAX resolved them; () if unreadable."""
     info = getattr(jitted, "_jit_info", None)
     return tuple(sorted(getattr(info, "donate_argnums", ()) or ()))
 

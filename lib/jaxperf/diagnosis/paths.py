@@ -29,8 +29,7 @@ class Spread(tuple):
 
 
 def put_batch(args: tuple, at: int, batch: Any) -> tuple:
-    """``args`` with the loader's ``batch`` put at argument ``at`` (a :class:`Spread` batch at
-    ``at`` and the arguments after it)."""
+    """``args`` with the loader's ``batch`` at argument ``at`` (a :class:`Spread` from ``at`` on)."""
     items = tuple(batch) if isinstance(batch, Spread) else (batch,)
     return (*args[:at], *items, *args[at + len(items) :])
 
@@ -195,8 +194,7 @@ def _carried_state(step: Step, carry: carry_mod.Carry, batch_at: int | None, wha
 
 
 def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
-    """The carried state packed once into one buffer per dtype (``jaxperf.PackedState``),
-    carried packed through ``jaxperf.packed_jit`` / ``packed_pmap``, donated as yours is."""
+    """The carried state packed once (``PackedState``), through ``packed_jit`` / ``packed_pmap``."""
     from ..fixes import PackedState, packed_jit, packed_pmap
 
     _carried_state(step, carry, batch_at, "pack")

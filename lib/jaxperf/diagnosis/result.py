@@ -28,8 +28,7 @@ DRAWN_BY = f"{__name__}.Diagnosis.figure"
 
 @dataclasses.dataclass
 class Diagnosis:
-    """The answer for one step. ``timings``: one row per (path, round), as
-    :func:`jaxperf.timing.compare` writes them; the rest is derived (:meth:`summary`)."""
+    """The answer for one step: ``timings`` (a row per path and round) and what derives from them."""
 
     kind: str
     reader: str
@@ -242,8 +241,7 @@ class Diagnosis:
         return json.dumps(self.summary(), indent=2, default=str)
 
     def markdown(self) -> str:
-        """At most 25 lines, paste-ready: the verdict, a table of paths, what was not timed,
-        how it was measured, where."""
+        """At most 25 lines, paste-ready: verdict, table, what was not timed, how and where measured."""
         from .. import markdown as md
 
         head = f"**{self.kind} step, {self.leaves} array leaves in its arguments** ({self.where()})"

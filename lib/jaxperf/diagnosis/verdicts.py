@@ -41,8 +41,7 @@ def ratio_text(row: dict[str, Any] | pd.Series) -> str:
 
 
 def ratios(timings: pd.DataFrame, reference: str, precision: float, value: str) -> pd.DataFrame:
-    """Per variant: the per-pair ``value`` ratio to ``reference`` (median, quartiles, pairs,
-    relative IQR) and its verdict."""
+    """Per variant: the per-pair ``value`` ratio to ``reference`` (quartiles, pairs, IQR), judged."""
     paired = timing.pair_ratios(timings, reference, value)
     rows = []
     for name, part in paired[paired["variant"] != reference].groupby("variant", sort=False):

@@ -172,8 +172,7 @@ def merge(treedef: Any, static: Sequence[Any], dynamic: Sequence[Any]) -> Any:
 
 
 class _Static:
-    """A non-array output leaf, held in the output's treedef as a node without leaves:
-    unflattened, it is the leaf itself."""
+    """A non-array output leaf, held in the treedef as a node without leaves (unflattened: itself)."""
 
     __slots__ = ("value",)
 
@@ -253,8 +252,7 @@ class Entry:
         self.asynchronous: bool | None = None  # whether its outputs live off XLA:CPU (known after a call)
 
     def first(self, dynamic: Sequence[Any]) -> Any:
-        """The first call (the compile) without JAX's unusable-donation warning, as Equinox
-        filters it when it donates every array."""
+        """The first call (the compile), without JAX's unusable-donation warning, as Equinox."""
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
             out = self.fn(*dynamic)
@@ -295,8 +293,7 @@ class Paths:
         return self
 
     def get(self, key: Hashable) -> Any:
-        """The entry for ``key`` (a hit), or None; :class:`Fallback` for an unhashable
-        non-array leaf (Equinox's error)."""
+        """The entry for ``key`` (a hit) or None; :class:`Fallback` for an unhashable non-array leaf."""
         if self.unhashable:
             raise Fallback("unhashable non-array leaf in the function")
         with self.lock:
@@ -309,8 +306,7 @@ class Paths:
         return entry
 
     def put(self, key: Hashable, entry: Any) -> Any:
-        """``entry`` under ``key`` (a miss), or the one another thread put there first (a hit:
-        the entry built here is dropped before it traced anything)."""
+        """``entry`` under ``key`` (a miss), or the one another thread put there first (a hit)."""
         with self.lock:
             kept = self.entries.setdefault(key, entry)
             self.counts["misses" if kept is entry else "hits"] += 1
@@ -418,8 +414,7 @@ class Lowered:
 
 
 class Wrapper(eqx.Module):
-    """What both drop-in wrappers (Modules with Equinox's fields) add: the counts of the
-    compiled paths they share (their static ``_cached`` field), and binding as a method."""
+    """What both drop-in Modules add: the counts of their shared paths, and binding as a method."""
 
     if TYPE_CHECKING:
         _cached: Paths

@@ -96,8 +96,7 @@ class JitPaths(Paths):
         return bound.args, bound.kwargs
 
     def lookup(self, arrays: tuple, args: tuple, kwargs: dict, kinds: tuple = ARRAY_TYPES) -> tuple:
-        """(key, entry, array leaves) of a bound call (``kinds``: what counts as an array);
-        builds the entry on a miss."""
+        """(key, entry, array leaves) of a bound call (``kinds``: arrays); a miss builds the entry."""
         key, dynamic, parts = split((args, kwargs, arrays), kinds)
         entry = self.get(key)
         if entry is None:
@@ -173,8 +172,7 @@ class JitPaths(Paths):
                 self._raise_failure(out, b"", earlier=False)
 
     def _build(self, args: tuple, treedef: Any, static: list, n_dynamic: int) -> Entry:
-        """The ``jax.jit`` for one bound call structure (``treedef`` with ``static`` leaves);
-        it holds this object's options, never this object (nor the function)."""
+        """The ``jax.jit`` of one bound call structure; it holds the options, never this object or fun."""
         first = len(jtu.tree_leaves(args[0])) if args else 0
         n_first = sum(1 for s in static[:first] if s is ARRAY)
         kept = n_dynamic if self.donate == "none" else (0 if self.donate in ("all", "warn") else n_first)
@@ -190,9 +188,7 @@ class JitPaths(Paths):
         return entry
 
     def lower(self, arrays: tuple, args: tuple, kwargs: dict, static: bool = False) -> Lowered:
-        """``.lower(*args)``; a ``jax.ShapeDtypeStruct`` argument is an abstract array, unless
-        ``static``, that cannot trace (then it is static, as Equinox reads it) or the compiled
-        form is called with it again (then that form is lowered with it static)."""
+        """``.lower(*args).compile()``, as Equinox's; arrays may also be ``jax.ShapeDtypeStruct``."""
         args, kwargs = self.bind(args, kwargs)
         key, entry, dynamic = self.lookup(arrays, args, kwargs, ARRAY_TYPES if static else LOWER_TYPES)
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
@@ -268,8 +264,7 @@ class CachedFilterJit(Wrapper):
             return self._fallback(reason, False, args, kwargs)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
-        """``.lower(*args)`` then ``.compile()``, as ``eqx.filter_jit(...).lower``; array
-        arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
+        """``.lower(*args).compile()``, as Equinox's; arrays may also be ``jax.ShapeDtypeStruct``."""
         paths = self._cached
         try:
             return paths.lower(self._dynamic_fun, args, kwargs)

@@ -427,8 +427,7 @@ def _forget(owner_ref: weakref.ref, key: Any) -> None:
 
 
 class CachedNnxJit:
-    """The wrapper ``cached_nnx_jit`` returns. ``stats``: hits, misses (a walk of the graph),
-    traces and fallbacks; ``fallback_reasons`` counts the fallbacks by reason."""
+    """What ``cached_nnx_jit`` returns; ``stats`` (hits, misses, fallbacks), ``fallback_reasons``."""
 
     def __init__(self, fun: Callable, **options: Any) -> None:
         fx = flax()
@@ -619,8 +618,7 @@ class CachedNnxJit:
 
     @staticmethod
     def _merge(record: _Record, roots: list, split: list, arrays: list) -> Any:
-        """Merge a call that changed the graph (or returns graph nodes) into the caller's
-        objects, as nnx.jit's outer merge does: nodes that entered are updated in place."""
+        """Merge a call that changed the graph into the caller's objects, as nnx.jit's outer merge does."""
         graphlib = flax().graphlib
         _, graphdefs, out_def, kinds = record.entry.record
         outer = graphlib.IndexMap(

@@ -38,8 +38,7 @@ _SCALARS = (bool, int, float, complex)
 
 @dataclass(frozen=True)
 class Group:
-    """One buffer: its dtype, its length, the sharding its leaves shared (None: uncommitted)
-    and whether it holds one weakly typed leaf."""
+    """One buffer: dtype, length, shared sharding (None: uncommitted), whether one weak leaf."""
 
     dtype: np.dtype
     size: int
@@ -374,8 +373,7 @@ def _replication_problem(state: Any, devices: Sequence[jax.Device] | None) -> Va
 
 
 class PackedPmap:
-    """What :func:`packed_pmap` returns: the ``jax.pmap`` (also ``.lower``), with a clear
-    error when the state does not fit the devices."""
+    """What :func:`packed_pmap` returns: its ``jax.pmap``, with a clear error for a misfit state."""
 
     def __init__(self, pmapped: Any, devices: Sequence[jax.Device] | None) -> None:
         self.pmapped, self._devices = pmapped, devices

@@ -349,8 +349,7 @@ class CachedFilterPmap(Wrapper):
         return CachedFilterPmap._call(self, False, args, kwargs)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
-        """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``;
-        array arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
+        """``.lower(*args).compile()``, as Equinox's; arrays may also be ``jax.ShapeDtypeStruct``."""
         return CachedFilterPmap._call(self, True, args, kwargs)
 
 

@@ -126,8 +126,7 @@ def _copies(body: Body, start: Any, unroll: int, count: int) -> Body:
 
 
 def _staging() -> bool:
-    """Whether JAX is staging ops into one program here (inside jit, a loop body, a Pallas
-    kernel), rather than running each op as it comes (eagerly, or under vmap/grad alone)."""
+    """Whether JAX stages ops into one program here (jit, a loop body, a kernel), not eagerly."""
     import jax
     import jax.numpy as jnp
 
