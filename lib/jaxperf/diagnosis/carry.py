@@ -28,8 +28,7 @@ def _is_array(x: Any) -> bool:
 
 
 def _leaf_kind(x: Any) -> Any:
-    """Shape and dtype of an array leaf; a Python scalar counts as the 0-d array a traced step
-    turns it into (Flax's ``TrainState.step`` starts as ``0`` and comes back as an int32 array)."""
+    """Shape and dtype of an array leaf; a Python scalar as the 0-d array a traced step makes of it."""
     if _is_array(x):
         return np.shape(x), str(x.dtype)
     if isinstance(x, (bool, int, float, complex)):
@@ -172,8 +171,7 @@ def output(out: Any, j: int) -> Any:
 
 
 def _copy_arrays(tree: Any) -> Any:
-    """``tree`` with every jax.Array copied to a new buffer on its own sharding, in one
-    transfer (a deep copy compiles a copy per shape), and numpy arrays copied."""
+    """``tree`` with every array copied to a new buffer on its sharding, in one transfer."""
     leaves, treedef = jax.tree.flatten(tree)
     at = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
     copies = jax.device_put([leaves[i] for i in at], [leaves[i].sharding for i in at], may_alias=False)

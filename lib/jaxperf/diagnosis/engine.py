@@ -116,8 +116,7 @@ class Batches:
 
 
 def sync(tree: Any) -> Any:
-    """Wait for ``tree``; a list of donated outputs waits for its last (the earlier ones
-    were consumed by the calls after them, and the last was computed from all of them)."""
+    """Wait for ``tree``; a list of donated outputs waits for its last (computed from all of them)."""
     try:
         return jax.block_until_ready(tree)
     except (jax.errors.JaxRuntimeError, RuntimeError):

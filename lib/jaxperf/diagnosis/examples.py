@@ -22,8 +22,7 @@ def _mlp(depth: int, width: int, seed: int = 0) -> Any:
 
 
 def seed_noop(depth: int = 64, width: int = 32) -> dict[str, Any]:
-    """The seed's ``step(model, x, opt_state) -> (0.0, model, opt_state)`` under
-    ``eqx.filter_pmap`` on every device; 392 array leaves per call at depth 64."""
+    """The seed's no-op step under ``eqx.filter_pmap``: 392 array leaves per call at depth 64."""
     import equinox as eqx
 
     from ..dispatch.models import ModelSpec

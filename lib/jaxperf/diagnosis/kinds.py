@@ -67,9 +67,7 @@ def jit_donation(jitted: Any) -> tuple[int, ...]:
 
 
 def pmap_axes(call: Callable[..., Any], args: tuple) -> tuple[Hashable | None, bool]:
-    """(axis name, None when unnamed; whether every argument and output is mapped over axis 0)
-    of a ``jax.pmap`` function on ``args``, read off its jaxpr: ``jax.pmap`` traces as one
-    ``shard_map`` over a one-axis mesh. ``(None, False)`` when that cannot be read."""
+    """(axis name, whether all is mapped over axis 0) of a ``jax.pmap`` on ``args``, from its jaxpr."""
     import jax
 
     try:

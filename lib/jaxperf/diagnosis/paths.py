@@ -24,8 +24,7 @@ NO_BATCH = object()
 
 
 class Spread(tuple):
-    """A loader's batch that fills several consecutive arguments (``step(model, opt_state, x, y)``
-    fed ``(x, y)``): put in ``args`` from the batch position on, one item per argument."""
+    """A loader's batch that fills consecutive arguments (``(x, y)`` for ``step(model, x, y)``)."""
 
 
 def put_batch(args: tuple, at: int, batch: Any) -> tuple:
@@ -96,8 +95,7 @@ def _same(out: Any, args: tuple) -> Any:
 
 
 def _quiet_donation(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` without JAX's "donated buffers were not usable" warning, as Equinox's wrappers
-    filter it when they donate every array ("all", "all-except-first")."""
+    """``fn`` without JAX's unusable-donation warning, as Equinox filters it."""
 
     def call(*args: Any) -> Any:
         with warnings.catch_warnings():
@@ -384,8 +382,7 @@ def {fn}({args}): ...""",
 def snippet(
     name: str, step: Step, names: list[str], n_args: int, carry: carry_mod.Carry, nodes: int = 0
 ) -> str:
-    """How to write path ``name`` for the reader's step ("" for a path without one, as the
-    patched Equinox: results/equinox_patch/ says how to apply it)."""
+    """How to write path ``name`` for the reader's step ("" for a path without one)."""
     names = [names[i] if i < len(names) else f"arg{i}" for i in range(n_args)]
     held = sorted(carry) if carry else list(range(nodes))
     donated = step.donated(n_args)

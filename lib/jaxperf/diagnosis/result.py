@@ -79,8 +79,7 @@ class Diagnosis:
         return runs_ahead.verdicts(self.timings, reference)  # reference: a path known to run ahead
 
     def table(self) -> pd.DataFrame:
-        """One row per timed path: its it/s in the reader's loop, the ratios to the reader's
-        (in the loop and blocked, as text), host CPU and wait per call, and whether it waits."""
+        """One row per timed path: it/s, ratios to the reader's (in the loop, blocked), host, wait."""
         per_call = self.per_call().set_index("variant")
         loop, blocked = self.ratios(PIPELINED).set_index("variant"), self.ratios(BLOCKED).set_index("variant")
         waits = self.waiting().set_index("variant")
@@ -119,8 +118,7 @@ class Diagnosis:
         return float(min(mine["loop_ms"], device_ms + mine["host_ms"]) / device_ms)
 
     def beyond_dispatch(self) -> dict[str, float]:
-        """{path: median ratio} for paths measured faster than :meth:`dispatch_limit` allows
-        (a different compiled program, or noise): reported, never recommended."""
+        """{path: median ratio} faster than :meth:`dispatch_limit` allows: reported, never recommended."""
         limit = SLACK * self.dispatch_limit()
         loop = self.ratios(PIPELINED)
         over = loop[(loop["verdict"] == v.FASTER) & (loop["median"] > limit)]
@@ -137,8 +135,7 @@ class Diagnosis:
         return None if faster.empty else faster.iloc[0].to_dict()
 
     def headline(self) -> list[str]:
-        """The verdict first: a step that compiles every call; else where the reader's time
-        goes, whether calls wait, what to change (and why, when the loop is device-bound)."""
+        """The verdict first: a retrace, else where the time goes, whether calls wait, what to change."""
         if self.retrace:
             r = self.retrace
             where = f"argument {r.get('argument')}" + (f" ({r['name']})" if r.get("name") else "")

@@ -43,8 +43,7 @@ class Fallback(Exception):
 
 
 def _unstaged_type(leaf: Any) -> Hashable:
-    """The type of an array leaf without an ``aval`` attribute (a NumPy array or scalar, or a
-    ``jax.ShapeDtypeStruct`` given to ``.lower``), as far as a trace can observe it."""
+    """What a trace sees of an array leaf without ``aval`` (NumPy, or a ``ShapeDtypeStruct``)."""
     if isinstance(leaf, (np.ndarray, np.generic)):
         return (leaf.shape, leaf.dtype)  # jax.jit gives a NumPy input a strong, unsharded aval
     if isinstance(leaf, jax.ShapeDtypeStruct):
@@ -129,8 +128,7 @@ def _field_of(name: str, node: Any) -> Any:
 
 
 def _unchanged(lists: tuple) -> bool:
-    """Whether each list (kept with its items) still holds the same items: a list can change
-    in place; the nodes above it cannot (or are lists, checked the same way)."""
+    """Whether each list still holds the same items (a list can change in place; its parents cannot)."""
     for now, held in lists:
         if len(now) != len(held) or not all(map(operator.is_, now, held)):
             return False
@@ -150,8 +148,7 @@ def marked(parts: tuple) -> list[Any]:
 
 
 def same_structure(key: tuple, other: tuple) -> bool:
-    """Whether two keys agree on all but their arrays' types (which ``.lower``'s abstract
-    arrays state less fully than concrete ones: JAX's compiled call checks those)."""
+    """Whether two keys agree on all but their arrays' types (JAX's compiled call checks those)."""
     return (
         key[0] == other[0]
         and key[2] == other[2]
@@ -219,8 +216,7 @@ jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
 
 
 def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Record]:
-    """(the output leaves that leave the compiled function, the record of the rest):
-    ``dynamic[i]`` says which (default: the arrays, as Equinox partitions with ``eqx.is_array``)."""
+    """(array outputs, :class:`Record` of the rest); ``dynamic[i]``: which leaves (default: arrays)."""
     leaves, treedef = jtu.tree_flatten(out)
     if dynamic is None:
         dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
@@ -452,8 +448,7 @@ _sentinel = object()
 
 
 def fun_partition(fun: Any) -> tuple[tuple, tuple]:
-    """(arrays, rest) of ``fun`` as ``eqx.filter_jit`` keeps them: a tuple with each array
-    leaf (None elsewhere), and (a tuple with each other leaf (None elsewhere), treedef)."""
+    """(arrays, (other leaves, treedef)) of ``fun``, None in the other's slots, as ``eqx.filter_jit``."""
     leaves, treedef = jtu.tree_flatten(fun)
     arrays = tuple(x if isinstance(x, ARRAY_TYPES) else None for x in leaves)
     return arrays, (tuple(None if a is not None else x for a, x in zip(arrays, leaves)), treedef)

@@ -131,13 +131,12 @@ class JitPaths(Paths):
         return rec.rebuild(out)
 
     def _check_finished(self, jit_id: bytes) -> None:
-        """Raise the failure of an earlier call whose computation has finished; never waits.
-        An output dropped or donated is passed over: its failure went to what it fed."""
+        """Raise the failure of an earlier call whose computation has finished; never waits."""
         done = []
         with self.lock:
             while self.pending:
                 out = self.pending[0]()
-                if out is not None and not out.is_deleted():
+                if out is not None and not out.is_deleted():  # else dropped or donated: it failed what it fed
                     if not out.is_ready():
                         break
                     done.append(out)

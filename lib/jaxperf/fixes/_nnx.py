@@ -76,8 +76,7 @@ class Uncacheable(Exception):
 
 
 class _Like:
-    """Stands in a snapshot for an array attribute (equal to any value of its type) or for a
-    call's argument referenced inside its graph (equal to it alone, held weakly)."""
+    """Stands in a snapshot for an array (equal to its type) or a root (equal to it, held weakly)."""
 
     __slots__ = ("test",)
     __array_ufunc__ = None  # NumPy defers ``ndarray == self`` to ``self.__eq__``
@@ -290,8 +289,7 @@ class Abort(Exception):
 
 
 def _same(value: Any, before: tuple[list, Any]) -> bool:
-    """Whether a leaf left the trace as it entered (``before``: its jax leaves and treedef then,
-    taken before the call, as a Variable's pytree value may be mutated in place)."""
+    """Whether a leaf left the trace as it entered (``before``: its leaves and treedef then)."""
     leaves, treedef = jtu.tree_flatten(value)
     return treedef == before[1] and all(x is y for x, y in zip(leaves, before[0]))
 
@@ -393,8 +391,7 @@ def nnx_fallback_counts() -> dict[str, int]:
 
 
 def _resolve(fun: Callable, nums: Any, names: Any) -> tuple[frozenset[int], frozenset[str]]:
-    """``(positions, names)``, each inferred from the other through the signature when only
-    one is given, as ``jax.jit`` resolves ``static_arg*`` and ``donate_arg*``."""
+    """``(positions, names)``, each inferred from the other as ``jax.jit`` resolves ``*_argnums``."""
     nums_set = frozenset((nums,) if isinstance(nums, int) else nums or ())
     names_set = frozenset((names,) if isinstance(names, str) else names or ())
     try:
@@ -575,8 +572,7 @@ class CachedNnxJit:
         return record
 
     def _donated_leaves(self, graph: Graph, treedef: Any, node_pos: tuple, at: list) -> list[bool]:
-        """Per leaf of a call (the graph's leaves, then the other leaves): donated or not;
-        ``at``: the position in the call's arguments of each dynamic positional argument."""
+        """Per leaf of a call (the graph's, then the others): donated or not."""
         nums, names = self._donate
         if not nums and not names:
             return [False] * (graph.n_leaves + treedef.num_leaves - len(node_pos))

@@ -184,8 +184,7 @@ __all__ = ["Group", "Layout", "PackedState", "Slot", "packed_jit", "packed_pmap"
 
 
 def _group_key(leaf: Any, index: int) -> tuple[Any, ...]:
-    """(dtype, sharding, own buffer) of a leaf. A traced leaf (packing inside ``jax.jit``) has
-    no placement of its own: its buffer goes where the compiled program puts it."""
+    """(dtype, sharding, own buffer) of a leaf; a traced leaf has no placement of its own."""
     _REPLICATED = "a fully replicated sharding (packing flattens each leaf)"
     if isinstance(leaf, jax.core.Tracer):
         sharding = None
@@ -445,8 +444,7 @@ def packed_jit(
 
 
 def state_step(step: Callable[[Any, Any, Any], tuple[Any, Any, Any]]) -> StateFun:
-    """Adapt a study step ``step(model, x, opt_state) -> (loss, model, opt_state)`` to the
-    packed form ``fun((model, opt_state), x) -> (loss, (model, opt_state))``."""
+    """``step(model, x, opt) -> (loss, model, opt)`` as ``fun((model, opt), x) -> (loss, (model, opt))``."""
 
     def fun(tree: tuple[Any, Any], x: Any) -> tuple[Any, tuple[Any, Any]]:
         loss, model, opt = step(tree[0], x, tree[1])

@@ -99,8 +99,7 @@ def out_axes_per_leaf(spec: Any, out: Any, leaves: list[Any]) -> list[Any]:
 
 
 def _one_or_tuple(axes: list[Any]) -> Any:
-    """A single value when every leaf shares it (jax.pmap then broadcasts nothing per call);
-    else a tuple (never a list: multi-process jax.pmap rejects list axes)."""
+    """One value when every leaf shares it, else a tuple (multi-process pmap rejects lists)."""
     return axes[0] if axes and len(set(axes)) == 1 else tuple(axes)
 
 
@@ -185,8 +184,7 @@ class PmapPaths(Paths):
         self.value_axes = any(callable(a) and not isinstance(a, eqx.if_array) for a in specs)
 
     def hit(self, fun: Any, args: tuple) -> Any:
-        """The outputs of a call whose compiled path is cached and traced, or :data:`MISS`
-        (then :meth:`guarded` answers): the hot path, one flatten and one lookup."""
+        """The outputs of a cached, traced call (one flatten, one lookup), or :data:`MISS`."""
         if self.unhashable or self.value_axes or (self.is_function and fun is not self.fun_ref()):
             return MISS
         key, dynamic, _ = split((None if self.is_function else fun, args, self.dummy), at=1)

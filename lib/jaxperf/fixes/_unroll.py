@@ -29,8 +29,7 @@ def check_unroll(unroll: Any) -> int:
 
 
 def static_bounds(lower: Any, upper: Any) -> tuple[int, int] | None:
-    """``(int(lower), int(upper))`` when both are known at trace time, as
-    ``lax.fori_loop`` decides it (then it unrolls and differentiates as a scan); else None."""
+    """``(int(lower), int(upper))`` when both are known at trace time, as ``fori_loop`` decides."""
     import jax
 
     if isinstance(lower, jax.core.Tracer) or isinstance(upper, jax.core.Tracer):
@@ -152,8 +151,7 @@ def _static(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carr
 
 
 def _static_jit(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carry:
-    """:func:`_static` as one compiled program, for eager callers: ``lax.fori_loop`` runs its scan
-    as one program there too, so each step's arithmetic is fused alike (bitwise equal results)."""
+    """:func:`_static` as one compiled program for eager callers, as ``lax.fori_loop`` runs there."""
     import jax
 
     try:
