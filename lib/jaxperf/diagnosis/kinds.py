@@ -87,20 +87,19 @@ def _equinox_jit(step: Any, kind: str) -> Step:
     return Step(kind, step, step.__wrapped__, donate)
 
 
-def _default_axes(in_axes: Any, out_axes: Any) -> bool:
+def _axis_0(axes: Any) -> bool:
     import equinox as eqx
 
-    def default(axes: Any) -> bool:
-        return (isinstance(axes, eqx.if_array) and axes.axis == 0) or (
-            isinstance(axes, int) and not isinstance(axes, bool) and axes == 0
-        )
-
-    return default(in_axes) and default(out_axes)
+    if isinstance(axes, eqx.if_array):
+        return axes.axis == 0
+    return isinstance(axes, int) and not isinstance(axes, bool) and axes == 0
 
 
 def _equinox_pmap(step: Any, kind: str) -> Step:
     donate = "all" if step._pmapkwargs.get("donate_argnums") else "none"
-    return Step(kind, step, step._fun, donate, step._axis_name, _default_axes(step._in_axes, step._out_axes))
+    return Step(
+        kind, step, step._fun, donate, step._axis_name, _axis_0(step._in_axes) and _axis_0(step._out_axes)
+    )
 
 
 def identify(step: Any) -> Step:

@@ -303,23 +303,19 @@ def cached_filter_jit(
 
         value, model = step(jax.numpy.ones((8, 4)), model)
 
-    When it helps: ``eqx.filter_jit`` spends host CPU on every call in proportion to the
-    array leaves of its arguments, then waits for the computation. This wrapper partitions
-    once per input structure and returns without waiting, so the host runs ahead of the
-    device: that matters for many leaves and short steps (notebook 01 measures it).
+    When it helps: ``eqx.filter_jit`` spends host CPU per array leaf on every call, then
+    waits; this wrapper partitions once per input structure and returns without waiting, so
+    the host runs ahead of the device (notebook 01 measures it for many leaves, short steps).
 
-    Same as Equinox: the options (``donate``, ``**jitkwargs`` for ``jax.jit``, Equinox's
-    errors for bad ones), arguments bound to the signature, non-array outputs, donated
-    buffers, ``.lower(...).compile()``, and the wrapper itself: an ``eqx.Module`` with the
-    fields of Equinox's ``_JitWrapper``, so a wrapped Module's arrays are its leaves and
-    equal wrappers compare and hash equal and share their compiled paths.
+    Same as Equinox: the options, their errors, bound arguments, outputs, donation,
+    ``.lower(...).compile()``, and the wrapper: an ``eqx.Module`` with the fields of Equinox's
+    ``_JitWrapper`` (equal wrappers compare and hash equal and share their compiled paths).
 
     Where it differs, on purpose:
 
     - A failed ``eqx.error_if`` raises ``EquinoxRuntimeError`` with Equinox's message at the
-      call on XLA:CPU; on GPU or TPU at the next call of an equal wrapper that finds the failed
-      computation finished (checked without waiting), or at ``.wait()``, while the failed
-      call's first output is alive. Equinox waits for every call instead.
+      call on XLA:CPU; on GPU or TPU at the next call that finds it finished, or at ``.wait()``
+      (while the call's first output is alive). Equinox waits for every call instead.
     - Non-array arguments that are equal in Python but differ in type (``1``, ``1.0``, ``True``)
       or sign (``0.0``, ``-0.0``) get a trace each; Equinox reuses the first one's.
     - ``.lower`` also takes ``jax.ShapeDtypeStruct`` as abstract arrays (as ``jax.jit`` does),

@@ -317,9 +317,7 @@ class Entry:
 
         def inner(kept: tuple, donated: tuple) -> tuple:
             values: list[Any] = [None] * (len(kept) + len(donated))
-            for i, v in zip(self.kept, kept):
-                values[i] = v
-            for i, v in zip(self.donated, donated):
+            for i, v in zip(self.kept + self.donated, kept + donated):
                 values[i] = v
             graph_in, rest = values[: self.n_graph], iter(values[self.n_graph :])
             index_ref, roots, start = graphlib.IndexMap(), [], 0
@@ -561,10 +559,9 @@ class CachedNnxJit:
                 static_at = tuple(i for i in range(len(args)) if i in self._static[0])
                 statics_now = [args[i] for i in static_at]
                 fast = (tuple(map(type, args)), node_at, pass_at, static_at, statics_now)
+        if any(isinstance(root, fx.Variable) for root in roots):  # held strongly: this call's alone
+            return _Record(graph, entry, None)
         record = _Record(graph, entry, fast)
-        if any(isinstance(root, fx.Variable) for root in roots):
-            record.fast = None  # held strongly: served for this call, never kept
-            return record
         if key not in self._records:
             for root in roots:
                 weakref.finalize(root, _forget, weakref.ref(self), key)

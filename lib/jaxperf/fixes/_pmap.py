@@ -378,17 +378,13 @@ def cached_filter_pmap(
 
         value = loss(model, jax.numpy.ones((jax.local_device_count(), 8, 4)))
 
-    When it helps: ``eqx.filter_pmap`` redoes on every call, in host CPU proportional to the
-    array leaves, work that only changes with the input structure (resolving ``in_axes``,
-    partitioning, hashing, combining the outputs). This wrapper caches it: a hit costs a
-    flatten, one lookup and one ``jax.pmap`` call. It matters when that host time (notebook
-    01 measures it) exceeds a step's device time.
+    When it helps: ``eqx.filter_pmap`` redoes per call, in host CPU per array leaf, work that
+    only changes with the input structure; this wrapper caches it (a hit: a flatten, a lookup,
+    a ``jax.pmap`` call). It matters when that host time (notebook 01) exceeds the device's.
 
-    Same as Equinox: ``in_axes`` (a prefix or a dict by parameter name), any ``out_axes``
-    pytree, ``axis_name``, ``axis_size``, ``donate``, ``**pmapkwargs`` for ``jax.pmap``,
-    ``.lower(...).compile()``, Equinox's errors, and the wrapper itself: an ``eqx.Module``
-    with the fields of Equinox's ``_PmapWrapper``, so a wrapped Module's arrays are its leaves
-    and equal wrappers compare and hash equal and share their compiled paths.
+    Same as Equinox: every option, ``.lower(...).compile()``, Equinox's errors, and the
+    wrapper: an ``eqx.Module`` with the fields of Equinox's ``_PmapWrapper`` (equal wrappers
+    compare and hash equal and share their compiled paths).
 
     Where it differs, on purpose:
 
