@@ -70,20 +70,13 @@ def _leading(args: tuple, carry: carry_mod.Carry, batch_at: int | None, why: str
 
 
 def _bound(
-    name: str,
-    method: str,
-    bind: Callable[..., Any],
-    what: str,
-    args: tuple,
-    carry: carry_mod.Carry,
-    batch_at: int | None,
+    name: str, bind: Callable[..., Any], what: str, args: tuple, carry: carry_mod.Carry, at: int | None
 ) -> Path:
     """A path whose leading modules are bound once (``bind(*modules)`` -> a callable of the rest)."""
-    args, n = _leading(args, carry, batch_at, " (bound modules are updated in place)")
-    nodes = args[:n]
-    fn = bind(*nodes)
-    rest_batch = None if batch_at is None else batch_at - n
-    return Path(name, what, fn, args[n:], {}, lambda out, rest: (out, (*nodes, *rest)), rest_batch, method)
+    args, n = _leading(args, carry, at, " (bound modules are updated in place)")
+    nodes, method = args[:n], name.replace(".", "_")
+    view = lambda out, rest: (out, (*nodes, *rest))  # noqa: E731
+    return Path(name, what, bind(*nodes), args[n:], {}, view, None if at is None else at - n, method)
 
 
 def cached_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
@@ -92,33 +85,19 @@ def cached_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: in
     if step.kind != "nnx.jit":
         raise NotApplicable("nnx.cached_partial binds a graph-mode nnx.jit step (yours is in tree mode)")
     what = "nnx.cached_partial(step, *modules): the modules' graph walked once, outside the loop"
-    return _bound(
-        "nnx.cached_partial",
-        "nnx_cached_partial",
-        lambda *m: nnx.cached_partial(step.call, *m),
-        what,
-        args,
-        carry,
-        batch_at,
-    )
+    bind = lambda *m: nnx.cached_partial(step.call, *m)  # noqa: E731
+    return _bound("nnx.cached_partial", bind, what, args, carry, batch_at)
 
 
 def jit_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     from flax import nnx
 
-    statics = _statics(step)
-    if statics:
+    if _statics(step):
         raise NotApplicable("static arguments (nnx.jit_partial binds leading modules only)")
     what = "nnx.jit_partial(step, *modules, graph=False): tree mode with the modules flattened once"
-    return _bound(
-        "nnx.jit_partial",
-        "nnx_jit_partial",
-        lambda *m: nnx.jit_partial(step.raw, *m, graph=False, donate_argnums=_donated(step, args)),
-        what,
-        args,
-        carry,
-        batch_at,
-    )
+    donate = _donated(step, args)
+    bind = lambda *m: nnx.jit_partial(step.raw, *m, graph=False, donate_argnums=donate)  # noqa: E731
+    return _bound("nnx.jit_partial", bind, what, args, carry, batch_at)
 
 
 def split_jit(
