@@ -186,18 +186,13 @@ def build(
     batch_args = set(range(batch_at, batch_at + width)) if batch_at is not None else set()
     if carry == "auto":
         carry = carry_mod.infer(args, out, skip=batch_args if batches.given else None, fn=step.raw)
-    elif carry is None:
-        carry = {}
     else:
-        carry = carry_mod.check(carry, args, out, fn=step.raw)
+        carry = {} if carry is None else carry_mod.check(carry, args, out, fn=step.raw)
     if step.kind == "jax.pmap":  # donate_argnums: as lowered, else read off the call
         try:
             infos = step.call.lower(*args).args_info[0]  # type: ignore[attr-defined]
-            donated = tuple(
-                i
-                for i, tree in enumerate(infos)
-                if any(getattr(x, "donated", False) for x in jax.tree.leaves(tree))
-            )
+            flags = [any(getattr(x, "donated", False) for x in jax.tree.leaves(tree)) for tree in infos]
+            donated = tuple(i for i, flag in enumerate(flags) if flag)
         except Exception:  # noqa: BLE001 -- lowering is only a way to read the option
             donated = tuple(i for i, a in enumerate(probe) if _deleted(a))
         axis_name, default_axes = pmap_axes(step.call, args)
@@ -401,16 +396,11 @@ def run(
             for path in (mine, *timed.values()):
                 for _ in range(config.warmup):
                     sync(path.call(batches()))
-            left = deadline - time.perf_counter()
+            left = deadline - time.perf_counter()  # spent: 2 rounds
+            repeats = config.repeats if left > 0 else min(config.repeats, 2)
+            cap = config.max_seconds if left == float("inf") else max(left, 1e-6)
             timed_config = dataclasses.replace(
-                config,
-                warmup=0,
-                repeats=config.repeats if left > 0 else min(config.repeats, 2),
-                number=number,
-                dispatch_only=True,
-                max_seconds=max(left, 1e-6)
-                if left != float("inf")
-                else config.max_seconds,  # spent: 2 rounds
+                config, warmup=0, repeats=repeats, number=number, dispatch_only=True, max_seconds=cap
             )
             found.update(
                 problems=checked.differs,
