@@ -115,10 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     for path in (args.json, args.markdown, args.figure):
         if path is not None and not path.parent.exists():
-            print(
-                f"jaxperf diagnose: {bad_value('output folder', str(path.parent), 'an existing folder')}",
-                file=sys.stderr,
-            )
+            problem = bad_value("output folder", str(path.parent), "an existing folder")
+            print(f"jaxperf diagnose: {problem}", file=sys.stderr)
             return 2
     if args.json:
         args.json.write_text(result.to_json())
