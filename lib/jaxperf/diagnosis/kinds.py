@@ -1,7 +1,5 @@
-"""What kind of compiled step a reader hands to :func:`jaxperf.diagnose`, read off the object.
-
-A step is recognised by the wrapper type its transform returns, never by its name; a step
-of another kind gets an error listing the kinds known.
+"""What kind of compiled step a reader hands to :func:`jaxperf.diagnose`, read off the wrapper
+type its transform returns (never its name); another kind is an error listing those known.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""Verdicts from interleaved timings: how much faster a path is, whether it is resolved,
-and where the reader's time goes. Shared by :func:`jaxperf.diagnose` and the studies.
-
-A speed ratio is taken per pair (the same round), then summarised by its median and
-interquartile range:
-
-- **faster** / **slower** when the whole range lies above / below 1;
-- **a tie** when the range holds 1 and is narrow (its relative half-width within the
-  comparison's precision target): the two cannot be told apart at that precision;
-- **not resolved** when the range holds 1 and is wider than that: more rounds (or a
-  quieter machine) could still separate them. Never called a tie.
+"""Verdicts from interleaved timings, for :func:`jaxperf.diagnose` and the studies. A speed
+ratio is taken per pair (one round) and summarised by its median and IQR: **faster** /
+**slower** when the whole IQR lies above / below 1; **a tie** when it holds 1 and its
+relative half-width is within the precision target; else **not resolved** (more rounds, or a
+quieter machine, could still separate them), never called a tie.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``hand_unrolled_fori``: ``lax.fori_loop`` partially unrolled by hand (jax-ml/jax#20909).
-
-Pallas' Triton backend rejects ``fori_loop(unroll=k)`` for every ``k > 1`` and Mosaic GPU
-needs ``k`` to divide the trip count; this loop uses only ``fori_loop(unroll=1)``, which
-every backend lowers, and runs ``unroll`` copies of the body per iteration. Public as
-``jaxperf.hand_unrolled_fori``; needs only jax.
+Pallas' Triton backend rejects ``fori_loop(unroll=k > 1)`` and Mosaic GPU needs ``k`` to
+divide the trip count; this loop uses only ``fori_loop(unroll=1)``, which every backend
+lowers, with ``unroll`` copies of the body per iteration.
 """
 
 from __future__ import annotations
