@@ -204,12 +204,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     out_at = [carry[i] for i in order]
 
     def full_args(tree: tuple, rest: tuple) -> list[Any]:
-        full: list[Any] = [None] * len(args)
-        for k, i in enumerate(order):
-            full[i] = tree[k]
-        for k, i in enumerate(rest_at):
-            full[i] = rest[k]
-        return full
+        at = {**dict(zip(order, tree)), **dict(zip(rest_at, rest))}
+        return [at[i] for i in range(len(args))]
 
     def fun(tree: tuple, *rest: Any) -> tuple[Any, tuple]:
         out = step.raw(*full_args(tree, eqx.combine(rest, rest_static)))
@@ -249,9 +245,7 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
         return outs, tuple(full_args(path_args[0].unpack(), rest))
 
     batch = None if batch_at is None else 1 + rest_at.index(batch_at)
-    what = "the carried state packed once into one buffer per dtype, carried packed" + (
-        ", donated" if donate else ""
-    )
+    what = f"the carried state packed once into one buffer per dtype, carried packed{', donated' * donate}"
     if not_donated:  # packed_jit / packed_pmap donate the packed state only
         what += f" (argument {', '.join(map(str, not_donated))}, which you donate, is not donated here)"
     name = "jaxperf.packed_pmap" if step.family == "pmap" else "jaxperf.packed_jit"
