@@ -125,21 +125,16 @@ def sync(tree: Any) -> Any:
         raise
 
 
-def find_batch(args: tuple, batch: Any, batch_at: int | None, carried: Iterable[int]) -> int:
-    """Where the loader's batch goes: ``batch_at``, or the one uncarried argument like it."""
+def find_batch(args: tuple, batch: Any, batch_at: int | None) -> int:
+    """Where the loader's batch goes: ``batch_at``, or the one argument like it (never carried)."""
     if batch_at is not None:
         if not (isinstance(batch_at, int) and 0 <= batch_at < len(args)):
             raise bad_value("batch_at", batch_at, f"an argument index in 0..{len(args) - 1}")
         return batch_at
-    like = [i for i, a in enumerate(args) if i not in set(carried) and carry_mod.same_kind(a, batch)]
+    like = [i for i, a in enumerate(args) if carry_mod.same_kind(a, batch)]
     if not like and isinstance(batch, (tuple, list)) and len(batch) > 1:  # (x, y) for step(..., x, y)
         k = len(batch)
-        like = [
-            i
-            for i in range(len(args) - k + 1)
-            if not set(range(i, i + k)) & set(carried)
-            and all(carry_mod.same_kind(args[i + j], item) for j, item in enumerate(batch))
-        ]
+        like = [i for i in range(len(args) - k + 1) if all(map(carry_mod.same_kind, args[i : i + k], batch))]
         if len(like) == 1:
             return -1 - like[0]  # spread: the caller reads -1 - at
     if len(like) != 1:
@@ -179,7 +174,7 @@ def build(
     first = None
     if batches.given:  # the loader's batch is found first: it is never carried
         first = batches()
-        batch_at = find_batch(args, first, batch_at, ())
+        batch_at = find_batch(args, first, batch_at)
         if batch_at < 0:  # the batch fills arguments -1 - batch_at onwards, one item each
             batch_at, batches.spread, first = -1 - batch_at, True, Spread(first)
     width = len(first) if isinstance(first, Spread) else 1
