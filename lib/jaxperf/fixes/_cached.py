@@ -390,13 +390,7 @@ class Lowered:
     a call of ``static_key`` (the key of ``call``, the lowered arguments)."""
 
     def __init__(
-        self,
-        lowered: Any,
-        key: tuple,
-        dynamic: Sequence[Any],
-        key_of: Any,
-        relower: Any = None,
-        call: tuple = (),
+        self, lowered: Any, key: tuple, dynamic: list, key_of: Any, relower: Any = None, call: tuple = ()
     ) -> None:
         self.lowered, self.key, self.types = lowered, key, array_types(dynamic)
         self.key_of, self.relower = key_of, relower
@@ -438,9 +432,7 @@ class Wrapper(eqx.Module):
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
-        if instance is None:
-            return self
-        return eqx.Partial(self, instance)
+        return self if instance is None else eqx.Partial(self, instance)
 
 
 #: a default no caller passes (an argument left out)
