@@ -151,13 +151,12 @@ def _deleted(tree: Any) -> bool:
     return any(isinstance(x, jax.Array) and x.is_deleted() for x in jax.tree.leaves(tree))
 
 
+#: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``
+Extra = dict[str, Callable[..., Path]] | None
+
+
 def build(
-    step: Step,
-    args: tuple,
-    carry: Any,
-    batches: Batches,
-    batch_at: int | None,
-    extra: dict[str, Callable[..., Path]] | None = None,
+    step: Step, args: tuple, carry: Any, batches: Batches, batch_at: int | None, extra: Extra = None
 ) -> tuple[Step, Path, dict[str, Path], dict[str, str], carry_mod.Carry, int, int | None]:
     """(the step, with jax.pmap's donation read off; the reader's path, the cheaper paths, {path:
     why not offered}, carry, array leaves per call, batch position), from one call of the
@@ -346,7 +345,7 @@ def run(
     config: timing.TimingConfig,
     calls_per_round: int | None = None,
     timing_only: bool = False,
-    extra: dict[str, Callable[..., Path]] | None = None,
+    extra: Extra = None,
     progress: Any = None,
 ) -> dict[str, Any]:
     """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from. The step's own
