@@ -296,13 +296,8 @@ class Diagnosis:
             return fig, pd.DataFrame(columns=["path"])
         table = self.table()
         per_call = self.per_call().set_index("variant").loc[table["path"]]
-        stats = (
-            self.timings.groupby("variant")[PIPELINED]
-            .quantile([0.25, 0.5, 0.75])
-            .unstack()
-            .rename(columns={0.25: "q25", 0.5: "median", 0.75: "q75"})
-            .loc[table["path"]]
-        )
+        quartiles = self.timings.groupby("variant")[PIPELINED].quantile([0.25, 0.5, 0.75]).unstack()
+        stats = quartiles.set_axis(["q25", "median", "q75"], axis=1).loc[table["path"]]
         fig, (left, right) = plt.subplots(1, 2, figsize=(9, 0.5 * len(table) + 2.2), sharey=True)
         y = np.arange(len(table))[::-1]
         cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
