@@ -16,6 +16,8 @@ from . import verdicts as v
 
 #: how a row of the it/s table is ordered: the reader's path, then the fastest first
 PIPELINED, BLOCKED = "loop_it_per_s", "it_per_s"
+#: the columns of :meth:`Diagnosis.waiting`
+WAITS = ["variant", "verdict", "ratio_median", "ratio_q25", "ratio_q75"]
 #: the least median it/s ratio a change must show to be recommended
 WORTH = 1.05
 #: how far a measured ratio may pass :meth:`Diagnosis.dispatch_limit` and still count as a dispatch gain
@@ -72,7 +74,7 @@ class Diagnosis:
 
     def waiting(self) -> pd.DataFrame:
         if not self.timed:
-            return pd.DataFrame(columns=["variant", "verdict", "ratio_median", "ratio_q25", "ratio_q75"])
+            return pd.DataFrame(columns=WAITS)
         reference = next((p for p in self.paths if "partitioned" in p or "split" in p), self.reader)
         if reference not in set(self.timings["variant"]):
             reference = self.reader
@@ -222,9 +224,7 @@ class Diagnosis:
             "per_call_ms": self.per_call().to_dict(orient="records"),
             "ratios_in_your_loop": self.ratios(PIPELINED).to_dict(orient="records"),
             "ratios_blocked": self.ratios(BLOCKED).to_dict(orient="records"),
-            "waits": self.waiting()[["variant", "verdict", "ratio_median", "ratio_q25", "ratio_q75"]].to_dict(
-                orient="records"
-            ),
+            "waits": self.waiting()[WAITS].to_dict(orient="records"),
             "paths": self.paths,
             "snippets": self.snippets,
             "not_offered": self.skipped,

@@ -222,13 +222,8 @@ def jit_fallback_counts() -> dict[str, int]:
 
 def _names(fun: Any) -> str:
     """The qualified name Equinox shows in a wrapper's repr (through partials and wrappers)."""
-    while True:
-        if hasattr(fun, "__wrapped__"):
-            fun = fun.__wrapped__
-        elif isinstance(fun, functools.partial):
-            fun = fun.func
-        else:
-            break
+    while hasattr(fun, "__wrapped__") or isinstance(fun, functools.partial):
+        fun = fun.__wrapped__ if hasattr(fun, "__wrapped__") else fun.func
     return getattr(fun, "__qualname__", type(fun).__qualname__)
 
 

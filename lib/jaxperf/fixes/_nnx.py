@@ -149,11 +149,9 @@ class Graph:
         parent: Any = roots[k]
         for key in path[:-1]:
             parent = vars(parent)[str(key)] if hasattr(parent, "__dict__") else parent[key]
-        key = path[-1]
         if isinstance(parent, tuple):
             raise Uncacheable("array leaf inside a tuple")
-        if hasattr(parent, "__dict__"):
-            key = str(key)
+        key = str(path[-1]) if hasattr(parent, "__dict__") else path[-1]
         root = root_ids.get(id(parent), -1)
         return position, (None if root >= 0 else parent), key, root
 

@@ -223,8 +223,7 @@ class PackedState:
     __slots__ = ("buffers", "layout")
 
     def __init__(self, buffers: tuple[jax.Array, ...], layout: Layout):
-        self.buffers = tuple(buffers)
-        self.layout = layout
+        self.buffers, self.layout = tuple(buffers), layout
 
     @classmethod
     def pack(cls, tree: Any) -> PackedState:
