@@ -280,8 +280,6 @@ def retraces(
     ms_per_call, argument, names, path, before, after}. The first call may compile once
     (its arguments are the ones given, not the step's outputs); two compiles or more in the
     next ``calls - 1`` say the loop retraces."""
-    from .carry import parameter_names
-
     Compiles.start()
     probe = reader(step, args, carry, batch_at)
     seen, counts, elapsed = [], [], []
@@ -295,7 +293,7 @@ def retraces(
         return None
     found: dict[str, Any] = {"compiles": sum(counts[1:]), "calls": calls - 1}
     found["ms_per_call"] = 1e3 * sorted(elapsed[1:])[len(elapsed[1:]) // 2]
-    names = parameter_names(step.raw)
+    names = carry_mod.parameter_names(step.raw)
     for k in range(1, calls):
         if not counts[k]:
             continue
@@ -319,12 +317,7 @@ def calls_per_batch(mine: Path, batches: Batches, target_s: float = 0.05) -> int
 
 
 def time_paths(
-    mine: Path,
-    paths: dict[str, Path],
-    batches: Batches,
-    config: timing.TimingConfig,
-    progress: Any = None,
-    **labels: Any,
+    mine: Path, paths: dict[str, Path], batches: Batches, config: timing.TimingConfig, progress: Any = None
 ) -> pd.DataFrame:
     """Interleaved rounds of the reader's loop over every path (a new batch per call when a
     loader is given), until each path's it/s ratio to the reader's, pipelined and blocked,
@@ -332,7 +325,7 @@ def time_paths(
     everyone = {mine.name: mine, **paths}
     variants = {name: (lambda p=path: p.call(batches())) for name, path in everyone.items()}
     watch = [(name, mine.name, value) for name in paths for value in ("loop_it_per_s", "it_per_s")]
-    return timing.compare(variants, config, sync=sync, progress=progress, watch=watch, **labels)
+    return timing.compare(variants, config, sync=sync, progress=progress, watch=watch)
 
 
 def run(
