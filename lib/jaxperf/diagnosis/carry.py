@@ -55,9 +55,8 @@ def parameter_names(fn: Callable[..., Any] | None) -> list[str]:
 
 
 def returned_names(fn: Callable[..., Any] | None) -> list[str | None] | None:
-    """Per element of the tuple ``fn`` returns, the plain name it returns (None for any
-    other expression), read from ``fn``'s source; None when the source cannot be read or
-    its return statements disagree."""
+    """Per element of the tuple ``fn`` returns, the plain name it returns (else None), read from
+    its source; None when unreadable or its return statements disagree."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
     except (OSError, TypeError, SyntaxError, IndentationError):
@@ -191,9 +190,8 @@ def _has_graph_nodes(tree: Any) -> bool:
 
 
 def fresh(tree: Any) -> Any:
-    """A copy whose arrays are new buffers on the same shardings and whose other leaves are
-    the same objects (a donated path must not consume another path's inputs); NNX modules
-    are new objects too (an in-place step must not update another path's modules)."""
+    """A copy with new array buffers on the same shardings (a donated path must not consume
+    another's inputs), other leaves the same objects, NNX modules new objects."""
     if _has_graph_nodes(tree):
         from flax import nnx
 

@@ -276,10 +276,8 @@ def _signature(tree: Any) -> list[tuple[str, str]]:
 def retraces(
     step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches, calls: int = 4
 ) -> dict[str, Any] | None:
-    """None, or how the reader's loop compiles again call after call: {compiles, calls,
-    ms_per_call, argument, names, path, before, after}. The first call may compile once
-    (its arguments are the ones given, not the step's outputs); two compiles or more in the
-    next ``calls - 1`` say the loop retraces."""
+    """None, or how the reader's loop compiles again call after call (two compiles or more in
+    the ``calls - 1`` after the first): {compiles, calls, ms_per_call, argument, name, path, ...}."""
     Compiles.start()
     probe = reader(step, args, carry, batch_at)
     seen, counts, elapsed = [], [], []
@@ -319,9 +317,8 @@ def calls_per_batch(mine: Path, batches: Batches, target_s: float = 0.05) -> int
 def time_paths(
     mine: Path, paths: dict[str, Path], batches: Batches, config: timing.TimingConfig, progress: Any = None
 ) -> pd.DataFrame:
-    """Interleaved rounds of the reader's loop over every path (a new batch per call when a
-    loader is given), until each path's it/s ratio to the reader's, pipelined and blocked,
-    is within ``config.precision`` or the time cap."""
+    """Interleaved rounds of the reader's loop over every path, until each it/s ratio to the
+    reader's (pipelined and blocked) is within ``config.precision``, or the time cap."""
     everyone = {mine.name: mine, **paths}
     variants = {name: (lambda p=path: p.call(batches())) for name, path in everyone.items()}
     watch = [(name, mine.name, value) for name in paths for value in ("loop_it_per_s", "it_per_s")]
@@ -341,9 +338,8 @@ def run(
     extra: Extra = None,
     progress: Any = None,
 ) -> dict[str, Any]:
-    """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from. The step's own
-    output is captured and counted; ``config.max_seconds`` caps the whole diagnosis (its
-    checks included) unless ``timing_only``."""
+    """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from; ``config.max_seconds``
+    caps it all (the checks too) unless ``timing_only``."""
     started = time.perf_counter()
     deadline = float("inf") if timing_only else started + config.max_seconds
     # every thread's stdout, as JAX's callbacks print from their own threads

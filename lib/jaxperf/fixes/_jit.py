@@ -229,8 +229,7 @@ def _names(fun: Any) -> str:
 
 class CachedFilterJit(Wrapper):
     """What :func:`cached_filter_jit` returns: a Module with the fields of Equinox's
-    ``_JitWrapper`` (the function's arrays are its leaves; the rest, and the compiled paths
-    shared by every equal wrapper, are static)."""
+    ``_JitWrapper`` (the function's arrays its leaves; the rest and the shared paths static)."""
 
     fn: str  # for the repr, as Equinox's
     _signature: inspect.Signature = eqx.field(static=True, repr=False)
@@ -266,9 +265,8 @@ class CachedFilterJit(Wrapper):
             return self._fallback(reason, True, args, kwargs)
 
     def wait(self) -> None:
-        """Block until every computation launched by this wrapper (and equal ones) whose first
-        output is still alive has finished; a failed ``eqx.error_if`` among them raises
-        ``EquinoxRuntimeError`` with Equinox's message."""
+        """Block until every computation of this wrapper (and equal ones) whose first output is
+        alive has finished; a failed ``eqx.error_if`` raises Equinox's ``EquinoxRuntimeError``."""
         self._cached.wait()
 
     def _equinox(self) -> Any:

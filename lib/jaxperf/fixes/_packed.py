@@ -168,9 +168,8 @@ def _static_key(value: Any) -> Hashable:
 
 
 def interned(layout: Layout) -> Layout:
-    """The one Layout of this structure (the first packed), so that packing the same
-    structure again hits every compile cache keyed on it; a layout with an unhashable
-    non-array leaf is its own."""
+    """The one Layout of this structure (the first packed), so every compile cache keyed on it
+    hits again; a layout with an unhashable non-array leaf is its own."""
     key = (layout.treedef, tuple(map(_static_key, layout.statics)), layout.slots, layout.groups)
     try:
         hash(key)
@@ -227,9 +226,8 @@ class PackedState:
 
     @classmethod
     def pack(cls, tree: Any) -> PackedState:
-        """Flatten ``tree`` once into one buffer per (dtype, sharding), and one per weakly
-        typed leaf. Leaves must be replicated or uncommitted; non-array leaves are kept in
-        the layout (static)."""
+        """Flatten ``tree`` once into one buffer per (dtype, sharding) and per weakly typed leaf;
+        leaves replicated or uncommitted, non-array leaves kept in the layout (static)."""
         leaves, treedef = jtu.tree_flatten(tree)
         keys: dict[tuple, int] = {}
         sizes: list[int] = []
@@ -272,9 +270,8 @@ class PackedState:
         return PackedState(tuple(jax.pmap(_identity, devices=devices)(stacked)), self.layout)
 
     def abstract(self, *, replicas: int | None = None, sharding: Any = None) -> PackedState:
-        """This layout with ``jax.ShapeDtypeStruct`` buffers, to lower and compile a packed step
-        ahead of time (e.g. for a TPU topology described on a CPU): ``replicas`` adds the pmap
-        form's leading device axis, ``sharding`` places each buffer for the jit form."""
+        """This layout with ``jax.ShapeDtypeStruct`` buffers, to lower a packed step ahead of time:
+        ``replicas`` adds the pmap form's device axis, ``sharding`` places each buffer (jit form)."""
         lead = () if replicas is None else (replicas,)
         buffers = tuple(
             jax.ShapeDtypeStruct((*lead, g.size), g.dtype, sharding=sharding, weak_type=g.weak_type)

@@ -61,9 +61,8 @@ def _is_axis_leaf(x: Any) -> bool:
 
 
 def resolve_axes(spec: Any, tree: Any, array_types: tuple[type, ...] = ARRAY_TYPES) -> list[Any]:
-    """One axis per leaf of ``tree`` from a prefix ``spec`` of None / ints / callables
-    (called on each leaf), as Equinox resolves ``in_axes``; an ``eqx.if_array(k)`` gives
-    ``k`` for any leaf of ``array_types``."""
+    """One axis per leaf of ``tree`` from a prefix ``spec`` of None / ints / callables, as Equinox
+    resolves ``in_axes`` (``eqx.if_array(k)``: ``k`` for a leaf of ``array_types``)."""
     per_leaf = _broadcast_prefix(spec, tree, is_leaf=_is_axis_leaf)
     leaves = jtu.tree_leaves(tree)
     return [
@@ -104,9 +103,8 @@ def _one_or_tuple(axes: list[Any]) -> Any:
 
 
 def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> Entry:
-    """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
-    one per array leaf in ``dynamic``): the tree is ``(fun or None, args, dummy or None)``,
-    None for a Python function, which comes from ``paths.fun_ref`` (a weak reference)."""
+    """The ``jax.pmap`` of one input structure: ``treedef`` over ``(fun or None, args, dummy)``
+    with ``static`` leaves, ``axes`` one per array leaf (a Python function: ``paths.fun_ref``)."""
     entry = Entry(quiet=paths.donate == "all")
     # The entry may outlive every wrapper: its closures hold the options, never a wrapper or the function.
     fun_ref, spec, lock = paths.fun_ref, paths.out_axes, paths.lock
@@ -199,9 +197,8 @@ class PmapPaths(Paths):
         return entry.run(dynamic)
 
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
-        """This call's outputs (or its Lowered); :class:`Fallback` when Equinox must answer:
-        keyword arguments, inputs it rejects before tracing (so its errors stay its own).
-        Once the function has been traced here an error is the function's, raised once."""
+        """This call's outputs (or Lowered); :class:`Fallback` where Equinox must answer (keywords,
+        inputs it rejects before tracing); once traced here, an error is the function's."""
         if kwargs:
             raise Fallback("keyword arguments")
         if self.is_function and fun is not self.fun_ref():
@@ -313,8 +310,7 @@ def pmap_fallback_counts() -> dict[str, int]:
 
 class CachedFilterPmap(Wrapper):
     """What :func:`cached_filter_pmap` returns: a Module with the fields of Equinox's
-    ``_PmapWrapper`` (the function and the options are its fields, as there), and the
-    compiled paths shared by every equal wrapper, static."""
+    ``_PmapWrapper``, and the compiled paths shared by every equal wrapper, static."""
 
     _fun: Callable
     _in_axes: Any
