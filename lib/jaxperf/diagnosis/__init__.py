@@ -1,9 +1,6 @@
-"""Is *my* loop paying dispatch overhead, how much, and what should I change?
-
-:func:`diagnose` takes a compiled step as the reader calls it and its arguments, proves
-every cheaper path that applies (:mod:`.paths`, :mod:`.nnx_paths`) computes the same
-outputs and next state, and times them interleaved with the reader's in the reader's own
-loop. It is also behind ``python -m jaxperf diagnose package.module:factory``.
+"""Is *my* loop paying dispatch overhead, how much, and what should I change? :func:`diagnose`
+proves every cheaper path computes what the reader's step does, then times them interleaved
+in the reader's own loop (also ``python -m jaxperf diagnose package.module:factory``).
 """
 
 from __future__ import annotations
@@ -18,11 +15,7 @@ if TYPE_CHECKING:
 
 __getattr__, __dir__ = exports(
     __name__,
-    {
-        "Diagnosis": (".result", "Diagnosis"),
-        "identify": (".kinds", "identify"),
-        "KINDS": (".kinds", "KINDS"),
-    },
+    {"Diagnosis": (".result", "Diagnosis"), "identify": (".kinds", "identify"), "KINDS": (".kinds", "KINDS")},
 )
 
 
@@ -64,27 +57,20 @@ def diagnose(
     """Diagnose ``step(*args)`` as the reader's training loop calls it.
 
     - ``loader``: None (every call gets the batch in ``args``), a callable returning the
-      next batch, or an iterable of batches, already placed as your loop places them;
-    - ``carry``: ``"auto"`` (found from what the step returns and where it came from, as
-      ``loss, model, opt_state = step(model, opt_state, x)`` returns its arguments; an
-      ambiguous one is a ``ValueError`` listing the candidates), None (nothing carried,
-      e.g. an NNX step that updates its modules in place), or a dict ``{argument: output
-      index}``, the argument by index or by parameter name;
-    - ``batch_at``: the argument the loader's batch replaces (default: the one argument
-      that looks like the batch);
+      next batch, or an iterable of batches, placed as your loop places them;
+    - ``carry``: ``"auto"`` (found from what the step returns, as ``loss, model, opt_state =
+      step(model, opt_state, x)``; an ambiguous one is a ``ValueError`` listing the
+      candidates), None (nothing carried), or ``{argument (index or name): output index}``;
+    - ``batch_at``: the argument the loader's batch replaces (default: the one like it);
     - ``precision``: stop when every path's it/s ratio has an IQR within +-precision of its
-      median; ``max_seconds``: the whole diagnosis' time cap (its checks and compiles
-      included), or the timed rounds' alone with ``timing_only`` (a study that compares
-      cases timed alike);
-      ``min_rounds``: rounds before the first stop; ``calls_per_round``: default about
-      50 ms of your step;
+      median; ``max_seconds``: the whole diagnosis' time cap, or the timed rounds' alone
+      with ``timing_only``; ``min_rounds``: rounds before the first stop;
+      ``calls_per_round``: default about 50 ms of your step;
     - ``extra_paths``: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``.
 
-    A step that compiles again on every call gets that verdict and nothing is timed. What
-    the step prints while diagnosed is captured and counted (``Diagnosis.printed``).
-
-    Raises ``ValueError`` naming the parameter for bad input, and when ``step`` raises on
-    ``args`` (nothing is written: the diagnosis only returns).
+    A step that compiles again on every call gets that verdict and nothing is timed; what it
+    prints is captured and counted (``Diagnosis.printed``). Raises ``ValueError`` naming the
+    parameter for bad input, and when ``step`` raises on ``args``.
     """
     try:
         import pandas  # noqa: F401 -- the timings are a DataFrame

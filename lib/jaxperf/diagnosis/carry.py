@@ -1,11 +1,7 @@
 """The reader's loop, read off one call: which outputs become the next call's arguments
 (the carry), fresh copies of the arguments for each path, and where two results first differ.
-
-The step's ``return`` statement, read from its source, says which output is which
-argument (``return loss, model, opt_state``); outputs it does not name are matched by kind
-(pytree structure, shape and dtype), and an argument with several such outputs is an error
-listing them. The loader's batch is never carried. A reader whose step does not fit passes
-``carry={argument: output index}`` (the argument by index or by name).
+The step's ``return`` statement names outputs (``return loss, model, opt_state``); the rest
+are matched by kind, and an ambiguous argument is an error listing the candidates.
 """
 
 from __future__ import annotations
@@ -32,8 +28,7 @@ def _is_array(x: Any) -> bool:
 
 
 def _leaf_kind(x: Any) -> Any:
-    """Shape and dtype of an array leaf; a Python scalar counts as the 0-d array a traced step
-    turns it into (Flax's ``TrainState.step`` starts as ``0`` and comes back as an int32 array)."""
+    """Shape and dtype of an array leaf; a Python scalar as the 0-d array a traced step makes of it."""
     if _is_array(x):
         return np.shape(x), str(x.dtype)
     if isinstance(x, (bool, int, float, complex)):
@@ -60,9 +55,8 @@ def parameter_names(fn: Callable[..., Any] | None) -> list[str]:
 
 
 def returned_names(fn: Callable[..., Any] | None) -> list[str | None] | None:
-    """Per element of the tuple ``fn`` returns, the plain name it returns (None for any
-    other expression), read from ``fn``'s source; None when the source cannot be read or
-    its return statements disagree."""
+    """Per element of the tuple ``fn`` returns, the plain name it returns (else None), read from
+    its source; None when unreadable or its return statements disagree."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
     except (OSError, TypeError, SyntaxError, IndentationError):
@@ -137,8 +131,7 @@ def infer(
 
 
 def check(carry: Any, args: tuple, out: Any, fn: Callable[..., Any] | None = None) -> Carry:
-    """A reader's own ``carry`` mapping (arguments by index or by parameter name), checked
-    against one call's output."""
+    """A reader's own ``carry`` (arguments by index or name), checked against one call's output."""
     if not isinstance(carry, Mapping):
         raise bad_value("carry", carry, '"auto", None, or a dict {argument: output index}')
     outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -177,8 +170,7 @@ def output(out: Any, j: int) -> Any:
 
 
 def _copy_arrays(tree: Any) -> Any:
-    """``tree`` with every jax.Array copied to a new buffer on its own sharding, in one
-    transfer (a deep copy compiles a copy per shape), and numpy arrays copied."""
+    """``tree`` with every array copied to a new buffer on its sharding, in one transfer."""
     leaves, treedef = jax.tree.flatten(tree)
     at = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
     copies = jax.device_put([leaves[i] for i in at], [leaves[i].sharding for i in at], may_alias=False)
@@ -198,9 +190,8 @@ def _has_graph_nodes(tree: Any) -> bool:
 
 
 def fresh(tree: Any) -> Any:
-    """A copy whose arrays are new buffers on the same shardings and whose other leaves are
-    the same objects (a donated path must not consume another path's inputs); NNX modules
-    are new objects too (an in-place step must not update another path's modules)."""
+    """A copy with new array buffers on the same shardings (a donated path must not consume
+    another's inputs), other leaves the same objects, NNX modules new objects."""
     if _has_graph_nodes(tree):
         from flax import nnx
 

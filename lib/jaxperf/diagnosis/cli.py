@@ -1,9 +1,6 @@
-"""``python -m jaxperf diagnose package.module:factory``: the diagnosis of a reader's step,
-printed as Markdown, optionally written as JSON, Markdown and a figure.
-
-A factory that does not import, raises or returns the wrong thing, a step that raises,
-an absent backend: exit status 2 and one line naming what is wrong; the JSON output (when
-asked for) then holds that line and the full traceback, and nothing else is written.
+"""``python -m jaxperf diagnose package.module:factory``: the diagnosis of a reader's step as
+Markdown, optionally JSON, Markdown and a figure. Any failure: exit status 2 and one line
+naming what is wrong (the JSON output, when asked for, holds it and the traceback).
 """
 
 from __future__ import annotations
@@ -118,10 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     for path in (args.json, args.markdown, args.figure):
         if path is not None and not path.parent.exists():
-            print(
-                f"jaxperf diagnose: {bad_value('output folder', str(path.parent), 'an existing folder')}",
-                file=sys.stderr,
-            )
+            problem = bad_value("output folder", str(path.parent), "an existing folder")
+            print(f"jaxperf diagnose: {problem}", file=sys.stderr)
             return 2
     if args.json:
         args.json.write_text(result.to_json())

@@ -1,9 +1,6 @@
-"""The engine behind :func:`jaxperf.diagnose`: build every path of a step, prove each
-computes what the reader's does, time them interleaved in the reader's loop, and summarise.
-
-One code path for the study's own models and for a reader's step: the dispatch study
-(notebook 01), the runs-ahead probe (notebook 07) and the NNX study (notebook 11) check
-with :func:`check`, time with :func:`time_paths` and judge with :func:`jaxperf.diagnosis.verdicts`.
+"""The engine behind :func:`jaxperf.diagnose` and the studies (notebooks 01, 07, 11): build
+every path of a step, :func:`check` each computes what the reader's does, :func:`time_paths`
+interleaved in the reader's loop.
 """
 
 from __future__ import annotations
@@ -11,9 +8,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jax
@@ -38,8 +34,7 @@ MEASURES = {
 
 
 class Compiles:
-    """How many programs JAX has compiled (or fetched from its persistent cache) in this
-    process, read from JAX's monitoring events; one listener, registered on first use."""
+    """Programs JAX compiled (or found in its persistent cache) here, from its monitoring events."""
 
     count = 0
     _registered = False
@@ -49,29 +44,25 @@ class Compiles:
         if not cls._registered:
             from jax import monitoring
 
-            def on_duration(event: str, duration_secs: float, **kwargs: Any) -> None:
-                if event == "/jax/core/compile/backend_compile_duration":
+            def on_event(event: str, *_: Any, **__: Any) -> None:  # a compile, or a persistent-cache hit
+                if event in (
+                    "/jax/core/compile/backend_compile_duration",
+                    "/jax/compilation_cache/cache_hits",
+                ):
                     cls.count += 1
 
-            def on_event(event: str, **kwargs: Any) -> None:
-                if event == "/jax/compilation_cache/cache_hits":
-                    cls.count += 1
-
-            monitoring.register_event_duration_secs_listener(on_duration)
+            monitoring.register_event_duration_secs_listener(on_event)
             monitoring.register_event_listener(on_event)
             cls._registered = True
 
 
 class Printed(io.TextIOBase):
-    """The step's own output (``print``, ``jax.debug.print``, callbacks) while a diagnosis
-    runs: counted, its first lines kept, never printed into the report."""
+    """The step's own output while diagnosed: counted, its first lines kept, never in the report."""
 
     def __init__(self, keep: int = 3) -> None:
-        self.lines = 0
-        self.chars = 0
+        self.lines = self.chars = 0
         self.first: list[str] = []
-        self._keep = keep
-        self._partial = ""
+        self._keep, self._partial = keep, ""
 
     def writable(self) -> bool:
         return True
@@ -89,32 +80,15 @@ class Printed(io.TextIOBase):
         return {"lines": self.lines, "chars": self.chars, "first": self.first}
 
 
-@contextlib.contextmanager
-def captured() -> Iterator[Printed]:
-    """``sys.stdout`` replaced by a :class:`Printed` (every thread's, as JAX's callbacks run
-    on their own threads) for the duration."""
-    printed = Printed()
-    saved = sys.stdout
-    sys.stdout = printed
-    try:
-        yield printed
-    finally:
-        sys.stdout = saved
-
-
 class Batches:
-    """The reader's loader as the engine calls it: a callable or an iterable, one batch per
-    call; ``None`` means no loader (every call reuses the batch it was given)."""
+    """The reader's loader (None, a callable or an iterable): one batch per call."""
 
     def __init__(self, loader: Any) -> None:
         self._next: Callable[[], Any] | None
-        if loader is None:
-            self._next = None
-        elif callable(loader):
+        if loader is None or callable(loader):
             self._next = loader
         elif isinstance(loader, Iterable):
-            iterator: Iterator[Any] = iter(loader)
-            self._next = lambda: next(iterator)
+            self._next = iter(loader).__next__
         else:
             raise bad_value("loader", loader, "None, a callable returning a batch, or an iterable of batches")
         self.count = 0
@@ -142,8 +116,7 @@ class Batches:
 
 
 def sync(tree: Any) -> Any:
-    """Wait for ``tree``; a list of donated outputs waits for its last (the earlier ones
-    were consumed by the calls after them, and the last was computed from all of them)."""
+    """Wait for ``tree``; a list of donated outputs waits for its last (computed from all of them)."""
     try:
         return jax.block_until_ready(tree)
     except (jax.errors.JaxRuntimeError, RuntimeError):
@@ -152,21 +125,16 @@ def sync(tree: Any) -> Any:
         raise
 
 
-def find_batch(args: tuple, batch: Any, batch_at: int | None, carried: Iterable[int]) -> int:
-    """Where the loader's batch goes: ``batch_at``, or the one uncarried argument like it."""
+def find_batch(args: tuple, batch: Any, batch_at: int | None) -> int:
+    """Where the loader's batch goes: ``batch_at``, or the one argument like it (never carried)."""
     if batch_at is not None:
         if not (isinstance(batch_at, int) and 0 <= batch_at < len(args)):
             raise bad_value("batch_at", batch_at, f"an argument index in 0..{len(args) - 1}")
         return batch_at
-    like = [i for i, a in enumerate(args) if i not in set(carried) and carry_mod.same_kind(a, batch)]
+    like = [i for i, a in enumerate(args) if carry_mod.same_kind(a, batch)]
     if not like and isinstance(batch, (tuple, list)) and len(batch) > 1:  # (x, y) for step(..., x, y)
         k = len(batch)
-        like = [
-            i
-            for i in range(len(args) - k + 1)
-            if not set(range(i, i + k)) & set(carried)
-            and all(carry_mod.same_kind(args[i + j], item) for j, item in enumerate(batch))
-        ]
+        like = [i for i in range(len(args) - k + 1) if all(map(carry_mod.same_kind, args[i : i + k], batch))]
         if len(like) == 1:
             return -1 - like[0]  # spread: the caller reads -1 - at
     if len(like) != 1:
@@ -183,18 +151,16 @@ def _deleted(tree: Any) -> bool:
     return any(isinstance(x, jax.Array) and x.is_deleted() for x in jax.tree.leaves(tree))
 
 
+#: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``
+Extra = dict[str, Callable[..., Path]] | None
+
+
 def build(
-    step: Step,
-    args: tuple,
-    carry: Any,
-    batches: Batches,
-    batch_at: int | None,
-    extra: dict[str, Callable[..., Path]] | None = None,
+    step: Step, args: tuple, carry: Any, batches: Batches, batch_at: int | None, extra: Extra = None
 ) -> tuple[Step, Path, dict[str, Path], dict[str, str], carry_mod.Carry, int, int | None]:
-    """(the step, with the donation read off one call for jax.pmap; the reader's path, the
-    cheaper paths, {path: why not offered}, carry, array leaves of the arguments of one call,
-    batch position). One call of the reader's step (on copies) reads the carry and the
-    leaves; it also compiles it."""
+    """(the step, with jax.pmap's donation read off; the reader's path, the cheaper paths, {path:
+    why not offered}, carry, array leaves per call, batch position), from one call of the
+    reader's step on copies (which also compiles it)."""
     probe = carry_mod.fresh(args)
     try:
         out = step.call(*probe)
@@ -207,25 +173,20 @@ def build(
     first = None
     if batches.given:  # the loader's batch is found first: it is never carried
         first = batches()
-        batch_at = find_batch(args, first, batch_at, ())
+        batch_at = find_batch(args, first, batch_at)
         if batch_at < 0:  # the batch fills arguments -1 - batch_at onwards, one item each
             batch_at, batches.spread, first = -1 - batch_at, True, Spread(first)
     width = len(first) if isinstance(first, Spread) else 1
     batch_args = set(range(batch_at, batch_at + width)) if batch_at is not None else set()
     if carry == "auto":
         carry = carry_mod.infer(args, out, skip=batch_args if batches.given else None, fn=step.raw)
-    elif carry is None:
-        carry = {}
     else:
-        carry = carry_mod.check(carry, args, out, fn=step.raw)
+        carry = {} if carry is None else carry_mod.check(carry, args, out, fn=step.raw)
     if step.kind == "jax.pmap":  # donate_argnums: as lowered, else read off the call
         try:
             infos = step.call.lower(*args).args_info[0]  # type: ignore[attr-defined]
-            donated = tuple(
-                i
-                for i, tree in enumerate(infos)
-                if any(getattr(x, "donated", False) for x in jax.tree.leaves(tree))
-            )
+            flags = [any(getattr(x, "donated", False) for x in jax.tree.leaves(tree)) for tree in infos]
+            donated = tuple(i for i, flag in enumerate(flags) if flag)
         except Exception:  # noqa: BLE001 -- lowering is only a way to read the option
             donated = tuple(i for i, a in enumerate(probe) if _deleted(a))
         axis_name, default_axes = pmap_axes(step.call, args)
@@ -260,8 +221,7 @@ def build(
 
 @dataclasses.dataclass
 class Checked:
-    """What one call of every path showed: {path: how it differs} (never timed), {path: the
-    error it raised}, {path: why it does not apply or was not checked}."""
+    """What one call of every path showed: {path: how it differs}, {path: error}, {path: why not}."""
 
     differs: dict[str, str] = dataclasses.field(default_factory=dict)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -273,8 +233,7 @@ class Checked:
 
 
 def check(mine: Path, paths: dict[str, Path], batches: Batches, deadline: float = float("inf")) -> Checked:
-    """One call of every path from the same state and batch, compared with the reader's
-    (outputs and next arguments). Paths not reached before ``deadline`` are not checked."""
+    """One call of every path from one state and batch, compared with the reader's, by ``deadline``."""
     batch = batches()
     jax.block_until_ready(mine.call(carry_mod.fresh(batch)))
     ref_out, ref_args = carry_mod.host(mine.reader_view())
@@ -302,8 +261,7 @@ def check(mine: Path, paths: dict[str, Path], batches: Batches, deadline: float 
 
 
 def _signature(tree: Any) -> list[tuple[str, str]]:
-    """(leaf path, what a compile depends on: shape/dtype/sharding for an array, the value
-    otherwise) for every leaf of ``tree``."""
+    """(leaf path, what a compile depends on) for every leaf of ``tree``."""
     leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
     out = [("", f"structure {treedef}")]
     for path, x in leaves:
@@ -318,12 +276,8 @@ def _signature(tree: Any) -> list[tuple[str, str]]:
 def retraces(
     step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches, calls: int = 4
 ) -> dict[str, Any] | None:
-    """None, or how the reader's loop compiles again call after call: {compiles, calls,
-    ms_per_call, argument, names, path, before, after}. The first call may compile once
-    (its arguments are the ones given, not the step's outputs); two compiles or more in the
-    next ``calls - 1`` say the loop retraces."""
-    from .carry import parameter_names
-
+    """None, or how the reader's loop compiles again call after call (two compiles or more in
+    the ``calls - 1`` after the first): {compiles, calls, ms_per_call, argument, name, path, ...}."""
     Compiles.start()
     probe = reader(step, args, carry, batch_at)
     seen, counts, elapsed = [], [], []
@@ -337,28 +291,21 @@ def retraces(
         return None
     found: dict[str, Any] = {"compiles": sum(counts[1:]), "calls": calls - 1}
     found["ms_per_call"] = 1e3 * sorted(elapsed[1:])[len(elapsed[1:]) // 2]
-    names = parameter_names(step.raw)
+    names = carry_mod.parameter_names(step.raw)
     for k in range(1, calls):
         if not counts[k]:
             continue
         for i, (a, b) in enumerate(zip(seen[k - 1], seen[k])):
             if a == b:
                 continue
-            where = next(((pa, va, vb) for (pa, va), (_, vb) in zip(a, b) if va != vb), ("", "", ""))
-            found.update(
-                argument=i,
-                name=names[i] if i < len(names) else None,
-                path=where[0],
-                before=where[1],
-                after=where[2],
-            )
-            return found
+            path, old, new = next(((p, va, vb) for (p, va), (_, vb) in zip(a, b) if va != vb), ("",) * 3)
+            name = names[i] if i < len(names) else None
+            return {**found, "argument": i, "name": name, "path": path, "before": old, "after": new}
     return found
 
 
 def calls_per_batch(mine: Path, batches: Batches, target_s: float = 0.05) -> int:
-    """Calls per timed round: about ``target_s`` of the reader's step (the median of three
-    blocked calls, loader included), 2 to 100."""
+    """Calls per timed round: about ``target_s`` of the reader's step, 2 to 100."""
     elapsed = []
     for _ in range(3):
         start = time.perf_counter()
@@ -368,20 +315,14 @@ def calls_per_batch(mine: Path, batches: Batches, target_s: float = 0.05) -> int
 
 
 def time_paths(
-    mine: Path,
-    paths: dict[str, Path],
-    batches: Batches,
-    config: timing.TimingConfig,
-    progress: Any = None,
-    **labels: Any,
+    mine: Path, paths: dict[str, Path], batches: Batches, config: timing.TimingConfig, progress: Any = None
 ) -> pd.DataFrame:
-    """Interleaved rounds of the reader's loop over every path (a new batch per call when a
-    loader is given), until each path's it/s ratio to the reader's, pipelined and blocked,
-    is within ``config.precision`` or the time cap."""
+    """Interleaved rounds of the reader's loop over every path, until each it/s ratio to the
+    reader's (pipelined and blocked) is within ``config.precision``, or the time cap."""
     everyone = {mine.name: mine, **paths}
     variants = {name: (lambda p=path: p.call(batches())) for name, path in everyone.items()}
     watch = [(name, mine.name, value) for name in paths for value in ("loop_it_per_s", "it_per_s")]
-    return timing.compare(variants, config, sync=sync, progress=progress, watch=watch, **labels)
+    return timing.compare(variants, config, sync=sync, progress=progress, watch=watch)
 
 
 def run(
@@ -394,15 +335,15 @@ def run(
     config: timing.TimingConfig,
     calls_per_round: int | None = None,
     timing_only: bool = False,
-    extra: dict[str, Callable[..., Path]] | None = None,
+    extra: Extra = None,
     progress: Any = None,
 ) -> dict[str, Any]:
-    """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from. The step's own
-    output is captured and counted; ``config.max_seconds`` caps the whole diagnosis (its
-    checks included) unless ``timing_only``."""
+    """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from; ``config.max_seconds``
+    caps it all (the checks too) unless ``timing_only``."""
     started = time.perf_counter()
     deadline = float("inf") if timing_only else started + config.max_seconds
-    with captured() as printed:
+    # every thread's stdout, as JAX's callbacks print from their own threads
+    with contextlib.redirect_stdout(Printed()) as printed:
         batches = Batches(loader)
         step, mine, paths, skipped, carry, leaves, batch_at = build(
             step, args, carry, batches, batch_at, extra
@@ -438,16 +379,11 @@ def run(
             for path in (mine, *timed.values()):
                 for _ in range(config.warmup):
                     sync(path.call(batches()))
-            left = deadline - time.perf_counter()
+            left = deadline - time.perf_counter()  # spent: 2 rounds
+            repeats = config.repeats if left > 0 else min(config.repeats, 2)
+            cap = config.max_seconds if left == float("inf") else max(left, 1e-6)
             timed_config = dataclasses.replace(
-                config,
-                warmup=0,
-                repeats=config.repeats if left > 0 else min(config.repeats, 2),
-                number=number,
-                dispatch_only=True,
-                max_seconds=max(left, 1e-6)
-                if left != float("inf")
-                else config.max_seconds,  # spent: 2 rounds
+                config, warmup=0, repeats=repeats, number=number, dispatch_only=True, max_seconds=cap
             )
             found.update(
                 problems=checked.differs,
@@ -457,18 +393,3 @@ def run(
         jax.effects_barrier()  # callbacks still in flight print here, not into the report
     found.update(printed=printed.summary(), seconds=time.perf_counter() - started)
     return found
-
-
-__all__ = [
-    "MEASURES",
-    "Batches",
-    "Checked",
-    "NotApplicable",
-    "Path",
-    "build",
-    "check",
-    "retraces",
-    "run",
-    "sync",
-    "time_paths",
-]

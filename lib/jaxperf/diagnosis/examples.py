@@ -1,17 +1,7 @@
-"""Steps written the way their libraries' docs write them, as factories for ``diagnose``.
-
-Each factory returns ``{"step": ..., "args": (...), "loader": ...}`` (the loader optional),
-which is what ``python -m jaxperf diagnose package.module:factory`` and notebook 10's
-``step_factory`` parameter expect of a reader's own factory too:
-
-- :func:`seed_noop`: equinox#192's no-op step under ``eqx.filter_pmap`` over every device,
-  an MLP with Adam state (392 array leaves at depth 64), state passed along;
-- :func:`equinox_train`: an Equinox MLP trained with optax and ``eqx.filter_value_and_grad``
-  under ``eqx.filter_jit`` (Equinox's "Train an MLP" style), with a loader;
-- :func:`filter_pmap_train`: the same under ``eqx.filter_pmap`` with a ``pmean``;
-- :func:`nnx_train`: a Flax NNX MLP with ``nnx.Optimizer`` under ``nnx.jit`` (Flax's
-  "MNIST tutorial" style), updating in place;
-- :func:`jax_train`: a plain ``jax.jit`` step on a dict of parameters with optax.
+"""Steps written the way their libraries' docs write them, as factories for ``diagnose``
+(each returns ``{"step": ..., "args": (...), "loader": ...}``, as a reader's own factory
+does): equinox#192's no-op ``eqx.filter_pmap`` step, Equinox, ``eqx.filter_pmap``, Flax NNX
+and plain ``jax.jit`` training steps.
 """
 
 from __future__ import annotations
@@ -32,8 +22,7 @@ def _mlp(depth: int, width: int, seed: int = 0) -> Any:
 
 
 def seed_noop(depth: int = 64, width: int = 32) -> dict[str, Any]:
-    """The seed's ``step(model, x, opt_state) -> (0.0, model, opt_state)`` under
-    ``eqx.filter_pmap`` on every device; 392 array leaves per call at depth 64."""
+    """The seed's no-op step under ``eqx.filter_pmap``: 392 array leaves per call at depth 64."""
     import equinox as eqx
 
     from ..dispatch.models import ModelSpec

@@ -1,10 +1,7 @@
 """A reader's step from ``package.module:factory``: what the CLI and notebook 10 call.
-
-A factory is a function of keyword arguments that returns either a dict
-``{"step": ..., "args": (...), "loader": ..., "carry": ..., "batch_at": ...}`` (only
-``step`` and ``args`` required) or a tuple ``(step, args)`` / ``(step, args, loader)``.
-Every way this can go wrong is a :class:`FactoryError` (a ``ValueError``) of one line
-naming the factory, with the full traceback kept on it (``.details``) for the JSON output.
+A factory returns ``{"step": ..., "args": (...), ...}`` or ``(step, args[, loader])``; every
+way this can go wrong is a one-line :class:`FactoryError` (a ``ValueError``), with the full
+traceback kept on it (``.details``) for the JSON output.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ PARAMETER = "step_factory"
 
 
 class FactoryError(ValueError):
-    """A factory that does not import, raises, or returns the wrong thing: one line, and
-    ``details`` (the full traceback, or "")."""
+    """A factory that does not import, raises, or returns the wrong thing; ``details``: traceback."""
 
     def __init__(self, line: str, details: str = "") -> None:
         super().__init__(line)
@@ -56,8 +52,7 @@ def load(spec: str, parameter: str = PARAMETER) -> Callable[..., Any]:
 
 
 def build(spec: str, kwargs: dict[str, Any] | None = None, parameter: str = PARAMETER) -> dict[str, Any]:
-    """Call the factory ``spec`` with ``kwargs``; its result as a dict with ``step``, ``args``
-    (a tuple) and the optional keys present."""
+    """The factory's result for ``kwargs``: a dict with ``step``, ``args`` (a tuple) and optional keys."""
     factory = load(spec, parameter)
     try:  # the arguments are checked against the signature: a TypeError inside is the factory's own
         inspect.signature(factory).bind(**(kwargs or {}))

@@ -1,7 +1,5 @@
-"""What kind of compiled step a reader hands to :func:`jaxperf.diagnose`, read off the object.
-
-A step is recognised by the wrapper type its transform returns, never by its name; a step
-of another kind gets an error listing the kinds known.
+"""What kind of compiled step a reader hands to :func:`jaxperf.diagnose`, read off the wrapper
+type its transform returns (never its name); another kind is an error listing those known.
 """
 
 from __future__ import annotations
@@ -61,16 +59,13 @@ class Step:
 
 
 def jit_donation(jitted: Any) -> tuple[int, ...]:
-    """The donated positions of a ``jax.jit`` function (``donate_argnums`` and
-    ``donate_argnames``, as JAX resolved them); () when they cannot be read."""
+    """The donated positions of a ``jax.jit`` function as JAX resolved them; () if unreadable."""
     info = getattr(jitted, "_jit_info", None)
     return tuple(sorted(getattr(info, "donate_argnums", ()) or ()))
 
 
 def pmap_axes(call: Callable[..., Any], args: tuple) -> tuple[Hashable | None, bool]:
-    """(axis name, None when unnamed; whether every argument and output is mapped over axis 0)
-    of a ``jax.pmap`` function on ``args``, read off its jaxpr: ``jax.pmap`` traces as one
-    ``shard_map`` over a one-axis mesh. ``(None, False)`` when that cannot be read."""
+    """(axis name, whether all is mapped over axis 0) of a ``jax.pmap`` on ``args``, from its jaxpr."""
     import jax
 
     try:
@@ -90,20 +85,19 @@ def _equinox_jit(step: Any, kind: str) -> Step:
     return Step(kind, step, step.__wrapped__, donate)
 
 
-def _default_axes(in_axes: Any, out_axes: Any) -> bool:
+def _axis_0(axes: Any) -> bool:
     import equinox as eqx
 
-    def default(axes: Any) -> bool:
-        return (isinstance(axes, eqx.if_array) and axes.axis == 0) or (
-            isinstance(axes, int) and not isinstance(axes, bool) and axes == 0
-        )
-
-    return default(in_axes) and default(out_axes)
+    if isinstance(axes, eqx.if_array):
+        return axes.axis == 0
+    return isinstance(axes, int) and not isinstance(axes, bool) and axes == 0
 
 
 def _equinox_pmap(step: Any, kind: str) -> Step:
     donate = "all" if step._pmapkwargs.get("donate_argnums") else "none"
-    return Step(kind, step, step._fun, donate, step._axis_name, _default_axes(step._in_axes, step._out_axes))
+    return Step(
+        kind, step, step._fun, donate, step._axis_name, _axis_0(step._in_axes) and _axis_0(step._out_axes)
+    )
 
 
 def identify(step: Any) -> Step:

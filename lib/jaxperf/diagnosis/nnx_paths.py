@@ -1,19 +1,8 @@
-"""The cheaper paths of a Flax NNX step (``nnx.jit``), for :func:`jaxperf.diagnose`.
-
-Flax's own mitigations (its performance guide) and jaxperf's drop-in, each built on the
-reader's raw function with the reader's static arguments:
-
-- tree mode, ``nnx.jit(f, graph=False)``;
-- ``nnx.cached_partial(step, *modules)``: the graph walked once for the leading modules;
-- ``nnx.jit_partial(f, *modules, graph=False)``: tree mode with pre-flattened modules;
-- ``jax.jit`` on ``nnx.split`` state: split once outside the loop, merge and split again
-  inside the compiled function, the state carried from call to call;
-- ``jaxperf.cached_nnx_jit``, when installed: ``nnx.jit``'s semantics, walking the graph
-  once per graph structure.
-
-An NNX step usually updates its modules in place and returns a loss, so the reader's
-state is the modules themselves: every path starts from its own deep copy of them, and its
-view of "the next call's arguments" is its modules after the call.
+"""The cheaper paths of a Flax NNX step (``nnx.jit``), for :func:`jaxperf.diagnose`: Flax's
+own mitigations (tree mode, ``nnx.cached_partial``, ``nnx.jit_partial``, ``jax.jit`` on
+``nnx.split`` state) and ``jaxperf.cached_nnx_jit``, each on the reader's raw function.
+An NNX step usually updates its modules in place, so every path starts from its own deep
+copy of them, and its view of the next call's arguments is its modules after the call.
 """
 
 from __future__ import annotations
@@ -23,7 +12,7 @@ from typing import Any
 
 from . import carry as carry_mod
 from .kinds import Step
-from .paths import NotApplicable, Path
+from .paths import NotApplicable, Path, _same
 
 
 def _statics(step: Step) -> tuple[int, ...]:
@@ -48,18 +37,6 @@ def leading_nodes(args: tuple) -> int:
     return next((i for i, arg in enumerate(args) if not graph.is_graph_node(arg)), len(args))
 
 
-def _plain(
-    name: str,
-    what: str,
-    fn: Callable[..., Any],
-    args: tuple,
-    carry: carry_mod.Carry,
-    batch_at: int | None,
-    method: str,
-) -> Path:
-    return Path(name, what, fn, args, dict(carry), lambda out, a: (out, a), batch_at, method)
-
-
 def reader_like(step: Step, args: tuple) -> Path:
     """The reader's own ``nnx.jit`` call on its own copies of the objects."""
     from .paths import reader
@@ -74,33 +51,32 @@ def tree_mode(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | N
         step.raw, graph=False, static_argnums=_statics(step) or None, donate_argnums=_donated(step, args)
     )
     what = "nnx.jit in tree mode (graph=False): no graph walk, Variables as a pytree"
-    return _plain("nnx.jit tree mode", what, fn, carry_mod.fresh(args), carry, batch_at, "nnx_tree")
+    return Path(
+        "nnx.jit tree mode", what, fn, carry_mod.fresh(args), dict(carry), _same, batch_at, "nnx_tree"
+    )
 
 
-def _bound(
-    name: str,
-    method: str,
-    bind: Callable[..., Any],
-    what: str,
-    args: tuple,
-    carry: carry_mod.Carry,
-    batch_at: int | None,
-) -> Path:
-    """A path whose leading modules are bound once (``bind(*modules)`` -> a callable of the rest)."""
+def _leading(args: tuple, carry: carry_mod.Carry, batch_at: int | None, why: str = "") -> tuple[tuple, int]:
+    """(fresh copies of ``args``, how many leading modules); NotApplicable when none can be held."""
     if carry:
-        raise NotApplicable(
-            "the step returns state that the next call takes (bound modules are updated in place)"
-        )
+        raise NotApplicable("the step returns state that the next call takes" + why)
     args = carry_mod.fresh(args)
     n = leading_nodes(args)
     if not n:
         raise NotApplicable("no leading NNX module argument to bind or split")
     if batch_at is not None and batch_at < n:
         raise NotApplicable("the loader's batch is a module")
-    nodes = args[:n]
-    fn = bind(*nodes)
-    rest_batch = None if batch_at is None else batch_at - n
-    return Path(name, what, fn, args[n:], {}, lambda out, rest: (out, (*nodes, *rest)), rest_batch, method)
+    return args, n
+
+
+def _bound(
+    name: str, bind: Callable[..., Any], what: str, args: tuple, carry: carry_mod.Carry, at: int | None
+) -> Path:
+    """A path whose leading modules are bound once (``bind(*modules)`` -> a callable of the rest)."""
+    args, n = _leading(args, carry, at, " (bound modules are updated in place)")
+    nodes, method = args[:n], name.replace(".", "_")
+    view = lambda out, rest: (out, (*nodes, *rest))  # noqa: E731
+    return Path(name, what, bind(*nodes), args[n:], {}, view, None if at is None else at - n, method)
 
 
 def cached_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
@@ -109,33 +85,19 @@ def cached_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: in
     if step.kind != "nnx.jit":
         raise NotApplicable("nnx.cached_partial binds a graph-mode nnx.jit step (yours is in tree mode)")
     what = "nnx.cached_partial(step, *modules): the modules' graph walked once, outside the loop"
-    return _bound(
-        "nnx.cached_partial",
-        "nnx_cached_partial",
-        lambda *m: nnx.cached_partial(step.call, *m),
-        what,
-        args,
-        carry,
-        batch_at,
-    )
+    bind = lambda *m: nnx.cached_partial(step.call, *m)  # noqa: E731
+    return _bound("nnx.cached_partial", bind, what, args, carry, batch_at)
 
 
 def jit_partial(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     from flax import nnx
 
-    statics = _statics(step)
-    if statics:
+    if _statics(step):
         raise NotApplicable("static arguments (nnx.jit_partial binds leading modules only)")
     what = "nnx.jit_partial(step, *modules, graph=False): tree mode with the modules flattened once"
-    return _bound(
-        "nnx.jit_partial",
-        "nnx_jit_partial",
-        lambda *m: nnx.jit_partial(step.raw, *m, graph=False, donate_argnums=_donated(step, args)),
-        what,
-        args,
-        carry,
-        batch_at,
-    )
+    donate = _donated(step, args)
+    bind = lambda *m: nnx.jit_partial(step.raw, *m, graph=False, donate_argnums=donate)  # noqa: E731
+    return _bound("nnx.jit_partial", bind, what, args, carry, batch_at)
 
 
 def split_jit(
@@ -147,16 +109,9 @@ def split_jit(
     import jax
     from flax import nnx
 
-    if carry:
-        raise NotApplicable("the step returns state that the next call takes")
-    if _statics(step):
+    if _statics(step) and not carry:
         raise NotApplicable("static arguments")
-    args = carry_mod.fresh(args)
-    n = leading_nodes(args)
-    if not n:
-        raise NotApplicable("no leading NNX module argument to bind or split")
-    if batch_at is not None and batch_at < n:
-        raise NotApplicable("the loader's batch is a module")
+    args, n = _leading(args, carry, batch_at)
     graphdef, state = nnx.split(args[:n])
     leaves, treedef = jax.tree.flatten(state)
 
@@ -196,9 +151,8 @@ def cached_nnx_jit(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: in
     options: dict[str, Any] = {"static_argnums": _statics(step), "donate_argnums": _donated(step, args)}
     fn = drop_in(step.raw, **{k: v for k, v in options.items() if v})
     what = "the same nnx.jit semantics, the graph walked once per graph structure"
-    return _plain(
-        "jaxperf.cached_nnx_jit", what, fn, carry_mod.fresh(args), carry, batch_at, "cached_nnx_jit"
-    )
+    args = carry_mod.fresh(args)
+    return Path("jaxperf.cached_nnx_jit", what, fn, args, dict(carry), _same, batch_at, "cached_nnx_jit")
 
 
 BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {

@@ -1,14 +1,7 @@
-"""The ways one step can be dispatched, each as a :class:`Path` that runs the reader's loop.
-
-A path holds its own form of the arguments (a partitioned path the arrays only, a packed
-path one buffer per dtype), passes each call's outputs to the next call as the reader's
-loop does (``carry``, in the path's own form), and can say what the reader's step would
-have returned and be called with next (``view``), so that every path is proved to compute
-the same thing as the reader's before it is timed.
-
-The builders here serve the Equinox and JAX kinds (:mod:`.kinds`); Flax NNX's are in
-:mod:`.nnx_paths`. Each returns a :class:`Path`, or raises :class:`NotApplicable` with the
-reason, which the diagnosis reports.
+"""The ways one step can be dispatched, each a :class:`Path` that runs the reader's loop in
+its own form of the arguments and can show what the reader's step would have returned
+(``view``), so that it is proved to compute the same before it is timed. Equinox and JAX
+kinds here, Flax NNX's in :mod:`.nnx_paths`; a builder raises :class:`NotApplicable` with why.
 """
 
 from __future__ import annotations
@@ -16,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import equinox as eqx
@@ -30,16 +24,13 @@ NO_BATCH = object()
 
 
 class Spread(tuple):
-    """A loader's batch that fills several consecutive arguments (``step(model, opt_state, x, y)``
-    fed ``(x, y)``): put in ``args`` from the batch position on, one item per argument."""
+    """A loader's batch that fills consecutive arguments (``(x, y)`` for ``step(model, x, y)``)."""
 
 
 def put_batch(args: tuple, at: int, batch: Any) -> tuple:
-    """``args`` with the loader's ``batch`` put at argument ``at`` (a :class:`Spread` batch at
-    ``at`` and the arguments after it)."""
-    width = len(batch) if isinstance(batch, Spread) else 1
+    """``args`` with the loader's ``batch`` at argument ``at`` (a :class:`Spread` from ``at`` on)."""
     items = tuple(batch) if isinstance(batch, Spread) else (batch,)
-    return (*args[:at], *items, *args[at + width :])
+    return (*args[:at], *items, *args[at + len(items) :])
 
 
 class NotApplicable(Exception):
@@ -92,15 +83,10 @@ READER_METHODS = {
 
 def reader(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """The reader's own step, as they call it."""
+    method = READER_METHODS.get(step.kind, step.kind.replace("jaxperf.", ""))
+    mine = f"{step.kind} (yours)"
     return Path(
-        f"{step.kind} (yours)",
-        "your step as you call it",
-        step.call,
-        carry_mod.fresh(args),
-        carry,
-        _same,
-        batch_at,
-        READER_METHODS.get(step.kind, step.kind.replace("jaxperf.", "")),
+        mine, "your step as you call it", step.call, carry_mod.fresh(args), carry, _same, batch_at, method
     )
 
 
@@ -108,23 +94,8 @@ def _same(out: Any, args: tuple) -> Any:
     return out, args
 
 
-class _Statics:
-    """The non-array part of a traced function's output, recorded while JAX traces it."""
-
-    value: Any = None
-
-
-def _static_carry_check(carry: carry_mod.Carry, out_static: Any, arg_static: tuple) -> None:
-    for i, j in carry.items():
-        if carry_mod.first_difference(arg_static[i], carry_mod.output(out_static, j)) is not None:
-            raise NotApplicable(
-                f"the step changes the non-array part of argument {i} (a partitioned path keeps it fixed)"
-            )
-
-
 def _quiet_donation(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` without JAX's "donated buffers were not usable" warning, as Equinox's wrappers
-    filter it when they donate every array ("all", "all-except-first")."""
+    """``fn`` without JAX's unusable-donation warning, as Equinox filters it."""
 
     def call(*args: Any) -> Any:
         with warnings.catch_warnings():
@@ -143,7 +114,7 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
     if step.family == "pmap" and not step.default_axes:
         raise NotApplicable("in_axes/out_axes other than the default (every array over axis 0)")
     dynamic, static = eqx.partition(carry_mod.fresh(args), eqx.is_array)
-    out_static = _Statics()
+    out_static = SimpleNamespace(value=None)  # the outputs' non-array part, recorded while JAX traces
 
     def on_arrays(*arrays: Any) -> Any:
         out = step.raw(*eqx.combine(arrays, static))
@@ -155,18 +126,19 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
         fn, kind = jax.pmap(on_arrays, axis_name=step.axis_name, donate_argnums=donate), "jax.pmap"
     else:
         fn, kind = jax.jit(on_arrays, donate_argnums=donate), "jax.jit"
-    what, name = (
-        f"{kind} over the arrays only, partitioned once outside the loop",
-        f"{kind} on the partitioned state",
-    )
+    what = f"{kind} over the arrays only, partitioned once outside the loop"
     if donate:
         fn = _quiet_donation(fn)
 
     def view(out: Any, arrays: tuple) -> Any:
-        if carry:
-            _static_carry_check(carry, out_static.value, static)
+        for i, j in carry.items():
+            if carry_mod.first_difference(static[i], carry_mod.output(out_static.value, j)) is not None:
+                raise NotApplicable(
+                    f"the step changes the non-array part of argument {i} (a partitioned path keeps it fixed)"
+                )
         return eqx.combine(out, out_static.value), eqx.combine(arrays, static)
 
+    name = f"{kind} on the partitioned state"
     return Path(name, what, fn, tuple(dynamic), dict(carry), view, batch_at, READER_METHODS[kind])
 
 
@@ -220,8 +192,7 @@ def _carried_state(step: Step, carry: carry_mod.Carry, batch_at: int | None, wha
 
 
 def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
-    """The carried state packed once into one buffer per dtype (``jaxperf.PackedState``),
-    carried packed through ``jaxperf.packed_jit`` / ``packed_pmap``, donated as yours is."""
+    """The carried state packed once (``PackedState``), through ``packed_jit`` / ``packed_pmap``."""
     from ..fixes import PackedState, packed_jit, packed_pmap
 
     _carried_state(step, carry, batch_at, "pack")
@@ -229,16 +200,12 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     rest_at = [i for i in range(len(args)) if i not in carry]
     args = carry_mod.fresh(args)
     rest_dynamic, rest_static = eqx.partition(tuple(args[i] for i in rest_at), eqx.is_array)
-    aux_static = _Statics()
+    aux_static = SimpleNamespace(value=None)
     out_at = [carry[i] for i in order]
 
     def full_args(tree: tuple, rest: tuple) -> list[Any]:
-        full: list[Any] = [None] * len(args)
-        for k, i in enumerate(order):
-            full[i] = tree[k]
-        for k, i in enumerate(rest_at):
-            full[i] = rest[k]
-        return full
+        at = {**dict(zip(order, tree)), **dict(zip(rest_at, rest))}
+        return [at[i] for i in range(len(args))]
 
     def fun(tree: tuple, *rest: Any) -> tuple[Any, tuple]:
         out = step.raw(*full_args(tree, eqx.combine(rest, rest_static)))
@@ -278,9 +245,7 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
         return outs, tuple(full_args(path_args[0].unpack(), rest))
 
     batch = None if batch_at is None else 1 + rest_at.index(batch_at)
-    what = "the carried state packed once into one buffer per dtype, carried packed" + (
-        ", donated" if donate else ""
-    )
+    what = f"the carried state packed once into one buffer per dtype, carried packed{', donated' * donate}"
     if not_donated:  # packed_jit / packed_pmap donate the packed state only
         what += f" (argument {', '.join(map(str, not_donated))}, which you donate, is not donated here)"
     name = "jaxperf.packed_pmap" if step.family == "pmap" else "jaxperf.packed_jit"
@@ -289,10 +254,8 @@ def packed(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
 
 def recipe(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None) -> Path:
     """Equinox's "low-overhead training loops" recipe (docs/tricks.md) with the reader's own
-    wrapper (``eqx.filter_jit``, or ``eqx.filter_pmap`` the same way): each carried argument
-    flattened once outside the loop (``jax.tree_util.tree_flatten``), the step wrapped over the
-    flat leaves, unflattening them inside and returning ``tree_leaves`` of the new state, the
-    leaves carried; the reader's donation kept."""
+    wrapper: each carried argument flattened once outside the loop, the step wrapped over the
+    flat leaves (unflattened inside, ``tree_leaves`` of the new state returned); donation kept."""
     if not step.kind.startswith(("eqx.", "jaxperf.cached_filter")):
         raise NotApplicable(f"Equinox's recipe is for Equinox's filter_jit and filter_pmap, not {step.kind}")
     _carried_state(step, carry, batch_at, "flatten")
@@ -413,8 +376,7 @@ def {fn}({args}): ...""",
 def snippet(
     name: str, step: Step, names: list[str], n_args: int, carry: carry_mod.Carry, nodes: int = 0
 ) -> str:
-    """How to write path ``name`` for the reader's step ("" for a path without one, as the
-    patched Equinox: results/equinox_patch/ says how to apply it)."""
+    """How to write path ``name`` for the reader's step ("" for a path without one)."""
     names = [names[i] if i < len(names) else f"arg{i}" for i in range(n_args)]
     held = sorted(carry) if carry else list(range(nodes))
     donated = step.donated(n_args)

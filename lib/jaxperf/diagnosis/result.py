@@ -1,8 +1,5 @@
-"""What :func:`jaxperf.diagnose` returns: the measured answer for one step, paste-ready.
-
-:class:`Diagnosis` holds the raw interleaved timings (one row per path and round) and
-derives the rest: it/s ratios to the reader's step with verdicts (:mod:`.verdicts`), host
-CPU and wait per call, and the paths not offered, raising or computing something else.
+"""What :func:`jaxperf.diagnose` returns: :class:`Diagnosis`, the raw interleaved timings and
+what derives from them (ratios with verdicts, host CPU and wait per call, paths not timed).
 """
 
 from __future__ import annotations
@@ -19,10 +16,11 @@ from . import verdicts as v
 
 #: how a row of the it/s table is ordered: the reader's path, then the fastest first
 PIPELINED, BLOCKED = "loop_it_per_s", "it_per_s"
+#: the columns of :meth:`Diagnosis.waiting`
+WAITS = ["variant", "verdict", "ratio_median", "ratio_q25", "ratio_q75"]
 #: the least median it/s ratio a change must show to be recommended
 WORTH = 1.05
-#: how far past the most that removing all host work could give a device-bound loop a
-#: measured ratio may go and still count as a dispatch gain
+#: how far a measured ratio may pass :meth:`Diagnosis.dispatch_limit` and still count as a dispatch gain
 SLACK = 1.02
 #: the figure's font: 8 pt once a notebook shows its 9 inches at 900 px
 FONT_PT = 10.5
@@ -32,8 +30,7 @@ DRAWN_BY = f"{__name__}.Diagnosis.figure"
 
 @dataclasses.dataclass
 class Diagnosis:
-    """The answer for one step. ``timings``: one row per (path, round), as
-    :func:`jaxperf.timing.compare` writes them; the rest is derived (:meth:`summary`)."""
+    """The answer for one step: ``timings`` (a row per path and round) and what derives from them."""
 
     kind: str
     reader: str
@@ -59,8 +56,6 @@ class Diagnosis:
     def timed(self) -> bool:
         return not self.timings.empty and self.reader in set(self.timings["variant"])
 
-    # ------------------------------------------------------------ derived
-
     def ratios(self, value: str = PIPELINED) -> pd.DataFrame:
         check_choice("value", value, (PIPELINED, BLOCKED))
         if not self.timed or self.timings["variant"].nunique() < 2:
@@ -79,15 +74,14 @@ class Diagnosis:
 
     def waiting(self) -> pd.DataFrame:
         if not self.timed:
-            return pd.DataFrame(columns=["variant", "verdict", "ratio_median", "ratio_q25", "ratio_q75"])
+            return pd.DataFrame(columns=WAITS)
         reference = next((p for p in self.paths if "partitioned" in p or "split" in p), self.reader)
         if reference not in set(self.timings["variant"]):
             reference = self.reader
         return runs_ahead.verdicts(self.timings, reference)  # reference: a path known to run ahead
 
     def table(self) -> pd.DataFrame:
-        """One row per timed path: its it/s in the reader's loop, the ratios to the reader's
-        (in the loop and blocked, as text), host CPU and wait per call, and whether it waits."""
+        """One row per timed path: it/s, ratios to the reader's (in the loop, blocked), host, wait."""
         per_call = self.per_call().set_index("variant")
         loop, blocked = self.ratios(PIPELINED).set_index("variant"), self.ratios(BLOCKED).set_index("variant")
         waits = self.waiting().set_index("variant")
@@ -112,10 +106,9 @@ class Diagnosis:
         return table.set_index("path").loc[order].reset_index()
 
     def dispatch_limit(self) -> float:
-        """The most any dispatch path could give the reader's loop: removing every microsecond
-        of the step's host work, which saves at most that host time per call even where none
-        of it overlapped the device (so the least of loop/device and 1 + host/device); inf for
-        a host-bound loop, and where the step is too short for its device time to be told."""
+        """The most any dispatch path could give the reader's loop: the least of loop/device and
+        1 + host/device (all host work removed); inf for a host-bound loop, or where the
+        step is too short for its device time to be told."""
         if not self.timed:
             return float("inf")
         per_call = self.per_call().set_index("variant")
@@ -127,8 +120,7 @@ class Diagnosis:
         return float(min(mine["loop_ms"], device_ms + mine["host_ms"]) / device_ms)
 
     def beyond_dispatch(self) -> dict[str, float]:
-        """{path: median ratio} for paths measured faster than :meth:`dispatch_limit` allows
-        (a different compiled program, or noise): reported, never recommended."""
+        """{path: median ratio} faster than :meth:`dispatch_limit` allows: reported, never recommended."""
         limit = SLACK * self.dispatch_limit()
         loop = self.ratios(PIPELINED)
         over = loop[(loop["verdict"] == v.FASTER) & (loop["median"] > limit)]
@@ -145,8 +137,7 @@ class Diagnosis:
         return None if faster.empty else faster.iloc[0].to_dict()
 
     def headline(self) -> list[str]:
-        """The verdict first: a step that compiles every call; else where the reader's time
-        goes, whether calls wait, what to change (and why, when the loop is device-bound)."""
+        """The verdict first: a retrace, else where the time goes, whether calls wait, what to change."""
         if self.retrace:
             r = self.retrace
             where = f"argument {r.get('argument')}" + (f" ({r['name']})" if r.get("name") else "")
@@ -204,10 +195,6 @@ class Diagnosis:
             lines.append(f"Device-bound and still faster with the change: {why}.")
         return lines
 
-    def best_snippet(self) -> str:
-        best = self.best()
-        return "" if best is None else self.snippets.get(best["variant"], "")
-
     def rounds(self) -> dict[str, Any]:
         if not self.timed:
             return {"rounds": 0, "calls_per_round": 0, "stopped_by": "nothing timed", "rel_iqr": None}
@@ -218,8 +205,6 @@ class Diagnosis:
             "stopped_by": str(first["stopped_by"]),
             "rel_iqr": None if pd.isna(first["rel_iqr"]) else float(first["rel_iqr"]),
         }
-
-    # ------------------------------------------------------------ output
 
     def summary(self) -> dict[str, Any]:
         """Everything :meth:`markdown` states, as JSON-ready data."""
@@ -239,9 +224,7 @@ class Diagnosis:
             "per_call_ms": self.per_call().to_dict(orient="records"),
             "ratios_in_your_loop": self.ratios(PIPELINED).to_dict(orient="records"),
             "ratios_blocked": self.ratios(BLOCKED).to_dict(orient="records"),
-            "waits": self.waiting()[["variant", "verdict", "ratio_median", "ratio_q25", "ratio_q75"]].to_dict(
-                orient="records"
-            ),
+            "waits": self.waiting()[WAITS].to_dict(orient="records"),
             "paths": self.paths,
             "snippets": self.snippets,
             "not_offered": self.skipped,
@@ -255,13 +238,13 @@ class Diagnosis:
         return json.dumps(self.summary(), indent=2, default=str)
 
     def markdown(self) -> str:
-        """At most 25 lines, paste-ready: the verdict, a table of paths, what was not timed,
-        how it was measured, where."""
+        """At most 25 lines, paste-ready: verdict, table, what was not timed, how and where measured."""
         from .. import markdown as md
 
         head = f"**{self.kind} step, {self.leaves} array leaves in its arguments** ({self.where()})"
         lines = [head, "", *(f"- {line}" for line in self.headline())]
-        code = self.best_snippet()
+        best = self.best()
+        code = "" if best is None else self.snippets.get(best["variant"], "")
         if code:
             lines += ["", "```python", code, "```"]
         if self.timed:
@@ -313,13 +296,8 @@ class Diagnosis:
             return fig, pd.DataFrame(columns=["path"])
         table = self.table()
         per_call = self.per_call().set_index("variant").loc[table["path"]]
-        stats = (
-            self.timings.groupby("variant")[PIPELINED]
-            .quantile([0.25, 0.5, 0.75])
-            .unstack()
-            .rename(columns={0.25: "q25", 0.5: "median", 0.75: "q75"})
-            .loc[table["path"]]
-        )
+        quartiles = self.timings.groupby("variant")[PIPELINED].quantile([0.25, 0.5, 0.75]).unstack()
+        stats = quartiles.set_axis(["q25", "median", "q75"], axis=1).loc[table["path"]]
         fig, (left, right) = plt.subplots(1, 2, figsize=(9, 0.5 * len(table) + 2.2), sharey=True)
         y = np.arange(len(table))[::-1]
         cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]

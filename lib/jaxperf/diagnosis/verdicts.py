@@ -1,14 +1,8 @@
-"""Verdicts from interleaved timings: how much faster a path is, whether it is resolved,
-and where the reader's time goes. Shared by :func:`jaxperf.diagnose` and the studies.
-
-A speed ratio is taken per pair (the same round), then summarised by its median and
-interquartile range:
-
-- **faster** / **slower** when the whole range lies above / below 1;
-- **a tie** when the range holds 1 and is narrow (its relative half-width within the
-  comparison's precision target): the two cannot be told apart at that precision;
-- **not resolved** when the range holds 1 and is wider than that: more rounds (or a
-  quieter machine) could still separate them. Never called a tie.
+"""Verdicts from interleaved timings, for :func:`jaxperf.diagnose` and the studies. A speed
+ratio is taken per pair (one round) and summarised by its median and IQR: **faster** /
+**slower** when the whole IQR lies above / below 1; **a tie** when it holds 1 and its
+relative half-width is within the precision target; else **not resolved** (more rounds, or a
+quieter machine, could still separate them), never called a tie.
 """
 
 from __future__ import annotations
@@ -41,8 +35,7 @@ def ratio_text(row: dict[str, Any] | pd.Series) -> str:
 
 
 def ratios(timings: pd.DataFrame, reference: str, precision: float, value: str) -> pd.DataFrame:
-    """Per variant: the per-pair ``value`` ratio to ``reference`` (median, quartiles, pairs,
-    relative IQR) and its verdict."""
+    """Per variant: the per-pair ``value`` ratio to ``reference`` (quartiles, pairs, IQR), judged."""
     paired = timing.pair_ratios(timings, reference, value)
     rows = []
     for name, part in paired[paired["variant"] != reference].groupby("variant", sort=False):
@@ -75,10 +68,9 @@ def per_call(timings: pd.DataFrame) -> pd.DataFrame:
 
 
 def bound(row: dict[str, Any] | pd.Series, device_ms: float) -> str:
-    """Where a path's time per blocked call goes: host-bound when the dispatching thread's CPU
-    exceeds ``device_ms``, the step's device time per call. Every path runs the same program,
-    so the shortest wait after the host's work among them estimates it (a path's own wait
-    also holds time spent waiting for a busy CPU)."""
+    """Where a path's time per blocked call goes: host-bound when its host CPU exceeds
+    ``device_ms``, the step's device time per call (estimated by the shortest wait of any path,
+    as every path runs the same program)."""
     host = row["host_ms"]
     kind = "host-bound" if host > device_ms else "device-bound"
     return (

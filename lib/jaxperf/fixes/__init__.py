@@ -1,19 +1,7 @@
-"""The study's public fixes: small, with no dependency beyond jax, equinox and numpy.
-
-A training project can depend on these alone (``pip install jaxperf``); the study around
-them (notebooks, sweeps, figures) needs the ``study`` extra. One concept per private module,
-its public names re-exported here (and from the package root), each loaded on first use:
-
-- :mod:`._jit`: ``cached_filter_jit``, a drop-in for ``eqx.filter_jit`` that partitions once
-  per input structure (equinox#192) and never blocks a call;
-- :mod:`._pmap`: ``cached_filter_pmap``, the same for ``eqx.filter_pmap``; both key, record
-  and share their compiled paths as :mod:`._cached` does;
-- :mod:`._packed`: ``PackedState``, ``packed_pmap``, ``packed_jit``, a training state carried
-  as one buffer per dtype through a compiled step;
-- :mod:`._unroll`: ``hand_unrolled_fori``, ``lax.fori_loop`` unrolled by hand so that it
-  lowers on every Pallas backend (jax-ml/jax#20909);
-- :mod:`._nnx`: ``cached_nnx_jit``, a drop-in for ``flax.nnx.jit`` that walks the object
-  graph once per structure; it imports Flax when first used, so the core needs none.
+"""The study's public fixes, with no dependency beyond jax, equinox and numpy (Flax for
+``cached_nnx_jit``, imported on first use). One concept per private module: :mod:`._jit`,
+:mod:`._pmap` (sharing :mod:`._cached`), :mod:`._packed`, :mod:`._unroll`, :mod:`._nnx`;
+each public name is re-exported here (and from the package root) and loaded on first use.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""What ``cached_filter_jit`` (:mod:`._jit`) and ``cached_filter_pmap`` (:mod:`._pmap`), the
-drop-ins that partition their inputs once per input structure (equinox#192), share.
+"""What ``cached_filter_jit`` (:mod:`._jit`) and ``cached_filter_pmap`` (:mod:`._pmap`) share.
 
-A call's key holds all a trace can observe of its inputs: the treedefs, the non-array leaves
-with their types (``1``, ``1.0``, ``True`` trace apart) and a float's sign, each array's
-aval (``jax.typeof``: shape, dtype, weak type, sharding, memory space, varying manual axes,
-layout, whatever a JAX version adds) and JAX's trace context (x64, default device, ...).
-A trace's output structure and non-array outputs travel as a :class:`Record` in the compiled
-function's own outputs, so an output is never rebuilt from another trace's record. An output
-made only of Modules, tuples, None and lists keeps its leaves beside it (weakly), and its
-lists' items: passed back in with those lists unchanged, as a training loop passes its
-state, it is not flattened again (a Module changed with ``object.__setattr__``, which
-Equinox forbids, would not be seen). The paths of
-one function and options are shared by every equal wrapper (:func:`shared`); they hold a
-Python function weakly, another callable's non-array part only, never an array or output.
+A call's key holds all a trace can observe of its inputs (:func:`split`). A trace's output
+structure and non-array outputs travel as a :class:`Record` in the compiled function's own
+outputs. An output made only of Modules, tuples, None and lists keeps its leaves beside it
+(weakly): passed back in unchanged, as a training loop passes its state, it is not flattened
+again. Equal wrappers share their paths (:func:`shared`), which hold a Python function
+weakly and never an array or output.
 """
 
 from __future__ import annotations
@@ -35,17 +28,13 @@ import numpy as np
 
 from .. import private_api
 
-# ---------------------------------------- the cache key, the record of a trace's outputs, the shared paths
-
 ARRAY_TYPES = private_api.equinox_array_types()
-# .lower() also takes abstract arrays, as jax.jit(...).lower does: compile for a topology
-# (e.g. a TPU v3-8 described on a CPU) without any array of it.
+# .lower() also takes abstract arrays, as jax.jit's: compile for a topology without its arrays.
 LOWER_TYPES = (*ARRAY_TYPES, jax.ShapeDtypeStruct)
 #: marks an array leaf's slot in a list of static leaves
 ARRAY = object()
 _trace_context = private_api.jax_trace_context()
-# Frames of these modules (and of the drop-ins, each registering its own) stay out of JAX's
-# filtered tracebacks and out of the stack that eqx.error_if records, as Equinox's own frames do.
+# These frames stay out of JAX's filtered tracebacks and eqx.error_if's stack, as Equinox's do.
 private_api.jax_traceback_exclusion(__file__)
 
 
@@ -54,8 +43,7 @@ class Fallback(Exception):
 
 
 def _unstaged_type(leaf: Any) -> Hashable:
-    """The type of an array leaf without an ``aval`` attribute (a NumPy array or scalar, or a
-    ``jax.ShapeDtypeStruct`` given to ``.lower``), as far as a trace can observe it."""
+    """What a trace sees of an array leaf without ``aval`` (NumPy, or a ``ShapeDtypeStruct``)."""
     if isinstance(leaf, (np.ndarray, np.generic)):
         return (leaf.shape, leaf.dtype)  # jax.jit gives a NumPy input a strong, unsharded aval
     if isinstance(leaf, jax.ShapeDtypeStruct):
@@ -63,8 +51,7 @@ def _unstaged_type(leaf: Any) -> Hashable:
     return jax.typeof(leaf)  # a JAX array of a kind (or version) without .aval: the slow, public way
 
 
-# (array kinds, leaf types) -> (array flags, non-array flags, whether a float or complex is
-# among them): one hash of the types on a hit instead of a pass per leaf for each
+# (array kinds, leaf types) -> (array flags, non-array flags, float or complex among them)
 _PLANS: dict[tuple, tuple[tuple[bool, ...], tuple[bool, ...], bool]] = {}
 _aval = operator.attrgetter("aval")
 _flatten: Callable[[Any], tuple[list[Any], Any]] = jtu.default_registry.flatten
@@ -81,12 +68,10 @@ def _plan(
 
 
 def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tuple[tuple, list, tuple]:
-    """(cache key, array leaves, (leaves, array flags)) of ``tree``, a tuple whose item ``at``
-    holds the call's arguments; ``kinds``: what counts as an array (abstract ones too when
-    lowering); :func:`marked` turns the third into the static leaves with ARRAY marks. The
-    key is ``(treedef of each argument and other item, leaf types, non-array leaves, array
-    avals, trace context)``. An argument that a drop-in returned is not flattened again
-    (:meth:`Record.rebuild`); every pass over the leaves runs in C (``map``, ``compress``)."""
+    """(cache key, array leaves, (leaves, array flags)) of ``tree``, whose item ``at`` holds the
+    call's arguments (``kinds``: what counts as an array). The key is ``(treedefs, leaf types,
+    non-array leaves, array avals, trace context)``: all a trace can observe, ``1``, ``1.0``
+    and ``True`` apart, a float's sign too. An argument a drop-in returned is not flattened again."""
     leaves: list[Any] = []
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
@@ -105,8 +90,7 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
     if floats:  # -0.0 == 0.0: a float's repr tells them apart
         rest = tuple((type(x), repr(x)) if type(x) in (float, complex) else x for x in rest)
     try:
-        # The aval is what a trace sees, all of it; JAX interns it (jax >= 0.7: an identity
-        # hash), so this is also the cheapest key per leaf.
+        # The aval is all a trace sees, and JAX interns it: the cheapest key per leaf.
         avals = tuple(map(_aval, dynamic))
     except AttributeError:
         avals = tuple(x.aval if hasattr(x, "aval") else _unstaged_type(x) for x in dynamic)
@@ -118,9 +102,8 @@ _KNOWN: dict[int, tuple[weakref.ref, list, Any, tuple]] = {}
 
 
 def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
-    """The paths (getters, one per level) to the lists in ``node``, a traced output whose
-    other nodes are immutable (Modules, tuples, named tuples, None); None if it has another
-    node (a dict, a custom node), which could change without a list changing."""
+    """The paths (getters, one per level) to the lists in a traced output whose other nodes are
+    immutable (Modules, tuples, named tuples, None); None if it has another (mutable) node."""
     kind = type(node)
     if kind is not list and kind not in (tuple, type(None)) and not hasattr(kind, "_fields"):
         if not isinstance(node, eqx.Module):
@@ -145,8 +128,7 @@ def _field_of(name: str, node: Any) -> Any:
 
 
 def _unchanged(lists: tuple) -> bool:
-    """Whether each list (kept with its items) still holds the same items: a list can change
-    in place; the nodes above it cannot (or are lists, checked the same way)."""
+    """Whether each list still holds the same items (a list can change in place; its parents cannot)."""
     for now, held in lists:
         if len(now) != len(held) or not all(map(operator.is_, now, held)):
             return False
@@ -166,8 +148,7 @@ def marked(parts: tuple) -> list[Any]:
 
 
 def same_structure(key: tuple, other: tuple) -> bool:
-    """Whether two keys agree on all but their arrays' types (which ``.lower``'s abstract
-    arrays state less fully than concrete ones: JAX's compiled call checks those)."""
+    """Whether two keys agree on all but their arrays' types (JAX's compiled call checks those)."""
     return (
         key[0] == other[0]
         and key[2] == other[2]
@@ -188,8 +169,7 @@ def merge(treedef: Any, static: Sequence[Any], dynamic: Sequence[Any]) -> Any:
 
 
 class _Static:
-    """A non-array output leaf, held in the output's treedef as a node without leaves:
-    unflattened, it is the leaf itself."""
+    """A non-array output leaf, held in the treedef as a node without leaves (unflattened: itself)."""
 
     __slots__ = ("value",)
 
@@ -201,13 +181,10 @@ jtu.register_pytree_node(_Static, lambda s: ((), s), lambda s, _: s.value)
 
 
 class Record:
-    """One trace's output structure with its non-array outputs in it (as :class:`_Static`
-    nodes). A pytree node without leaves: a compiled function returns ``(array outputs,
-    record)``, so JAX keeps each trace's record with that trace's compiled code, and
-    ``rebuild`` is one unflatten in C, as ``jax.jit`` rebuilds its own outputs. ``known``,
-    per part of the outputs (each item of a tuple, else the whole) with no mutable node but
-    lists: (item or None, its array outputs' range, its non-array leaves, where each leaf
-    comes from, its treedef, the paths to its lists)."""
+    """One trace's output structure with its non-array outputs in it (:class:`_Static` nodes):
+    a pytree node without leaves, so JAX keeps it with that trace's compiled code and
+    ``rebuild`` is one unflatten in C. ``known``, per part of the outputs with no mutable node
+    but lists: (item or None, its arrays' range, non-array leaves, leaf order, treedef, lists)."""
 
     __slots__ = ("treedef", "known")
 
@@ -239,8 +216,7 @@ jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
 
 
 def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Record]:
-    """(the output leaves that leave the compiled function, the record of the rest):
-    ``dynamic[i]`` says which (default: the arrays, as Equinox partitions with ``eqx.is_array``)."""
+    """(array outputs, :class:`Record` of the rest); ``dynamic[i]``: which leaves (default: arrays)."""
     leaves, treedef = jtu.tree_flatten(out)
     if dynamic is None:
         dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
@@ -260,10 +236,9 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
 
 
 class Entry:
-    """The compiled function (``jax.jit`` or ``jax.pmap``) for one cache key, called with
-    the key's array leaves as positional arguments; returns ``(array outputs, Record)``.
-    ``kept``: how many leading ones are not donated; ``traced``: whether a trace of it has
-    reached its end; ``ready``: whether ``fn`` can be called directly (else :meth:`first`)."""
+    """The compiled function for one cache key: ``fn(*array leaves) -> (array outputs, Record)``;
+    ``kept``: how many leading leaves are not donated; ``traced``: whether a trace reached its
+    end; ``ready``: whether ``fn`` can be called directly (else :meth:`first`)."""
 
     __slots__ = ("fn", "kept", "traced", "ready", "asynchronous")
 
@@ -273,23 +248,26 @@ class Entry:
         self.asynchronous: bool | None = None  # whether its outputs live off XLA:CPU (known after a call)
 
     def first(self, dynamic: Sequence[Any]) -> Any:
-        """The first call (the compile) without JAX's unusable-donation warning, as Equinox
-        filters it when it donates every array."""
+        """The first call (the compile), without JAX's unusable-donation warning, as Equinox."""
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Some donated buffers were not usable*")
             out = self.fn(*dynamic)
         self.ready = True
         return out
 
+    def run(self, dynamic: Sequence[Any]) -> Any:
+        """The call's outputs, rebuilt."""
+        out, rec = self.fn(*dynamic) if self.ready else self.first(dynamic)
+        return rec.rebuild(out)
+
 
 _TOTALS_LOCK = threading.Lock()
 
 
 class Paths:
-    """The compiled paths of one function and options, shared by every equal wrapper (as
-    Equinox's wrappers share their compiled function): entries by call key, hits, misses and
-    hand-overs to Equinox. Every read or write of it holds its lock; JAX's tracing and
-    compiling never run under it. Copied, it is itself (a wrapper's copy shares its paths)."""
+    """The compiled paths of one function and options, shared by every equal wrapper: entries
+    by call key, hits, misses and hand-overs to Equinox, under its lock (JAX never traces
+    under it). Copied, it is itself."""
 
     def __init__(self, fun: Any, totals: collections.Counter[str], unhashable: bool) -> None:
         self.unhashable = unhashable
@@ -311,8 +289,7 @@ class Paths:
         return self
 
     def get(self, key: Hashable) -> Any:
-        """The entry for ``key`` (a hit), or None; :class:`Fallback` for an unhashable
-        non-array leaf (Equinox's error)."""
+        """The entry for ``key`` (a hit) or None; :class:`Fallback` for an unhashable non-array leaf."""
         if self.unhashable:
             raise Fallback("unhashable non-array leaf in the function")
         with self.lock:
@@ -325,8 +302,7 @@ class Paths:
         return entry
 
     def put(self, key: Hashable, entry: Any) -> Any:
-        """``entry`` under ``key`` (a miss), or the one another thread put there first (a hit:
-        the entry built here is dropped before it traced anything)."""
+        """``entry`` under ``key`` (a miss), or the one another thread put there first (a hit)."""
         with self.lock:
             kept = self.entries.setdefault(key, entry)
             self.counts["misses" if kept is entry else "hits"] += 1
@@ -345,18 +321,15 @@ def totals(counter: collections.Counter[str]) -> dict[str, int]:
         return dict(counter)
 
 
-# the compiled paths of every wrapped callable: a function's by the function itself (weakly,
-# as Equinox's compile cache), another callable's by its type, then by options and its
-# non-array part (which the paths keep, as Equinox's compile cache keeps it)
+# the paths of every wrapped callable: a function's by itself (weakly, as Equinox's compile
+# cache), another callable's by its type, then by options and its non-array part
 _SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
 def shared(fun: Any, options: dict[str, Any], rest: Hashable, make: Callable[[bool], Any]) -> Any:
-    """The paths every wrapper of ``fun`` with ``options`` (a drop-in's keywords, its kind
-    among them) shares (``rest``: its non-array part), built by ``make(unhashable=False)``
-    the first time; a private one from ``make(unhashable=True)`` when the key cannot be
-    hashed (Equinox then refuses each call)."""
+    """The paths every wrapper of ``fun`` with ``options`` (and non-array part ``rest``) shares,
+    built by ``make(False)`` the first time; a private ``make(True)`` for an unhashable key."""
     owner: Any
     leaves, treedef = jtu.tree_flatten(options)
     key: Hashable = (tuple(leaves), treedef)
@@ -393,11 +366,10 @@ class Compiled:
                     f"arrays of shapes and dtypes {array_types(dynamic)} where this was lowered for "
                     f"{lowered.types}: lower(...) again with these arguments."
                 )
-            return run_compiled(self.compiled, dynamic)
-        static_key = lowered.static_key
-        if lowered.relower is not None and static_key is not None and same_structure(key, static_key):
-            # The ShapeDtypeStructs it was lowered with are passed again: they were static
-            # arguments (Equinox's reading), not abstract arrays.
+            out, rec = self.compiled(*dynamic)
+            return rec.rebuild(out)
+        if lowered.relower is not None and same_structure(key, lowered.static_key):
+            # passed again: the ShapeDtypeStructs were static arguments (Equinox's reading)
             with self._lock:
                 if self._static_form is None:
                     self._static_form = lowered.relower().compile(self._options)
@@ -411,28 +383,18 @@ class Compiled:
         return self.compiled.as_text()
 
 
-def run_compiled(compiled: Any, dynamic: Sequence[Any]) -> Any:
-    """Call a compiled (ahead-of-time) form of an :class:`Entry` and rebuild its outputs."""
-    out, rec = compiled(*dynamic)
-    return rec.rebuild(out)
-
-
 class Lowered:
-    """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of``
-    gives a call's (key, array leaves); ``relower()`` (when ``jax.ShapeDtypeStruct`` arguments were lowered
-    as abstract arrays) lowers them as static arguments instead, ``static_key`` its key."""
+    """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of(args,
+    kwargs)`` gives a call's (key, array leaves); ``relower()`` (when ``jax.ShapeDtypeStruct``
+    arguments were lowered as abstract arrays) lowers them as static arguments instead, for
+    a call of ``static_key`` (the key of ``call``, the lowered arguments)."""
 
     def __init__(
-        self,
-        lowered: Any,
-        key: tuple,
-        dynamic: Sequence[Any],
-        key_of: Any,
-        relower: Any = None,
-        static_key: tuple | None = None,
+        self, lowered: Any, key: tuple, dynamic: list, key_of: Any, relower: Any = None, call: tuple = ()
     ) -> None:
         self.lowered, self.key, self.types = lowered, key, array_types(dynamic)
-        self.key_of, self.relower, self.static_key = key_of, relower, static_key
+        self.key_of, self.relower = key_of, relower
+        self.static_key: Any = key_of(*call)[0] if relower is not None else None
 
     def as_text(self) -> str:
         return self.lowered.as_text()
@@ -442,8 +404,7 @@ class Lowered:
 
 
 class Wrapper(eqx.Module):
-    """What both drop-in wrappers (Modules with Equinox's fields) add: the counts of the
-    compiled paths they share (their static ``_cached`` field), and binding as a method."""
+    """What both drop-in Modules add: the counts of their shared paths, and binding as a method."""
 
     if TYPE_CHECKING:
         _cached: Paths
@@ -471,9 +432,7 @@ class Wrapper(eqx.Module):
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         """Bound through an instance (a method of a Module), as Equinox binds its wrappers."""
-        if instance is None:
-            return self
-        return eqx.Partial(self, instance)
+        return self if instance is None else eqx.Partial(self, instance)
 
 
 #: a default no caller passes (an argument left out)
@@ -481,8 +440,7 @@ _sentinel = object()
 
 
 def fun_partition(fun: Any) -> tuple[tuple, tuple]:
-    """(arrays, rest) of ``fun`` as ``eqx.filter_jit`` keeps them: a tuple with each array
-    leaf (None elsewhere), and (a tuple with each other leaf (None elsewhere), treedef)."""
+    """(arrays, (other leaves, treedef)) of ``fun``, None in the other's slots, as ``eqx.filter_jit``."""
     leaves, treedef = jtu.tree_flatten(fun)
     arrays = tuple(x if isinstance(x, ARRAY_TYPES) else None for x in leaves)
     return arrays, (tuple(None if a is not None else x for a, x in zip(arrays, leaves)), treedef)

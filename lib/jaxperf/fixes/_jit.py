@@ -43,13 +43,10 @@ from ._cached import (
 # out of JAX's filtered tracebacks and eqx.error_if's recorded stack (see ._cached)
 private_api.jax_traceback_exclusion(__file__)
 
-# ---------------------------------------- the compiled paths of cached_filter_jit
-
 # the Equinox hooks a failed eqx.error_if reads: refused here, by name, if missing
 private_api.check_core_hook(private_api.EQUINOX_JIT_ERROR)
 _JaxRuntimeError = jax.errors.JaxRuntimeError
-#: the calls (ids) of every cached_filter_jit now running: while any runs, JAX's "jax.pure_callback
-#: failed" record is dropped by Equinox's filter, as Equinox drops it during each of its calls
+#: ids of the running calls: while any runs, Equinox's filter drops JAX's pure_callback failure log
 _RUNNING: set[bytes] = set()
 _EQUINOX_FILTER = private_api.equinox_callback_log_filter()
 
@@ -66,12 +63,11 @@ _field = object.__getattribute__
 JIT_FALLBACKS: collections.Counter[str] = collections.Counter()
 
 
-def _equinox_error(err: Exception, jit_id: bytes) -> Exception | None:
-    """Equinox's ``EquinoxRuntimeError`` for a runtime error that a failed ``eqx.error_if`` caused."""
-    if "_EquinoxRuntimeError: " not in str(err):
-        return None
-    message = private_api.equinox_jit_error_message(jit_id)
-    return None if message is None else eqx.EquinoxRuntimeError(message)
+def _raise_equinox_error(err: Exception, jit_id: bytes) -> None:
+    """Raise Equinox's ``EquinoxRuntimeError`` for a runtime error a failed ``eqx.error_if`` caused."""
+    message = private_api.equinox_jit_error_message(jit_id) if "_EquinoxRuntimeError: " in str(err) else None
+    if message is not None:
+        raise eqx.EquinoxRuntimeError(message) from None
 
 
 class JitPaths(Paths):
@@ -82,9 +78,6 @@ class JitPaths(Paths):
     ) -> None:
         super().__init__(fun, JIT_FALLBACKS, unhashable)
         self.donate, self.jitkwargs = donate, jitkwargs
-        self.donate_first = donate in ("all", "warn")
-        self.donate_rest = donate != "none"
-        self.filter_warning = donate in ("all", "all-except-first")
         self.signature = inspect.signature(fun)
         self.fun_of: Callable[[tuple], Any]
         if self.is_function:
@@ -92,12 +85,9 @@ class JitPaths(Paths):
             self.fun_of = lambda arrays: fun_ref()
         else:  # its non-array part only: its arrays come with each call
             self.fun_of = lambda arrays: fun_combine(arrays, rest)
-        # a weak reference to the first output of each call whose computation may still
-        # fail: never an output itself, so nothing a caller dropped is kept alive
+        # weak references to first outputs whose computation may still fail (nothing kept alive)
         self.pending: collections.deque[weakref.ref] = collections.deque()
         self.last: Callable[[], Any] = lambda: None  # the last output on XLA:CPU, weakly
-
-    # ------------------------------------------------------------ the call
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         if not kwargs:
@@ -106,8 +96,7 @@ class JitPaths(Paths):
         return bound.args, bound.kwargs
 
     def lookup(self, arrays: tuple, args: tuple, kwargs: dict, kinds: tuple = ARRAY_TYPES) -> tuple:
-        """(key, entry, array leaves) of a bound call (``kinds``: what counts as an array);
-        builds the entry on a miss."""
+        """(key, entry, array leaves) of a bound call (``kinds``: arrays); a miss builds the entry."""
         key, dynamic, parts = split((args, kwargs, arrays), kinds)
         entry = self.get(key)
         if entry is None:
@@ -126,17 +115,13 @@ class JitPaths(Paths):
         try:
             out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
         except (_JaxRuntimeError, ValueError) as err:
-            translated = _equinox_error(err, jit_id)
-            if translated is not None:
-                raise translated from None
+            _raise_equinox_error(err, jit_id)
             raise
         finally:
             _RUNNING.discard(jit_id)
         if out and not isinstance(out[0], _Tracer):
-            # An execution's outputs are ready (or failed) together: one of them tells for all,
-            # and no marker output costs the call anything (Equinox returns one and waits on
-            # it). XLA:CPU fails a check inside the call (see cached_filter_jit): there the
-            # last output is enough for wait().
+            # An execution's outputs are ready (or failed) together: one tells for all. XLA:CPU
+            # fails a check inside the call: there the last output is enough for wait().
             if entry.asynchronous is None:
                 entry.asynchronous = any(device.platform != "cpu" for device in out[0].devices())
             if entry.asynchronous:
@@ -146,13 +131,12 @@ class JitPaths(Paths):
         return rec.rebuild(out)
 
     def _check_finished(self, jit_id: bytes) -> None:
-        """Raise the failure of an earlier call whose computation has finished; never waits.
-        An output dropped or donated is passed over: its failure went to what it fed."""
+        """Raise the failure of an earlier call whose computation has finished; never waits."""
         done = []
         with self.lock:
             while self.pending:
                 out = self.pending[0]()
-                if out is not None and not out.is_deleted():
+                if out is not None and not out.is_deleted():  # else dropped or donated: it failed what it fed
                     if not out.is_ready():
                         break
                     done.append(out)
@@ -166,9 +150,7 @@ class JitPaths(Paths):
         except (_JaxRuntimeError, ValueError) as err:
             with self.lock:
                 self.pending.clear()
-            translated = _equinox_error(err, jit_id)
-            if translated is not None:
-                raise translated from None
+            _raise_equinox_error(err, jit_id)
             if earlier:
                 err.add_note(
                     f"(from an earlier call of {self.name}, whose computation failed after it returned)"
@@ -189,12 +171,11 @@ class JitPaths(Paths):
                 self._raise_failure(out, b"", earlier=False)
 
     def _build(self, args: tuple, treedef: Any, static: list, n_dynamic: int) -> Entry:
-        """The ``jax.jit`` for one bound call structure (``treedef`` with ``static`` leaves);
-        it holds this object's options, never this object (nor the function)."""
+        """The ``jax.jit`` of one bound call structure; it holds the options, never this object or fun."""
         first = len(jtu.tree_leaves(args[0])) if args else 0
         n_first = sum(1 for s in static[:first] if s is ARRAY)
-        kept = n_dynamic if not self.donate_rest else (0 if self.donate_first else n_first)
-        entry = Entry(kept, self.filter_warning)
+        kept = n_dynamic if self.donate == "none" else (0 if self.donate in ("all", "warn") else n_first)
+        entry = Entry(kept, quiet=self.donate in ("all", "all-except-first"))
         fun_of = self.fun_of
 
         def inner(*leaves: Any) -> tuple:
@@ -205,37 +186,24 @@ class JitPaths(Paths):
         entry.fn = jax.jit(inner, donate_argnums=tuple(range(entry.kept, n_dynamic)), **self.jitkwargs)
         return entry
 
-    # ------------------------------------------------------------ ahead of time
-
-    def lower(self, arrays: tuple, args: tuple, kwargs: dict) -> Lowered:
-        """``.lower(*args)``; a ``jax.ShapeDtypeStruct`` argument is an abstract array, unless
-        that cannot trace (then it is static, as Equinox reads it) or the compiled form is
-        called with it again (then that form is lowered with it static)."""
+    def lower(self, arrays: tuple, args: tuple, kwargs: dict, static: bool = False) -> Lowered:
+        """``.lower(*args).compile()``, as Equinox's; arrays may also be ``jax.ShapeDtypeStruct``."""
         args, kwargs = self.bind(args, kwargs)
-        key, entry, dynamic = self.lookup(arrays, args, kwargs, LOWER_TYPES)
+        key, entry, dynamic = self.lookup(arrays, args, kwargs, ARRAY_TYPES if static else LOWER_TYPES)
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
+        relower = (lambda: self.lower(arrays, args, kwargs, static=True)) if abstract else None
         try:
             lowered = entry.fn.lower(*dynamic)
         except Exception as err:
-            if not abstract:
+            if relower is None:
                 raise
             try:  # Equinox's reading, then its error
-                return self.lower_static(arrays, args, kwargs)
+                return relower()
             except Exception as static_err:
                 raise static_err from err
         return Lowered(
-            lowered,
-            key,
-            dynamic,
-            lambda a, k: self._key_of(arrays, a, k),
-            (lambda: self.lower_static(arrays, args, kwargs)) if abstract else None,
-            split((args, kwargs, arrays))[0] if abstract else None,
+            lowered, key, dynamic, lambda a, k: self._key_of(arrays, a, k), relower, (args, kwargs)
         )
-
-    def lower_static(self, arrays: tuple, args: tuple, kwargs: dict) -> Lowered:
-        key, entry, dynamic = self.lookup(arrays, args, kwargs)
-        lowered = entry.fn.lower(*dynamic)
-        return Lowered(lowered, key, dynamic, lambda a, k: self._key_of(arrays, a, k))
 
     def _key_of(self, arrays: tuple, args: tuple, kwargs: dict) -> tuple[tuple, list]:
         args, kwargs = self.bind(args, kwargs)
@@ -243,10 +211,7 @@ class JitPaths(Paths):
         return key, dynamic
 
 
-# ---------------------------------------- cached_filter_jit
-
-# Equinox's own, bound at import: a program that patches eqx.filter_jit = cached_filter_jit
-# still falls back to Equinox's, not to itself.
+# Equinox's own, bound at import (a program may patch eqx.filter_jit = cached_filter_jit)
 _EQX_FILTER_JIT: Any = eqx.filter_jit
 
 
@@ -257,20 +222,14 @@ def jit_fallback_counts() -> dict[str, int]:
 
 def _names(fun: Any) -> str:
     """The qualified name Equinox shows in a wrapper's repr (through partials and wrappers)."""
-    while True:
-        if hasattr(fun, "__wrapped__"):
-            fun = fun.__wrapped__
-        elif isinstance(fun, functools.partial):
-            fun = fun.func
-        else:
-            break
+    while hasattr(fun, "__wrapped__") or isinstance(fun, functools.partial):
+        fun = fun.__wrapped__ if hasattr(fun, "__wrapped__") else fun.func
     return getattr(fun, "__qualname__", type(fun).__qualname__)
 
 
 class CachedFilterJit(Wrapper):
     """What :func:`cached_filter_jit` returns: a Module with the fields of Equinox's
-    ``_JitWrapper`` (the function's arrays are its leaves; the rest, and the compiled paths
-    shared by every equal wrapper, are static)."""
+    ``_JitWrapper`` (the function's arrays its leaves; the rest and the shared paths static)."""
 
     fn: str  # for the repr, as Equinox's
     _signature: inspect.Signature = eqx.field(static=True, repr=False)
@@ -298,8 +257,7 @@ class CachedFilterJit(Wrapper):
             return self._fallback(reason, False, args, kwargs)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
-        """``.lower(*args)`` then ``.compile()``, as ``eqx.filter_jit(...).lower``; array
-        arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
+        """``.lower(*args).compile()``, as Equinox's; arrays may also be ``jax.ShapeDtypeStruct``."""
         paths = self._cached
         try:
             return paths.lower(self._dynamic_fun, args, kwargs)
@@ -307,9 +265,8 @@ class CachedFilterJit(Wrapper):
             return self._fallback(reason, True, args, kwargs)
 
     def wait(self) -> None:
-        """Block until every computation launched by this wrapper (and equal ones) whose first
-        output is still alive has finished; a failed ``eqx.error_if`` among them raises
-        ``EquinoxRuntimeError`` with Equinox's message."""
+        """Block until every computation of this wrapper (and equal ones) whose first output is
+        alive has finished; a failed ``eqx.error_if`` raises Equinox's ``EquinoxRuntimeError``."""
         self._cached.wait()
 
     def _equinox(self) -> Any:
@@ -339,45 +296,29 @@ def cached_filter_jit(
 
         value, model = step(jax.numpy.ones((8, 4)), model)
 
-    When it helps: ``eqx.filter_jit`` spends host CPU on every call in proportion to the
-    array leaves of its arguments (it partitions them and combines the outputs each time),
-    then waits for the computation. This wrapper partitions once per input structure (a hit
-    costs a flatten of the arguments it did not return itself and one lookup beside
-    ``jax.jit``'s own call) and returns without waiting, so the host runs ahead of the device:
-    that matters for many leaves and short steps (notebook 01 measures it on your machine).
+    When it helps: ``eqx.filter_jit`` spends host CPU per array leaf on every call, then
+    waits; this wrapper partitions once per input structure and returns without waiting, so
+    the host runs ahead of the device (notebook 01 measures it for many leaves, short steps).
 
-    Same as Equinox: the options (``donate`` with Equinox's meanings and warning filters,
-    ``**jitkwargs`` for ``jax.jit``, Equinox's errors for bad ones), arguments bound to the
-    function's signature, non-array outputs returned as they are, donated buffers,
-    ``.lower(...).compile()``, and the wrapper itself: an ``eqx.Module`` with the fields of
-    Equinox's ``_JitWrapper``, so a wrapped Module's arrays are its leaves (``eqx.filter_grad``,
-    ``jax.tree.map``, ``copy.deepcopy`` see them) and wrappers of one function with equal
-    arrays compare and hash equal (a freshly wrapped function passed as a static argument does
-    not retrace). Equal wrappers share their compiled paths, as Equinox's share theirs.
+    Same as Equinox: the options, their errors, bound arguments, outputs, donation,
+    ``.lower(...).compile()``, and the wrapper: an ``eqx.Module`` with the fields of Equinox's
+    ``_JitWrapper`` (equal wrappers compare and hash equal and share their compiled paths).
 
     Where it differs, on purpose:
 
-    - Errors of an ``eqx.error_if`` that fails: ``EquinoxRuntimeError`` with Equinox's message
-      at the call whenever the runtime reports the failure before the call returns (on XLA:CPU,
-      always: a program holding a host callback, as every ``error_if`` does, runs before its call
-      returns). On an asynchronous backend (GPU, TPU), at the next call of an equal wrapper that
-      finds the failed computation finished (checked without waiting), or at ``.wait()``, as long
-      as the failed call's first output is still alive (the wrapper keeps only a weak reference
-      to it); reading any output on the host raises JAX's ``JaxRuntimeError`` with the check's
-      message. Equinox waits for every call instead, so it raises at the call.
+    - A failed ``eqx.error_if`` raises ``EquinoxRuntimeError`` with Equinox's message at the
+      call on XLA:CPU; on GPU or TPU at the next call that finds it finished, or at ``.wait()``
+      (while the call's first output is alive). Equinox waits for every call instead.
     - Non-array arguments that are equal in Python but differ in type (``1``, ``1.0``, ``True``)
-      or sign (``0.0``, ``-0.0``) get a trace each, as a traced function can tell them apart;
-      Equinox reuses the first one's trace and returns its outputs.
-    - ``.lower`` also takes ``jax.ShapeDtypeStruct`` as abstract arrays (as ``jax.jit`` does);
-      where the function cannot trace that way, or the compiled form is called with the same
-      ``ShapeDtypeStruct`` again, it is a static argument, as in Equinox.
-    - It traces no more often than Equinox and never calls Equinox unless Equinox's answer is
-      the point (an unhashable non-array leaf: Equinox's error); ``stats`` and
-      ``fallback_reasons`` count that, :func:`jit_fallback_counts` in total.
+      or sign (``0.0``, ``-0.0``) get a trace each; Equinox reuses the first one's.
+    - ``.lower`` also takes ``jax.ShapeDtypeStruct`` as abstract arrays (as ``jax.jit`` does),
+      else as static arguments, as in Equinox.
+    - Equinox answers an unhashable non-array leaf (its error), counted in ``stats``,
+      ``fallback_reasons`` and :func:`jit_fallback_counts`.
 
     Checked on jax 0.6.0 to 0.12.0.1 and Equinox 0.13.3 to 0.13.8
-    (``jaxperf.private_api.CHECKED``): it reads Equinox's ``error_if`` record to give Equinox's
-    message, and refuses to import, naming the hook, on versions outside that range.
+    (``jaxperf.private_api.CHECKED``): it reads Equinox's ``error_if`` record, and refuses to
+    import, naming the hook, on versions outside that range.
     """
     if fun is _sentinel:
         return functools.partial(cached_filter_jit, donate=donate, **jitkwargs)

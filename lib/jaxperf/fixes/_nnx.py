@@ -1,77 +1,25 @@
 """``cached_nnx_jit``: a drop-in for ``flax.nnx.jit`` (graph mode) that walks the graph once.
 
-``nnx.jit`` in graph mode splits every graph node argument (a full walk of the object graph
-in Python), calls its ``jax.jit``, then merges the result back (a second walk) on every call;
-Flax's performance guide documents the cost. This wrapper walks the graph once per graph
-structure (see "Recording the graph" below), and on a later call checks that structure with one C-level
-comparison per node, Variable and container (no ``nnx.split``), reads the Variables' values,
-calls one ``jax.jit`` on them, and writes back only the values the function changed (and
-every donated one): the same results and updates as ``nnx.jit``.
+``nnx.jit`` in graph mode splits every graph node argument (a walk of the object graph in
+Python), calls its ``jax.jit``, then merges the result back (a second walk) on every call.
+This wrapper walks the graph once per graph structure (:class:`Graph`); a later call checks
+that structure with one C-level comparison per node, Variable and container, reads the
+Variables' values, calls one ``jax.jit`` (:class:`Entry`) and writes back only the values
+the function changed (and every donated one): the same results and updates as ``nnx.jit``,
+with its static, donated and other ``jax.jit`` options, methods, shared Variables, RNG
+streams and ``nnx.Optimizer`` updates. A function that changes the graph's structure or
+returns graph nodes returns the whole graph split, merged as ``nnx.jit`` merges it.
 
-Same signature, results and errors as ``nnx.jit``: static arguments (``static_argnums`` /
-``static_argnames``, hashed into the cache key), ``donate_argnums`` / ``donate_argnames`` (a
-shared Variable belongs to the argument where it is first found, as in ``nnx.jit``),
-``keep_unused``, ``device``, ``backend``, ``inline``; methods (``__get__``); updated
-Variables written into the caller's modules (shared references stay shared: the caller's
-Variable objects are updated in place); RNG streams advance; ``nnx.Optimizer`` updates apply.
-A structural change (a Variable added or removed, a submodule swapped, a static attribute
-changed, another object passed) makes a new record, and a new trace when its graph definition
-is new; an array's shape, dtype, sharding or memory kind is ``jax.jit``'s own cache key.
+Refused with a ValueError naming the option (:func:`nnx_refusal_counts`): tree mode
+(``graph=False``, ``graph_updates=False``), where there is no walk to cache, and
+``in_shardings`` / ``out_shardings``. Handed to ``nnx.jit`` (``stats['fallbacks']``, with a
+reason): calls inside another trace or through ``nnx.cached_partial``, graphs it cannot
+record exactly (:class:`Uncacheable`), and an entry whose outputs differ between traces
+(:class:`Abort`). ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
 
-A function that changes the graph's structure inside (adds, removes or swaps attributes,
-Variables or submodules) or returns graph nodes is traced once, as ``nnx.jit`` traces it: its
-compiled function returns the whole graph, split as ``nnx.jit``'s inner split does, and the
-call merges it into the caller's objects with Flax's ``graphlib.unflatten``, as ``nnx.jit``
-does (no saving on such calls, nor on the next one, whose structure is new).
-
-Refused with a ValueError naming the option (counted by :func:`nnx_refusal_counts`): tree
-mode (``graph=False``, or Flax's default set to it) and ``graph_updates=False``, where
-``nnx.jit`` walks no object graph and there is nothing to cache, and ``in_shardings`` /
-``out_shardings``; write ``nnx.jit`` itself there. A Variable passed as an argument itself is
-served here without keeping a record (a record holds its arguments weakly, and Variables
-have no weak references): the call walks the graph as ``nnx.jit`` does, with no saving.
-Handed to ``nnx.jit`` itself (counted in ``stats['fallbacks']`` with a reason): calls inside
-another trace or through ``nnx.cached_partial``, graphs it cannot record, and an entry whose
-outputs differ between two traces (a shape-dependent output structure; the second trace is
-dropped and ``nnx.jit`` traces again). ``lower``, ``trace`` and ``eval_shape`` are ``nnx.jit``'s.
-
-Where it differs on purpose: containers inside a module (lists, dicts) keep their identity
-on a call that keeps the structure (``nnx.jit`` rebuilds them on every call), and a Variable
-the function leaves unchanged keeps its array object (``nnx.jit`` writes back a new one).
-
-Recording the graph. What ``cached_nnx_jit`` remembers of a call's object graph, and how it checks it is unchanged.
-
-One walk of the graph (Flax's own ``graphlib.flatten``, with one reference map over every
-graph node of the call, as ``nnx.jit`` splits them) gives the graph definitions that select
-the compiled function. A second walk, here, records what a later call must find again for
-that compiled function and this call's Variables to still be right:
-
-- every graph node's ``__dict__``, compared with a copy as a whole (C's dict comparison: each
-  attribute by identity, else ``==``, as ``nnx.jit``'s graph definition compares its static
-  attributes); an array attribute compares by type only (:class:`_TypeOf`), as its value is
-  the call's input, and a back-reference to a call's argument compares by weak reference
-  (:class:`_Weak`), so that no record keeps an argument alive;
-- every mutable container in the graph (``list``, ``dict``) likewise; tuples need nothing,
-  their parent's identity check covers them; ``PytreeState``'s two flags;
-- every Variable's metadata, against a copy (``set_metadata`` mutates it in place).
-
-Graph nodes are held strongly except the call's arguments (the roots), which are held weakly,
-and a record is dropped when a root dies: the record never keeps a model alive. A graph that
-this cannot record exactly raises :class:`Uncacheable`, and the call goes to ``nnx.jit``: array
-references, ``hijax``/``ref`` Variables, an array in a tuple, a container type it does not
-know, a Variable of another trace, or of a type that overrides ``set_raw_value`` (which
-nnx.jit's merge calls; a hit writes ``_raw_value``), a node inside the graph that references
-an argument (a strongly held node would keep the argument alive).
-
-The compiled function. The ``jax.jit`` behind ``cached_nnx_jit``: one per graph structure, static arguments and
-argument structure. Its traced function rebuilds the graph from the leaves' values (Flax's
-``graphlib.unflatten``), calls the function, flattens the graph again, and returns only the
-leaves the function changed (and every donated one), with the outputs; when the function
-changed the graph's structure or returns graph nodes, it returns the whole graph split as
-``nnx.jit``'s inner split does, for the caller to merge. It aborts (raises :class:`Abort`, so
-that ``nnx.jit`` makes the call) when its record of the outputs differs from the first
-trace's: a compiled function in JAX's cache therefore always belongs to the record the
-wrapper reads after a call.
+Where it differs on purpose: containers inside a module keep their identity on a call that
+keeps the structure, and a Variable the function leaves unchanged keeps its array object.
+A record holds the call's arguments weakly and is dropped when one dies.
 """
 
 from __future__ import annotations
@@ -91,8 +39,6 @@ import jax.tree_util as jtu
 import numpy as np
 
 from ..errors import bad_value
-
-# ---------------------------------------- recording the graph
 
 _FLAX: SimpleNamespace | None = None
 
@@ -129,32 +75,18 @@ class Uncacheable(Exception):
     """A graph this module cannot record exactly; carries the reason."""
 
 
-class _TypeOf:
-    """Stands for an array attribute in a snapshot: equal to any value of the same type."""
+class _Like:
+    """Stands in a snapshot for an array (equal to its type) or a root (equal to it, held weakly)."""
 
-    __slots__ = ("type",)
+    __slots__ = ("test",)
     __array_ufunc__ = None  # NumPy defers ``ndarray == self`` to ``self.__eq__``
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, kind: type) -> None:
-        self.type = kind
+    def __init__(self, test: Callable[[Any], bool]) -> None:
+        self.test = test
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is self.type
-
-
-class _Weak:
-    """Stands for a call's argument referenced from inside its graph: equal to it alone."""
-
-    __slots__ = ("ref",)
-    __array_ufunc__ = None
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self, obj: Any) -> None:
-        self.ref = weakref.ref(obj)
-
-    def __eq__(self, other: object) -> bool:
-        return self.ref() is other
+        return self.test(other)
 
 
 _PYTREE_FLAGS = operator.attrgetter("_initializing", "_is_setup")
@@ -165,17 +97,13 @@ _RAW = operator.attrgetter("_raw_value")
 _deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
 
 
-def _strong(obj: Any) -> Callable[[], Any]:
-    return lambda: obj
-
-
 class Graph:
-    """One walk's record of the graph of a call's roots (see the module docstring).
-
-    ``graphdefs``: one per root, in order, from one reference map; ``variables``: the
-    Variables in Flax's leaf order; ``leaf_slots``: ``(position, parent, key, root)`` for each
-    array attribute among the leaves (``root`` is the parent's root index, or -1 when the
-    parent is held here); ``by_index``: the graph's indexed objects, a root as its position.
+    """One walk's record of a call's roots (Flax's ``graphlib.flatten``, one reference map over
+    every root, as ``nnx.jit`` splits them), and a second walk's copies of what a later call
+    must find again (every node's ``__dict__`` and container, an array as its type and a root
+    by weak reference (:class:`_Like`), ``PytreeState`` flags, Variables' metadata).
+    ``leaf_slots``: ``(position, parent, key, root)`` of each array attribute (``root`` -1:
+    parent held here); ``by_index``: the indexed objects, a root as ``("root", position)``.
     """
 
     def __init__(self, roots: list[Any], fx: SimpleNamespace) -> None:
@@ -183,7 +111,7 @@ class Graph:
         self.trace = fx.trace()
         root_ids = {id(r): k for k, r in enumerate(roots)}
         # a Variable argument has no weak reference: held for this call only (its record is not kept)
-        self.root_refs = [_strong(r) if isinstance(r, fx.Variable) else weakref.ref(r) for r in roots]
+        self.root_refs = [(lambda r=r: r) if isinstance(r, fx.Variable) else weakref.ref(r) for r in roots]
         ref_index = graphlib.RefMap()
         graphdefs: list[Any] = []
         leaves: list[Any] = []
@@ -221,11 +149,9 @@ class Graph:
         parent: Any = roots[k]
         for key in path[:-1]:
             parent = vars(parent)[str(key)] if hasattr(parent, "__dict__") else parent[key]
-        key = path[-1]
         if isinstance(parent, tuple):
             raise Uncacheable("array leaf inside a tuple")
-        if hasattr(parent, "__dict__"):
-            key = str(key)
+        key = str(path[-1]) if hasattr(parent, "__dict__") else path[-1]
         root = root_ids.get(id(parent), -1)
         return position, (None if root >= 0 else parent), key, root
 
@@ -233,8 +159,7 @@ class Graph:
         """Copies of every node's and mutable container's contents, by walking the graph."""
         graphlib = fx.graphlib
         seen: set[int] = set()
-        # roots, checked through a weak reference; other graph nodes, held strongly; lists,
-        # dicts and State mappings, held strongly; PytreeStates and their flags
+        # roots through weak references; other nodes, lists, dicts and State mappings held strongly
         self.node_refs: list[weakref.ref] = []
         self.node_snaps: list[dict] = []
         self.held: list[Any] = []
@@ -248,11 +173,13 @@ class Graph:
             if id(value) in root_ids:
                 if not weak:  # a strongly held node would keep the argument alive
                     raise Uncacheable("a node inside the graph references an argument")
-                return _Weak(value)
+                ref = weakref.ref(value)
+                return _Like(lambda other: ref() is other)
             impl = graphlib.get_node_impl(value)
             if impl is None and not isinstance(value, fx.Variable):
                 if isinstance(value, (np.ndarray, jax.Array)):
-                    return _TypeOf(type(value))
+                    kind = type(value)
+                    return _Like(lambda other: type(other) is kind)
             return value
 
         def walk(node: Any) -> None:
@@ -300,8 +227,6 @@ class Graph:
 
         for root in roots:
             walk(root)
-
-    # ------------------------------------------------------------ per call
 
     def unchanged(self, roots: Sequence[Any]) -> bool:
         """Whether the graph of ``roots`` is still the one recorded (and the trace the same)."""
@@ -357,32 +282,21 @@ def _current_trace() -> Any:
     return _current_trace()
 
 
-# ---------------------------------------- the compiled function
-
-
 class Abort(Exception):
     """Raised inside a trace whose call ``nnx.jit`` must make instead; carries the reason."""
 
 
-def _flat(value: Any) -> tuple[list, Any]:
-    leaves, treedef = jtu.tree_flatten(value)
-    return leaves, treedef
-
-
 def _same(value: Any, before: tuple[list, Any]) -> bool:
-    """Whether a leaf left the trace as it entered (``before``: its jax leaves and treedef then,
-    taken before the call, as a Variable's pytree value may be mutated in place)."""
-    leaves, treedef = _flat(value)
+    """Whether a leaf left the trace as it entered (``before``: its leaves and treedef then)."""
+    leaves, treedef = jtu.tree_flatten(value)
     return treedef == before[1] and all(x is y for x, y in zip(leaves, before[0]))
 
 
 class Entry:
-    """One ``jax.jit`` for a graph structure, static arguments and argument treedef. ``record``:
-    what its first trace found, which every later trace must find again, or the trace is
-    abandoned and the entry handed to ``nnx.jit``: ``("values", changed leaves, output treedef)``
-    when the graph kept its structure and no graph node is returned (the caller writes the
-    changed values into its Variables), else ``("graph", graph definitions, output treedef,
-    which outputs are graph nodes)`` (the caller merges them into its objects as nnx.jit does)."""
+    """One ``jax.jit`` per graph structure, static arguments and argument treedef. ``record``: what
+    its first trace found, ``("values", changed leaves, output treedef)`` or ``("graph",
+    graphdefs, output treedef, which outputs are graph nodes)``; a later trace that finds
+    another aborts, and the entry goes to ``nnx.jit``."""
 
     def __init__(
         self, owner: CachedNnxJit, graph: Graph, treedef: Any, node_pos: tuple, statics: tuple, donated: list
@@ -401,9 +315,7 @@ class Entry:
 
         def inner(kept: tuple, donated: tuple) -> tuple:
             values: list[Any] = [None] * (len(kept) + len(donated))
-            for i, v in zip(self.kept, kept):
-                values[i] = v
-            for i, v in zip(self.donated, donated):
+            for i, v in zip(self.kept + self.donated, kept + donated):
                 values[i] = v
             graph_in, rest = values[: self.n_graph], iter(values[self.n_graph :])
             index_ref, roots, start = graphlib.IndexMap(), [], 0
@@ -415,7 +327,7 @@ class Entry:
             root_at = dict(zip(node_pos, roots))
             leaves = [root_at[i] if i in root_at else next(rest) for i in range(treedef.num_leaves)]
             call_args, call_kwargs = owner._with_statics(treedef.unflatten(leaves), statics)
-            before = [_flat(v) for v in graph_in]
+            before = [jtu.tree_flatten(v) for v in graph_in]
             out = fun(*call_args, **call_kwargs)
             ref_index, after, gds = graphlib.RefMap(), [], []
             for root in roots:
@@ -430,9 +342,8 @@ class Entry:
                 )
                 self._settle(("values", changed, out_def))
                 return tuple(after[i] for i in changed), out
-            # The graph changed, or graph nodes are returned: split the arguments and the outputs
-            # again, one reference map over all, each node that entered marked with its index
-            # (``outer_index``), as nnx.jit's inner split does; the caller merges as nnx.jit does.
+            # The graph changed, or graph nodes are returned: split the arguments and outputs again,
+            # one reference map over all, as nnx.jit's inner split does; the caller merges them.
             to_outer = graphlib.RefMap((obj, i) for i, obj in index_ref.items())
             refs, split = graphlib.RefMap(), []
             for node in [*roots, *filter(is_node, out_leaves)]:
@@ -458,8 +369,6 @@ class Entry:
                 raise Abort(self.fallback)
 
 
-# ---------------------------------------- cached_nnx_jit
-
 _MISSING: Any = object()
 #: positional arguments of these types keep a call on the fast path (no pytree flatten)
 _LEAF_TYPES = (jax.Array, np.ndarray, np.generic, int, float, complex, bool)
@@ -478,8 +387,7 @@ def nnx_fallback_counts() -> dict[str, int]:
 
 
 def _resolve(fun: Callable, nums: Any, names: Any) -> tuple[frozenset[int], frozenset[str]]:
-    """``(positions, names)``, each inferred from the other through the signature when only
-    one is given, as ``jax.jit`` resolves ``static_arg*`` and ``donate_arg*``."""
+    """``(positions, names)``, each inferred from the other as ``jax.jit`` resolves ``*_argnums``."""
     nums_set = frozenset((nums,) if isinstance(nums, int) else nums or ())
     names_set = frozenset((names,) if isinstance(names, str) else names or ())
     try:
@@ -512,8 +420,7 @@ def _forget(owner_ref: weakref.ref, key: Any) -> None:
 
 
 class CachedNnxJit:
-    """The wrapper ``cached_nnx_jit`` returns. ``stats``: hits, misses (a walk of the graph),
-    traces and fallbacks; ``fallback_reasons`` counts the fallbacks by reason."""
+    """What ``cached_nnx_jit`` returns; ``stats`` (hits, misses, fallbacks), ``fallback_reasons``."""
 
     def __init__(self, fun: Callable, **options: Any) -> None:
         fx = flax()
@@ -554,16 +461,10 @@ class CachedNnxJit:
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
 
-    def lower(self, *args: Any, **kwargs: Any) -> Any:
-        return self._fallback.lower(*args, **kwargs)
-
-    def trace(self, *args: Any, **kwargs: Any) -> Any:
-        return self._fallback.trace(*args, **kwargs)
-
-    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
-        return self._fallback.eval_shape(*args, **kwargs)
-
-    # ------------------------------------------------------------ the call
+    def __getattr__(self, name: str) -> Any:
+        if name in ("lower", "trace", "eval_shape"):  # nnx.jit's own
+            return getattr(self._fallback, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         record = self._last
@@ -583,13 +484,10 @@ class CachedNnxJit:
                     return self._run(record, roots, list(map(args.__getitem__, pass_at)), args, kwargs)
         return self._call(args, kwargs)
 
-    def _count_fallback(self, reason: str) -> None:
+    def _fall_back(self, reason: str, args: tuple, kwargs: dict) -> Any:
         self.stats["fallbacks"] += 1
         self.fallback_reasons[reason] += 1
         _FALLBACKS[reason] += 1
-
-    def _fall_back(self, reason: str, args: tuple, kwargs: dict) -> Any:
-        self._count_fallback(reason)
         return self._fallback(*args, **kwargs)
 
     def _split_static(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple, dict]:
@@ -659,10 +557,9 @@ class CachedNnxJit:
                 static_at = tuple(i for i in range(len(args)) if i in self._static[0])
                 statics_now = [args[i] for i in static_at]
                 fast = (tuple(map(type, args)), node_at, pass_at, static_at, statics_now)
+        if any(isinstance(root, fx.Variable) for root in roots):  # held strongly: this call's alone
+            return _Record(graph, entry, None)
         record = _Record(graph, entry, fast)
-        if any(isinstance(root, fx.Variable) for root in roots):
-            record.fast = None  # held strongly: served for this call, never kept
-            return record
         if key not in self._records:
             for root in roots:
                 weakref.finalize(root, _forget, weakref.ref(self), key)
@@ -670,8 +567,7 @@ class CachedNnxJit:
         return record
 
     def _donated_leaves(self, graph: Graph, treedef: Any, node_pos: tuple, at: list) -> list[bool]:
-        """Per leaf of a call (the graph's leaves, then the other leaves): donated or not;
-        ``at``: the position in the call's arguments of each dynamic positional argument."""
+        """Per leaf of a call (the graph's, then the others): donated or not."""
         nums, names = self._donate
         if not nums and not names:
             return [False] * (graph.n_leaves + treedef.num_leaves - len(node_pos))
@@ -713,8 +609,7 @@ class CachedNnxJit:
 
     @staticmethod
     def _merge(record: _Record, roots: list, split: list, arrays: list) -> Any:
-        """Merge a call that changed the graph (or returns graph nodes) into the caller's
-        objects, as nnx.jit's outer merge does: nodes that entered are updated in place."""
+        """Merge a call that changed the graph into the caller's objects, as nnx.jit's outer merge does."""
         graphlib = flax().graphlib
         _, graphdefs, out_def, kinds = record.entry.record
         outer = graphlib.IndexMap(

@@ -1,39 +1,19 @@
 """The packed fast path: a training state carried as one buffer per (dtype, sharding).
 
-``eqx.filter_pmap``, ``jax.pmap`` and ``jax.jit`` all pay per array leaf on
-every call: flatten, check, hand each buffer to the runtime, and (without
-donation) copy every output. A model with optimiser state has hundreds of
-leaves. This path pays that once:
+``eqx.filter_pmap``, ``jax.pmap`` and ``jax.jit`` pay per array leaf on every call. This
+path pays that once: :meth:`PackedState.pack` flattens a pytree (typically ``(model,
+opt_state)``) outside the loop into one 1-D buffer per (dtype, sharding) and a static
+:class:`Layout`; :func:`packed_pmap` / :func:`packed_jit` compile a step ``fun(tree, *args)
+-> (aux, new_tree)`` that unpacks with static slices inside the program and donates the
+buffers by default; :meth:`PackedState.unpack` rebuilds the pytree when the user asks. The
+pmap form carries a leading device axis (:meth:`PackedState.replicate`) and a plain ``0``
+``out_axes``, so it also runs across processes, where ``jax.pmap`` rejects list ``out_axes``.
 
-- :meth:`PackedState.pack` flattens a pytree (typically ``(model, opt_state)``)
-  once, outside the loop, into one contiguous 1-D buffer per (dtype,
-  sharding), and keeps the rest (tree structure, non-array leaves, each
-  leaf's offset and shape) in a static :class:`Layout`;
-- :func:`packed_pmap` / :func:`packed_jit` compile a step ``fun(tree, *args)
-  -> (aux, new_tree)`` that takes and returns the packed state: unpacking is
-  static slices inside the compiled program (free for XLA), and the buffers
-  are donated by default, so a call moves a handful of buffers, not hundreds;
-- :meth:`PackedState.unpack` rebuilds the pytree, on the host only when the
-  user asks for the model (to evaluate or save it).
-
-The pmap form carries a leading device axis on every buffer
-(:meth:`PackedState.replicate`); its ``out_axes`` is a plain ``0``, never a
-list, so it also runs across processes, where ``jax.pmap`` rejects list
-``out_axes`` (the bug that stops ``eqx.filter_pmap`` there). The jit form keeps
-each buffer on its group's sharding (replicated leaves only: a leaf sharded
-along an axis cannot be flattened into a shared 1-D buffer).
-
-What a step may return for each leaf, and why:
-
-A leaf packed as an array must come back as an array of its shape and dtype (a Python
-scalar is taken as ``jax.jit`` returns it: a weakly typed array). A weakly typed leaf (a
-Python-scalar hyperparameter such as a learning rate) gets a buffer of its own, so that
-it stays weakly typed inside the step, as it is under ``jax.jit``, and may come back
-either way; a strongly typed leaf shares its buffer and must come back strongly typed. A
-non-array leaf (a function, a string, a Python scalar) is static: it must come back as
-the same value of the same type (a step cannot change it; pack it as an array to carry it).
-
-Packing a tree of a structure packed before reuses that layout, so nothing compiles again.
+What a step may return for each leaf: an array leaf comes back as an array of its shape and
+dtype (a Python scalar as ``jax.jit`` returns it); a weakly typed leaf has a buffer of its
+own and may come back either way, a strongly typed one must stay strong; a non-array leaf
+is static and must come back as the same value of the same type. Packing a structure packed
+before reuses its layout, so nothing compiles again.
 """
 
 from __future__ import annotations
@@ -53,15 +33,12 @@ import numpy as np
 
 from ..errors import bad_value
 
-# ---------------------------------------- the layout
-
 _SCALARS = (bool, int, float, complex)
 
 
 @dataclass(frozen=True)
 class Group:
-    """One buffer: its dtype, its length, the sharding its leaves shared (None: uncommitted)
-    and whether it holds one weakly typed leaf."""
+    """One buffer: dtype, length, shared sharding (None: uncommitted), whether one weak leaf."""
 
     dtype: np.dtype
     size: int
@@ -127,11 +104,9 @@ class Layout:
     def repack(
         self, tree: Any, *, constrain: bool = False, unpacked: tuple[Sequence[jax.Array], Any] | None = None
     ) -> tuple[jax.Array, ...]:
-        """Buffers of this layout from ``tree`` (inside a compiled step). Raises ValueError
-        naming the leaf when the tree does not fit the layout (see the module docstring).
-        ``unpacked``: ``(buffers, tree)`` that :meth:`unpack` gave in this trace; a buffer whose
-        every leaf comes back as the very value unpacked from it is returned as it is (a step
-        that leaves a group unchanged then costs no copy, and donated, no work at all)."""
+        """Buffers of this layout from ``tree`` inside a step; ValueError naming the leaf that does
+        not fit (see the module docstring). ``unpacked``: ``(buffers, tree)`` :meth:`unpack` gave
+        in this trace: a buffer whose leaves all come back unchanged is returned as it is."""
         leaves, treedef = jtu.tree_flatten(tree)
         before = jtu.tree_leaves(unpacked[1]) if unpacked is not None else None
         same = [before is not None] * len(self.groups)
@@ -193,9 +168,8 @@ def _static_key(value: Any) -> Hashable:
 
 
 def interned(layout: Layout) -> Layout:
-    """The one Layout of this structure (the first packed), so that packing the same
-    structure again hits every compile cache keyed on it; a layout with an unhashable
-    non-array leaf is its own."""
+    """The one Layout of this structure (the first packed), so every compile cache keyed on it
+    hits again; a layout with an unhashable non-array leaf is its own."""
     key = (layout.treedef, tuple(map(_static_key, layout.statics)), layout.slots, layout.groups)
     try:
         hash(key)
@@ -205,14 +179,11 @@ def interned(layout: Layout) -> Layout:
         return _LAYOUTS.setdefault(key, layout)
 
 
-# ---------------------------------------- the packed state and its steps
-
 __all__ = ["Group", "Layout", "PackedState", "Slot", "packed_jit", "packed_pmap", "state_step"]
 
 
 def _group_key(leaf: Any, index: int) -> tuple[Any, ...]:
-    """(dtype, sharding, own buffer) of a leaf. A traced leaf (packing inside ``jax.jit``) has
-    no placement of its own: its buffer goes where the compiled program puts it."""
+    """(dtype, sharding, own buffer) of a leaf; a traced leaf has no placement of its own."""
     _REPLICATED = "a fully replicated sharding (packing flattens each leaf)"
     if isinstance(leaf, jax.core.Tracer):
         sharding = None
@@ -251,14 +222,12 @@ class PackedState:
     __slots__ = ("buffers", "layout")
 
     def __init__(self, buffers: tuple[jax.Array, ...], layout: Layout):
-        self.buffers = tuple(buffers)
-        self.layout = layout
+        self.buffers, self.layout = tuple(buffers), layout
 
     @classmethod
     def pack(cls, tree: Any) -> PackedState:
-        """Flatten ``tree`` once into one buffer per (dtype, sharding), and one per weakly
-        typed leaf. Leaves must be replicated or uncommitted; non-array leaves are kept in
-        the layout (static)."""
+        """Flatten ``tree`` once into one buffer per (dtype, sharding) and per weakly typed leaf;
+        leaves replicated or uncommitted, non-array leaves kept in the layout (static)."""
         leaves, treedef = jtu.tree_flatten(tree)
         keys: dict[tuple, int] = {}
         sizes: list[int] = []
@@ -301,9 +270,8 @@ class PackedState:
         return PackedState(tuple(jax.pmap(_identity, devices=devices)(stacked)), self.layout)
 
     def abstract(self, *, replicas: int | None = None, sharding: Any = None) -> PackedState:
-        """This layout with ``jax.ShapeDtypeStruct`` buffers, to lower and compile a packed step
-        ahead of time (e.g. for a TPU topology described on a CPU): ``replicas`` adds the pmap
-        form's leading device axis, ``sharding`` places each buffer for the jit form."""
+        """This layout with ``jax.ShapeDtypeStruct`` buffers, to lower a packed step ahead of time:
+        ``replicas`` adds the pmap form's device axis, ``sharding`` places each buffer (jit form)."""
         lead = () if replicas is None else (replicas,)
         buffers = tuple(
             jax.ShapeDtypeStruct((*lead, g.size), g.dtype, sharding=sharding, weak_type=g.weak_type)
@@ -327,9 +295,7 @@ def _merge(statics: Sequence[Any], arrays: Sequence[Any]) -> list[Any]:
 
 
 jtu.register_pytree_node(
-    PackedState,
-    lambda s: (s.buffers, s.layout),
-    lambda layout, buffers: PackedState(tuple(buffers), layout),
+    PackedState, lambda s: (s.buffers, s.layout), lambda layout, buffers: PackedState(tuple(buffers), layout)
 )
 
 StateFun = Callable[..., tuple[Any, Any]]
@@ -337,8 +303,7 @@ _NOT_A_STATE = "a PackedState (PackedState.pack(tree), .replicate(devices) for p
 
 
 def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedState]]:
-    # fun's signature (through __wrapped__), so that argument names given to jax.jit or
-    # jax.pmap (static_argnames, donate_argnames) resolve as they do for fun itself
+    # fun's signature (through __wrapped__): jax.jit's static_argnames / donate_argnames resolve on it
     @functools.wraps(fun)
     def packed_step(state: PackedState, *args: Any, **kwargs: Any) -> tuple[Any, PackedState]:
         if not isinstance(state, PackedState):
@@ -403,8 +368,7 @@ def _replication_problem(state: Any, devices: Sequence[jax.Device] | None) -> Va
 
 
 class PackedPmap:
-    """What :func:`packed_pmap` returns: the ``jax.pmap`` (also ``.lower``), with a clear
-    error when the state does not fit the devices."""
+    """What :func:`packed_pmap` returns: its ``jax.pmap``, with a clear error for a misfit state."""
 
     def __init__(self, pmapped: Any, devices: Sequence[jax.Device] | None) -> None:
         self.pmapped, self._devices = pmapped, devices
@@ -435,13 +399,11 @@ def packed_pmap(
     **pmap_kwargs: Any,
 ) -> Callable[..., tuple[Any, PackedState]]:
     """``jax.pmap`` of ``fun(tree, *args) -> (aux, new_tree)`` over a replicated
-    :class:`PackedState` (see :meth:`PackedState.replicate`): returns ``(aux,
-    new_state)``, every argument mapped over axis 0, the state donated unless
-    ``donate=False``. ``new_tree`` must fit the layout (see the module docstring)."""
+    :class:`PackedState`: returns ``(aux, new_state)``, every argument mapped over axis 0, the
+    state donated unless ``donate=False``. ``new_tree`` must fit the layout."""
     if devices is not None:
         devices = _check_devices(devices)
-    # a plain 0 (never a list) unless the caller maps the aux otherwise: jax.pmap across
-    # processes rejects list out_axes
+    # a plain 0 (never a list) unless the caller maps the aux otherwise: multi-process pmap rejects lists
     out_axes = _state_first("out_axes", pmap_kwargs.pop("out_axes", 0), aux_part=True)
     if "in_axes" in pmap_kwargs:
         pmap_kwargs["in_axes"] = _state_first("in_axes", pmap_kwargs["in_axes"], aux_part=False)
@@ -459,12 +421,10 @@ def packed_pmap(
 def packed_jit(
     fun: StateFun, *, donate: bool = True, **jit_kwargs: Any
 ) -> Callable[..., tuple[Any, PackedState]]:
-    """``jax.jit`` of ``fun(tree, *args) -> (aux, new_tree)`` over a :class:`PackedState`
-    whose buffers keep their sharding (e.g. replicated over a mesh, with the
-    batch in ``args`` sharded): returns ``(aux, new_state)``, the state donated
-    unless ``donate=False``. ``new_tree`` must fit the layout (see the module docstring).
-    ``jit_kwargs`` are ``jax.jit``'s, read against ``fun``'s signature (``static_argnames``,
-    ``donate_argnames``, ``donate_argnums`` beside the state's donation, ...)."""
+    """``jax.jit`` of ``fun(tree, *args) -> (aux, new_tree)`` over a :class:`PackedState` whose
+    buffers keep their sharding: returns ``(aux, new_state)``, the state donated unless
+    ``donate=False``. ``new_tree`` must fit the layout (see the module docstring); ``jit_kwargs``
+    are ``jax.jit``'s, read against ``fun``'s signature."""
     stepper = _stepper(fun, mapped=False)
     names = jit_kwargs.pop("donate_argnames", None)
     if names is not None and "donate_argnums" not in jit_kwargs:
@@ -480,8 +440,7 @@ def packed_jit(
 
 
 def state_step(step: Callable[[Any, Any, Any], tuple[Any, Any, Any]]) -> StateFun:
-    """Adapt a study step ``step(model, x, opt_state) -> (loss, model, opt_state)`` to the
-    packed form ``fun((model, opt_state), x) -> (loss, (model, opt_state))``."""
+    """``step(model, x, opt) -> (loss, model, opt)`` as ``fun((model, opt), x) -> (loss, (model, opt))``."""
 
     def fun(tree: tuple[Any, Any], x: Any) -> tuple[Any, tuple[Any, Any]]:
         loss, model, opt = step(tree[0], x, tree[1])

@@ -40,8 +40,6 @@ from ._cached import (
 # out of JAX's filtered tracebacks and eqx.error_if's recorded stack (see ._cached)
 private_api.jax_traceback_exclusion(__file__)
 
-# ---------------------------------------- one jax.pmap per input structure, and out_axes as Equinox resolves them
-
 _broadcast_prefix = private_api.jax_broadcast_prefix()
 #: what ``eqx.filter_pmap`` sizes ``out_axes`` by: arrays and Python scalars
 _ARRAY_LIKE = (*ARRAY_TYPES, bool, int, float, complex)
@@ -51,8 +49,7 @@ _RANGE_ERROR = "integers in filter_pmap(..., out_axes=...) must correspond to a 
 _KIND_ERROR = "filter_pmap(..., out_axes=...) must contain only integers and Nones"
 
 
-#: ``tracing.traced`` is set when a trace reaches the wrapped function (per thread): from
-#: then on an error is the function's, or its outputs', and is raised, never handed over
+#: set per thread once a trace reaches the function: from then on an error is raised, never handed over
 tracing = threading.local()
 #: what :meth:`PmapPaths.hit` returns when the call is not a hit
 MISS = object()
@@ -64,9 +61,8 @@ def _is_axis_leaf(x: Any) -> bool:
 
 
 def resolve_axes(spec: Any, tree: Any, array_types: tuple[type, ...] = ARRAY_TYPES) -> list[Any]:
-    """One axis per leaf of ``tree`` from a prefix ``spec`` of None / ints / callables
-    (called on each leaf), as Equinox resolves ``in_axes``; an ``eqx.if_array(k)`` gives
-    ``k`` for any leaf of ``array_types``."""
+    """One axis per leaf of ``tree`` from a prefix ``spec`` of None / ints / callables, as Equinox
+    resolves ``in_axes`` (``eqx.if_array(k)``: ``k`` for a leaf of ``array_types``)."""
     per_leaf = _broadcast_prefix(spec, tree, is_leaf=_is_axis_leaf)
     leaves = jtu.tree_leaves(tree)
     return [
@@ -102,27 +98,15 @@ def out_axes_per_leaf(spec: Any, out: Any, leaves: list[Any]) -> list[Any]:
 
 
 def _one_or_tuple(axes: list[Any]) -> Any:
-    """A single value when every leaf shares it (jax.pmap then broadcasts nothing per call);
-    else a tuple (never a list: multi-process jax.pmap rejects list axes)."""
+    """One value when every leaf shares it, else a tuple (multi-process pmap rejects lists)."""
     return axes[0] if axes and len(set(axes)) == 1 else tuple(axes)
 
 
-def _known_out_axes(spec: Any) -> tuple[bool, Any]:
-    """(known, pmap out_axes): the forms whose axes need no look at the outputs."""
-    if isinstance(spec, eqx.if_array):
-        return True, spec.axis
-    if spec is None or isinstance(spec, int):
-        return True, None if spec is None else int(spec)
-    return False, None
-
-
 def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynamic: list) -> Entry:
-    """The ``jax.pmap`` for one input structure (``treedef`` with ``static`` leaves, ``axes``
-    one per array leaf in ``dynamic``): the tree is ``(fun or None, args, dummy or None)``,
-    None for a Python function, which comes from ``paths.fun_ref`` (a weak reference)."""
+    """The ``jax.pmap`` of one input structure: ``treedef`` over ``(fun or None, args, dummy)``
+    with ``static`` leaves, ``axes`` one per array leaf (a Python function: ``paths.fun_ref``)."""
     entry = Entry(quiet=paths.donate == "all")
-    # The entry may outlive every wrapper (equal wrappers share entries, as Equinox's share
-    # compiled functions): its closures hold the options, never a wrapper nor the function.
+    # The entry may outlive every wrapper: its closures hold the options, never a wrapper or the function.
     fun_ref, spec, lock = paths.fun_ref, paths.out_axes, paths.lock
     axis_name, axis_size = paths.axis_name, paths.axis_size
 
@@ -138,8 +122,12 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
         return leaves, per_leaf, mapped
 
     in_axes = _one_or_tuple(axes)
-    known, out_axes = _known_out_axes(spec)
-    if not known:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
+    out_axes: Any
+    if isinstance(spec, eqx.if_array):
+        out_axes = spec.axis
+    elif spec is None or isinstance(spec, int):
+        out_axes = None if spec is None else int(spec)
+    else:  # resolve the out_axes pytree against the output, traced once under vmap (as Equinox does)
         resolved: list[Any] = []
 
         def probe(*dynamic_leaves: Any) -> tuple:
@@ -172,8 +160,6 @@ def build_entry(paths: PmapPaths, treedef: Any, static: list, axes: list, dynami
     return entry
 
 
-# ---------------------------------------- the compiled paths of cached_filter_pmap
-
 #: calls every cached_filter_pmap in this process handed to eqx.filter_pmap, by reason
 PMAP_FALLBACKS: collections.Counter[str] = collections.Counter()
 
@@ -195,11 +181,8 @@ class PmapPaths(Paths):
         # a callable other than eqx.if_array may read leaf values: resolve it on every call
         self.value_axes = any(callable(a) and not isinstance(a, eqx.if_array) for a in specs)
 
-    # ------------------------------------------------------------ the call
-
     def hit(self, fun: Any, args: tuple) -> Any:
-        """The outputs of a call whose compiled path is cached and traced, or :data:`MISS`
-        (then :meth:`guarded` answers): the hot path, one flatten and one lookup."""
+        """The outputs of a cached, traced call (one flatten, one lookup), or :data:`MISS`."""
         if self.unhashable or self.value_axes or (self.is_function and fun is not self.fun_ref()):
             return MISS
         key, dynamic, _ = split((None if self.is_function else fun, args, self.dummy), at=1)
@@ -211,13 +194,11 @@ class PmapPaths(Paths):
             if entry is None or not entry.traced:
                 return MISS
             self.counts["hits"] += 1
-        out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
-        return rec.rebuild(out)
+        return entry.run(dynamic)
 
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
-        """This call's outputs (or its Lowered); :class:`Fallback` when Equinox must answer:
-        keyword arguments, inputs it rejects before tracing (so its errors stay its own).
-        Once the function has been traced here an error is the function's, raised once."""
+        """This call's outputs (or Lowered); :class:`Fallback` where Equinox must answer (keywords,
+        inputs it rejects before tracing); once traced here, an error is the function's."""
         if kwargs:
             raise Fallback("keyword arguments")
         if self.is_function and fun is not self.fun_ref():
@@ -226,7 +207,7 @@ class PmapPaths(Paths):
         outer, tracing.traced = getattr(tracing, "traced", False), False
         try:
             key, entry, dynamic, tree = self._lookup(fun, args, LOWER_TYPES if lower else ARRAY_TYPES)
-            return self._lowered(key, entry, dynamic, tree) if lower else self._run(entry, dynamic)
+            return self._lowered(key, entry, dynamic, tree) if lower else entry.run(dynamic)
         except Fallback:
             raise
         except Exception as err:
@@ -255,27 +236,13 @@ class PmapPaths(Paths):
             entry = self.put(key, build_entry(self, jtu.tree_structure(tree), static, axes, dynamic))
         return key, entry, dynamic, tree
 
-    def _run(self, entry: Entry, dynamic: list) -> Any:
-        out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
-        return rec.rebuild(out)
-
     def _lowered(self, key: Any, entry: Entry, dynamic: list, tree: tuple) -> Lowered:
         fun, args = (self.fun_ref() if tree[0] is None else tree[0]), tree[1]
         abstract = any(isinstance(x, jax.ShapeDtypeStruct) for x in dynamic)
+        relower = (lambda: self._lowered(*self._lookup(fun, args, ARRAY_TYPES))) if abstract else None
         return Lowered(
-            entry.fn.lower(*dynamic),
-            key,
-            dynamic,
-            lambda a, k: self._key_of(fun, a, k),
-            (lambda: self.lower_static(fun, args)) if abstract else None,
-            self._key_of(fun, args, {})[0] if abstract else None,
+            entry.fn.lower(*dynamic), key, dynamic, lambda a, k: self._key_of(fun, a, k), relower, (args, {})
         )
-
-    def lower_static(self, fun: Any, args: tuple) -> Lowered:
-        """``.lower`` with any ``jax.ShapeDtypeStruct`` argument static, as Equinox reads it."""
-        key, entry, dynamic, tree = self._lookup(fun, args, ARRAY_TYPES)
-        key_of = lambda a, k: self._key_of(fun, a, k)  # noqa: E731
-        return Lowered(entry.fn.lower(*dynamic), key, dynamic, key_of)
 
     def _key_of(self, fun: Any, args: tuple, kwargs: dict) -> tuple[Any, list]:
         if kwargs:
@@ -284,8 +251,6 @@ class PmapPaths(Paths):
         if self.value_axes:
             key = (key, tuple(self._arg_axes(args, ARRAY_TYPES)))
         return key, dynamic
-
-    # ------------------------------------------------------------ axes
 
     def _prefix(self, args: tuple) -> Any:
         """``in_axes`` as a prefix of ``args``: a dict names parameters (others ``if_array(0)``)."""
@@ -334,10 +299,7 @@ class PmapPaths(Paths):
 _OWN = ("in_axes", "out_axes", "axis_name", "axis_size", "donate")
 
 
-# ---------------------------------------- cached_filter_pmap
-
-# Equinox's own, bound at import: a program that patches eqx.filter_pmap = cached_filter_pmap
-# still falls back to Equinox's, not to itself.
+# Equinox's own, bound at import (a program may patch eqx.filter_pmap = cached_filter_pmap)
 _EQX_FILTER_PMAP: Any = eqx.filter_pmap
 
 
@@ -348,8 +310,7 @@ def pmap_fallback_counts() -> dict[str, int]:
 
 class CachedFilterPmap(Wrapper):
     """What :func:`cached_filter_pmap` returns: a Module with the fields of Equinox's
-    ``_PmapWrapper`` (the function and the options are its fields, as there), and the
-    compiled paths shared by every equal wrapper, static."""
+    ``_PmapWrapper``, and the compiled paths shared by every equal wrapper, static."""
 
     _fun: Callable
     _in_axes: Any
@@ -382,8 +343,7 @@ class CachedFilterPmap(Wrapper):
         return CachedFilterPmap._call(self, False, args, kwargs)
 
     def lower(self, /, *args: Any, **kwargs: Any) -> Any:
-        """Ahead-of-time: ``.lower(*args)`` then ``.compile()``, as ``eqx.filter_pmap(...).lower``;
-        array arguments may also be ``jax.ShapeDtypeStruct`` (as for ``jax.jit(...).lower``)."""
+        """``.lower(*args).compile()``, as Equinox's; arrays may also be ``jax.ShapeDtypeStruct``."""
         return CachedFilterPmap._call(self, True, args, kwargs)
 
 
@@ -414,33 +374,24 @@ def cached_filter_pmap(
 
         value = loss(model, jax.numpy.ones((jax.local_device_count(), 8, 4)))
 
-    When it helps: ``eqx.filter_pmap`` redoes, on every call, work whose answer only changes
-    with the structure of the inputs (resolving ``in_axes``, partitioning, a
-    ``ShapeDtypeStruct`` per array leaf, hashing it all, combining the outputs), in host CPU
-    proportional to the array leaves. This wrapper keys a cache on what that work depends on;
-    a hit costs a flatten of the arguments it did not return itself, one lookup and one
-    ``jax.pmap`` call. It matters when that host time (notebook 01 measures it per leaf on
-    your machine) exceeds a step's device time: then it, not the device, sets the it/s.
+    When it helps: ``eqx.filter_pmap`` redoes per call, in host CPU per array leaf, work that
+    only changes with the input structure; this wrapper caches it (a hit: a flatten, a lookup,
+    a ``jax.pmap`` call). It matters when that host time (notebook 01) exceeds the device's.
 
-    Same as Equinox: ``in_axes`` as a prefix of the arguments or a dict by parameter name,
-    any ``out_axes`` pytree (outputs classified by the axis it resolves to, as Equinox does),
-    ``axis_name``, ``axis_size``, ``donate``, ``**pmapkwargs`` for ``jax.pmap``,
-    ``.lower(...).compile()``, Equinox's errors, and the wrapper itself: an ``eqx.Module``
-    with the fields of Equinox's ``_PmapWrapper``, so a wrapped Module's arrays are its leaves
-    (``eqx.filter_grad``, ``jax.tree.map``, ``copy.deepcopy`` see them) and equal wrappers
-    compare and hash equal. Equal wrappers share their compiled paths; a Python function's
-    die with it, and a wrapped Module's arrays are never kept.
+    Same as Equinox: every option, ``.lower(...).compile()``, Equinox's errors, and the
+    wrapper: an ``eqx.Module`` with the fields of Equinox's ``_PmapWrapper`` (equal wrappers
+    compare and hash equal and share their compiled paths).
 
     Where it differs, on purpose:
 
     - It traces once per input structure (Equinox traces twice: an ``eval_shape`` probe, then
       ``jax.pmap``); an ``out_axes`` pytree other than a single axis costs one probe, as there.
     - Non-array arguments that are equal in Python but differ in type (``1``, ``1.0``,
-      ``True``) or sign (``0.0``, ``-0.0``) get a trace each; Equinox reuses the first one's.
+      ``True``) or sign get a trace each; Equinox reuses the first one's.
     - ``.lower`` also takes ``jax.ShapeDtypeStruct`` as abstract arrays (as ``jax.jit`` does).
-    - Equinox itself answers (counted in ``stats``, ``fallback_reasons`` and
-      :func:`pmap_fallback_counts`) where its answer is the point: keyword arguments, inputs it
-      rejects before tracing, unhashable non-array leaves, nothing mapped.
+    - Equinox answers (counted in ``stats``, ``fallback_reasons`` and
+      :func:`pmap_fallback_counts`) keyword arguments, inputs it rejects before tracing,
+      unhashable non-array leaves, nothing mapped.
 
     Checked on jax 0.6.0 to 0.12.0.1 and Equinox 0.13.3 to 0.13.8
     (``jaxperf.private_api.CHECKED``); it refuses to import, naming the private hook, on

@@ -1,9 +1,7 @@
 """``hand_unrolled_fori``: ``lax.fori_loop`` partially unrolled by hand (jax-ml/jax#20909).
-
-Pallas' Triton backend rejects ``fori_loop(unroll=k)`` for every ``k > 1`` and Mosaic GPU
-needs ``k`` to divide the trip count; this loop uses only ``fori_loop(unroll=1)``, which
-every backend lowers, and runs ``unroll`` copies of the body per iteration. Public as
-``jaxperf.hand_unrolled_fori``; needs only jax.
+Pallas' Triton backend rejects ``fori_loop(unroll=k > 1)`` and Mosaic GPU needs ``k`` to
+divide the trip count; this loop uses only ``fori_loop(unroll=1)``, which every backend
+lowers, with ``unroll`` copies of the body per iteration.
 """
 
 from __future__ import annotations
@@ -19,9 +17,8 @@ Body = Callable[[Any, Carry], Carry]
 
 
 def check_unroll(unroll: Any) -> int:
-    """``unroll`` must be an integer >= 1: a Python int or a NumPy integer scalar such as
-    ``np.int64(4)``, as ``lax.fori_loop``'s own ``unroll`` takes (``True``/``False``, floats
-    and arrays are not accepted). Returns it as a Python int."""
+    """``unroll`` as a Python int; ValueError unless an int >= 1 (a NumPy integer too, as
+    ``lax.fori_loop`` takes; not a bool, float or array)."""
     import numpy as np
 
     if isinstance(unroll, np.integer) and not isinstance(unroll, np.bool_):
@@ -30,8 +27,7 @@ def check_unroll(unroll: Any) -> int:
 
 
 def static_bounds(lower: Any, upper: Any) -> tuple[int, int] | None:
-    """``(int(lower), int(upper))`` when both are known at trace time, as
-    ``lax.fori_loop`` decides it (then it unrolls and differentiates as a scan); else None."""
+    """``(int(lower), int(upper))`` when both are known at trace time, as ``fori_loop`` decides."""
     import jax
 
     if isinstance(lower, jax.core.Tracer) or isinstance(upper, jax.core.Tracer):
@@ -76,10 +72,9 @@ def _carry_error(structure: bool, difference: str) -> TypeError:
 
 
 def _step(body: Body, index: Any, carry: Any) -> Any:
-    """``body(index, carry)`` with ``lax.fori_loop``'s carry contract, for a step traced outside
-    a loop primitive: the same tree structure out as in, each leaf of the input's shape and
-    dtype (a weakly typed input leaf, e.g. a Python scalar, is first promoted to what the body
-    makes of it and the step traced again, as fori_loop does), JAX arrays out (TypeError else)."""
+    """``body(index, carry)`` with ``lax.fori_loop``'s carry contract, outside a loop primitive:
+    the same structure, shapes and dtypes out (a weakly typed leaf promoted and the step traced
+    again, as fori_loop does), JAX arrays out; TypeError else."""
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -128,8 +123,7 @@ def _copies(body: Body, start: Any, unroll: int, count: int) -> Body:
 
 
 def _staging() -> bool:
-    """Whether JAX is staging ops into one program here (inside jit, a loop body, a Pallas
-    kernel), rather than running each op as it comes (eagerly, or under vmap/grad alone)."""
+    """Whether JAX stages ops into one program here (jit, a loop body, a kernel), not eagerly."""
     import jax
     import jax.numpy as jnp
 
@@ -155,8 +149,7 @@ def _static(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carr
 
 
 def _static_jit(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carry:
-    """:func:`_static` as one compiled program, for eager callers: ``lax.fori_loop`` runs its scan
-    as one program there too, so each step's arithmetic is fused alike (bitwise equal results)."""
+    """:func:`_static` as one compiled program for eager callers, as ``lax.fori_loop`` runs there."""
     import jax
 
     try:
@@ -171,17 +164,13 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
 
     An outer ``fori_loop(unroll=1)`` runs ``trip // unroll`` times, calling ``body`` ``unroll``
     times per iteration; the ``trip % unroll`` remaining steps follow inline (static bounds,
-    as ``lax.fori_loop(unroll=unroll)`` lays them out: then the results are bitwise equal to
-    it, eagerly too, where it is one compiled program) or in a second ``fori_loop`` (traced
-    bounds). ``fori_loop``'s carry contract holds on every path: the body's output carry must
-    have the input's tree structure, shapes and dtypes (a weakly typed leaf, such as a Python
-    scalar, is promoted as ``fori_loop`` promotes it), else TypeError; the result's leaves are
-    JAX arrays. The body always receives a JAX integer index of the dtype ``fori_loop`` gives it
-    (a weakly typed int for static bounds, :func:`index_dtype` for traced ones), never a Python
-    int, so a body written for ``fori_loop`` runs unchanged. Zero or negative trip counts run
-    no step. Static bounds differentiate in reverse mode (a scan), traced bounds do not (a
-    while loop: the same error as ``fori_loop``). ``unroll=1`` is ``lax.fori_loop`` itself.
-    Raises ValueError for ``unroll`` not an int >= 1.
+    laid out as ``lax.fori_loop(unroll=unroll)`` lays them out, so the results are bitwise
+    equal, eagerly too) or in a second ``fori_loop`` (traced bounds). ``fori_loop``'s contract
+    holds: the carry keeps its tree structure, shapes and dtypes (a weakly typed leaf is
+    promoted as there), else TypeError; the body gets a JAX integer index of ``fori_loop``'s
+    dtype; no step for an empty range; static bounds differentiate in reverse mode, traced
+    ones do not. ``unroll=1`` is ``lax.fori_loop`` itself; ValueError for ``unroll`` not an
+    int >= 1.
     """
     from jax import lax
 
@@ -203,13 +192,9 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
 def _traced(lower: Any, upper: Any, body: Body, init: Carry, unroll: int) -> Carry:
     """Traced bounds: ``trips = (upper - lower) // unroll`` outer iterations, then the rest.
 
-    All index arithmetic stays in the bounds' own dtype, where it cannot overflow: the
-    difference ``upper - lower`` is taken in the unsigned type of the same width (exact for
-    ``upper > lower``, since it is below ``2**bits``), and is zero when ``upper <= lower``
-    (the subtraction in the bounds' dtype wraps around: ``uint8`` 5 .. 2 would be 253 trips).
-    With ``unroll >= 2`` the outer trip count fits the signed dtype; ``lower + i * unroll``
-    may overflow on the way, but two's-complement wrap-around leaves the exact value, which
-    lies between the bounds.
+    All index arithmetic stays in the bounds' dtype: the span is taken in the unsigned type of
+    the same width (exact, and zero when ``upper <= lower``, where the subtraction would wrap);
+    ``lower + i * unroll`` may wrap on the way, but two's complement leaves the exact value.
     """
     import jax
     import numpy as np
