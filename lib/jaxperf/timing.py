@@ -248,14 +248,12 @@ def spread_of(values: Any, process: Any = None) -> dict[str, Any]:
     return {"median": float(np.median(medians)), "lo": lo, "hi": hi, "n": int(medians.size), "over": OVER[0]}
 
 
-#: how much wider than the processes' own spread a run's medians move between full runs on this
-#: machine (a study sets it from the rerun check's calibration: :func:`set_rerun_inflation`)
-_INFLATION = [1.0]
+_INFLATION = [1.0]  # how much more than its processes' spread says a run's medians move between runs
 
 
 def set_rerun_inflation(factor: float) -> None:
-    """Widen every :func:`rerun_range` from now on by ``factor`` (>= 1): the processes of one run
-    share one window of the machine's state, so full runs differ by more than their spread says."""
+    """Widen every :func:`rerun_range` from now on by ``factor`` (>= 1; a study sets it from the
+    rerun check's calibration): one run's processes share one window of the machine's state."""
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
         raise bad_value("factor", factor, "a number >= 1 (1: the processes' own spread)")
     _INFLATION[0] = float(factor)
@@ -267,13 +265,11 @@ def rerun_inflation() -> float:
 
 
 def rerun_range(medians: Any, level: float = 0.95) -> tuple[float, float]:
-    """Where the mean of a rerun's ``len(medians)`` per-process medians is expected to fall,
-    from these ones: Student's t prediction interval for the mean of n new values, mean +-
-    t(n-1) * sd * sqrt(2/n) at ``level`` (on the log scale when every value is positive, as
-    ratios and times are), its half-width times :func:`rerun_inflation`, then widened to hold
-    every given value. With one value (no spread known) the value itself. The [min, max] of
-    three processes holds a rerun's median only about 60% of the time even when every process is
-    alike; the interval holds it about 95% when they are (inflation 1)."""
+    """Where the mean of a rerun's ``len(medians)`` per-process medians is expected: Student's t
+    prediction interval mean +- t(n-1) * sd * sqrt(2/n) at ``level`` (log scale when every value
+    is positive), its half-width times :func:`rerun_inflation`, widened to hold every value; one
+    value gives itself. With inflation 1 and alike processes it holds a rerun's median about 95%
+    of the time, where the [min, max] of three holds it about 60%."""
     x = np.asarray(medians, dtype=float).ravel()
     if x.size < 2 or not np.all(np.isfinite(x)):
         return float(np.min(x)), float(np.max(x))
