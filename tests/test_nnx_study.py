@@ -154,3 +154,11 @@ def test_quick_notebook_run_writes_its_outputs(tmp_path):
     assert {"nnx_jit", "cached_nnx_jit"} <= set(summary["per_variable"])
     assert (tmp_path / "figures" / "cpu" / "nnx_per_variable.png").stat().st_size > 0
     assert "Flax NNX" in (study / "summary.md").read_text()
+
+
+def test_the_flax_suite_runner_takes_no_argument_and_runs_nothing_for_one(capsys, monkeypatch):
+    from jaxperf.dispatch.nnx import flax_sdist
+
+    monkeypatch.setattr(flax_sdist, "compare", lambda: pytest.fail("the suite ran"))
+    assert flax_sdist.main(["--help"]) == 0 and "Flax's ``nnx.jit`` tests" in capsys.readouterr().out
+    assert flax_sdist.main(["--quick"]) == 2 and "'--quick'" in capsys.readouterr().out

@@ -147,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from ... import provenance
 
+    args = sys.argv[1:] if argv is None else argv
+    if args:  # no options: say what it does (-h) or name what it does not take
+        print(main.__doc__ if args[0] in ("-h", "--help") else f"unknown argument {args[0]!r}: takes none")
+        return 0 if args[0] in ("-h", "--help") else 2
     counts, only, served = compare()
     report = {
         "flax": importlib.metadata.version("flax"),
