@@ -255,7 +255,7 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
         ok = group[(group.status == tg.OK) & group.work_per_program.notna() & group.steps.notna()]
         base = dict(kernel=kernel, target=target, unit=group.unit.iloc[0], form=form)
         compiled = "compile_ms" not in group or group.compile_ms.notna().any()
-        if not compiled and not group.status.isin([tg.NOT_REACHED, tg.FAILED, tg.NO_LOWER]).any():
+        if not compiled and not (~group.status.isin([tg.OK, tg.NOT_PRESENT])).any():
             continue  # exported only, or not present here: no count to claim (listed as not compiled)
         pair = _pair(ok, _shared_pairs(pts, kernel, target)) if ok["T"].nunique() >= 2 else None
         if pair is None:
@@ -332,5 +332,15 @@ def _verdict(part: pd.DataFrame) -> str:
     statuses = set(part.status)
     if tg.OK in statuses:
         return "lowers"
-    row = part.iloc[0]
-    return f"{row.status}: {row.error}" if row.error else str(row.status)
+    row = part.iloc[
+        0
+    ]  # a limit's numbers are in its status; "not present here" is said once, under the table
+    short = not row.error or row.status == tg.NOT_PRESENT or tg.EXCEEDS in row.status
+    return str(row.status) if short else f"{row.status}: {row.error}"
+
+
+def absent_note(points: pd.DataFrame) -> list[str]:
+    """Each compiler's reason for "not present here", once (the Lowers table's rows say only that)."""
+    gone = points[points.status == tg.NOT_PRESENT] if "status" in points else points.iloc[:0]
+    why = dict.fromkeys(f"{tg.TARGETS[t][0]}: {e}" for t, e in zip(gone.target, gone.error))
+    return ["Not present here: " + "; ".join(why) + ".", ""] if why else []

@@ -12,7 +12,7 @@ import pandas as pd
 from .. import markdown as md
 from .. import timing
 from . import verdict
-from .engine import Results, lowering_table
+from .engine import Results, absent_note, lowering_table
 from .targets import TARGETS
 
 
@@ -124,8 +124,14 @@ def class_table(results: Results) -> pd.DataFrame:
         unit = f"{verdict.CLASS_UNITS[TARGETS[target][2]]} per step"
         for cls in dict.fromkeys(k for c in got.values() for k in c):
             row = {"target": target, "unit": unit, "class": cls}
-            row |= {form: f"{c.get(cls, 0):.1f}" for form, c in got.items()}
-            if any(float(v) != 0 for k, v in row.items() if k not in ("target", "unit", "class")):
+            # fewer at the larger T (unrolled code folding its addresses): a decrease, not a count per step
+            row |= {
+                f: f"{c.get(cls, 0):.1f}"
+                if c.get(cls, 0) >= 0
+                else f"fewer at the larger T ({-c[cls]:.1f} less per extra step)"
+                for f, c in got.items()
+            }
+            if any(v not in ("0.0", "-0.0") for k, v in row.items() if k not in ("target", "unit", "class")):
                 rows.append(row)
     return pd.DataFrame(rows).fillna("—")
 
@@ -166,6 +172,8 @@ def sections(results: Results) -> list[str]:
         ("**Measured ms per call** (this device, median [IQR], interleaved):", stats),
     ]
     out = [line for title, table in tables if len(table) for line in (title, "", md.table(table), "")]
+    at = next((i + 4 for i, line in enumerate(out) if line.startswith("**Lowers")), None)
+    out[at:at] = absent_note(results.points) if at is not None else []
     if results.not_present:
         out += [
             "**Not compiled here:** " + "; ".join(f"{t}: {r}" for t, r in results.not_present.items()),

@@ -9,6 +9,7 @@ not lower or compile is a result with its error, never raised.
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +26,13 @@ TARGETS = {
     "mosaic_tpu v5e": ("mosaic_tpu", "v5e", "VLIW bundles (cycles)"),
 }
 OK, NO_LOWER, FAILED, NOT_PRESENT = "ok", "does not lower", "failed", "not present here"
-NOT_REACHED = "not reached"  # past the kernel's time budget
+NOT_REACHED, EXCEEDS = "not reached", "exceeds "  # past the kernel's time budget; a compiler's limit
+#: a compiler's own words for a resource it ran out of (Triton, ptxas, Mosaic TPU)
+LIMITS = (
+    r"out of resource: (?P<what>[\w ]+), Required: (?P<need>\d+), Hardware limit: (?P<limit>\d+)",
+    r"uses too much (?P<what>shared data) \((?P<need>\w+) bytes, (?P<limit>\w+) max",
+    r"Ran out of memory in memory space (?P<what>\w+)\. Used (?P<need>\S+) of (?P<limit>\S+)",
+)
 # A pallas_call without compiler parameters lowers through Triton on a CUDA platform: only a
 # factory that builds per compiler can be asked for a Mosaic GPU kernel.
 NOT_FOR_MOSAIC_GPU = "not written for Mosaic GPU (the factory takes no compiler= keyword)"
@@ -64,11 +71,20 @@ def lowers(kernel: Kernel, form: str, T: int, compiler: str) -> dict[str, Any]:
     return dict(status=OK, error="")
 
 
-WHY = {
-    "triton": "a pallas_call without plgpu.CompilerParams() lowers through Triton on CUDA",
-    "mosaic_gpu": "the factory built a Mosaic GPU kernel",
-    "mosaic_tpu": "the factory built a Mosaic TPU kernel",
-}
+WHY = {"triton": "a pallas_call without plgpu.CompilerParams() lowers through Triton on CUDA"}
+WHY |= {c: f"the factory built a {c} kernel" for c in ("mosaic_gpu", "mosaic_tpu")}
+
+
+def failure(compiler: str, err: BaseException | str) -> dict[str, Any]:
+    """A point that did not compile: "exceeds <compiler>'s <resource> limit" with the compiler's numbers
+    when its message says so, else "does not lower" (a NotImplementedError) or "failed"."""
+    text = err if isinstance(err, str) else f"{type(err).__name__}: {error_text(err)}"
+    for m in filter(None, (re.search(p, text) for p in LIMITS)):
+        return dict(
+            status=f"{EXCEEDS}{compiler}'s {m['what']} limit (needs {m['need']}, limit {m['limit']})",
+            error=text,
+        )
+    return dict(status=NO_LOWER if isinstance(err, NotImplementedError) else FAILED, error=text)
 
 
 def compile_point(kernel: Kernel, form: str, T: int, target: str) -> dict[str, Any]:
@@ -80,8 +96,7 @@ def compile_point(kernel: Kernel, form: str, T: int, target: str) -> dict[str, A
         steps, programs = traced(fn, args)
         row = _triton(fn, args, arch) if compiler == "triton" else _tpu(kernel, form, T, arch, programs)
     except Exception as err:  # noqa: BLE001 - a point that fails is a result
-        kind = NO_LOWER if isinstance(err, NotImplementedError) else FAILED
-        return dict(status=kind, error=f"{type(err).__name__}: {error_text(err)}")
+        return failure(compiler, err)
     return row | dict(steps=steps, programs=programs if row.get("programs") is None else row["programs"])
 
 
@@ -118,7 +133,11 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
 
     result = tpu_compile.compile_for(lambda: kernel.build(form, T, compiler="mosaic_tpu"), generation)
     if not result.ok:
-        return dict(status=NO_LOWER if result.refused else FAILED, error=str(result.error))
+        return (
+            dict(status=NO_LOWER, error=str(result.error))
+            if result.refused
+            else failure("mosaic_tpu", str(result.error))
+        )
     work, slots = None, None
     if result.schedules and programs:
         try:

@@ -18,6 +18,7 @@ from .toolchain import DEFAULT_TARGET, TritonUnavailableError, check_target, req
 
 # The stages of triton.compile for a Triton-language kernel, in order.
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
+SHARED_LIMIT = {86: 101376, 90: 232448}  # bytes of opt-in shared memory per block, per capability
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ def compile_ttir(
     from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget, Language
     from triton.compiler.compiler import make_backend
+    from triton.runtime.errors import OutOfResources
 
     gpu = GPUTarget("cuda", capability, 32)
     backend = make_backend(gpu)
@@ -69,4 +71,6 @@ def compile_ttir(
         start = time.perf_counter()
         module = run(module, metadata)
         stage_ms[stage] = (time.perf_counter() - start) * 1e3
+    if metadata.get("shared", 0) > SHARED_LIMIT[capability]:  # what the driver refuses at load
+        raise OutOfResources(metadata["shared"], SHARED_LIMIT[capability], "shared memory")
     return CompileResult(stage_ms=stage_ms, sass=disassemble(module))

@@ -1,0 +1,73 @@
+"""The loops report says what happened: a compiler's resource limit apart from a crash, a class that
+shrinks between two T as a decrease (never a negative count per step), "not present here" said once."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from jaxperf.loops import engine, report_kernel
+from jaxperf.loops import targets as tg
+
+
+def _results(points: pd.DataFrame) -> engine.Results:
+    empty = pd.DataFrame(columns=["kernel", "form", "T", "against", "same_result", "difference", "error"])
+    return engine.Results("k", empty, points, pd.DataFrame(columns=["form", "T", "ms_per_call"]), {})
+
+
+def test_a_resource_limit_is_not_a_crash():
+    triton = (
+        "OutOfResources: out of resource: shared memory, Required: 524288, Hardware limit: 232448. Reducing"
+    )
+    got = tg.failure("triton", triton)
+    assert got["status"] == "exceeds triton's shared memory limit (needs 524288, limit 232448)"
+    tpu = "Mosaic failed: RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem. Used 40.50M of 16.00M vmem."
+    assert (
+        tg.failure("mosaic_tpu", tpu)["status"]
+        == "exceeds mosaic_tpu's vmem limit (needs 40.50M, limit 16.00M)"
+    )
+    assert tg.failure("triton", RuntimeError("ptxas crashed"))["status"] == tg.FAILED
+    assert tg.failure("triton", NotImplementedError("scan"))["status"] == tg.NO_LOWER
+    row = dict(kernel="k", target="triton sm_90", unit="u", form="fori", T=256, compile_ms=None) | got
+    table = engine.lowering_table(pd.DataFrame([row]))
+    assert table.loc[0, "triton"] == got["status"]  # its numbers, without the compiler's long text
+    note = engine.per_step(pd.DataFrame([row, row | dict(T=512)])).note[0]
+    assert "exceeds triton's shared memory limit" in note
+
+
+def test_a_class_that_shrinks_is_a_decrease_not_a_negative_count():
+    # the two-pass layernorm on triton sm_90: fori fully unrolled at both T, integer/address 36 -> 19
+    rows = []
+    for form, T, steps, work, integer in [
+        ("python", 512, 12, 418, 45),
+        ("python", 1024, 24, 806, 73),
+        ("fori", 512, 12, 425, 36),
+        ("fori", 1024, 24, 752, 19),
+    ]:
+        classes = {"memory": work - integer - 10, "integer/address": integer, "float ALU": 10}
+        rows.append(
+            dict(kernel="k", target="triton sm_90", unit="SASS instructions per warp", form=form, T=T)
+            | dict(status=tg.OK, compile_ms=1.0, work_per_program=work, steps=steps, loops_in_code=0)
+            | dict(programs=1, classes=classes, error="")
+        )
+    table = report_kernel.class_table(_results(pd.DataFrame(rows))).set_index("class")
+    assert table.loc["integer/address", "python"] == "2.3"
+    cell = table.loc["integer/address", "fori"]
+    assert cell.startswith("fewer at the larger T") and "1.4 less per extra step" in cell
+    assert not any(str(v).startswith("-") for v in table[["python", "fori"]].to_numpy().ravel())
+
+
+def test_not_present_is_said_once_under_the_lowers_table():
+    why = "exported as a triton custom call, not mosaic_gpu (a pallas_call ...)"
+    rows = [
+        dict(kernel="k", target=t, unit="u", form=f, T=T, status=s, error=e, compile_ms=None)
+        for f in ("python", "fori")
+        for T in (128, 256)
+        for t, s, e in [("triton sm_90", tg.OK, ""), ("mosaic_gpu sm_90a", tg.NOT_PRESENT, why)]
+    ]
+    text = "\n".join(report_kernel.sections(_results(pd.DataFrame(rows))))
+    lines = text.splitlines()
+    assert text.count(why) == 1
+    rows_ = [line for line in lines if line.startswith("| fori") or line.startswith("| python")]
+    assert len(rows_) == 4 and all(line.endswith("| lowers | not present here |") for line in rows_)
+    at = lines.index(next(line for line in lines if why in line))
+    assert lines[at - 1] == "" and lines[at - 2].startswith("| fori | 256")
