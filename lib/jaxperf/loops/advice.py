@@ -111,11 +111,8 @@ def lines(rows: Sequence[dict[str, Any]]) -> list[str]:
             + f" ({r['judged']})"
             for r in mine
         ]
-        head = (
-            f"- **{backend}** ({mine[0]['measure']}, T={mine[0]['T']}; `fori_loop` "
-            + ("n/a" if fori is None else f"{fori:.2f}×")
-            + "): "
-        )
+        ratio = "n/a" if fori is None else f"{fori:.2f}×"
+        head = f"- **{backend}** ({mine[0]['measure']}, T={mine[0]['T']}; `fori_loop` {ratio}): "
         out.append(head + ", ".join(cells) + ".")
     return out
 

@@ -57,10 +57,9 @@ def reproduced(rows: list[dict[str, Any]], goals: dict[str, Any], quick: bool) -
     if interp:
         parts.append(f"the Pallas interpreter (its own timings) {_pair(interp)} at T={interp['T']}")
     tail = "" if device else f"; {NO_DEVICE}"
+    where = "; ".join(parts)
     return (
-        "- **Reproduced where** (fori_loop ÷ Python loop, ms per call, per pair): "
-        + "; ".join(parts)
-        + f"; {REPORTER}{tail}."
+        f"- **Reproduced where** (fori_loop ÷ Python loop, ms per call, per pair): {where}; {REPORTER}{tail}."
     )
 
 
@@ -69,13 +68,8 @@ def why(per_step: pd.DataFrame, xla_line: str) -> str:
     the classes of the compiled code where fori_loop's extra work lies (:func:`verdict.per_target`)."""
     rows = verdict.static(per_step[per_step.kernel == "seed"]) if len(per_step) else pd.DataFrame()
     lines = verdict.per_target(rows) if len(rows) else []
-    static = (
-        "per loop step, fori_loop against the Python loop (static counts, compiled on a CPU): "
-        + " ".join(lines)
-        + " "
-        if lines
-        else ""
-    )
+    static = "per loop step, fori_loop against the Python loop (static counts, compiled on a CPU): "
+    static = f"{static}{' '.join(lines)} " if lines else ""
     return (
         "- **Why, per compiler** (the reporter's kernel; every element of its `[128, D]` carry receives the "
         f"same scalar additions, which an unrolled loop can fold): {static}XLA:CPU: {xla_line.split(': ', 1)[-1]}"
@@ -86,11 +80,9 @@ def instead(rows: list[dict[str, Any]]) -> str:
     best = advice.best(rows)
     if not best:
         return "- **What to write instead:** not measured (no candidate form ran)."
-    return (
-        "- **What to write instead** (the reporter's kernel, per backend, only where the data shows it): "
-        + "; ".join(f"{b}: {t}" for b, t in best.items())
-        + f". What would settle the static ones: {advice.SETTLE}."
-    )
+    per = "; ".join(f"{b}: {t}" for b, t in best.items())
+    head = "- **What to write instead** (the reporter's kernel, per backend, only where the data shows it)"
+    return f"{head}: {per}. What would settle the static ones: {advice.SETTLE}."
 
 
 def compile_bullet(facts: list[dict[str, Any]], flags: list[dict[str, Any]]) -> str:
@@ -130,9 +122,8 @@ def issue_text(
 ) -> str:
     """At most ten lines for jax#20909, rendered from the results."""
     xla, harness = _seed(rows, "xla"), _seed(rows, "xla_harness")
-    per_step = (
-        verdict.static(fix.per_step()[fix.per_step().kernel == "seed"]) if fix is not None else pd.DataFrame()
-    )
+    steps = fix.per_step() if fix is not None else None
+    per_step = verdict.static(steps[steps.kernel == "seed"]) if steps is not None else pd.DataFrame()
     mech = " ".join(verdict.per_target(per_step)) if len(per_step) else "not read."
     lines = [
         "Re #20909, from a study on jax 0.12 (no GPU was available: the GPU numbers are static counts of compiled code, not times):",

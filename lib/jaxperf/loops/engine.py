@@ -123,11 +123,8 @@ def compile_results(
             for form in forms:
                 guess = _predicted_s(took.get((target, form)), T)
                 if clock.spent() or guess > clock.left():
-                    why = (
-                        ""
-                        if clock.spent()
-                        else f"predicted {guess:.0f} s, {clock.left():.0f} s of the budget left"
-                    )
+                    why = f"predicted {guess:.0f} s, {clock.left():.0f} s of the budget left"
+                    why = "" if clock.spent() else why
                     rows.append(base | dict(form=form, status=tg.NOT_REACHED, error=why))
                     clock.say(f"{target}, {form}, T={T}: not reached {why}")
                     continue
@@ -260,16 +257,11 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
         pair = _pair(ok, _shared_pairs(pts, kernel, target)) if ok["T"].nunique() >= 2 else None
         if pair is None:
             reached = ", ".join(f"T={int(r['T'])}: {_why(r)}" for _, r in group.sort_values("T").iterrows())
-            note = (
-                "loop structure differs at every pair of T ("
-                + ", ".join(f"T={int(r['T'])}: {_plural(_loops(r))}" for _, r in ok.iterrows())
-                + ")"
-                if ok["T"].nunique() >= 2
-                else f"no two T with a count ({reached})"
-            )
-            rows.append(
-                base | dict(T1=None, T2=None, per_step=None, vs_python_at_T2=None, classes=None, note=note)
-            )
+            loops = ", ".join(f"T={int(r['T'])}: {_plural(_loops(r))}" for _, r in ok.iterrows())
+            note = f"loop structure differs at every pair of T ({loops})"
+            note = note if ok["T"].nunique() >= 2 else f"no two T with a count ({reached})"
+            rows.append(base | dict.fromkeys(["T1", "T2", "per_step", "vs_python_at_T2", "classes"]))
+            rows[-1]["note"] = note
             continue
         low, high = pair
         extra = float(high.steps - low.steps)

@@ -47,16 +47,11 @@ def verdict_line(results: Results) -> str:
     if rows.empty:
         return f"`{results.kernel}`: no compiler here read two T of both the Python loop and fori_loop, so its loop work is not known."
     v = verdict.verdicts(rows)[results.kernel]["verdict"]
-    head = (
-        f"`{results.kernel}`: its loop work was not read here."
-        if v == "not read"
-        else f"`{results.kernel}` **{v}** for `fori_loop`"
-        + (
-            " (the targets disagree; each is judged on its own numbers):"
-            if v == "depends on the target"
-            else ":"
-        )
+    split = (
+        " (the targets disagree; each is judged on its own numbers):" if v == "depends on the target" else ":"
     )
+    head = f"`{results.kernel}` **{v}** for `fori_loop`{split}"
+    head = f"`{results.kernel}`: its loop work was not read here." if v == "not read" else head
     bullets = [f"- {line}" for line in verdict.per_target(rows)]
     tips = advice(results)
     return "\n".join([head, *bullets, *(["", "**Which form to write**, per target:", *tips] if tips else [])])
@@ -88,11 +83,8 @@ def _pivot(points: pd.DataFrame, value: str, digits: str) -> pd.DataFrame:
     if ok.empty or value not in ok:
         return pd.DataFrame()
     table = ok.pivot_table(index=["form", "T"], columns="target", values=value, sort=False)
-    return (
-        table.map(lambda x: digits.format(x) if pd.notna(x) else "n/a")
-        .reset_index()
-        .rename_axis(columns=None)
-    )
+    cells = table.map(lambda x: digits.format(x) if pd.notna(x) else "n/a")
+    return cells.reset_index().rename_axis(columns=None)
 
 
 def per_step_table(results: Results) -> pd.DataFrame:
@@ -141,13 +133,8 @@ def sections(results: Results) -> list[str]:
     checks, timings = results.checks, results.timings
     against = "your reference" if "your reference" in set(checks.get("against", [])) else "`fori_loop`"
     Ts = ", ".join(str(t) for t in sorted(set(checks["T"]))) if len(checks) else ""
-    stats = (
-        timings.groupby(["form", "T"], sort=False)["ms_per_call"]
-        .apply(lambda s: md.fmt_stat(timing.iqr_stats(s), 3))
-        .reset_index()
-        if len(timings)
-        else timings
-    )
+    by = timings.groupby(["form", "T"], sort=False)["ms_per_call"]
+    stats = by.apply(lambda s: md.fmt_stat(timing.iqr_stats(s), 3)).reset_index() if len(timings) else timings
     tables = [
         (
             f"**Same result as {against}** (Pallas interpreter, T={Ts}; largest difference over the largest value):",

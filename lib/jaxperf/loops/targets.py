@@ -27,8 +27,7 @@ TARGETS = {
 }
 OK, NO_LOWER, FAILED, NOT_PRESENT = "ok", "does not lower", "failed", "not present here"
 NOT_REACHED, EXCEEDS = "not reached", "exceeds "  # past the kernel's time budget; a compiler's limit
-#: a compiler's own words for a resource it ran out of (Triton, ptxas, Mosaic TPU)
-LIMITS = (
+LIMITS = (  # a compiler's own words for a resource it ran out of (Triton, ptxas, Mosaic TPU)
     r"out of resource: (?P<what>[\w ]+), Required: (?P<need>\d+), Hardware limit: (?P<limit>\d+)",
     r"uses too much (?P<what>shared data) \((?P<need>\w+) bytes, (?P<limit>\w+) max",
     r"Ran out of memory in memory space (?P<what>\w+)\. Used (?P<need>\S+) of (?P<limit>\S+)",
@@ -80,10 +79,8 @@ def failure(compiler: str, err: BaseException | str) -> dict[str, Any]:
     when its message says so, else "does not lower" (a NotImplementedError) or "failed"."""
     text = err if isinstance(err, str) else f"{type(err).__name__}: {error_text(err)}"
     for m in filter(None, (re.search(p, text) for p in LIMITS)):
-        return dict(
-            status=f"{EXCEEDS}{compiler}'s {m['what']} limit (needs {m['need']}, limit {m['limit']})",
-            error=text,
-        )
+        limit = f"{compiler}'s {m['what']} limit (needs {m['need']}, limit {m['limit']})"
+        return dict(status=EXCEEDS + limit, error=text)
     return dict(status=NO_LOWER if isinstance(err, NotImplementedError) else FAILED, error=text)
 
 
@@ -133,11 +130,7 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
 
     result = tpu_compile.compile_for(lambda: kernel.build(form, T, compiler="mosaic_tpu"), generation)
     if not result.ok:
-        return (
-            dict(status=NO_LOWER, error=str(result.error))
-            if result.refused
-            else failure("mosaic_tpu", str(result.error))
-        )
+        return failure("mosaic_tpu", str(result.error)) | (dict(status=NO_LOWER) if result.refused else {})
     work, slots = None, None
     if result.schedules and programs:
         try:

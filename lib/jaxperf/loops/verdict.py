@@ -61,9 +61,8 @@ def cause(python: Any, fori: Any, *, unit: str, share: float = 0.8) -> str:
     diff = {k: float(fori.get(k) or 0) - float(python.get(k) or 0) for k in dict.fromkeys([*fori, *python])}
     total = sum(diff.values())
     if abs(total) < 0.5:
-        return (
-            f"The same {unit} per step, class by class." if all(abs(d) < 0.5 for d in diff.values()) else ""
-        )
+        flat = all(abs(d) < 0.5 for d in diff.values())
+        return f"The same {unit} per step, class by class." if flat else ""
     sign = 1 if total > 0 else -1
     parts, covered = [], 0.0
     for k, d in sorted(diff.items(), key=lambda kv: -sign * kv[1]):
