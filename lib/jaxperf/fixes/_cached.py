@@ -84,7 +84,8 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
             part_leaves, treedef = _flatten(part)  # jax.tree_util.tree_flatten without its frame
             leaves += part_leaves
             treedefs.append(treedef)
-            lists = next((held for d, held in shapes if d == treedef), None) if shapes else None
+            nodes = shapes and treedef.num_nodes > 1  # a leaf or an empty container: not worth it
+            lists = next((h for d, h in shapes if d == treedef), None) if nodes else None
             if lists is not None:
                 _remember(part, part_leaves, treedef, lists)
     types = tuple(map(type, leaves))
@@ -140,8 +141,7 @@ def _unchanged(lists: tuple) -> bool:
 
 
 def _forget(key: int, ref: weakref.ref) -> None:
-    known = _KNOWN.get(key)
-    if known is not None and known[0] is ref:
+    if (known := _KNOWN.get(key)) is not None and known[0] is ref:
         del _KNOWN[key]
 
 
@@ -207,7 +207,7 @@ def _remember(part: Any, leaves: list, treedef: Any, lists: tuple) -> None:
     except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
         return
     nodes = (functools.reduce(lambda node, get: get(node), path, part) for path in lists)
-    _KNOWN[id(part)] = (ref, leaves, treedef, tuple((node, tuple(node)) for node in nodes))
+    _KNOWN[id(part)] = (ref, leaves, treedef, tuple((node, tuple(node)) for node in nodes) if lists else ())
 
 
 jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
