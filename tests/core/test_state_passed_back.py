@@ -103,3 +103,25 @@ def test_a_kept_output_is_forgotten_when_it_dies():
     del state
     gc.collect()
     assert key not in _cached._KNOWN
+
+
+def test_jit_keeps_the_leaves_of_a_state_of_its_output_s_structure_it_did_not_return(flattened):
+    ours = cached_filter_jit(step)
+    x = jnp.ones(2)
+    ours(Counted(jnp.arange(2.0), 0.5), x)  # the trace: its output's structure is learnt
+    state = Counted(jnp.arange(3.0, 5.0), 0.5)
+    ours(state, x)
+    flattened.clear()
+    assert_same(ours(state, x), eqx.filter_jit(step)(state, x))
+    assert not flattened  # passed in again unchanged: its leaves were kept at the first call
+
+
+def test_jit_sees_a_change_in_place_to_a_list_of_a_state_it_kept():
+    theirs, ours = eqx.filter_jit(with_items), cached_filter_jit(with_items)
+    x = jnp.ones(2)
+    ours(Holder([x, 1.0]), x)
+    holder = Holder([x, 1.0])
+    ours(holder, x)  # kept, with its list's items
+    holder.items[1] = 2.0
+    holder.items[0] = x * 3
+    assert_same(theirs(holder, x), ours(holder, x))

@@ -67,11 +67,12 @@ def _plan(
     return plan
 
 
-def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tuple[tuple, list, tuple]:
+def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = None) -> tuple:
     """(cache key, array leaves, (leaves, array flags)) of ``tree``, whose item ``at`` holds the
     call's arguments (``kinds``: what counts as an array). The key is ``(treedefs, leaf types,
     non-array leaves, array avals, trace context)``: all a trace can observe, ``1``, ``1.0``
-    and ``True`` apart, a float's sign too. An argument a drop-in returned is not flattened again."""
+    and ``True`` apart, a float's sign too. An argument a drop-in returned is not flattened again,
+    nor one of an output's structure (``shapes``: its (treedef, lists)) passed in again."""
     leaves: list[Any] = []
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
@@ -83,6 +84,10 @@ def split(tree: tuple, kinds: tuple[type, ...] = ARRAY_TYPES, at: int = 0) -> tu
             part_leaves, treedef = _flatten(part)  # jax.tree_util.tree_flatten without its frame
             leaves += part_leaves
             treedefs.append(treedef)
+            nodes = shapes and treedef.num_nodes > 1  # a leaf or an empty container: not worth it
+            lists = next((h for d, h in shapes if d == treedef), None) if nodes else None
+            if lists is not None:
+                _remember(part, part_leaves, treedef, lists)
     types = tuple(map(type, leaves))
     flags, others, floats = _PLANS.get((kinds, types)) or _plan(kinds, types)
     dynamic = list(itertools.compress(leaves, flags))
@@ -136,8 +141,7 @@ def _unchanged(lists: tuple) -> bool:
 
 
 def _forget(key: int, ref: weakref.ref) -> None:
-    known = _KNOWN.get(key)
-    if known is not None and known[0] is ref:
+    if (known := _KNOWN.get(key)) is not None and known[0] is ref:
         del _KNOWN[key]
 
 
@@ -149,12 +153,7 @@ def marked(parts: tuple) -> list[Any]:
 
 def same_structure(key: tuple, other: tuple) -> bool:
     """Whether two keys agree on all but their arrays' types (JAX's compiled call checks those)."""
-    return (
-        key[0] == other[0]
-        and key[2] == other[2]
-        and tuple(map(type, key[2])) == tuple(map(type, other[2]))
-        and key[4] == other[4]
-    )
+    return key[0::2] == other[0::2] and tuple(map(type, key[2])) == tuple(map(type, other[2]))
 
 
 def array_types(leaves: Sequence[Any]) -> list[tuple]:
@@ -195,21 +194,20 @@ class Record:
         """The outputs, each immutable part's leaves kept beside it for :func:`split`."""
         out = self.treedef.unflatten(arrays)
         for at, start, stop, statics, index, treedef, lists in self.known:
-            part = out if at is None else out[at]
-            try:
-                ref = weakref.ref(part, functools.partial(_forget, id(part)))
-            except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
-                continue
             dynamic = arrays[start:stop]
             leaves = list(map((statics + dynamic).__getitem__, index)) if statics else list(dynamic)
-            held = []
-            for path in lists:
-                node = part
-                for get in path:
-                    node = get(node)
-                held.append((node, tuple(node)))
-            _KNOWN[id(part)] = (ref, leaves, treedef, tuple(held))
+            _remember(out if at is None else out[at], leaves, treedef, lists)
         return out
+
+
+def _remember(part: Any, leaves: list, treedef: Any, lists: tuple) -> None:
+    """Keep ``part``'s leaves beside it (weakly) for :func:`split`, with the items of its lists."""
+    try:
+        ref = weakref.ref(part, functools.partial(_forget, id(part)))
+    except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
+        return
+    nodes = (functools.reduce(lambda node, get: get(node), path, part) for path in lists)
+    _KNOWN[id(part)] = (ref, leaves, treedef, tuple((node, tuple(node)) for node in nodes) if lists else ())
 
 
 jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)

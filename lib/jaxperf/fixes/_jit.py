@@ -88,6 +88,7 @@ class JitPaths(Paths):
         # weak references to first outputs whose computation may still fail (nothing kept alive)
         self.pending: collections.deque[weakref.ref] = collections.deque()
         self.last: Callable[[], Any] = lambda: None  # the last output on XLA:CPU, weakly
+        self.shapes: list[tuple] = []  # (treedef, lists) of each output part split() can remember
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         if not kwargs:
@@ -97,7 +98,7 @@ class JitPaths(Paths):
 
     def lookup(self, arrays: tuple, args: tuple, kwargs: dict, kinds: tuple = ARRAY_TYPES) -> tuple:
         """(key, entry, array leaves) of a bound call (``kinds``: arrays); a miss builds the entry."""
-        key, dynamic, parts = split((args, kwargs, arrays), kinds)
+        key, dynamic, parts = split((args, kwargs, arrays), kinds, shapes=self.shapes)
         entry = self.get(key)
         if entry is None:
             self.signature.bind(*args, **kwargs)  # a bad call: Equinox's TypeError, from the same bind
@@ -108,8 +109,7 @@ class JitPaths(Paths):
     def call(self, arrays: tuple, args: tuple, kwargs: dict, jit_id: bytes) -> Any:
         if self.pending:
             self._check_finished(jit_id)
-        if kwargs:
-            args, kwargs = self.bind(args, kwargs)
+        args, kwargs = self.bind(args, kwargs) if kwargs else (args, kwargs)
         _, entry, dynamic = self.lookup(arrays, args, kwargs)
         _RUNNING.add(jit_id)  # a set's add and discard need no lock
         try:
@@ -124,6 +124,7 @@ class JitPaths(Paths):
             # fails a check inside the call: there the last output is enough for wait().
             if entry.asynchronous is None:
                 entry.asynchronous = any(device.platform != "cpu" for device in out[0].devices())
+                self.shapes += [(k[5], k[6]) for k in rec.known if all(k[5] != d for d, _ in self.shapes)]
             if entry.asynchronous:
                 self.pending.append(weakref.ref(out[0]))  # a deque's append needs no lock
             else:
