@@ -11,10 +11,8 @@ Three measurements per call, named after what they hold:
 - ``loop_it_per_s``: that same loop with its final block counted, i.e. the
   rate of a training loop that lets dispatch run ahead of execution.
 
-Variants are compared interleaved: each repeat runs every variant once, in an
-order rotated from one repeat to the next, so that drift on a noisy machine
-hits all of them alike. Ratios are taken per pair (same repeat), then summarised
-by their median and interquartile range.
+Variants are compared interleaved (each repeat runs every variant once, in an order rotated
+between repeats, so drift hits all alike); ratios are taken per pair (same repeat).
 
 How many repeats: a fixed count, or precision-driven (``TimingConfig.precision``): rounds
 continue until each ratio a stated answer reads has an interquartile range within the
