@@ -174,3 +174,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item, unit in units.items():
         total[unit] = total.get(unit, 0.0) + _cost(item)
     items.sort(key=lambda item: -total[units[item]])
+
+
+@pytest.fixture(autouse=True)
+def _rerun_inflation_unset(monkeypatch):
+    """Every test starts with rerun ranges unwidened: ``jaxperf.study.start`` sets the committed
+    calibration process-wide, and a test run in the same worker afterwards must not see it."""
+    from jaxperf import timing
+
+    monkeypatch.setattr(timing, "_INFLATION", [1.0])
