@@ -180,6 +180,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _rerun_inflation_unset(monkeypatch):
     """Every test starts with rerun ranges unwidened: ``jaxperf.study.start`` sets the committed
     calibration process-wide, and a test run in the same worker afterwards must not see it."""
-    from jaxperf import timing
+    from jaxperf import reruns
 
-    monkeypatch.setattr(timing, "_INFLATION", [1.0])
+    monkeypatch.setattr(reruns, "_INFLATION", [1.0])

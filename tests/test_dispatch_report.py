@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jaxperf import timing
+from jaxperf import reruns
 from jaxperf.dispatch import per_leaf, report
 
 ROUNDS = 6
@@ -290,7 +290,7 @@ def test_the_seeds_leaves_come_from_the_transformers_slope_when_there_is_one():
 
 def test_a_number_measured_in_three_processes_is_their_median_with_its_range():
     """Issue 39 item 1: each quoted number is the median of per-process medians with the range a
-    rerun's median is expected in (timing.rerun_range);
+    rerun's median is expected in (reruns.rerun_range);
     processes on both sides of 1 leave a case not resolved, however tight each one is."""
     runs = []
     for process, fix_ms in enumerate((0.9, 0.92, 1.1)):  # two processes faster, one slower
@@ -299,7 +299,7 @@ def test_a_number_measured_in_three_processes_is_their_median_with_its_range():
     timings = pd.concat(runs, ignore_index=True)
     r = per_leaf.ranges(timings, "cached_filter_pmap", "pmap_params", "loop_it_per_s", 0.05)
     cell = r["cells"].iloc[0]
-    assert (cell["lo"], cell["hi"]) == pytest.approx(timing.rerun_range([1 / 0.9, 1 / 0.92, 1 / 1.1]))
+    assert (cell["lo"], cell["hi"]) == pytest.approx(reruns.rerun_range([1 / 0.9, 1 / 0.92, 1 / 1.1]))
     assert cell["median"] == pytest.approx(1 / 0.92) and r["counts"]["not resolved"] == 3
     ratio = per_leaf.host_ratio(timings, "filter_pmap", {"step": "noop"})
     assert all(c["n"] == 3 and c["resolved"] for c in ratio)

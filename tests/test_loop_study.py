@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf import pages, plots, timing
+from jaxperf import pages, plots, reruns
 from jaxperf.jax20909 import compile_facts, figures, report, runs, sweep, vocab
 from jaxperf.jax20909.settings import LoopSettings
 from jaxperf.loops import analysis
@@ -535,7 +535,7 @@ def test_process_ranges_say_not_resolved_when_the_range_holds_1():
     timings = pd.concat([t for _, t in frames], ignore_index=True)
     ranges = runs.process_ranges(variants, timings, pd.DataFrame())
     row = ranges[ranges.variant == "fori u=1"].iloc[0]
-    lo, hi = timing.rerun_range([1.5, 0.9, 1.2])
+    lo, hi = reruns.rerun_range([1.5, 0.9, 1.2])
     assert (row["median"], row["lo"], row["hi"], row["n"]) == pytest.approx((1.2, lo, hi, 3))
     assert lo < 0.9 and hi > 1.5
     assert not row["resolved"] and "python" not in set(ranges.variant)

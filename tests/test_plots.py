@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from jaxperf import plots, timing
+from jaxperf import plots, reruns
 
 PROV = {"backend": "cpu", "device_count": 8, "device_kind": "cpu", "packages": {}, "git": {"commit": "abc"}}
 
@@ -96,7 +96,7 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
     assert set(stats["over"]) == {"quartiles"}
     repeats = data.assign(process=[0, 1, 2, 0, 1, 2])  # one value per process: a rerun's range
     stats = plots.median_iqr_lines(ax, repeats, "T", "ms", "variant")
-    expected = [*timing.rerun_range([1, 2, 3]), *timing.rerun_range([10, 20, 30])]
+    expected = [*reruns.rerun_range([1, 2, 3]), *reruns.rerun_range([10, 20, 30])]
     assert stats[["lo", "hi"]].values.ravel().tolist() == pytest.approx(expected)
     assert stats["lo"].iloc[0] < 1.0 and stats["hi"].iloc[1] > 30.0
     assert ax.get_xscale() == "log"

@@ -311,18 +311,18 @@ def test_render_reads_the_committed_records_and_never_measures(root, monkeypatch
 def test_start_widens_rerun_ranges_by_the_committed_calibration(root, tmp_path, monkeypatch):
     """The committed rerun calibration (results/<backend>/rerun_calibration.json) sets the
     factor every rerun range is widened by; it is recorded, and a missing or bad file says so."""
-    from jaxperf import paths, timing
+    from jaxperf import paths, reruns
 
-    monkeypatch.setattr(timing, "_INFLATION", [1.0])
+    monkeypatch.setattr(reruns, "_INFLATION", [1.0])
     project = tmp_path / "project"
     monkeypatch.setattr(paths, "PROJECT_ROOT", project)
     study = jaxperf.study.start("demo", DemoSettings(backend="cpu"))
-    assert study.provenance["rerun_inflation"] == 1.0 and timing.rerun_inflation() == 1.0
+    assert study.provenance["rerun_inflation"] == 1.0 and reruns.rerun_inflation() == 1.0
     calibration = project / "results" / "cpu" / jaxperf.study.CALIBRATION
     calibration.parent.mkdir(parents=True)
     calibration.write_text(json.dumps({"inflation": 2.5}))
     study = jaxperf.study.start("demo", DemoSettings(backend="cpu"))
-    assert study.provenance["rerun_inflation"] == 2.5 and timing.rerun_inflation() == 2.5
+    assert study.provenance["rerun_inflation"] == 2.5 and reruns.rerun_inflation() == 2.5
     calibration.write_text(json.dumps({"inflation": 0.5}))
     with pytest.raises(ValueError, match="inflation"):
         jaxperf.study.start("demo", DemoSettings(backend="cpu"))

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jaxperf import timing
+from jaxperf import reruns, timing
 
 
 class FakeClock:
@@ -212,26 +212,26 @@ def test_relative_iqr():
 
 def test_spread_states_repeats_in_processes_by_the_range_a_rerun_is_expected_in():
     df = pd.DataFrame({"g": ["a"] * 6, "v": [1.0, 3.0, 10.0, 10.0, 4.0, 6.0], "process": [0, 0, 1, 1, 2, 2]})
-    (row,) = timing.spread(df, "v", ["g"]).to_dict(orient="records")
+    (row,) = reruns.spread(df, "v", ["g"]).to_dict(orient="records")
     # per-process medians 2, 10, 5: on the log scale mean 1.535, sd 0.807, t(2) 4.303, sqrt(2/3)
     half = 4.302653 * np.log([2.0, 10.0, 5.0]).std(ddof=1) * np.sqrt(2 / 3)
     centre = np.log([2.0, 10.0, 5.0]).mean()
     assert row["median"] == 5.0 and row["n"] == 3 and row["over"] == "processes"
     assert row["lo"] == pytest.approx(np.exp(centre - half), rel=1e-5) and row["lo"] < 2.0
     assert row["hi"] == pytest.approx(np.exp(centre + half), rel=1e-5) and row["hi"] > 10.0
-    plain = timing.spread(df.drop(columns="process"), "v")  # one process: median and IQR
+    plain = reruns.spread(df.drop(columns="process"), "v")  # one process: median and IQR
     assert plain.iloc[0][["median", "lo", "hi", "n", "over"]].tolist() == [5.0, 3.25, 9.0, 6, "quartiles"]
     with pytest.raises(ValueError, match="by='h'"):
-        timing.spread(df, "v", ["h"])
+        reruns.spread(df, "v", ["h"])
     with pytest.raises(ValueError, match="process"):
-        timing.spread_of([1.0, 2.0], process=[0])
+        reruns.spread_of([1.0, 2.0], process=[0])
 
 
 def test_rerun_range_holds_a_rerun_about_95_percent_where_min_max_holds_60(monkeypatch):
-    monkeypatch.setattr(timing, "_INFLATION", [1.0])  # processes alike: no calibration
+    monkeypatch.setattr(reruns, "_INFLATION", [1.0])  # processes alike: no calibration
     rng = np.random.default_rng(0)
     old, new = np.exp(rng.normal(0, 0.1, (4000, 3))), np.exp(rng.normal(0, 0.1, (4000, 3)))
-    ranges = np.array([timing.rerun_range(row) for row in old])
+    ranges = np.array([reruns.rerun_range(row) for row in old])
     rerun = np.median(new, axis=1)
     held = np.mean((ranges[:, 0] <= rerun) & (rerun <= ranges[:, 1]))
     by_min_max = np.mean((old.min(1) <= rerun) & (rerun <= old.max(1)))
@@ -239,23 +239,23 @@ def test_rerun_range_holds_a_rerun_about_95_percent_where_min_max_holds_60(monke
 
 
 def test_rerun_range_edges(monkeypatch):
-    monkeypatch.setattr(timing, "_INFLATION", [1.0])
-    assert timing.rerun_range([3.0]) == (3.0, 3.0)  # one process: no spread known
-    lo, hi = timing.rerun_range([-1.0, 0.0, 1.0])  # not all positive: the linear scale
+    monkeypatch.setattr(reruns, "_INFLATION", [1.0])
+    assert reruns.rerun_range([3.0]) == (3.0, 3.0)  # one process: no spread known
+    lo, hi = reruns.rerun_range([-1.0, 0.0, 1.0])  # not all positive: the linear scale
     assert lo == pytest.approx(-4.302653 * np.sqrt(2 / 3), rel=1e-5) and hi == pytest.approx(-lo)
-    assert timing.rerun_range([2.0, 2.0, 2.0]) == (2.0, 2.0)
+    assert reruns.rerun_range([2.0, 2.0, 2.0]) == (2.0, 2.0)
 
 
 def test_the_rerun_inflation_widens_the_interval_and_is_checked(monkeypatch):
-    monkeypatch.setattr(timing, "_INFLATION", [1.0])
+    monkeypatch.setattr(reruns, "_INFLATION", [1.0])
     x = [1.0, 1.1, 1.2]
-    lo, hi = timing.rerun_range(x)
-    timing.set_rerun_inflation(2.0)
-    assert timing.rerun_inflation() == 2.0
-    lo2, hi2 = timing.rerun_range(x)
+    lo, hi = reruns.rerun_range(x)
+    reruns.set_rerun_inflation(2.0)
+    assert reruns.rerun_inflation() == 2.0
+    lo2, hi2 = reruns.rerun_range(x)
     centre = np.exp(np.mean(np.log(x)))
     assert np.log(hi2 / centre) == pytest.approx(2 * np.log(hi / centre))
     assert np.log(centre / lo2) == pytest.approx(2 * np.log(centre / lo))
     for bad in (0.5, "2", True, float("nan")):
         with pytest.raises(ValueError, match="factor"):
-            timing.set_rerun_inflation(bad)
+            reruns.set_rerun_inflation(bad)

@@ -25,7 +25,7 @@ import seaborn as sns
 
 from . import figure_rules as _rules
 from . import provenance as _prov
-from . import timing
+from . import reruns
 from .errors import bad_value
 from .palette import LOOP_FORM_COLORS as LOOP_FORM_COLORS  # the one palette, re-exported
 from .palette import METHOD_COLORS as METHOD_COLORS
@@ -87,14 +87,14 @@ def median_iqr_lines(
     logx: bool | None = None,
     logy: bool | None = None,
 ) -> pd.DataFrame:
-    """Median of ``y`` per (hue, x) as a line, its spread as a band (:func:`timing.spread`:
+    """Median of ``y`` per (hue, x) as a line, its spread as a band (:func:`reruns.spread`:
     the range a rerun's median is expected in for records with a ``process`` column, else the IQR),
     each hue in its palette colour (:func:`color`) and unroll line style (:func:`unroll_style`).
 
     Returns the plotted statistics (hue, x, median, lo, hi, n, over). Log axes
     default to on when the data spans 1.5 decades or more.
     """
-    stats = timing.spread(data, y, [hue, x])
+    stats = reruns.spread(data, y, [hue, x])
     order = list(hue_order) if hue_order is not None else list(dict.fromkeys(data[hue]))
     palette = colors_for([str(name) for name in order])
     for name in order:

@@ -91,7 +91,7 @@ class Study:
         ``processes=n`` runs the step in n fresh processes, one after another (``fn`` must be a
         module-level function of an importable module and its arguments picklable; each child
         starts JAX with this process's backend, host devices and JAX settings), and
-        concatenates each record with a ``process`` column 0..n-1 (:func:`timing.spread`
+        concatenates each record with a ``process`` column 0..n-1 (:func:`reruns.spread`
         then states the run-to-run range). A child that raises makes this raise RuntimeError
         with the child's traceback. Every measurement of a notebook goes through here, so
         that a run that only redraws (``./run_all.sh render``, :data:`RENDER_ENV` set) reads
@@ -351,9 +351,9 @@ def start(
     else:
         prov = provenance.capture(parameters, info)
         prov["rerun_inflation"] = _inflation(info.backend)
-    from . import timing
+    from . import reruns
 
-    timing.set_rerun_inflation(float(prov.get("rerun_inflation") or 1.0))
+    reruns.set_rerun_inflation(float(prov.get("rerun_inflation") or 1.0))
     global _current
     _current = Study(
         name=name,

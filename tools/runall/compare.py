@@ -89,7 +89,7 @@ def split_results(given: str | Path) -> tuple[Path, str | None]:
     )
 
 
-#: the two ends of a recorded spread: quartiles, or [lo, hi] (jaxperf.timing.spread_of: over
+#: the two ends of a recorded spread: quartiles, or [lo, hi] (jaxperf.reruns.spread_of: over
 #: fresh processes, the range a rerun's median is expected in)
 ENDS = (("q25", "q75"), ("lo", "hi"))
 

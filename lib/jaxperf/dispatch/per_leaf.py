@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import timing
+from .. import reruns
 from ..diagnosis import verdicts
 from .cost import BASELINE
 
@@ -37,13 +37,13 @@ def per_process(rows: pd.DataFrame) -> list[pd.DataFrame]:
 
 
 def spread(values: Any, threshold: float | None = None) -> dict[str, Any]:
-    """:func:`jaxperf.timing.spread_of` of per-process values (the median with the [lo, hi] of
+    """:func:`jaxperf.reruns.spread_of` of per-process values (the median with the [lo, hi] of
     the values, ``n`` processes); with ``threshold``, ``resolved`` is False when [lo, hi] holds
     it (the processes disagree on its side). NaN everywhere when no value is finite."""
     arr = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
     if arr.size == 0:
         return {"median": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": 0}
-    out = timing.spread_of(arr, process=np.arange(arr.size))
+    out = reruns.spread_of(arr, process=np.arange(arr.size))
     if threshold is not None:
         out["resolved"] = not (out["lo"] <= threshold <= out["hi"])
     return out

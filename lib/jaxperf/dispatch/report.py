@@ -16,7 +16,7 @@ import pandas as pd
 
 from .. import goals as rule
 from .. import pages as md
-from .. import runs_ahead, timing
+from .. import reruns, runs_ahead
 from . import accounting, per_leaf
 from .cost import BASELINE, FAMILIES, FIX, PACKED, RECIPE, SLOW
 
@@ -158,7 +158,7 @@ def headline(
         "quick": quick,
         "precision": precision,
         "processes": int(timings["process"].nunique()) if "process" in timings else 1,
-        "rerun_inflation": timing.rerun_inflation(),
+        "rerun_inflation": reruns.rerun_inflation(),
         "cells": int(timings.groupby(["step", "model", "donated", "family"]).ngroups),
         "per_leaf": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_leaf_cells": {m: line["by_cell"] for m, line in lines.items()},

@@ -6,8 +6,9 @@ each public name is re-exported here (and from the package root) and loaded on f
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
 
 if TYPE_CHECKING:
     from ._jit import CachedFilterJit, cached_filter_jit, jit_fallback_counts
@@ -34,17 +35,5 @@ _EXPORTS = {
     "CachedNnxJit": "_nnx",
     "nnx_fallback_counts": "_nnx",
 }
-
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = exports(__name__, {name: (f".{module}", name) for name, module in _EXPORTS.items()})

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import timing
+from .. import reruns
 from ..loops import analysis, engine, harness, mechanism
 from . import roofline, sweep
 from .factories import FACTORIES
@@ -88,7 +88,7 @@ def pooled_harness(rows: pd.DataFrame) -> pd.DataFrame:
 def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: pd.DataFrame) -> pd.DataFrame:
     """Per (mode, kernel, T, variant): ms per call over the Python loop's, per process (the
     median of its pairs; in the harness, the ratio of its medians), then the median over
-    processes with ``lo``/``hi`` the smallest and largest (:func:`jaxperf.timing.spread`);
+    processes with ``lo``/``hi`` the smallest and largest (:func:`jaxperf.reruns.spread`);
     ``resolved`` is False when that range holds 1 (not resolved), None from one process."""
     per: list[pd.DataFrame] = []
     for p in sorted(set(_process(timings))):
@@ -108,7 +108,7 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
     keys = ["mode", "kernel", "T", "variant"]
     if not per:
         return pd.DataFrame(columns=[*keys, "median", "lo", "hi", "n", "over", "resolved"])
-    out = timing.spread(pd.concat(per, ignore_index=True), "ms_vs_python", keys)
+    out = reruns.spread(pd.concat(per, ignore_index=True), "ms_vs_python", keys)
     holds_1 = (out["lo"] <= 1) & (out["hi"] >= 1)
     out["resolved"] = (~holds_1).astype(object).where(out["n"] >= 2, None)  # one process: no range to judge
     return out[out.variant != "python"].reset_index(drop=True)
