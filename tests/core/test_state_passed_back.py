@@ -8,6 +8,7 @@ pytest."""
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any
 
 import equinox as eqx
@@ -125,3 +126,44 @@ def test_jit_sees_a_change_in_place_to_a_list_of_a_state_it_kept():
     holder.items[1] = 2.0
     holder.items[0] = x * 3
     assert_same(theirs(holder, x), ours(holder, x))
+
+
+@pytest.mark.parametrize("kind", list(PAIRS))
+def test_a_call_of_arrays_and_kept_states_is_not_split_again(kind, monkeypatch):
+    """Its key comes from the kept states' tokens and the arrays' types alone (no flatten, no
+    split); the same state passed again (not returned) is kept too, for jit."""
+    theirs, ours = (wrap(step) for wrap in PAIRS[kind])
+    x = placed(kind, jnp.ones(2))
+    start = placed(kind, Counted(jnp.arange(2.0), 0.5))
+    expected, got = start, start
+    for _ in range(3):  # each trace's outputs are passed back once before
+        expected, got = theirs(expected, x)[1], ours(got, x)[1]
+    ours(start, x)
+    module = sys.modules[type(ours).__module__]
+
+    def refused(*args, **kwargs):
+        raise AssertionError("split() on a call of arrays and kept states")
+
+    monkeypatch.setattr(module, "split", refused)
+    for _ in range(2):
+        expected, got = theirs(expected, x)[1], ours(got, x)[1]
+        assert_same(expected, got)
+    if kind == "jit":
+        assert_same(theirs(start, x), ours(start, x))
+
+
+class Signed(eqx.Module):
+    weight: jax.Array
+    sign: float  # a non-array leaf: 0.0 and -0.0 are equal in Python, and traced apart here
+
+
+def signed(model, x):
+    return model.weight * jnp.copysign(1.0, model.sign) + x, model
+
+
+def test_kept_states_that_differ_only_in_a_float_s_sign_get_their_own_trace():
+    ours, x = cached_filter_jit(signed), jnp.ones(2)
+    plus, minus = Signed(jnp.arange(2.0), 0.0), Signed(jnp.arange(2.0), -0.0)
+    for _ in range(3):  # of its output's structure: kept at the second call, then taken by token
+        assert ours(plus, x)[0].tolist() == [1.0, 2.0]
+        assert ours(minus, x)[0].tolist() == [1.0, 0.0]

@@ -76,18 +76,20 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
     leaves: list[Any] = []
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
-        known = _KNOWN.get(id(part))
-        if known is not None and known[0]() is part and (not known[3] or _unchanged(known[3])):
-            leaves += known[1]
-            treedefs.append(known[2])
+        known = _known(part)
+        if known is not None:
+            leaves += list(map((known[5] + known[4]).__getitem__, known[6])) if known[5] else known[4]
+            treedefs.append(known[1])
         else:
             part_leaves, treedef = _flatten(part)  # jax.tree_util.tree_flatten without its frame
             leaves += part_leaves
             treedefs.append(treedef)
             nodes = shapes and treedef.num_nodes > 1  # a leaf or an empty container: not worth it
             lists = next((h for d, h in shapes if d == treedef), None) if nodes else None
-            if lists is not None:
-                _remember(part, part_leaves, treedef, lists)
+            if lists is not None:  # its own key is its token: equal inputs share one
+                arrays = tuple(x for x in part_leaves if isinstance(x, ARRAY_TYPES))
+                token = split(((part,),))[0]
+                _remember(part, treedef, lists, token, arrays, tuple(part_leaves), range(len(part_leaves)))
     types = tuple(map(type, leaves))
     flags, others, floats = _PLANS.get((kinds, types)) or _plan(kinds, types)
     dynamic = list(itertools.compress(leaves, flags))
@@ -102,8 +104,42 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
     return (tuple(treedefs), types, rest, avals, _trace_context()), dynamic, (leaves, flags)
 
 
-# id(an output) -> (weak reference to it, its leaves, its treedef, (each list in it, its items))
-_KNOWN: dict[int, tuple[weakref.ref, list, Any, tuple]] = {}
+# id(an output) -> (weak reference to it, its treedef, (each list in it, its items), its token
+# for quick(), its arrays, its other leaves, the index of each leaf in those two)
+_KNOWN: dict[int, tuple] = {}
+_ARRAY_IMPL = type(jax.numpy.zeros(()))
+QUICK = object()  # first item of a quick() key: never equal to a split() key
+
+
+def _known(part: Any) -> tuple | None:
+    known = _KNOWN.get(id(part))
+    if known is not None and known[0]() is part and (not known[2] or _unchanged(known[2])):
+        return known
+    return None
+
+
+def quick(tree: tuple, at: int = 0) -> tuple[tuple | None, list]:
+    """(key, array leaves) of a call, without a flatten, when each part of ``tree`` (as :func:`split`
+    reads it) is a JAX array, None, ``{}``, a tuple of None or a kept output (its token stands for its
+    whole structure); key None otherwise. Never a split() key: a cache keeps an entry under both."""
+    key: list[Any] = [QUICK]
+    dynamic: list[Any] = []
+    for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
+        kind = type(part)
+        if kind is _ARRAY_IMPL:
+            key.append(part.aval)
+            dynamic.append(part)
+        elif part is None or (kind is dict and not part):
+            key.append(kind)
+        elif kind is tuple and all(x is None for x in part):
+            key.append(len(part))
+        elif (known := _known(part)) is not None:
+            key.append(known[3])
+            dynamic += known[4]
+        else:
+            return None, dynamic
+    key.append(_trace_context())
+    return tuple(key), dynamic
 
 
 def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
@@ -183,7 +219,8 @@ class Record:
     """One trace's output structure with its non-array outputs in it (:class:`_Static` nodes):
     a pytree node without leaves, so JAX keeps it with that trace's compiled code and
     ``rebuild`` is one unflatten in C. ``known``, per part of the outputs with no mutable node
-    but lists: (item or None, its arrays' range, non-array leaves, leaf order, treedef, lists)."""
+    but lists: (item or None, its arrays' range, non-array leaves, leaf order, treedef, lists,
+    token: the part's whole structure, one per trace)."""
 
     __slots__ = ("treedef", "known")
 
@@ -193,21 +230,24 @@ class Record:
     def rebuild(self, arrays: tuple) -> Any:
         """The outputs, each immutable part's leaves kept beside it for :func:`split`."""
         out = self.treedef.unflatten(arrays)
-        for at, start, stop, statics, index, treedef, lists in self.known:
-            dynamic = arrays[start:stop]
-            leaves = list(map((statics + dynamic).__getitem__, index)) if statics else list(dynamic)
-            _remember(out if at is None else out[at], leaves, treedef, lists)
+        for at, start, stop, statics, index, treedef, lists, token in self.known:
+            _remember(
+                out if at is None else out[at], treedef, lists, token, arrays[start:stop], statics, index
+            )
         return out
 
 
-def _remember(part: Any, leaves: list, treedef: Any, lists: tuple) -> None:
-    """Keep ``part``'s leaves beside it (weakly) for :func:`split`, with the items of its lists."""
+def _remember(part: Any, treedef: Any, lists: tuple, *leaves: Any) -> None:
+    """Keep ``part``'s leaves (token, arrays, others, index) beside it (weakly) for :func:`split`
+    and :func:`quick`, with the items of its lists."""
     try:
         ref = weakref.ref(part, functools.partial(_forget, id(part)))
     except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
         return
-    nodes = (functools.reduce(lambda node, get: get(node), path, part) for path in lists)
-    _KNOWN[id(part)] = (ref, leaves, treedef, tuple((node, tuple(node)) for node in nodes) if lists else ())
+    if lists:
+        nodes = (functools.reduce(lambda node, get: get(node), path, part) for path in lists)
+        lists = tuple((node, tuple(node)) for node in nodes)
+    _KNOWN[id(part)] = (ref, treedef, lists, *leaves)
 
 
 jtu.register_pytree_node(Record, lambda r: ((), r), lambda r, _: r)
@@ -228,7 +268,7 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
             statics = tuple(x for d, x in zip(flags, part_leaves) if not d)
             order = [i for i, d in enumerate(flags) if not d] + [i for i, d in enumerate(flags) if d]
             index = tuple(sorted(range(len(flags)), key=order.__getitem__))  # into statics + arrays
-            known.append((at, start, start + sum(flags), statics, index, part_def, tuple(lists)))
+            known.append((at, start, start + sum(flags), statics, index, part_def, tuple(lists), object()))
         first, start = first + len(part_leaves), start + sum(flags)
     return tuple(x for d, x in zip(dynamic, leaves) if d), Record(jtu.tree_structure(held), tuple(known))
 

@@ -34,6 +34,7 @@ from ._cached import (
     fun_partition,
     marked,
     merge,
+    quick,
     record,
     shared,
     split,
@@ -110,7 +111,13 @@ class JitPaths(Paths):
         if self.pending:
             self._check_finished(jit_id)
         args, kwargs = self.bind(args, kwargs) if kwargs else (args, kwargs)
-        _, entry, dynamic = self.lookup(arrays, args, kwargs)
+        fast, dynamic = quick((args, kwargs, arrays))
+        entry = self.get(fast) if fast else None
+        if entry is None:
+            _, entry, dynamic = self.lookup(arrays, args, kwargs)
+            if fast:
+                with self.lock:
+                    self.entries[fast] = entry
         _RUNNING.add(jit_id)  # a set's add and discard need no lock
         try:
             out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)

@@ -31,6 +31,7 @@ from ._cached import (
     fun_partition,
     marked,
     merge,
+    quick,
     record,
     shared,
     split,
@@ -185,15 +186,21 @@ class PmapPaths(Paths):
         """The outputs of a cached, traced call (one flatten, one lookup), or :data:`MISS`."""
         if self.unhashable or self.value_axes or (self.is_function and fun is not self.fun_ref()):
             return MISS
-        key, dynamic, _ = split((None if self.is_function else fun, args, self.dummy), at=1)
-        with self.lock:
+        tree = self._tree(fun, args)
+        fast, dynamic = quick(tree, at=1)
+        entry = self.entries.get(fast) if fast else None
+        if entry is None:
+            key, dynamic, _ = split(tree, at=1)
             try:
                 entry = self.entries.get(key)
             except TypeError:  # an unhashable leaf: guarded hands it to Equinox
                 return MISS
-            if entry is None or not entry.traced:
-                return MISS
+        if entry is None or not entry.traced:
+            return MISS
+        with self.lock:
             self.counts["hits"] += 1
+            if fast:
+                self.entries[fast] = entry
         return entry.run(dynamic)
 
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
@@ -234,6 +241,9 @@ class PmapPaths(Paths):
             static = marked(parts)
             axes = self._dynamic_axes(args, static, dynamic, kinds, value_axes)
             entry = self.put(key, build_entry(self, jtu.tree_structure(tree), static, axes, dynamic))
+        if value_axes is None and kinds is ARRAY_TYPES and (fast := quick(tree, at=1)[0]):
+            with self.lock:
+                self.entries[fast] = entry
         return key, entry, dynamic, tree
 
     def _lowered(self, key: Any, entry: Entry, dynamic: list, tree: tuple) -> Lowered:
