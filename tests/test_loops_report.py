@@ -71,3 +71,20 @@ def test_not_present_is_said_once_under_the_lowers_table():
     assert len(rows_) == 4 and all(line.endswith("| lowers | not present here |") for line in rows_)
     at = lines.index(next(line for line in lines if why in line))
     assert lines[at - 1] == "" and lines[at - 2].startswith("| fori | 256")
+
+
+def test_the_cause_cites_only_a_class_that_grows_per_step():
+    from jaxperf.loops import verdict
+
+    unit = "SASS instructions per warp"
+    # integer/address falls at the larger T in both forms (the table: "fewer at the larger T"), less in fori
+    python = {"memory": 10.0, "integer/address": -5.0, "float ALU": 2.0}
+    fori = {"memory": 10.0, "integer/address": -1.0, "float ALU": 3.0}
+    got = verdict.cause(python, fori, unit=unit)
+    assert got.startswith(f"fori_loop issues 5.0 more {unit} per step, partly float ALU +1.0")
+    assert "integer/address" not in got
+    got = verdict.cause(python, fori | {"float ALU": 2.0}, unit=unit)
+    assert got.startswith(f"fori_loop issues 4.0 more {unit} per step; no class explains it")
+    assert "integer/address" not in got
+    grows = verdict.cause(python, fori | {"integer/address": 1.0}, unit=unit)
+    assert grows.startswith(f"fori_loop issues 7.0 more {unit} per step, mostly integer/address +6.0")
