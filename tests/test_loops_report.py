@@ -57,7 +57,7 @@ def test_a_class_that_shrinks_is_a_decrease_not_a_negative_count():
 
 
 def test_not_present_is_said_once_under_the_lowers_table():
-    why = "exported as a triton custom call, not mosaic_gpu (a pallas_call ...)"
+    why = "lowers as a triton kernel, not mosaic_gpu (a pallas_call ...)"
     rows = [
         dict(kernel="k", target=t, unit="u", form=f, T=T, status=s, error=e, compile_ms=None)
         for f in ("python", "fori")
@@ -88,3 +88,17 @@ def test_the_cause_cites_only_a_class_that_grows_per_step():
     assert "integer/address" not in got
     grows = verdict.cause(python, fori | {"integer/address": 1.0}, unit=unit)
     assert grows.startswith(f"fori_loop issues 7.0 more {unit} per step, mostly integer/address +6.0")
+
+
+def test_a_form_that_triton_refuses_is_not_present_for_mosaic_gpu():
+    # a plain pallas_call on CUDA is Triton's: its unrolled fori_loop fails in Triton's lowering,
+    # which says nothing of Mosaic GPU (not "does not lower" in the mosaic_gpu column)
+    from jaxperf.loops.factory import load
+
+    kernel = load("tests.corpus.kernels.row_sum:make")
+    assert tg.lowers(kernel, "fori u=4", 256, "triton")["status"] == tg.NO_LOWER
+    asked = tg.lowers(kernel, "fori u=4", 256, "mosaic_gpu")
+    assert asked == dict(
+        status=tg.NOT_PRESENT, error=f"lowers as a triton kernel, not mosaic_gpu ({tg.WHY['triton']})"
+    )
+    assert tg.lowers(kernel, "fori u=4", 256, "mosaic_tpu")["status"] == tg.OK

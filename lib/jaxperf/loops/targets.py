@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,6 @@ LIMITS = (  # a compiler's own words for a resource it ran out of (Triton, ptxas
     r"uses too much (?P<what>shared data) \((?P<need>\w+) bytes, (?P<limit>\w+) max",
     r"Ran out of memory in memory space (?P<what>\w+)\. Used (?P<need>\S+) of (?P<limit>\S+)",
 )
-# A pallas_call without compiler parameters lowers through Triton on a CUDA platform: only a
-# factory that builds per compiler can be asked for a Mosaic GPU kernel.
 NOT_FOR_MOSAIC_GPU = "not written for Mosaic GPU (the factory takes no compiler= keyword)"
 
 
@@ -60,13 +59,14 @@ def lowers(kernel: Kernel, form: str, T: int, compiler: str) -> dict[str, Any]:
     """Export (form, T) for ``compiler``'s platform, no compile: status ok or the error."""
     try:
         fn, args = kernel.build(form, T, compiler=compiler)
-        exported = export_variant(fn, args, compiler)
-    except Exception as err:  # noqa: BLE001 - the error is the result
-        return dict(status=NO_LOWER, error=f"{type(err).__name__}: {error_text(err)}")
-    got = exported_compiler(exported.mlir_module())
-    if got is not None and got != compiler:
-        # judged from what was exported: a plain pallas_call on CUDA is a Triton custom call
-        return dict(status=NOT_PRESENT, error=f"exported as a {got} custom call, not {compiler} ({WHY[got]})")
+        got = exported_compiler(export_variant(fn, args, compiler).mlir_module())
+    except Exception as err:  # noqa: BLE001 - the error is the result; whose lowering raised it: whose kernel
+        frames = traceback.extract_tb(err.__traceback__)
+        got = next((c for c in WHY if any(f"pallas/{c}/" in f.filename for f in frames)), compiler)
+        if got == compiler:
+            return dict(status=NO_LOWER, error=f"{type(err).__name__}: {error_text(err)}")
+    if got is not None and got != compiler:  # a plain pallas_call on CUDA is a Triton kernel
+        return dict(status=NOT_PRESENT, error=f"lowers as a {got} kernel, not {compiler} ({WHY[got]})")
     return dict(status=OK, error="")
 
 
