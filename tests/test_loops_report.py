@@ -102,3 +102,23 @@ def test_a_form_that_triton_refuses_is_not_present_for_mosaic_gpu():
         status=tg.NOT_PRESENT, error=f"lowers as a triton kernel, not mosaic_gpu ({tg.WHY['triton']})"
     )
     assert tg.lowers(kernel, "fori u=4", 256, "mosaic_tpu")["status"] == tg.OK
+
+
+def test_mosaic_gpus_shared_memory_limit_is_a_limit_not_a_crash(monkeypatch):
+    # Mosaic GPU's own words (jax/experimental/mosaic/gpu/core.py), as its compile worker records them
+    from jaxperf.compilers.mosaic_gpu import compile as mgpu
+    from jaxperf.loops.factory import Kernel
+
+    said = "ValueError: Mosaic GPU kernel exceeds available shared memory: smem_bytes=262144 > max_smem_bytes=232448"
+    want = "exceeds mosaic_gpu's shared memory limit (needs 262144, limit 232448)"
+    assert tg.failure("mosaic_gpu", said)["status"] == want
+
+    def make(form, T, *, interpret=False, compiler=None):
+        return (lambda x: x + 1), (pd.DataFrame([[0.0]]).to_numpy(),)
+
+    worker = [dict(status="failed", error=said), dict(status="not reached", error="the worker had run 9 s")]
+    monkeypatch.setattr(mgpu, "compile_points", lambda points, *a, **k: worker[: len(points)])
+    kernel = Kernel("m:make", make, ("python", "fori"), per_compiler=True)
+    got = tg.mosaic_gpu_points(kernel, [("fori", 128), ("fori", 256)], budget_s=10)
+    assert [g["status"] for g in got] == [want, tg.NOT_REACHED]
+    assert got[0]["error"] == said

@@ -28,8 +28,9 @@ TARGETS = {
 }
 OK, NO_LOWER, FAILED, NOT_PRESENT = "ok", "does not lower", "failed", "not present here"
 NOT_REACHED, EXCEEDS = "not reached", "exceeds "  # past the kernel's time budget; a compiler's limit
-LIMITS = (  # a compiler's own words for a resource it ran out of (Triton, ptxas, Mosaic TPU)
+LIMITS = (  # a compiler's own words for a resource it ran out of (Triton, ptxas, Mosaic TPU, Mosaic GPU)
     r"out of resource: (?P<what>[\w ]+), Required: (?P<need>\d+), Hardware limit: (?P<limit>\d+)",
+    r"exceeds available (?P<what>shared memory): smem_bytes=(?P<need>\d+) > max_smem_bytes=(?P<limit>\d+)",
     r"uses too much (?P<what>shared data) \((?P<need>\w+) bytes, (?P<limit>\w+) max",
     r"Ran out of memory in memory space (?P<what>\w+)\. Used (?P<need>\S+) of (?P<limit>\S+)",
 )
@@ -85,8 +86,7 @@ def failure(compiler: str, err: BaseException | str) -> dict[str, Any]:
 
 
 def compile_point(kernel: Kernel, form: str, T: int, target: str) -> dict[str, Any]:
-    """Compile (form, T) for a Triton or Mosaic TPU ``target``: status, error, compile_ms,
-    work_per_program (in the target's unit), steps (loop steps per program) and programs."""
+    """Compile (form, T) for a Triton or Mosaic TPU ``target``: a row as :func:`_counted`'s, or why not."""
     compiler, arch, _ = TARGETS[target]
     try:
         fn, args = kernel.build(form, T, compiler=compiler)
@@ -170,10 +170,10 @@ def mosaic_gpu_points(
     out: list[dict[str, Any]] = []
     for row, shape in zip(rows, shapes, strict=True):
         if isinstance(shape, Exception):
-            out.append(dict(status=FAILED, error=f"{type(shape).__name__}: {error_text(shape)}"))
-            continue
-        if row["status"] != OK:  # the worker labels a NotImplementedError "does not lower", as here
-            out.append(dict(status=row["status"], error=row.get("error", "")))
+            row, shape = dict(status=FAILED, error=shape), (None, None)  # failure() words it
+        if row["status"] != OK:  # a failure read for a compiler's limit; the worker's other labels kept
+            why = failure("mosaic_gpu", row.get("error", ""))
+            out.append(why if row["status"] == FAILED else dict(why, status=row["status"]))
             continue
         texts = mgpu.read_dump(out_dir, row)
         counts = mgpu.sass.dynamic_counts(texts["sass"]) if texts else None
