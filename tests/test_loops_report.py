@@ -122,3 +122,16 @@ def test_mosaic_gpus_shared_memory_limit_is_a_limit_not_a_crash(monkeypatch):
     got = tg.mosaic_gpu_points(kernel, [("fori", 128), ("fori", 256)], budget_s=10)
     assert [g["status"] for g in got] == [want, tg.NOT_REACHED]
     assert got[0]["error"] == said
+
+
+def test_the_loop_structure_note_names_every_T_with_why_it_has_no_count():
+    # hand_unrolled u=4 of a softmax on triton: 0 loops at T=512, a loop unread at T=1024, 2 loops at T=2048
+    row = dict(kernel="k", target="triton sm_90", unit="u", form="hand_unrolled u=4", status=tg.OK, error="")
+    rows = [
+        row | dict(T=T, compile_ms=1.0, work_per_program=w, steps=T // 64, loops_in_code=n, programs=1)
+        for T, w, n in [(512, 2170.0, 0), (1024, None, 2), (2048, 8695.0, 2)]
+    ]
+    note = engine.per_step(pd.DataFrame(rows)).note[0]
+    assert note.startswith("loop structure differs at every pair of T with a count")
+    assert "T=512: counted (0 loops)" in note and "T=2048: counted (2 loops)" in note
+    assert "T=1024: no count (a loop whose trip count is not readable)" in note
