@@ -135,3 +135,22 @@ def test_the_loop_structure_note_names_every_T_with_why_it_has_no_count():
     assert note.startswith("loop structure differs at every pair of T with a count")
     assert "T=512: counted (0 loops)" in note and "T=2048: counted (2 loops)" in note
     assert "T=1024: no count (a loop whose trip count is not readable)" in note
+
+
+def test_no_form_is_advised_where_fori_loops_work_was_not_read():
+    # a histogram on triton: the Python loop counted, fori_loop's loop trip count not readable
+    rows = []
+    for target in ("triton sm_90", "mosaic_tpu v5e"):
+        for form, works in [
+            ("python", (100.0, 200.0)),
+            ("fori", (None, None) if "triton" in target else (300.0, 600.0)),
+        ]:
+            for T, work in zip((128, 256), works, strict=True):
+                rows.append(
+                    dict(kernel="k", target=target, unit="u", form=form, T=T, status=tg.OK, error="")
+                    | dict(compile_ms=1.0, work_per_program=work, steps=T // 8, loops_in_code=0, programs=1)
+                )
+    tips = report_kernel.advice(_results(pd.DataFrame(rows)))
+    assert tips == [
+        "- mosaic_tpu v5e: write `python`: 3.00× less work per step than `fori_loop` (`python` 6.2, `fori` 18.8)"
+    ]
