@@ -154,3 +154,44 @@ def test_no_form_is_advised_where_fori_loops_work_was_not_read():
     assert tips == [
         "- mosaic_tpu v5e: write `python`: 3.00× less work per step than `fori_loop` (`python` 6.2, `fori` 18.8)"
     ]
+
+
+def narrow_blocks(form, T, *, interpret=False):
+    """A matmul whose 64-wide output blocks Pallas' TPU lowering refuses (a ValueError, not NotImplementedError)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    def fn(x, y):
+        return pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct((128, 128), jnp.float32),
+            grid=(2, 2),
+            in_specs=[pl.BlockSpec((64, T), lambda i, j: (i, 0)), pl.BlockSpec((T, 64), lambda i, j: (0, j))],
+            out_specs=pl.BlockSpec((64, 64), lambda i, j: (i, j)),
+            interpret=interpret,
+        )(x, y)
+
+    return jax.jit(fn), (
+        jax.ShapeDtypeStruct((128, T), jnp.float32),
+        jax.ShapeDtypeStruct((T, 128), jnp.float32),
+    )
+
+
+def test_a_block_shape_the_tpu_lowering_refuses_does_not_lower_it_is_no_failure_of_ours():
+    from jaxperf.compilers.lowering import export_variant
+    from jaxperf.compilers.mosaic_tpu import topology
+    from jaxperf.loops.factory import load
+
+    try:
+        export_variant(*narrow_blocks("fori", 256), "mosaic_tpu")
+    except ValueError as err:
+        got = tg.failure("mosaic_tpu", err)
+    assert got["status"] == tg.NO_LOWER and "The Pallas TPU lowering currently requires" in got["error"]
+    if topology.status().available:  # compiled for a v5e, as the loops tool does
+        tg.present()
+        point = tg.compile_point(load("tests.test_loops_report:narrow_blocks"), "fori", 256, "mosaic_tpu v5e")
+        assert point["status"] == tg.NO_LOWER, point

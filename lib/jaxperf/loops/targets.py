@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..compilers.lowering import error_text, export_variant, exported_compiler
+from ..compilers.lowering import error_text, export_variant, exported_compiler, refused
 from .factory import Kernel, traced
 
 #: target -> (compiler, what it compiles for, the unit of its work)
@@ -77,12 +77,12 @@ WHY |= {c: f"the factory built a {c} kernel" for c in ("mosaic_gpu", "mosaic_tpu
 
 def failure(compiler: str, err: BaseException | str) -> dict[str, Any]:
     """A point that did not compile: "exceeds <compiler>'s <resource> limit" with the compiler's numbers
-    when its message says so, else "does not lower" (a NotImplementedError) or "failed"."""
+    when its message says so, else "does not lower" (the compiler refused it) or "failed"."""
     text = err if isinstance(err, str) else f"{type(err).__name__}: {error_text(err)}"
     for m in filter(None, (re.search(p, text) for p in LIMITS)):
         limit = f"{compiler}'s {m['what']} limit (needs {m['need']}, limit {m['limit']})"
         return dict(status=EXCEEDS + limit, error=text)
-    return dict(status=NO_LOWER if isinstance(err, NotImplementedError) else FAILED, error=text)
+    return dict(status=NO_LOWER if not isinstance(err, str) and refused(err) else FAILED, error=text)
 
 
 def compile_point(kernel: Kernel, form: str, T: int, target: str) -> dict[str, Any]:
