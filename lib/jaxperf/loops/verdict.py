@@ -64,7 +64,7 @@ def cause(python: Any, fori: Any, *, unit: str, share: float = 0.8) -> str:
     if abs(total) < 0.5:
         flat = all(abs(d) < 0.5 for d in diff.values())
         return f"The same {unit} per step, class by class." if flat else ""
-    sign, parts, covered = (1 if total > 0 else -1), [], 0.0
+    sign, parts, covered = (1 if total > 0 else -1), list[str](), 0.0
     for k, d in sorted(diff.items(), key=lambda kv: -sign * kv[1]):  # a class fewer at the larger T: no cause
         if sign * d > 0 and covered < share * abs(total) and max(fori.get(k) or 0, python.get(k) or 0) > 0:
             parts, covered = [*parts, f"{k} {d:+.1f}"], covered + sign * d
