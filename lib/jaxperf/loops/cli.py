@@ -65,10 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             pass
         from . import engine, report_kernel
 
-        try:
-            budget = float(args.budget)
-        except ValueError:
-            raise bad_value("--budget", args.budget, "seconds, a number > 0") from None
+        budget = float(args.budget) if args.budget.strip().replace(".", "", 1).isdigit() else 0.0
+        if not budget > 0:
+            raise bad_value("--budget", args.budget, "seconds, a decimal number > 0, e.g. 300")
         results = engine.run(
             args.kernel,
             [f.strip() for f in args.forms.split(",") if f.strip()],
