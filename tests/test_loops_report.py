@@ -195,3 +195,20 @@ def test_a_block_shape_the_tpu_lowering_refuses_does_not_lower_it_is_no_failure_
         tg.present()
         point = tg.compile_point(load("tests.test_loops_report:narrow_blocks"), "fori", 256, "mosaic_tpu v5e")
         assert point["status"] == tg.NO_LOWER, point
+
+
+def test_a_point_not_reached_says_a_prediction_past_what_is_left(monkeypatch):
+    # the budget's last second: "predicted 1 s, 1 s of the budget left" read as if it fitted
+    from jaxperf.loops.factory import load
+
+    class Clock(engine.Progress):
+        def left(self):
+            return 1.2
+
+    monkeypatch.setattr(engine, "_predicted_s", lambda last, T: 0.0 if last is None else 1.4)
+    monkeypatch.setattr(tg, "compile_point", lambda *a: dict(status=tg.OK, error=""))
+    here = {t: "" if t == "triton sm_90" else engine.NOT_ASKED for t in tg.TARGETS}
+    kernel = load("tests.corpus.kernels.row_sum:make")
+    rows = engine.compile_results(kernel, ["fori"], [128, 256], here, Clock(10.0))
+    assert list(rows.status) == [tg.OK, tg.NOT_REACHED]
+    assert rows.error.iloc[1] == "predicted 1.4 s, 1.2 s of the budget left"

@@ -123,7 +123,7 @@ def compile_results(
             for form in forms:
                 guess = _predicted_s(took.get((target, form)), T)
                 if clock.spent() or guess > clock.left():
-                    why = f"predicted {guess:.0f} s, {clock.left():.0f} s of the budget left"
+                    why = f"predicted {guess:.1f} s, {clock.left():.1f} s of the budget left"
                     why = "" if clock.spent() else why
                     rows.append(base | dict(form=form, status=tg.NOT_REACHED, error=why))
                     clock.say(f"{target}, {form}, T={T}: not reached {why}")
