@@ -343,7 +343,7 @@ def test_a_compile_predicted_past_the_budget_is_not_started(monkeypatch):
     got = engine.run(f"{__name__}:make", ["fori"], [64, 128], targets=["triton sm_86"], budget_s=30)
     assert calls == [64]
     row = got.points.set_index("T").loc[128]
-    assert row.status == engine.tg.NOT_REACHED and row.error.startswith("predicted 40 s")
+    assert row.status == engine.tg.NOT_REACHED and row.error.startswith("predicted 40.0 s")
 
 
 def test_per_step_compares_forms_at_T_with_the_same_loop_structure():
