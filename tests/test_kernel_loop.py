@@ -283,6 +283,12 @@ def test_the_cli_says_what_was_wrong_and_exits_2(capsys):
     assert "kernel='no_such_module_here:make' is not allowed" in capsys.readouterr().err
     assert cli.main([f"{__name__}:make", "--T", "64,x"]) == 2
     assert "--T='64,x' is not allowed" in capsys.readouterr().err
+    for budget in ("-1", "0", "ten"):  # the flag the reader typed, not the engine's budget_s
+        assert cli.main([f"{__name__}:make", "--T", "64,128", "--budget", budget]) == 2
+        assert (
+            capsys.readouterr().err
+            == f"error: --budget='{budget}' is not allowed: expected seconds, a decimal number > 0, e.g. 300.\n"
+        )
 
 
 def test_data_carry_is_the_seed_with_its_elementwise_carry():
@@ -337,7 +343,7 @@ def test_a_compile_predicted_past_the_budget_is_not_started(monkeypatch):
     got = engine.run(f"{__name__}:make", ["fori"], [64, 128], targets=["triton sm_86"], budget_s=30)
     assert calls == [64]
     row = got.points.set_index("T").loc[128]
-    assert row.status == engine.tg.NOT_REACHED and row.error.startswith("predicted 40 s")
+    assert row.status == engine.tg.NOT_REACHED and row.error.startswith("predicted 40.0 s")
 
 
 def test_per_step_compares_forms_at_T_with_the_same_loop_structure():

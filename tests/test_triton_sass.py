@@ -115,3 +115,22 @@ def test_a_loop_left_by_a_predicated_call_has_its_trips_read():
     (loop,) = s.loops(s.parse(_sass(EXIT_BY_CALL)))
     assert loop.trips == 32 and "R68 from 0 by 4 to 128" in loop.how
     assert s.dynamic_counts(_sass(EXIT_BY_CALL)).per_program == 3 + 6 * 32
+
+
+def test_a_branch_on_a_uniform_predicate_copied_by_plop3_has_its_trips_read():
+    # a Triton histogram on sm_90: P1 reused by the data's compares, the back edge on a copy of UP0
+    code = [
+        "UMOV UR4, URZ",  # 0
+        "LDG.E R42, desc[UR6][R10.64]",  # 1: head
+        "UIADD3 UR4, UP0, UR4, 0x1000, URZ",  # 2
+        "UIADD3.X UR5, URZ, UR5, URZ, UP0, !UPT",  # 3
+        "UISETP.NE.U32.AND UP0, UPT, UR4, 0x10000, UPT",  # 4
+        "UISETP.NE.U32.AND.EX UP0, UPT, UR5, URZ, UPT, UP0",  # 5
+        "ISETP.NE.U32.AND P1, PT, R42, 0x7, PT",  # 6: a bin's compare, not the counter
+        "@P1 IMAD.MOV R6, RZ, RZ, R7",  # 7
+        "PLOP3.LUT P1, PT, PT, PT, UP0, 0x80, 0x0",  # 8: P1 = UP0
+        f"@P1 BRA {_at(1)}",  # 9
+        "EXIT",
+    ]
+    (loop,) = s.loops(s.parse(_sass(code)))
+    assert loop.trips == 16, loop.how

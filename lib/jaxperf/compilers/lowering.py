@@ -5,6 +5,9 @@ every study records a lowering error (a bare exception names where it was raised
 
 from __future__ import annotations
 
+import re
+import traceback
+
 from ..errors import check_choice
 from .cuda import TARGETS, TRITON_CUSTOM_CALL, cuda_export, raise_site
 
@@ -18,8 +21,6 @@ CUSTOM_CALLS = {"triton": TRITON_CUSTOM_CALL, "mosaic_gpu": "mosaic_gpu", "mosai
 def exported_compiler(module_text: str) -> str | None:
     """The compiler whose kernel an exported module calls (``custom_call @<target>``), or None.
     A plain ``pallas_call`` exported for CUDA is a Triton call, whatever was asked for."""
-    import re
-
     found = set(re.findall(r"custom_call @([\w$.]+)", module_text))
     for compiler, target in CUSTOM_CALLS.items():
         if any(t == target or t.startswith(target + "_v") for t in found):
@@ -54,3 +55,9 @@ def error_text(err: BaseException) -> str:
         return "(no message, no traceback)"
     path = frame.filename.split("site-packages/")[-1]
     return f"(no message) raised at {path}:{frame.lineno} in {frame.name}: {frame.line}"
+
+
+def refused(err: BaseException) -> bool:
+    """A NotImplementedError, or any error raised while a pallas_call lowered: the compiler refused it."""
+    frames = traceback.extract_tb(err.__traceback__)
+    return isinstance(err, NotImplementedError) or any(f.name == "_pallas_call_lowering" for f in frames)

@@ -1,10 +1,7 @@
 """``python -m jaxperf loops package.module:factory --T 1024,2048``: does your Pallas kernel pay
-for ``fori_loop`` (jax#20909)? The loop study's engine (:mod:`jaxperf.loops.engine`) on a
-reader's kernel, from a shell; prints Markdown (and writes the tidy CSVs with ``--out``).
-
-The kernel writes its loop with :func:`jaxperf.kernel_loop` and exposes a factory
-``make(form, T, *, interpret=False) -> (fn, args)`` (:mod:`jaxperf.loops.factory`). Exit status
-0 when the engine ran (a form that does not lower is a result), 2 for bad input or a factory
+for ``fori_loop`` (jax#20909)? The loop study's engine (:mod:`jaxperf.loops.engine`) on a factory
+(:mod:`jaxperf.loops.factory`), from a shell; prints Markdown (the tidy CSVs with ``--out``). Exit
+status 0 when the engine ran (a form that does not lower is a result), 2 for bad input or a factory
 that raises (one line on stderr naming the parameter and value, or the factory, form and T; the
 full text in ``--json``). Progress goes to stderr; the compiles stop at ``--budget`` seconds.
 """
@@ -68,10 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             pass
         from . import engine, report_kernel
 
-        try:
-            budget = float(args.budget)
-        except ValueError:
-            raise bad_value("--budget", args.budget, "seconds, a number > 0") from None
+        budget = float(args.budget) if args.budget.strip().replace(".", "", 1).isdigit() else 0.0
+        if not budget > 0:
+            raise bad_value("--budget", args.budget, "seconds, a decimal number > 0, e.g. 300")
         results = engine.run(
             args.kernel,
             [f.strip() for f in args.forms.split(",") if f.strip()],

@@ -123,7 +123,7 @@ def compile_results(
             for form in forms:
                 guess = _predicted_s(took.get((target, form)), T)
                 if clock.spent() or guess > clock.left():
-                    why = f"predicted {guess:.0f} s, {clock.left():.0f} s of the budget left"
+                    why = f"predicted {guess:.1f} s, {clock.left():.1f} s of the budget left"
                     why = "" if clock.spent() else why
                     rows.append(base | dict(form=form, status=tg.NOT_REACHED, error=why))
                     clock.say(f"{target}, {form}, T={T}: not reached {why}")
@@ -257,8 +257,7 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
         pair = _pair(ok, _shared_pairs(pts, kernel, target)) if ok["T"].nunique() >= 2 else None
         if pair is None:
             reached = ", ".join(f"T={int(r['T'])}: {_why(r)}" for _, r in group.sort_values("T").iterrows())
-            loops = ", ".join(f"T={int(r['T'])}: {_plural(_loops(r))}" for _, r in ok.iterrows())
-            note = f"loop structure differs at every pair of T ({loops})"
+            note = f"loop structure differs at every pair of T with a count ({reached})"
             note = note if ok["T"].nunique() >= 2 else f"no two T with a count ({reached})"
             rows.append(base | dict.fromkeys(["T1", "T2", "per_step", "vs_python_at_T2", "classes"]))
             rows[-1]["note"] = note
@@ -307,7 +306,7 @@ def _why(row: pd.Series) -> str:
         return str(row.status)
     if pd.isna(row.get("work_per_program")):
         return "no count (a loop whose trip count is not readable)"
-    return "counted"
+    return f"counted ({_plural(_loops(row))})"
 
 
 def lowering_table(points: pd.DataFrame) -> pd.DataFrame:

@@ -58,8 +58,8 @@ def verdict_line(results: Results) -> str:
 
 
 def advice(results: Results) -> list[str]:
-    """Per target with counts: the form with the least work per step among those compiled
-    (per-step numbers from the same table), and whether it beats fori_loop."""
+    """Per target where fori_loop's work per step was read: the form with the least work per step
+    among those compiled (per-step numbers from the same table), and whether it beats fori_loop."""
     steps = results.per_step()
     out = []
     for target, part in steps[steps.per_step.notna()].groupby("target", sort=False):
@@ -67,9 +67,9 @@ def advice(results: Results) -> list[str]:
         fori = by.get("fori", by.get("fori u=1"))
         best = by.idxmin()
         cells = ", ".join(f"`{f}` {x:.1f}" for f, x in by.sort_values().items())
-        if fori is None or not fori > 0:
-            out.append(f"- {target}: `{best}` (per step: {cells})")
-        elif by[best] * verdict.SAME < fori:
+        if fori is None or not fori > 0:  # fori_loop's work per step not read: no form to advise over it
+            continue
+        if by[best] * verdict.SAME < fori:
             out.append(
                 f"- {target}: write `{best}`: {fori / by[best]:.2f}× less work per step than `fori_loop` ({cells})"
             )

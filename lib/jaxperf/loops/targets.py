@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Any
 
-from ..compilers.lowering import error_text, export_variant, exported_compiler
+from ..compilers.lowering import error_text, export_variant, exported_compiler, refused
 from .factory import Kernel, traced
 
 #: target -> (compiler, what it compiles for, the unit of its work)
@@ -27,13 +28,12 @@ TARGETS = {
 }
 OK, NO_LOWER, FAILED, NOT_PRESENT = "ok", "does not lower", "failed", "not present here"
 NOT_REACHED, EXCEEDS = "not reached", "exceeds "  # past the kernel's time budget; a compiler's limit
-LIMITS = (  # a compiler's own words for a resource it ran out of (Triton, ptxas, Mosaic TPU)
+LIMITS = (  # a compiler's own words for a resource it ran out of (Triton, ptxas, Mosaic TPU, Mosaic GPU)
     r"out of resource: (?P<what>[\w ]+), Required: (?P<need>\d+), Hardware limit: (?P<limit>\d+)",
+    r"exceeds available (?P<what>shared memory): smem_bytes=(?P<need>\d+) > max_smem_bytes=(?P<limit>\d+)",
     r"uses too much (?P<what>shared data) \((?P<need>\w+) bytes, (?P<limit>\w+) max",
     r"Ran out of memory in memory space (?P<what>\w+)\. Used (?P<need>\S+) of (?P<limit>\S+)",
 )
-# A pallas_call without compiler parameters lowers through Triton on a CUDA platform: only a
-# factory that builds per compiler can be asked for a Mosaic GPU kernel.
 NOT_FOR_MOSAIC_GPU = "not written for Mosaic GPU (the factory takes no compiler= keyword)"
 
 
@@ -60,13 +60,14 @@ def lowers(kernel: Kernel, form: str, T: int, compiler: str) -> dict[str, Any]:
     """Export (form, T) for ``compiler``'s platform, no compile: status ok or the error."""
     try:
         fn, args = kernel.build(form, T, compiler=compiler)
-        exported = export_variant(fn, args, compiler)
-    except Exception as err:  # noqa: BLE001 - the error is the result
-        return dict(status=NO_LOWER, error=f"{type(err).__name__}: {error_text(err)}")
-    got = exported_compiler(exported.mlir_module())
-    if got is not None and got != compiler:
-        # judged from what was exported: a plain pallas_call on CUDA is a Triton custom call
-        return dict(status=NOT_PRESENT, error=f"exported as a {got} custom call, not {compiler} ({WHY[got]})")
+        got = exported_compiler(export_variant(fn, args, compiler).mlir_module())
+    except Exception as err:  # noqa: BLE001 - the error is the result; whose lowering raised it: whose kernel
+        frames = traceback.extract_tb(err.__traceback__)
+        got = next((c for c in WHY if any(f"pallas/{c}/" in f.filename for f in frames)), compiler)
+        if got == compiler:
+            return dict(status=NO_LOWER, error=f"{type(err).__name__}: {error_text(err)}")
+    if got is not None and got != compiler:  # a plain pallas_call on CUDA is a Triton kernel
+        return dict(status=NOT_PRESENT, error=f"lowers as a {got} kernel, not {compiler} ({WHY[got]})")
     return dict(status=OK, error="")
 
 
@@ -76,17 +77,16 @@ WHY |= {c: f"the factory built a {c} kernel" for c in ("mosaic_gpu", "mosaic_tpu
 
 def failure(compiler: str, err: BaseException | str) -> dict[str, Any]:
     """A point that did not compile: "exceeds <compiler>'s <resource> limit" with the compiler's numbers
-    when its message says so, else "does not lower" (a NotImplementedError) or "failed"."""
+    when its message says so, else "does not lower" (the compiler refused it) or "failed"."""
     text = err if isinstance(err, str) else f"{type(err).__name__}: {error_text(err)}"
     for m in filter(None, (re.search(p, text) for p in LIMITS)):
         limit = f"{compiler}'s {m['what']} limit (needs {m['need']}, limit {m['limit']})"
         return dict(status=EXCEEDS + limit, error=text)
-    return dict(status=NO_LOWER if isinstance(err, NotImplementedError) else FAILED, error=text)
+    return dict(status=NO_LOWER if not isinstance(err, str) and refused(err) else FAILED, error=text)
 
 
 def compile_point(kernel: Kernel, form: str, T: int, target: str) -> dict[str, Any]:
-    """Compile (form, T) for a Triton or Mosaic TPU ``target``: status, error, compile_ms,
-    work_per_program (in the target's unit), steps (loop steps per program) and programs."""
+    """Compile (form, T) for a Triton or Mosaic TPU ``target``: a row as :func:`_counted`'s, or why not."""
     compiler, arch, _ = TARGETS[target]
     try:
         fn, args = kernel.build(form, T, compiler=compiler)
@@ -170,10 +170,10 @@ def mosaic_gpu_points(
     out: list[dict[str, Any]] = []
     for row, shape in zip(rows, shapes, strict=True):
         if isinstance(shape, Exception):
-            out.append(dict(status=FAILED, error=f"{type(shape).__name__}: {error_text(shape)}"))
-            continue
-        if row["status"] != OK:  # the worker labels a NotImplementedError "does not lower", as here
-            out.append(dict(status=row["status"], error=row.get("error", "")))
+            row, shape = dict(status=FAILED, error=shape), (None, None)  # failure() words it
+        if row["status"] != OK:  # a failure read for a compiler's limit; the worker's other labels kept
+            why = failure("mosaic_gpu", row.get("error", ""))
+            out.append(why if row["status"] == FAILED else dict(why, status=row["status"]))
             continue
         texts = mgpu.read_dump(out_dir, row)
         counts = mgpu.sass.dynamic_counts(texts["sass"]) if texts else None

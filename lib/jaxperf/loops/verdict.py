@@ -55,7 +55,8 @@ def static(per_step: pd.DataFrame) -> pd.DataFrame:
 
 def cause(python: Any, fori: Any, *, unit: str, share: float = 0.8) -> str:
     """One sentence in ``unit``: the classes of the compiled code that make up ``share`` of fori_loop's
-    extra work per step over the Python loop's, largest first ("" when a form has no classes)."""
+    extra (or missing) work per step over the Python loop's, largest first, citing only a class that
+    grows per step in the form with more of it ("" when a form has no classes)."""
     if not isinstance(python, dict) or not isinstance(fori, dict):
         return ""
     diff = {k: float(fori.get(k) or 0) - float(python.get(k) or 0) for k in dict.fromkeys([*fori, *python])}
@@ -63,16 +64,14 @@ def cause(python: Any, fori: Any, *, unit: str, share: float = 0.8) -> str:
     if abs(total) < 0.5:
         flat = all(abs(d) < 0.5 for d in diff.values())
         return f"The same {unit} per step, class by class." if flat else ""
-    sign = 1 if total > 0 else -1
-    parts, covered = [], 0.0
-    for k, d in sorted(diff.items(), key=lambda kv: -sign * kv[1]):
-        if sign * d <= 0 or covered >= share * abs(total):
-            break
-        parts.append(f"{k} {d:+.1f}")
-        covered += sign * d
+    sign, parts, covered = (1 if total > 0 else -1), list[str](), 0.0
+    for k, d in sorted(diff.items(), key=lambda kv: -sign * kv[1]):  # a class fewer at the larger T: no cause
+        if sign * d > 0 and covered < share * abs(total) and max(fori.get(k) or 0, python.get(k) or 0) > 0:
+            parts, covered = [*parts, f"{k} {d:+.1f}"], covered + sign * d
     same = [k for k, d in diff.items() if abs(d) < 0.5 and (fori.get(k) or 0) > 0]
-    more = "more" if sign > 0 else "fewer"
-    text = f"fori_loop issues {abs(total):.1f} {more} {unit} per step, mostly " + ", ".join(parts)
+    text = f"fori_loop issues {abs(total):.1f} {'more' if sign > 0 else 'fewer'} {unit} per step"
+    mostly = "mostly" if covered >= share * abs(total) else "partly"
+    text += f", {mostly} {', '.join(parts)}" if parts else "; no class explains it"
     return text + (f" (the same {', '.join(same)} per step)" if same else "") + "."
 
 

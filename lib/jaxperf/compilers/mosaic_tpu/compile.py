@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..lowering import error_text
+from ..lowering import error_text, refused
 from . import bundles, topology
 
 Builder = Callable[[], tuple[Any, tuple]]  # a fresh jitted function and its input structs
@@ -23,7 +23,7 @@ class CompileResult:
     compile_ms: float | None = None
     schedules: list[bundles.Schedule] = dataclasses.field(default_factory=list)
     error: str | None = None
-    refused: bool = False  # the compiler does not support the kernel: its lowering raised NotImplementedError
+    refused: bool = False  # the compiler does not support the kernel (:func:`..lowering.refused`)
 
     @property
     def ok(self) -> bool:
@@ -47,7 +47,7 @@ def compile_for(build: Builder, generation: str) -> CompileResult:
     """Compile ``build()`` for ``generation``'s topology: the error in ``error`` (never raised), the
     Mosaic kernels' final bundles in ``schedules`` (empty when libtpu's dump is off)."""
     mesh = topology.mesh(generation)
-    dump_dir = _dump_dir()
+    dump_dir: Path | None = getattr(topology.config(), "dump_dir", None)
     before = {p.name for p in dump_dir.glob("*")} if dump_dir else set()
     try:
         _, ms = lower_compile(build, mesh)
@@ -55,7 +55,7 @@ def compile_for(build: Builder, generation: str) -> CompileResult:
         _clean(dump_dir, before)
         return CompileResult(
             error=f"{type(err).__name__}: {error_text(err)}"[:300],
-            refused=isinstance(err, NotImplementedError),
+            refused=refused(err),
         )
     result = CompileResult(compile_ms=ms)
     if dump_dir:
@@ -63,11 +63,6 @@ def compile_for(build: Builder, generation: str) -> CompileResult:
         result.schedules = [bundles.read(p) for p in bundles.kernel_files(files)]
         _clean(dump_dir, before)
     return result
-
-
-def _dump_dir() -> Path | None:
-    config = topology.config()
-    return config.dump_dir if config else None
 
 
 def _clean(dump_dir: Path | None, before: set[str]) -> None:

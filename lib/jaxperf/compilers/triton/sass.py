@@ -159,9 +159,7 @@ _IMM = re.compile(r"^(?:0x[0-9a-f]+|\d+)$")
 
 def _imm(text: str) -> int | None:
     text = text.strip()
-    if text in ("RZ", "URZ"):
-        return 0
-    return int(text, 0) if _IMM.match(text) else None
+    return 0 if text in ("RZ", "URZ") else int(text, 0) if _IMM.match(text) else None
 
 
 def _half2_bits(halves: list[str]) -> int | None:
@@ -211,9 +209,11 @@ def _trips(code: list[Instruction], head: int, branch: Instruction) -> tuple[int
     body = [i for i in code if head <= i.address < branch.address]
     guard = branch if branch.predicate else _exit(body, branch)
     predicate = guard.predicate.lstrip("!")
-    compares = [i for i in body if i.base == "ISETP" and i.operands.split(",")[0].strip() == predicate]
-    while compares and ".EX" in compares[-1].opcode:
-        compares.pop()
+    writer = next((i for i in reversed(body) if i.operands.split(",")[0].strip() == predicate), branch)
+    copied = re.fullmatch(r"P\d, PT, PT, PT, (UP\d), 0x80, 0x0", writer.operands.strip())  # P = UPn
+    predicate = copied.group(1) if copied and writer.base == "PLOP3" else predicate
+    compares = [i for i in body if i.base.endswith("ISETP") and i.operands.split(",")[0].strip() == predicate]
+    compares = [i for i in compares if ".EX" not in i.opcode]  # a 64-bit counter: its low word's compare
     if not compares:
         return None, f"no ISETP sets {guard.predicate or 'the branch predicate'} in the loop"
     compare = compares[-1]
