@@ -241,6 +241,10 @@ def test_the_carry_follows_what_the_step_returns_not_shapes(tmp_path, monkeypatc
         "    return 0.0, recon, model, opt_state\n"
         "def twins(a, b, x):\n"
         "    return a + x, b + x, a - x\n"
+        "def lr_step(params, x, lr):\n"
+        "    return params - lr * x, (params * x).mean()\n"
+        "def scaled(params, scale, x):\n"
+        "    return params * scale, (params * x).sum(), scale * 2.0\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     import ae_steps
@@ -252,6 +256,10 @@ def test_the_carry_follows_what_the_step_returns_not_shapes(tmp_path, monkeypatc
         carry.infer((m, o), ae_steps.twins(m, o, x), fn=ae_steps.twins)
     assert carry.check({"model": 2}, (m, o, x), (0.0, x, m, o), fn=ae_steps.step) == {0: 2}
     assert carry.infer((m, jnp.ones(2)), m + 1) == {0: carry.WHOLE}  # params = step(params, x)
+    # a learning rate the loop passes in is not fed the loss, a 0-d output of the same kind
+    lr = jnp.float32(0.1)
+    assert carry.infer((m, x, lr), ae_steps.lr_step(m, x, lr), fn=ae_steps.lr_step) == {0: 0}
+    assert carry.infer((m, lr, x), ae_steps.scaled(m, lr, x), fn=ae_steps.scaled) == {0: 0, 1: 2}
 
 
 def test_first_difference_compares_typed_keys_none_and_scalars():
