@@ -374,6 +374,26 @@ def test_the_cli_exits_2_with_one_line_and_the_traceback_in_json(tmp_path):
         assert written["error"] in lines[0] and "Traceback" in written["traceback"]
 
 
+def test_the_cli_refuses_a_missing_output_folder_before_diagnosing(tmp_path):
+    (tmp_path / "tiny_steps.py").write_text(
+        "import jax, jax.numpy as jnp\n"
+        "def make():\n"
+        "    return jax.jit(lambda w, x: (w - 0.1 * x, (w * x).sum())), (jnp.ones(3), jnp.ones(3))\n"
+    )
+    missing = ["--figure", str(tmp_path / "no_such_folder" / "d.png"), "--max-seconds", "5"]
+    for extra, named in ((missing, "output folder="),):
+        run = subprocess.run(
+            [sys.executable, "-m", "jaxperf", "diagnose", "tiny_steps:make", *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        lines = [line for line in run.stderr.splitlines() if line.startswith("jaxperf diagnose:")]
+        assert run.returncode == 2 and len(lines) == 1 and named in lines[0], run.stderr
+        assert run.stdout == ""  # no diagnosis printed, as if it had been written
+
+
 def test_an_unknown_command_is_named():
     run = subprocess.run(
         [sys.executable, "-m", "jaxperf", "nope"], capture_output=True, text=True, timeout=60
