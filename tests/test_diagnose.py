@@ -374,14 +374,14 @@ def test_the_cli_exits_2_with_one_line_and_the_traceback_in_json(tmp_path):
         assert written["error"] in lines[0] and "Traceback" in written["traceback"]
 
 
-def test_the_cli_refuses_a_missing_output_folder_before_diagnosing(tmp_path):
+def test_the_cli_refuses_a_missing_output_folder_before_diagnosing_and_a_cap_of_0(tmp_path):
     (tmp_path / "tiny_steps.py").write_text(
         "import jax, jax.numpy as jnp\n"
         "def make():\n"
         "    return jax.jit(lambda w, x: (w - 0.1 * x, (w * x).sum())), (jnp.ones(3), jnp.ones(3))\n"
     )
     missing = ["--figure", str(tmp_path / "no_such_folder" / "d.png"), "--max-seconds", "5"]
-    for extra, named in ((missing, "output folder="),):
+    for extra, named in ((missing, "output folder="), (["--max-seconds", "0"], "max_seconds=0.0")):
         run = subprocess.run(
             [sys.executable, "-m", "jaxperf", "diagnose", "tiny_steps:make", *extra],
             capture_output=True,

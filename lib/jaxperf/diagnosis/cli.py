@@ -107,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             carry=carry,
             batch_at=made.get("batch_at"),
             precision=precision,
-            max_seconds=max(1.0, max_seconds - (time.perf_counter() - started)),
+            # at least min(cap, 1 s) is left to it; a cap <= 0 (or nan) reaches its check as given
+            max_seconds=max(min(max_seconds, 1.0), max_seconds - (time.perf_counter() - started)),
         )
     except (ValueError, backend.BackendUnavailableError) as err:
         line = " ".join(str(err).split())
@@ -123,6 +124,5 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         args.markdown.write_text(text + "\n")
     if args.figure:
-        fig, _ = result.figure()
-        fig.savefig(args.figure, dpi=150)
+        result.figure()[0].savefig(args.figure, dpi=150)
     return 0
