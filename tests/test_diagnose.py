@@ -487,11 +487,37 @@ def test_every_path_has_a_snippet_of_the_readers_step_keeping_its_donation():
     def make_step(model, opt_state, batch): ...
 
     step = Step("jax.jit", make_step, make_step, donate=(0, 1))
+    args = (jnp.ones(2), jnp.ones(2), jnp.ones(2))
     for name in SNIPPETS:
-        text = snippet(name, step, ["model", "opt_state", "batch"], 3, {0: 1, 1: 2}, nodes=2)
+        text = snippet(name, step, ["model", "opt_state", "batch"], args, {0: 1, 1: 2}, nodes=2)
         assert "make_step" in text and "{" not in text.replace("{fn}", ""), (name, text)
-    assert "donate_argnums=(0, 1)" in snippet("jax.jit on the partitioned state", step, [], 3, {0: 1, 1: 2})
-    assert "donate=True" in snippet("jaxperf.packed_jit", step, [], 3, {0: 1, 1: 2})
+    assert "donate_argnums=(0, 1)" in snippet(
+        "jax.jit on the partitioned state", step, [], args, {0: 1, 1: 2}
+    )
+    assert "donate=True" in snippet("jaxperf.packed_jit", step, [], args, {0: 1, 1: 2})
+
+
+def test_the_packed_snippet_keeps_a_python_flag_static_so_it_runs():
+    import jaxperf
+    from jaxperf.diagnosis.kinds import identify
+    from jaxperf.diagnosis.paths import snippet
+
+    def sgd_step(params, x, use_relu):
+        h = jax.nn.relu(x * params) if use_relu else jnp.tanh(x * params)
+        return params - 0.1 * h, h.sum()
+
+    args = (jnp.ones(3), jnp.ones(3), True)  # jax.jit(..., static_argnums=2), as the reader wrote it
+    text = snippet("jaxperf.packed_jit", identify(jax.jit(sgd_step, static_argnums=2)), [], args, {0: 0})
+    assert "jaxperf.packed_jit(sgd_step_packed, donate=False, static_argnums=(2,))" in text, text
+
+    def sgd_step_packed(tree, x, use_relu):  # the snippet's function, its (...) filled in
+        (params,) = tree
+        out = sgd_step(params, x, use_relu)
+        return out[1:], out[:1]
+
+    packed = jaxperf.packed_jit(sgd_step_packed, donate=False, static_argnums=(2,))
+    _, state = packed(jaxperf.PackedState.pack((args[0],)), args[1], True)
+    assert jnp.allclose(state.unpack()[0], sgd_step(*args)[0])
 
 
 @pytest.mark.parametrize(
