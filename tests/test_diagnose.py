@@ -509,6 +509,9 @@ def test_the_packed_snippet_keeps_a_python_flag_static_so_it_runs():
     args = (jnp.ones(3), jnp.ones(3), True)  # jax.jit(..., static_argnums=2), as the reader wrote it
     text = snippet("jaxperf.packed_jit", identify(jax.jit(sgd_step, static_argnums=2)), [], args, {0: 0})
     assert "jaxperf.packed_jit(sgd_step_packed, donate=False, static_argnums=(2,))" in text, text
+    # an argument with nothing in it ({}, optax's EmptyState) stays a pytree: {} is not hashable
+    empty = snippet("jaxperf.packed_jit", identify(jax.jit(sgd_step)), [], (args[0], {}, True), {0: 0})
+    assert "donate=False, static_argnums=(2,))" in empty, empty
 
     def sgd_step_packed(tree, x, use_relu):  # the snippet's function, its (...) filled in
         (params,) = tree

@@ -379,9 +379,8 @@ def snippet(
     names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
     held = sorted(carry) if carry else list(range(nodes))
     donated, rest_at = step.donated(len(args)), [i for i in range(len(args)) if i not in held]
-    static = tuple(
-        1 + k for k, i in enumerate(rest_at) if not any(map(eqx.is_array, jax.tree.leaves(args[i])))
-    )
+    leaves = [jax.tree.leaves(args[i]) for i in rest_at]  # a Python flag is static, as on the path
+    static = tuple(1 + k for k, x in enumerate(leaves) if x and not any(map(eqx.is_array, x)))
     state = ", ".join(names[i] for i in held) or names[0]
     rest = ", ".join(names[i] for i in rest_at) or "batch"
     eqx_donate = (
