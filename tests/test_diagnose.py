@@ -241,6 +241,10 @@ def test_the_carry_follows_what_the_step_returns_not_shapes(tmp_path, monkeypatc
         "    return 0.0, recon, model, opt_state\n"
         "def twins(a, b, x):\n"
         "    return a + x, b + x, a - x\n"
+        "def lr_step(params, x, lr):\n"
+        "    return params - lr * x, (params * x).mean()\n"
+        "def scaled(params, scale, x):\n"
+        "    return params * scale, (params * x).sum(), scale * 2.0\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     import ae_steps
@@ -252,6 +256,10 @@ def test_the_carry_follows_what_the_step_returns_not_shapes(tmp_path, monkeypatc
         carry.infer((m, o), ae_steps.twins(m, o, x), fn=ae_steps.twins)
     assert carry.check({"model": 2}, (m, o, x), (0.0, x, m, o), fn=ae_steps.step) == {0: 2}
     assert carry.infer((m, jnp.ones(2)), m + 1) == {0: carry.WHOLE}  # params = step(params, x)
+    # a learning rate the loop passes in is not fed the loss, a 0-d output of the same kind
+    lr = jnp.float32(0.1)
+    assert carry.infer((m, x, lr), ae_steps.lr_step(m, x, lr), fn=ae_steps.lr_step) == {0: 0}
+    assert carry.infer((m, lr, x), ae_steps.scaled(m, lr, x), fn=ae_steps.scaled) == {0: 0, 1: 2}
 
 
 def test_first_difference_compares_typed_keys_none_and_scalars():
@@ -366,6 +374,26 @@ def test_the_cli_exits_2_with_one_line_and_the_traceback_in_json(tmp_path):
         assert written["error"] in lines[0] and "Traceback" in written["traceback"]
 
 
+def test_the_cli_refuses_a_missing_output_folder_before_diagnosing_and_a_cap_of_0(tmp_path):
+    (tmp_path / "tiny_steps.py").write_text(
+        "import jax, jax.numpy as jnp\n"
+        "def make():\n"
+        "    return jax.jit(lambda w, x: (w - 0.1 * x, (w * x).sum())), (jnp.ones(3), jnp.ones(3))\n"
+    )
+    missing = ["--figure", str(tmp_path / "no_such_folder" / "d.png"), "--max-seconds", "5"]
+    for extra, named in ((missing, "output folder="), (["--max-seconds", "0"], "max_seconds=0.0")):
+        run = subprocess.run(
+            [sys.executable, "-m", "jaxperf", "diagnose", "tiny_steps:make", *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        lines = [line for line in run.stderr.splitlines() if line.startswith("jaxperf diagnose:")]
+        assert run.returncode == 2 and len(lines) == 1 and named in lines[0], run.stderr
+        assert run.stdout == ""  # no diagnosis printed, as if it had been written
+
+
 def test_an_unknown_command_is_named():
     run = subprocess.run(
         [sys.executable, "-m", "jaxperf", "nope"], capture_output=True, text=True, timeout=60
@@ -459,11 +487,40 @@ def test_every_path_has_a_snippet_of_the_readers_step_keeping_its_donation():
     def make_step(model, opt_state, batch): ...
 
     step = Step("jax.jit", make_step, make_step, donate=(0, 1))
+    args = (jnp.ones(2), jnp.ones(2), jnp.ones(2))
     for name in SNIPPETS:
-        text = snippet(name, step, ["model", "opt_state", "batch"], 3, {0: 1, 1: 2}, nodes=2)
+        text = snippet(name, step, ["model", "opt_state", "batch"], args, {0: 1, 1: 2}, nodes=2)
         assert "make_step" in text and "{" not in text.replace("{fn}", ""), (name, text)
-    assert "donate_argnums=(0, 1)" in snippet("jax.jit on the partitioned state", step, [], 3, {0: 1, 1: 2})
-    assert "donate=True" in snippet("jaxperf.packed_jit", step, [], 3, {0: 1, 1: 2})
+    assert "donate_argnums=(0, 1)" in snippet(
+        "jax.jit on the partitioned state", step, [], args, {0: 1, 1: 2}
+    )
+    assert "donate=True" in snippet("jaxperf.packed_jit", step, [], args, {0: 1, 1: 2})
+
+
+def test_the_packed_snippet_keeps_a_python_flag_static_so_it_runs():
+    import jaxperf
+    from jaxperf.diagnosis.kinds import identify
+    from jaxperf.diagnosis.paths import snippet
+
+    def sgd_step(params, x, use_relu):
+        h = jax.nn.relu(x * params) if use_relu else jnp.tanh(x * params)
+        return params - 0.1 * h, h.sum()
+
+    args = (jnp.ones(3), jnp.ones(3), True)  # jax.jit(..., static_argnums=2), as the reader wrote it
+    text = snippet("jaxperf.packed_jit", identify(jax.jit(sgd_step, static_argnums=2)), [], args, {0: 0})
+    assert "jaxperf.packed_jit(sgd_step_packed, donate=False, static_argnums=(2,))" in text, text
+    # an argument with nothing in it ({}, optax's EmptyState) stays a pytree: {} is not hashable
+    empty = snippet("jaxperf.packed_jit", identify(jax.jit(sgd_step)), [], (args[0], {}, True), {0: 0})
+    assert "donate=False, static_argnums=(2,))" in empty, empty
+
+    def sgd_step_packed(tree, x, use_relu):  # the snippet's function, its (...) filled in
+        (params,) = tree
+        out = sgd_step(params, x, use_relu)
+        return out[1:], out[:1]
+
+    packed = jaxperf.packed_jit(sgd_step_packed, donate=False, static_argnums=(2,))
+    _, state = packed(jaxperf.PackedState.pack((args[0],)), args[1], True)
+    assert jnp.allclose(state.unpack()[0], sgd_step(*args)[0])
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """The reader's loop, read off one call: which outputs become the next call's arguments
 (the carry), fresh copies of the arguments for each path, and where two results first differ.
 The step's ``return`` statement names outputs (``return loss, model, opt_state``); the rest
-are matched by kind, and an ambiguous argument is an error listing the candidates.
-"""
+are matched by kind (a 0-d argument only by an expression naming it, as ``step + 1``), and an
+ambiguous argument is an error listing the candidates."""
 
 from __future__ import annotations
 
@@ -54,9 +54,13 @@ def parameter_names(fn: Callable[..., Any] | None) -> list[str]:
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def returned_names(fn: Callable[..., Any] | None) -> list[str | None] | None:
-    """Per element of the tuple ``fn`` returns, the plain name it returns (else None), read from
-    its source; None when unreadable or its return statements disagree."""
+def _mentions(node: ast.AST) -> frozenset[str]:
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+
+
+def returned_names(fn: Callable[..., Any] | None) -> list[str | frozenset[str] | None] | None:
+    """Per element of the tuple ``fn`` returns, the plain name it returns, else the frozenset of
+    names its expression mentions, read from its source; None when unreadable or they disagree."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))  # type: ignore[arg-type]
     except (OSError, TypeError, SyntaxError, IndentationError):
@@ -64,14 +68,14 @@ def returned_names(fn: Callable[..., Any] | None) -> list[str | None] | None:
     func = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if func is None:
         return None
-    found: list[list[str | None]] = []
+    found: list[list[str | frozenset[str]]] = []
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
                 continue  # a nested function's return is not the step's
             if isinstance(child, ast.Return) and isinstance(child.value, (ast.Tuple, ast.List)):
-                found.append([e.id if isinstance(e, ast.Name) else None for e in child.value.elts])
+                found.append([e.id if isinstance(e, ast.Name) else _mentions(e) for e in child.value.elts])
             visit(child)
 
     visit(func)
@@ -84,9 +88,8 @@ def infer(
     args: tuple, out: Any, skip: int | Collection[int] | None = None, fn: Callable[..., Any] | None = None
 ) -> Carry:
     """argument index -> output index; ``skip``: the loader's batch (never carried; the arguments
-    of a batch that fills several); ``fn``:
-    the step's Python function, whose ``return`` names its outputs (see the module's text).
-    ``ValueError`` listing the candidates when an argument matches several outputs."""
+    of a batch that fills several); ``fn``: the step's function, whose ``return`` names its outputs
+    (see the module's text). ``ValueError`` listing the candidates when one matches several."""
     skipped = set() if skip is None else {skip} if isinstance(skip, int) else set(skip)
     whole = [i for i, a in enumerate(args) if i not in skipped and jax.tree.leaves(a) and same_kind(a, out)]
     if len(whole) == 1:  # ``params = step(params, x)``: the whole output is the next state
@@ -97,7 +100,6 @@ def infer(
     names = returned_names(fn) if params else None
     names = names if names is not None and len(names) == len(out) else [None] * len(out)
     carry: Carry = {}
-    used: set[int] = set()
     for i, arg in enumerate(args):
         if i in skipped or not jax.tree.leaves(arg):
             continue
@@ -106,19 +108,22 @@ def infer(
             j = names.index(name)
             if same_kind(arg, out[j]):
                 carry[i] = j
-                used.add(j)
     for i, arg in enumerate(args):
         if i in skipped or i in carry or not jax.tree.leaves(arg):
             continue
-        # an output named after something else (another argument, a new variable) is not i's
+        # an output named after something else (another argument, a new variable) is not i's, nor is
+        # an expression that does not mention a 0-d argument (a learning rate beside the loss)
+        name = params[i] if i < len(params) else None
+        scalar = name is not None and _leaf_kind(arg) is not None and np.ndim(arg) == 0
+        free = [n is None or not isinstance(n, str) and (not scalar or name in n) for n in names]
         candidates = [
-            j for j, o in enumerate(out) if j not in used and names[j] is None and same_kind(arg, o)
+            j for j, o in enumerate(out) if j not in carry.values() and free[j] and same_kind(arg, o)
         ]
         if not candidates:
             continue
         twins = [k for k, a in enumerate(args) if k not in skipped and k not in carry and same_kind(a, arg)]
         if len(candidates) > 1 and len(candidates) != len(twins):
-            label = f"argument {i}" + (f" ({params[i]})" if i < len(params) else "")
+            label = f"argument {i}" + (f" ({name})" if name else "")
             raise bad_value(
                 "carry",
                 "auto",
@@ -126,7 +131,6 @@ def infer(
                 f"e.g. carry={{{i}: {candidates[0]}}} (--carry {i}={candidates[0]}), or carry=None",
             )
         carry[i] = candidates[0]
-        used.add(candidates[0])
     return carry
 
 
@@ -157,16 +161,12 @@ def check(carry: Any, args: tuple, out: Any, fn: Callable[..., Any] | None = Non
 
 def apply(carry: Carry, out: Any, args: tuple) -> tuple:
     """The next call's arguments: ``args`` with each carried one replaced by its output."""
-    if not carry:
-        return args
     return tuple(output(out, carry[i]) if i in carry else a for i, a in enumerate(args))
 
 
 def output(out: Any, j: int) -> Any:
     """Output ``j`` of a step's result (:data:`WHOLE`: all of it)."""
-    if j == WHOLE:
-        return out
-    return out[j] if isinstance(out, (tuple, list)) else (out,)[j]
+    return out if j == WHOLE else out[j] if isinstance(out, (tuple, list)) else (out,)[j]
 
 
 def _copy_arrays(tree: Any) -> Any:

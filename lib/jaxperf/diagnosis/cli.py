@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     quick = QUICK if args.quick else {}
     precision = args.precision if args.precision is not None else quick.get("precision", 0.05)
     max_seconds = args.max_seconds if args.max_seconds is not None else quick.get("max_seconds", 60.0)
+    for path in (args.json, args.markdown, args.figure):
+        if path is not None and not path.parent.exists():
+            problem = bad_value("output folder", str(path.parent), "an existing folder")
+            print(f"jaxperf diagnose: {problem}", file=sys.stderr)
+            return 2
     try:
         backend.configure(args.backend, args.host_devices)
         from . import diagnose
@@ -102,27 +107,22 @@ def main(argv: list[str] | None = None) -> int:
             carry=carry,
             batch_at=made.get("batch_at"),
             precision=precision,
-            max_seconds=max(1.0, max_seconds - (time.perf_counter() - started)),
+            # at least min(cap, 1 s) is left to it; a cap <= 0 (or nan) reaches its check as given
+            max_seconds=max(min(max_seconds, 1.0), max_seconds - (time.perf_counter() - started)),
         )
     except (ValueError, backend.BackendUnavailableError) as err:
         line = " ".join(str(err).split())
         print(f"jaxperf diagnose: {line}", file=sys.stderr)
-        if args.json is not None and args.json.parent.exists():
+        if args.json is not None:  # its folder exists: checked first
             details = getattr(err, "details", "") or "".join(traceback.format_exception(err))
             args.json.write_text(json.dumps({"error": line, "traceback": details}, indent=2))
         return 2
     text = result.markdown()
     print(text)
-    for path in (args.json, args.markdown, args.figure):
-        if path is not None and not path.parent.exists():
-            problem = bad_value("output folder", str(path.parent), "an existing folder")
-            print(f"jaxperf diagnose: {problem}", file=sys.stderr)
-            return 2
     if args.json:
         args.json.write_text(result.to_json())
     if args.markdown:
         args.markdown.write_text(text + "\n")
     if args.figure:
-        fig, _ = result.figure()
-        fig.savefig(args.figure, dpi=150)
+        result.figure()[0].savefig(args.figure, dpi=150)
     return 0

@@ -355,7 +355,7 @@ def run(
             "reader": mine.name,
             "paths": {name: path.what for name, path in paths.items()},
             "methods": {path.name: path.method for path in (mine, *paths.values())},
-            "snippets": {name: snippet(name, step, names, len(args), carry, nodes) for name in paths},
+            "snippets": {name: snippet(name, step, names, args, carry, nodes) for name in paths},
             "skipped": skipped,
             "carry": carry,
             "batch_at": batch_at,

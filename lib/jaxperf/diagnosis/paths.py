@@ -127,8 +127,7 @@ def partitioned(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int |
     else:
         fn, kind = jax.jit(on_arrays, donate_argnums=donate), "jax.jit"
     what = f"{kind} over the arrays only, partitioned once outside the loop"
-    if donate:
-        fn = _quiet_donation(fn)
+    fn = _quiet_donation(fn) if donate else fn
 
     def view(out: Any, arrays: tuple) -> Any:
         for i, j in carry.items():
@@ -316,7 +315,7 @@ def _recipe_snippet(step: Step, fn: str, names: list[str], carry: carry_mod.Carr
 
 #: how to write each path for the reader's step: {fn} the step's function, {args} its
 #: arguments, {state} the carried ones (NNX: the leading modules), {rest} the others,
-#: {donate} the donation as the path's own argument, {outs} what the step returns
+#: {donate...} the donation as the path's own argument, {static} jax.jit's static_argnums
 SNIPPETS = {
     **{
         f"{kind} on the partitioned state": f"""\
@@ -335,9 +334,9 @@ def {{fn}}_arrays(*arrays):
 state = jaxperf.PackedState.pack(({state},))  # once: one buffer per dtype
 def {fn}_packed(tree, {rest}):  # -> (the other outputs, the new state)
     {state}, = tree
-    {outs} = {fn}({args})  # {fn} undecorated
+    out = {fn}({args})  # {fn} undecorated
     return (...), ({state},)
-{fn}_packed = jaxperf.packed_jit({fn}_packed, donate={donate_bool})
+{fn}_packed = jaxperf.packed_jit({fn}_packed, donate={donate_bool}{static})
 # loop: aux, state = {fn}_packed(state, {rest}); state.unpack() at the end""",
     "jaxperf.packed_pmap": """\
 state = jaxperf.PackedState.pack(({state},)).replicate(jax.devices())  # once
@@ -348,10 +347,10 @@ state = jaxperf.PackedState.pack(({state},)).replicate(jax.devices())  # once
 def {fn}({args}): ...""",
     "nnx.cached_partial": """\
 {fn}_bound = nnx.cached_partial({fn}, {state})  # once, outside the loop
-# loop: {outs} = {fn}_bound({rest})""",
+# loop: out = {fn}_bound({rest})""",
     "nnx.jit_partial": """\
 {fn}_bound = nnx.jit_partial({fn}, {state}, graph=False{donate_argnums})  # {fn} undecorated
-# loop: {outs} = {fn}_bound({rest})""",
+# loop: out = {fn}_bound({rest})""",
     "jax.jit on nnx.split state": """\
 graphdef, state = nnx.split(({state},))  # once, outside the loop
 @functools.partial(jax.jit{donate_split})
@@ -374,14 +373,16 @@ def {fn}({args}): ...""",
 
 
 def snippet(
-    name: str, step: Step, names: list[str], n_args: int, carry: carry_mod.Carry, nodes: int = 0
+    name: str, step: Step, names: list[str], args: tuple, carry: carry_mod.Carry, nodes: int = 0
 ) -> str:
     """How to write path ``name`` for the reader's step ("" for a path without one)."""
-    names = [names[i] if i < len(names) else f"arg{i}" for i in range(n_args)]
+    names = [names[i] if i < len(names) else f"arg{i}" for i in range(len(args))]
     held = sorted(carry) if carry else list(range(nodes))
-    donated = step.donated(n_args)
+    donated, rest_at = step.donated(len(args)), [i for i in range(len(args)) if i not in held]
+    leaves = [jax.tree.leaves(args[i]) for i in rest_at]  # a Python flag is static, as on the path
+    static = tuple(1 + k for k, x in enumerate(leaves) if x and not any(map(eqx.is_array, x)))
     state = ", ".join(names[i] for i in held) or names[0]
-    rest = ", ".join(names[i] for i in range(n_args) if i not in held) or "batch"
+    rest = ", ".join(names[i] for i in rest_at) or "batch"
     eqx_donate = (
         "" if step.donate in ("none", ()) else repr(step.donate if isinstance(step.donate, str) else "all")
     )
@@ -390,18 +391,16 @@ def snippet(
         return _recipe_snippet(step, fn, names, carry, eqx_donate)
     if name not in SNIPPETS:
         return ""
-    split = sorted(
-        {0 if i in held else 1 + [k for k in range(n_args) if k not in held].index(i) for i in donated}
-    )
+    split = sorted({0 if i in held else 1 + rest_at.index(i) for i in donated})
     text = SNIPPETS[name].format(
         fn=fn,
         args=", ".join(names),
         state=state,
         rest=rest,
-        outs="out",
         donate_argnums=f", donate_argnums={tuple(donated)}" if donated else "",
         donate_eqx_arg=f", donate={eqx_donate}" if eqx_donate else "",
         donate_bool=bool(set(donated) & set(carry)),
+        static=f", static_argnums={static}" if static else "",
         donate_split=f", donate_argnums={tuple(split)}" if split else "",
         donate_nnx=f"(donate_argnums={tuple(donated)})" if donated else "",
     )

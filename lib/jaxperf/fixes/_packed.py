@@ -105,11 +105,10 @@ class Layout:
         self, tree: Any, *, constrain: bool = False, unpacked: tuple[Sequence[jax.Array], Any] | None = None
     ) -> tuple[jax.Array, ...]:
         """Buffers of this layout from ``tree`` inside a step; ValueError naming the leaf that does
-        not fit (see the module docstring). ``unpacked``: ``(buffers, tree)`` :meth:`unpack` gave
+        not fit (see the module docstring). ``unpacked``: ``(buffers, leaves)`` :meth:`unpack` gave
         in this trace: a buffer whose leaves all come back unchanged is returned as it is."""
         leaves, treedef = jtu.tree_flatten(tree)
-        before = jtu.tree_leaves(unpacked[1]) if unpacked is not None else None
-        same = [before is not None] * len(self.groups)
+        same = [unpacked is not None] * len(self.groups)
         if treedef != self.treedef:
             raise bad_value("new state", treedef, f"the packed structure {self.treedef}")
         parts: list[list[jax.Array]] = [[] for _ in self.groups]
@@ -133,7 +132,7 @@ class Layout:
                     f"cannot turn weakly typed): return x.astype(jnp.{group.dtype})",
                 )
             parts[slot.group].append(jnp.ravel(leaf))
-            if before is not None and leaf is not before[slot.leaf]:
+            if unpacked is not None and leaf is not unpacked[1][slot.leaf]:
                 same[slot.group] = False
         for i, (leaf, static) in enumerate(zip(leaves, self.statics)):
             if static is None:
@@ -315,8 +314,9 @@ def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedStat
             else "an unreplicated PackedState for packed_jit (a replicated one goes to packed_pmap)",
         )
         tree = state.unpack()
+        unpacked = (state.buffers, jtu.tree_leaves(tree))  # now: the step may set them in place (NNX)
         aux, new_tree = fun(tree, *args, **kwargs)
-        new = state.layout.repack(new_tree, constrain=not mapped, unpacked=(state.buffers, tree))
+        new = state.layout.repack(new_tree, constrain=not mapped, unpacked=unpacked)
         return aux, PackedState(new, state.layout)
 
     packed_step.__name__ = f"packed_{getattr(fun, '__name__', 'step')}"
