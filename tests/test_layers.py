@@ -209,7 +209,10 @@ def test_import_jaxperf_and_its_public_names_draw_nothing():
         "import sys, jaxperf\n"
         "for name in jaxperf.__all__: getattr(jaxperf, name)\n"
         "print(','.join(sorted({'matplotlib', 'pandas', 'seaborn'} & set(sys.modules))))\n"
+        "from jax._src import xla_bridge\n"
+        "print('backend started' if xla_bridge._backends else '')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # nor start a backend: a program sets XLA_FLAGS or jax.config after importing the fixes
     assert proc.stdout.strip() == "", f"import jaxperf loaded {proc.stdout.strip()}: only drawing may"

@@ -107,7 +107,7 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
 # id(an output) -> (weak reference to it, its treedef, (each list in it, its items), its token
 # for quick(), its arrays, its other leaves, the index of each leaf in those two)
 _KNOWN: dict[int, tuple] = {}
-_ARRAY_IMPL = type(jax.numpy.zeros(()))
+_ARRAY_IMPL: list[type] = []  # jax's concrete array type, found at the first call: no array at import
 QUICK = object()  # first item of a quick() key: never equal to a split() key
 
 
@@ -124,9 +124,12 @@ def quick(tree: tuple, at: int = 0) -> tuple[tuple | None, list]:
     whole structure); key None otherwise. Never a split() key: a cache keeps an entry under both."""
     key: list[Any] = [QUICK]
     dynamic: list[Any] = []
+    if not _ARRAY_IMPL:
+        _ARRAY_IMPL.append(type(jax.numpy.zeros(())))
+    array = _ARRAY_IMPL[0]
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
         kind = type(part)
-        if kind is _ARRAY_IMPL:
+        if kind is array:
             key.append(part.aval)
             dynamic.append(part)
         elif part is None or (kind is dict and not part):
