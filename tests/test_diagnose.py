@@ -491,6 +491,8 @@ def test_every_path_has_a_snippet_of_the_readers_step_keeping_its_donation():
     for name in SNIPPETS:
         text = snippet(name, step, ["model", "opt_state", "batch"], args, {0: 1, 1: 2}, nodes=2)
         assert "make_step" in text and "{" not in text.replace("{fn}", ""), (name, text)
+        # a path that changes the loop says how the loop calls it (a decorator swap does not)
+        assert "# loop:" in text or "instead of" in text, (name, text)
     assert "donate_argnums=(0, 1)" in snippet(
         "jax.jit on the partitioned state", step, [], args, {0: 1, 1: 2}
     )
@@ -617,3 +619,10 @@ def test_a_gain_within_what_host_work_explains_is_recommended():
     d = _Measured(host_bound, _faster(1.2, 1.1, 1.3))
     assert d.dispatch_limit() == pytest.approx(23.4 / 17.4)
     assert d.best()["variant"] == "jaxperf.packed_jit" and d.beyond_dispatch() == {}
+
+
+def test_the_headline_never_prints_a_device_time_of_zero_or_below():
+    from jaxperf.diagnosis.verdicts import bound
+
+    assert bound({"host_ms": 2.0}, -0.003).endswith("against less than 0.01 ms of device time")
+    assert "against about 1.5 ms of device time" in bound({"host_ms": 2.0}, 1.5)

@@ -365,7 +365,8 @@ graphdef, state = nnx.split(({state},)); leaves, treedef = jax.tree.flatten(stat
 def {fn}_pure(leaves, {rest}):
     {state}, = nnx.merge(graphdef, jax.tree.unflatten(treedef, leaves))
     out = {fn}({args})  # {fn} undecorated
-    return out, jax.tree.leaves(nnx.split(({state},))[1])""",
+    return out, jax.tree.leaves(nnx.split(({state},))[1])
+# loop: out, leaves = {fn}_pure(leaves, {rest}); nnx.update(({state},), jax.tree.unflatten(treedef, leaves)) at the end""",
     "jaxperf.cached_nnx_jit": """\
 @jaxperf.cached_nnx_jit{donate_nnx}  # instead of @nnx.jit, the same arguments
 def {fn}({args}): ...""",

@@ -73,6 +73,5 @@ def bound(row: dict[str, Any] | pd.Series, device_ms: float) -> str:
     as every path runs the same program)."""
     host = row["host_ms"]
     kind = "host-bound" if host > device_ms else "device-bound"
-    return (
-        f"{kind}: {host:.3g} ms of host CPU per call against about {max(device_ms, 0):.3g} ms of device time"
-    )
+    device = f"about {device_ms:.3g} ms" if device_ms >= 0.01 else "less than 0.01 ms"
+    return f"{kind}: {host:.3g} ms of host CPU per call against {device} of device time"
