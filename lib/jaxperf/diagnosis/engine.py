@@ -116,9 +116,11 @@ class Batches:
 
 
 def sync(tree: Any) -> Any:
-    """Wait for ``tree``; a list of donated outputs waits for its last (computed from all of them)."""
+    """Wait for the arrays of ``tree`` (jax.block_until_ready raises and catches an exception per
+    non-array leaf: a cost of the harness, not of a path); a list of donated outputs waits for
+    its last (computed from all of them)."""
     try:
-        return jax.block_until_ready(tree)
+        return jax.block_until_ready([x for x in jax.tree.leaves(tree) if isinstance(x, jax.Array)])
     except (jax.errors.JaxRuntimeError, RuntimeError):
         if isinstance(tree, list) and tree:
             return jax.block_until_ready(tree[-1])

@@ -179,9 +179,16 @@ def _unchanged(lists: tuple) -> bool:
     return True
 
 
-def _forget(key: int, ref: weakref.ref) -> None:
-    if (known := _KNOWN.get(key)) is not None and known[0] is ref:
-        del _KNOWN[key]
+class _Kept(weakref.ref):
+    """A weak reference to a kept output, with its key in :data:`_KNOWN`."""
+
+    __slots__ = ("key",)
+    key: int
+
+
+def _forget(ref: _Kept) -> None:
+    if (known := _KNOWN.get(ref.key)) is not None and known[0] is ref:
+        del _KNOWN[ref.key]
 
 
 def marked(parts: tuple) -> list[Any]:
@@ -244,9 +251,10 @@ def _remember(part: Any, treedef: Any, lists: tuple, *leaves: Any) -> None:
     """Keep ``part``'s leaves (token, arrays, others, index) beside it (weakly) for :func:`split`
     and :func:`quick`, with the items of its lists."""
     try:
-        ref = weakref.ref(part, functools.partial(_forget, id(part)))
+        ref = _Kept(part, _forget)
     except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
         return
+    ref.key = id(part)
     if lists:
         nodes = (functools.reduce(lambda node, get: get(node), path, part) for path in lists)
         lists = tuple((node, tuple(node)) for node in nodes)
