@@ -37,8 +37,9 @@ def _label(method: str) -> str:
     return LABELS.get(method, method)
 
 
-def _leaves_axis(ax: Any, leaves: Any) -> None:
-    ax.set_xscale("log")
+def _leaves_axis(ax: Any, leaves: Any, log: bool = True) -> None:
+    if log:
+        ax.set_xscale("log")
     ticks = sorted(set(int(x) for x in leaves))
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
@@ -88,8 +89,8 @@ def plot_per_leaf(
             name = (labels or {}).get(method, _label(method))
             ax.plot(stats.index, stats["median"], marker="o", ms=4, color=color, label=name)
             ax.fill_between(stats.index, stats["q25"], stats["q75"], color=color, alpha=0.2, lw=0)
-            if method in lines and not own:  # a + b * leaves: a curve on the log axis, many points
-                grid = np.geomspace(float(stats.index.min()), float(stats.index.max()), 64)
+            if method in lines and not own:  # a + b * leaves: straight on the linear leaf axis
+                grid = np.linspace(float(stats.index.min()), float(stats.index.max()), 2)
                 line = lines[method]
                 ax.plot(grid, line["a_ms"] + 1e-3 * line["b_us_per_leaf"] * grid, ls="--", lw=1, color=color)
             data.append(stats.reset_index().assign(method=method, panel=title))
@@ -98,7 +99,7 @@ def plot_per_leaf(
             figure_rules.plain_log_ticks(ax, "y")
         else:
             ax.axhline(0, color="0.6", lw=0.8)
-        _leaves_axis(ax, pd.concat(data)["leaves"] if data else timings["leaves"])
+        _leaves_axis(ax, pd.concat(data)["leaves"] if data else timings["leaves"], log=own)
         ax.set_title(title, fontsize=pt(fig), loc="left")
         measure = ("host CPU" if own else "extra host CPU") + ", ms per call"
         if len(methods) == 1 and len(panels) > 1 and not own:  # its own scale: the label names the path
@@ -177,8 +178,8 @@ def plot_ranges(
     summary_ranges: dict[str, Any], measure: str = "loop_it_per_s"
 ) -> tuple[plt.Figure, pd.DataFrame]:
     """The drop-in fixes (left) and the packed paths (right) over their baseline with the same
-    donation, every cell: the per-pair it/s ratio (median and [lo, hi] of the per-process
-    medians), one row per cell and family."""
+    donation, every cell: the per-pair it/s ratio (median of the per-process medians and their
+    rerun range), one row per cell and family."""
     rows = []
     for key, found in summary_ranges.items():
         method, base = key.split("/")
@@ -225,7 +226,8 @@ def plot_ranges(
     from .report import MEASURES
 
     fig.suptitle(
-        f"it/s ratio {MEASURES[measure]}, per case (median, min-max over processes)", fontsize=pt(fig)
+        f"it/s ratio {MEASURES[measure]}, per case (median over processes; bars: where a rerun's is expected)",
+        fontsize=pt(fig),
     )
     fig.tight_layout()
     return fig, data
