@@ -356,18 +356,23 @@ def test_a_factory_that_returns_the_wrong_thing_is_named(tmp_path, monkeypatch):
         factory.build("reader_steps:make")
 
 
+def _cli(tmp_path, *args):
+    """(the finished `python -m jaxperf diagnose ...` run in ``tmp_path``, its one-line errors)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "jaxperf", "diagnose", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    return run, [line for line in run.stderr.splitlines() if line.startswith("jaxperf diagnose:")]
+
+
 def test_the_cli_exits_2_with_one_line_and_the_traceback_in_json(tmp_path):
     (tmp_path / "raising_steps.py").write_text("def make():\n    raise RuntimeError('no data')\n")
     for spec in ("no_such_module_xyz:make", "raising_steps:make"):
         out, md = tmp_path / "d.json", tmp_path / "d.md"
-        run = subprocess.run(
-            [sys.executable, "-m", "jaxperf", "diagnose", spec, "--json", str(out), "--markdown", str(md)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-        )
-        lines = [line for line in run.stderr.splitlines() if line.startswith("jaxperf diagnose:")]
+        run, lines = _cli(tmp_path, spec, "--json", str(out), "--markdown", str(md))
         assert run.returncode == 2 and len(lines) == 1 and spec in lines[0], run.stderr
         assert "Traceback" not in run.stderr and not md.exists()
         written = json.loads(out.read_text())
@@ -382,14 +387,7 @@ def test_the_cli_refuses_a_missing_output_folder_before_diagnosing_and_a_cap_of_
     )
     missing = ["--figure", str(tmp_path / "no_such_folder" / "d.png"), "--max-seconds", "5"]
     for extra, named in ((missing, "output folder="), (["--max-seconds", "0"], "max_seconds=0.0")):
-        run = subprocess.run(
-            [sys.executable, "-m", "jaxperf", "diagnose", "tiny_steps:make", *extra],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-        )
-        lines = [line for line in run.stderr.splitlines() if line.startswith("jaxperf diagnose:")]
+        run, lines = _cli(tmp_path, "tiny_steps:make", *extra)
         assert run.returncode == 2 and len(lines) == 1 and named in lines[0], run.stderr
         assert run.stdout == ""  # no diagnosis printed, as if it had been written
 
