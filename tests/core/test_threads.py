@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 import jax.numpy as jnp
 import numpy as np
@@ -44,8 +45,9 @@ def hammer(work, threads=THREADS):
     pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
     for thread in pool:
         thread.start()
+    deadline = time.monotonic() + 120  # all of them: a hang fails in 2 minutes, not 2 per thread
     for thread in pool:
-        thread.join(timeout=120)
+        thread.join(timeout=max(deadline - time.monotonic(), 0.0))
     assert not any(thread.is_alive() for thread in pool), "a thread hung"
     return errors
 
