@@ -76,8 +76,8 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
     leaves: list[Any] = []
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
-        known = _known(part)
-        if known is not None:
+        known = _KNOWN.get(id(part))
+        if known is not None and known[0]() is part and not (known[2] and _changed(known[2])):
             leaves += list(map((known[5] + known[4]).__getitem__, known[6])) if known[5] else known[4]
             treedefs.append(known[1])
         else:
@@ -111,34 +111,30 @@ _ARRAY_IMPL: list[type] = []  # jax's concrete array type, found at the first ca
 QUICK = object()  # first item of a quick() key: never equal to a split() key
 
 
-def _known(part: Any) -> tuple | None:
-    known = _KNOWN.get(id(part))
-    if known is not None and known[0]() is part and (not known[2] or _unchanged(known[2])):
-        return known
-    return None
-
-
-def quick(tree: tuple, at: int = 0) -> tuple[tuple | None, list]:
-    """(key, array leaves) of a call, without a flatten, when each part of ``tree`` (as :func:`split`
-    reads it) is a JAX array, None, ``{}``, a tuple of None or a kept output (its token stands for its
-    whole structure); key None otherwise. Never a split() key: a cache keeps an entry under both."""
+def quick(parts: tuple) -> tuple[tuple | None, list]:
+    """(key, array leaves) of a call, without a flatten, when each of its ``parts`` (as :func:`split`
+    reads them) is a JAX array, None, ``{}``, a tuple of None or a kept output (its token stands for
+    its whole structure); key None otherwise. Never a split() key: a cache keeps an entry under both."""
     key: list[Any] = [QUICK]
     dynamic: list[Any] = []
-    if not _ARRAY_IMPL:
-        _ARRAY_IMPL.append(type(jax.numpy.zeros(())))
-    array = _ARRAY_IMPL[0]
-    for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
+    array = _ARRAY_IMPL[0] if _ARRAY_IMPL else _ARRAY_IMPL.append(type(jax.numpy.zeros(()))) or _ARRAY_IMPL[0]
+    get = _KNOWN.get
+    for part in parts:
         kind = type(part)
         if kind is array:
             key.append(part.aval)
             dynamic.append(part)
-        elif part is None or (kind is dict and not part):
-            key.append(kind)
-        elif kind is tuple and all(x is None for x in part):
-            key.append(len(part))
-        elif (known := _known(part)) is not None:
+        elif (
+            (known := get(id(part))) is not None
+            and known[0]() is part
+            and not (known[2] and _changed(known[2]))
+        ):
             key.append(known[3])
             dynamic += known[4]
+        elif part is None or (kind is dict and not part):
+            key.append(kind)
+        elif kind is tuple and part.count(None) == len(part):
+            key.append(len(part))
         else:
             return None, dynamic
     key.append(_trace_context())
@@ -171,12 +167,9 @@ def _field_of(name: str, node: Any) -> Any:
     return object.__getattribute__(node, name)
 
 
-def _unchanged(lists: tuple) -> bool:
-    """Whether each list still holds the same items (a list can change in place; its parents cannot)."""
-    for now, held in lists:
-        if len(now) != len(held) or not all(map(operator.is_, now, held)):
-            return False
-    return True
+def _changed(lists: tuple) -> bool:
+    """Whether a list holds other items now (a list can change in place; its parents cannot)."""
+    return any(len(now) != len(held) or not all(map(operator.is_, now, held)) for now, held in lists)
 
 
 class _Kept(weakref.ref):
@@ -328,6 +321,7 @@ class Paths:
         self.lock = threading.Lock()
         self.entries: dict[Hashable, Any] = {}
         self.counts = {"hits": 0, "misses": 0, "fallbacks": 0}
+        self.quick_hits = itertools.count()  # hits on a quick() key: next() needs no lock
         self.reasons: collections.Counter[str] = collections.Counter()
         self._totals = totals
 
@@ -466,7 +460,8 @@ class Wrapper(eqx.Module):
     def stats(self) -> dict[str, int]:
         """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
         with self._cached.lock:
-            return dict(self._cached.counts)
+            counts = dict(self._cached.counts)
+        return {**counts, "hits": counts["hits"] + int(repr(self._cached.quick_hits)[6:-1])}  # "count(N)"
 
     @property
     def fallback_reasons(self) -> dict[str, int]:

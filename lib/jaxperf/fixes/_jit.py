@@ -9,8 +9,8 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
+import itertools
 import logging
-import os
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -59,6 +59,7 @@ class _WhileRunning(logging.Filter):
 
 logging.getLogger("jax._src.callback").addFilter(_WhileRunning())
 _Tracer = jax.core.Tracer
+_IDS = itertools.count()  # each call's id, unique in the process (Equinox's: os.urandom(16))
 _field = object.__getattribute__
 #: calls every cached_filter_jit in this process handed to eqx.filter_jit, by reason
 JIT_FALLBACKS: collections.Counter[str] = collections.Counter()
@@ -92,8 +93,6 @@ class JitPaths(Paths):
         self.shapes: list[tuple] = []  # (treedef, lists) of each output part split() can remember
 
     def bind(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        if not kwargs:
-            return args, kwargs  # binding positional arguments changes nothing (a bad call misses)
         bound = self.signature.bind(*args, **kwargs)
         return bound.args, bound.kwargs
 
@@ -110,14 +109,17 @@ class JitPaths(Paths):
     def call(self, arrays: tuple, args: tuple, kwargs: dict, jit_id: bytes) -> Any:
         if self.pending:
             self._check_finished(jit_id)
-        args, kwargs = self.bind(args, kwargs) if kwargs else (args, kwargs)
-        fast, dynamic = quick((args, kwargs, arrays))
-        entry = self.get(fast) if fast else None
+        if kwargs:  # binding positional arguments changes nothing (a bad call misses)
+            args, kwargs = self.bind(args, kwargs)
+        fast, dynamic = quick((*args, kwargs, arrays))
+        entry = self.entries.get(fast) if fast else None  # a dict's get needs no lock
         if entry is None:
             _, entry, dynamic = self.lookup(arrays, args, kwargs)
             if fast:
                 with self.lock:
                     self.entries[fast] = entry
+        else:
+            next(self.quick_hits)
         _RUNNING.add(jit_id)  # a set's add and discard need no lock
         try:
             out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)
@@ -254,7 +256,7 @@ class CachedFilterJit(Wrapper):
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        __equinox_jit_id__ = os.urandom(16)  # eqx.error_if cuts the stack it records at this frame
+        __equinox_jit_id__ = next(_IDS).to_bytes(16)  # eqx.error_if cuts the stack it records here
         paths = _field(self, "_cached")  # a field: no Module.__getattribute__ on the hot path
         try:
             return paths.call(_field(self, "_dynamic_fun"), args, kwargs, __equinox_jit_id__)

@@ -187,14 +187,16 @@ class PmapPaths(Paths):
         if self.unhashable or self.value_axes or (self.is_function and fun is not self.fun_ref()):
             return MISS
         tree = self._tree(fun, args)
-        fast, dynamic = quick(tree, at=1)
+        fast, dynamic = quick((tree[0], *args, tree[2]))
         entry = self.entries.get(fast) if fast else None
-        if entry is None:
-            key, dynamic, _ = split(tree, at=1)
-            try:
-                entry = self.entries.get(key)
-            except TypeError:  # an unhashable leaf: guarded hands it to Equinox
-                return MISS
+        if entry is not None and entry.traced:
+            next(self.quick_hits)
+            return entry.run(dynamic)
+        key, dynamic, _ = split(tree, at=1)
+        try:
+            entry = self.entries.get(key)
+        except TypeError:  # an unhashable leaf: guarded hands it to Equinox
+            return MISS
         if entry is None or not entry.traced:
             return MISS
         with self.lock:
@@ -241,7 +243,7 @@ class PmapPaths(Paths):
             static = marked(parts)
             axes = self._dynamic_axes(args, static, dynamic, kinds, value_axes)
             entry = self.put(key, build_entry(self, jtu.tree_structure(tree), static, axes, dynamic))
-        if value_axes is None and kinds is ARRAY_TYPES and (fast := quick(tree, at=1)[0]):
+        if value_axes is None and kinds is ARRAY_TYPES and (fast := quick((tree[0], *args, tree[2]))[0]):
             with self.lock:
                 self.entries[fast] = entry
         return key, entry, dynamic, tree
