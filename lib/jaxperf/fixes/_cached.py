@@ -107,7 +107,7 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
 # id(an output) -> (weak reference to it, its treedef, (each list in it, its items), its token
 # for quick(), its arrays, its other leaves, the index of each leaf in those two)
 _KNOWN: dict[int, tuple] = {}
-_ARRAY_IMPL: list[type] = []  # jax's concrete array type, found at the first call: no array at import
+_ARRAY_IMPL: dict[str, type] = {}  # jax's concrete array type, found at the first call: no array at import
 QUICK = object()  # first item of a quick() key: never equal to a split() key
 
 
@@ -117,7 +117,7 @@ def quick(parts: tuple) -> tuple[tuple | None, list]:
     its whole structure); key None otherwise. Never a split() key: a cache keeps an entry under both."""
     key: list[Any] = [QUICK]
     dynamic: list[Any] = []
-    array = _ARRAY_IMPL[0] if _ARRAY_IMPL else _ARRAY_IMPL.append(type(jax.numpy.zeros(()))) or _ARRAY_IMPL[0]
+    array = _ARRAY_IMPL.get("") or _ARRAY_IMPL.setdefault("", type(jax.numpy.zeros(())))
     get = _KNOWN.get
     for part in parts:
         kind = type(part)
@@ -321,7 +321,7 @@ class Paths:
         self.lock = threading.Lock()
         self.entries: dict[Hashable, Any] = {}
         self.counts = {"hits": 0, "misses": 0, "fallbacks": 0}
-        self.quick_hits = itertools.count()  # hits on a quick() key: next() needs no lock
+        self.hits = itertools.count()  # the hits counted without the lock (next() is atomic)
         self.reasons: collections.Counter[str] = collections.Counter()
         self._totals = totals
 
@@ -461,7 +461,7 @@ class Wrapper(eqx.Module):
         """Hits, misses and hand-overs to Equinox of the compiled paths this wrapper shares."""
         with self._cached.lock:
             counts = dict(self._cached.counts)
-        return {**counts, "hits": counts["hits"] + int(repr(self._cached.quick_hits)[6:-1])}  # "count(N)"
+        return {**counts, "hits": counts["hits"] + int(repr(self._cached.hits)[6:-1])}  # "count(N)"
 
     @property
     def fallback_reasons(self) -> dict[str, int]:

@@ -112,14 +112,13 @@ class JitPaths(Paths):
         if kwargs:  # binding positional arguments changes nothing (a bad call misses)
             args, kwargs = self.bind(args, kwargs)
         fast, dynamic = quick((*args, kwargs, arrays))
-        entry = self.entries.get(fast) if fast else None  # a dict's get needs no lock
+        entry = self.entries.get(fast) if fast else None  # a dict's get and set need no lock
         if entry is None:
             _, entry, dynamic = self.lookup(arrays, args, kwargs)
             if fast:
-                with self.lock:
-                    self.entries[fast] = entry
+                self.entries[fast] = entry
         else:
-            next(self.quick_hits)
+            next(self.hits)
         _RUNNING.add(jit_id)  # a set's add and discard need no lock
         try:
             out, rec = entry.fn(*dynamic) if entry.ready else entry.first(dynamic)

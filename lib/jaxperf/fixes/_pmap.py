@@ -188,21 +188,18 @@ class PmapPaths(Paths):
             return MISS
         tree = self._tree(fun, args)
         fast, dynamic = quick((tree[0], *args, tree[2]))
-        entry = self.entries.get(fast) if fast else None
-        if entry is not None and entry.traced:
-            next(self.quick_hits)
-            return entry.run(dynamic)
-        key, dynamic, _ = split(tree, at=1)
-        try:
-            entry = self.entries.get(key)
-        except TypeError:  # an unhashable leaf: guarded hands it to Equinox
-            return MISS
+        entry = self.entries.get(fast) if fast else None  # a dict's get and set need no lock
+        if entry is None:
+            key, dynamic, _ = split(tree, at=1)
+            try:
+                entry = self.entries.get(key)
+            except TypeError:  # an unhashable leaf: guarded hands it to Equinox
+                return MISS
+            if fast and entry is not None:
+                self.entries[fast] = entry
         if entry is None or not entry.traced:
             return MISS
-        with self.lock:
-            self.counts["hits"] += 1
-            if fast:
-                self.entries[fast] = entry
+        next(self.hits)
         return entry.run(dynamic)
 
     def guarded(self, fun: Any, args: tuple, kwargs: dict, lower: bool) -> Any:
@@ -244,8 +241,7 @@ class PmapPaths(Paths):
             axes = self._dynamic_axes(args, static, dynamic, kinds, value_axes)
             entry = self.put(key, build_entry(self, jtu.tree_structure(tree), static, axes, dynamic))
         if value_axes is None and kinds is ARRAY_TYPES and (fast := quick((tree[0], *args, tree[2]))[0]):
-            with self.lock:
-                self.entries[fast] = entry
+            self.entries[fast] = entry
         return key, entry, dynamic, tree
 
     def _lowered(self, key: Any, entry: Entry, dynamic: list, tree: tuple) -> Lowered:
