@@ -1,5 +1,7 @@
 """The harness on a fake clock: statistics, interleaving, warm-up not counted."""
 
+import collections
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -49,17 +51,24 @@ def test_warmup_calls_are_not_counted():
     assert np.allclose(df["it_per_s"], 1000.0)
 
 
-def test_interleaving_rotates_order_each_repeat():
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_interleaving_puts_each_variant_after_each_other_equally_often(k):
     clock, log = FakeClock(), []
-    costs = {"a": lambda i: 0.001, "b": lambda i: 0.002, "c": lambda i: 0.003}
+    costs = {name: (lambda i, c=0.001 * (n + 1): c) for n, name in enumerate("abcde"[:k])}
+    rounds = 2 * k
     cfg = timing.TimingConfig(
-        warmup=0, repeats=3, number=1, dispatch_only=False, clock=timing.Clock(clock.wall, clock.cpu)
+        warmup=0, repeats=rounds, number=1, dispatch_only=False, clock=timing.Clock(clock.wall, clock.cpu)
     )
     df = timing.compare(make_variants(clock, costs, log), cfg, sync=lambda x: x)
-    assert log == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    rows = [log[r * k : (r + 1) * k] for r in range(rounds)]
+    assert all(sorted(row) == sorted(costs) for row in rows)
+    after = collections.Counter(pair for row in rows for pair in zip(row, row[1:]))
+    assert len(after) == k * (k - 1) and set(after.values()) == {2}  # a rotation: k of them
+    places = collections.Counter((name, i) for row in rows for i, name in enumerate(row))
+    assert set(places.values()) == {2}
     assert list(df["variant"]) == log
     assert df.groupby("variant")["wall_s_per_call"].median().to_dict() == pytest.approx(
-        {"a": 0.001, "b": 0.002, "c": 0.003}
+        {name: 0.001 * (n + 1) for n, name in enumerate(costs)}
     )
 
 

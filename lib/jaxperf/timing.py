@@ -11,8 +11,9 @@ Three measurements per call, named after what they hold:
 - ``loop_it_per_s``: that same loop with its final block counted, i.e. the
   rate of a training loop that lets dispatch run ahead of execution.
 
-Variants are compared interleaved (each repeat runs every variant once, in an order rotated
-between repeats, so drift hits all alike); ratios are taken per pair (same repeat).
+Variants are compared interleaved: each repeat runs every variant once, and over 2k repeats of k
+each runs in every place and after every other one equally often (a Williams design), so
+neither drift nor what a variant leaves behind favours one; ratios are per pair (same repeat).
 
 How many repeats: a fixed count, or precision-driven (``TimingConfig.precision``): rounds
 continue until each ratio a stated answer reads has an interquartile range within the
@@ -98,11 +99,10 @@ def _widest(rows: list[dict], watch: list[Watch]) -> float:
         return float("nan")
     by_key = {(row["variant"], row["repeat"]): row for row in rows}
     repeats = sorted({row["repeat"] for row in rows})
-    widths = []
-    for variant, baseline, value in watch:
-        ratios = [by_key[(variant, r)][value] / by_key[(baseline, r)][value] for r in repeats]
-        widths.append(relative_iqr(ratios))
-    return max(widths)
+    return max(
+        relative_iqr([by_key[(v, r)][value] / by_key[(b, r)][value] for r in repeats])
+        for v, b, value in watch
+    )
 
 
 def compare(
@@ -170,6 +170,13 @@ def compare(
     return df
 
 
+def williams(names: list[str], repeat: int) -> list[str]:
+    """Round ``repeat``'s order of ``names``: row ``repeat`` of a Williams design (see above)."""
+    k = len(names)
+    first = [0] + [(i + 1) // 2 if i % 2 else k - i // 2 for i in range(1, k)]
+    return [names[(x + repeat) % k] for x in first][:: -1 if repeat // k % 2 else 1]
+
+
 def _round(
     variants: Mapping[str, Callable[[], Any]],
     names: list[str],
@@ -181,10 +188,8 @@ def _round(
     labels: dict[str, Any],
     rows: list[dict],
 ) -> None:
-    """One interleaved round: every variant once, in an order rotated by ``repeat``."""
-    shift = repeat % len(names)
-    order = names[shift:] + names[:shift]
-    for position, name in enumerate(order):
+    """One interleaved round: every variant once, in :func:`williams` order."""
+    for position, name in enumerate(williams(names, repeat)):
         wall, cpu = _blocked_batch(variants[name], config.number, clock, sync)
         row = {
             **labels,

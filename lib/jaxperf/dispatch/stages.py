@@ -101,16 +101,16 @@ Run = Callable[[], tuple[list[float], list[float]]]
 
 def interleaved(runs: dict[str, Run], stages: tuple[str, ...], calls: int) -> pd.DataFrame:
     """``calls`` rounds of every run of ``runs`` (the first made stage by stage into ``stages``,
-    the others whole calls), the order rotated per round, after :data:`WARMUP_CALLS` warm-up
-    rounds: one row per (round, call, stage) with ``wall_ms`` and ``cpu_ms`` (the dispatching
-    thread); whole calls have the stage ``"whole call"``."""
+    the others whole calls), in :func:`~jaxperf.timing.williams` order, after :data:`WARMUP_CALLS`
+    warm-up rounds: one row per (round, call, stage) with ``wall_ms`` and ``cpu_ms`` (the
+    dispatching thread); whole calls have the stage ``"whole call"``."""
     check_int("calls", calls, minimum=1)
     for _ in range(WARMUP_CALLS):
         for run in runs.values():
             run()
     names, rows = list(runs), []
     for call in range(calls):
-        for name in names[call % len(names) :] + names[: call % len(names)]:
+        for name in timing.williams(names, call):
             wall, cpu = runs[name]()
             for stage, w, c in zip(stages if name == names[0] else ("whole call",), wall, cpu):
                 rows.append(

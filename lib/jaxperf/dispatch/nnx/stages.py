@@ -11,7 +11,7 @@ inside Flax's ``graphlib.flatten`` (``unflatten``), read by a timer around it fo
 call only, and the rest of the stage.
 
 Each round also makes an ordinary ``nnx.jit`` call, a ``jax.jit`` call on ``nnx.split`` state
-and a :func:`jaxperf.cached_nnx_jit` call, interleaved (order rotated per round), so that the
+and a :func:`jaxperf.cached_nnx_jit` call, interleaved (each after each other equally often), so that the
 stages can be checked to sum to an ordinary call (their interquartile ranges overlap) and set
 beside the cheaper calls. Clocks: the dispatching thread's CPU time (``cpu_ms``, what the
 goals are stated in) and wall time (``wall_ms``), both per stage.
