@@ -38,8 +38,8 @@ class DispatchSettings(StudySettings):
     donated_depths: tuple[int, ...] = ()
     heavy_width: int = 512
     precision: float = 0.05
-    seconds_per_cell: float = 2.0
-    min_rounds: int = 3
+    seconds_per_cell: float = 3.0
+    min_rounds: int = 6
     accounting_depths: tuple[int, ...] = (8, 64)
     accounting_rounds: int = 10
     processes: int = 3
