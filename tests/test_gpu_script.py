@@ -112,6 +112,34 @@ def test_unpack_refuses_a_dry_run(every_part_run: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "results").exists()
 
 
+def test_unpack_refuses_a_long_foreign_listing_with_exit_1_even_if_its_reader_quits(
+    tmp_path: Path,
+) -> None:
+    """CI once saw exit 141: the refusal piped the listing into ``head``, and under
+    ``pipefail`` a ``head`` that quit first made the writer's SIGPIPE the exit code. A
+    ``head`` that exits without reading, past a full pipe, makes that race certain."""
+    src = tmp_path / "src"
+    (src / "results" / "cpu").mkdir(parents=True)
+    for i in range(400):  # a listing past a pipe's 64 KiB, so a writer must meet the quit reader
+        (src / "results" / "cpu" / f"{i:03d}{'x' * 200}.json").touch()
+    with tarfile.open(tmp_path / "jaxperf_gpu_results.tar.gz", "w:gz") as tar:
+        tar.add(src / "results", arcname="results")
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "head").write_text("#!/bin/sh\nexit 0\n")
+    (shim / "head").chmod(0o755)
+    env = {
+        **os.environ,
+        "JAXPERF_UNPACK_ROOT": str(tmp_path / "root"),
+        "PATH": f"{shim}:{os.environ['PATH']}",
+    }
+    proc = subprocess.run(
+        ["bash", str(ROOT / "tools/device/unpack.sh"), str(tmp_path)], capture_output=True, text=True, env=env
+    )
+    assert (proc.returncode, "refusing" in proc.stderr) == (1, True), proc.stderr
+    assert not (tmp_path / "root").exists()
+
+
 def test_unpack_puts_a_gpu_run_into_results_gpu(tmp_path: Path) -> None:
     src = tmp_path / "src"
     run_dir = src / "results" / "gpu" / "run"

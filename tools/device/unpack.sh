@@ -18,7 +18,7 @@ case "$mode" in ""|--force|--merge) ;; *) echo "unpack.sh: unknown option '$mode
 tarball="$dir/jaxperf_gpu_results.tar.gz"
 [ -f "$tarball" ] || { echo "unpack.sh: no $tarball (did the device run finish?)" >&2; exit 1; }
 bad="$(tar -tzf "$tarball" | grep -Ev '^(results|figures)/$|^(results|figures)/gpu(/|$)' || true)"
-[ -z "$bad" ] || { echo "unpack.sh: refusing $tarball: it holds more than results/gpu and figures/gpu:" >&2; echo "$bad" | head >&2; exit 1; }
+[ -z "$bad" ] || { echo "unpack.sh: refusing $tarball: it holds more than results/gpu and figures/gpu:" >&2; head <<<"$bad" >&2; exit 1; }  # no pipe: SIGPIPE would make the exit 141
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 tar -xzf "$tarball" -C "$stage"
