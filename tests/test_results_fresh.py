@@ -5,7 +5,9 @@ after them, cannot be cited).
 Each ``results/<backend>/<study>/summary.json`` records the commit that ran (``provenance.git``),
 whether its tree was clean, and the project files whose code made it (``provenance.code``: the
 jaxperf modules loaded, the study's whole package); the study's notebook is the source notebook
-that starts it. A result is stale when any of those files differs between its commit and HEAD.
+that starts it. A result is stale when the code of any of those files differs between its commit
+and the working tree: a file git saw moved is followed, and a move, or an edit of its imports' spelling,
+module paths, docstrings or comments, is no change (tools/runall/moves.py; issue 47).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from runall import fresh  # noqa: E402
+from runall import fresh, moves  # noqa: E402
 
 SUMMARIES = sorted(ROOT.glob("results/*/*/summary.json"))
 
@@ -75,23 +77,63 @@ def test_a_committed_result_comes_from_a_clean_commit_of_unchanged_code(path):
 
 def test_a_change_to_the_code_makes_a_result_stale(tmp_path):
     """The check itself can fail: a result recorded before a commit that changed a measuring
-    file, with that file in its code list, is stale."""
+    file's code, with that file in its code list, is stale."""
     if not has_history():
         pytest.skip("needs the git history")
-    # the newest commit that changed a file whose change moves numbers (a commit of README or
-    # template text alone stales nothing, by the presentation rule tested below)
-    for k in range(1, 50):
-        changed = fresh.measuring(git("diff", "--name-only", f"HEAD~{k}", f"HEAD~{k - 1}").stdout.split())
+    # the newest commit that changed the code of a file whose change moves numbers (a commit of
+    # README or template text, or of a docstring or an import's spelling, stales nothing)
+    for k in range(1, 80):
+        before, after = f"HEAD~{k}", f"HEAD~{k - 1}"
+        edited = git("diff", "--no-renames", "--diff-filter=M", "--name-only", before, after).stdout.split()
+        changed = [
+            f
+            for f in fresh.measuring(edited)
+            if f.endswith(".py")
+            and moves.code_of(git("show", f"{before}:{f}").stdout, f)
+            != moves.code_of(git("show", f"{after}:{f}").stdout, f)
+        ]
         if changed:
             break
     else:
-        pytest.skip("none of the last 50 commits changed a measuring file")
-    parent = git("rev-parse", f"HEAD~{k}").stdout.strip()
+        pytest.skip("none of the last 80 commits changed a measuring file's code")
+    parent = git("rev-parse", before).stdout.strip()
     summary = {
         "study": "none",
         "provenance": {"git": {"commit": parent, "dirty": False}, "code": changed[:1]},
     }
     assert stale_files(summary, tmp_path / "summary.json") == changed[:1]
+
+
+def _git_project(project: Path, files: dict[str, str]) -> str:
+    """``files`` committed in a new repository at ``project``; the commit."""
+    for rel, text in files.items():
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(text)
+    _commit(project, "first")
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _commit(project: Path, message: str) -> None:
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
+    ):
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+
+def _notebook(*cells: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "source": [c]} for c in cells]})
+
+
+def _publish(project: Path, commit: str, code: list[str], parameters: dict | None = None) -> None:
+    summary = project / "results" / "cpu" / "alpha" / "summary.json"
+    summary.parent.mkdir(parents=True, exist_ok=True)
+    (project / "results" / "cpu" / "01_alpha.ipynb").write_text("{}")
+    prov = {"git": {"commit": commit, "dirty": False}, "code": code, "parameters": parameters or {}}
+    summary.write_text(json.dumps({"study": "alpha", "provenance": prov}))
 
 
 def test_a_presentation_change_needs_a_render_and_a_measuring_change_a_rerun(tmp_path):
@@ -101,38 +143,209 @@ def test_a_presentation_change_needs_a_render_and_a_measuring_change_a_rerun(tmp
     code = {
         "lib/jaxperf/palette.py": "RED = 'r'\n",
         "lib/jaxperf/alpha/figures.py": "W = 3\n",
-        "lib/jaxperf/alpha/summary_md.py": "T = ''\n",
+        "lib/jaxperf_study/alpha/summary_md.py": "T = ''\n",
+        "lib/jaxperf_study/plots.py": "S = 1\n",
         "lib/jaxperf/timing.py": "N = 5\n",
         "lib/jaxperf/alpha/palette.py": "X = 1\n",  # a study module named like a shared one: measures
+        "lib/jaxperf_study/alpha/plots.py": "Y = 1\n",
     }
-    for rel, text in code.items():
-        (project / rel).parent.mkdir(parents=True, exist_ok=True)
-        (project / rel).write_text(text)
     notebook = project / "notebooks" / "01_alpha.ipynb"
-    notebook.parent.mkdir()
-    notebook.write_text('{"cells": [{"source": ["study.start(\\"alpha\\")"]}]}')
-    for args in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
-    ):
-        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout
-    summary = project / "results" / "cpu" / "alpha" / "summary.json"
-    summary.parent.mkdir(parents=True)
-    (project / "results" / "cpu" / notebook.name).write_text("{}")
-    prov = {"git": {"commit": commit.strip(), "dirty": False}, "code": sorted(code), "parameters": {}}
-    summary.write_text(json.dumps({"study": "alpha", "provenance": prov}))
+    commit = _git_project(project, {**code, "notebooks/01_alpha.ipynb": _notebook('study.start("alpha")')})
+    _publish(project, commit, sorted(code))
 
     def why() -> str | None:
         return fresh.why_stale(project, project, "cpu", notebook, {}, None)
 
     assert why() is None
-    for rel in list(code)[:3]:
-        (project / rel).write_text(code[rel] + "# changed\n")
+    for rel in list(code)[:4]:
+        (project / rel).write_text(code[rel] + "CHANGED = 1\n")
     assert why() is None  # presentation only: the result holds
-    assert fresh.redraw_needed(project, project, "cpu", notebook) == sorted(list(code)[:3])
-    for rel in list(code)[3:]:
-        (project / rel).write_text(code[rel] + "# changed\n")
+    assert fresh.redraw_needed(project, project, "cpu", notebook) == sorted(list(code)[:4])
+    for rel in list(code)[4:]:
+        (project / rel).write_text(code[rel] + "CHANGED = 1\n")
         assert rel in (why() or ""), rel
         (project / rel).write_text(code[rel])
+
+
+# --- a move is not a change (issue 47) --------------------------------------------------------------
+
+COST = '''"""The cost of a call."""
+
+from ..errors import bad_value
+from .vocab import NAMES
+
+FACTORY = "jaxperf.alpha.examples:seed"
+
+
+def cost(x):
+    """Twice x."""
+    if x < 0:
+        raise bad_value("x", x, "x >= 0")
+    return 2 * x  # doubled
+
+
+def costs(xs):
+    total = 0
+    for x in xs:
+        total += cost(x)
+    return total
+
+
+def cheapest(xs):
+    return min(xs, key=cost)
+'''
+#: the same module moved to the study package: imports spelled anew, module paths and docstrings
+#: rewritten, a comment and the layout changed; the same code
+COST_MOVED = '''"""What one call costs (see jaxperf_study.alpha.vocab)."""
+
+from jaxperf.errors import bad_value
+
+from .vocab import NAMES
+
+FACTORY = "jaxperf_study.alpha.examples:seed"
+
+
+def cost(x):
+    if x < 0:
+        raise bad_value("x", x, "x >= 0")
+    return 2 * x
+
+
+def costs(xs):
+    total = 0
+    for x in xs:
+        total += cost(x)
+    return total
+
+
+def cheapest(xs):
+    return min(xs, key=cost)
+'''
+NOTEBOOK = _notebook(
+    "import jaxperf.study\nfrom jaxperf.alpha import cost", 's = jaxperf.study.start("alpha")\ncost.cost(3)'
+)
+NOTEBOOK_MOVED = _notebook(
+    "import jaxperf_study.study\nfrom jaxperf_study.alpha import cost",
+    's = jaxperf_study.study.start("alpha")\ncost.cost(3)',
+)
+
+
+def _moved_project(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A project with a result made from ``lib/jaxperf/alpha/``, then that package moved to
+    ``lib/jaxperf_study/alpha/`` in a commit of its own, with the imports that name it."""
+    project = tmp_path / "project"
+    files = {
+        "lib/jaxperf/errors.py": "def bad_value(*a):\n    return ValueError(a)\n",
+        "lib/jaxperf/alpha/__init__.py": '"""The alpha study."""\n',
+        "lib/jaxperf/alpha/vocab.py": "NAMES = ('a', 'b')\n",
+        "lib/jaxperf/alpha/cost.py": COST,
+        "lib/jaxperf/alpha/examples.py": "def seed():\n    return {'step': None}\n",
+        "lib/jaxperf/study.py": "def start(name):\n    return name\n",
+        "notebooks/01_alpha.ipynb": NOTEBOOK,
+    }
+    commit = _git_project(project, files)
+    _publish(
+        project,
+        commit,
+        sorted(f for f in files if f.startswith("lib/")),
+        {"factory": "jaxperf.alpha.examples:seed"},
+    )
+    (project / "lib" / "jaxperf_study" / "alpha").mkdir(parents=True)
+    for name in ("alpha/__init__", "alpha/vocab", "alpha/cost", "alpha/examples", "study"):
+        subprocess.run(
+            ["git", "mv", f"lib/jaxperf/{name}.py", f"lib/jaxperf_study/{name}.py"], cwd=project, check=True
+        )
+    (project / "lib" / "jaxperf_study" / "alpha" / "cost.py").write_text(COST_MOVED)
+    (project / "notebooks" / "01_alpha.ipynb").write_text(NOTEBOOK_MOVED)
+    _commit(project, "move")
+    return project, project / "notebooks" / "01_alpha.ipynb", commit
+
+
+def test_a_move_with_its_imports_and_module_paths_rewritten_keeps_a_result(tmp_path):
+    project, notebook, commit = _moved_project(tmp_path)
+    params = {"factory": "jaxperf_study.alpha.examples:seed"}  # the moved factory: the same one
+    assert fresh.why_stale(project, project, "cpu", notebook, params, None) is None
+    assert "factory=" in fresh.why_stale(project, project, "cpu", notebook, {"factory": "other:seed"}, None)
+    assert fresh.changed_files(project, commit, ["lib/jaxperf/alpha/cost.py"]) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "what"),
+    [
+        (("return 2 * x", "return 3 * x"), "a number"),
+        (("from .vocab import NAMES", "from .vocab import OTHER as NAMES"), "what an import binds"),
+        (
+            ("from jaxperf.errors import bad_value", "from jaxperf.checks import bad_value"),
+            "an import's module",
+        ),
+        (('"x >= 0")', '"x > 0")'), "a string"),
+    ],
+)
+def test_a_moved_file_whose_code_changed_stales_its_result(tmp_path, edit, what):
+    project, notebook, _ = _moved_project(tmp_path)
+    moved = project / "lib" / "jaxperf_study" / "alpha" / "cost.py"
+    moved.write_text(COST_MOVED.replace(*edit))
+    assert moved.read_text() != COST_MOVED, what
+    params = {"factory": "jaxperf_study.alpha.examples:seed"}
+    assert "lib/jaxperf/alpha/cost.py" in (
+        fresh.why_stale(project, project, "cpu", notebook, params, None) or ""
+    )
+
+
+def test_a_notebook_whose_code_changed_stales_its_result_and_its_imports_do_not(tmp_path):
+    project, notebook, _ = _moved_project(tmp_path)
+    params = {"factory": "jaxperf_study.alpha.examples:seed"}
+    imports = "import jaxperf_study.study\\nfrom jaxperf_study.alpha import cost"
+    notebook.write_text(
+        NOTEBOOK_MOVED.replace(imports, "from jaxperf_study.alpha import cost\\nimport jaxperf_study.study")
+    )
+    assert notebook.read_text() != NOTEBOOK_MOVED
+    assert fresh.why_stale(project, project, "cpu", notebook, params, None) is None
+    notebook.write_text(NOTEBOOK_MOVED.replace("cost.cost(3)", "cost.cost(4)"))
+    assert "notebooks/01_alpha.ipynb" in (
+        fresh.why_stale(project, project, "cpu", notebook, params, None) or ""
+    )
+
+
+def test_a_move_git_did_not_pair_is_found_by_its_code(tmp_path):
+    """A small file moved and edited in one commit (a squashed merge): git sees a deletion and
+    an addition; the one added file with the same code is where it went."""
+    project, notebook, commit = _moved_project(tmp_path)
+    init = project / "lib" / "jaxperf_study" / "alpha" / "__init__.py"
+    init.write_text('"""The alpha study: equinox#0\'s question, on every model family there is."""\n')
+    subprocess.run(["git", "reset", "-q", "--soft", commit], cwd=project, check=True)
+    _commit(project, "squashed")
+    seen = subprocess.run(
+        ["git", "diff", "-M", "--name-status", commit, "HEAD"], cwd=project, capture_output=True, text=True
+    ).stdout
+    assert "lib/jaxperf/alpha/__init__.py" in seen and "R" not in [
+        line[:1] for line in seen.splitlines() if "__init__" in line
+    ]
+    assert fresh.changed_files(project, commit, ["lib/jaxperf/alpha/__init__.py"]) == []
+    init.write_text("X = 1\n")
+    assert fresh.changed_files(project, commit, ["lib/jaxperf/alpha/__init__.py"]) == [
+        "lib/jaxperf/alpha/__init__.py"
+    ]
+
+
+def test_a_declared_refactor_keeps_a_result_until_its_code_changes_again(tmp_path, monkeypatch):
+    project, notebook, commit = _moved_project(tmp_path)
+    moved = project / "lib" / "jaxperf_study" / "alpha" / "cost.py"
+    refactored = COST_MOVED.replace("return 2 * x", "return x + x")
+    moved.write_text(refactored)
+    assert fresh.changed_files(project, commit, ["lib/jaxperf/alpha/cost.py"]) == [
+        "lib/jaxperf/alpha/cost.py"
+    ]
+    was = moves.digest(
+        moves.code_of(COST_MOVED, "lib/jaxperf_study/alpha/cost.py")
+    )  # the code the result ran
+    now = moves.digest(moves.code_of(refactored, "lib/jaxperf_study/alpha/cost.py"))
+    ledger = tmp_path / "refactors.json"
+    pins = {"lib/jaxperf_study/alpha/cost.py": {"was": was, "is": now}}
+    ledger.write_text(json.dumps({"refactors": [{"why": "the same sum", "test": "none", "files": pins}]}))
+    monkeypatch.setattr(moves, "REFACTORS", ledger)
+    assert fresh.changed_files(project, commit, ["lib/jaxperf/alpha/cost.py"]) == []
+    moved.write_text(refactored.replace("x + x", "x + x + 0"))
+    assert fresh.changed_files(project, commit, ["lib/jaxperf/alpha/cost.py"]) == [
+        "lib/jaxperf/alpha/cost.py"
+    ]

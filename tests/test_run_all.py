@@ -227,7 +227,7 @@ def test_a_result_holds_until_its_code_notebook_parameters_versions_or_inputs_ch
     assert "lib/alpha.py" in why()
     (project / "lib" / "alpha.py").write_text("X = 1\n")
     assert why() is None
-    notebook.write_text(notebook.read_text() + " ")
+    notebook.write_text(notebook.read_text().replace('alpha\\")', 'alpha\\", 2)'))
     assert "notebooks/01_alpha.ipynb" in why()
 
 

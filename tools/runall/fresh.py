@@ -3,11 +3,15 @@ library only; tests/test_results_fresh.py applies the same rule to the committed
 
 A notebook's results hold when every summary it published (``results/<backend>/<study>/summary.json``
 of each study the notebook starts with ``study.start("<study>")``) was made from a clean commit of
-this repository, none of the files that made it changed since (``provenance.code``: the project
-modules it loaded, less the presentation modules (:func:`presentation`), whose change a
+this repository, none of the files that made it changed its code since (``provenance.code``: the
+project modules it loaded, less the presentation modules (:func:`presentation`), whose change a
 ``./run_all.sh render`` redraws; and the notebook itself), it was given the parameters this run would give,
 the package versions that ran are the ones installed now, and every published result it read
 (its summary's ``read``) is still the one it read. Anything else is a reason to run it again.
+
+A file's code is what :mod:`.moves` reads: a file git saw moved is followed to where it is now,
+and a move, or an edit of imports, module paths, docstrings, comments or layout, changes no
+code; a refactor declared in ``tools/runall/refactors.json`` (pinned by hashes) neither.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from . import moves
+
 #: Presentation: code that draws or words what the records hold and computes no number of
 #: them. A change to it needs ``./run_all.sh render`` (redraw from the records), never a rerun.
-#: The one rule: these shared modules of lib/jaxperf/, any study's ``figures.py`` and
-#: ``summary_md.py``, and every Markdown template (``*.md``).
+#: The one rule: these shared modules (top-level in lib/jaxperf/ or lib/jaxperf_study/), any
+#: study's ``figures.py`` and ``summary_md.py``, and every Markdown template (``*.md``).
 PRESENTATION_SHARED = (
     "plots.py",
     "palette.py",
@@ -32,6 +38,8 @@ PRESENTATION_SHARED = (
     "pages.py",
 )
 PRESENTATION_NAMES = ("figures.py", "summary_md.py")
+#: the packages under lib/: the one pip installs, and the study beside it
+PACKAGES = ("jaxperf", "jaxperf_study")
 
 
 def presentation(path: str) -> bool:
@@ -39,7 +47,7 @@ def presentation(path: str) -> bool:
     p = PurePosixPath(path)
     if p.suffix == ".md":
         return True
-    in_lib = p.parts[:2] == ("lib", "jaxperf")
+    in_lib = len(p.parts) > 2 and p.parts[0] == "lib" and p.parts[1] in PACKAGES
     return in_lib and (p.name in PRESENTATION_NAMES or (len(p.parts) == 3 and p.name in PRESENTATION_SHARED))
 
 
@@ -61,15 +69,71 @@ def _git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def changed_files(project: Path, commit: str, files: list[str]) -> list[str] | None:
-    """The ``files`` that differ between ``commit`` and the working tree (committed or not);
-    None when ``commit`` is not in this repository's history."""
+    """The ``files`` (paths at ``commit``) whose code differs between ``commit`` and the working
+    tree (committed or not), each followed to where it is now (:mod:`.moves`); None when
+    ``commit`` is not in this repository's history."""
     if _git(project, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
         return None
     if not files:
         return []
-    diff = _git(project, "diff", "--name-only", commit, "--", *files)
-    untracked = _git(project, "ls-files", "--others", "--exclude-standard", "--", *files)
-    return sorted(set(diff.stdout.split()) | set(untracked.stdout.split()))
+    moved = moves.renames(lambda *args: _git(project, *args), commit)
+    now = {f: moved.get(f, f) for f in files}
+    diff = _git(project, "diff", "--name-only", "--no-renames", commit, "--", *files, *now.values())
+    untracked = _git(project, "ls-files", "--others", "--exclude-standard", "--", *now.values())
+    touched = set(diff.stdout.split()) | set(untracked.stdout.split())
+    suspects = [f for f in files if f != now[f] or f in touched or now[f] in touched]
+    if not suspects:
+        return []
+    modules = moves.module_map(moved)
+    graph = moves.refactors()
+    changed = []
+    for path in suspects:
+        was = _git(project, "show", f"{commit}:{path}")
+        if was.returncode != 0:  # not a file at that commit: any trace of it now is a change
+            changed.append(path)
+            continue
+        old = moves.code_of(was.stdout, path, modules)
+        present = now[path] if (project / now[path]).is_file() else _found(project, commit, old, path)
+        if present is None:
+            changed.append(path)
+            continue
+        new = moves.code_of((project / present).read_text(), present)
+        if new != old and not moves.declared_same(moves.digest(old), moves.digest(new), graph):
+            changed.append(path)
+    return sorted(changed)
+
+
+def _found(project: Path, commit: str, old: str, path: str) -> str | None:
+    """Where a file git saw deleted since ``commit`` lives now when git did not pair it with its
+    new path (a move squashed with edits, in a file too small for git's similarity): the one
+    file added since whose code is ``old``, the most of its path's tail shared on a tie."""
+    added = _git(project, "diff", "--name-only", "--no-renames", "--diff-filter=A", commit)
+    untracked = _git(project, "ls-files", "--others", "--exclude-standard")
+    suffix = PurePosixPath(path).suffix
+    same = [
+        f
+        for f in sorted(set(added.stdout.split()) | set(untracked.stdout.split()))
+        if f.endswith(suffix)
+        and (project / f).is_file()
+        and moves.code_of((project / f).read_text(), f) == old
+    ]
+
+    def tail(candidate: str) -> int:
+        a, b = PurePosixPath(path).parts[::-1], PurePosixPath(candidate).parts[::-1]
+        return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+    best = max(map(tail, same), default=0)
+    top = [f for f in same if tail(f) == best]
+    return top[0] if len(top) == 1 else None
+
+
+def renamed_parameters(project: Path, commit: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a result was given, with module paths moved since ``commit`` written as
+    they are now (a factory ``"package.module:function"`` whose module moved is the same one)."""
+    if _git(project, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        return given
+    modules = moves.module_map(moves.renames(lambda *args: _git(project, *args), commit))
+    return {k: moves.rename_value(v, modules) for k, v in given.items()}
 
 
 def _short(names: list[str], most: int = 3) -> str:
@@ -112,7 +176,7 @@ def why_stale(
             return f"its {study} results come from a commit not in this history ({git['commit'][:7]})"
         if changed:
             return f"changed since {git['commit'][:7]}: {_short(changed)}"
-        given = prov.get("parameters", {})
+        given = renamed_parameters(project, git["commit"], prov.get("parameters", {}))
         moved = [f"{k}={given.get(k)!r} -> {v!r}" for k, v in parameters.items() if given.get(k) != v]
         if moved:
             return f"other parameters: {_short(moved)}"
