@@ -292,6 +292,20 @@ def test_a_moved_file_whose_code_changed_stales_its_result(tmp_path, edit, what)
     )
 
 
+def test_a_module_named_in_a_string_relative_to_its_package_is_the_module_it_names():
+    old = '_EXPORTS = {"state_step": ("..fixes", "state_step"), "Spec": (".models", "Spec")}\n'
+    new = '_EXPORTS = {"state_step": ("jaxperf.fixes", "state_step"), "Spec": (".models", "Spec")}\n'
+    modules = {
+        "jaxperf.dispatch": "jaxperf_study.dispatch",
+        "jaxperf.dispatch.models": "jaxperf_study.dispatch.models",
+    }
+    was = moves.code_of(old, "lib/jaxperf/dispatch/__init__.py", modules)
+    assert was == moves.code_of(new, "lib/jaxperf_study/dispatch/__init__.py")
+    assert was != moves.code_of(
+        new.replace("jaxperf.fixes", "jaxperf.other"), "lib/jaxperf_study/dispatch/__init__.py"
+    )
+
+
 def test_a_notebook_whose_code_changed_stales_its_result_and_its_imports_do_not(tmp_path):
     project, notebook, _ = _moved_project(tmp_path)
     params = {"factory": "jaxperf_study.alpha.examples:seed"}

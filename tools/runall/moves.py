@@ -8,7 +8,8 @@ number (standard library only; :func:`jaxperf`-free, as the rest of run_all's en
   docstrings and comments, its layout, and the spelling of its imports (each import becomes the
   absolute names it binds, so ``from ..errors import bad_value`` in ``lib/jaxperf/a/b.py`` and
   ``from jaxperf.errors import bad_value`` anywhere bind the same thing; a binding that changes
-  is a change); a notebook's cells, each code cell so read. Old module paths are then written
+  is a change; a module named relative to its package in a string, ``"..fixes"``, is read
+  absolute); a notebook's cells, each code cell so read. Old module paths are then written
   as the modules' present ones (:func:`module_map`), in imports, strings and attribute chains
   alike.
 - :data:`REFACTORS`: code changes declared not to change what a result computes, each pinned
@@ -113,6 +114,23 @@ def _bindings(node: ast.Import | ast.ImportFrom, module: str | None, package: bo
 
 
 _BLOCKS = ("body", "orelse", "finalbody")
+#: a string that names a module relative to its own package (``"..fixes"``, ``".methods"``)
+_RELATIVE = re.compile(r"^(\.+)([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$")
+
+
+class _Absolute(ast.NodeTransformer):
+    """Relative module names in strings (as ``importlib.import_module(name, package)`` takes
+    them) written absolute, from the module's own package."""
+
+    def __init__(self, package: list[str]) -> None:
+        self.package = package
+
+    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
+        m = _RELATIVE.match(node.value) if isinstance(node.value, str) else None
+        if m and len(m.group(1)) <= len(self.package):
+            base = self.package[: len(self.package) - len(m.group(1)) + 1]
+            return ast.Constant(".".join([*base, m.group(2)]))
+        return node
 
 
 def _strip(statements: list[ast.stmt], module: str | None, package: bool) -> list[ast.stmt]:
@@ -157,7 +175,10 @@ def python_code(text: str, path: str) -> str:
         tree = ast.parse(text)
     except SyntaxError:
         return text
-    tree.body = _strip(tree.body, module_name(path), PurePosixPath(path).name == "__init__.py")
+    module, package = module_name(path), PurePosixPath(path).name == "__init__.py"
+    tree.body = _strip(tree.body, module, package)
+    if module:
+        tree = _Absolute(module.split(".") if package else module.split(".")[:-1]).visit(tree)
     return ast.unparse(tree)
 
 
