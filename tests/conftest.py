@@ -178,8 +178,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _rerun_inflation_unset(monkeypatch):
-    """Every test starts with rerun ranges unwidened: ``jaxperf.study.start`` sets the committed
+    """Every test starts with rerun ranges unwidened: ``jaxperf_study.study.start`` sets the committed
     calibration process-wide, and a test run in the same worker afterwards must not see it."""
-    from jaxperf import reruns
+    from jaxperf_study import reruns
 
     monkeypatch.setattr(reruns, "_INFLATION", [1.0])

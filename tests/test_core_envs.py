@@ -53,11 +53,11 @@ def _locked() -> dict[str, str]:
 
 
 def _source_copy(where: Path) -> Path:
-    """What pip builds jaxperf from: pyproject, setup.py (it leaves the study out of the wheel),
-    the readme and lib/ (no build/ or egg-info written into the checkout)."""
+    """What pip builds jaxperf from: pyproject (it ships lib/jaxperf/ alone), the readme and
+    lib/ (no build/ or egg-info written into the checkout)."""
     src = where
     src.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md"):
+    for name in ("pyproject.toml", "README.md"):
         shutil.copy2(PROJECT_ROOT / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
     shutil.copytree(PROJECT_ROOT / "lib", src / "lib", ignore=ignore)
@@ -179,7 +179,7 @@ def test_the_core_alone_passes_its_tests_at_each_end_of_the_range(core_envs, end
 def test_a_gpu_run_still_reports_against_the_study_s_exact_versions():
     """pyproject.toml states the core's ranges; a GPU run's versions report reads the lock's
     exact jax, jaxlib and equinox for them, and the study extra's packages too."""
-    from jaxperf.gpu import env
+    from jaxperf_study.gpu import env
 
     pins, locked = env.pins(), _locked()
     for name in ("jax", "jaxlib", "equinox"):

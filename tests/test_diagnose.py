@@ -17,11 +17,12 @@ import jax.numpy as jnp
 import pandas as pd
 import pytest
 
-from jaxperf.diagnosis import Diagnosis, carry, diagnose, examples, factory
+from jaxperf.diagnosis import Diagnosis, carry, diagnose, factory
 from jaxperf.diagnosis import verdicts as v
 from jaxperf.diagnosis.paths import Path
-from jaxperf.dispatch.eqx_patch.path import PATHS as PATCHED
 from jaxperf.timing import STOPS
+from jaxperf_study.dispatch import examples
+from jaxperf_study.dispatch.eqx_patch.path import PATHS as PATCHED
 
 FAST = dict(precision=0.5, max_seconds=20, min_rounds=2, calls_per_round=2)
 
@@ -327,7 +328,7 @@ def test_a_bad_loader_is_named(loader, match):
     [
         ("no_colon", "step_factory='no_colon' is not allowed"),
         ("no_such_module_xyz:f", "importing 'no_such_module_xyz' raised ModuleNotFoundError"),
-        ("jaxperf.diagnosis.examples:nope", "has no callable 'nope'"),
+        ("jaxperf_study.dispatch.examples:nope", "has no callable 'nope'"),
         ("jaxperf.errors:bad_value", "step_factory arguments"),
     ],
 )

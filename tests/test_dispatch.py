@@ -6,10 +6,10 @@ import json
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf.dispatch import ModelSpec, count_leaves
-from jaxperf.dispatch.accounting import measure, per_round
-from jaxperf.dispatch.cost import Cell, run_cell
-from jaxperf.dispatch.settings import DispatchSettings
+from jaxperf_study.dispatch import ModelSpec, count_leaves
+from jaxperf_study.dispatch.accounting import measure, per_round
+from jaxperf_study.dispatch.cost import Cell, run_cell
+from jaxperf_study.dispatch.settings import DispatchSettings
 
 NB = "01_filter_pmap_dispatch"
 
@@ -80,8 +80,8 @@ def test_a_cell_is_the_seeds_step_diagnosed_with_every_path_proved(family):
 
 
 def test_the_accounting_adds_its_parts_in_one_clock():
-    from jaxperf.dispatch import stages
-    from jaxperf.dispatch.accounting import INNER, PARTS
+    from jaxperf_study.dispatch import stages
+    from jaxperf_study.dispatch.accounting import INNER, PARTS
 
     rows, profile = measure(ModelSpec("mlp", 1), rounds=3)
     assert not profile.empty and rows["cpu_ms"].notna().all()
@@ -137,8 +137,8 @@ def test_a_recorded_diagnosis_rebuilds_from_its_records_as_a_redraw_reads_them()
 
     import pandas as pd
 
-    from jaxperf.dispatch import your_step
+    from jaxperf_study.dispatch import your_step
 
-    timings, fields = your_step.measure("jaxperf.diagnosis.examples:seed_noop", {"depth": 1}, 0.5, 3.0)
+    timings, fields = your_step.measure("jaxperf_study.dispatch.examples:seed_noop", {"depth": 1}, 0.5, 3.0)
     read = [pd.read_csv(io.StringIO(df.to_csv(index=False))) for df in (timings, fields)]
     assert your_step.rebuild(*read).markdown() == your_step.rebuild(timings, fields).markdown()

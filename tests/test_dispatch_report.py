@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jaxperf import reruns
-from jaxperf.dispatch import per_leaf, report
+from jaxperf_study import reruns
+from jaxperf_study.dispatch import per_leaf, report
 
 ROUNDS = 6
 
@@ -216,7 +216,7 @@ def test_a_line_per_model_family_and_the_host_ratio_per_cell():
 def test_the_accounting_shares_add_up_even_when_a_round_stalls():
     """Issue 39: the printed shares must add up. Shares are means over one set of rounds (those
     whose gap is typical), so one stalled round neither breaks the sum nor dominates it."""
-    from jaxperf.dispatch import accounting
+    from jaxperf_study.dispatch import accounting
 
     rows = []
     for r in range(8):
@@ -309,7 +309,7 @@ def test_a_number_measured_in_three_processes_is_their_median_with_its_range():
 
 @pytest.mark.parametrize("shares", [[0.335, 0.335, 0.33], [0.105, 0.205, 0.705, -0.015], [1.0]])
 def test_printed_shares_sum_to_one_hundred(shares):
-    from jaxperf.dispatch.accounting import whole_percents
+    from jaxperf_study.dispatch.accounting import whole_percents
 
     printed = whole_percents(shares)
     assert sum(printed) == 100

@@ -1,4 +1,4 @@
-"""jaxperf.display: tables a notebook shows wrap at its width (issue 19, item 7). Break
+"""jaxperf_study.display: tables a notebook shows wrap at its width (issue 19, item 7). Break
 opportunities (<wbr>) go after underscores and slashes of names, never inside an HTML tag,
 a link target or a code span; a frame still too wide is transposed or split into column
 groups; nothing but the display changes."""
@@ -9,7 +9,7 @@ import re
 
 import pandas as pd
 
-from jaxperf import display
+from jaxperf_study import display
 
 
 def test_breakable_escapes_and_breaks_after_underscores_and_slashes():

@@ -14,9 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxperf.dispatch import eqx_patch
-from jaxperf.dispatch.eqx_patch import diff, probe, suite
 from jaxperf.paths import PROJECT_ROOT
+from jaxperf_study.dispatch import eqx_patch
+from jaxperf_study.dispatch.eqx_patch import diff, probe, suite
 
 # ---------------------------------------------------------------- the diff
 

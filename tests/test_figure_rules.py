@@ -1,4 +1,4 @@
-"""Figures a reader can read at notebook width (issues 19 and 32): jaxperf.figure_rules' checks
+"""Figures a reader can read at notebook width (issues 19 and 32): jaxperf_study.figure_rules' checks
 catch each problem on a figure built to have it and pass one built without it, and every
 figure function of the study passes them all, drawn and saved (footer and layout included)
 from the committed CPU results (tests/fixtures/figures, rebuilt by make.py there: small
@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from jaxperf import figure_rules, plots
+from jaxperf_study import figure_rules, plots
 
 FIXTURES = Path(__file__).parent / "fixtures" / "figures"
 PROV = {"backend": "cpu", "device_count": 8, "device_kind": "cpu", "packages": {}, "git": {"commit": "abc"}}
@@ -279,8 +279,7 @@ def _read(name: str) -> pd.DataFrame:
 
 
 def _loops(sizes: tuple[int, ...] | None = None) -> list[tuple[str, object]]:
-    from jaxperf.jax20909 import figures
-    from jaxperf.loops import analysis
+    from jaxperf_study.jax20909 import analysis, figures
 
     frames = [_read(f"loops__{n}") for n in ("timings", "variants", "headline")]
     timings, variants, head = (f[f["T"].isin(sizes)] if sizes else f for f in frames)
@@ -289,7 +288,7 @@ def _loops(sizes: tuple[int, ...] | None = None) -> list[tuple[str, object]]:
 
 
 def _dispatch() -> list[tuple[str, object]]:
-    from jaxperf.dispatch import accounting, figures, report
+    from jaxperf_study.dispatch import accounting, figures, report
 
     timings, rows = _read("dispatch__timings"), _read("dispatch__accounting_rounds")
     lines = report.cost_lines(
@@ -343,8 +342,8 @@ def _your_step() -> list[tuple[str, object]]:
 
 
 def _nnx() -> list[tuple[str, object]]:
-    from jaxperf.dispatch import figures
-    from jaxperf.dispatch.nnx import report as nnx_report
+    from jaxperf_study.dispatch import figures
+    from jaxperf_study.dispatch.nnx import report as nnx_report
 
     timings = _read("nnx__timings")
     methods = [
@@ -410,7 +409,7 @@ def test_every_figure_of_the_study_follows_the_rules(study, tmp_path):
     for name, draw in drawn:
         fig, data = draw()  # type: ignore[operator]
         assert isinstance(data, pd.DataFrame) and not data.empty, name
-        assert plots.who_drew(fig).startswith("jaxperf."), name
+        assert plots.who_drew(fig).startswith(("jaxperf.", "jaxperf_study.")), name
         found = _saved(fig, tmp_path, data)
         if unexpected := [p for p in found if not any(k in p for k in known.get(name, []))]:
             report[name] = unexpected
@@ -423,7 +422,7 @@ def test_every_figure_of_the_study_follows_the_rules(study, tmp_path):
 
 
 def test_the_loop_figures_lead_with_the_key_variants():
-    from jaxperf.jax20909 import figures
+    from jaxperf_study.jax20909 import figures
 
     timings = _read("loops__timings")
     seed = timings[(timings["mode"] == "xla") & (timings.kernel == "seed")]
@@ -444,7 +443,7 @@ def test_the_loop_figures_lead_with_the_key_variants():
 def test_the_seeds_reference_labels_are_drawn_for_the_rules_to_judge():
     """The #192 labels (25 and 8 it/s) are on the implied-it/s figure, so the every-figure
     test's check for annotations over the data has them to judge."""
-    from jaxperf.dispatch import figures, per_leaf
+    from jaxperf_study.dispatch import figures, per_leaf
 
     fig, _ = figures.plot_seed_implied(per_leaf.seed_implied({14: 1.0, 392: 22.0}))
     labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("seed:")]

@@ -1,4 +1,4 @@
-"""jaxperf.goals: a goal is met only when the whole interquartile range clears it, a tie
+"""jaxperf_study.goals: a goal is met only when the whole interquartile range clears it, a tie
 when the range holds it, and the README's `:goal>=X` format states the same verdicts."""
 
 import importlib.util
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxperf import goals
+from jaxperf_study import goals
 
 ROOT = Path(__file__).resolve().parents[1]
 

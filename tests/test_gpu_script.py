@@ -21,10 +21,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from jaxperf import records
-from jaxperf.gpu import report
-from jaxperf.gpu.settings import PARTS, GpuSettings
-from jaxperf.jax20909 import vocab
+from jaxperf_study import records
+from jaxperf_study.gpu import report
+from jaxperf_study.gpu.settings import PARTS, GpuSettings
+from jaxperf_study.jax20909 import vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "device" / "run_gpu.sh"
@@ -203,7 +203,7 @@ def test_dry_run_of_every_part(every_part_run: Path) -> None:
 def test_a_real_run_without_a_gpu_fails_and_writes_nothing(tmp_path: Path, alt_python: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "JAXPERF_OUTPUT_ROOT")}
     env["PYTHONPATH"] = str(ROOT / "lib")
-    cmd = [str(alt_python), "-m", "jaxperf.gpu.run", "harness", "--output-root", str(tmp_path)]
+    cmd = [str(alt_python), "-m", "jaxperf_study.gpu.run", "harness", "--output-root", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 1 and "no CUDA GPU here" in proc.stdout
     assert not any(tmp_path.iterdir())
@@ -256,7 +256,7 @@ def test_report_joins_the_compile_records(tmp_path: Path) -> None:
 
 
 def test_the_gpu_run_measures_the_scalar_carry_beside_the_reporters_loops() -> None:
-    from jaxperf.gpu.loop_parts import seed_format, sweep_config
+    from jaxperf_study.gpu.loop_parts import seed_format, sweep_config
 
     full = GpuSettings()
     fix = ("scalar_carry", 1)
@@ -276,7 +276,7 @@ def test_the_gpu_run_measures_the_scalar_carry_beside_the_reporters_loops() -> N
     )
     # Mosaic GPU: the reporter's two loops first, the fix and the best portable form beside them, the
     # Python loop only where its lowering fits the part (128 steps), the other forms at every T.
-    from jaxperf.gpu.loop_parts import mosaic_gpu_config
+    from jaxperf_study.gpu.loop_parts import mosaic_gpu_config
 
     mosaic = mosaic_gpu_config(full)
     assert mosaic.lowering == "mosaic_gpu" and mosaic.Ts == full.seed_Ts

@@ -1,11 +1,10 @@
-"""The reporter's harness (jaxperf.loops.harness) and the roofline (jaxperf.jax20909.roofline)."""
+"""The reporter's harness (jaxperf_study.jax20909.harness) and the roofline (jaxperf_study.jax20909.roofline)."""
 
 from __future__ import annotations
 
 import pytest
 
-from jaxperf.jax20909 import roofline
-from jaxperf.loops import harness
+from jaxperf_study.jax20909 import harness, roofline
 
 
 def test_heavyweight_scans_n_fresh_batches_and_reduces_each():

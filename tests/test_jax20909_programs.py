@@ -102,8 +102,15 @@ def _digest(text: str) -> str:
 def program(case: dict[str, Any]) -> str:
     """What ``case`` builds, as text: a jaxpr with its inputs' types, or the numbers it computes.
     The one place that calls the study's builders (the grid above says what, not how)."""
-    from jaxperf.jax20909 import factories, inputs, kernels, mosaic_gpu_kernel, reference, roofline
-    from jaxperf.loops import harness
+    from jaxperf_study.jax20909 import (
+        factories,
+        harness,
+        inputs,
+        kernels,
+        mosaic_gpu_kernel,
+        reference,
+        roofline,
+    )
 
     c = dict(case)
     builder = c.pop("builder")

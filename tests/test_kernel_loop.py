@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 import jaxperf
-from jaxperf.jax20909 import compile_facts, family, reference
-from jaxperf.loops import advice, cli, engine, forms, report_kernel
+from jaxperf.loops import cli, engine, forms, report_kernel
 from jaxperf.loops import factory as kernel
 from jaxperf.loops import verdict as loops_verdict
+from jaxperf_study.jax20909 import advice, compile_facts, family, reference
 
 STEP = 8  # rows a loop step reads in the tiny kernel below
 
@@ -299,8 +299,8 @@ def test_data_carry_is_the_seed_with_its_elementwise_carry():
 
 
 def test_the_notebook_names_the_engines_targets():
-    from jaxperf.jax20909 import settings
     from jaxperf.loops import targets
+    from jaxperf_study.jax20909 import settings
 
     assert settings.TARGETS == tuple(targets.TARGETS)  # the settings check them without importing JAX
     with pytest.raises(ValueError, match=r"targets\[...\]='triton sm_80' is not allowed"):

@@ -1,11 +1,12 @@
-"""The package's shape, read from the import statements of lib/jaxperf (no module is imported),
-and the wheel a user installs (issue 36).
+"""The package's shape, read from the import statements of lib/ (no module is imported), and
+the wheel a user installs (issues 36 and 47).
 
-Two parts: the tools a user installs (the fixes, ``diagnose``, ``loops``: every module that
-pyproject.toml's ``[tool.jaxperf] study`` does not name) and the study beside them (the modules
-it names, never shipped; setup.py reads the same list). The tools never import the study; one
-study never imports another (the study's top-level modules, its presentation and settings, are
-shared by all); and no module takes part in an import circle. No exceptions.
+Two directories: ``lib/jaxperf/``, what ``pip install`` ships (the fixes, ``diagnose``,
+``loops`` and what they need), and ``lib/jaxperf_study/`` beside it, the study, never shipped.
+A study is a subpackage of ``jaxperf_study`` (``dispatch``: equinox#192; ``jax20909``:
+jax#20909); its other top-level modules are the harness every study shares. The package never
+imports the study; one study never imports another; no module takes part in an import circle.
+No exceptions.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from jaxperf.paths import PROJECT_ROOT
 
 LIB = PROJECT_ROOT / "lib"
 PACKAGE = LIB / "jaxperf"
-_LISTS = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["tool"]["jaxperf"]
-STUDY = tuple(f"jaxperf.{name}" for name in _LISTS["study"])
-DRIVERS = frozenset(_LISTS["drivers"])
+STUDY = LIB / "jaxperf_study"
+PYPROJECT = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+DRIVERS = frozenset(PYPROJECT["tool"]["jaxperf"]["drivers"])
 # The code's budget (issue 36: 20,000 lines for lib/, 9,000 for what `pip install` ships). Lower
 # the ceilings as the code shrinks, never raise them.
 # Reached on 2026-12-03 (lib 19,803 lines, wheel 8,990): the ceilings are the
@@ -42,16 +43,39 @@ def _name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {_name(p): p for root in (PACKAGE, STUDY) for p in sorted(root.rglob("*.py"))}
 
 
-def imports(path: Path) -> set[str]:
-    """The lib/jaxperf modules ``path`` imports, anywhere in it (inside functions too; relative
-    imports resolved; ``from package import module`` is the module)."""
-    here = _name(path).split(".")
+def _named(value: str, package: list[str]) -> str | None:
+    """The module a string names whole (``"jaxperf.loops.cli"``, ``"pkg.mod:attr"``, or relative
+    to ``package`` as a lazy export does, ``"..fixes"``), if it is one of lib/'s; else None."""
+    name = value.partition(":")[0]
+    if name.startswith("."):
+        level = len(name) - len(name.lstrip("."))
+        name = ".".join([*package[: len(package) - level + 1], name.lstrip(".")])
+    return name if name in MODULES else None
+
+
+def imports(path: Path, module: str | None = None) -> set[str]:
+    """The lib/ modules ``path`` (the module ``module``, by default its own name under lib/)
+    imports, anywhere in it (inside functions too; relative imports resolved; ``from package
+    import module`` is the module), and those a string names whole (an import by name:
+    ``importlib.import_module``, a lazy export; not a module run as its own process,
+    ``[python, "-m", name]``)."""
+    me = module or _name(path)
+    here = me.split(".")
     package = here if path.name == "__init__.py" else here[:-1]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    # a module run as its own process (``[python, "-m", "pkg.mod", ...]``) is not imported
+    run = {
+        id(b)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.List, ast.Tuple))
+        for a, b in zip(node.elts, node.elts[1:])
+        if isinstance(a, ast.Constant) and a.value == "-m"
+    }
+    for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
@@ -62,10 +86,12 @@ def imports(path: Path) -> set[str]:
                 names.append(module)
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in run:
+            names = [n for n in [_named(node.value, package)] if n]
         for name in names:
             while name and name not in MODULES:
                 name = name.rpartition(".")[0]
-            if name and name != _name(path):
+            if name and name != me:
                 found.add(name)
     return found
 
@@ -74,47 +100,75 @@ GRAPH = {name: imports(path) for name, path in MODULES.items()}
 
 
 def is_study(name: str) -> bool:
-    """Named by ``[tool.jaxperf] study``, or inside a package it names."""
-    return any(name == s or name.startswith(s + ".") for s in STUDY)
+    """A module of ``jaxperf_study``."""
+    return name.partition(".")[0] == "jaxperf_study"
 
 
 def study_of(name: str) -> str | None:
-    """The study a module belongs to: its package under jaxperf when the list names that package
-    (``jaxperf.dispatch.report`` -> ``dispatch``); None for a tool module and for the study's
-    shared modules (the top-level ones, and those the list names inside a tool's package)."""
-    package = ".".join(name.split(".")[:2])
-    is_package = package in STUDY and MODULES[package].name == "__init__.py"
-    return package.split(".")[1] if is_package else None
+    """The study a module belongs to: its subpackage of ``jaxperf_study``
+    (``jaxperf_study.dispatch.report`` -> ``dispatch``); None for the package's modules and for
+    the study's shared harness (``jaxperf_study``'s top-level modules)."""
+    parts = name.split(".")
+    if parts[0] != "jaxperf_study" or len(parts) < 2:
+        return None
+    return parts[1] if (STUDY / parts[1] / "__init__.py").is_file() else None
 
 
-def test_the_study_list_names_modules_that_exist():
-    missing = [s for s in STUDY if s not in MODULES]
-    assert not missing, f"[tool.jaxperf] study names modules that do not exist: {missing}"
+STUDIES = sorted({s for s in map(study_of, MODULES) if s})
 
 
-def test_the_tools_never_import_the_study():
+def test_the_study_is_a_directory_beside_the_package_and_nothing_lists_it():
+    """What ships is a directory: pyproject.toml finds ``jaxperf`` and its subpackages in lib/,
+    subtracts nothing, and no setup.py does it instead."""
+    find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
+    assert find == {"where": ["lib"], "include": ["jaxperf", "jaxperf.*"]}
+    assert not (PROJECT_ROOT / "setup.py").exists()
+    assert set(PYPROJECT["tool"]["jaxperf"]) == {"drivers"}
+    assert {"dispatch", "jax20909"} <= set(STUDIES) and DRIVERS <= set(STUDIES)
+    assert sorted(p.name for p in LIB.iterdir() if (p / "__init__.py").is_file()) == [
+        "jaxperf",
+        "jaxperf_study",
+    ]
+
+
+def test_an_editable_install_imports_the_study_from_lib():
+    """``pip install -e .`` (tools/setup_env.sh) puts lib/ on sys.path: the notebooks import the
+    study from there, as the package."""
+    for name in ("jaxperf", "jaxperf_study"):
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, f"{name} is not importable"
+        assert Path(spec.origin).resolve() == (LIB / name / "__init__.py").resolve(), spec.origin
+
+
+def test_the_package_never_imports_the_study():
     bad = [f"{m} imports {o}" for m, deps in GRAPH.items() if not is_study(m) for o in deps if is_study(o)]
-    assert not bad, "the installed tools must not need the study: " + "; ".join(sorted(bad))
+    assert not bad, "what pip installs must not need the study: " + "; ".join(sorted(bad))
 
 
-def test_no_study_imports_another():
-    """A study is one issue's package (dispatch: equinox#192; jax20909: jax#20909). The device run
-    (``[tool.jaxperf] drivers``: the GPU run, which runs parts of both on one device) sits above
-    them: it may import studies, and nothing imports it."""
+def crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of one study by another, and of a driver by anything but a driver."""
     bad = [
         f"{m} imports {o}"
-        for m, deps in GRAPH.items()
+        for m, deps in graph.items()
         if study_of(m) and study_of(m) not in DRIVERS
         for o in deps
         if study_of(o) not in (None, study_of(m))
     ]
     bad += [
         f"{m} imports the driver {o}"
-        for m, deps in GRAPH.items()
+        for m, deps in graph.items()
         if study_of(m) not in DRIVERS
         for o in deps
         if study_of(o) in DRIVERS
     ]
+    return bad
+
+
+def test_no_study_imports_another():
+    """A study is one issue's package (dispatch: equinox#192; jax20909: jax#20909). The device run
+    (``[tool.jaxperf] drivers``: the GPU run, which runs parts of both on one device) sits above
+    them: it may import studies, and nothing imports it."""
+    bad = crossings(GRAPH)
     assert not bad, "move what two studies share into a shared module or the tools: " + "; ".join(sorted(bad))
 
 
@@ -158,14 +212,23 @@ def test_no_import_circles():
     assert not found, f"import circles (imports inside functions count too): {found}"
 
 
-def test_the_checks_can_fail():
-    """The reader resolves relative imports; a circle and a study are found."""
+def test_the_checks_can_fail(tmp_path):
+    """The reader resolves relative imports and imports by name; a circle, a study and the
+    shared harness are told apart."""
     assert "jaxperf.errors" in imports(PACKAGE / "loops" / "cli.py")
+    assert "jaxperf.diagnosis.cli" in imports(PACKAGE / "__main__.py")  # a module named in a string
+    assert "jaxperf.fixes" in imports(STUDY / "dispatch" / "__init__.py")
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert study_of("jaxperf.dispatch.report") == "dispatch"
-    assert study_of("jaxperf.plots") is None and is_study("jaxperf.plots")
-    assert study_of("jaxperf.loops.analysis") is None and is_study("jaxperf.loops.analysis")
+    assert study_of("jaxperf_study.dispatch.report") == "dispatch"
+    assert study_of("jaxperf_study.jax20909.harness") == "jax20909"
+    assert study_of("jaxperf_study.plots") is None and is_study("jaxperf_study.plots")
     assert study_of("jaxperf.fixes") is None and not is_study("jaxperf.fixes")
+    # a jax20909 module that imports the dispatch study (by import and by name) is found
+    stray = tmp_path / "stray.py"
+    stray.write_text("from ..dispatch import models\nFACTORY = 'jaxperf_study.dispatch.examples:seed_noop'\n")
+    found = imports(stray, "jaxperf_study.jax20909.stray")
+    assert found == {"jaxperf_study.dispatch.models", "jaxperf_study.dispatch.examples"}
+    assert len(crossings({**GRAPH, "jaxperf_study.jax20909.stray": found})) == 2
 
 
 def test_lib_within_its_line_budget_and_no_module_too_long():
@@ -183,7 +246,7 @@ def wheel(tmp_path_factory) -> Path:
         pytest.skip("setuptools is not installed (the dev extra installs it)")
     # from a copy of what a fresh clone holds: setuptools' build/ folder would keep stale modules
     src = tmp_path_factory.mktemp("clone")
-    for name in ("pyproject.toml", "setup.py", "README.md"):
+    for name in ("pyproject.toml", "README.md"):
         shutil.copy(PROJECT_ROOT / name, src / name)
     shutil.copytree(LIB, src / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     out = tmp_path_factory.mktemp("wheel")
@@ -193,13 +256,15 @@ def wheel(tmp_path_factory) -> Path:
     return next(out.glob("jaxperf-*.whl"))
 
 
-def test_the_wheel_holds_the_tools_alone(wheel):
+def test_the_wheel_holds_the_package_directory_alone(wheel):
     with zipfile.ZipFile(wheel) as z:
-        sources = {n: z.read(n).decode() for n in z.namelist() if n.endswith(".py")}
-    names = {_name(LIB / n): n for n in sources}
-    assert {"jaxperf", "jaxperf.fixes", "jaxperf.diagnosis.cli", "jaxperf.loops.cli"} <= set(names)
-    study = sorted(n for n in names if is_study(n))
-    assert not study, f"the wheel ships study modules: {study}"
+        names = z.namelist()
+        sources = {n: z.read(n).decode() for n in names if n.endswith(".py")}
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"jaxperf"}, f"the wheel ships more than lib/jaxperf/: {sorted(tops)}"
+    shipped = {n for n in sources}
+    here = {p.relative_to(LIB).as_posix() for p in PACKAGE.rglob("*.py")}
+    assert shipped == here, f"the wheel and lib/jaxperf/ differ: {sorted(shipped ^ here)[:5]}"
     total = sum(len(s.splitlines()) for s in sources.values())
     assert total <= WHEEL_CEILING, f"the wheel holds {total} lines of Python (ceiling {WHEEL_CEILING})"
 

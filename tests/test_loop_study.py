@@ -10,10 +10,9 @@ import pandas as pd
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf import pages, plots, reruns
-from jaxperf.jax20909 import compile_facts, figures, report, runs, sweep, vocab
-from jaxperf.jax20909.settings import LoopSettings
-from jaxperf.loops import analysis
+from jaxperf_study import pages, plots, reruns
+from jaxperf_study.jax20909 import analysis, compile_facts, figures, report, runs, sweep, vocab
+from jaxperf_study.jax20909.settings import LoopSettings
 
 
 def _synthetic(ms: dict[str, float], compile_ms: dict[str, float], T: int = 1024, repeats: int = 3):
@@ -288,7 +287,7 @@ def test_tiny_sweep_checks_and_times_every_variant():
 
 
 def test_sweep_refuses_a_wrong_kernel(monkeypatch):
-    from jaxperf.jax20909 import reference as ref
+    from jaxperf_study.jax20909 import reference as ref
 
     real = ref.reference
     monkeypatch.setattr(ref, "reference", lambda kernel, inputs, **kw: real(kernel, inputs, **kw) + 1.0)
@@ -426,7 +425,7 @@ def test_figures_draw_from_synthetic_data():
     for _, fig, data, _ in drawn:
         drawn_by = plots.who_drew(fig)
         assert len(data) > 0 and drawn_by.startswith(
-            ("jaxperf.jax20909.figures.plot_", "jaxperf.jax20909.unroll_heatmap.")
+            ("jaxperf_study.jax20909.figures.plot_", "jaxperf_study.jax20909.unroll_heatmap.")
         )
         plt.close(fig)
     assert figures.key_variants(timings) == ["python", "fori u=1", "hoisted u=1", "hoisted u=4"]

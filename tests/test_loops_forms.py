@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxperf.jax20909.vocab import LOOP_FORMS
 from jaxperf.loops import forms as loops
+from jaxperf_study.jax20909.vocab import LOOP_FORMS
 
 
 def _body(j, carry):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxperf.jax20909 import inputs, kernels, reference, vocab
+from jaxperf_study.jax20909 import inputs, kernels, reference, vocab
 
 # Tiny: interpret mode is slow. 5 steps, so unroll 2 and 4 leave a remainder
 # and unroll 8 exceeds the trip count.

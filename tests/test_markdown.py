@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from jaxperf import markdown, pages
+from jaxperf import markdown
+from jaxperf_study import pages
 
 RENDER = MarkdownIt("commonmark", {"html": True}).enable("table")
 

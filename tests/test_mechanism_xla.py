@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxperf.compilers import xla
-from jaxperf.loops import mechanism
+from jaxperf_study.jax20909 import mechanism, xla
 
 SHAPE = dict(T=1024, D=64, batch=2, dtype="float16")  # 16 steps, 8 row blocks of 128 per batch element
 
@@ -92,7 +91,7 @@ ENTRY %main (x: f32[4]) -> f32[4] {
 def test_the_verdict_reads_rows_read_back_from_records():
     """Rows read back from a records CSV hold a list as its repr and counts as floats: the sentence
     still names the fusions (never a string's characters) and prints whole counts."""
-    from jaxperf.loops import mechanism
+    from jaxperf_study.jax20909 import mechanism
 
     rows = [
         dict(variant="python", T=16384, while_loops=0.0, reduces_outside_loops=1.0, output="f32[2]",

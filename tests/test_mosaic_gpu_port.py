@@ -1,4 +1,4 @@
-"""The reporter's kernel written for Mosaic GPU (jaxperf.jax20909.mosaic_gpu_kernel): it computes
+"""The reporter's kernel written for Mosaic GPU (jaxperf_study.jax20909.mosaic_gpu_kernel): it computes
 the float64 reference in Mosaic GPU's interpreter, lowers for CUDA without a GPU where the
 whole-input port is refused, and refuses bad input before anything is traced. Plus Mosaic GPU's
 compile worker and SASS reader (jaxperf.compilers.mosaic_gpu): every compiled form's SASS is
@@ -16,7 +16,7 @@ from jaxperf.compilers.mosaic_gpu import compile as mgpu_compile
 from jaxperf.compilers.mosaic_gpu import sass as mgpu_sass
 from jaxperf.compilers.mosaic_gpu import toolchain
 from jaxperf.compilers.triton import sass as triton_sass
-from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, reference, sweep
+from jaxperf_study.jax20909 import inputs, kernels, mosaic_gpu_kernel, reference, sweep
 
 
 @pytest.mark.parametrize(
@@ -99,9 +99,7 @@ def test_the_loop_sweep_takes_the_port_only_where_it_exists():
 def test_the_settings_check_imports_no_jax():
     import subprocess
 
-    code = (
-        "import sys; from jaxperf.gpu.settings import GpuSettings; GpuSettings(); print('jax' in sys.modules)"
-    )
+    code = "import sys; from jaxperf_study.gpu.settings import GpuSettings; GpuSettings(); print('jax' in sys.modules)"
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
     )
@@ -141,7 +139,7 @@ def test_mosaic_gpus_sass_reads_as_the_kernels_loop_plus_a_wait():
     assert counts.per_program == 1 + 5 * 16 + 1 + 1 + 3  # outside + body x 16 + branch + exit + the wait once
 
 
-FACTORY = "jaxperf.jax20909.factories:seed"
+FACTORY = "jaxperf_study.jax20909.factories:seed"
 
 
 def test_a_compiled_point_with_no_instruction_in_its_sass_is_failed_not_zero(tmp_path):
@@ -180,7 +178,7 @@ def test_the_worker_counts_the_sass_of_every_form_the_python_loop_first(tmp_path
     """The Python loop comes first at every T (the engine's order): its SASS must be dumped and
     counted, not served from Mosaic GPU's compile cache by a warm-up of the same kernel."""
     points = [dict(factory=FACTORY, form=f, T=256) for f in ("python", "fori", "python")]
-    points.append(dict(factory="jaxperf.jax20909.factories:attention", form="python", T=256))
+    points.append(dict(factory="jaxperf_study.jax20909.factories:attention", form="python", T=256))
     rows = mgpu_compile.compile_points(points, tmp_path, budget_s=300)
     assert [r["status"] for r in rows] == ["ok", "ok", "ok", "does not lower"], rows
     counts = [mgpu_sass.dynamic_counts(mgpu_compile.read_dump(tmp_path, r)["sass"]) for r in rows[:3]]

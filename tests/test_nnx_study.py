@@ -1,4 +1,4 @@
-"""The NNX study (``jaxperf.dispatch.nnx``, notebook 11): its cells go through the diagnosis engine
+"""The NNX study (``jaxperf_study.dispatch.nnx``, notebook 11): its cells go through the diagnosis engine
 (every path proved, then timed), the stage timers sum and update as an ordinary call, Flax's
 tests and benchmark read back, and the summary and issue text carry the measured numbers."""
 
@@ -11,13 +11,13 @@ import pytest
 
 pytest.importorskip("flax.nnx")
 
-from jaxperf.dispatch.nnx import cost, flax_sdist, graph_overhead, models, report, stages  # noqa: E402
+from jaxperf_study.dispatch.nnx import cost, flax_sdist, graph_overhead, models, report, stages  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def swept():
     """Two depths of the no-op step and a tiny heavy case, through the diagnosis engine."""
-    from jaxperf.dispatch.cost import sweep
+    from jaxperf_study.dispatch.cost import sweep
 
     return sweep(cost.cells((1, 2), ("noop",), heavy_width=16), precision=0.5, max_seconds=1, min_rounds=2)
 
@@ -128,7 +128,7 @@ def test_the_plugin_puts_the_drop_in_under_nnx_jits_name(tmp_path):
         "-p",
         "no:cacheprovider",
         "-p",
-        "jaxperf.dispatch.nnx.flax_plugin",
+        "jaxperf_study.dispatch.nnx.flax_plugin",
     ]
     proc = subprocess.run([*cmd, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:]
@@ -157,7 +157,7 @@ def test_quick_notebook_run_writes_its_outputs(tmp_path):
 
 
 def test_the_flax_suite_runner_takes_no_argument_and_runs_nothing_for_one(capsys, monkeypatch):
-    from jaxperf.dispatch.nnx import flax_sdist
+    from jaxperf_study.dispatch.nnx import flax_sdist
 
     monkeypatch.setattr(flax_sdist, "compare", lambda: pytest.fail("the suite ran"))
     assert flax_sdist.main(["--help"]) == 0 and "Flax's ``nnx.jit`` tests" in capsys.readouterr().out

@@ -14,7 +14,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxperf import PackedState, packed_jit, packed_pmap
-from jaxperf.dispatch import AXIS, ModelSpec, make_train_step, state_step
+from jaxperf_study.dispatch import AXIS, ModelSpec, make_train_step, state_step
 
 N = 8
 STEPS = 4

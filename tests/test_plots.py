@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from jaxperf import plots, reruns
+from jaxperf_study import plots, reruns
 
 PROV = {"backend": "cpu", "device_count": 8, "device_kind": "cpu", "packages": {}, "git": {"commit": "abc"}}
 
@@ -45,8 +45,8 @@ def test_save_writes_png_svg_csv_and_names_the_function(tmp_path):
     ("given", "expected"),
     [
         (_draw_plain, "test_plots._draw_plain"),
-        ("dispatch.report.plot_it_per_s", "jaxperf.dispatch.report.plot_it_per_s"),
-        ("jaxperf.jax20909.figures.plot", "jaxperf.jax20909.figures.plot"),
+        ("dispatch.report.plot_it_per_s", "jaxperf_study.dispatch.report.plot_it_per_s"),
+        ("jaxperf_study.jax20909.figures.plot", "jaxperf_study.jax20909.figures.plot"),
     ],
 )
 def test_who_drew_takes_the_function_or_its_name(given, expected):
@@ -80,7 +80,7 @@ def test_importing_plots_leaves_the_backend_alone():
     # A notebook kernel selects the inline backend before our import; forcing Agg
     # (as plots.py once did) would make every figure vanish from the notebook.
     code = (
-        "import matplotlib; matplotlib.use('svg'); import jaxperf.plots, jaxperf.study; "
+        "import matplotlib; matplotlib.use('svg'); import jaxperf_study.plots, jaxperf_study.study; "
         "print(matplotlib.get_backend())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -107,9 +107,9 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
 
 
 def test_every_method_and_loop_form_has_its_own_colour():
-    from jaxperf.dispatch.methods import METHODS
-    from jaxperf.dispatch.nnx.report import PATHS as NNX_METHODS
-    from jaxperf.jax20909.vocab import LOOP_FORMS
+    from jaxperf_study.dispatch.methods import METHODS
+    from jaxperf_study.dispatch.nnx.report import PATHS as NNX_METHODS
+    from jaxperf_study.jax20909.vocab import LOOP_FORMS
 
     for group, names in (
         (plots.METHOD_COLORS, METHODS),

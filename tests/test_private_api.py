@@ -160,7 +160,7 @@ def test_equinox_jit_internals_resolve_and_are_swapped_back():
             raise KeyError("restored even on an error")
     assert jit_module._call is original
     # the Equinox patch applies to the installed Equinox (else it refuses, naming the version)
-    from jaxperf.dispatch import eqx_patch
+    from jaxperf_study.dispatch import eqx_patch
 
     assert set(eqx_patch.patched_equinox().modules) == {
         "equinox._jit",

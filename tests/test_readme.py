@@ -190,7 +190,7 @@ def rerun_root(tmp_path_factory):
 
     import pandas as pd
 
-    from jaxperf.dispatch import report
+    from jaxperf_study.dispatch import report
 
     root = tmp_path_factory.mktemp("root")
     for summary in (PROJECT_ROOT / "results" / "cpu").glob("*/summary.json"):
@@ -219,8 +219,8 @@ def rerun_root(tmp_path_factory):
         train = pd.read_csv(records / "timings.csv").query("step == 'train' and family == 'jit'")
         fresh["waits"] = runs_ahead.verdicts(train, "jit_params", key="method").to_dict(orient="records")
     (root / "results" / "cpu" / "dispatch" / "summary.json").write_text(json.dumps(fresh, default=str))
-    from jaxperf.dispatch.nnx import flax_sdist
-    from jaxperf.dispatch.nnx import report as nnx_report
+    from jaxperf_study.dispatch.nnx import flax_sdist
+    from jaxperf_study.dispatch.nnx import report as nnx_report
 
     records = PROJECT_ROOT / "results" / "cpu" / "nnx"
     nnx = nnx_report.headline(

@@ -10,8 +10,8 @@ import stat
 import pandas as pd
 import pytest
 
-from jaxperf import records
-from jaxperf.records import RecordsError, read_records, write_records
+from jaxperf_study import records
+from jaxperf_study.records import RecordsError, read_records, write_records
 
 PROV = {"git": "abc", "parameters": {"quick": True}}
 

@@ -285,7 +285,7 @@ DAMAGE = {
 def test_damaged_record_files_are_rejected(damage, tmp_path):
     import pandas as pd
 
-    from jaxperf.records import RecordsError, read_records, write_records
+    from jaxperf_study.records import RecordsError, read_records, write_records
 
     path = write_records(pd.DataFrame({"ms": [300.125, 2.5, 1.0]}), tmp_path / "t", {"run": 1})
     DAMAGE[damage](path)

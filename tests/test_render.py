@@ -22,9 +22,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
-import jaxperf.study
+import jaxperf_study.study
 
-study = jaxperf.study.start("STUDY", {"quick": quick}, backend=backend, host_devices=host_devices)
+study = jaxperf_study.study.start("STUDY", {"quick": quick}, backend=backend, host_devices=host_devices)
 
 
 def measuring():

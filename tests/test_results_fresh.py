@@ -304,6 +304,11 @@ def test_a_module_named_in_a_string_relative_to_its_package_is_the_module_it_nam
     assert was != moves.code_of(
         new.replace("jaxperf.fixes", "jaxperf.other"), "lib/jaxperf_study/dispatch/__init__.py"
     )
+    # a suffix (or a name in the module's own package) moves with it, whichever package it went to
+    suffix = "path = PATH.with_suffix('.csv')\n"
+    assert moves.code_of(suffix, "lib/jaxperf/records.py", {}) == moves.code_of(
+        suffix, "lib/jaxperf_study/records.py"
+    )
 
 
 def test_a_notebook_whose_code_changed_stales_its_result_and_its_imports_do_not(tmp_path):
@@ -363,3 +368,15 @@ def test_a_declared_refactor_keeps_a_result_until_its_code_changes_again(tmp_pat
     assert fresh.changed_files(project, commit, ["lib/jaxperf/alpha/cost.py"]) == [
         "lib/jaxperf/alpha/cost.py"
     ]
+
+
+def test_every_declared_refactor_says_why_and_cites_its_evidence():
+    entries = json.loads(moves.REFACTORS.read_text())["refactors"]
+    assert entries, "tools/runall/refactors.json declares nothing: delete it rather than keep it empty"
+    for entry in entries:
+        assert entry["why"].strip() and entry["evidence"].strip() and entry["files"], entry
+        tests = [e.split("::")[0] for e in entry["evidence"].split() if e.startswith("tests/")]
+        assert tests and all((ROOT / t).is_file() for t in tests), entry["evidence"]
+        for path, pin in entry["files"].items():
+            assert path.startswith("lib/") and set(pin) == {"was", "is"}, path
+            assert all(len(h) == 64 and int(h, 16) >= 0 for h in pin.values()), path

@@ -174,7 +174,7 @@ def test_preflight_builds_each_notebooks_settings_before_any_work():
         "name": "01_x",
         "source": 'backend = "auto"\nhost_devices = 8',
         "injected": {"host_devices": 0},
-        "imports": ["from jaxperf.settings import StudySettings"],
+        "imports": ["from jaxperf_study.settings import StudySettings"],
         "cls": "StudySettings",
     }
     with pytest.raises(UsageError, match="01_x: host_devices=0 is not allowed"):

@@ -171,7 +171,7 @@ def test_a_settings_class_the_stdlib_cannot_import_is_left_to_the_environment():
     }
     unchecked = check.run(PROJECT_ROOT, [case], "auto")
     assert [u["name"] for u in unchecked] == ["01_x"] and "numpy" in unchecked[0]["why"]
-    bad = {**case, "imports": ["from jaxperf.settings import StudySettings"], "cls": "StudySettings"}
+    bad = {**case, "imports": ["from jaxperf_study.settings import StudySettings"], "cls": "StudySettings"}
     with pytest.raises(UsageError, match="01_x: host_devices=0 is not allowed"):
         check.run(PROJECT_ROOT, [{**bad, "injected": {"host_devices": 0}}], "auto")
     assert check.run(PROJECT_ROOT, [bad], "auto") == []

@@ -1,6 +1,6 @@
 """./run_all.sh makes the whole study (issue 32): the environments the selected notebooks need
 are built before any runs, or the run stops with the command that builds them; a notebook that
-skipped part of its work (``jaxperf.study``'s ``skip``) ends "partial", never "ok". Fake notebooks and a fake
+skipped part of its work (``jaxperf_study.study``'s ``skip``) ends "partial", never "ok". Fake notebooks and a fake
 environment (``JAXPERF_NOTEBOOKS_DIR``, ``JAXPERF_ENVIRONMENTS``)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import jaxperf.study
+import jaxperf_study.study
 from jaxperf.paths import ENV_VAR, PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "tools"))
@@ -175,19 +175,19 @@ def test_status_reads_the_skipped_parts_of_published_summaries(tmp_path):
 
 def test_a_study_records_what_it_skipped(monkeypatch, tmp_path):
     monkeypatch.setenv(ENV_VAR, str(tmp_path))
-    study = jaxperf.study.start("demo", {"repeats": 1}, backend="cpu", host_devices=8)
+    study = jaxperf_study.study.start("demo", {"repeats": 1}, backend="cpu", host_devices=8)
     study.skip(
         "compile for sm_90a", "the Mosaic GPU environment is not built: bash tools/make_mosaic_gpu_env.sh"
     )
-    jaxperf.study.skip(
+    jaxperf_study.study.skip(
         "compile for sm_90a", "the Mosaic GPU environment is not built: bash tools/make_mosaic_gpu_env.sh"
     )
-    jaxperf.study.skip("estimate", "budget spent")  # library code, without the study object
+    jaxperf_study.study.skip("estimate", "budget spent")  # library code, without the study object
     with pytest.raises(ValueError, match="reason"):
         study.skip("estimate", "  ")
     study.summary({"answer": 1}, "# demo")
     written = json.loads((tmp_path / "results" / "cpu" / "demo" / "summary.json").read_text())
     assert [s["part"] for s in written["skipped"]] == ["compile for sm_90a", "estimate"]
-    monkeypatch.setattr(jaxperf.study, "_current", None)
+    monkeypatch.setattr(jaxperf_study.study, "_current", None)
     with pytest.raises(RuntimeError, match="no study started"):
-        jaxperf.study.skip("x", "y")
+        jaxperf_study.study.skip("x", "y")

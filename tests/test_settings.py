@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import pytest
 
-from jaxperf.settings import StudySettings
+from jaxperf_study.settings import StudySettings
 
 
 @dataclasses.dataclass(frozen=True)

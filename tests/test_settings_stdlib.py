@@ -51,7 +51,7 @@ print(json.dumps(out))
 
 NOTEBOOKS = [nb for nb in notebooks.discover(PROJECT_ROOT / "notebooks") if nb.settings_class]
 # The device run's settings (tools/device/run_gpu.sh builds them before JAX starts).
-GPU = ("gpu_device_run", ["from jaxperf.gpu.settings import GpuSettings"], "GpuSettings", {})
+GPU = ("gpu_device_run", ["from jaxperf_study.gpu.settings import GpuSettings"], "GpuSettings", {})
 
 
 def _bad(params: dict) -> tuple[str, object]:
@@ -109,10 +109,10 @@ def test_the_stdlib_build_equals_the_full_environments():
 
 
 def test_the_heavy_modules_take_their_names_from_the_vocabulary():
-    from jaxperf.dispatch import methods, steps
-    from jaxperf.dispatch import vocab as dvocab
-    from jaxperf.jax20909 import inputs, kernels, mosaic_gpu_kernel, mosaic_gpu_rules
-    from jaxperf.jax20909 import vocab as jvocab
+    from jaxperf_study.dispatch import methods, steps
+    from jaxperf_study.dispatch import vocab as dvocab
+    from jaxperf_study.jax20909 import inputs, kernels, mosaic_gpu_kernel, mosaic_gpu_rules
+    from jaxperf_study.jax20909 import vocab as jvocab
 
     assert methods.METHODS is dvocab.METHODS and list(methods._BUILDERS) == list(dvocab.METHODS)
     assert (methods.BASELINE, methods.FIX, methods.SLOW) == (dvocab.BASELINE, dvocab.FIX, dvocab.SLOW)
@@ -134,7 +134,7 @@ def test_the_heavy_modules_take_their_names_from_the_vocabulary():
     ],
 )
 def test_the_stdlib_mosaic_gpu_check_refuses_what_the_port_refuses(kw, named):
-    from jaxperf.jax20909 import mosaic_gpu_kernel, mosaic_gpu_rules
+    from jaxperf_study.jax20909 import mosaic_gpu_kernel, mosaic_gpu_rules
 
     args = {"loop_form": "fori", "unroll": 1, "T": 4096, **kw}
     form, unroll = args.pop("loop_form"), args.pop("unroll")

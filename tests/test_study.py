@@ -13,10 +13,10 @@ import nbformat
 import pandas as pd
 import pytest
 
-import jaxperf.study
-from jaxperf import plots
+import jaxperf_study.study
 from jaxperf.paths import ENV_VAR, PROJECT_ROOT
-from jaxperf.settings import StudySettings
+from jaxperf_study import plots
+from jaxperf_study.settings import StudySettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,7 @@ def _draw() -> tuple[plt.Figure, pd.DataFrame]:
 
 def test_start_records_the_settings_that_ran(root):
     settings = DemoSettings.from_parameters({"backend": "cpu", "quick": True, "sizes": [5, 6, 7]})
-    study = jaxperf.study.start("demo", settings)
+    study = jaxperf_study.study.start("demo", settings)
     assert study.settings is settings
     assert study.parameters == settings.as_dict()
     assert study.provenance["parameters"]["sizes"] == [1, 10]  # the quick preset, not the request
@@ -52,7 +52,7 @@ def test_start_records_the_settings_that_ran(root):
 
 
 def test_start_still_takes_a_dict(root):
-    study = jaxperf.study.start("demo", {"repeats": 3}, backend="cpu", host_devices=8)
+    study = jaxperf_study.study.start("demo", {"repeats": 3}, backend="cpu", host_devices=8)
     assert study.parameters == {"repeats": 3}
     assert study.settings is None
 
@@ -60,7 +60,7 @@ def test_start_still_takes_a_dict(root):
 def test_start_records_no_machine_path_for_the_output_root(tmp_path, monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
     inside = PROJECT_ROOT / ".scratch" / "test_study_root"
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", output_root=str(inside)))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu", output_root=str(inside)))
     assert study.parameters["output_root"] == ".scratch/test_study_root"
     assert str(PROJECT_ROOT) not in json.dumps(study.provenance["parameters"])
     shutil.rmtree(inside)
@@ -69,16 +69,16 @@ def test_start_records_no_machine_path_for_the_output_root(tmp_path, monkeypatch
 @pytest.mark.parametrize("bad", [["backend", "cpu"], 3, "cpu"])
 def test_start_rejects_settings_of_the_wrong_type(bad, root):
     with pytest.raises(ValueError, match="settings="):
-        jaxperf.study.start("demo", bad)
+        jaxperf_study.study.start("demo", bad)
 
 
 def test_start_rejects_a_non_path_output_root_before_any_work(root):
     with pytest.raises(ValueError, match="output_root=3"):
-        jaxperf.study.start("demo", {"a": 1}, backend="cpu", output_root=3)  # type: ignore[arg-type]
+        jaxperf_study.study.start("demo", {"a": 1}, backend="cpu", output_root=3)  # type: ignore[arg-type]
 
 
 def test_figure_and_summary_link_figure_data_and_function(root):
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu"))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu"))
     fig, data = _draw()
     assert study.figure(fig, "line", data) is None  # nothing to print under the image
     assert not plt.fignum_exists(fig.number)
@@ -99,7 +99,7 @@ def test_figure_and_summary_link_figure_data_and_function(root):
 
 def test_drawing_counts_the_cell_s_figures_on_one_bar(root, capsys, monkeypatch):
     monkeypatch.setenv("JAXPERF_PROGRESS", "text")
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu"))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu"))
     with study.drawing(2):
         for name in ("one", "two"):
             fig, data = _draw()
@@ -113,8 +113,8 @@ def test_drawing_counts_the_cell_s_figures_on_one_bar(root, capsys, monkeypatch)
 
 
 def test_text_progress_goes_to_stdout_as_lines(capsys, monkeypatch):
-    monkeypatch.setenv(jaxperf.study.PROGRESS_ENV, "auto")  # outside a kernel: text
-    assert list(jaxperf.study.track(range(3), "steps")) == [0, 1, 2]
+    monkeypatch.setenv(jaxperf_study.study.PROGRESS_ENV, "auto")  # outside a kernel: text
+    assert list(jaxperf_study.study.track(range(3), "steps")) == [0, 1, 2]
     out, err = capsys.readouterr()
     assert err == ""
     assert "steps: 100%" in out and "3/3" in out
@@ -122,21 +122,21 @@ def test_text_progress_goes_to_stdout_as_lines(capsys, monkeypatch):
 
 
 def test_a_bad_progress_mode_is_a_clear_error(monkeypatch):
-    monkeypatch.setenv(jaxperf.study.PROGRESS_ENV, "fancy")
+    monkeypatch.setenv(jaxperf_study.study.PROGRESS_ENV, "fancy")
     with pytest.raises(ValueError, match="JAXPERF_PROGRESS='fancy'"):
-        jaxperf.study.progress_mode()
+        jaxperf_study.study.progress_mode()
 
 
 KERNEL_CELLS = [
-    "import os, pandas as pd, matplotlib.pyplot as plt, jaxperf.study\n"
-    "from jaxperf.settings import StudySettings\n"
-    "study = jaxperf.study.start('demo', StudySettings(backend='cpu', host_devices=8))",
+    "import os, pandas as pd, matplotlib.pyplot as plt, jaxperf_study.study\n"
+    "from jaxperf_study.settings import StudySettings\n"
+    "study = jaxperf_study.study.start('demo', StudySettings(backend='cpu', host_devices=8))",
     "def draw():\n"
     "    fig, ax = plt.subplots(figsize=(3, 2)); ax.plot([1, 2], [3, 4]); return fig\n"
     "study.figure(draw(), 'line', pd.DataFrame({'x': [1, 2]}), drawn_by=draw)\n"
     "print('after the figure')",
-    "for _ in jaxperf.study.track(range(3), 'widget steps'): pass",
-    "os.environ['JAXPERF_PROGRESS'] = 'text'\nfor _ in jaxperf.study.track(range(3), 'text steps'): pass",
+    "for _ in jaxperf_study.study.track(range(3), 'widget steps'): pass",
+    "os.environ['JAXPERF_PROGRESS'] = 'text'\nfor _ in jaxperf_study.study.track(range(3), 'text steps'): pass",
     # A kernel told to use Agg (MPLBACKEND=Agg) still shows the figure: the saved PNG.
     "import matplotlib; matplotlib.use('agg')\n"
     "study.figure(draw(), 'agg_line', pd.DataFrame({'x': [1, 2]}), drawn_by=draw)",
@@ -150,7 +150,7 @@ KERNEL_CELLS = [
 def test_in_a_kernel_a_figure_shows_once_inline_and_progress_is_not_on_stderr(root, monkeypatch):
     from nbclient import NotebookClient
 
-    monkeypatch.delenv(jaxperf.study.PROGRESS_ENV, raising=False)
+    monkeypatch.delenv(jaxperf_study.study.PROGRESS_ENV, raising=False)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in KERNEL_CELLS])
     NotebookClient(
         nb, kernel_name="jaxperf", timeout=300, resources={"metadata": {"path": str(root)}}
@@ -178,12 +178,12 @@ def test_under_papermill_a_bar_keeps_one_line_with_its_final_state(tmp_path, mon
     import subprocess
     import sys
 
-    monkeypatch.delenv(jaxperf.study.PROGRESS_ENV, raising=False)
+    monkeypatch.delenv(jaxperf_study.study.PROGRESS_ENV, raising=False)
     src, out = tmp_path / "progress.ipynb", tmp_path / "progress.out.ipynb"
     cell = (
-        "import time, jaxperf.study\n"
-        "jaxperf.study.TEXT_INTERVAL_S = 0  # redraw at every step: each redraw must replace the last\n"
-        "for _ in jaxperf.study.track(range(5), 'papermill steps'): time.sleep(0.02)\n"
+        "import time, jaxperf_study.study\n"
+        "jaxperf_study.study.TEXT_INTERVAL_S = 0  # redraw at every step: each redraw must replace the last\n"
+        "for _ in jaxperf_study.study.track(range(5), 'papermill steps'): time.sleep(0.02)\n"
         "print('after the bar')"
     )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
@@ -253,7 +253,7 @@ def _where(rows: int) -> pd.DataFrame:
 
     import jax
 
-    jaxperf.study.skip("nothing", "a part the child left out")
+    jaxperf_study.study.skip("nothing", "a part the child left out")
     return pd.DataFrame({"pid": [os.getpid()] * rows, "devices": [jax.device_count()] * rows})
 
 
@@ -264,7 +264,7 @@ def _fails() -> pd.DataFrame:
 def test_measure_repeats_in_fresh_processes_set_up_as_this_one(root):
     import os
 
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
     out = study.measure("where", _where, 2, processes=3)
     assert out["process"].tolist() == [0, 0, 1, 1, 2, 2]
     pids = set(out["pid"])
@@ -275,14 +275,14 @@ def test_measure_repeats_in_fresh_processes_set_up_as_this_one(root):
 
 
 def test_a_child_that_raises_makes_measure_raise_with_its_text(root):
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
     with pytest.raises(RuntimeError, match="(?s)fresh process 0.*ArithmeticError: the child's own words"):
         study.measure("never", _fails, processes=2)
     assert not (study.results_dir / "never.csv").exists()
 
 
 def test_measure_refuses_what_a_fresh_process_cannot_run(root):
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
 
     def local() -> pd.DataFrame:
         return pd.DataFrame({"x": [1]})
@@ -295,9 +295,9 @@ def test_measure_refuses_what_a_fresh_process_cannot_run(root):
 
 
 def test_render_reads_the_committed_records_and_never_measures(root, monkeypatch):
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
     study.measure("timings", lambda: pd.DataFrame({"ms": [1.0, 2.0]}))
-    monkeypatch.setenv(jaxperf.study.RENDER_ENV, "1")
+    monkeypatch.setenv(jaxperf_study.study.RENDER_ENV, "1")
     monkeypatch.setenv("JAXPERF_PUBLISHED_ROOT", str(root))  # where a render reads (run_all.sh sets it)
 
     def measuring() -> pd.DataFrame:
@@ -311,18 +311,32 @@ def test_render_reads_the_committed_records_and_never_measures(root, monkeypatch
 def test_start_widens_rerun_ranges_by_the_committed_calibration(root, tmp_path, monkeypatch):
     """The committed rerun calibration (results/<backend>/rerun_calibration.json) sets the
     factor every rerun range is widened by; it is recorded, and a missing or bad file says so."""
-    from jaxperf import paths, reruns
+    from jaxperf import paths
+    from jaxperf_study import reruns
 
     monkeypatch.setattr(reruns, "_INFLATION", [1.0])
     project = tmp_path / "project"
     monkeypatch.setattr(paths, "PROJECT_ROOT", project)
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu"))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu"))
     assert study.provenance["rerun_inflation"] == 1.0 and reruns.rerun_inflation() == 1.0
-    calibration = project / "results" / "cpu" / jaxperf.study.CALIBRATION
+    calibration = project / "results" / "cpu" / jaxperf_study.study.CALIBRATION
     calibration.parent.mkdir(parents=True)
     calibration.write_text(json.dumps({"inflation": 2.5}))
-    study = jaxperf.study.start("demo", DemoSettings(backend="cpu"))
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu"))
     assert study.provenance["rerun_inflation"] == 2.5 and reruns.rerun_inflation() == 2.5
     calibration.write_text(json.dumps({"inflation": 0.5}))
     with pytest.raises(ValueError, match="inflation"):
-        jaxperf.study.start("demo", DemoSettings(backend="cpu"))
+        jaxperf_study.study.start("demo", DemoSettings(backend="cpu"))
+
+
+def test_a_result_records_the_package_and_the_study_modules_it_loaded():
+    """provenance.code: every module of jaxperf and of jaxperf_study loaded in the process, and
+    the whole of the study's own package (issue 47: the study moved beside the package)."""
+    import jaxperf_study.dispatch.vocab  # noqa: F401 -- loaded, so recorded
+    from jaxperf_study import provenance
+
+    files = provenance.code_files("jaxperf_study.jax20909")
+    assert {"lib/jaxperf/__init__.py", "lib/jaxperf_study/provenance.py"} <= set(files)
+    assert "lib/jaxperf_study/dispatch/vocab.py" in files
+    assert "lib/jaxperf_study/jax20909/kernels.py" in files  # the own package, loaded or not
+    assert files == sorted(files) and all(f.startswith("lib/") for f in files)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxperf import pages as markdown
+from jaxperf_study import pages as markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARIES = sorted(ROOT.glob("results/*/*/summary.md"))

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jaxperf import reruns, timing
+from jaxperf import timing
+from jaxperf_study import reruns
 
 
 class FakeClock:

@@ -6,7 +6,7 @@ import json
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
-from jaxperf.diagnosis.settings import SEED_FACTORY, YourStepSettings
+from jaxperf_study.dispatch.your_step_settings import SEED_FACTORY, YourStepSettings
 
 NB = "10_your_step"
 
@@ -49,7 +49,7 @@ def test_the_notebook_diagnoses_the_factory_it_is_given(tmp_path):
         NB,
         tmp_path,
         quick=True,
-        step_factory="jaxperf.diagnosis.examples:equinox_train",
+        step_factory="jaxperf_study.dispatch.examples:equinox_train",
         step_kwargs={"depth": 1, "width": 8, "batch": 8},
     )
     study = tmp_path / "results" / "cpu" / "your_step"

@@ -67,8 +67,8 @@ def _runner_call(runner: Any) -> Callable[[], Any]:
 
 
 def equinox_pairs(kind: str, depths: list[int], rounds: int, calls: int) -> list[dict]:
-    from jaxperf.dispatch import build_runner
-    from jaxperf.dispatch.models import ModelSpec
+    from jaxperf_study.dispatch import build_runner
+    from jaxperf_study.dispatch.models import ModelSpec
 
     reference = {"jit": "jit_single_device", "pmap": "pmap_params", "packed": "pmap_params"}[kind]
     method = {"jit": "cached_filter_jit", "pmap": "cached_filter_pmap", "packed": "packed_pmap"}[kind]

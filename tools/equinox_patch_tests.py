@@ -9,7 +9,7 @@ the pinned release.
 ``suite``: from the checkout (a clone, or the git directory ``fetch github:patrick-kidger/equinox``
 gives; the sdist on PyPI has no tests), ``equinox/``, ``tests/`` and ``pyproject.toml`` at ``REF``
 are exported three times into ``DIR/LABEL/``: ``unpatched``; ``patched`` (the diffs applied in
-order, source and tests, by ``jaxperf.dispatch.eqx_patch.diff``); ``tests_only`` (only the tests the diffs
+order, source and tests, by ``jaxperf_study.dispatch.eqx_patch.diff``); ``tests_only`` (only the tests the diffs
 add, to run them against the unpatched Equinox). Each suite runs with
 ``nice python -m pytest -q -p no:cacheprovider tests`` from its own folder, so ``import equinox``
 is that copy (checked), under Equinox's own pytest settings (warnings are errors), with
@@ -23,7 +23,7 @@ from all of them. ``--reuse`` reads a run whose JUnit XML is already in the scra
 ``measure``: in one process, interleaved, the dispatching thread's CPU per blocked call of a no-op
 step (MLP depth 64 + Adam state, 392 array leaves) through ``jax.jit``/``jax.pmap`` on the arrays,
 and ``filter_jit``/``filter_pmap`` of the installed Equinox (the pinned release), of Equinox's main
-(``--main-tree``, imported as ``equinox_main``), patched release (``jaxperf.dispatch.eqx_patch``) and
+(``--main-tree``, imported as ``equinox_main``), patched release (``jaxperf_study.dispatch.eqx_patch``) and
 patched main (``--main-patched-tree``); pmap over 8 host devices. Each Equinox path uses a model
 built by its own Equinox. Writes ``results/equinox_patch/main_vs_release.json`` and ``.md``.
 
@@ -90,7 +90,7 @@ def export(checkout: Path, ref: str, into: Path) -> str:
 def run_suite(python: Path, tree: Path, tests: list[str] | None = None, name: str = "junit") -> dict:
     """``nice python -m pytest tests`` (or only ``tests``) in ``tree``, its JUnit XML written to
     ``tree/<name>.xml``: the outcomes. A run whose XML is already there is read, not run again."""
-    from jaxperf.dispatch.eqx_patch import suite
+    from jaxperf_study.dispatch.eqx_patch import suite
 
     junit = tree / f"{name}.xml"
     if not junit.exists():
@@ -103,8 +103,8 @@ def run_suite(python: Path, tree: Path, tests: list[str] | None = None, name: st
 
 
 def suite_main(args: argparse.Namespace) -> None:
-    from jaxperf import records
-    from jaxperf.dispatch.eqx_patch import load, suite
+    from jaxperf_study import records
+    from jaxperf_study.dispatch.eqx_patch import load, suite
 
     base = args.scratch / args.label
     trees = {run: base / run for run in (*suite.RUNS, "tests_only")}
@@ -179,8 +179,8 @@ def pytest_sessionfinish(session):
 
 
 def dropins_main(args: argparse.Namespace) -> None:
-    from jaxperf import records
-    from jaxperf.dispatch.eqx_patch import load, suite
+    from jaxperf_study import records
+    from jaxperf_study.dispatch.eqx_patch import load, suite
 
     tree = args.tree
     plugin_dir = tree / "jaxperf_dropin_plugin"
@@ -228,8 +228,9 @@ def measure_main(args: argparse.Namespace) -> None:
     import optax
     import pandas as pd
 
-    from jaxperf import markdown, records
-    from jaxperf.dispatch.eqx_patch import load
+    from jaxperf import markdown
+    from jaxperf_study import records
+    from jaxperf_study.dispatch.eqx_patch import load
 
     patched = load.patched_equinox()
     equinoxes = {

@@ -154,7 +154,7 @@ def walk(summary: Any, path: str) -> tuple[Any, list[dict[str, Any]]]:
 
 #: format specs for verdicts: a boolean rendered as words
 WORD_SPECS = {"met": ("met", "not met"), "yes": ("yes", "no"), "shown": ("shown", "not shown")}
-#: ``:verdict``: a three-valued verdict of jaxperf.goals ("met", "tie", "not met") as a sentence says it
+#: ``:verdict``: a three-valued verdict of jaxperf_study.goals ("met", "tie", "not met") as a sentence says it
 VERDICT_WORDS = {"met": "met", "tie": "a tie", "not met": "not met"}
 
 
@@ -167,7 +167,7 @@ def goal_verdict(stat: Any, goal: float) -> str:
     below, else a tie with the goal: a rerun of the study cannot flip a stated verdict."""
     if not (isinstance(stat, dict) and {"median", "q25", "q75"} <= set(stat)):
         raise RenderError(f"format :goal>= needs a {{median, q25, q75}} value, got {stat!r}")
-    # the range widened to hold the median, as jaxperf.goals.judge does (tests/test_goals.py)
+    # the range widened to hold the median, as jaxperf_study.goals.judge does (tests/test_goals.py)
     lo, hi = min(stat["q25"], stat["median"]), max(stat["q75"], stat["median"])
     if lo >= goal:
         return "met"

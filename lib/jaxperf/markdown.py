@@ -1,5 +1,5 @@
 """Markdown for what the tools print and the summaries pasted into GitHub issues: one number
-format, and escaping that survives GitHub's renderer (the study's pages: :mod:`jaxperf.pages`).
+format, and escaping that survives GitHub's renderer (the study's pages: :mod:`jaxperf_study.pages`).
 
 GitHub renders Markdown as CommonMark plus tables (GFM), and drops HTML tags it
 does not know. So a cProfile row such as ``Module.__getattribute__`` turns

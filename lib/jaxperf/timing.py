@@ -127,7 +127,7 @@ def compare(
     ``stopped_by`` (one of :data:`STOPS`) and ``rel_iqr``, the widest watched ratio's
     relative IQR when the rounds stopped (nan when nothing is watched).
     """
-    if os.environ.get("JAXPERF_RENDER"):  # jaxperf.study.RENDER_ENV: a redraw never measures
+    if os.environ.get("JAXPERF_RENDER"):  # jaxperf_study.study.RENDER_ENV: a redraw never measures
         raise RuntimeError(
             "timing.compare ran in a render (JAXPERF_RENDER is set): a measurement goes through "
             "Study.measure, which a render reads back from the published records"

@@ -6,7 +6,7 @@
 #
 # On the GPU machine (Python 3.12 with its own jax 0.11.2, no network, no papermill):
 # installs the carried wheels in .whl/ (if any) into a folder of its own without touching jax,
-# puts lib/ on PYTHONPATH, then runs each part of jaxperf.gpu (python -m jaxperf.gpu.run
+# puts lib/ on PYTHONPATH, then runs each part of jaxperf_study.gpu (python -m jaxperf_study.gpu.run
 # PART) as its own process under its own time limit, so a slow part cannot starve the
 # rest; then the report; then packs results/<backend> and figures/<backend> into
 # $OUT/jaxperf_gpu_results.tar.gz, with the log beside it ($OUT/run_gpu.log).
@@ -75,7 +75,7 @@ backend=$([ "$dry" = 1 ] && echo cpu || echo gpu)
 run_dir="$work/results/$backend/run"
 mkdir -p "$run_dir"
 reserve=25  # seconds kept for the report and the packing
-mapfile -t budgets < <("$python" -m jaxperf.gpu.run --budgets "${dryflag[@]}") || exit 3
+mapfile -t budgets < <("$python" -m jaxperf_study.gpu.run --budgets "${dryflag[@]}") || exit 3
 for line in "${budgets[@]}"; do
   part="${line% *}"; budget="${line#* }"
   if [ -n "$only" ] && [[ ",$only," != *",$part,"* ]]; then continue; fi
@@ -87,12 +87,12 @@ for line in "${budgets[@]}"; do
   echo "=== $part (budget ${budget}s, limit ${limit}s) $(date -u +%TZ)"
   t0=$(date +%s)
   JAXPERF_PART_BUDGET_S=$(( limit - 30 > 10 ? limit - 30 : 10 )) timeout -k 10 "$limit" \
-    "$python" -m jaxperf.gpu.run "$part" --output-root "$work" "${dryflag[@]}"
+    "$python" -m jaxperf_study.gpu.run "$part" --output-root "$work" "${dryflag[@]}"
   rc=$?
   printf '%s\t%s\t%s\n' "$part" "$rc" "$(( $(date +%s) - t0 ))" >>"$run_dir/parts.tsv"
   echo "=== $part: exit $rc after $(( $(date +%s) - t0 ))s"
 done
-JAX_PLATFORMS=cpu timeout 60 "$python" -m jaxperf.gpu.run report --output-root "$work" "${dryflag[@]}"
+JAX_PLATFORMS=cpu timeout 60 "$python" -m jaxperf_study.gpu.run report --output-root "$work" "${dryflag[@]}"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv
 echo "run_gpu.sh: done in $(( $(date +%s) - start ))s"
 tar -czf "$out/jaxperf_gpu_results.tar.gz" -C "$work" results figures 2>/dev/null \

@@ -8,7 +8,7 @@
 # holding anything but results/gpu/** and figures/gpu/**, or a run whose summary does
 # not name a GPU. Existing results/gpu and figures/gpu are replaced only with --force;
 # --merge lays a rerun of some parts (run_gpu.sh --only ...) over them, keeps both
-# runs' part logs, and rewrites the report here (python -m jaxperf.gpu.run report).
+# runs' part logs, and rewrites the report here (python -m jaxperf_study.gpu.run report).
 set -euo pipefail
 proj="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 root="${JAXPERF_UNPACK_ROOT:-$proj}"  # where results/ and figures/ go (tests point it elsewhere)
@@ -38,7 +38,7 @@ if [ "$mode" = --merge ]; then
   done
   py="${PYTHON:-$proj/.venv/bin/python}"
   [ -x "$py" ] || py=python3
-  PYTHONPATH="$proj/lib" JAX_PLATFORMS=cpu "$py" -m jaxperf.gpu.run report --output-root "$root"
+  PYTHONPATH="$proj/lib" JAX_PLATFORMS=cpu "$py" -m jaxperf_study.gpu.run report --output-root "$root"
   echo "unpack.sh: merged into results/gpu and figures/gpu; read results/gpu/run/summary.md"
   exit 0
 fi

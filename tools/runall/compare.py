@@ -11,7 +11,7 @@ committed one and a rerun's, and says:
   ``{median, lo, hi}``, over fresh processes)
   statistic it belongs to (a quartile placeholder is judged by that statistic's median), a
   ``<field>_pair`` statistic beside it, or ``<field>_q25`` / ``<field>_q75`` beside it; the
-  range is widened to hold the committed value, as jaxperf.goals judges a goal;
+  range is widened to hold the committed value, as jaxperf_study.goals judges a goal;
 - **any other number**: "no spread recorded", and whether it prints the same.
 
 A placeholder of a study the rerun did not make is "not rerun" when the check is limited to
@@ -89,7 +89,7 @@ def split_results(given: str | Path) -> tuple[Path, str | None]:
     )
 
 
-#: the two ends of a recorded spread: quartiles, or [lo, hi] (jaxperf.reruns.spread_of: over
+#: the two ends of a recorded spread: quartiles, or [lo, hi] (jaxperf_study.reruns.spread_of: over
 #: fresh processes, the range a rerun's median is expected in)
 ENDS = (("q25", "q75"), ("lo", "hi"))
 

@@ -336,9 +336,7 @@ def _run_locked(
 
 def _versions(python: str) -> dict[str, str]:
     """The package versions installed in the run's Python, as a result's provenance names them."""
-    code = (
-        "import json; from jaxperf.provenance import package_versions; print(json.dumps(package_versions()))"
-    )
+    code = "import json; from jaxperf_study.provenance import package_versions; print(json.dumps(package_versions()))"
     proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
         return {}

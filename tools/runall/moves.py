@@ -9,9 +9,9 @@ number (standard library only; :func:`jaxperf`-free, as the rest of run_all's en
   absolute names it binds, so ``from ..errors import bad_value`` in ``lib/jaxperf/a/b.py`` and
   ``from jaxperf.errors import bad_value`` anywhere bind the same thing; a binding that changes
   is a change; a module named relative to its package in a string, ``"..fixes"``, is read
-  absolute); a notebook's cells, each code cell so read. Old module paths are then written
-  as the modules' present ones (:func:`module_map`), in imports, strings and attribute chains
-  alike.
+  absolute); a notebook's cells, each code cell so read. Old module paths and file paths are
+  then written as the present ones (:func:`module_map`), in imports, strings, attribute chains
+  and a notebook's text alike.
 - :data:`REFACTORS`: code changes declared not to change what a result computes, each pinned
   by the hashes of :func:`code_of` before and after (any later edit of the code breaks the pin)
   and named with the test that shows it.
@@ -69,8 +69,9 @@ def module_name(path: str) -> str | None:
 
 
 def module_map(moves: Mapping[str, str]) -> dict[str, str]:
-    """Old module path -> present module path of every module among ``moves``."""
-    out = {}
+    """Old name -> present name of everything among ``moves``: each file's path, and each
+    module's dotted path (``lib/jaxperf/a/b.py``: ``jaxperf.a.b``)."""
+    out = dict(moves)
     for old, new in moves.items():
         was, now = module_name(old), module_name(new)
         if was and now and was != now:
@@ -79,12 +80,12 @@ def module_map(moves: Mapping[str, str]) -> dict[str, str]:
 
 
 def rename_modules(text: str, modules: Mapping[str, str]) -> str:
-    """``text`` with every old module path of ``modules`` (a dotted name not inside a longer
-    one) written as its present path, the longest first."""
+    """``text`` with every old name of ``modules`` (a dotted module path or a file path, not
+    inside a longer one) written as its present name, the longest first."""
     if not modules:
         return text
     olds = sorted(modules, key=len, reverse=True)
-    pattern = re.compile(r"(?<![\w.])(" + "|".join(re.escape(o) for o in olds) + r")(?!\w)")
+    pattern = re.compile(r"(?<![\w./])(" + "|".join(re.escape(o) for o in olds) + r")(?!\w)")
     return pattern.sub(lambda m: modules[m.group(1)], text)
 
 
@@ -114,13 +115,15 @@ def _bindings(node: ast.Import | ast.ImportFrom, module: str | None, package: bo
 
 
 _BLOCKS = ("body", "orelse", "finalbody")
-#: a string that names a module relative to its own package (``"..fixes"``, ``".methods"``)
-_RELATIVE = re.compile(r"^(\.+)([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$")
+#: a string that names a module relative to a package above its own (``"..fixes"``): a move
+#: can make it name another module, so it is read absolute. A string relative to the module's
+#: own package (``".methods"``, or a suffix, ``".csv"``) moves with its package: read as written.
+_RELATIVE = re.compile(r"^(\.\.+)([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)$")
 
 
 class _Absolute(ast.NodeTransformer):
-    """Relative module names in strings (as ``importlib.import_module(name, package)`` takes
-    them) written absolute, from the module's own package."""
+    """Module names relative to a parent package in strings (as ``importlib.import_module(name,
+    package)`` takes them) written absolute, from the module's own package."""
 
     def __init__(self, package: list[str]) -> None:
         self.package = package
@@ -237,3 +240,24 @@ def declared_same(was: str, now: str, graph: Mapping[str, set[str]]) -> bool:
                 seen.add(nxt)
                 todo.append(nxt)
     return False
+
+
+def pin(project: Path, commit: str, path: str) -> dict[str, str]:
+    """A refactors.json pin for the file at ``path`` in ``commit``: the hash of its code then
+    (``was``, old names written as present ones) and of its code now, where git followed it."""
+    import subprocess
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, timeout=60)
+
+    moved = renames(git, commit)
+    now = moved.get(path, path)
+    old = code_of(git("show", f"{commit}:{path}").stdout, path, module_map(moved))
+    return {"was": digest(old), "is": digest(code_of((project / now).read_text(), now)), "path": now}
+
+
+if __name__ == "__main__":  # python tools/runall/moves.py COMMIT PATH...: the pins to declare
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    print(json.dumps({p: pin(root, sys.argv[1], p) for p in sys.argv[2:]}, indent=2))

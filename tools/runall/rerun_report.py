@@ -11,7 +11,7 @@ from pathlib import Path
 from .compare import TOOLS, Check, Row, calibration, check, readme, split_results
 
 REPORT = Path("results") / "rerun_check.md"
-#: the calibration a run reads (results/<backend>/, jaxperf.study.CALIBRATION); the check writes
+#: the calibration a run reads (results/<backend>/, jaxperf_study.study.CALIBRATION); the check writes
 #: the pooled one beside its report, to copy there before the next full run
 CALIBRATION = "rerun_calibration.json"
 #: the exit status of a failed check (a verdict flipped, a number outside its spread, a value

@@ -1,6 +1,6 @@
 """A notebook's line in the run summary: "ok", "partial", "FAILED" or "kept" (not run: its
 published results still hold), and what its studies
-recorded as skipped (``jaxperf.study``'s ``skip``, written as summary.json's ``skipped``),
+recorded as skipped (``jaxperf_study.study``'s ``skip``, written as summary.json's ``skipped``),
 read back from the files the notebook published."""
 
 from __future__ import annotations

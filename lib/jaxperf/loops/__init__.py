@@ -6,5 +6,5 @@
   :mod:`.verdict`, :mod:`.report_kernel`: one kernel's answer; :mod:`.cli`: the command;
   :mod:`.examples`: two kernels written the way Pallas' docs write them.
 - The study's parts (notebook 02): :mod:`.harness` (the reporter's harness), :mod:`.analysis`,
-  :mod:`.mechanism`, :mod:`.advice`, :mod:`.answer`; the rest is :mod:`jaxperf.jax20909`.
+  :mod:`.mechanism`, :mod:`.advice`, :mod:`.answer`; the rest is :mod:`jaxperf_study.jax20909`.
 """

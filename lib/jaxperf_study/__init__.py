@@ -1,0 +1,1 @@
+"""The study beside jaxperf."""

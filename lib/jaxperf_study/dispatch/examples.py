@@ -1,0 +1,145 @@
+"""Steps written the way their libraries' docs write them, as factories for ``diagnose``
+(each returns ``{"step": ..., "args": (...), "loader": ...}``, as a reader's own factory
+does): equinox#192's no-op ``eqx.filter_pmap`` step, Equinox, ``eqx.filter_pmap``, Flax NNX
+and plain ``jax.jit`` training steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxperf.errors import check_int
+
+
+def _mlp(depth: int, width: int, seed: int = 0) -> Any:
+    import equinox as eqx
+
+    return eqx.nn.MLP(width, width, width, depth=depth, key=jax.random.PRNGKey(seed))
+
+
+def seed_noop(depth: int = 64, width: int = 32) -> dict[str, Any]:
+    """The seed's no-op step under ``eqx.filter_pmap``: 392 array leaves per call at depth 64."""
+    import equinox as eqx
+
+    from .models import ModelSpec
+    from .runners import Inputs
+    from .steps import AXIS, noop_step
+
+    check_int("depth", depth)
+    spec = ModelSpec("mlp", depth, width=width)
+    model, opt_state = spec.build()
+    devices = jax.devices()
+    model, x, opt_state = Inputs("noop", model, opt_state, spec.batch(len(devices)), devices, False).mapped()
+    return {"step": eqx.filter_pmap(noop_step, axis_name=AXIS), "args": (model, x, opt_state)}
+
+
+def _batches(width: int, size: int, seed: int = 1) -> Any:
+    """An endless numpy loader of (x, y) regression batches, as a data pipeline hands them."""
+    rng = np.random.default_rng(seed)
+    while True:
+        x = rng.standard_normal((size, width), dtype=np.float32)
+        yield jnp.asarray(x), jnp.asarray(np.tanh(x))
+
+
+def equinox_train(depth: int = 8, width: int = 64, batch: int = 64) -> dict[str, Any]:
+    """An Equinox MLP, optax Adam, ``eqx.filter_value_and_grad``, ``eqx.filter_jit``."""
+    import equinox as eqx
+    import optax
+
+    model = _mlp(depth, width)
+    optim = optax.adam(1e-3)
+    opt_state = optim.init(eqx.filter(model, eqx.is_array))
+
+    @eqx.filter_jit
+    def make_step(model: Any, opt_state: Any, batch: Any) -> tuple[Any, Any, Any]:
+        x, y = batch
+
+        def loss(model: Any) -> jax.Array:
+            return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+        value, grads = eqx.filter_value_and_grad(loss)(model)
+        updates, opt_state = optim.update(grads, opt_state, eqx.filter(model, eqx.is_array))
+        return value, eqx.apply_updates(model, updates), opt_state
+
+    loader = _batches(width, batch)
+    return {"step": make_step, "args": (model, opt_state, next(loader)), "loader": loader}
+
+
+def filter_pmap_train(depth: int = 8, width: int = 32, batch_per_device: int = 4) -> dict[str, Any]:
+    """An Equinox MLP trained under ``eqx.filter_pmap``: gradients averaged with ``pmean``."""
+    import equinox as eqx
+
+    from .models import ModelSpec
+    from .runners import Inputs
+    from .steps import AXIS, make_train_step
+
+    spec = ModelSpec("mlp", depth, width=width, batch_per_device=batch_per_device)
+    model, opt_state = spec.build()
+    devices = jax.devices()
+    model, x, opt_state = Inputs("train", model, opt_state, spec.batch(len(devices)), devices, False).mapped()
+    step = eqx.filter_pmap(make_train_step(AXIS), axis_name=AXIS)
+    return {"step": step, "args": (model, x, opt_state)}
+
+
+def nnx_train(depth: int = 4, width: int = 64, batch: int = 64) -> dict[str, Any]:
+    """A Flax NNX MLP with ``nnx.Optimizer`` under ``nnx.jit``, updated in place."""
+    import optax
+    from flax import nnx
+
+    class MLP(nnx.Module):
+        def __init__(self, depth: int, width: int, rngs: nnx.Rngs) -> None:
+            self.layers = nnx.List([nnx.Linear(width, width, rngs=rngs) for _ in range(depth)])
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            for layer in self.layers[:-1]:
+                x = jax.nn.relu(layer(x))
+            return self.layers[-1](x)
+
+    model = MLP(depth, width, nnx.Rngs(0))
+    optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+    @nnx.jit
+    def train_step(model: Any, optimizer: Any, batch: Any) -> jax.Array:
+        x, y = batch
+
+        def loss_fn(model: Any) -> jax.Array:
+            return jnp.mean((model(x) - y) ** 2)
+
+        loss, grads = nnx.value_and_grad(loss_fn)(model)
+        optimizer.update(model, grads)
+        return loss
+
+    loader = _batches(width, batch)
+    return {"step": train_step, "args": (model, optimizer, next(loader)), "loader": loader, "carry": None}
+
+
+def jax_train(depth: int = 4, width: int = 64, batch: int = 64) -> dict[str, Any]:
+    """Plain JAX: a dict of parameters, optax Adam, ``jax.jit``."""
+    import optax
+
+    keys = jax.random.split(jax.random.PRNGKey(0), depth)
+    params = {
+        f"layer{i}": {"w": jax.random.normal(k, (width, width)) / np.sqrt(width), "b": jnp.zeros(width)}
+        for i, k in enumerate(keys)
+    }
+    optim = optax.adam(1e-3)
+
+    def forward(params: Any, x: jax.Array) -> jax.Array:
+        for i in range(depth):
+            x = x @ params[f"layer{i}"]["w"] + params[f"layer{i}"]["b"]
+            x = jax.nn.relu(x) if i < depth - 1 else x
+        return x
+
+    @jax.jit
+    def step(params: Any, opt_state: Any, batch: Any) -> tuple[Any, Any, Any]:
+        x, y = batch
+        loss, grads = jax.value_and_grad(lambda p: jnp.mean((forward(p, x) - y) ** 2))(params)
+        updates, opt_state = optim.update(grads, opt_state, params)
+        return loss, optax.apply_updates(params, updates), opt_state
+
+    loader = _batches(width, batch)
+    return {"step": step, "args": (params, optim.init(params), next(loader)), "loader": loader}

@@ -1,0 +1,186 @@
+"""The reporter's own harness (jax-ml/jax#20909), ported, so his table compares 1:1.
+
+``heavyweight`` jits a ``lax.scan`` over ``N`` batches: each step makes the
+batch inside the scan (``prepare_data``: ``jax.random.normal`` with the same
+key every step, as he wrote it, so XLA may hoist it out of the loop) and
+reduces the kernel's output with ``.mean()``. Compile time is the first call
+minus the second; ms per kernel call is the second call / ``N``. Beside his
+single second call we also record the median of ``repeats`` further calls.
+
+Changes from his script: ``jax.random.key`` instead of the legacy
+``PRNGKey`` (same stream); the kernel comes from
+:mod:`jaxperf_study.jax20909.kernels` (already vmapped over the batch, as his
+``jax.vmap(JaxKernel(...))``), so every variant is first checked against the
+float64 reference on a batch of its own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jaxperf.errors import check_choice, check_int
+
+from . import inputs, kernels, reference, vocab
+from .settings import LoopSettings
+
+HARNESS_MODES = {
+    "xla": "xla_harness",
+    "pallas_interpret": "pallas_interpret_harness",
+    "pallas": "pallas_harness",
+}
+
+
+def prepare_data(batch: int, T: int, D: int, dtype: Any) -> Any:
+    """His ``prepare_data``: standard normal ``[batch, T, D]`` from key 0."""
+    import jax
+
+    return jax.random.normal(jax.random.key(0), (batch, T, D), dtype)
+
+
+def heavyweight(f: Callable[[Any], Any], n: int, batch: int, T: int, D: int, dtype: Any) -> Callable[[], Any]:
+    """His ``heavyweight``: a jitted ``lax.scan`` of ``n`` steps, each ``f(prepare_data(...)).mean()``."""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def heavy_f() -> Any:
+        def scanner(_: Any, __: Any) -> tuple[None, Any]:
+            return None, f(prepare_data(batch, T, D, dtype)).mean()
+
+        _, means = jax.lax.scan(scanner, None, jnp.arange(n))
+        return means
+
+    return heavy_f
+
+
+def _build(mode: str, loop_form: str, unroll: int, **shape: Any) -> Callable[[Any], Any]:
+    if mode == "xla":
+        return kernels.build_xla("seed", loop_form, unroll, **shape)[0]
+    return kernels.build("seed", loop_form, unroll, interpret=mode == "pallas_interpret", **shape)[0]
+
+
+def measure(
+    variants: Sequence[str],
+    *,
+    T: int,
+    batch: int,
+    D: int = 64,
+    dtype: str = "float16",
+    n: int = vocab.SEED_N,
+    mode: str = "xla",
+    repeats: int = 3,
+    block_rows: int = kernels.SEED_BLOCK_ROWS,
+    out_rows: int = kernels.SEED_OUT_ROWS,
+) -> pd.DataFrame:
+    """Time the seed kernel's ``variants`` (names as :func:`vocab.variant_name`) in his harness.
+
+    As he did: every variant's first call, then every variant's second call;
+    then ``repeats`` more calls, interleaved. One row per variant with
+    ``first_call_ms``, ``second_call_ms``, ``first_minus_second_ms``, ``compile_ms`` (that
+    difference, NaN where it is negative: the compile is lost in the calls' own noise, and
+    ``compile_note`` says so), ``ms_per_call`` (second / n, his number) and
+    ``ms_per_call_median``.
+    Raises AssertionError when a variant's output differs from the reference.
+    """
+    import jax
+
+    check_choice("mode", mode, tuple(HARNESS_MODES))
+    for name, value in (("n", n), ("repeats", repeats), ("batch", batch)):
+        check_int(name, value, minimum=1)
+    shape = dict(T=T, D=D, dtype=dtype, block_rows=block_rows, out_rows=out_rows)
+    check = tuple(np.asarray(a) for a in inputs.make_inputs("seed", 1, batch=1, T=T, D=D, dtype=dtype))
+    heavy: dict[str, Callable[[], Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for name in variants:
+        form, unroll = vocab.parse_variant(name)
+        reference.check_close(
+            "seed",
+            _build(mode, form, unroll, batch=1, **shape)(*check),
+            check,
+            block_rows=block_rows,
+            out_rows=out_rows,
+        )
+        heavy[name] = heavyweight(_build(mode, form, unroll, batch=batch, **shape), n, batch, T, D, dtype)
+        rows.append(
+            dict(
+                mode=HARNESS_MODES[mode],
+                kernel="seed",
+                T=T,
+                loop_form=form,
+                unroll=unroll,
+                variant=name,
+                N=n,
+                batch=batch,
+            )
+        )
+    calls: dict[str, list[float]] = {name: [] for name in heavy}
+    for _ in range(2 + repeats):
+        for name, fn in heavy.items():
+            start = time.perf_counter()
+            jax.block_until_ready(fn())
+            calls[name].append((time.perf_counter() - start) * 1e3)
+    for row in rows:
+        first, second, *more = calls[row["variant"]]
+        row.update(
+            first_call_ms=first,
+            second_call_ms=second,
+            first_minus_second_ms=first - second,
+            compile_ms=first - second if first > second else float("nan"),
+            compile_note="" if first > second else "first - second < 0: not a compile time (noise)",
+            ms_per_call=second / n,
+            ms_per_call_median=float(np.median([second, *more])) / n,
+        )
+    return pd.DataFrame(rows)
+
+
+def headline(rows: pd.DataFrame) -> pd.DataFrame:
+    """Harness rows in :func:`jaxperf_study.jax20909.analysis.headline`'s columns (ratios from the medians)."""
+    out = rows.assign(ms_per_call=rows["ms_per_call_median"], reporter_ms_per_call=rows["ms_per_call"])
+    group = ["mode", "kernel", "T"]
+    by_variant = out.set_index([*group, "variant"])
+    for base, value, column in (
+        ("python", "ms_per_call", "ms_vs_python"),
+        ("fori u=1", "compile_ms", "compile_vs_fori1"),
+    ):
+        if base in set(out.variant):
+            ref = by_variant.xs(base, level="variant")[value].rename("_base")
+            out = out.join(ref, on=group)
+            out[column] = out[value] / out["_base"]
+            out = out.drop(columns="_base")
+    return out
+
+
+def run(settings: LoopSettings, backend: str, *, progress: Any = None) -> pd.DataFrame:
+    """:func:`measure` at every ``settings.harness_Ts``: plain jit on a CPU (``harness_batch``),
+    the compiled kernel on a GPU/TPU (``device_batch``, the reporter's 512)."""
+    mode = "xla" if backend == "cpu" else "pallas"
+    batch = settings.harness_batch if backend == "cpu" else settings.device_batch
+    frames = []
+    for T in settings.harness_Ts:
+        frames.append(
+            measure(
+                settings.harness_variants,
+                T=T,
+                batch=batch,
+                D=settings.D,
+                dtype=settings.resolved_dtype(backend),
+                n=settings.harness_N,
+                mode=mode,
+                repeats=settings.harness_repeats,
+                block_rows=settings.block_rows,
+                out_rows=settings.out_rows,
+            )
+        )
+        if progress is not None:
+            progress.update(1)
+    return pd.concat(frames, ignore_index=True)
+
+
+def batches(rows: pd.DataFrame) -> dict[str, int]:
+    """Each harness mode's batch size, from :func:`measure`'s rows (for the roofline)."""
+    return {str(mode): int(batch) for mode, batch in rows.groupby("mode")["batch"].first().items()}

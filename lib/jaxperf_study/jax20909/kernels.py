@@ -1,0 +1,342 @@
+"""The jax#20909 kernels, in every loop form, as a ``pallas_call`` and as plain ``jax.jit``.
+
+Kernel names and meanings: :mod:`jaxperf_study.jax20909.vocab`. Sizes follow the
+reporter: ``out_rows`` is his ``fwd_blk_i`` (128: rows per program and of the
+carry), ``block_rows`` his ``fwd_blk_j`` (64: the loop runs ``T // 64`` steps).
+
+Where today's API forced a change from the reporter's code (``seed``):
+
+- ``pl.load(X_ref, pl.ds(...))`` and ``pl.store`` are gone from Pallas: the
+  kernel indexes refs, ``X_ref[pl.ds(i * 128, 128), :]``, and assigns to
+  ``Y_ref[pl.ds(...), :]`` (same slices, same single load before the loop).
+- Not forced by an API but by arithmetic: the reporter's fp16 carry overflows
+  (``sum(j)`` alone passes 65504 at ``T >= 32768``), so the carry is float32
+  by default; ``carry_dtype="input"`` keeps his fp16 carry and output.
+  ``X_i.sum()`` accumulates in the carry's dtype.
+
+:func:`build` returns the jitted ``pallas_call`` (vmapped over the batch, as
+the reporter did for ``seed``); :func:`build_xla` the same math in plain
+``jax.jit``. :mod:`jaxperf_study.jax20909.reference` holds the float64 answers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from jaxperf import private_api
+from jaxperf.errors import bad_value, check_choice
+from jaxperf.loops.forms import check_unroll, run_loop
+
+from .inputs import check_dtype, example_args
+from .vocab import CARRY_DTYPES as CARRY_DTYPES
+from .vocab import (
+    KERNELS,
+    LOOP_FORMS,
+    ROW_BLOCK_KERNELS,
+    SEED_BLOCK_ROWS,
+    SEED_OUT_ROWS,
+    check_carry_dtype,
+    check_variant,
+)
+
+# How the pallas_call is compiled: "default" lets Pallas pick for the platform
+# (Triton on GPU, Mosaic on TPU); the others force a compiler's parameters.
+LOWERINGS = ("default", "triton", "mosaic_gpu", "mosaic_tpu")
+
+
+def carry_dtype_of(kernel: str, dtype: Any, carry_dtype: str) -> np.dtype:
+    """The carry's (and output's) dtype: float32, or the input's for ``carry_dtype="input"``."""
+    check_carry_dtype(kernel, carry_dtype)
+    return check_dtype(dtype) if carry_dtype == "input" else np.dtype("float32")
+
+
+def check_params(
+    kernel: str,
+    loop_form: str,
+    unroll: int,
+    *,
+    T: int,
+    D: int,
+    batch: int,
+    dtype: Any,
+    block_rows: int = SEED_BLOCK_ROWS,
+    out_rows: int = SEED_OUT_ROWS,
+) -> np.dtype:
+    """Validate a variant (:func:`jaxperf_study.jax20909.vocab.check_variant`); the input's NumPy dtype."""
+    check_choice("kernel", kernel, KERNELS)
+    check_choice("loop_form", loop_form, LOOP_FORMS)
+    unroll = check_unroll(unroll)
+    check_variant(kernel, loop_form, unroll, T=T, D=D, batch=batch, block_rows=block_rows, out_rows=out_rows)
+    return check_dtype(dtype)
+
+
+def trip_count(T: int, block_rows: int = SEED_BLOCK_ROWS) -> int:
+    """Loop steps of every kernel: ``T // block_rows``."""
+    return T // block_rows
+
+
+# --- the loop bodies, written once for Pallas refs and plain arrays -----------------
+
+
+def seed_block(x_i: Any, *, steps: int, loop_form: str, unroll: int, acc: Any) -> Any:
+    """The reporter's loop on one program's block ``x_i [out_rows, D]``: ``steps`` times
+    ``carry += x_i.sum() + j``. ``hoisted`` takes the sum once, before the loop;
+    ``scalar_carry`` also carries one scalar and broadcasts it after the loop."""
+    import jax.numpy as jnp
+
+    init = jnp.zeros(x_i.shape, acc)
+    if loop_form == "scalar_carry":
+        block_sum = x_i.sum(dtype=acc)
+        total = run_loop(loop_form, 0, steps, lambda j, c: c + (block_sum + j), jnp.zeros((), acc), unroll)
+        return jnp.broadcast_to(total, x_i.shape)
+    if loop_form == "hoisted":
+        block_sum = x_i.sum(dtype=acc)
+        return run_loop(loop_form, 0, steps, lambda j, carry: carry + (block_sum + j), init, unroll)
+    return run_loop(loop_form, 0, steps, lambda j, carry: carry + (x_i.sum(dtype=acc) + j), init, unroll)
+
+
+def data_carry_block(x_i: Any, *, steps: int, loop_form: str, unroll: int, acc: Any) -> Any:
+    """The reporter's loop with a carry that depends on the loaded data: ``steps`` times
+    ``carry += x_i + j`` elementwise, so each element of the carry holds its own value (nothing
+    to fold into a scalar)."""
+    import jax.numpy as jnp
+
+    x = x_i.astype(acc)
+    return run_loop(loop_form, 0, steps, lambda j, carry: carry + (x + j), jnp.zeros(x_i.shape, acc), unroll)
+
+
+def row_block(kernel: str) -> Callable[..., Any]:
+    """The per-program loop of a row-block kernel (:data:`ROW_BLOCK_KERNELS`)."""
+    check_choice("kernel", kernel, ROW_BLOCK_KERNELS)
+    return seed_block if kernel == "seed" else data_carry_block
+
+
+def streaming(
+    load: Callable,
+    x: Any,
+    *,
+    steps: int,
+    block_rows: int,
+    out_rows: int,
+    loop_form: str,
+    unroll: int,
+    acc: Any,
+) -> Any:
+    """Step ``j`` reads block ``j`` of ``x [T, D]`` and adds its sum (+ ``j``) to an ``[out_rows, D]`` carry."""
+    import jax.numpy as jnp
+
+    def body(j, carry):
+        return carry + (load(x, j * block_rows, block_rows).sum(dtype=acc) + j)
+
+    return run_loop(loop_form, 0, steps, body, jnp.zeros((out_rows, x.shape[-1]), acc), unroll)
+
+
+def attention(
+    load: Callable, q: Any, k: Any, v: Any, *, steps: int, block_rows: int, loop_form: str, unroll: int
+) -> Any:
+    """Online-softmax attention of ``q [out_rows, D]`` over ``steps`` key/value blocks of ``block_rows``."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    precision = "highest" if q.dtype == jnp.float32 else None
+    q = q * jnp.asarray(1.0 / math.sqrt(q.shape[-1]), q.dtype)
+
+    def body(j, carry):
+        m, l, acc = carry
+        k_j = load(k, j * block_rows, block_rows)
+        v_j = load(v, j * block_rows, block_rows)
+        # q @ k_j.T as one dot_general: Mosaic GPU has no lowering for a transpose.
+        s = lax.dot_general(
+            q, k_j, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32, precision=precision
+        )
+        m_new = jnp.maximum(m, jnp.max(s, axis=1, keepdims=True))
+        alpha = jnp.exp(m - m_new)
+        p = jnp.exp(s - m_new)
+        l = l * alpha + jnp.sum(p, axis=1, keepdims=True)
+        pv = jnp.dot(p.astype(v_j.dtype), v_j, preferred_element_type=jnp.float32, precision=precision)
+        return m_new, l, acc * alpha + pv
+
+    rows, D = q.shape
+    init = (
+        jnp.full((rows, 1), -jnp.inf, jnp.float32),
+        jnp.zeros((rows, 1), jnp.float32),
+        jnp.zeros((rows, D), jnp.float32),
+    )
+    _, l, acc = run_loop(loop_form, 0, steps, body, init, unroll)
+    return acc / l
+
+
+def _load_ref(ref: Any, start: Any, size: int) -> Any:
+    from jax.experimental import pallas as pl
+
+    return ref[pl.ds(start, size), :]
+
+
+def _load_array(array: Any, start: Any, size: int) -> Any:
+    from jax import lax
+
+    return lax.dynamic_slice_in_dim(array, start, size, axis=0)
+
+
+def _compiler_params(lowering: str) -> Any:
+    if lowering == "triton":
+        from jax.experimental.pallas import triton as pltriton
+
+        return pltriton.CompilerParams()
+    if lowering == "mosaic_gpu":
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        return plgpu.CompilerParams()
+    if lowering == "mosaic_tpu":
+        from jax.experimental.pallas import tpu as pltpu
+
+        return pltpu.CompilerParams()
+    return None
+
+
+def _prepare(
+    kernel: str,
+    loop_form: str,
+    unroll: int,
+    T: int,
+    D: int,
+    batch: int,
+    dtype: Any,
+    block_rows: int,
+    out_rows: int,
+    carry_dtype: str,
+) -> tuple[np.dtype, tuple[Any, ...], int, dict[str, Any]]:
+    """Checks shared by :func:`build` and :func:`build_xla` (whose keyword signatures repeat on
+    purpose: each is a public entry point); returns (carry dtype, input structs, steps, loop form)."""
+    check_params(
+        kernel,
+        loop_form,
+        unroll,
+        T=T,
+        D=D,
+        batch=batch,
+        dtype=dtype,
+        block_rows=block_rows,
+        out_rows=out_rows,
+    )
+    acc = carry_dtype_of(kernel, dtype, carry_dtype)
+    args = example_args(kernel, T=T, D=D, batch=batch, dtype=dtype, out_rows=out_rows)
+    return acc, args, trip_count(T, block_rows), dict(loop_form=loop_form, unroll=unroll)
+
+
+def build(
+    kernel: str,
+    loop_form: str,
+    unroll: int,
+    *,
+    T: int,
+    D: int,
+    batch: int,
+    dtype: Any,
+    block_rows: int = SEED_BLOCK_ROWS,
+    interpret: bool,
+    out_rows: int = SEED_OUT_ROWS,
+    lowering: str = "default",
+    carry_dtype: str = "float32",
+) -> tuple[Any, tuple[Any, ...]]:
+    """A jitted function wrapping the ``pallas_call``, and ShapeDtypeStructs of its inputs.
+
+    ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
+    with a grid of ``T // out_rows`` programs and no BlockSpecs (each program
+    sees the whole ``[T, D]`` ref and slices its block); output
+    ``[batch, T, D]``. ``streaming``/``attention``: a grid of one program per
+    batch element (BlockSpecs pick its rows); output ``[batch, out_rows, D]``.
+    ``interpret=True`` runs Pallas' interpreter (any machine, interpreter
+    timings); ``lowering`` forces a compiler (see :data:`LOWERINGS`). Raises
+    ValueError for an unknown kernel, loop form, dtype, carry dtype or
+    lowering, ``unroll < 1``, or ``T`` not a multiple of the block sizes.
+    """
+    import jax
+    from jax.experimental import pallas as pl
+
+    acc, args, steps, form = _prepare(
+        kernel, loop_form, unroll, T, D, batch, dtype, block_rows, out_rows, carry_dtype
+    )
+    check_choice("lowering", lowering, LOWERINGS)
+    if not isinstance(interpret, bool):
+        raise bad_value("interpret", interpret, "True or False")
+    options = dict(compiler_params=_compiler_params(lowering))
+    use_mosaic_gpu = lowering == "mosaic_gpu" and not interpret
+    if not use_mosaic_gpu:
+        options.update(interpret=interpret, name=f"{kernel}_{loop_form}_u{unroll}")
+    pallas_call = private_api.mosaic_gpu_pallas_call() if use_mosaic_gpu else pl.pallas_call
+
+    if kernel in ROW_BLOCK_KERNELS:
+        block = row_block(kernel)
+
+        def seed_kernel(x_ref, y_ref):
+            rows = pl.ds(pl.program_id(0) * out_rows, out_rows)
+            y_ref[rows, :] = block(x_ref[rows, :], steps=steps, acc=acc, **form)
+
+        call = pallas_call(
+            seed_kernel, grid=(T // out_rows,), out_shape=jax.ShapeDtypeStruct((T, D), acc), **options
+        )
+        return jax.jit(jax.vmap(call)), args
+
+    def per_batch_kernel(*refs):
+        *in_refs, o_ref = refs
+        if kernel == "attention":
+            q_ref, k_ref, v_ref = in_refs
+            o_ref[...] = attention(
+                _load_ref, q_ref[...], k_ref, v_ref, steps=steps, block_rows=block_rows, **form
+            )
+        else:
+            o_ref[...] = streaming(
+                _load_ref, in_refs[0], steps=steps, block_rows=block_rows, out_rows=out_rows, acc=acc, **form
+            )
+
+    in_specs = [pl.BlockSpec((None, *a.shape[1:]), lambda b: (b, 0, 0)) for a in args]
+    call = pallas_call(
+        per_batch_kernel,
+        grid=(batch,),
+        out_shape=jax.ShapeDtypeStruct((batch, out_rows, D), acc),
+        in_specs=in_specs,
+        out_specs=pl.BlockSpec((None, out_rows, D), lambda b: (b, 0, 0)),
+        **options,
+    )
+    return jax.jit(call), args
+
+
+def build_xla(
+    kernel: str,
+    loop_form: str,
+    unroll: int,
+    *,
+    T: int,
+    D: int,
+    batch: int,
+    dtype: Any,
+    block_rows: int = SEED_BLOCK_ROWS,
+    out_rows: int = SEED_OUT_ROWS,
+    carry_dtype: str = "float32",
+) -> tuple[Any, tuple[Any, ...]]:
+    """The same kernel math and loop form in plain ``jax.jit``, vmapped over the batch
+    (and, for ``seed``/``data_carry``, over the ``T // out_rows`` row blocks: the grid)."""
+    import jax
+
+    acc, args, steps, form = _prepare(
+        kernel, loop_form, unroll, T, D, batch, dtype, block_rows, out_rows, carry_dtype
+    )
+
+    def one(*inputs):
+        if kernel == "attention":
+            return attention(_load_array, *inputs, steps=steps, block_rows=block_rows, **form)
+        (x,) = inputs
+        if kernel == "streaming":
+            return streaming(
+                _load_array, x, steps=steps, block_rows=block_rows, out_rows=out_rows, acc=acc, **form
+            )
+        blocks = x.reshape(T // out_rows, out_rows, D)
+        block = row_block(kernel)
+        return jax.vmap(lambda x_i: block(x_i, steps=steps, acc=acc, **form))(blocks).reshape(T, D)
+
+    return jax.jit(jax.vmap(one)), args

@@ -1,0 +1,93 @@
+"""The physical limit beside every timing: bytes a kernel must move / memory bandwidth.
+
+The bandwidth is measured in the same run, on the same device, with a large
+copy (``x + 1`` on a float32 array well beyond the caches: one read and one
+write per element). A kernel must at least read its inputs and write its
+output once; the reporter's harness (:mod:`jaxperf_study.jax20909.harness`) also
+writes the random batch and reads the output back for ``.mean()``. Each
+form's distance from that floor is ``ms_per_call / roofline_ms``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jaxperf.errors import check_int
+
+from .inputs import input_shapes, output_shape
+
+
+def _median_gbs(fn: Any, x: Any, repeats: int, feed_back: bool) -> float:
+    import jax
+
+    warm = jax.block_until_ready(fn(x))  # compile, and the first touch of the output's pages
+    x = warm if feed_back else x
+    del warm
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        y = jax.block_until_ready(fn(x))
+        seconds.append(time.perf_counter() - start)
+        if feed_back:
+            x = y
+        del y
+    return 2 * x.nbytes / float(np.median(seconds)) / 1e9
+
+
+def measure_bandwidth(megabytes: int = 256, repeats: int = 7) -> dict[str, float]:
+    """Copy bandwidth of the default device: median GB/s of ``x + 1`` over a float32 array
+    of ``megabytes`` (2 x its size moved per call), after one warm-up call.
+
+    ``gb_per_s`` donates the input, so the output reuses its memory: the memory
+    system's speed, the roofline's denominator. ``gb_per_s_fresh_output`` lets
+    every call allocate a new output, as a kernel's call does: on XLA:CPU the
+    first touch of fresh pages (page faults) can cost more than the copy.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    check_int("megabytes", megabytes, minimum=1)
+    check_int("repeats", repeats, minimum=1)
+    x = jnp.zeros(megabytes * 2**20 // 4, jnp.float32)
+    fresh = _median_gbs(jax.jit(lambda a: a + 1.0), x, repeats, feed_back=False)
+    donated = _median_gbs(jax.jit(lambda a: a + 1.0, donate_argnums=0), x, repeats, feed_back=True)
+    return dict(gb_per_s=donated, gb_per_s_fresh_output=fresh, megabytes=float(megabytes))
+
+
+def kernel_bytes(
+    kernel: str, *, T: int, D: int, batch: int, dtype: Any, out_rows: int = 128, out_dtype: Any = "float32"
+) -> int:
+    """Bytes one kernel call must move at least: every input read once, the output written once."""
+    inputs = sum(int(np.prod(s)) for s in input_shapes(kernel, T=T, D=D, batch=batch, out_rows=out_rows))
+    out = int(np.prod(output_shape(kernel, T=T, D=D, batch=batch, out_rows=out_rows)))
+    return inputs * np.dtype(dtype).itemsize + out * np.dtype(out_dtype).itemsize
+
+
+def harness_bytes(*, T: int, D: int, batch: int, dtype: Any, out_dtype: Any = "float32") -> int:
+    """Bytes per scan step of the reporter's harness around the seed kernel: the random
+    batch written and read, the output written and read by ``.mean()``."""
+    return 2 * batch * T * D * (np.dtype(dtype).itemsize + np.dtype(out_dtype).itemsize)
+
+
+def attach(
+    head: pd.DataFrame, gb_per_s: float, *, D: int, batch_of: dict[str, int], dtype: Any, out_rows: int = 128
+) -> pd.DataFrame:
+    """``head`` with ``bytes``, ``roofline_ms`` and ``ms_vs_roofline`` per row; ``batch_of``
+    maps each mode to its batch (harness modes count the harness' bytes)."""
+    rows = []
+    for row in head.itertuples(index=False):
+        batch = batch_of[row.mode]
+        shape = dict(T=int(row.T), D=D, batch=batch, dtype=dtype)
+        if str(row.mode).endswith("_harness"):
+            moved = harness_bytes(**shape)
+        else:
+            moved = kernel_bytes(row.kernel, out_rows=out_rows, **shape)
+        rows.append(moved)
+    out = head.assign(bytes=rows)
+    out["roofline_ms"] = out["bytes"] / (gb_per_s * 1e9) * 1e3
+    out["ms_vs_roofline"] = out["ms_per_call"] / out["roofline_ms"]
+    return out

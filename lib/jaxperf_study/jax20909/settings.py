@@ -1,0 +1,234 @@
+"""Notebook 02's settings: one frozen, typed object, with the quick preset in plain sight.
+
+The full run is sized for about seven minutes on a quiet 2-core CPU: XLA:CPU T up to 16384 for
+the reporter's kernel (the Python loops of the step-dependent kernels capped by
+``python_max_steps``, since their compile grows fastest), the interpreter at small T, the
+reporter's harness to T=8192, and the engine (:mod:`jaxperf.loops.engine`) compiling each
+kernel of the family at two T per compiler present, then the reader's ``kernel``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from jaxperf.errors import bad_value, check_choice, check_int, check_ints
+
+from ..settings import StudySettings
+from .vocab import DTYPES, KERNELS, LOOP_FORMS, SEED_N, SEED_PROGRAM_ROWS, SEED_STEP_ROWS, parse_variant
+
+DEFAULT_DTYPE = {"cpu": "float16", "gpu": "float16", "tpu": "bfloat16"}  # the reporter's fp16 (none on TPU)
+TS_FIELDS = ("xla_Ts", "interpret_Ts", "device_Ts", "harness_Ts", "compile_Ts")
+#: The compilers the engine reads (jaxperf.loops.targets.TARGETS, named here without importing it).
+TARGETS = ("triton sm_86", "triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
+#: The reader's kernels shown by default: two written the way Pallas' docs write them.
+EXAMPLES = ("jaxperf.loops.examples.matmul:make", "jaxperf.loops.examples.flash_attention:make")
+
+
+def _family_Ts(value: Any, kernels: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    if not isinstance(value, Mapping):
+        raise bad_value("family_Ts", value, "a dict {kernel: [T, T, ...]}")
+    missing = [k for k in kernels if k not in value]
+    if missing:
+        raise bad_value(
+            "family_Ts", dict(value), f"two T or more for every kernel in {list(kernels)} (missing {missing})"
+        )
+    out = {}
+    for kernel in kernels:
+        Ts = tuple(sorted(set(check_ints(f"family_Ts[{kernel!r}]", value[kernel]))))
+        if len(Ts) < 2:
+            raise bad_value(
+                f"family_Ts[{kernel!r}]", list(value[kernel]), "two T or more (work per step is a difference)"
+            )
+        out[kernel] = Ts
+    return out
+
+
+def _forms(name: str, forms: Any) -> None:
+    if (
+        isinstance(forms, str)
+        or not forms
+        or not ({"fori", "fori u=1"} & set(forms))
+        or "python" not in forms
+    ):
+        raise bad_value(
+            name,
+            forms,
+            "a list of loop forms holding 'python' and 'fori', e.g. ['python', 'fori', 'fori u=4']",
+        )
+    for form in forms:
+        base, sep, unroll = str(form).partition(" u=")
+        if base not in LOOP_FORMS or (sep and not unroll.isdigit()):
+            raise bad_value(
+                f"{name}[...]", form, f"a loop form ({', '.join(LOOP_FORMS)}) with an optional ' u=<k>'"
+            )
+
+
+def _steps_map(name: str, value: Any) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        raise bad_value(name, value, "a dict {kernel: steps}")
+    for kernel, steps in value.items():
+        check_choice(f"{name} key", kernel, KERNELS)
+        check_int(f"{name}[{kernel!r}]", steps, minimum=1)
+    return dict(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopSettings(StudySettings):
+    """The jax#20909 loop study's parameters (field names = notebook 02's parameter names).
+
+    ``timed_loop_forms`` are timed; ``xla_Ts`` time plain jit, ``interpret_Ts`` Pallas interpret mode,
+    ``device_Ts`` a compiled kernel on a GPU/TPU, ``harness_Ts`` the
+    reporter's own harness (``harness_N`` scanned batches of
+    ``harness_batch``; ``harness_variants`` by name; ``harness_repeats`` calls after his
+    two), ``family_Ts`` the two T (or more) the engine compiles each kernel at in
+    ``family_forms`` (the reporter's kernel also in ``fix_forms``, the advice's candidates),
+    ``kernel`` the readers' factories (``"package.module:factory"``) it then runs in
+    ``kernel_forms`` at ``kernel_Ts``, every form checked against fori at ``check_T``
+    (the smallest T where that is larger) and compiled for ``targets`` (the readers' kernels for
+    ``kernel_targets``: a Python loop of matrix products compiles for seconds per target),
+    ``mechanism_T`` the
+    size whose optimized HLO is read, ``bandwidth_megabytes`` the copy that
+    measures memory bandwidth. ``dtype="auto"`` picks the reporter's fp16 (bf16 on
+    TPU). Python loops of more steps than ``python_max_steps[kernel]``
+    (``device_python_max_steps`` on a GPU/TPU) are reported as not measured. The timed steps
+    (XLA:CPU, the interpreter, the harness) run ``repeats`` (``harness_repeats``) rounds in each
+    of ``processes`` processes. ``compile_Ts`` are the reporter's T, where the engine compiles
+    his kernel in ``compile_forms`` for ``compile_targets`` (within ``compile_budget_s`` seconds).
+    """
+
+    kernels: tuple[str, ...] = KERNELS
+    timed_loop_forms: tuple[str, ...] = ("python", "fori", "hand_unrolled", "scalar_carry")
+    unrolls: tuple[int, ...] = (1, 8)
+    xla_Ts: tuple[int, ...] = (256, 2048, 8192, 16384)
+    interpret_Ts: tuple[int, ...] = (256, 1024)
+    device_Ts: tuple[int, ...] = (256, 2048, 8192, 16384, 32768, 65536)
+    harness_Ts: tuple[int, ...] = (256, 2048, 8192)
+    D: int = 64
+    cpu_batch: int = 8
+    interpret_batch: int = 2
+    device_batch: int = 512
+    harness_batch: int = 8
+    harness_N: int = SEED_N
+    harness_variants: tuple[str, ...] = ("python", "fori u=1", "scalar_carry u=1")
+    harness_repeats: int = 1
+    family_Ts: Mapping[str, tuple[int, ...]] = dataclasses.field(
+        default_factory=lambda: {
+            "seed": (4096, 8192),
+            "data_carry": (2048, 4096),
+            "streaming": (1024, 2048),
+            "attention": (512, 1024),
+        }
+    )
+    family_forms: tuple[str, ...] = ("python", "fori")
+    fix_forms: tuple[str, ...] = ("python", "fori", "fori u=4", "hand_unrolled u=4", "scalar_carry u=1")
+    kernel: str = ",".join(EXAMPLES)
+    kernel_Ts: tuple[int, ...] = (512, 1024)
+    kernel_forms: tuple[str, ...] = ("python", "fori", "fori u=4", "hand_unrolled u=4")
+    check_T: int = 512
+    targets: tuple[str, ...] = TARGETS
+    kernel_targets: tuple[str, ...] = ("triton sm_90", "mosaic_tpu v5e")
+    mechanism_T: int = 1024
+    bandwidth_megabytes: int = 256
+    dtype: str = "auto"
+    block_rows: int = SEED_STEP_ROWS
+    out_rows: int = SEED_PROGRAM_ROWS
+    python_max_steps: Mapping[str, int] = dataclasses.field(
+        default_factory=lambda: {"data_carry": 128, "streaming": 64, "attention": 16}
+    )
+    device_python_max_steps: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"attention": 256})
+    repeats: int = 2
+    compile_repeats: int = 1
+    processes: int = 3
+    compile_Ts: tuple[int, ...] = (256, 2048, 8192, 16384, 32768, 65536)
+    compile_forms: tuple[str, ...] = ("python", "fori", "scalar_carry u=1")
+    compile_targets: tuple[str, ...] = ("triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
+    compile_budget_s: int = 240
+
+    # A smoke run: every code path once, in a few minutes on 2 cores. Its summary judges no goal.
+    QUICK: ClassVar[Mapping[str, Any]] = {
+        "xla_Ts": (256, 1024),
+        "interpret_Ts": (256,),
+        "device_Ts": (256, 2048),
+        "harness_Ts": (256, 1024),
+        "harness_repeats": 1,
+        "unrolls": (1, 4),
+        "repeats": 2,
+        "compile_repeats": 1,
+        "processes": 2,
+        "compile_Ts": (256, 512),
+        "compile_targets": ("triton sm_90",),
+        "bandwidth_megabytes": 64,
+        "family_Ts": {
+            "seed": (256, 512),
+            "data_carry": (256, 512),
+            "streaming": (256, 512),
+            "attention": (256, 512),
+        },
+        "fix_forms": ("python", "fori", "scalar_carry u=1"),
+        "kernel": EXAMPLES[0],
+        "kernel_Ts": (256, 512),
+        "kernel_forms": ("python", "fori"),
+        "check_T": 256,
+        "targets": ("triton sm_86",),
+        "kernel_targets": ("triton sm_86",),
+        "kernels": ("seed", "data_carry"),
+    }
+
+    def validate(self) -> None:
+        for name in ("kernels", "timed_loop_forms"):
+            values, allowed = getattr(self, name), KERNELS if name == "kernels" else LOOP_FORMS
+            if isinstance(values, str) or not values:
+                raise bad_value(name, values, f"a non-empty list of {allowed}")
+            for value in values:
+                check_choice(f"{name}[...]", value, allowed)
+        check_ints("unrolls", self.unrolls)
+        for variant in self.harness_variants:
+            parse_variant(variant)
+        counts = "D cpu_batch interpret_batch device_batch harness_batch harness_N bandwidth_megabytes"
+        counts += (
+            " block_rows out_rows repeats compile_repeats harness_repeats check_T processes compile_budget_s"
+        )
+        for name in counts.split():
+            check_int(name, getattr(self, name), minimum=1)
+        object.__setattr__(self, "family_Ts", _family_Ts(self.family_Ts, self.kernels))
+        for name in ("family_forms", "fix_forms", "kernel_forms", "compile_forms"):
+            _forms(name, getattr(self, name))
+        if not isinstance(self.kernel, str):
+            raise bad_value(
+                "kernel", self.kernel, "'package.module:factory', several separated by commas, or ''"
+            )
+        for path in self.readers_kernels():
+            if path.count(":") != 1 or not all(path.split(":")):
+                raise bad_value("kernel", path, "'package.module:factory' (several separated by commas)")
+        object.__setattr__(self, "kernel_Ts", tuple(check_ints("kernel_Ts", self.kernel_Ts)))
+        for name in ("targets", "kernel_targets", "compile_targets"):
+            chosen = getattr(self, name)
+            if isinstance(chosen, str) or not chosen:
+                raise bad_value(name, chosen, f"a non-empty list of {list(TARGETS)}")
+            for target in chosen:
+                check_choice(f"{name}[...]", target, TARGETS)
+        multiple = math.lcm(self.block_rows, self.out_rows)
+        for name in (*TS_FIELDS, "mechanism_T"):
+            value = getattr(self, name)
+            for T in check_ints(name, [value] if isinstance(value, int) else value):
+                if T % multiple:
+                    raise bad_value(f"{name}[...]", T, f"a multiple of block_rows and out_rows ({multiple})")
+        if self.dtype != "auto":
+            check_choice("dtype", self.dtype, DTYPES)
+        for name in ("python_max_steps", "device_python_max_steps"):
+            object.__setattr__(self, name, _steps_map(name, getattr(self, name)))
+
+    def readers_kernels(self) -> tuple[str, ...]:
+        """The factories of ``kernel``, in order ('' runs none)."""
+        return tuple(p.strip() for p in self.kernel.split(",") if p.strip())
+
+    def resolved_dtype(self, backend: str) -> str:
+        """``dtype``, with ``"auto"`` resolved for ``backend``."""
+        return (
+            DEFAULT_DTYPE[check_choice("backend", backend, tuple(DEFAULT_DTYPE))]
+            if self.dtype == "auto"
+            else self.dtype
+        )

@@ -1,0 +1,284 @@
+"""The loop study's timed sweep: lower, compile, check against float64, then time interleaved.
+
+A *mode* says what is timed (:data:`MODES`): ``xla`` is the kernels' math in
+plain ``jax.jit`` on this backend (on XLA:CPU the loop question is real, cf.
+jax-ml/jax#402); ``pallas_interpret`` the ``pallas_call`` in Pallas' interpret
+mode (interpreter timings, not GPU/TPU speed); ``pallas`` the compiled
+kernel, only where a GPU or TPU is present, never simulated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jaxperf import timing
+from jaxperf.compilers.lowering import error_text
+from jaxperf.errors import bad_value, check_choice, check_int, check_ints
+
+from . import inputs, kernels, mosaic_gpu_kernel, reference, vocab
+from .kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS
+from .settings import LoopSettings
+
+MODES = ("xla", "pallas_interpret", "pallas")
+MODE_LABELS = {
+    "xla": "plain jax.jit (XLA)",
+    "pallas_interpret": "Pallas interpret mode (interpreter timings)",
+    "pallas": "compiled Pallas kernel",
+    "xla_harness": "plain jax.jit (XLA) in the reporter's harness",
+    "pallas_interpret_harness": "Pallas interpret mode in the reporter's harness",
+    "pallas_harness": "compiled Pallas kernel in the reporter's harness",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepConfig:
+    """What one mode sweeps (validated on construction); built by :func:`plan`."""
+
+    mode: str
+    Ts: tuple[int, ...]
+    kernels: tuple[str, ...] = vocab.KERNELS
+    loop_forms: tuple[str, ...] = vocab.LOOP_FORMS
+    unrolls: tuple[int, ...] = (1, 2, 4, 8, 16)
+    D: int = 64
+    batch: int = 8
+    dtype: str = "float16"
+    block_rows: int = SEED_BLOCK_ROWS
+    out_rows: int = SEED_OUT_ROWS
+    repeats: int = 5
+    target_s_per_batch: float = 0.1  # calls per repeat: enough for about this many seconds
+    check_batch: int = 2  # batch elements checked against the float64 reference
+    compile_repeats: int = 3  # compile time: median of up to this many fresh compiles ...
+    compile_budget_s: float = 1.0  # ... stopping once a variant's compiles took this long
+    python_max_steps: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # "default": Pallas picks the compiler (Triton on a GPU); "mosaic_gpu": the reporter's kernel
+    # written for Mosaic GPU (jaxperf_study.jax20909.mosaic_gpu_kernel), "seed" only.
+    lowering: str = "default"
+
+    def __post_init__(self) -> None:
+        check_choice("mode", self.mode, MODES)
+        check_choice("lowering", self.lowering, ("default", "mosaic_gpu"))
+        if self.lowering == "mosaic_gpu" and (
+            set(self.kernels) != {"seed"}
+            or self.mode == "xla"
+            or (self.block_rows, self.out_rows) != (64, 128)
+        ):
+            raise bad_value(
+                "lowering",
+                self.lowering,
+                "'mosaic_gpu' only for kernels=('seed',) in a Pallas mode at the reporter's block sizes",
+            )
+        object.__setattr__(self, "Ts", tuple(check_ints("Ts", self.Ts)))
+        object.__setattr__(self, "unrolls", tuple(check_ints("unrolls", self.unrolls)))
+        for name in ("compile_repeats", "repeats", "check_batch"):
+            check_int(name, getattr(self, name), minimum=1)
+        for k in self.kernels:
+            check_choice("kernels[...]", k, vocab.KERNELS)
+        for form in self.loop_forms:
+            check_choice("loop_forms[...]", form, vocab.LOOP_FORMS)
+        for T in self.Ts:
+            for k in self.kernels:
+                kernels.check_params(k, "fori", 1, T=T, **self.shape())
+
+    def shape(self) -> dict[str, Any]:
+        """The sizes every build takes, apart from T."""
+        return dict(
+            D=self.D, batch=self.batch, dtype=self.dtype, block_rows=self.block_rows, out_rows=self.out_rows
+        )
+
+    def variants(self, kernel: str, T: int) -> list[tuple[str, int]]:
+        """(loop form, unroll) pairs timed for (kernel, T); over-long Python loops left out (:meth:`skipped`)."""
+        return [
+            v
+            for v in vocab.variants(self.loop_forms, self.unrolls, kernel)
+            if not self._too_long(kernel, v[0], T)
+        ]
+
+    def _too_long(self, kernel: str, loop_form: str, T: int) -> bool:
+        limit = self.python_max_steps.get(kernel)
+        return loop_form == "python" and limit is not None and kernels.trip_count(T, self.block_rows) > limit
+
+    def skipped(self) -> pd.DataFrame:
+        """The variants left out, and why: reported as not measured."""
+        rows = [
+            dict(
+                mode=self.mode,
+                kernel=k,
+                T=T,
+                variant="python",
+                status="not measured",
+                reason=f"a Python loop of {kernels.trip_count(T, self.block_rows)} steps exceeds "
+                f"python_max_steps[{k!r}]={self.python_max_steps[k]} (its compile would dominate the run)",
+            )
+            for k in self.kernels
+            for T in self.Ts
+            if self._too_long(k, "python", T)
+        ]
+        return pd.DataFrame(rows, columns=["mode", "kernel", "T", "variant", "status", "reason"])
+
+
+def build(cfg: SweepConfig, kernel: str, loop_form: str, unroll: int, T: int) -> tuple[Any, tuple[Any, ...]]:
+    """The jitted variant for ``cfg.mode`` and its ShapeDtypeStructs."""
+    if cfg.mode == "xla":
+        return kernels.build_xla(kernel, loop_form, unroll, T=T, **cfg.shape())
+    if cfg.lowering == "mosaic_gpu":
+        return mosaic_gpu_kernel.build(
+            loop_form,
+            unroll,
+            T=T,
+            D=cfg.D,
+            batch=cfg.batch,
+            dtype=cfg.dtype,
+            interpret=cfg.mode == "pallas_interpret",
+        )
+    return kernels.build(
+        kernel, loop_form, unroll, T=T, interpret=cfg.mode == "pallas_interpret", **cfg.shape()
+    )
+
+
+def compile_fresh(
+    make: Callable[[], tuple[Any, tuple[Any, ...]]], repeats: int, budget_s: float
+) -> tuple[Any, dict[str, float]]:
+    """Lower and compile a freshly built function up to ``repeats`` times (a jitted
+    function caches its executable, so each repeat builds anew), stopping once the
+    compiles took ``budget_s``; returns the executable and the median lower/compile ms."""
+    lower_s: list[float] = []
+    compile_s: list[float] = []
+    exe: Any = None
+    while len(compile_s) < repeats and (not compile_s or sum(compile_s) < budget_s):
+        fn, args = make()
+        t0 = time.perf_counter()
+        lowered = fn.lower(*args)
+        t1 = time.perf_counter()
+        exe = lowered.compile()
+        lower_s.append(t1 - t0)
+        compile_s.append(time.perf_counter() - t1)
+    stats = dict(lower_ms=float(np.median(lower_s)) * 1e3, compile_ms=float(np.median(compile_s)) * 1e3)
+    return exe, stats | {"compiles": len(compile_s)}
+
+
+def measure_group(
+    cfg: SweepConfig, kernel: str, T: int, *, rng_seed: int = 0, progress: Any = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Lower, compile, check and time every variant of (kernel, T) together.
+
+    Returns (variants, timings): one row per variant with lower_ms, compile_ms
+    and the worst error as a fraction of the tolerance (status "timed"), or
+    the error where it does not lower or compile (status "does not lower:
+    ..."; not timed); one row per (variant, repeat) with ms_per_call. Raises
+    AssertionError when a variant's output is wrong.
+    """
+    import jax
+
+    arrays = inputs.make_inputs(
+        kernel, rng_seed, T=T, D=cfg.D, batch=cfg.batch, dtype=cfg.dtype, out_rows=cfg.out_rows
+    )
+    check_inputs = tuple(np.asarray(a[: cfg.check_batch]) for a in arrays)
+    compiled: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for loop_form, unroll in cfg.variants(kernel, T):
+        name = vocab.variant_name(loop_form, unroll)
+        row: dict[str, Any] = dict(
+            mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name
+        ) | ({"lowering": cfg.lowering} if cfg.lowering != "default" else {})
+        try:
+            make = lambda f=loop_form, u=unroll: build(cfg, kernel, f, u, T)  # noqa: E731
+            exe, stats = compile_fresh(make, cfg.compile_repeats, cfg.compile_budget_s)
+        except Exception as err:  # noqa: BLE001 - e.g. Triton's unroll: recorded, not timed
+            rows.append(row | {"status": f"does not lower: {type(err).__name__}: {error_text(err)}"})
+        else:
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(exe(*arrays))
+            first_ms = (time.perf_counter() - t0) * 1e3
+            worst = reference.check_close(
+                kernel, out[: cfg.check_batch], check_inputs, block_rows=cfg.block_rows, out_rows=cfg.out_rows
+            )
+            compiled[name] = exe
+            rows.append(
+                row | stats | {"status": "timed", "first_call_ms": first_ms, "error_vs_tolerance": worst}
+            )
+        if progress is not None:
+            progress.update(1)
+    if not compiled:
+        raise RuntimeError(f"no variant of kernel={kernel!r} at T={T} lowered in mode={cfg.mode!r}: {rows}")
+    slowest_s = max(r["first_call_ms"] for r in rows if r["status"] == "timed") / 1e3
+    number = int(np.clip(cfg.target_s_per_batch / max(slowest_s, 1e-6), 1, 20))
+    tconf = timing.TimingConfig(warmup=1, repeats=cfg.repeats, number=number, dispatch_only=False)
+    calls = {name: (lambda exe=exe: exe(*arrays)) for name, exe in compiled.items()}
+    times = timing.compare(calls, tconf, mode=cfg.mode, kernel=kernel, T=T)
+    times["ms_per_call"] = times["wall_s_per_call"] * 1e3
+    meta = pd.DataFrame(rows)
+    return meta, times.merge(meta[["variant", "loop_form", "unroll"]], on="variant")
+
+
+def run(configs: Iterable[SweepConfig], *, progress: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`measure_group` over every (config, kernel, T); returns (variants, timings)."""
+    metas, times = [], []
+    for cfg in configs:
+        for kernel in cfg.kernels:
+            for T in cfg.Ts:
+                meta, tm = measure_group(cfg, kernel, T, progress=progress)
+                metas.append(meta)
+                times.append(tm)
+    return pd.concat(metas, ignore_index=True), pd.concat(times, ignore_index=True)
+
+
+def not_measured(mode: str, reason: str, kernel_names: Iterable[str] = vocab.KERNELS) -> pd.DataFrame:
+    """Rows saying a mode was not measured here, and why (never simulated)."""
+    return pd.DataFrame(
+        [dict(mode=mode, kernel=k, status="not measured", reason=reason) for k in kernel_names]
+    )
+
+
+def plan(backend: str, settings: LoopSettings) -> tuple[list[SweepConfig], pd.DataFrame]:
+    """The sweeps to run on ``backend`` and the rows for what is not measured here.
+
+    CPU: plain jit on XLA:CPU and Pallas interpret mode; the compiled Pallas
+    kernel needs a GPU (Triton) or TPU (Mosaic), reported as not measured.
+    GPU/TPU: the compiled kernel at the reporter's sizes, and plain jit.
+    """
+    check_choice("backend", backend, ("cpu", "gpu", "tpu"))
+    s = settings
+    common: dict[str, Any] = dict(
+        kernels=s.kernels,
+        loop_forms=s.timed_loop_forms,
+        unrolls=s.unrolls,
+        D=s.D,
+        dtype=s.resolved_dtype(backend),
+        block_rows=s.block_rows,
+        out_rows=s.out_rows,
+        repeats=s.repeats,
+        compile_repeats=s.compile_repeats,
+        python_max_steps=dict(s.python_max_steps if backend == "cpu" else s.device_python_max_steps),
+    )
+    if backend == "cpu":
+        configs = [
+            SweepConfig(mode="xla", Ts=s.xla_Ts, batch=s.cpu_batch, **common),
+            SweepConfig(mode="pallas_interpret", Ts=s.interpret_Ts, batch=s.interpret_batch, **common),
+        ]
+        missing = not_measured(
+            "pallas",
+            "no GPU or TPU on this machine: the compiled Triton / Mosaic kernels were not timed "
+            "(the lowering matrix still covers them)",
+            s.kernels,
+        )
+    else:
+        configs = [
+            SweepConfig(mode="pallas", Ts=s.device_Ts, batch=s.device_batch, **common),
+            SweepConfig(mode="xla", Ts=s.device_Ts, batch=s.device_batch, **common),
+        ]
+        other = "tpu" if backend == "gpu" else "gpu"
+        missing = not_measured("pallas", f"no {other.upper()} on this machine", s.kernels).assign(
+            mode=f"pallas ({other})"
+        )
+    return configs, pd.concat([missing, *(c.skipped() for c in configs)], ignore_index=True)
+
+
+def batches(configs: Iterable[SweepConfig]) -> dict[str, int]:
+    """Each mode's batch size (what :func:`jaxperf_study.jax20909.roofline.attach` needs)."""
+    return {c.mode: c.batch for c in configs}
