@@ -1,4 +1,4 @@
-"""jaxperf.diagnose on steps written the way Equinox's, Flax's and JAX's docs write them:
+"""jaxperf.diagnosis.diagnose on steps written the way Equinox's, Flax's and JAX's docs write them:
 every cheaper path is proved to compute what the reader's step computes before it is
 timed; what differs is reported, never timed; bad input is a clear error that writes
 nothing. No timing is asserted: only what was measured and how it is stated."""

@@ -182,7 +182,7 @@ def test_dry_run_of_every_part(every_part_run: Path) -> None:
     fix = "scalar_carry u=1"
     assert fix in {r["variant"] for r in summary["compile_compare"] if r["run_harness_compile_ms"]}
     assert "scalar carry compile / exec (this run)" in summary["seed_table"][0]
-    # The dispatch part runs one diagnosis of the seed's step (jaxperf.diagnose, as notebook 10 runs it)
+    # The dispatch part runs one diagnosis of the seed's step (jaxperf.diagnosis.diagnose, as notebook 10 runs it)
     diagnosis = summary_of(where, "dispatch")["diagnosis"]
     assert diagnosis["measured"] is True and diagnosis["kind"] == "eqx.filter_pmap", diagnosis.get("reason")
     head = pd.read_csv(where / "results/cpu/loops/seed_headline.csv", comment="#")

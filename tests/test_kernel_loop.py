@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 import jaxperf
-from jaxperf.loops import cli, engine, forms, report_kernel
+from jaxperf.fixes import _kernel_loop as forms
+from jaxperf.loops import cli, engine, report_kernel
 from jaxperf.loops import factory as kernel
 from jaxperf.loops import verdict as loops_verdict
 from jaxperf_study.jax20909 import advice, compile_facts, family, reference

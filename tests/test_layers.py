@@ -145,6 +145,64 @@ def test_the_package_never_imports_the_study():
     assert not bad, "what pip installs must not need the study: " + "; ".join(sorted(bad))
 
 
+#: The package's layers, lowest first: a module imports modules of its own layer or lower ones,
+#: never higher (no arrow runs back up). The root takes its public names from the fixes alone;
+#: the compilers are read by the loops tool; the two tools sit side by side; ``python -m
+#: jaxperf`` runs them.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("jaxperf._lazy", "jaxperf.errors", "jaxperf.paths", "jaxperf.backend", "jaxperf.private_api"),
+    ("jaxperf.timing_config", "jaxperf.timing", "jaxperf.runs_ahead", "jaxperf.markdown"),
+    ("jaxperf.fixes", "jaxperf"),
+    ("jaxperf.compilers",),
+    ("jaxperf.diagnosis", "jaxperf.loops"),
+    ("jaxperf.__main__",),
+)
+
+
+def layer_of(name: str) -> tuple[int, str]:
+    """(layer, part) of a module of the package: its index in :data:`LAYERS` and the entry it
+    falls under (a package's entry covers its modules; the root ``jaxperf`` only itself)."""
+    for index, layer in enumerate(LAYERS):
+        for part in layer:
+            if name == part or (part != "jaxperf" and name.startswith(part + ".")):
+                return index, part
+    raise KeyError(name)
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of the package that runs back up a layer, or from one tool to the other."""
+    bad = []
+    for m, deps in graph.items():
+        if is_study(m):
+            continue
+        (here, part) = layer_of(m)
+        for o in deps:
+            there, other = layer_of(o)
+            if there > here or (there == here == len(LAYERS) - 2 and other != part):
+                bad.append(f"{m} imports {o}")
+    return sorted(bad)
+
+
+def test_every_module_of_the_package_has_its_layer():
+    missing = [m for m in MODULES if not is_study(m) and not _has_layer(m)]
+    assert not missing, f"modules in no layer of LAYERS: {missing}"
+
+
+def _has_layer(name: str) -> bool:
+    try:
+        layer_of(name)
+    except KeyError:
+        return False
+    return True
+
+
+def test_no_arrow_runs_back_up():
+    """The root imports no tool (not even by name), the compilers never import the loops tool,
+    the fixes no tool or compiler, the shared modules nothing above them (issue 47)."""
+    bad = upward(GRAPH)
+    assert not bad, "an import that runs back up: " + "; ".join(bad)
+
+
 def crossings(graph: dict[str, set[str]]) -> list[str]:
     """Each import of one study by another, and of a driver by anything but a driver."""
     bad = [
@@ -229,6 +287,18 @@ def test_the_checks_can_fail(tmp_path):
     found = imports(stray, "jaxperf_study.jax20909.stray")
     assert found == {"jaxperf_study.dispatch.models", "jaxperf_study.dispatch.examples"}
     assert len(crossings({**GRAPH, "jaxperf_study.jax20909.stray": found})) == 2
+    # the root naming a tool in a string, and a compiler importing the loops tool, run back up
+    back = {
+        "jaxperf": {"jaxperf.fixes", "jaxperf.diagnosis"},
+        "jaxperf.compilers.cuda": {"jaxperf.loops.factory"},
+    }
+    assert upward({**GRAPH, **back}) == [
+        "jaxperf imports jaxperf.diagnosis",
+        "jaxperf.compilers.cuda imports jaxperf.loops.factory",
+    ]
+    assert upward({**GRAPH, "jaxperf.loops.cli": {"jaxperf.diagnosis.cli"}}) == [
+        "jaxperf.loops.cli imports jaxperf.diagnosis.cli"
+    ]
 
 
 def test_lib_within_its_line_budget_and_no_module_too_long():

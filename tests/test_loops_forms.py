@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxperf.loops import forms as loops
+from jaxperf.fixes import _kernel_loop as loops
 from jaxperf_study.jax20909.vocab import LOOP_FORMS
 
 

@@ -85,11 +85,14 @@ def test_a_change_to_the_code_makes_a_result_stale(tmp_path):
     for k in range(1, 80):
         before, after = f"HEAD~{k}", f"HEAD~{k - 1}"
         edited = git("diff", "--no-renames", "--diff-filter=M", "--name-only", before, after).stdout.split()
+        status = git("diff", "-M", "--diff-filter=R", "--name-status", before, after).stdout.splitlines()
+        names = moves.module_map(dict(line.split("\t")[1:] for line in status))
         changed = [
             f
             for f in fresh.measuring(edited)
-            if f.endswith(".py")
-            and moves.code_of(git("show", f"{before}:{f}").stdout, f)
+            if f.startswith("lib/")
+            and f.endswith(".py")
+            and moves.code_of(git("show", f"{before}:{f}").stdout, f, names)
             != moves.code_of(git("show", f"{after}:{f}").stdout, f)
         ]
         if changed:
@@ -324,6 +327,16 @@ def test_a_notebook_whose_code_changed_stales_its_result_and_its_imports_do_not(
     assert "notebooks/01_alpha.ipynb" in (
         fresh.why_stale(project, project, "cpu", notebook, params, None) or ""
     )
+
+
+def test_a_notebook_s_text_is_presentation_a_render_redraws(tmp_path):
+    project, notebook, _ = _moved_project(tmp_path)
+    params = {"factory": "jaxperf_study.alpha.examples:seed"}
+    doc = json.loads(notebook.read_text())
+    doc["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": ["The alpha study."]})
+    notebook.write_text(json.dumps(doc))
+    assert fresh.why_stale(project, project, "cpu", notebook, params, None) is None
+    assert fresh.redraw_needed(project, project, "cpu", notebook) == ["notebooks/01_alpha.ipynb"]
 
 
 def test_a_move_git_did_not_pair_is_found_by_its_code(tmp_path):

@@ -12,17 +12,17 @@ The public API, importable from the package root:
   path, a training state carried as one buffer per dtype through a compiled step;
 - :func:`cached_nnx_jit`: a drop-in for ``flax.nnx.jit`` (graph mode) that walks the
   object graph once per structure (needs Flax);
-- :func:`diagnose`: is *your* training loop paying dispatch overhead, and which of these
-  paths would be faster for it (measured on your step, in your loop; needs pandas, and
-  matplotlib for its figure);
 - :func:`hand_unrolled_fori`: a ``lax.fori_loop`` stand-in unrolled by hand, which
   lowers wherever ``fori_loop`` does, Pallas' Triton backend included (jax#20909);
 - :func:`kernel_loop`: a kernel's loop written once, built in any loop form (Python loop,
   ``fori_loop(unroll=k)``, ``pl.loop``, hand-unrolled), so ``python -m jaxperf loops`` can
   tell whether that kernel pays for ``fori_loop`` (jax#20909).
 
-They load on first use (PEP 562), so ``import jaxperf`` (and ``jaxperf.backend``,
-which must run before JAX starts) does not import JAX.
+They come from :mod:`jaxperf.fixes` alone and load on first use (PEP 562), so ``import
+jaxperf`` (and ``jaxperf.backend``, which must run before JAX starts) does not import JAX.
+The tools are packages of their own: :func:`jaxperf.diagnosis.diagnose` (is *your* training
+loop paying dispatch overhead, and which of these paths would be faster for it; needs pandas)
+and :mod:`jaxperf.loops`.
 """
 
 from __future__ import annotations
@@ -31,15 +31,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the public names, explicitly (loaded on first use below)
-    from .diagnosis import diagnose as diagnose
     from .fixes import PackedState as PackedState
     from .fixes import cached_filter_jit as cached_filter_jit
     from .fixes import cached_filter_pmap as cached_filter_pmap
     from .fixes import cached_nnx_jit as cached_nnx_jit
     from .fixes import hand_unrolled_fori as hand_unrolled_fori
+    from .fixes import kernel_loop as kernel_loop
     from .fixes import packed_jit as packed_jit
     from .fixes import packed_pmap as packed_pmap
-    from .loops.forms import kernel_loop as kernel_loop
 
 __version__ = "0.1.0"
 
@@ -52,8 +51,7 @@ _PUBLIC = {
     "packed_jit": "jaxperf.fixes",
     "hand_unrolled_fori": "jaxperf.fixes",
     "cached_nnx_jit": "jaxperf.fixes",
-    "diagnose": "jaxperf.diagnosis",
-    "kernel_loop": "jaxperf.loops.forms",
+    "kernel_loop": "jaxperf.fixes",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -11,7 +11,8 @@ the package versions that ran are the ones installed now, and every published re
 
 A file's code is what :mod:`.moves` reads: a file git saw moved is followed to where it is now,
 and a move, or an edit of imports, module paths, docstrings, comments or layout, changes no
-code; a refactor declared in ``tools/runall/refactors.json`` (pinned by hashes) neither.
+code; a refactor declared in ``tools/runall/refactors.json`` (pinned by hashes) neither. A
+notebook's code is its code cells: its text cells are presentation, like the modules below.
 """
 
 from __future__ import annotations
@@ -201,14 +202,35 @@ def why_stale(
 
 
 def redraw_needed(project: Path, root: Path, backend: str, notebook: Path) -> list[str]:
-    """The presentation files (:func:`presentation`) that changed since ``notebook``'s published
-    results were made: its results hold, but ``./run_all.sh render`` would redraw them."""
+    """The presentation files (:func:`presentation`, and the notebook when its text cells
+    changed) that changed since ``notebook``'s published results were made: its results hold,
+    but ``./run_all.sh render`` would redraw them."""
     results, found = root / "results" / backend, set()
     for study in studies(notebook.read_text()):
         try:
             prov = json.loads((results / study / "summary.json").read_text()).get("provenance", {})
         except (OSError, ValueError):
             continue
+        commit = prov.get("git", {}).get("commit", "")
         shown = [f for f in prov.get("code", []) if presentation(f)]
-        found.update(changed_files(project, prov.get("git", {}).get("commit", ""), shown) or [])
+        found.update(changed_files(project, commit, shown) or [])
+        if _prose_changed(project, commit, notebook):
+            found.add(notebook.resolve().relative_to(project.resolve()).as_posix())
     return sorted(found)
+
+
+def _prose_changed(project: Path, commit: str, notebook: Path) -> bool:
+    """Whether the text cells of ``notebook`` (a project notebook) differ from ``commit``'s."""
+    try:
+        path = notebook.resolve().relative_to(project.resolve()).as_posix()
+    except ValueError:
+        return False
+    if _git(project, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        return False
+    moved = moves.renames(lambda *args: _git(project, *args), commit)
+    first = next((old for old, new in moved.items() if new == path), path)
+    was = _git(project, "show", f"{commit}:{first}")
+    if was.returncode != 0:
+        return False
+    old = moves.code_of(was.stdout, first, moves.module_map(moved), prose=True)
+    return old != moves.code_of(notebook.read_text(), path, prose=True)

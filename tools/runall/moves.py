@@ -9,7 +9,7 @@ number (standard library only; :func:`jaxperf`-free, as the rest of run_all's en
   absolute names it binds, so ``from ..errors import bad_value`` in ``lib/jaxperf/a/b.py`` and
   ``from jaxperf.errors import bad_value`` anywhere bind the same thing; a binding that changes
   is a change; a module named relative to its package in a string, ``"..fixes"``, is read
-  absolute); a notebook's cells, each code cell so read. Old module paths and file paths are
+  absolute); a notebook's code cells, each so read (its text cells are presentation). Old module paths and file paths are
   then written as the present ones (:func:`module_map`), in imports, strings, attribute chains
   and a notebook's text alike.
 - :data:`REFACTORS`: code changes declared not to change what a result computes, each pinned
@@ -185,9 +185,10 @@ def python_code(text: str, path: str) -> str:
     return ast.unparse(tree)
 
 
-def notebook_code(text: str) -> str:
-    """A notebook's cells in order, each its type and its source (a code cell as
-    :func:`python_code` reads it); outputs, counts and metadata left out."""
+def notebook_code(text: str, prose: bool = False) -> str:
+    """A notebook's code cells in order, each as :func:`python_code` reads it (outputs, counts
+    and metadata left out); with ``prose``, its other cells' text instead (what a reader reads
+    around the code, presentation: a change to it needs a render, never a rerun)."""
     try:
         cells = json.loads(text)["cells"]
     except (ValueError, KeyError, TypeError):
@@ -196,17 +197,21 @@ def notebook_code(text: str) -> str:
     for cell in cells:
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
-        kind = cell.get("cell_type", "code")
-        out.append(f"# {kind}\n" + (python_code(source, "") if kind == "code" else source))
-    return "\n\n".join(out)
+        if (cell.get("cell_type", "code") == "code") != prose:
+            out.append(source if prose else python_code(source, ""))
+    return "\n\n# cell\n".join(out)
 
 
-def code_of(text: str, path: str, modules: Mapping[str, str] | None = None) -> str:
+def code_of(text: str, path: str, modules: Mapping[str, str] | None = None, prose: bool = False) -> str:
     """The code of the file at ``path`` whose text is ``text``: a Python module
-    (:func:`python_code`), a notebook (:func:`notebook_code`) or any other file as it is;
-    with ``modules`` (:func:`module_map`), old module paths written as present ones."""
+    (:func:`python_code`), a notebook's code cells (:func:`notebook_code`; with ``prose``, its
+    text cells) or any other file as it is; with ``modules`` (:func:`module_map`), old module
+    paths and file paths written as present ones."""
     suffix = PurePosixPath(path).suffix
-    code = python_code(text, path) if suffix == ".py" else notebook_code(text) if suffix == ".ipynb" else text
+    if suffix == ".ipynb":
+        code = notebook_code(text, prose)
+    else:
+        code = python_code(text, path) if suffix == ".py" else text
     return rename_modules(code, modules or {})
 
 

@@ -76,7 +76,7 @@ def diagnose(
         import pandas  # noqa: F401 -- the timings are a DataFrame
     except ImportError as err:
         raise ImportError(
-            "jaxperf.diagnose needs pandas (and matplotlib for its figure): pip install 'jaxperf[study]'"
+            "jaxperf.diagnosis.diagnose needs pandas (and matplotlib for its figure): pip install 'jaxperf[study]'"
         ) from err
     from .. import timing
     from ..errors import bad_value, check_int

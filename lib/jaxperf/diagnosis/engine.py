@@ -1,4 +1,4 @@
-"""The engine behind :func:`jaxperf.diagnose` and the studies (notebooks 01, 07, 11): build
+"""The engine behind :func:`jaxperf.diagnosis.diagnose` and the studies (notebooks 01, 07, 11): build
 every path of a step, :func:`check` each computes what the reader's does, :func:`time_paths`
 interleaved in the reader's loop.
 """

@@ -1,4 +1,4 @@
-"""What kind of compiled step a reader hands to :func:`jaxperf.diagnose`, read off the wrapper
+"""What kind of compiled step a reader hands to :func:`jaxperf.diagnosis.diagnose`, read off the wrapper
 type its transform returns (never its name); another kind is an error listing those known.
 """
 

@@ -1,4 +1,4 @@
-"""The cheaper paths of a Flax NNX step (``nnx.jit``), for :func:`jaxperf.diagnose`: Flax's
+"""The cheaper paths of a Flax NNX step (``nnx.jit``), for :func:`jaxperf.diagnosis.diagnose`: Flax's
 own mitigations (tree mode, ``nnx.cached_partial``, ``nnx.jit_partial``, ``jax.jit`` on
 ``nnx.split`` state) and ``jaxperf.cached_nnx_jit``, each on the reader's raw function.
 An NNX step usually updates its modules in place, so every path starts from its own deep

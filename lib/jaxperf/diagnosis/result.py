@@ -1,4 +1,4 @@
-"""What :func:`jaxperf.diagnose` returns: :class:`Diagnosis`, the raw interleaved timings and
+"""What :func:`jaxperf.diagnosis.diagnose` returns: :class:`Diagnosis`, the raw interleaved timings and
 what derives from them (ratios with verdicts, host CPU and wait per call, paths not timed).
 """
 

@@ -1,4 +1,4 @@
-"""Verdicts from interleaved timings, for :func:`jaxperf.diagnose` and the studies. A speed
+"""Verdicts from interleaved timings, for :func:`jaxperf.diagnosis.diagnose` and the studies. A speed
 ratio is taken per pair (one round) and summarised by its median and IQR: **faster** /
 **slower** when the whole IQR lies above / below 1; **a tie** when it holds 1 and its
 relative half-width is within the precision target; else **not resolved** (more rounds, or a

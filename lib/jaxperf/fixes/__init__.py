@@ -1,7 +1,10 @@
-"""The study's public fixes, with no dependency beyond jax, equinox and numpy (Flax for
-``cached_nnx_jit``, imported on first use). One concept per private module: :mod:`._jit`,
-:mod:`._pmap` (sharing :mod:`._cached`), :mod:`._packed`, :mod:`._unroll`, :mod:`._nnx`;
-each public name is re-exported here (and from the package root) and loaded on first use.
+"""The public fixes: drop-ins for ``eqx.filter_pmap``, ``eqx.filter_jit`` and ``nnx.jit``, the
+packed state, and the loop forms of a Pallas kernel; no dependency beyond jax, equinox and numpy
+(Flax for ``cached_nnx_jit``, imported on first use).
+
+One concept per private module: :mod:`._jit`, :mod:`._pmap` (sharing :mod:`._cached`),
+:mod:`._packed`, :mod:`._unroll`, :mod:`._kernel_loop`, :mod:`._nnx`; each public name is
+re-exported here (and from the package root) and loaded on first use.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from ._jit import CachedFilterJit, cached_filter_jit, jit_fallback_counts
+    from ._kernel_loop import kernel_loop
     from ._nnx import CachedNnxJit, cached_nnx_jit, nnx_fallback_counts
     from ._packed import Layout, PackedState, packed_jit, packed_pmap, state_step
     from ._pmap import CachedFilterPmap, cached_filter_pmap, pmap_fallback_counts
@@ -31,6 +35,7 @@ _EXPORTS = {
     "state_step": "_packed",
     "Layout": "_packed",
     "hand_unrolled_fori": "_unroll",
+    "kernel_loop": "_kernel_loop",
     "cached_nnx_jit": "_nnx",
     "CachedNnxJit": "_nnx",
     "nnx_fallback_counts": "_nnx",

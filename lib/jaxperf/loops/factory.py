@@ -5,7 +5,7 @@ holds one Pallas kernel whose loop is written with :func:`jaxperf.kernel_loop` i
 sets the loop's length, ``args`` are arrays or ``jax.ShapeDtypeStruct``\\ s, and ``interpret=True``
 asks for a size Pallas' interpreter runs on a CPU. Optional: a ``compiler`` keyword (``"triton"``,
 ``"mosaic_gpu"``, ``"mosaic_tpu"``) to build per compiler, a ``forms`` attribute when the forms
-differ from :data:`jaxperf.loops.forms.KERNEL_LOOP_FORMS`, and ``make.reference(*args)``, the
+differ from :data:`jaxperf.fixes._kernel_loop.KERNEL_LOOP_FORMS`, and ``make.reference(*args)``, the
 expected output in plain JAX (else forms are checked against ``fori_loop``).
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..compilers.lowering import error_text
 from ..errors import bad_value, check_ints
-from .forms import KERNEL_LOOP_FORMS, recording
+from ..fixes._kernel_loop import KERNEL_LOOP_FORMS, recording
 
 FACTORY_HELP = "an importable 'package.module:factory', factory(form, T, *, interpret=False) -> (fn, args)"
 

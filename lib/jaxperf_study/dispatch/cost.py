@@ -1,4 +1,4 @@
-"""The per-call cost sweep of notebook 01: :func:`jaxperf.diagnose` on the study's models.
+"""The per-call cost sweep of notebook 01: :func:`jaxperf.diagnosis.diagnose` on the study's models.
 
 Each cell is the seed's step wrapped as a reader would wrap it (``eqx.filter_pmap`` over every
 device, family ``pmap``, or ``eqx.filter_jit`` on one, family ``jit``); the diagnosis engine

@@ -1,4 +1,4 @@
-"""Notebook 10's measurement: one :func:`jaxperf.diagnose` of a reader's step, as records.
+"""Notebook 10's measurement: one :func:`jaxperf.diagnosis.diagnose` of a reader's step, as records.
 
 :func:`measure` returns the diagnosis's timings and its other fields (one row each, as JSON), so
 that ``study.measure`` can record them and a redraw-only run rebuilds the same

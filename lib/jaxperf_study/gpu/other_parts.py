@@ -12,7 +12,7 @@ from .settings import GpuSettings
 
 def dispatch(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
     """One diagnosis of the seed's no-op
-    step at 392 leaves (``jaxperf.diagnose``, as notebook 10 runs it: ``diagnosis`` records and
+    step at 392 leaves (``jaxperf.diagnosis.diagnose``, as notebook 10 runs it: ``diagnosis`` records and
     its Markdown), then notebook 01's cells (:mod:`jaxperf_study.dispatch.cost`) on the MLPs of
     ``mlp_depths`` and the transformers for each step of ``dispatch_steps``, undonated, one at
     a time while the budget lasts; writes ``timings``, ``not_timed`` and ``not_measured``."""

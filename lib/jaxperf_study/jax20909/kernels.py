@@ -29,7 +29,7 @@ import numpy as np
 
 from jaxperf import private_api
 from jaxperf.errors import bad_value, check_choice
-from jaxperf.loops.forms import check_unroll, run_loop
+from jaxperf.fixes._kernel_loop import check_unroll, run_loop
 
 from .inputs import check_dtype, example_args
 from .vocab import CARRY_DTYPES as CARRY_DTYPES

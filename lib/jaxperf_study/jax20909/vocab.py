@@ -25,7 +25,7 @@ Kernels (built by :mod:`jaxperf_study.jax20909.kernels`):
     Online-softmax attention over key blocks: each step depends on the
     step's data and on the carry, so nothing can be hoisted.
 
-Loop forms (run by :mod:`jaxperf.loops.forms`):
+Loop forms (run by :mod:`jaxperf.fixes._kernel_loop`):
 
 ``python``   a Python ``for`` loop, traced once per step (the reporter's "scanless");
 ``fori``     ``lax.fori_loop(..., unroll=k)``;

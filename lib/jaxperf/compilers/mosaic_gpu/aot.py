@@ -1,7 +1,8 @@
 """The Mosaic GPU compile worker: ``python -m jaxperf.compilers.mosaic_gpu.aot REQUEST OUT_DIR``.
 
 Runs in the compile environment (:mod:`.toolchain`), importing only JAX and the factories the
-request's points (``{"factory": ..., "form": ..., "T": ...}``) name. Each kernel is lowered for a
+request's points (``{"factory": ..., "form": ..., "T": ...}``) name: each factory was loaded and
+checked by its caller (``python -m jaxperf loops``) and takes a ``compiler`` keyword. Each kernel is lowered for a
 deviceless H100 topology and compiled once by XLA's GPU compiler (Mosaic GPU's passes, NVPTX and
 ptxas for sm_90a) with the SASS dump on (``OUT_DIR/<point>/sass.txt``); one JSON line per point
 goes to ``OUT_DIR/results.jsonl`` as soon as it is done, so a killed run keeps what it had. Mosaic
@@ -11,6 +12,7 @@ the one-off set-up and a repeated kernel gets the SASS seen earlier. Nothing run
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -68,10 +70,8 @@ def compile_point(point: dict[str, Any], mesh: Any, seen: dict[str, str]) -> tup
     cache without a dump) to their SASS."""
     import jax
 
-    from ...loops.factory import load
-
     jax.clear_caches()
-    fn, specs = load(point["factory"]).build(point["form"], point["T"], compiler="mosaic_gpu")
+    fn, specs = _build(point)
     leftovers = set(Path(tempfile.gettempdir()).glob("mosaic-gpu-*"))
     with tempfile.TemporaryDirectory(prefix="jaxperf-mgpu-dump-") as tmp:
         os.environ["MOSAIC_GPU_DUMP_TO"] = tmp
@@ -94,6 +94,15 @@ def compile_point(point: dict[str, Any], mesh: Any, seen: dict[str, str]) -> tup
     elif sass and len(hashes) == 1:
         seen[hashes[0]] = sass
     return (lowered_at - started) * 1e3, (done - lowered_at) * 1e3, sass
+
+
+def _build(point: dict[str, Any]) -> tuple[Any, tuple[Any, ...]]:
+    """The point's kernel for Mosaic GPU: ``factory(form, T, interpret=False, compiler="mosaic_gpu")``."""
+    module, _, name = point["factory"].partition(":")
+    fn, specs = getattr(importlib.import_module(module), name)(
+        point["form"], point["T"], interpret=False, compiler="mosaic_gpu"
+    )
+    return fn, tuple(specs)
 
 
 def point_id(point: dict[str, Any]) -> str:

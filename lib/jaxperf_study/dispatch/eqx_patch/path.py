@@ -1,4 +1,4 @@
-"""The patched Equinox as one more path of :func:`jaxperf.diagnose` (the study's cells time it
+"""The patched Equinox as one more path of :func:`jaxperf.diagnosis.diagnose` (the study's cells time it
 beside the reader's wrapper and the drop-ins: ``extra_paths=PATHS``)."""
 
 from __future__ import annotations

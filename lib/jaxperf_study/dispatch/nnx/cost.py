@@ -1,4 +1,4 @@
-"""The NNX study's cells (notebook 11): :func:`jaxperf.diagnose` on ``nnx.jit`` steps written
+"""The NNX study's cells (notebook 11): :func:`jaxperf.diagnosis.diagnose` on ``nnx.jit`` steps written
 as a Flax user writes them, through the same engine and cell runner as notebook 01
 (:func:`jaxperf_study.dispatch.cost.run_cell`).
 

@@ -1,8 +1,10 @@
-"""The loop forms of the jax#20909 study, each running ``carry = body(j, carry)`` for ``j`` in
-``range(lower, upper)`` inside a Pallas kernel or plain ``jax.jit``. :func:`kernel_loop` is the one
-call a kernel author writes to build the same kernel in every form; :func:`recording` lets the
-engine see which loops a traced kernel ran and for how many steps (what turns two compiles into
-"work per loop step")."""
+"""``kernel_loop``: a Pallas kernel's loop written once and built in any loop form (jax-ml/jax#20909),
+each running ``carry = body(j, carry)`` for ``j`` in ``range(lower, upper)`` inside a Pallas kernel
+or plain ``jax.jit``: the Python loop, ``fori_loop(unroll=k)``, ``pl.loop`` or
+:func:`~._unroll.hand_unrolled_fori`. :func:`run_loop` runs every form the jax#20909 study uses
+(its ``hoisted`` and ``scalar_carry`` too); :func:`recording` lets ``python -m jaxperf loops`` see
+which loops a traced kernel ran and for how many steps (what turns two compiles into "work per
+loop step")."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import bad_value, check_choice
-from ..fixes._unroll import Body, Carry, check_unroll, hand_unrolled_fori, static_bounds
+from ._unroll import Body, Carry, check_unroll, hand_unrolled_fori, static_bounds
 
 #: The forms :func:`kernel_loop` takes (``hoisted`` and ``scalar_carry`` rewrite a kernel's
 #: body around its invariant, so only a kernel's own factory can offer them).
