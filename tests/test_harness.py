@@ -5,6 +5,11 @@ from __future__ import annotations
 import pytest
 
 from jaxperf_study.jax20909 import harness, roofline
+from jaxperf_study.jax20909.variant import KernelVariant
+
+
+def seed(T=256, batch=2, D=8):
+    return KernelVariant("seed", "python", T=T, D=D, batch=batch, dtype="float16")
 
 
 def test_heavyweight_scans_n_fresh_batches_and_reduces_each():
@@ -20,7 +25,7 @@ def test_heavyweight_scans_n_fresh_batches_and_reduces_each():
 
 
 def test_measure_reports_the_reporters_numbers_per_variant():
-    rows = harness.measure(["python", "fori u=1", "hoisted u=2"], T=256, batch=2, D=8, n=2, repeats=1)
+    rows = harness.measure(["python", "fori u=1", "hoisted u=2"], seed(), n=2, repeats=1)
     assert list(rows.variant) == ["python", "fori u=1", "hoisted u=2"] and set(rows["mode"]) == {
         "xla_harness"
     }
@@ -35,7 +40,7 @@ def test_a_negative_first_minus_second_compile_is_left_out_and_said(monkeypatch)
     # committed run's hoisted T=16384: -214 ms) is noise, not a compile time
     clock = iter([0.0, 0.5, 0.5, 2.0, 2.0, 2.1])  # first call 500 ms, second 1500 ms, third 100 ms
     monkeypatch.setattr(harness.time, "perf_counter", lambda: next(clock))
-    (row,) = harness.measure(["python"], T=256, batch=1, D=8, n=2, repeats=1).to_dict(orient="records")
+    (row,) = harness.measure(["python"], seed(batch=1), n=2, repeats=1).to_dict(orient="records")
     assert row["first_minus_second_ms"] == pytest.approx(-1000.0)
     assert row["compile_ms"] != row["compile_ms"]  # NaN: not a compile time
     assert "not a compile time" in row["compile_note"]
@@ -43,20 +48,24 @@ def test_a_negative_first_minus_second_compile_is_left_out_and_said(monkeypatch)
 
 def test_measure_rejects_bad_parameters():
     with pytest.raises(ValueError, match="mode='gpu' is not allowed"):
-        harness.measure(["python"], T=256, batch=1, mode="gpu")
+        harness.measure(["python"], seed(batch=1), mode="gpu")
     with pytest.raises(ValueError, match="variant='fori' is not allowed"):
-        harness.measure(["fori"], T=256, batch=1)
+        harness.measure(["fori"], seed(batch=1))
+    with pytest.raises(ValueError, match="kernel='streaming' is not allowed: expected one of 'seed'"):
+        harness.measure(
+            ["python"], KernelVariant("streaming", "python", T=256, D=8, batch=1, dtype="float16")
+        )
 
 
 def test_bytes_the_kernel_and_the_harness_must_move():
     # The arithmetic: at T=65536 (B=512, D=64, fp16 in and out) the harness moves ~17 GB per step.
     assert roofline.harness_bytes(T=65536, D=64, batch=512, dtype="float16", out_dtype="float16") == 2**34
     # seed at T=4096, B=8, D=64: fp16 input read once, float32 output written once
-    assert roofline.kernel_bytes("seed", T=4096, D=64, batch=8, dtype="float16") == 8 * 4096 * 64 * (2 + 4)
+    seed_call = KernelVariant("seed", "fori", T=4096, D=64, batch=8, dtype="float16")
+    assert roofline.kernel_bytes(seed_call) == 8 * 4096 * 64 * (2 + 4)
     # attention reads q, k, v and writes [B, 128, D]
-    assert roofline.kernel_bytes("attention", T=256, D=8, batch=1, dtype="float32") == 4 * (
-        128 * 8 + 2 * 256 * 8 + 128 * 8
-    )
+    attention = KernelVariant("attention", "fori", T=256, D=8, batch=1, dtype="float32")
+    assert roofline.kernel_bytes(attention) == 4 * (128 * 8 + 2 * 256 * 8 + 128 * 8)
 
 
 def test_bandwidth_and_attach():

@@ -111,15 +111,15 @@ def program(case: dict[str, Any]) -> str:
         reference,
         roofline,
     )
+    from jaxperf_study.jax20909.variant import KernelVariant
 
     c = dict(case)
     builder = c.pop("builder")
-    if builder == "xla":
-        fn, args = kernels.build_xla(c.pop("kernel"), c.pop("form"), c.pop("unroll"), **c)
-    elif builder == "pallas":
-        fn, args = kernels.build(c.pop("kernel"), c.pop("form"), c.pop("unroll"), **c)
-    elif builder == "mosaic_gpu":
-        fn, args = mosaic_gpu_kernel.build(c.pop("form"), c.pop("unroll"), **c)
+    if builder in ("xla", "pallas", "mosaic_gpu"):
+        options = {k: c.pop(k) for k in ("interpret", "lowering", "check_unroll") if k in c}
+        variant = KernelVariant(c.pop("kernel"), c.pop("form"), c.pop("unroll"), **c)
+        build = dict(xla=kernels.build_xla, pallas=kernels.build, mosaic_gpu=mosaic_gpu_kernel.build)[builder]
+        fn, args = build(variant, **options)
     elif builder == "factory":
         fn, args = factories.make(
             c["kernel"], c["form"], c["T"], interpret=c["interpret"], compiler=c["compiler"]
@@ -127,16 +127,17 @@ def program(case: dict[str, Any]) -> str:
     elif builder == "harness":
         loop_form, unroll = c.pop("variant").partition(" u=")[::2]
         mode = c.pop("mode")
-        fn = harness._build(mode, loop_form, int(unroll or 1), **c)
-        args = tuple(inputs.example_args("seed", T=c["T"], D=c["D"], batch=c["batch"], dtype=c["dtype"]))
+        variant = KernelVariant("seed", loop_form, int(unroll or 1), **c)
+        fn = harness._build(mode, variant)
+        args = inputs.example_args(variant)
     elif builder == "reference":
-        kernel, sizes = c.pop("kernel"), dict(block_rows=c.pop("block_rows"), out_rows=c.pop("out_rows"))
-        arrays = tuple(np.asarray(a) for a in inputs.make_inputs(kernel, 0, out_rows=sizes["out_rows"], **c))
-        want = reference.reference(kernel, arrays, **sizes)
-        tol = reference.tolerance(kernel, arrays, **sizes)
+        variant = KernelVariant(c.pop("kernel"), "fori", **c)
+        arrays = tuple(np.asarray(a) for a in inputs.make_inputs(variant, 0))
+        want = reference.reference(variant, arrays)
+        tol = reference.tolerance(variant, arrays)
         return f"{want.shape} {_digest(want.tobytes().hex())} {tol.shape} {_digest(tol.tobytes().hex())}"
     elif builder == "bytes":
-        return str(roofline.kernel_bytes(c.pop("kernel"), **c))
+        return str(roofline.kernel_bytes(KernelVariant(c.pop("kernel"), "fori", **c)))
     else:
         raise ValueError(builder)
     return repr([(a.shape, str(a.dtype)) for a in args]) + "\n" + _jaxpr(fn, args)

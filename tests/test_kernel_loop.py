@@ -19,6 +19,7 @@ from jaxperf.loops import cli, engine, report_kernel
 from jaxperf.loops import factory as kernel
 from jaxperf.loops import verdict as loops_verdict
 from jaxperf_study.jax20909 import advice, compile_facts, family, reference
+from jaxperf_study.jax20909.variant import KernelVariant
 
 STEP = 8  # rows a loop step reads in the tiny kernel below
 
@@ -294,7 +295,9 @@ def test_the_cli_says_what_was_wrong_and_exits_2(capsys):
 
 def test_data_carry_is_the_seed_with_its_elementwise_carry():
     x = np.arange(2 * 256 * 4, dtype=np.float32).reshape(2, 256, 4) / 100
-    want = reference.reference("data_carry", (x,))
+    want = reference.reference(
+        KernelVariant("data_carry", "fori", T=256, D=4, batch=2, dtype="float32"), (x,)
+    )
     steps = 256 // 64
     np.testing.assert_allclose(want, steps * x + steps * (steps - 1) / 2)
 

@@ -290,7 +290,7 @@ def test_sweep_refuses_a_wrong_kernel(monkeypatch):
     from jaxperf_study.jax20909 import reference as ref
 
     real = ref.reference
-    monkeypatch.setattr(ref, "reference", lambda kernel, inputs, **kw: real(kernel, inputs, **kw) + 1.0)
+    monkeypatch.setattr(ref, "reference", lambda variant, inputs: real(variant, inputs) + 1.0)
     cfg = sweep.SweepConfig(
         mode="xla", Ts=(256,), kernels=("seed",), loop_forms=("fori",), unrolls=(1,), D=8, batch=1
     )
@@ -302,10 +302,10 @@ def test_a_variant_that_does_not_lower_is_recorded_not_timed(monkeypatch):
     # As Triton does for fori_loop(unroll=k) on a GPU.
     real = sweep.build
 
-    def build(cfg, kernel, loop_form, unroll, T):
-        if unroll > 1 and loop_form == "fori":
+    def build(cfg, variant):
+        if variant.unroll > 1 and variant.loop_form == "fori":
             raise NotImplementedError
-        return real(cfg, kernel, loop_form, unroll, T)
+        return real(cfg, variant)
 
     monkeypatch.setattr(sweep, "build", build)
     cfg = sweep.SweepConfig(

@@ -1,6 +1,7 @@
-"""The three jax#20909 kernels in every loop form match the float64 reference, in Pallas
-interpret mode and in plain jit; the seed kernel is the reporter's program; bad
-parameters raise clear errors."""
+"""The jax#20909 kernels in every loop form match the float64 reference, in Pallas
+interpret mode and in plain jit; the seed kernel is the reporter's program; a bad variant
+is refused where it is made, with an error naming the field (issue 47: one type,
+:class:`~jaxperf_study.jax20909.variant.KernelVariant`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from jaxperf_study.jax20909 import inputs, kernels, reference, vocab
+from jaxperf_study.jax20909.variant import KernelVariant
 
 # Tiny: interpret mode is slow. 5 steps, so unroll 2 and 4 leave a remainder
 # and unroll 8 exceeds the trip count.
@@ -20,17 +22,12 @@ def _applies(kernel, loop_form):
         pytest.skip(f"{loop_form} does not apply to {kernel}")
 
 
+def _variant(kernel, loop_form="fori", unroll=1, dtype="float32"):
+    return KernelVariant(kernel, loop_form, unroll, dtype=dtype, **SHAPE)
+
+
 def _inputs(kernel, dtype="float32", seed=0):
-    arrays = inputs.make_inputs(
-        kernel,
-        seed,
-        T=SHAPE["T"],
-        D=SHAPE["D"],
-        batch=SHAPE["batch"],
-        dtype=dtype,
-        out_rows=SHAPE["out_rows"],
-    )
-    return tuple(np.asarray(a) for a in arrays)
+    return tuple(np.asarray(a) for a in inputs.make_inputs(_variant(kernel, dtype=dtype), seed))
 
 
 # data_carry shares seed's loop forms and grid (kernels.row_block): a few forms suffice for it.
@@ -45,15 +42,13 @@ CASES = [
 @pytest.mark.parametrize("kernel, loop_form, unroll", CASES)
 def test_interpret_mode_matches_reference(kernel, loop_form, unroll):
     _applies(kernel, loop_form)
-    fn, args = kernels.build(kernel, loop_form, unroll, dtype="float32", interpret=True, **SHAPE)
+    variant = _variant(kernel, loop_form, unroll)
+    fn, args = kernels.build(variant, interpret=True)
     arrays = _inputs(kernel)
     assert [a.shape for a in args] == [a.shape for a in arrays]
     out = fn(*arrays)
-    want_shape = inputs.output_shape(
-        kernel, T=SHAPE["T"], D=SHAPE["D"], batch=SHAPE["batch"], out_rows=SHAPE["out_rows"]
-    )
-    assert out.shape == want_shape and out.dtype == np.float32
-    reference.check_close(kernel, out, arrays, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"])
+    assert out.shape == inputs.output_shape(variant) and out.dtype == np.float32
+    reference.check_close(variant, out, arrays)
 
 
 @pytest.mark.parametrize("kernel", vocab.KERNELS)
@@ -63,17 +58,16 @@ def test_interpret_mode_matches_reference(kernel, loop_form, unroll):
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_plain_jit_matches_reference(kernel, loop_form, unroll, dtype):
     _applies(kernel, loop_form)
-    fn, _ = kernels.build_xla(kernel, loop_form, unroll, dtype=dtype, **SHAPE)
+    variant = _variant(kernel, loop_form, unroll, dtype)
+    fn, _ = kernels.build_xla(variant)
     arrays = _inputs(kernel, dtype)
-    reference.check_close(
-        kernel, fn(*arrays), arrays, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"]
-    )
+    reference.check_close(variant, fn(*arrays), arrays)
 
 
 def test_the_kernels_depend_on_every_step():
     # Changing only the last key/row block must change the answer (no step is skipped).
     for kernel in vocab.KERNELS:
-        fn, _ = kernels.build(kernel, "hand_unrolled", 2, dtype="float32", interpret=True, **SHAPE)
+        fn, _ = kernels.build(_variant(kernel, "hand_unrolled", 2), interpret=True)
         arrays = _inputs(kernel)
         changed = tuple(np.array(a) for a in arrays)
         changed[-1][:, -SHAPE["block_rows"] :, :] += 1.0
@@ -82,33 +76,26 @@ def test_the_kernels_depend_on_every_step():
 
 @pytest.mark.parametrize("kernel", vocab.KERNELS)
 def test_check_close_catches_a_wrong_answer(kernel):
-    arrays = _inputs(kernel)
-    want = reference.reference(kernel, arrays, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"])
-    tol = reference.tolerance(kernel, arrays, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"])
-    assert (
-        reference.check_close(
-            kernel, want, arrays, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"]
-        )
-        == 0.0
-    )
+    arrays, variant = _inputs(kernel), _variant(kernel)
+    want = reference.reference(variant, arrays)
+    tol = reference.tolerance(variant, arrays)
+    assert reference.check_close(variant, want, arrays) == 0.0
     wrong = want.copy()
     wrong[1, 3, 5] += 3 * tol[1, 3, 5]
     with pytest.raises(AssertionError, match="differs from the float64 reference"):
-        reference.check_close(
-            kernel, wrong, arrays, block_rows=SHAPE["block_rows"], out_rows=SHAPE["out_rows"]
-        )
+        reference.check_close(variant, wrong, arrays)
 
 
 def test_seed_reference_counts_one_step_too_many_as_wrong():
     # An off-by-one trip count (one extra j) must exceed the tolerance.
     arrays = _inputs("seed")
-    want = reference.reference("seed", arrays, block_rows=16, out_rows=16)
+    want = reference.reference(_variant("seed"), arrays)
     with pytest.raises(AssertionError):
-        reference.check_close("seed", want + 5.0, arrays, block_rows=16, out_rows=16)
+        reference.check_close(_variant("seed"), want + 5.0, arrays)
 
 
 def test_example_args_are_shape_structs():
-    args = inputs.example_args("attention", T=256, D=64, batch=3, dtype="float16")
+    args = inputs.example_args(KernelVariant("attention", "fori", T=256, D=64, batch=3, dtype="float16"))
     assert [(a.shape, str(a.dtype)) for a in args] == [
         ((3, 128, 64), "float16"),
         ((3, 256, 64), "float16"),
@@ -116,17 +103,7 @@ def test_example_args_are_shape_structs():
     ]
 
 
-GOOD = dict(
-    kernel="seed",
-    loop_form="fori",
-    unroll=1,
-    T=256,
-    D=64,
-    batch=2,
-    dtype="float32",
-    block_rows=64,
-    interpret=True,
-)
+GOOD = dict(kernel="seed", loop_form="fori", unroll=1, T=256, D=64, batch=2, dtype="float32", block_rows=64)
 
 
 @pytest.mark.parametrize(
@@ -147,18 +124,54 @@ GOOD = dict(
             dict(carry_dtype="float64"),
             "carry_dtype='float64' is not allowed: expected one of 'float32', 'input'",
         ),
+        (
+            dict(kernel="attention", carry_dtype="input"),
+            "carry_dtype='input' is not allowed: expected 'float32'",
+        ),
         (dict(loop_form="scan"), "loop_form='scan' is not allowed: expected one of 'python'"),
         (dict(dtype="int8"), "dtype='int8' is not allowed: expected one of 'float16'"),
-        (dict(lowering="cuda"), "lowering='cuda' is not allowed: expected one of 'default', 'triton'"),
         (dict(loop_form="python", unroll=4), "unroll=4 is not allowed: expected 1 for loop_form='python'"),
         (dict(block_rows=0), "block_rows=0 is not allowed"),
+        (dict(batch=True), "batch=True is not allowed: expected an integer >= 1"),
+    ],
+)
+def test_a_bad_variant_is_refused_where_it_is_made(change, match):
+    kw = GOOD | change
+    with pytest.raises(ValueError, match=match):
+        KernelVariant(kw.pop("kernel"), kw.pop("loop_form"), kw.pop("unroll"), **kw)
+    good = KernelVariant(
+        GOOD["kernel"],
+        GOOD["loop_form"],
+        **{k: v for k, v in GOOD.items() if k not in ("kernel", "loop_form")},
+    )
+    with pytest.raises(ValueError, match=match):  # a changed copy is checked again
+        good.replace(**change)
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (dict(lowering="cuda"), "lowering='cuda' is not allowed: expected one of 'default', 'triton'"),
         (dict(interpret="yes"), "interpret='yes' is not allowed: expected True or False"),
     ],
 )
-def test_bad_parameters_raise_clear_errors(change, match):
-    kw = GOOD | change
+def test_bad_build_options_raise_clear_errors(options, match):
     with pytest.raises(ValueError, match=match):
-        kernels.build(kw.pop("kernel"), kw.pop("loop_form"), kw.pop("unroll"), **kw)
+        kernels.build(_variant("seed"), **{"interpret": True, **options})
+
+
+def test_a_variant_is_one_frozen_value_with_its_dtype_by_name():
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    v = KernelVariant("seed", "fori", np.int64(4), T=256, D=64, batch=2, dtype=jnp.float16)
+    assert (v.dtype, v.unroll, type(v.unroll)) == ("float16", 4, int)  # a NumPy int, as fori_loop takes
+    assert v == KernelVariant("seed", "fori", 4, T=256, D=64, batch=2, dtype="float16") and hash(v)
+    assert (v.name, v.steps, v.row_block, v.carry) == ("fori u=4", 4, True, "float32")
+    assert v.replace(carry_dtype="input").carry == "float16"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        v.T = 512  # type: ignore[misc]
 
 
 def test_vocabulary_for_the_other_loop_studies():
@@ -172,7 +185,9 @@ def test_vocabulary_for_the_other_loop_studies():
     ]
     assert vocab.parse_variant("hand_unrolled u=4") == ("hand_unrolled", 4)
     assert vocab.variants(vocab.LOOP_FORMS, (1, 4), kernel="attention")[-1] == ("hand_unrolled", 4)
-    fn, args = kernels.build("seed", "fori", 1, T=128, D=16, batch=1, dtype="float16", interpret=False)
+    fn, args = kernels.build(
+        KernelVariant("seed", "fori", T=128, D=16, batch=1, dtype="float16"), interpret=False
+    )
     assert callable(fn.lower) and all(hasattr(a, "shape") for a in args)
 
 
@@ -188,12 +203,11 @@ def test_seed_table_is_the_reporters():
 
 def test_scalar_carry_is_bitwise_the_fori_loop():
     # The same scalar additions in the same order for every carry element, so the same bits.
-    arrays = tuple(inputs.make_inputs("seed", 3, T=512, D=16, batch=2, dtype="float16"))
-    fori = kernels.build_xla("seed", "fori", 1, T=512, D=16, batch=2, dtype="float16")[0](*arrays)
+    variant = KernelVariant("seed", "fori", T=512, D=16, batch=2, dtype="float16")
+    arrays = tuple(inputs.make_inputs(variant, 3))
+    fori = kernels.build_xla(variant)[0](*arrays)
     for unroll in (1, 3):
-        sc = kernels.build_xla("seed", "scalar_carry", unroll, T=512, D=16, batch=2, dtype="float16")[0](
-            *arrays
-        )
+        sc = kernels.build_xla(variant.replace(loop_form="scalar_carry", unroll=unroll))[0](*arrays)
         np.testing.assert_array_equal(np.asarray(sc), np.asarray(fori))
 
 
@@ -201,7 +215,7 @@ def test_seed_is_the_reporters_program():
     # Program i writes block i: steps * sum(X_i) + sum(j); blocks differ (the old port wrote one [128, D] tile).
     x = np.zeros((1, 256, 4), np.float32)
     x[0, :128] = 1.0
-    fn, _ = kernels.build("seed", "fori", 1, T=256, D=4, batch=1, dtype="float32", interpret=True)
+    fn, _ = kernels.build(KernelVariant("seed", "fori", T=256, D=4, batch=1, dtype="float32"), interpret=True)
     out = np.asarray(fn(x))
     steps = 256 // 64
     assert out.shape == (1, 256, 4)
@@ -210,8 +224,9 @@ def test_seed_is_the_reporters_program():
 
 
 def test_reporters_fp16_carry_is_available():
-    fn, _ = kernels.build_xla("seed", "fori", 1, T=256, D=4, batch=1, dtype="float16", carry_dtype="input")
-    arrays = tuple(np.asarray(a) for a in inputs.make_inputs("seed", T=256, D=4, batch=1, dtype="float16"))
+    variant = KernelVariant("seed", "fori", T=256, D=4, batch=1, dtype="float16", carry_dtype="input")
+    fn, _ = kernels.build_xla(variant)
+    arrays = tuple(np.asarray(a) for a in inputs.make_inputs(variant))
     out = fn(*arrays)
     assert out.dtype == np.float16
-    reference.check_close("seed", out, arrays)
+    reference.check_close(variant, out, arrays)

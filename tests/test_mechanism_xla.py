@@ -8,13 +8,15 @@ from __future__ import annotations
 import pytest
 
 from jaxperf_study.jax20909 import mechanism, xla
+from jaxperf_study.jax20909.variant import KernelVariant
 
-SHAPE = dict(T=1024, D=64, batch=2, dtype="float16")  # 16 steps, 8 row blocks of 128 per batch element
+# 16 steps, 8 row blocks of 128 per batch element
+SEED = KernelVariant("seed", "python", T=1024, D=64, batch=2, dtype="float16")
 
 
 @pytest.fixture(scope="module")
 def evidence():
-    return {row["variant"]: row for row in mechanism.evidence(mechanism.VARIANTS, **SHAPE)}
+    return {row["variant"]: row for row in mechanism.evidence(SEED, mechanism.VARIANTS)}
 
 
 def test_fori_loop_rewrites_the_whole_carry_every_step(evidence):

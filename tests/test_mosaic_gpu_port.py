@@ -17,6 +17,14 @@ from jaxperf.compilers.mosaic_gpu import sass as mgpu_sass
 from jaxperf.compilers.mosaic_gpu import toolchain
 from jaxperf.compilers.triton import sass as triton_sass
 from jaxperf_study.jax20909 import inputs, kernels, mosaic_gpu_kernel, reference, sweep
+from jaxperf_study.jax20909.variant import KernelVariant
+
+
+def port(loop_form, unroll=1, **sizes):
+    """The reporter's kernel in ``loop_form`` at the port's default sizes (one batch element)."""
+    return KernelVariant(
+        "seed", loop_form, unroll, **{"T": 256, "D": 64, "batch": 1, "dtype": "float16", **sizes}
+    )
 
 
 @pytest.mark.parametrize(
@@ -24,28 +32,26 @@ from jaxperf_study.jax20909 import inputs, kernels, mosaic_gpu_kernel, reference
     [("python", 1), ("fori", 2), ("pl_loop", 4), ("hoisted", 1), ("scalar_carry", 1), ("hand_unrolled", 3)],
 )
 def test_the_port_computes_the_float64_reference_in_mosaic_gpus_interpreter(form, unroll):
-    shape = dict(T=256, D=64, batch=1, dtype="float16")
-    fn, (spec,) = mosaic_gpu_kernel.build(form, unroll, interpret=True, **shape)
+    variant = port(form, unroll)
+    fn, (spec,) = mosaic_gpu_kernel.build(variant, interpret=True)
     assert spec.shape == (1, 256, 64)
-    x = inputs.make_inputs("seed", 0, **shape)
+    x = inputs.make_inputs(variant, 0)
     out = np.asarray(fn(*x))
     assert out.shape == (1, 256, 64) and out.dtype == np.float32
-    assert reference.check_close("seed", out, tuple(np.asarray(a) for a in x)) <= 1.0
+    assert reference.check_close(variant, out, tuple(np.asarray(a) for a in x)) <= 1.0
     # a program's 128 rows all hold its own block's answer, and the two blocks differ
     assert np.all(out[0, :128] == out[0, 0, 0]) and out[0, 0, 0] != out[0, 128, 0]
 
 
 def test_the_port_lowers_where_the_whole_input_port_is_refused():
-    export_variant(*mosaic_gpu_kernel.build("fori", 1, T=1024, batch=2), "mosaic_gpu")
-    fn, args = kernels.build(
-        "seed", "fori", 1, T=1024, D=64, batch=2, dtype="float16", interpret=False, lowering="mosaic_gpu"
-    )
+    export_variant(*mosaic_gpu_kernel.build(port("fori", T=1024, batch=2)), "mosaic_gpu")
+    fn, args = kernels.build(port("fori", T=1024, batch=2), interpret=False, lowering="mosaic_gpu")
     with pytest.raises(ValueError, match="exceeds available shared memory"):
         export_variant(fn, args, "mosaic_gpu")
 
 
 def test_mosaic_gpus_own_unroll_rule_is_recorded_and_pre_empted_on_request():
-    fn, args = mosaic_gpu_kernel.build("fori", 8, T=256, check_unroll=False)  # 4 steps
+    fn, args = mosaic_gpu_kernel.build(port("fori", 8), check_unroll=False)  # 4 steps
     with pytest.raises(
         NotImplementedError, match="``unroll`` must divide ``length``, got unroll=8 and length=4"
     ):
@@ -54,23 +60,26 @@ def test_mosaic_gpus_own_unroll_rule_is_recorded_and_pre_empted_on_request():
         ValueError,
         match=r"unroll=8 is not allowed: expected a divisor of the trip count T/64=4 .*\[1, 2, 4\]",
     ):
-        mosaic_gpu_kernel.build("fori", 8, T=256)
-    mosaic_gpu_kernel.build("hand_unrolled", 8, T=256)  # the hand-unrolled loop takes any unroll
+        mosaic_gpu_kernel.build(port("fori", 8))
+    mosaic_gpu_kernel.build(port("hand_unrolled", 8))  # the hand-unrolled loop takes any unroll
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "variant, options, match",
     [
-        (dict(T=200), "T=200 is not allowed: expected a multiple of block_rows=64"),
-        (dict(T=192), "a multiple of out_rows=128"),
-        (dict(T=256, dtype="int8"), "dtype"),
-        (dict(T=256, carry_dtype="float64"), "carry_dtype"),
-        (dict(T=256, interpret="yes"), "interpret='yes' is not allowed"),
+        (
+            KernelVariant("streaming", "fori", T=256, D=64, batch=1, dtype="float16"),
+            {},
+            "kernel='streaming' is not allowed: expected one of 'seed', 'data_carry'",
+        ),
+        (port("fori", T=256, block_rows=32), {}, "block_rows=32 is not allowed: expected 64"),
+        (port("fori", T=512, out_rows=256), {}, "out_rows=256 is not allowed: expected 128"),
+        (port("fori"), dict(interpret="yes"), "interpret='yes' is not allowed"),
     ],
 )
-def test_bad_input_is_refused_before_anything_is_traced(kwargs, match):
+def test_a_variant_the_port_cannot_build_is_refused_before_anything_is_traced(variant, options, match):
     with pytest.raises(ValueError, match=match):
-        mosaic_gpu_kernel.build("fori", 1, **kwargs)
+        mosaic_gpu_kernel.build(variant, **options)
 
 
 def test_a_device_without_mosaic_gpu_is_refused_by_name():
@@ -89,7 +98,7 @@ def test_the_loop_sweep_takes_the_port_only_where_it_exists():
     cfg = sweep.SweepConfig(
         mode="pallas_interpret", Ts=(128,), kernels=("seed",), lowering="mosaic_gpu", batch=1
     )
-    assert sweep.build(cfg, "seed", "fori", 1, 128)[1][0].shape == (1, 128, 64)
+    assert sweep.build(cfg, cfg.variant("seed", "fori", 1, 128))[1][0].shape == (1, 128, 64)
     with pytest.raises(ValueError, match="lowering='mosaic_gpu' is not allowed"):
         sweep.SweepConfig(mode="pallas", Ts=(128,), kernels=("attention",), lowering="mosaic_gpu")
     with pytest.raises(ValueError, match="lowering='mosaic_gpu' is not allowed"):

@@ -111,35 +111,72 @@ def test_the_stdlib_build_equals_the_full_environments():
 def test_the_heavy_modules_take_their_names_from_the_vocabulary():
     from jaxperf_study.dispatch import methods, steps
     from jaxperf_study.dispatch import vocab as dvocab
-    from jaxperf_study.jax20909 import inputs, kernels, mosaic_gpu_kernel, mosaic_gpu_rules
-    from jaxperf_study.jax20909 import vocab as jvocab
+    from jaxperf_study.jax20909 import mosaic_gpu_kernel, mosaic_gpu_rules
 
     assert methods.METHODS is dvocab.METHODS and list(methods._BUILDERS) == list(dvocab.METHODS)
     assert (methods.BASELINE, methods.FIX, methods.SLOW) == (dvocab.BASELINE, dvocab.FIX, dvocab.SLOW)
     assert steps.STEPS is dvocab.STEPS and steps.AXIS is dvocab.AXIS
-    assert inputs.DTYPES is jvocab.DTYPES and kernels.CARRY_DTYPES is jvocab.CARRY_DTYPES
-    assert mosaic_gpu_kernel.check_divides is mosaic_gpu_rules.check_divides
+    assert mosaic_gpu_kernel.check is mosaic_gpu_rules.check  # the port checks with the stdlib rules
+
+
+# In a fresh interpreter with the heavy packages blocked: make a kernel variant of the port (its
+# own checks, then the port's), print the error it raises (or "ok") and what was imported.
+_VARIANT_CHILD = """
+import json, sys
+HEAVY = set(json.loads(sys.argv[2]))
+
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY:
+            raise ImportError(f"the variant check imported {name}")
+        return None
+
+sys.meta_path.insert(0, Blocker())
+from jaxperf_study.jax20909 import mosaic_gpu_rules
+from jaxperf_study.jax20909.variant import KernelVariant
+kw = json.loads(sys.argv[1])
+try:
+    mosaic_gpu_rules.check(KernelVariant(kw.pop("kernel"), kw.pop("loop_form"), kw.pop("unroll"), **kw))
+    said = "ok"
+except ValueError as err:
+    said = str(err)
+print(json.dumps({"said": said, "heavy": sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)}))
+"""
 
 
 @pytest.mark.parametrize(
-    ("kw", "named"),
+    ("kw", "said"),
     [
-        ({"loop_form": "while"}, "loop_form"),
-        ({"unroll": 0}, "unroll"),
-        ({"unroll": 3, "loop_form": "fori"}, "unroll"),  # 3 does not divide 4096/64
-        ({"T": 100}, "T"),
-        ({"dtype": "float64"}, "dtype"),
-        ({"carry_dtype": "int8"}, "carry_dtype"),
-        ({"loop_form": "python", "unroll": 2}, "unroll"),
+        ({}, "ok"),
+        ({"loop_form": "while"}, "loop_form='while' is not allowed"),
+        ({"unroll": 0}, "unroll=0 is not allowed"),
+        (
+            {"unroll": 3},
+            "unroll=3 is not allowed: expected a divisor of the trip count T/64=64",
+        ),  # 3 does not divide 64
+        ({"T": 100}, "T=100 is not allowed"),
+        ({"dtype": "float64"}, "dtype='float64' is not allowed"),
+        ({"carry_dtype": "int8"}, "carry_dtype='int8' is not allowed"),
+        ({"loop_form": "python", "unroll": 2}, "unroll=2 is not allowed: expected 1 for loop_form='python'"),
+        ({"kernel": "attention"}, "kernel='attention' is not allowed"),
     ],
 )
-def test_the_stdlib_mosaic_gpu_check_refuses_what_the_port_refuses(kw, named):
-    from jaxperf_study.jax20909 import mosaic_gpu_kernel, mosaic_gpu_rules
-
-    args = {"loop_form": "fori", "unroll": 1, "T": 4096, **kw}
-    form, unroll = args.pop("loop_form"), args.pop("unroll")
-    with pytest.raises(ValueError, match=named) as stdlib:
-        mosaic_gpu_rules.check(form, unroll, **args)
-    with pytest.raises(ValueError, match=named) as port:
-        mosaic_gpu_kernel.check(form, unroll, **args)
-    assert str(stdlib.value) == str(port.value)
+def test_a_kernel_variant_and_the_ports_rules_are_checked_with_the_standard_library_only(kw, said):
+    variant = {
+        "kernel": "seed",
+        "loop_form": "fori",
+        "unroll": 1,
+        "T": 4096,
+        "D": 64,
+        "batch": 1,
+        "dtype": "float16",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", _VARIANT_CHILD, json.dumps({**variant, **kw}), json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["heavy"] == [] and out["said"].startswith(said), out

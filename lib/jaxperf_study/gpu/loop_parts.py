@@ -190,17 +190,20 @@ def harness(study: Any, s: GpuSettings, budget: Budget) -> dict[str, Any]:
     """Part b: the reporter's harness at ``harness_Ts``; writes ``harness``, ``harness_headline``,
     ``seed_table`` and ``harness_not_measured`` records; returns a summary dict."""
     from ..jax20909 import harness as reporter_harness
+    from ..jax20909.variant import KernelVariant
 
     frames: list[pd.DataFrame] = []
     missing: list[pd.DataFrame] = []
-    options: dict[str, Any] = dict(
-        batch=s.batch, D=s.D, dtype=s.dtype, n=s.harness_N, mode=s.mode, repeats=s.harness_repeats
-    )
+    options: dict[str, Any] = dict(n=s.harness_N, mode=s.mode, repeats=s.harness_repeats)
     for _, rows in points(
         study,
         s.harness_Ts,
         lambda T: [dict(mode=s.mode, kernel="seed", T=T, variant=v) for v in s.harness_variants],
-        lambda T: reporter_harness.measure(s.harness_variants, T=T, **options),
+        lambda T: reporter_harness.measure(
+            s.harness_variants,
+            KernelVariant("seed", "python", T=T, D=s.D, batch=s.batch, dtype=s.dtype),
+            **options,
+        ),
         budget,
         missing,
         lambda T: f"harness T={T}",

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from jaxperf.errors import bad_value, check_choice, check_int, check_ints
 
 from ..jax20909 import mosaic_gpu_rules, vocab
+from ..jax20909.variant import KernelVariant
 from ..settings import StudySettings
 
 # Run order: the reporter's own harness first (the seed-format GPU column), then his kernel
@@ -123,7 +124,9 @@ class GpuSettings(StudySettings):
                     "mosaic_gpu_Ts[...]", T, f"a multiple of {vocab.SEED_PROGRAM_ROWS} (a program's block)"
                 )
             for variant in self.mosaic_gpu_variants:
-                mosaic_gpu_rules.check_divides(*vocab.parse_variant(variant), T)
+                form, unroll = vocab.parse_variant(variant)
+                port = KernelVariant("seed", form, unroll, T=T, D=self.D, batch=self.batch, dtype=self.dtype)
+                mosaic_gpu_rules.check(port)
         for name in ("unrolls", "seed_Ts", "attention_Ts", "harness_Ts", "mlp_depths"):
             check_ints(name, getattr(self, name))
         if self.transformer_layers:

@@ -20,6 +20,7 @@ from typing import Any
 from jaxperf.errors import bad_value, check_choice
 
 from . import kernels, mosaic_gpu_kernel, vocab
+from .variant import KernelVariant
 
 BATCH, CHECK_BATCH, D = 512, 1, 64
 
@@ -42,15 +43,12 @@ def make(
         check_choice("compiler", compiler, ("triton", "mosaic_gpu", "mosaic_tpu"))
     batch = CHECK_BATCH if interpret else BATCH
     dtype = "bfloat16" if compiler == "mosaic_tpu" else "float16"
-    if compiler == "mosaic_gpu" and kernel in vocab.ROW_BLOCK_KERNELS and not interpret:
+    variant = KernelVariant(kernel, loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype)
+    if compiler == "mosaic_gpu" and variant.row_block and not interpret:
         # Mosaic GPU's own unroll rule is recorded as its error, not pre-empted (check_unroll=False).
-        return mosaic_gpu_kernel.build(
-            loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype, check_unroll=False, kernel=kernel
-        )
+        return mosaic_gpu_kernel.build(variant, check_unroll=False)
     lowering = "default" if compiler is None or interpret else compiler
-    return kernels.build(
-        kernel, loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype, interpret=interpret, lowering=lowering
-    )
+    return kernels.build(variant, interpret=interpret, lowering=lowering)
 
 
 def _factory(kernel: str) -> Any:

@@ -27,6 +27,7 @@ from jaxperf.errors import check_choice, check_int
 
 from . import inputs, kernels, reference, vocab
 from .settings import LoopSettings
+from .variant import KernelVariant
 
 HARNESS_MODES = {
     "xla": "xla_harness",
@@ -58,26 +59,22 @@ def heavyweight(f: Callable[[Any], Any], n: int, batch: int, T: int, D: int, dty
     return heavy_f
 
 
-def _build(mode: str, loop_form: str, unroll: int, **shape: Any) -> Callable[[Any], Any]:
+def _build(mode: str, variant: KernelVariant) -> Callable[[Any], Any]:
     if mode == "xla":
-        return kernels.build_xla("seed", loop_form, unroll, **shape)[0]
-    return kernels.build("seed", loop_form, unroll, interpret=mode == "pallas_interpret", **shape)[0]
+        return kernels.build_xla(variant)[0]
+    return kernels.build(variant, interpret=mode == "pallas_interpret")[0]
 
 
 def measure(
     variants: Sequence[str],
+    kernel: KernelVariant,
     *,
-    T: int,
-    batch: int,
-    D: int = 64,
-    dtype: str = "float16",
     n: int = vocab.SEED_N,
     mode: str = "xla",
     repeats: int = 3,
-    block_rows: int = kernels.SEED_BLOCK_ROWS,
-    out_rows: int = kernels.SEED_OUT_ROWS,
 ) -> pd.DataFrame:
-    """Time the seed kernel's ``variants`` (names as :func:`vocab.variant_name`) in his harness.
+    """Time the seed ``kernel``'s ``variants`` (names as :func:`vocab.variant_name`) in his harness,
+    on batches of its sizes (each variant's loop form in place of the kernel's own).
 
     As he did: every variant's first call, then every variant's second call;
     then ``repeats`` more calls, interleaved. One row per variant with
@@ -90,22 +87,19 @@ def measure(
     import jax
 
     check_choice("mode", mode, tuple(HARNESS_MODES))
-    for name, value in (("n", n), ("repeats", repeats), ("batch", batch)):
+    check_choice("kernel", kernel.kernel, ("seed",))
+    for name, value in (("n", n), ("repeats", repeats)):
         check_int(name, value, minimum=1)
-    shape = dict(T=T, D=D, dtype=dtype, block_rows=block_rows, out_rows=out_rows)
-    check = tuple(np.asarray(a) for a in inputs.make_inputs("seed", 1, batch=1, T=T, D=D, dtype=dtype))
+    T, batch, D, dtype = kernel.T, kernel.batch, kernel.D, kernel.dtype
+    one = kernel.replace(batch=1)
+    check = tuple(np.asarray(a) for a in inputs.make_inputs(one, 1))
     heavy: dict[str, Callable[[], Any]] = {}
     rows: list[dict[str, Any]] = []
     for name in variants:
         form, unroll = vocab.parse_variant(name)
-        reference.check_close(
-            "seed",
-            _build(mode, form, unroll, batch=1, **shape)(*check),
-            check,
-            block_rows=block_rows,
-            out_rows=out_rows,
-        )
-        heavy[name] = heavyweight(_build(mode, form, unroll, batch=batch, **shape), n, batch, T, D, dtype)
+        reference.check_close(one, _build(mode, one.replace(loop_form=form, unroll=unroll))(*check), check)
+        variant = kernel.replace(loop_form=form, unroll=unroll)
+        heavy[name] = heavyweight(_build(mode, variant), n, batch, T, D, dtype)
         rows.append(
             dict(
                 mode=HARNESS_MODES[mode],
@@ -162,18 +156,23 @@ def run(settings: LoopSettings, backend: str, *, progress: Any = None) -> pd.Dat
     batch = settings.harness_batch if backend == "cpu" else settings.device_batch
     frames = []
     for T in settings.harness_Ts:
+        kernel = KernelVariant(
+            "seed",
+            "python",
+            T=T,
+            batch=batch,
+            D=settings.D,
+            dtype=settings.resolved_dtype(backend),
+            block_rows=settings.block_rows,
+            out_rows=settings.out_rows,
+        )
         frames.append(
             measure(
                 settings.harness_variants,
-                T=T,
-                batch=batch,
-                D=settings.D,
-                dtype=settings.resolved_dtype(backend),
+                kernel,
                 n=settings.harness_N,
                 mode=mode,
                 repeats=settings.harness_repeats,
-                block_rows=settings.block_rows,
-                out_rows=settings.out_rows,
             )
         )
         if progress is not None:

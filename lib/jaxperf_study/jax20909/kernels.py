@@ -14,9 +14,9 @@ Where today's API forced a change from the reporter's code (``seed``):
   by default; ``carry_dtype="input"`` keeps his fp16 carry and output.
   ``X_i.sum()`` accumulates in the carry's dtype.
 
-:func:`build` returns the jitted ``pallas_call`` (vmapped over the batch, as
-the reporter did for ``seed``); :func:`build_xla` the same math in plain
-``jax.jit``. :mod:`jaxperf_study.jax20909.reference` holds the float64 answers.
+:func:`build` returns the jitted ``pallas_call`` of a :class:`~.variant.KernelVariant`
+(vmapped over the batch, as the reporter did for ``seed``); :func:`build_xla` the same math in
+plain ``jax.jit``. :mod:`jaxperf_study.jax20909.reference` holds the float64 answers.
 """
 
 from __future__ import annotations
@@ -29,64 +29,34 @@ import numpy as np
 
 from jaxperf import private_api
 from jaxperf.errors import bad_value, check_choice
-from jaxperf.fixes._kernel_loop import check_unroll, run_loop
+from jaxperf.fixes._kernel_loop import run_loop
 
-from .inputs import check_dtype, example_args
-from .vocab import CARRY_DTYPES as CARRY_DTYPES
-from .vocab import (
-    KERNELS,
-    LOOP_FORMS,
-    ROW_BLOCK_KERNELS,
-    SEED_BLOCK_ROWS,
-    SEED_OUT_ROWS,
-    check_carry_dtype,
-    check_variant,
-)
+from .inputs import example_args
+from .variant import KernelVariant
+from .vocab import ROW_BLOCK_KERNELS
 
 # How the pallas_call is compiled: "default" lets Pallas pick for the platform
 # (Triton on GPU, Mosaic on TPU); the others force a compiler's parameters.
 LOWERINGS = ("default", "triton", "mosaic_gpu", "mosaic_tpu")
 
 
-def carry_dtype_of(kernel: str, dtype: Any, carry_dtype: str) -> np.dtype:
+def carry_dtype_of(variant: KernelVariant) -> np.dtype:
     """The carry's (and output's) dtype: float32, or the input's for ``carry_dtype="input"``."""
-    check_carry_dtype(kernel, carry_dtype)
-    return check_dtype(dtype) if carry_dtype == "input" else np.dtype("float32")
+    import jax.numpy as jnp
 
-
-def check_params(
-    kernel: str,
-    loop_form: str,
-    unroll: int,
-    *,
-    T: int,
-    D: int,
-    batch: int,
-    dtype: Any,
-    block_rows: int = SEED_BLOCK_ROWS,
-    out_rows: int = SEED_OUT_ROWS,
-) -> np.dtype:
-    """Validate a variant (:func:`jaxperf_study.jax20909.vocab.check_variant`); the input's NumPy dtype."""
-    check_choice("kernel", kernel, KERNELS)
-    check_choice("loop_form", loop_form, LOOP_FORMS)
-    unroll = check_unroll(unroll)
-    check_variant(kernel, loop_form, unroll, T=T, D=D, batch=batch, block_rows=block_rows, out_rows=out_rows)
-    return check_dtype(dtype)
-
-
-def trip_count(T: int, block_rows: int = SEED_BLOCK_ROWS) -> int:
-    """Loop steps of every kernel: ``T // block_rows``."""
-    return T // block_rows
+    return jnp.dtype(variant.dtype) if variant.carry_dtype == "input" else np.dtype("float32")
 
 
 # --- the loop bodies, written once for Pallas refs and plain arrays -----------------
 
 
-def seed_block(x_i: Any, *, steps: int, loop_form: str, unroll: int, acc: Any) -> Any:
-    """The reporter's loop on one program's block ``x_i [out_rows, D]``: ``steps`` times
+def seed_block(x_i: Any, variant: KernelVariant, acc: Any) -> Any:
+    """The reporter's loop on one program's block ``x_i [out_rows, D]``: ``variant.steps`` times
     ``carry += x_i.sum() + j``. ``hoisted`` takes the sum once, before the loop;
     ``scalar_carry`` also carries one scalar and broadcasts it after the loop."""
     import jax.numpy as jnp
+
+    loop_form, unroll, steps = variant.loop_form, variant.unroll, variant.steps
 
     init = jnp.zeros(x_i.shape, acc)
     if loop_form == "scalar_carry":
@@ -99,14 +69,15 @@ def seed_block(x_i: Any, *, steps: int, loop_form: str, unroll: int, acc: Any) -
     return run_loop(loop_form, 0, steps, lambda j, carry: carry + (x_i.sum(dtype=acc) + j), init, unroll)
 
 
-def data_carry_block(x_i: Any, *, steps: int, loop_form: str, unroll: int, acc: Any) -> Any:
-    """The reporter's loop with a carry that depends on the loaded data: ``steps`` times
+def data_carry_block(x_i: Any, variant: KernelVariant, acc: Any) -> Any:
+    """The reporter's loop with a carry that depends on the loaded data: ``variant.steps`` times
     ``carry += x_i + j`` elementwise, so each element of the carry holds its own value (nothing
     to fold into a scalar)."""
     import jax.numpy as jnp
 
     x = x_i.astype(acc)
-    return run_loop(loop_form, 0, steps, lambda j, carry: carry + (x + j), jnp.zeros(x_i.shape, acc), unroll)
+    body = lambda j, carry: carry + (x + j)  # noqa: E731
+    return run_loop(variant.loop_form, 0, variant.steps, body, jnp.zeros(x_i.shape, acc), variant.unroll)
 
 
 def row_block(kernel: str) -> Callable[..., Any]:
@@ -115,32 +86,26 @@ def row_block(kernel: str) -> Callable[..., Any]:
     return seed_block if kernel == "seed" else data_carry_block
 
 
-def streaming(
-    load: Callable,
-    x: Any,
-    *,
-    steps: int,
-    block_rows: int,
-    out_rows: int,
-    loop_form: str,
-    unroll: int,
-    acc: Any,
-) -> Any:
+def streaming(load: Callable, x: Any, variant: KernelVariant, acc: Any) -> Any:
     """Step ``j`` reads block ``j`` of ``x [T, D]`` and adds its sum (+ ``j``) to an ``[out_rows, D]`` carry."""
     import jax.numpy as jnp
+
+    block_rows = variant.block_rows
 
     def body(j, carry):
         return carry + (load(x, j * block_rows, block_rows).sum(dtype=acc) + j)
 
-    return run_loop(loop_form, 0, steps, body, jnp.zeros((out_rows, x.shape[-1]), acc), unroll)
+    init = jnp.zeros((variant.out_rows, x.shape[-1]), acc)
+    return run_loop(variant.loop_form, 0, variant.steps, body, init, variant.unroll)
 
 
-def attention(
-    load: Callable, q: Any, k: Any, v: Any, *, steps: int, block_rows: int, loop_form: str, unroll: int
-) -> Any:
-    """Online-softmax attention of ``q [out_rows, D]`` over ``steps`` key/value blocks of ``block_rows``."""
+def attention(load: Callable, q: Any, k: Any, v: Any, variant: KernelVariant) -> Any:
+    """Online-softmax attention of ``q [out_rows, D]`` over ``variant.steps`` key/value blocks of
+    ``variant.block_rows``."""
     import jax.numpy as jnp
     from jax import lax
+
+    block_rows = variant.block_rows
 
     precision = "highest" if q.dtype == jnp.float32 else None
     q = q * jnp.asarray(1.0 / math.sqrt(q.shape[-1]), q.dtype)
@@ -166,7 +131,7 @@ def attention(
         jnp.zeros((rows, 1), jnp.float32),
         jnp.zeros((rows, D), jnp.float32),
     )
-    _, l, acc = run_loop(loop_form, 0, steps, body, init, unroll)
+    _, l, acc = run_loop(variant.loop_form, 0, variant.steps, body, init, variant.unroll)
     return acc / l
 
 
@@ -198,52 +163,10 @@ def _compiler_params(lowering: str) -> Any:
     return None
 
 
-def _prepare(
-    kernel: str,
-    loop_form: str,
-    unroll: int,
-    T: int,
-    D: int,
-    batch: int,
-    dtype: Any,
-    block_rows: int,
-    out_rows: int,
-    carry_dtype: str,
-) -> tuple[np.dtype, tuple[Any, ...], int, dict[str, Any]]:
-    """Checks shared by :func:`build` and :func:`build_xla` (whose keyword signatures repeat on
-    purpose: each is a public entry point); returns (carry dtype, input structs, steps, loop form)."""
-    check_params(
-        kernel,
-        loop_form,
-        unroll,
-        T=T,
-        D=D,
-        batch=batch,
-        dtype=dtype,
-        block_rows=block_rows,
-        out_rows=out_rows,
-    )
-    acc = carry_dtype_of(kernel, dtype, carry_dtype)
-    args = example_args(kernel, T=T, D=D, batch=batch, dtype=dtype, out_rows=out_rows)
-    return acc, args, trip_count(T, block_rows), dict(loop_form=loop_form, unroll=unroll)
-
-
 def build(
-    kernel: str,
-    loop_form: str,
-    unroll: int,
-    *,
-    T: int,
-    D: int,
-    batch: int,
-    dtype: Any,
-    block_rows: int = SEED_BLOCK_ROWS,
-    interpret: bool,
-    out_rows: int = SEED_OUT_ROWS,
-    lowering: str = "default",
-    carry_dtype: str = "float32",
+    variant: KernelVariant, *, interpret: bool, lowering: str = "default"
 ) -> tuple[Any, tuple[Any, ...]]:
-    """A jitted function wrapping the ``pallas_call``, and ShapeDtypeStructs of its inputs.
+    """A jitted function wrapping the variant's ``pallas_call``, and ShapeDtypeStructs of its inputs.
 
     ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
     with a grid of ``T // out_rows`` programs and no BlockSpecs (each program
@@ -252,91 +175,71 @@ def build(
     batch element (BlockSpecs pick its rows); output ``[batch, out_rows, D]``.
     ``interpret=True`` runs Pallas' interpreter (any machine, interpreter
     timings); ``lowering`` forces a compiler (see :data:`LOWERINGS`). Raises
-    ValueError for an unknown kernel, loop form, dtype, carry dtype or
-    lowering, ``unroll < 1``, or ``T`` not a multiple of the block sizes.
+    ValueError for an unknown lowering or an ``interpret`` that is not a bool (the variant
+    checked its own values when it was made).
     """
     import jax
     from jax.experimental import pallas as pl
 
-    acc, args, steps, form = _prepare(
-        kernel, loop_form, unroll, T, D, batch, dtype, block_rows, out_rows, carry_dtype
-    )
+    v = variant
+    acc, args = carry_dtype_of(v), example_args(v)
     check_choice("lowering", lowering, LOWERINGS)
     if not isinstance(interpret, bool):
         raise bad_value("interpret", interpret, "True or False")
     options = dict(compiler_params=_compiler_params(lowering))
     use_mosaic_gpu = lowering == "mosaic_gpu" and not interpret
     if not use_mosaic_gpu:
-        options.update(interpret=interpret, name=f"{kernel}_{loop_form}_u{unroll}")
+        options.update(interpret=interpret, name=f"{v.kernel}_{v.loop_form}_u{v.unroll}")
     pallas_call = private_api.mosaic_gpu_pallas_call() if use_mosaic_gpu else pl.pallas_call
 
-    if kernel in ROW_BLOCK_KERNELS:
-        block = row_block(kernel)
+    if v.row_block:
+        block = row_block(v.kernel)
 
         def seed_kernel(x_ref, y_ref):
-            rows = pl.ds(pl.program_id(0) * out_rows, out_rows)
-            y_ref[rows, :] = block(x_ref[rows, :], steps=steps, acc=acc, **form)
+            rows = pl.ds(pl.program_id(0) * v.out_rows, v.out_rows)
+            y_ref[rows, :] = block(x_ref[rows, :], v, acc)
 
         call = pallas_call(
-            seed_kernel, grid=(T // out_rows,), out_shape=jax.ShapeDtypeStruct((T, D), acc), **options
+            seed_kernel, grid=(v.T // v.out_rows,), out_shape=jax.ShapeDtypeStruct((v.T, v.D), acc), **options
         )
         return jax.jit(jax.vmap(call)), args
 
     def per_batch_kernel(*refs):
         *in_refs, o_ref = refs
-        if kernel == "attention":
+        if v.kernel == "attention":
             q_ref, k_ref, v_ref = in_refs
-            o_ref[...] = attention(
-                _load_ref, q_ref[...], k_ref, v_ref, steps=steps, block_rows=block_rows, **form
-            )
+            o_ref[...] = attention(_load_ref, q_ref[...], k_ref, v_ref, v)
         else:
-            o_ref[...] = streaming(
-                _load_ref, in_refs[0], steps=steps, block_rows=block_rows, out_rows=out_rows, acc=acc, **form
-            )
+            o_ref[...] = streaming(_load_ref, in_refs[0], v, acc)
 
     in_specs = [pl.BlockSpec((None, *a.shape[1:]), lambda b: (b, 0, 0)) for a in args]
     call = pallas_call(
         per_batch_kernel,
-        grid=(batch,),
-        out_shape=jax.ShapeDtypeStruct((batch, out_rows, D), acc),
+        grid=(v.batch,),
+        out_shape=jax.ShapeDtypeStruct((v.batch, v.out_rows, v.D), acc),
         in_specs=in_specs,
-        out_specs=pl.BlockSpec((None, out_rows, D), lambda b: (b, 0, 0)),
+        out_specs=pl.BlockSpec((None, v.out_rows, v.D), lambda b: (b, 0, 0)),
         **options,
     )
     return jax.jit(call), args
 
 
-def build_xla(
-    kernel: str,
-    loop_form: str,
-    unroll: int,
-    *,
-    T: int,
-    D: int,
-    batch: int,
-    dtype: Any,
-    block_rows: int = SEED_BLOCK_ROWS,
-    out_rows: int = SEED_OUT_ROWS,
-    carry_dtype: str = "float32",
-) -> tuple[Any, tuple[Any, ...]]:
+def build_xla(variant: KernelVariant) -> tuple[Any, tuple[Any, ...]]:
     """The same kernel math and loop form in plain ``jax.jit``, vmapped over the batch
     (and, for ``seed``/``data_carry``, over the ``T // out_rows`` row blocks: the grid)."""
     import jax
 
-    acc, args, steps, form = _prepare(
-        kernel, loop_form, unroll, T, D, batch, dtype, block_rows, out_rows, carry_dtype
-    )
+    v = variant
+    acc, args = carry_dtype_of(v), example_args(v)
 
     def one(*inputs):
-        if kernel == "attention":
-            return attention(_load_array, *inputs, steps=steps, block_rows=block_rows, **form)
+        if v.kernel == "attention":
+            return attention(_load_array, *inputs, v)
         (x,) = inputs
-        if kernel == "streaming":
-            return streaming(
-                _load_array, x, steps=steps, block_rows=block_rows, out_rows=out_rows, acc=acc, **form
-            )
-        blocks = x.reshape(T // out_rows, out_rows, D)
-        block = row_block(kernel)
-        return jax.vmap(lambda x_i: block(x_i, steps=steps, acc=acc, **form))(blocks).reshape(T, D)
+        if v.kernel == "streaming":
+            return streaming(_load_array, x, v, acc)
+        blocks = x.reshape(v.T // v.out_rows, v.out_rows, v.D)
+        block = row_block(v.kernel)
+        return jax.vmap(lambda x_i: block(x_i, v, acc))(blocks).reshape(v.T, v.D)
 
     return jax.jit(jax.vmap(one)), args

@@ -14,7 +14,8 @@ import ast
 from collections.abc import Iterable
 from typing import Any
 
-from . import kernels, vocab
+from . import kernels
+from .variant import KernelVariant
 from .xla import compiled_text, read_program
 
 # The variants whose programs are read: the issue's two, an unroll of each kind, and the hand hoist.
@@ -28,29 +29,28 @@ VARIANTS = (
 )
 
 
-def optimized_hlo(loop_form: str, unroll: int, *, kernel: str = "seed", **shape: Any) -> str:
+def optimized_hlo(variant: KernelVariant) -> str:
     """``jax.jit(f).lower(...).compile().as_text()`` of a plain-jit kernel variant on this backend."""
-    fn, args = kernels.build_xla(kernel, loop_form, unroll, **shape)
+    fn, args = kernels.build_xla(variant)
     return compiled_text(fn, args)
 
 
-def evidence(
-    variants: Iterable[tuple[str, int]] = VARIANTS, *, kernel: str = "seed", T: int, **shape: Any
-) -> list[dict[str, Any]]:
-    """:func:`read_program` of each (loop form, unroll), one row each (loops flattened to the first),
-    compiled for this process' default backend (named in the ``compiler`` column)."""
+def evidence(kernel: KernelVariant, variants: Iterable[tuple[str, int]] = VARIANTS) -> list[dict[str, Any]]:
+    """:func:`read_program` of ``kernel`` in each (loop form, unroll), one row each (loops flattened
+    to the first), compiled for this process' default backend (named in the ``compiler`` column)."""
     import jax
 
     rows = []
     for form, unroll in variants:
-        counts = read_program(optimized_hlo(form, unroll, kernel=kernel, T=T, **shape))
+        variant = kernel.replace(loop_form=form, unroll=unroll)
+        counts = read_program(optimized_hlo(variant))
         first = counts["loops"][0] if counts["loops"] else {}
         rows.append(
             dict(
                 compiler=f"XLA:{jax.default_backend().upper()}",
-                kernel=kernel,
-                T=T,
-                variant=vocab.variant_name(form, unroll),
+                kernel=variant.kernel,
+                T=variant.T,
+                variant=variant.name,
                 **{k: v for k, v in counts.items() if k != "loops"},
             )
             | {f"loop_{k}": v for k, v in first.items()}

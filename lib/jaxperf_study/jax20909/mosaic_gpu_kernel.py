@@ -17,80 +17,31 @@ element; the batch is vmapped, as the reporter vmapped his ``pallas_call``. Only
 proves the arithmetic, never the speed.
 
 Mosaic GPU unrolls ``fori_loop(unroll=k)`` only when ``k`` divides the trip count; that
-and the other bad inputs raise ValueError here, before anything is traced.
+and the other variants the port cannot build raise ValueError here, before anything is traced
+(:func:`jaxperf_study.jax20909.mosaic_gpu_rules.check`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from jaxperf.errors import bad_value, check_choice
+from jaxperf.errors import bad_value
 
 from .inputs import example_args
-from .kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS, carry_dtype_of, check_params, row_block
-from .mosaic_gpu_rules import FORI_UNROLLED, check_divides, divisors
-from .vocab import ROW_BLOCK_KERNELS, check_carry_dtype, variant_name
-
-__all__ = ["FORI_UNROLLED", "build", "check", "check_divides", "divisors"]
-
-
-def check(
-    loop_form: str,
-    unroll: int,
-    *,
-    T: int,
-    D: int = 64,
-    batch: int = 1,
-    dtype: Any = "float16",
-    carry_dtype: str = "float32",
-    check_unroll: bool = True,
-    kernel: str = "seed",
-) -> np.dtype:
-    """Validate a variant of the port; the carry's dtype. ValueError names the parameter, the
-    value and what is allowed: an unknown form or dtype, ``T`` not a multiple of 128 (the
-    block a program copies), or (``check_unroll``) a ``fori``/``pl_loop`` unroll that does not
-    divide the trip count ``T / 64``; ``kernel`` is ``"seed"`` or ``"data_carry"``.
-    (:func:`jaxperf_study.jax20909.mosaic_gpu_rules.check` is the same check with the standard
-    library only, for dtypes given by name.)"""
-    check_choice("kernel", kernel, ROW_BLOCK_KERNELS)
-    check_carry_dtype(kernel, carry_dtype)
-    check_params(
-        kernel,
-        loop_form,
-        unroll,
-        T=T,
-        D=D,
-        batch=batch,
-        dtype=dtype,
-        block_rows=SEED_BLOCK_ROWS,
-        out_rows=SEED_OUT_ROWS,
-    )
-    if check_unroll:
-        check_divides(loop_form, unroll, T)
-    return carry_dtype_of(kernel, dtype, carry_dtype)
+from .kernels import carry_dtype_of, row_block
+from .mosaic_gpu_rules import check
+from .variant import KernelVariant
 
 
 def build(
-    loop_form: str,
-    unroll: int,
-    *,
-    T: int,
-    D: int = 64,
-    batch: int = 1,
-    dtype: Any = "float16",
-    interpret: bool = False,
-    carry_dtype: str = "float32",
-    check_unroll: bool = True,
-    name: str | None = None,
-    kernel: str = "seed",
+    variant: KernelVariant, *, interpret: bool = False, check_unroll: bool = True, name: str | None = None
 ) -> tuple[Any, tuple[Any, ...]]:
     """The jitted port (``[batch, T, D]`` -> ``[batch, T, D]``) and ShapeDtypeStructs of its input.
 
-    See the module docstring; :func:`check` lists what raises. ``check_unroll=False`` leaves
-    the unroll rule to Mosaic GPU itself (the lowering matrix records its own error).
-    ``name`` names the kernel (a compile under a new name is a new kernel to every cache).
+    See the module docstring; :func:`~.mosaic_gpu_rules.check` lists what raises.
+    ``check_unroll=False`` leaves the unroll rule to Mosaic GPU itself (the lowering matrix
+    records its own error). ``name`` names the kernel (a compile under a new name is a new
+    kernel to every cache).
     """
     import jax
     from jax import lax
@@ -99,38 +50,29 @@ def build(
 
     if not isinstance(interpret, bool):
         raise bad_value("interpret", interpret, "True or False")
-    acc = check(
-        loop_form,
-        unroll,
-        T=T,
-        D=D,
-        batch=batch,
-        dtype=dtype,
-        carry_dtype=carry_dtype,
-        check_unroll=check_unroll,
-        kernel=kernel,
-    )
-    loop_body = row_block(kernel)
-    rows, steps = SEED_OUT_ROWS, T // SEED_BLOCK_ROWS
-    (spec,) = example_args(kernel, T=T, D=D, batch=batch, dtype=dtype, out_rows=rows)
+    v = check(variant, check_unroll=check_unroll)
+    acc = carry_dtype_of(v)
+    loop_body = row_block(v.kernel)
+    rows = v.out_rows
+    (spec,) = example_args(v)
     options: dict[str, Any] = {"interpret": plgpu.InterpretGPUParams()} if interpret else {}
 
     def program(x_gmem, y_gmem, x_smem, y_smem, loaded):
         block = pl.ds(lax.axis_index("i") * rows, rows)
         plgpu.copy_gmem_to_smem(x_gmem.at[block], x_smem, loaded)
         plgpu.barrier_wait(loaded)
-        y_smem[...] = loop_body(x_smem[...], steps=steps, loop_form=loop_form, unroll=unroll, acc=acc)
+        y_smem[...] = loop_body(x_smem[...], v, acc)
         plgpu.commit_smem()
         plgpu.copy_smem_to_gmem(y_smem, y_gmem.at[block])
         plgpu.wait_smem_to_gmem(0)
 
     call = plgpu.kernel(
         program,
-        out_type=jax.ShapeDtypeStruct((T, D), acc),
-        grid=(T // rows,),
+        out_type=jax.ShapeDtypeStruct((v.T, v.D), acc),
+        grid=(v.T // rows,),
         grid_names=("i",),
-        scratch_types=[plgpu.SMEM((rows, D), spec.dtype), plgpu.SMEM((rows, D), acc), plgpu.Barrier()],
-        kernel_name=name or f"{kernel}_{variant_name(loop_form, unroll).replace(' u=', '_u')}",
+        scratch_types=[plgpu.SMEM((rows, v.D), spec.dtype), plgpu.SMEM((rows, v.D), acc), plgpu.Barrier()],
+        kernel_name=name or f"{v.kernel}_{v.name.replace(' u=', '_u')}",
         **options,
     )
     return jax.jit(jax.vmap(call)), (spec,)

@@ -1,14 +1,14 @@
-"""What the Mosaic GPU port of the reporter's kernel accepts, checked with the standard library
-only (the options check runs it before any environment exists); the port,
-:mod:`jaxperf_study.jax20909.mosaic_gpu_kernel`, checks with these and builds the kernel."""
+"""What the Mosaic GPU port of the reporter's kernel accepts beyond any
+:class:`~.variant.KernelVariant`, checked with the standard library only (the options check runs
+it before any environment exists); the port, :mod:`jaxperf_study.jax20909.mosaic_gpu_kernel`,
+checks with it and builds the kernel."""
 
 from __future__ import annotations
 
-from typing import Any
+from jaxperf.errors import bad_value, check_choice
 
-from jaxperf.errors import bad_value
-
-from .vocab import SEED_BLOCK_ROWS, SEED_OUT_ROWS, check_carry_dtype, check_dtype_name, check_variant
+from .variant import KernelVariant
+from .vocab import ROW_BLOCK_KERNELS, SEED_BLOCK_ROWS, SEED_OUT_ROWS
 
 #: Forms whose ``unroll`` Mosaic GPU's ``fori_loop`` lowering applies (and so must divide the steps).
 FORI_UNROLLED = ("fori", "pl_loop")
@@ -19,37 +19,23 @@ def divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def check_divides(loop_form: str, unroll: int, T: int) -> None:
-    """Mosaic GPU's unroll rule, before any compile: for ``fori``/``pl_loop`` the unroll must
-    divide the trip count ``T / 64`` (ValueError naming the divisors allowed). Imports no JAX."""
-    steps = T // SEED_BLOCK_ROWS
-    if loop_form in FORI_UNROLLED and steps % unroll:
+def check(variant: KernelVariant, *, check_unroll: bool = True) -> KernelVariant:
+    """``variant`` if the port builds it: a row-block kernel (``seed``, ``data_carry``) at the
+    reporter's block sizes (64-row steps, 128-row programs: the block a program copies), and
+    (``check_unroll``) for ``fori``/``pl_loop`` an unroll that divides the trip count ``T / 64``,
+    Mosaic GPU's own rule (ValueError naming the divisors allowed). Imports no JAX."""
+    check_choice("kernel", variant.kernel, ROW_BLOCK_KERNELS)
+    for name, seed in (("block_rows", SEED_BLOCK_ROWS), ("out_rows", SEED_OUT_ROWS)):
+        if getattr(variant, name) != seed:
+            raise bad_value(
+                name, getattr(variant, name), f"{seed} (the reporter's, which the port is written for)"
+            )
+    steps = variant.steps
+    if check_unroll and variant.loop_form in FORI_UNROLLED and steps % variant.unroll:
         raise bad_value(
             "unroll",
-            unroll,
-            f"a divisor of the trip count T/{SEED_BLOCK_ROWS}={steps} for loop_form={loop_form!r} on "
+            variant.unroll,
+            f"a divisor of the trip count T/{SEED_BLOCK_ROWS}={steps} for loop_form={variant.loop_form!r} on "
             f"Mosaic GPU (one of {divisors(steps)}), or a hand-unrolled form (any unroll)",
         )
-
-
-def check(
-    loop_form: str,
-    unroll: int,
-    *,
-    T: int,
-    D: int = 64,
-    batch: int = 1,
-    dtype: Any = "float16",
-    carry_dtype: str = "float32",
-    check_unroll: bool = True,
-) -> None:
-    """Validate a variant of the port. ValueError names the parameter, the value and what is
-    allowed: an unknown form or dtype, ``T`` not a multiple of 128 (the block a program copies),
-    or (``check_unroll``) a ``fori``/``pl_loop`` unroll that does not divide the trip count ``T / 64``."""
-    check_carry_dtype("seed", carry_dtype)
-    check_variant(
-        "seed", loop_form, unroll, T=T, D=D, batch=batch, block_rows=SEED_BLOCK_ROWS, out_rows=SEED_OUT_ROWS
-    )
-    check_dtype_name(dtype)
-    if check_unroll:
-        check_divides(loop_form, unroll, T)
+    return variant

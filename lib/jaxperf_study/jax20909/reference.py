@@ -7,10 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxperf.errors import check_choice
-
-from .kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS, trip_count
-from .vocab import KERNELS
+from .variant import KernelVariant
 
 
 def _block_sums(x: np.ndarray, out_rows: int) -> np.ndarray:
@@ -25,17 +22,16 @@ def _broadcast(per_block: np.ndarray, kernel: str, shape: tuple[int, int, int], 
     return np.broadcast_to(per_block[:, None, None], shape).copy()
 
 
-def reference(
-    kernel: str, inputs: tuple[Any, ...], *, block_rows: int = SEED_BLOCK_ROWS, out_rows: int = SEED_OUT_ROWS
-) -> np.ndarray:
-    """The kernel's answer in float64 NumPy, from the (dtype-rounded) inputs.
+def reference(variant: KernelVariant, inputs: tuple[Any, ...]) -> np.ndarray:
+    """The variant's kernel's answer in float64 NumPy, from the (dtype-rounded) inputs (their
+    own shapes: a few batch elements of the variant's do).
 
     seed: block i of the output is ``steps * sum(X_i) + steps (steps - 1) / 2``; data_carry:
     every element is ``steps * x + steps (steps - 1) / 2`` (its own input element);
     streaming: every element is ``sum(X) + steps (steps - 1) / 2``; attention:
     softmax(q k^T / sqrt(D)) v.
     """
-    check_choice("kernel", kernel, KERNELS)
+    kernel, out_rows = variant.kernel, variant.out_rows
     if kernel == "attention":
         q, k, v = (np.asarray(a, np.float64) for a in inputs)
         s = np.einsum("bqd,bkd->bqk", q, k) / math.sqrt(q.shape[-1])
@@ -43,7 +39,7 @@ def reference(
         return np.einsum("bqk,bkd->bqd", p / p.sum(axis=-1, keepdims=True), v)
     x = np.asarray(inputs[0], np.float64)
     batch, T, D = x.shape
-    steps = trip_count(T, block_rows)
+    steps = T // variant.block_rows
     offsets = steps * (steps - 1) / 2.0
     if kernel == "data_carry":
         return steps * x + offsets
@@ -53,12 +49,7 @@ def reference(
 
 
 def tolerance(
-    kernel: str,
-    inputs: tuple[Any, ...],
-    *,
-    block_rows: int = SEED_BLOCK_ROWS,
-    out_rows: int = SEED_OUT_ROWS,
-    carry_dtype: Any = np.float32,
+    variant: KernelVariant, inputs: tuple[Any, ...], *, carry_dtype: Any = np.float32
 ) -> np.ndarray:
     """Elementwise absolute tolerance that allows for any summation order.
 
@@ -71,7 +62,7 @@ def tolerance(
     before ``p @ v`` (as in flash attention), so the bound is relative to that
     dtype: ``16 * eps(dtype) * max|v|`` plus a float32 part.
     """
-    check_choice("kernel", kernel, KERNELS)
+    kernel, block_rows, out_rows = variant.kernel, variant.block_rows, variant.out_rows
     eps32 = float(np.finfo(np.float32).eps)
     if kernel == "attention":
         q, k, v = inputs
@@ -79,11 +70,11 @@ def tolerance(
             2.0**-8 if str(v.dtype) == "bfloat16" else float(np.finfo(v.dtype).eps)
         )  # np.finfo lacks bfloat16
         vmax = np.abs(np.asarray(v, np.float64)).max(axis=(1, 2))[:, None, None]
-        bound = (16 * eps + (trip_count(k.shape[1], block_rows) + 64) * eps32) * vmax
+        bound = (16 * eps + (k.shape[1] // block_rows + 64) * eps32) * vmax
         return np.broadcast_to(bound, (q.shape[0], out_rows, q.shape[2])).copy()
     x = np.abs(np.asarray(inputs[0], np.float64))
     batch, T, D = x.shape
-    steps = trip_count(T, block_rows)
+    steps = T // block_rows
     eps = 2.0**-8 if str(np.dtype(carry_dtype)) == "bfloat16" else float(np.finfo(carry_dtype).eps)
     if kernel == "data_carry":  # steps additions of x + j per element, nothing else
         return (steps + 4) * eps * (steps * x + steps * (steps - 1) / 2.0) + 1e-6
@@ -95,24 +86,18 @@ def tolerance(
     return _broadcast(factor * (scale + steps * (steps - 1) / 2.0) + 1e-6, kernel, shape, out_rows)
 
 
-def check_close(
-    kernel: str,
-    out: Any,
-    inputs: tuple[Any, ...],
-    *,
-    block_rows: int = SEED_BLOCK_ROWS,
-    out_rows: int = SEED_OUT_ROWS,
-) -> float:
+def check_close(variant: KernelVariant, out: Any, inputs: tuple[Any, ...]) -> float:
     """Raise AssertionError unless ``out`` matches the float64 reference; return the worst error/tolerance.
 
     The tolerance follows ``out``'s dtype (the carry's). Pass a few batch
     elements of ``out`` and ``inputs`` (the attention reference holds a float64
     ``[batch, out_rows, T]`` score array).
     """
+    kernel = variant.kernel
     inputs = tuple(np.asarray(a) for a in inputs)
-    want = reference(kernel, inputs, block_rows=block_rows, out_rows=out_rows)
+    want = reference(variant, inputs)
     carry = np.asarray(out).dtype
-    tol = tolerance(kernel, inputs, block_rows=block_rows, out_rows=out_rows, carry_dtype=carry)
+    tol = tolerance(variant, inputs, carry_dtype=carry)
     got = np.asarray(out, np.float64)
     if got.shape != want.shape:
         raise AssertionError(f"{kernel}: output shape {got.shape}, expected {want.shape}")

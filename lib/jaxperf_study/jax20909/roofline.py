@@ -19,6 +19,7 @@ import pandas as pd
 from jaxperf.errors import check_int
 
 from .inputs import input_shapes, output_shape
+from .variant import KernelVariant
 
 
 def _median_gbs(fn: Any, x: Any, repeats: int, feed_back: bool) -> float:
@@ -58,13 +59,12 @@ def measure_bandwidth(megabytes: int = 256, repeats: int = 7) -> dict[str, float
     return dict(gb_per_s=donated, gb_per_s_fresh_output=fresh, megabytes=float(megabytes))
 
 
-def kernel_bytes(
-    kernel: str, *, T: int, D: int, batch: int, dtype: Any, out_rows: int = 128, out_dtype: Any = "float32"
-) -> int:
-    """Bytes one kernel call must move at least: every input read once, the output written once."""
-    inputs = sum(int(np.prod(s)) for s in input_shapes(kernel, T=T, D=D, batch=batch, out_rows=out_rows))
-    out = int(np.prod(output_shape(kernel, T=T, D=D, batch=batch, out_rows=out_rows)))
-    return inputs * np.dtype(dtype).itemsize + out * np.dtype(out_dtype).itemsize
+def kernel_bytes(variant: KernelVariant, out_dtype: Any = "float32") -> int:
+    """Bytes one call of the variant's kernel must move at least: every input read once, the
+    output written once."""
+    inputs = sum(int(np.prod(s)) for s in input_shapes(variant))
+    out = int(np.prod(output_shape(variant)))
+    return inputs * np.dtype(variant.dtype).itemsize + out * np.dtype(out_dtype).itemsize
 
 
 def harness_bytes(*, T: int, D: int, batch: int, dtype: Any, out_dtype: Any = "float32") -> int:
@@ -84,8 +84,9 @@ def attach(
         shape = dict(T=int(row.T), D=D, batch=batch, dtype=dtype)
         if str(row.mode).endswith("_harness"):
             moved = harness_bytes(**shape)
-        else:
-            moved = kernel_bytes(row.kernel, out_rows=out_rows, **shape)
+        else:  # what a call moves depends on its kernel and sizes, not on its loop (1-row steps: any T)
+            call = KernelVariant(row.kernel, "fori", block_rows=1, out_rows=out_rows, **shape)
+            moved = kernel_bytes(call)
         rows.append(moved)
     out = head.assign(bytes=rows)
     out["roofline_ms"] = out["bytes"] / (gb_per_s * 1e9) * 1e3

@@ -17,6 +17,7 @@ from .. import reruns
 from . import analysis, harness, mechanism, roofline, sweep
 from .factories import FACTORIES
 from .settings import LoopSettings
+from .variant import KernelVariant
 
 #: a pooled round's repeat: process * this + its own repeat (pairs stay within a process)
 PROCESS_REPEAT = 1000
@@ -61,7 +62,7 @@ def bandwidth(megabytes: int) -> pd.DataFrame:
 
 def xla_mechanism(T: int, D: int, dtype: str) -> pd.DataFrame:
     """XLA:CPU's optimized HLO read per form (:func:`jaxperf_study.jax20909.mechanism.evidence`)."""
-    return pd.DataFrame(mechanism.evidence(T=T, D=D, batch=2, dtype=dtype))
+    return pd.DataFrame(mechanism.evidence(KernelVariant("seed", "python", T=T, D=D, batch=2, dtype=dtype)))
 
 
 def _process(frame: pd.DataFrame) -> pd.Series:

@@ -22,8 +22,9 @@ from jaxperf.compilers.lowering import error_text
 from jaxperf.errors import bad_value, check_choice, check_int, check_ints
 
 from . import inputs, kernels, mosaic_gpu_kernel, reference, vocab
-from .kernels import SEED_BLOCK_ROWS, SEED_OUT_ROWS
 from .settings import LoopSettings
+from .variant import KernelVariant
+from .vocab import SEED_BLOCK_ROWS, SEED_OUT_ROWS
 
 MODES = ("xla", "pallas_interpret", "pallas")
 MODE_LABELS = {
@@ -83,12 +84,20 @@ class SweepConfig:
             check_choice("loop_forms[...]", form, vocab.LOOP_FORMS)
         for T in self.Ts:
             for k in self.kernels:
-                kernels.check_params(k, "fori", 1, T=T, **self.shape())
+                self.variant(k, "fori", 1, T)
 
-    def shape(self) -> dict[str, Any]:
-        """The sizes every build takes, apart from T."""
-        return dict(
-            D=self.D, batch=self.batch, dtype=self.dtype, block_rows=self.block_rows, out_rows=self.out_rows
+    def variant(self, kernel: str, loop_form: str, unroll: int, T: int) -> KernelVariant:
+        """The :class:`~.variant.KernelVariant` this sweep builds for (kernel, loop form, unroll, T)."""
+        return KernelVariant(
+            kernel,
+            loop_form,
+            unroll,
+            T=T,
+            D=self.D,
+            batch=self.batch,
+            dtype=self.dtype,
+            block_rows=self.block_rows,
+            out_rows=self.out_rows,
         )
 
     def variants(self, kernel: str, T: int) -> list[tuple[str, int]]:
@@ -101,7 +110,9 @@ class SweepConfig:
 
     def _too_long(self, kernel: str, loop_form: str, T: int) -> bool:
         limit = self.python_max_steps.get(kernel)
-        return loop_form == "python" and limit is not None and kernels.trip_count(T, self.block_rows) > limit
+        return (
+            loop_form == "python" and limit is not None and self.variant(kernel, "python", 1, T).steps > limit
+        )
 
     def skipped(self) -> pd.DataFrame:
         """The variants left out, and why: reported as not measured."""
@@ -112,7 +123,7 @@ class SweepConfig:
                 T=T,
                 variant="python",
                 status="not measured",
-                reason=f"a Python loop of {kernels.trip_count(T, self.block_rows)} steps exceeds "
+                reason=f"a Python loop of {self.variant(k, 'python', 1, T).steps} steps exceeds "
                 f"python_max_steps[{k!r}]={self.python_max_steps[k]} (its compile would dominate the run)",
             )
             for k in self.kernels
@@ -122,23 +133,13 @@ class SweepConfig:
         return pd.DataFrame(rows, columns=["mode", "kernel", "T", "variant", "status", "reason"])
 
 
-def build(cfg: SweepConfig, kernel: str, loop_form: str, unroll: int, T: int) -> tuple[Any, tuple[Any, ...]]:
+def build(cfg: SweepConfig, variant: KernelVariant) -> tuple[Any, tuple[Any, ...]]:
     """The jitted variant for ``cfg.mode`` and its ShapeDtypeStructs."""
     if cfg.mode == "xla":
-        return kernels.build_xla(kernel, loop_form, unroll, T=T, **cfg.shape())
+        return kernels.build_xla(variant)
     if cfg.lowering == "mosaic_gpu":
-        return mosaic_gpu_kernel.build(
-            loop_form,
-            unroll,
-            T=T,
-            D=cfg.D,
-            batch=cfg.batch,
-            dtype=cfg.dtype,
-            interpret=cfg.mode == "pallas_interpret",
-        )
-    return kernels.build(
-        kernel, loop_form, unroll, T=T, interpret=cfg.mode == "pallas_interpret", **cfg.shape()
-    )
+        return mosaic_gpu_kernel.build(variant, interpret=cfg.mode == "pallas_interpret")
+    return kernels.build(variant, interpret=cfg.mode == "pallas_interpret")
 
 
 def compile_fresh(
@@ -175,9 +176,8 @@ def measure_group(
     """
     import jax
 
-    arrays = inputs.make_inputs(
-        kernel, rng_seed, T=T, D=cfg.D, batch=cfg.batch, dtype=cfg.dtype, out_rows=cfg.out_rows
-    )
+    base = cfg.variant(kernel, "fori", 1, T)  # what every variant of (kernel, T) takes and must give
+    arrays = inputs.make_inputs(base, rng_seed)
     check_inputs = tuple(np.asarray(a[: cfg.check_batch]) for a in arrays)
     compiled: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
@@ -187,7 +187,7 @@ def measure_group(
             mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name
         ) | ({"lowering": cfg.lowering} if cfg.lowering != "default" else {})
         try:
-            make = lambda f=loop_form, u=unroll: build(cfg, kernel, f, u, T)  # noqa: E731
+            make = lambda v=cfg.variant(kernel, loop_form, unroll, T): build(cfg, v)  # noqa: E731
             exe, stats = compile_fresh(make, cfg.compile_repeats, cfg.compile_budget_s)
         except Exception as err:  # noqa: BLE001 - e.g. Triton's unroll: recorded, not timed
             rows.append(row | {"status": f"does not lower: {type(err).__name__}: {error_text(err)}"})
@@ -195,9 +195,7 @@ def measure_group(
             t0 = time.perf_counter()
             out = jax.block_until_ready(exe(*arrays))
             first_ms = (time.perf_counter() - t0) * 1e3
-            worst = reference.check_close(
-                kernel, out[: cfg.check_batch], check_inputs, block_rows=cfg.block_rows, out_rows=cfg.out_rows
-            )
+            worst = reference.check_close(base, out[: cfg.check_batch], check_inputs)
             compiled[name] = exe
             rows.append(
                 row | stats | {"status": "timed", "first_call_ms": first_ms, "error_vs_tolerance": worst}

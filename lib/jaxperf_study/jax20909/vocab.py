@@ -2,7 +2,8 @@
 
 Every study of jax-ml/jax#20909 names kernels, loop forms and variants from
 here, orders them the same way, and quotes the reporter's numbers from the
-same table. Nothing here imports JAX.
+same table; a variant's values are checked where one is made
+(:class:`~.variant.KernelVariant`). Nothing here imports JAX.
 
 Kernels (built by :mod:`jaxperf_study.jax20909.kernels`):
 
@@ -46,8 +47,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
-
-from jaxperf.errors import bad_value, check_choice, check_int
 
 KERNELS = ("seed", "data_carry", "streaming", "attention")
 #: Kernels whose grid is the reporter's: T / 128 row blocks per batch element, output [T, D].
@@ -180,50 +179,3 @@ def variant_order(pairs: Iterable[tuple[str, int]]) -> list[str]:
 def frame_variant_order(df: Any) -> list[str]:
     """:func:`variant_order` of a DataFrame's ``loop_form``/``unroll`` columns."""
     return variant_order(zip(df["loop_form"], df["unroll"]))
-
-
-def check_dtype_name(dtype: Any) -> None:
-    """A dtype given by name must be one of :data:`DTYPES` (other dtype objects are checked where
-    the kernel is built, by :func:`jaxperf_study.jax20909.inputs.check_dtype`)."""
-    if isinstance(dtype, str):
-        check_choice("dtype", dtype, DTYPES)
-
-
-def check_carry_dtype(kernel: str, carry_dtype: str) -> None:
-    """``carry_dtype`` is one of :data:`CARRY_DTYPES`; ``"input"`` is refused for attention."""
-    check_choice("carry_dtype", carry_dtype, CARRY_DTYPES)
-    if carry_dtype == "input" and kernel == "attention":
-        raise bad_value("carry_dtype", carry_dtype, "'float32' for kernel='attention'")
-
-
-def check_variant(
-    kernel: str,
-    loop_form: str,
-    unroll: int,
-    *,
-    T: int,
-    D: int,
-    batch: int,
-    block_rows: int = SEED_BLOCK_ROWS,
-    out_rows: int = SEED_OUT_ROWS,
-) -> None:
-    """Validate a variant's names and sizes (standard library only); raise ValueError naming the
-    parameter, value and what is allowed. :func:`jaxperf_study.jax20909.kernels.check_params` is this
-    plus the input's dtype (:func:`check_dtype_name` checks one given by name)."""
-    check_choice("kernel", kernel, KERNELS)
-    check_choice("loop_form", loop_form, LOOP_FORMS)
-    check_int("unroll", unroll, minimum=1)
-    if loop_form == "python" and unroll != 1:
-        raise bad_value("unroll", unroll, "1 for loop_form='python' (a Python loop is fully unrolled)")
-    if not applies(kernel, loop_form):
-        raise bad_value(
-            "loop_form", loop_form, f"not a hoisting form for kernel={kernel!r} (no loop invariant)"
-        )
-    for name, value in dict(T=T, D=D, batch=batch, block_rows=block_rows, out_rows=out_rows).items():
-        check_int(name, value, minimum=1)
-    if T % block_rows:
-        raise bad_value("T", T, f"a multiple of block_rows={block_rows}")
-    if kernel in ROW_BLOCK_KERNELS and T % out_rows:
-        raise bad_value(
-            "T", T, f"a multiple of out_rows={out_rows} (the seed's grid has T / out_rows programs)"
-        )
