@@ -108,6 +108,52 @@ def test_the_committed_readme_is_what_the_template_renders():
     assert "{{" not in rendered
 
 
+def test_the_map_of_the_code_is_what_the_packages_docstrings_render():
+    """README's layout and CONTRIBUTING's "Where things live" hold the map rendered from each
+    package's docstring (issue 47): CI fails when a package moves, appears or says something else."""
+    assert readme.MAP in readme.TEMPLATE.read_text()
+    contributing = readme.CONTRIBUTING.read_text()
+    assert contributing == readme.with_map(contributing), (
+        "CONTRIBUTING.md's map is stale: run `python tools/readme.py`"
+    )
+    code_map = readme.code_map()
+    assert code_map in readme.README.read_text() and code_map in contributing
+    packages = {p.parent for p in readme.LIB.rglob("__init__.py")}
+    for package in packages:
+        assert f"{package.name}/" in code_map, package
+
+
+def test_the_map_follows_the_code_and_needs_a_docstring(tmp_path):
+    lib = tmp_path / "lib"
+    for rel, text in {
+        "pkg/__init__.py": '"""A package.\n\nMore that the map leaves out."""\n',
+        "pkg/tool/__init__.py": '"""The tool: ``run`` does it (:func:`~.engine.run`)."""\n',
+        "pkg/shared.py": "",
+        "study/__init__.py": '"""The study, *never* shipped."""\n',
+    }.items():
+        (lib / rel).parent.mkdir(parents=True, exist_ok=True)
+        (lib / rel).write_text(text)
+    first = readme.code_map(lib)
+    assert first.splitlines()[1:-1] == [
+        "lib/pkg/".ljust(readme.MAP_FOLDER) + "A package.",
+        "  tool/".ljust(readme.MAP_FOLDER) + "The tool: run does it (run).",
+        "  *.py".ljust(readme.MAP_FOLDER) + "shared",
+        "lib/study/".ljust(readme.MAP_FOLDER) + "The study, never shipped.",
+    ]
+    (lib / "pkg" / "tool" / "__init__.py").write_text('"""The tool, moved on."""\n')
+    assert readme.code_map(lib) != first
+    text = f"intro\n{readme.MAP_BEGIN}\nold map\n{readme.MAP_END}\nafter\n"
+    assert (
+        readme.with_map(text, lib)
+        == f"intro\n{readme.MAP_BEGIN}\n{readme.code_map(lib)}\n{readme.MAP_END}\nafter\n"
+    )
+    (lib / "study" / "__init__.py").write_text("X = 1\n")
+    with pytest.raises(readme.RenderError, match="no docstring to map"):
+        readme.code_map(lib)
+    with pytest.raises(readme.RenderError, match="no map between"):
+        readme.with_map("no markers here", lib)
+
+
 def test_a_verdict_renders_as_words_and_only_from_a_boolean():
     cache = {"cpu/x": {"goal": {"met": True, "value": 0.9}}}
     assert readme.render("Goal: {{cpu/x goal.met:met}}.", cache=cache) == "Goal: met."

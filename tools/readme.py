@@ -23,8 +23,13 @@ The same placeholders fill the upstream texts, one Markdown template each in too
 (``equinox-192.md`` -> ``results/upstream/equinox-192.md``): what a maintainer reads, pasted
 into the issue, with no prose in Python.
 
-    python tools/readme.py          # rewrite README.md and results/upstream/*.md
-    python tools/readme.py --check  # exit 1 if README.md or an upstream text differs from what it renders, or a label fails
+The map of the code is rendered too, so that it cannot fall behind the code (issue 47): every
+package under lib/ with the first paragraph of its docstring, and each package's own modules
+(:func:`code_map`). The README template places it with ``{{map}}``; CONTRIBUTING.md holds it
+between the lines :data:`MAP_BEGIN` and :data:`MAP_END`, which this rewrites.
+
+    python tools/readme.py          # rewrite README.md, results/upstream/*.md and CONTRIBUTING.md's map
+    python tools/readme.py --check  # exit 1 if one of them differs from what it renders, or a label fails
     python tools/readme.py --root DIR  # render from another output root's results (a rerun's)
                                        # into DIR/README.md (or --out FILE)
 """
@@ -32,9 +37,11 @@ into the issue, with no prose in Python.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import sys
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -47,6 +54,14 @@ TEMPLATES = ROOT / "tools" / "templates"
 UPSTREAM = Path("results") / "upstream"
 #: the longest upstream text a maintainer is asked to read, in lines
 MAX_UPSTREAM_LINES = 60
+LIB = ROOT / "lib"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+#: where the map stands: a line of its own in the README template; in CONTRIBUTING.md, between these
+MAP = "{{map}}"
+MAP_BEGIN = "<!-- the map of lib/, rendered by tools/readme.py from each package's docstring: edit those -->"
+MAP_END = "<!-- end of the map -->"
+#: the map's columns: the folder, then what its docstring says, wrapped at this width
+MAP_FOLDER, MAP_WIDTH = 22, 100
 PLACEHOLDER = re.compile(r"\{\{(?P<study>[\w/.-]+)\s+(?P<path>[^:}]+?)(?::(?P<fmt>[^}]*))?\}\}")
 SELECTOR = re.compile(r"^(?P<key>[^\[\]]+)\[(?P<sel>[^\]]*)\]$")
 
@@ -247,12 +262,70 @@ def required(study: str, path: str, picked: list[dict[str, Any]]) -> list[tuple[
     return groups
 
 
+def plain(doc: str) -> str:
+    """A docstring's first paragraph as plain words: reST roles, literals and emphasis unmarked
+    (``:func:`~.forms.kernel_loop``` -> ``kernel_loop``), whitespace folded."""
+    first = doc.strip().split("\n\n", 1)[0]
+
+    def role(m: re.Match[str]) -> str:
+        target = m.group(1)
+        return target.lstrip("~.").rsplit(".", 1)[-1] if target.startswith("~") else target.lstrip(".")
+
+    first = re.sub(r":\w+:`([^`]+)`", role, first)
+    first = re.sub(r"``([^`]+)``|`([^`]+)`", lambda m: m.group(1) or m.group(2), first)
+    first = re.sub(r"(?<![\w*])\*([A-Za-z][\w ]*)\*(?![\w*])", r"\1", first)
+    return " ".join(first.split())
+
+
+def _docstring(init: Path) -> str:
+    doc = ast.get_docstring(ast.parse(init.read_text()))
+    if not doc:
+        raise RenderError(f"{init}: no docstring to map")
+    return doc
+
+
+def _entry(folder: str, text: str) -> list[str]:
+    lines = textwrap.wrap(text, MAP_WIDTH - MAP_FOLDER) or [""]
+    head = folder.ljust(MAP_FOLDER) if len(folder) < MAP_FOLDER else folder + "\n" + " " * MAP_FOLDER
+    return [head + lines[0], *(" " * MAP_FOLDER + line for line in lines[1:])]
+
+
+def code_map(lib: Path = LIB) -> str:
+    """The map of ``lib``: each package (a folder with an ``__init__.py``) with the first
+    paragraph of its docstring, nested as the folders are, subpackages in name order, then its
+    own modules (``*.py``) by name; a code block. RenderError for a package without a docstring."""
+
+    def package(folder: Path, depth: int) -> list[str]:
+        name = f"{folder.relative_to(lib.parent).as_posix()}/" if depth == 0 else f"{folder.name}/"
+        out = _entry("  " * depth + name, plain(_docstring(folder / "__init__.py")))
+        for sub in sorted(p for p in folder.iterdir() if (p / "__init__.py").is_file()):
+            out += package(sub, depth + 1)
+        modules = sorted(p.stem for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+        if modules and depth == 0:
+            out += _entry("  *.py", ", ".join(modules))
+        return out
+
+    roots = sorted(p for p in lib.iterdir() if (p / "__init__.py").is_file())
+    return "```\n" + "\n".join(line for root in roots for line in package(root, 0)) + "\n```"
+
+
+def with_map(text: str, lib: Path = LIB) -> str:
+    """``text`` (CONTRIBUTING.md) with the map between :data:`MAP_BEGIN` and :data:`MAP_END`
+    rendered anew; RenderError when the markers are missing."""
+    begin, end = text.find(MAP_BEGIN), text.find(MAP_END)
+    if begin < 0 or end < begin:
+        raise RenderError(f"no map between {MAP_BEGIN!r} and {MAP_END!r}")
+    return text[: begin + len(MAP_BEGIN)] + "\n" + code_map(lib) + "\n" + text[end:]
+
+
 def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT) -> str:
     """The README: every placeholder filled from ``root``'s results (the project's by default);
     raises RenderError for a placeholder that cannot be filled or whose sentence does not name
     what it quotes."""
     cache = {} if cache is None else cache
     errors: list[str] = []
+    if MAP in template:
+        template = template.replace(MAP, code_map())
 
     def one(m: re.Match[str]) -> str:
         try:
@@ -309,6 +382,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     try:
         text = render(TEMPLATE.read_text(), root=root)
         texts = upstream(root)
+        if out.resolve() == README:  # the project's own README: its CONTRIBUTING.md's map too
+            texts[CONTRIBUTING] = with_map(CONTRIBUTING.read_text())
     except RenderError as err:
         print(f"readme: {err}", file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
-"""Is *my* loop paying dispatch overhead, how much, and what should I change? :func:`diagnose`
-proves every cheaper path computes what the reader's step does, then times them interleaved
-in the reader's own loop (also ``python -m jaxperf diagnose package.module:factory``).
+"""``diagnose``: is *your* training loop paying dispatch overhead, how much, and what should you
+change? Every cheaper path is proved to compute what your step does, then timed interleaved in
+your own loop (``python -m jaxperf diagnose package.module:factory``; needs pandas).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The public fixes: drop-ins for ``eqx.filter_pmap``, ``eqx.filter_jit`` and ``nnx.jit``, the
-packed state, and the loop forms of a Pallas kernel; no dependency beyond jax, equinox and numpy
-(Flax for ``cached_nnx_jit``, imported on first use).
+"""The public fixes, the core a training project installs: drop-ins for ``eqx.filter_pmap``,
+``eqx.filter_jit`` and ``nnx.jit``, the packed state, ``hand_unrolled_fori`` and ``kernel_loop``;
+no dependency beyond jax, equinox and numpy (Flax for ``cached_nnx_jit``, on first use), tested
+alone by tests/core.
 
 One concept per private module: :mod:`._jit`, :mod:`._pmap` (sharing :mod:`._cached`),
 :mod:`._packed`, :mod:`._unroll`, :mod:`._kernel_loop`, :mod:`._nnx`; each public name is

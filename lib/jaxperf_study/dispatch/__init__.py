@@ -1,7 +1,11 @@
-"""The dispatch study (equinox#192, notebooks 01, 10 and 11): what ``eqx.filter_pmap`` and
-``eqx.filter_jit`` (and Flax's ``nnx.jit``, :mod:`.nnx`) cost per call, per leaf, against
-``jax.pmap`` / ``jax.jit`` on the state partitioned once, and what the drop-in fixes
-(:mod:`jaxperf.fixes`) and a patched Equinox (:mod:`.eqx_patch`) give back."""
+"""The equinox#192 study (notebooks 01, 10 and 11): what ``eqx.filter_pmap`` and
+``eqx.filter_jit`` (and Flax's ``nnx.jit``) cost per call and per leaf against ``jax.pmap`` /
+``jax.jit`` on the state partitioned once, and what the fixes and a patched Equinox give back.
+
+Notebook 01 is :mod:`.cost`, :mod:`.accounting`, :mod:`.report` and their helpers; notebook 10
+(:mod:`.your_step`, :mod:`.your_step_settings`, :mod:`.examples`) runs
+:func:`jaxperf.diagnosis.diagnose` on a reader's step; notebook 11 is :mod:`.nnx`; the patch
+proposed to Equinox, built beside the shipped one, is :mod:`.eqx_patch`."""
 
 from typing import TYPE_CHECKING
 
