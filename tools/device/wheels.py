@@ -4,8 +4,8 @@
     python tools/device/wheels.py deps DIR    # every wheel's needs are on the image or in DIR
 
 The image's packages are in tools/device/image_packages.txt. What the device run
-imports is read from lib/jaxperf (every top-level import outside the standard
-library), mapped to distributions with this Python's ``packages_distributions()``.
+imports is read from lib/jaxperf and lib/jaxperf_study (every top-level import outside
+the standard library), mapped to distributions with this Python's ``packages_distributions()``.
 Carried: each imported distribution the image lacks, at the version installed here,
 and each ``==`` pin of pyproject.toml the run imports (the image's version of it is
 unknown; jaxperf's dispatch study hooks Equinox's internals, so its version matters).
@@ -39,9 +39,9 @@ def image() -> set[str]:
 
 
 def imported() -> set[str]:
-    """Distributions of every non-stdlib top-level module lib/jaxperf imports."""
+    """Distributions of every non-stdlib top-level module lib/jaxperf and lib/jaxperf_study import."""
     modules: set[str] = set()
-    for path in (ROOT / "lib" / "jaxperf").rglob("*.py"):
+    for path in sorted((ROOT / "lib").glob("jaxperf*/**/*.py")):
         if path.name == "bench_old.py":  # runs inside old environments, never on the device
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -49,7 +49,7 @@ def imported() -> set[str]:
                 modules |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 modules.add(node.module.split(".")[0])
-    modules -= set(sys.stdlib_module_names) | {"jaxperf"}
+    modules -= set(sys.stdlib_module_names) | {"jaxperf", "jaxperf_study"}
     dists = md.packages_distributions()
     return {norm(d) for m in modules for d in dists.get(m, [m])}
 
