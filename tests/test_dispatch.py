@@ -52,17 +52,79 @@ def test_the_cells_cover_the_per_leaf_sweep_the_heavy_step_and_optional_train_an
     assert len(cells) == len(keys) == 10  # 3 processes of these fit notebook 01 in about 6 minutes
     more = {
         (c.step, c.spec.name, c.donated, c.family)
-        for c in DispatchSettings(train_depths=(64,), donated_depths=(64,)).cells
+        for c in DispatchSettings(train_depths=(64,), train_layers=(4,), donated_depths=(64,)).cells
     }
     assert ("train", "transformer_4layers", False, "pmap") in more
     assert ("noop", "mlp_depth64", True, "pmap") in more and ("train", "mlp_depth64", True, "jit") in more
+
+
+def test_the_tpu_preset_is_the_tpu_case_list_most_wanted_first():
+    settings = DispatchSettings.from_parameters({"backend": "tpu"})
+    cells = [(c.step, c.spec.name, c.donated, c.family) for c in settings.cells]
+    leaves = {c.spec.name: c.labels["leaves"] for c in settings.cells}
+    assert cells[:3] == [("noop", f"mlp_depth{d}", False, "pmap") for d in (64, 1, 132)]
+    assert [leaves[f"mlp_depth{d}"] for d in (64, 1, 132)] == [392, 14, 800]  # 14 to about 800 leaves
+    for model in ("mlp_depth16", "transformer_4layers"):  # two sizes of one model: 1 and 128 batches a call
+        for size in (model, f"{model}_x128"):
+            assert {("train", size, False, f) for f in ("pmap", "jit")} | {
+                ("train", size, True, "jit")
+            } <= set(cells)
+    assert {("noop", m, False, "pmap") for m in ("transformer_1layers", "cnn_32layers")} <= set(cells)
+    donated = [i for i, c in enumerate(cells) if c[2]]
+    assert donated == list(range(len(cells) - len(donated), len(cells)))  # the least wanted: cut first
+    assert settings.deadline_s > 0 and settings.accounting_specs == [] and settings.heavy_width == 0
+    table = DispatchSettings.presets()
+    assert "tpu" in table.columns and set(DispatchSettings.TPU) <= set(table["parameter"])
+    assert DispatchSettings.from_parameters({"backend": "cpu"}) == DispatchSettings(backend="cpu")
+
+
+def test_a_budget_keeps_what_the_later_processes_can_repeat_and_they_run_exactly_that(tmp_path):
+    import time
+
+    from jaxperf_study.dispatch.cost import Budget
+
+    cells = DispatchSettings.from_parameters({"backend": "tpu"}).cells[:6]
+    budget = Budget(time.time() + 100, time.time(), 3, str(tmp_path / "plan.json"))
+    spent: dict[int, tuple[float, float]] = {}
+    ran = []
+    for i in budget.cells(cells, spent):  # the first process: each cell "costs" 30 s, 25 of it compiling
+        ran.append(i)
+        spent[i] = (30.0, 25.0)
+    assert ran and len(ran) < len(cells)  # a rerun costs 6 s a cell: 2 x 6 s x n + 30 s must fit 100 s
+    later = [list(budget.cells(cells, {})) for _ in range(2)]
+    assert later[0] == later[1] == ran
+    gone = Budget(time.time() - 1, time.time() - 10, 3, str(tmp_path / "none.json"))
+    assert list(gone.cells(cells, {})) == []  # past its deadline: nothing starts
+
+
+def test_an_accumulated_train_step_is_the_single_one_averaged_over_its_slices():
+    import equinox as eqx
+    import jax
+    import numpy as np
+
+    from jaxperf_study.dispatch.steps import make_train_step
+
+    spec = ModelSpec("mlp", 2, microbatches=4)
+    model, opt_state = spec.build()
+    x = spec.batch(1)
+    assert x.shape[0] == 4 * spec.batch_per_device and spec.name == "mlp_depth2_x4"
+    loss, new, _ = eqx.filter_jit(make_train_step(None, 4))(model, x, opt_state)
+    parts = [eqx.filter_jit(make_train_step(None))(model, xb, opt_state)[0] for xb in np.split(x, 4)]
+    assert np.allclose(loss, np.mean(parts), rtol=1e-5)
+    one, _, _ = eqx.filter_jit(make_train_step(None))(model, x, opt_state)
+    assert np.allclose(loss, one, rtol=1e-5)  # equal slices: the mean of means is the mean
+    assert jax.tree.structure(eqx.filter(new, eqx.is_array)) == jax.tree.structure(
+        eqx.filter(model, eqx.is_array)
+    )
 
 
 def test_quick_preset_replaces_the_sizes_and_is_visible():
     settings = DispatchSettings.from_parameters({"quick": True, "mlp_depths": [2, 8]})
     assert settings.mlp_depths == DispatchSettings.QUICK["mlp_depths"]
     assert settings.as_dict()["mlp_depths"] == list(DispatchSettings.QUICK["mlp_depths"])  # what ran
-    assert set(DispatchSettings.presets()["parameter"]) == set(DispatchSettings.QUICK)
+    assert set(DispatchSettings.presets()["parameter"]) == set(DispatchSettings.QUICK) | set(
+        DispatchSettings.TPU
+    )
 
 
 @pytest.mark.parametrize("family", ["pmap", "jit"])
@@ -116,7 +178,7 @@ def test_quick_notebook_run_writes_its_outputs(tmp_path):
         assert sidecar["provenance"]["device_count"] == 8
         assert sidecar["provenance"]["packages"]["equinox"] == "0.13.8"
     figures = tmp_path / "figures" / "cpu"
-    for fig in ("per_leaf", "seed_implied", "analogue_it_per_s", "accounting", "fix_ranges"):
+    for fig in ("per_leaf", "filter_pmap_ratio", "accounting", "fix_ranges"):
         for ext in ("png", "svg", "csv"):
             assert (figures / f"dispatch_{fig}.{ext}").stat().st_size > 0
     summary = json.loads((study_dir / "summary.json").read_text())

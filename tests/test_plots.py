@@ -107,9 +107,11 @@ def test_median_iqr_lines_returns_the_plotted_statistics():
 
 
 def test_every_method_and_loop_form_has_its_own_colour():
-    from jaxperf_study.dispatch.methods import METHODS
+    from jaxperf_study.dispatch import predict
     from jaxperf_study.dispatch.nnx.report import PATHS as NNX_METHODS
     from jaxperf_study.jax20909.vocab import LOOP_FORMS
+
+    METHODS = [m for family in ("pmap", "jit") for m in predict.methods(family)]  # what notebook 01 times
 
     for group, names in (
         (plots.METHOD_COLORS, METHODS),

@@ -109,12 +109,10 @@ def test_the_stdlib_build_equals_the_full_environments():
 
 
 def test_the_heavy_modules_take_their_names_from_the_vocabulary():
-    from jaxperf_study.dispatch import methods, steps
+    from jaxperf_study.dispatch import steps
     from jaxperf_study.dispatch import vocab as dvocab
     from jaxperf_study.jax20909 import mosaic_gpu_kernel, mosaic_gpu_rules
 
-    assert methods.METHODS is dvocab.METHODS and list(methods._BUILDERS) == list(dvocab.METHODS)
-    assert (methods.BASELINE, methods.FIX, methods.SLOW) == (dvocab.BASELINE, dvocab.FIX, dvocab.SLOW)
     assert steps.STEPS is dvocab.STEPS and steps.AXIS is dvocab.AXIS
     assert mosaic_gpu_kernel.check is mosaic_gpu_rules.check  # the port checks with the stdlib rules
 

@@ -1,145 +1,113 @@
-"""Each drop-in against the hand-written reference, per-pair, interleaved in one process.
+"""Every path notebook 01 times for one cell, against the hand-written reference, per pair,
+interleaved in one process: the profile-and-tune loop for the drop-ins and the patch.
 
-    PYTHONPATH=lib python tools/bench_dropins.py [--rounds 15] [--calls 20] [--only jit,pmap,packed,nnx]
+    PYTHONPATH=lib python tools/bench_dropins.py [--devices 1] [--family jit|pmap] [--kind mlp]
+        [--size 64] [--step noop|train] [--donated] [--rounds 30] [--round-ms 30] [--nogc]
 
-Pairs (8 forced CPU devices for the pmap ones; MLP depth d has 6(d+1)+2 leaves with its Adam
-state and the batch: 14 at depth 1, 392 at depth 64):
-
-- ``jit``: ``cached_filter_jit`` vs ``jax.jit`` on ``eqx.partition(model, eqx.is_array)``;
-- ``pmap``: ``cached_filter_pmap`` vs ``jax.pmap`` on the partitioned state;
-- ``packed``: ``packed_pmap`` vs ``jax.pmap`` on the partitioned state (no-op step);
-- ``nnx``: ``cached_nnx_jit`` vs ``jax.jit`` on ``nnx.split`` state (loss-only step of an MLP
-  of 4-wide ``nnx.Linear``, depth 1, 10, 100).
-
-A round times ``--calls`` calls of one, then of the other (the order alternates by round),
-each batch pipelined (one block after the last call); the ratio of a round is the
-reference's time per call over the drop-in's (above 1: the drop-in is faster). Printed: the
-median ratio with its interquartile range, and each side's median microseconds per call.
+The paths are :func:`jaxperf.diagnosis.engine.build`'s for the study's own cell
+(:class:`jaxperf_study.dispatch.cost.Cell`), with the patched Equinox: the same objects the
+notebook times. Rounds in Williams order (:func:`jaxperf.timing.williams`); per round and path
+``number`` blocked calls (wall, thread CPU), then ``number`` calls pipelined (enqueue wall, the
+thread's CPU while enqueuing, the loop's wall). Printed per path: the reference's time over
+the path's in the same round (above 1: the path is faster), median [quartiles], pipelined and
+blocked, and the path's medians in µs per call. Runs on any JAX the fixes accept (the TPU's
+0.10.2 in ``.envs/image-tpu``); ``--devices`` forces CPU devices (a TPU keeps its own).
+``--nogc`` collects before each batch and holds the collector off during it, to tell the
+Python collector's pauses from a path's own cost.
 """
 
 from __future__ import annotations
 
+import argparse
+import gc
 import os
+import time
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
-
-import argparse  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
-
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-
-
-def _timed(call: Callable[[], Any], n: int) -> float:
-    out = None
-    start = time.perf_counter()
-    for _ in range(n):
-        out = call()
-    jax.block_until_ready(out)
-    return (time.perf_counter() - start) / n
-
-
-def pair(name: str, ref: Callable[[], Any], drop: Callable[[], Any], rounds: int, calls: int) -> dict:
-    for f in (ref, drop):  # compile, warm
-        _timed(f, 3)
-    t_ref, t_drop = [], []
-    for r in range(rounds):
-        order = [(ref, t_ref), (drop, t_drop)] if r % 2 == 0 else [(drop, t_drop), (ref, t_ref)]
-        for f, into in order:
-            into.append(_timed(f, calls))
-    ratio = np.array(t_ref) / np.array(t_drop)
-    q1, med, q3 = np.percentile(ratio, [25, 50, 75])
-    row = {"case": name, "ratio": med, "q1": q1, "q3": q3}
-    row |= {"ref_us": 1e6 * np.median(t_ref), "drop_us": 1e6 * np.median(t_drop)}
-    print(
-        f"{name:40s} ratio {med:6.2f} [{q1:5.2f}, {q3:5.2f}]  "
-        f"ref {row['ref_us']:9.1f} us  drop-in {row['drop_us']:9.1f} us",
-        flush=True,
-    )
-    return row
-
-
-def _runner_call(runner: Any) -> Callable[[], Any]:
-    return runner.call
-
-
-def equinox_pairs(kind: str, depths: list[int], rounds: int, calls: int) -> list[dict]:
-    from jaxperf_study.dispatch import build_runner
-    from jaxperf_study.dispatch.models import ModelSpec
-
-    reference = {"jit": "jit_single_device", "pmap": "pmap_params", "packed": "pmap_params"}[kind]
-    method = {"jit": "cached_filter_jit", "pmap": "cached_filter_pmap", "packed": "packed_pmap"}[kind]
-    n_dev = 1 if kind == "jit" else 8
-    steps = ("noop",) if kind == "packed" else ("noop", "train")
-    rows = []
-    for depth in depths:
-        spec = ModelSpec("mlp", depth)
-        model, opt = spec.build()
-        x = spec.batch(n_dev)
-        leaves = len(jax.tree.leaves((model, opt))) + 1
-        for step in steps:
-            for donate in (False, True):
-                ref = build_runner(reference, step, model, opt, x, n_dev, donate=donate)
-                drop = build_runner(method, step, model, opt, x, n_dev, donate=donate)
-                name = f"{method} {step} {leaves} leaves{' donated' if donate else ''}"
-                rows.append(pair(name, ref.call, drop.call, rounds, calls))
-    return rows
-
-
-def nnx_pairs(depths: list[int], rounds: int, calls: int) -> list[dict]:
-    import jax.numpy as jnp
-    from flax import nnx
-
-    from jaxperf import cached_nnx_jit
-
-    class MLP(nnx.Module):
-        def __init__(self, depth: int, rngs: nnx.Rngs) -> None:
-            self.layers = nnx.List([nnx.Linear(4, 4, rngs=rngs) for _ in range(depth)])
-
-        def __call__(self, x: jax.Array) -> jax.Array:
-            for layer in self.layers:
-                x = layer(x)
-            return x
-
-    def loss(model: MLP, x: jax.Array) -> jax.Array:
-        return (model(x) ** 2).mean()
-
-    rows = []
-    for depth in depths:
-        model = MLP(depth, nnx.Rngs(0))
-        x = jnp.ones((8, 4))
-        graphdef, state = nnx.split(model)
-        ref_fn = jax.jit(lambda s, xb, g=graphdef: loss(nnx.merge(g, s), xb))
-        drop_fn = cached_nnx_jit(loss)
-        row = pair(
-            f"cached_nnx_jit loss depth {depth}",
-            lambda f=ref_fn, s=state, xb=x: f(s, xb),
-            lambda f=drop_fn, m=model, xb=x: f(m, xb),
-            rounds,
-            calls,
-        )
-        row["misses_hits"] = (drop_fn.stats["misses"], drop_fn.stats["hits"], drop_fn.stats["fallbacks"])
-        rows.append(row)
-    return rows
+import numpy as np
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--calls", type=int, default=20)
-    parser.add_argument("--only", default="jit,pmap,packed,nnx")
-    parser.add_argument("--depths", default="1,4,16,64", help="MLP depths of the Equinox pairs")
-    args = parser.parse_args()
-    depths = [int(d) for d in args.depths.split(",")]
-    print(f"jax {jax.__version__}, {jax.device_count()} devices, rounds {args.rounds}, calls {args.calls}")
-    for kind in args.only.split(","):
-        if kind == "nnx":
-            nnx_pairs([1, 10, 100], args.rounds, args.calls)
-        else:
-            equinox_pairs(kind, [64] if kind == "packed" else depths, args.rounds, args.calls)
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--devices", type=int, default=1)
+    p.add_argument("--family", default="jit", choices=("jit", "pmap"))
+    p.add_argument("--kind", default="mlp", choices=("mlp", "transformer", "cnn"))
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--microbatches", type=int, default=1)
+    p.add_argument("--step", default="noop", choices=("noop", "train"))
+    p.add_argument("--donated", action="store_true")
+    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--round-ms", type=float, default=30.0)
+    p.add_argument("--nogc", action="store_true")
+    a = p.parse_args()
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from jaxperf import backend
+
+    backend.configure(os.environ["JAX_PLATFORMS"].split(",")[0], a.devices)
+    import jax
+
+    from jaxperf import timing
+    from jaxperf.diagnosis import engine
+    from jaxperf.diagnosis.kinds import identify
+    from jaxperf_study.dispatch.cost import Cell
+    from jaxperf_study.dispatch.eqx_patch.path import PATHS
+    from jaxperf_study.dispatch.models import ModelSpec
+
+    cell = Cell(a.step, ModelSpec(a.kind, a.size, microbatches=a.microbatches), a.donated, a.family)
+    wrapped, args = cell.make()
+    batches = engine.Batches(None)
+    _, mine, paths, skipped, _, leaves, _ = engine.build(
+        identify(wrapped), args, "auto", batches, None, PATHS
+    )
+    everyone = {mine.name: mine, **paths}
+    ref = next(n for n in everyone if "partitioned" in n)
+    for path in everyone.values():  # compile, then warm
+        for _ in range(3):
+            engine.sync(path.call())
+    start = time.perf_counter()
+    for _ in range(5):
+        engine.sync(everyone[ref].call())
+    number = int(max(3, min(500, round(a.round_ms / 1e3 / ((time.perf_counter() - start) / 5)))))
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in everyone}
+    for r in range(a.rounds):
+        for name in timing.williams(list(everyone), r):
+            path = everyone[name]
+            if a.nogc:
+                gc.collect()
+                gc.disable()
+            w0, c0 = time.perf_counter(), time.thread_time()
+            for _ in range(number):
+                engine.sync(path.call())
+            wall, cpu = time.perf_counter() - w0, time.thread_time() - c0
+            outs, w0, c0 = [], time.perf_counter(), time.thread_time()
+            for _ in range(number):
+                outs.append(path.call())
+            enqueue, enqueue_cpu = time.perf_counter() - w0, time.thread_time() - c0
+            engine.sync(outs)
+            loop = time.perf_counter() - w0
+            gc.enable()
+            rows[name].append(
+                {
+                    k: v / number
+                    for k, v in dict(wall=wall, cpu=cpu, enq=enqueue, enq_cpu=enqueue_cpu, loop=loop).items()
+                }
+            )
+    print(
+        f"jax {jax.__version__}, {jax.device_count()} {jax.devices()[0].platform} devices; {cell.spec.name} "
+        f"{a.step}{' donated' if a.donated else ''}, {leaves} leaves, {a.family}; {a.rounds} rounds x {number} calls; "
+        f"reference {ref}; not offered: {skipped or 'none'}"
+    )
+    for name, mine_rows in rows.items():
+        out = []
+        for key, label in (("loop", "pipelined"), ("wall", "blocked")):
+            ratio = [b[key] / m[key] for b, m in zip(rows[ref], mine_rows)]
+            q25, med, q75 = np.percentile(ratio, [25, 50, 75])
+            out.append(f"{label} {med:6.3f}x [{q25:.3f}, {q75:.3f}]")
+        us = {k: 1e6 * float(np.median([m[k] for m in mine_rows])) for k in ("loop", "enq", "enq_cpu", "cpu")}
+        print(
+            f"  {name:45s} {'  '.join(out)}  loop {us['loop']:8.1f} us  enqueue {us['enq']:8.1f} us "
+            f"(CPU {us['enq_cpu']:8.1f})  blocked CPU {us['cpu']:8.1f} us",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -46,6 +46,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from jaxperf_study.pages import ranged
+from jaxperf_study.reruns import RANGED, quote
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "tools" / "README.template.md"
 README = ROOT / "README.md"
@@ -335,6 +338,8 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
             for group in required(m["study"], m["path"].strip(), picked):
                 if not any(phrase in plain for phrase in group):
                     raise RenderError(f"its sentence names none of {list(group)}: {plain.strip()[:160]!r}")
+            if m["fmt"] and RANGED.match(m["fmt"]):  # a number with its rerun range, or "not resolved"
+                return quote(ranged(load(m["study"], cache, root), m["path"].strip(), value), m["fmt"])
             return fmt(value, m["fmt"])
         except (RenderError, ValueError, TypeError, IndexError) as err:
             errors.append(f"{m.group(0)}: {err}")

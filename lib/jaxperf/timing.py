@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import bad_value, check_choice
-from .timing_config import Clock, TimingConfig
+from .timing_config import Clock, TimingConfig, cpu_tick
 
 
 def block(tree: Any) -> Any:
@@ -48,15 +48,16 @@ def _blocked_batch(fn: Callable[[], Any], number: int, clock: Clock, sync) -> tu
     return (clock.wall() - wall0) / number, (clock.cpu() - cpu0) / number
 
 
-def _dispatch_batch(fn: Callable[[], Any], number: int, clock: Clock, sync) -> tuple[float, float]:
-    """(enqueue-only, pipelined loop) seconds per call: before and after the one final block."""
+def _dispatch_batch(fn: Callable[[], Any], number: int, clock: Clock, sync) -> tuple[float, float, float]:
+    """(enqueue-only, the thread's CPU while enqueuing, pipelined loop) seconds per call: before
+    and after the one final block."""
     outs = []
-    wall0 = clock.wall()
+    wall0, cpu0 = clock.wall(), clock.cpu()
     for _ in range(number):
         outs.append(fn())
-    enqueued = clock.wall() - wall0
+    enqueued, cpu = clock.wall() - wall0, clock.cpu() - cpu0
     sync(outs)
-    return enqueued / number, (clock.wall() - wall0) / number
+    return enqueued / number, cpu / number, (clock.wall() - wall0) / number
 
 
 #: what ended a comparison's rounds (its ``stopped_by`` column)
@@ -165,6 +166,7 @@ def compare(
             stopped = "repeat cap"
             break
     df = pd.DataFrame(rows)
+    df["cpu_tick_s"] = cpu_tick(clock.cpu)  # the CPU clock's step: a coarse one is read pooled
     df["stopped_by"] = stopped
     df["rel_iqr"] = _widest(rows, watch)
     return df
@@ -202,8 +204,8 @@ def _round(
             "it_per_s": 1.0 / wall if wall > 0 else float("inf"),
         }
         if config.dispatch_only:
-            enqueue, loop = _dispatch_batch(variants[name], config.number, clock, sync)
-            row["dispatch_s_per_call"] = enqueue
+            enqueue, cpu, loop = _dispatch_batch(variants[name], config.number, clock, sync)
+            row["dispatch_s_per_call"], row["enqueue_cpu_s_per_call"] = enqueue, cpu
             row["loop_it_per_s"] = 1.0 / loop if loop > 0 else float("inf")
         rows.append(row)
         if progress is not None:

@@ -9,6 +9,22 @@ from dataclasses import dataclass, field
 
 from .errors import bad_value, check_int
 
+_TICKS: dict[Callable[[], float], float] = {}
+
+
+def cpu_tick(read: Callable[[], float] = time.thread_time, spin_s: float = 0.03) -> float:
+    """Seconds between the distinct readings of the CPU clock ``read`` (the median step while
+    spinning ``spin_s``), once per clock and process: ``clock_getres`` says 1 ns for clocks that
+    move in 4-10 ms ticks (a TPU host's thread clock), so a per-round CPU time there is a count
+    of ticks. ``spin_s`` when it never moved."""
+    if read not in _TICKS:
+        steps, last, end = [], read(), time.perf_counter() + spin_s
+        while time.perf_counter() < end:
+            if (now := read()) != last:
+                steps, last = [*steps, now - last], now
+        _TICKS[read] = sorted(steps)[len(steps) // 2] if steps else spin_s
+    return _TICKS[read]
+
 
 @dataclass
 class Clock:

@@ -19,6 +19,8 @@ from jaxperf.markdown import ratio as ratio
 from jaxperf.markdown import table as table
 from jaxperf.markdown import verdict as verdict
 
+from . import reruns
+
 SMOKE_NOTICE = (
     "**Smoke run** (quick mode: small sizes and few repeats). These numbers show that the "
     "study runs end to end; they measure nothing, and **the goals are not judged**."
@@ -106,6 +108,16 @@ def lookup(data: Any, path: str) -> Any:
     return node
 
 
+def ranged(data: Any, path: str, value: Any) -> Any:
+    """The {median, lo, hi} a ranged placeholder quotes: ``value`` itself, or for a number its
+    siblings ``<field>_lo`` and ``<field>_hi`` (``b_us_per_leaf`` beside ``b_us_per_leaf_lo``)."""
+    if isinstance(value, dict) or "." not in path:
+        return value
+    parent, field = path.rsplit(".", 1)
+    found = lookup(data, parent)
+    return {"median": value, "lo": found.get(f"{field}_lo"), "hi": found.get(f"{field}_hi")}
+
+
 def fill(template: str, data: Any, missing: str = "not measured") -> str:
     """A Markdown template with every ``{{path:format}}`` filled from ``data`` (:func:`lookup`),
     so the prose lives in a template file and Python computes only the numbers. A path with
@@ -116,6 +128,8 @@ def fill(template: str, data: Any, missing: str = "not measured") -> str:
             value = lookup(data, m["path"])
         except (ValueError, KeyError, IndexError, TypeError):
             return missing
+        if m["fmt"] and reruns.RANGED.match(m["fmt"]):  # a number with its rerun range
+            return reruns.quote(ranged(data, m["path"], value), m["fmt"])
         out = format(value, m["fmt"]) if m["fmt"] else str(value)
         return out[1:] if re.fullmatch(r"-0(\.0*)?%?", out) else out  # a value that rounds to 0 has no sign
 

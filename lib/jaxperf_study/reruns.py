@@ -1,11 +1,14 @@
 """The study's ranges: a value measured in several fresh processes stated with the range a
 rerun's median is expected in (:func:`rerun_range`), widened by the calibration between whole
-runs (:func:`set_rerun_inflation`); a value from one process with its quartiles. Study only:
+runs (:func:`set_rerun_inflation`); a value from one process with its quartiles. A range
+wider than :data:`RESOLVED_WIDTH` times its median is quoted as "not resolved", never as a
+number (:func:`quote`: every summary and the README go through it). Study only:
 the tools (``diagnose``, ``loops``) time in one process and state quartiles
 (:func:`jaxperf.timing.iqr_stats`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,6 +79,41 @@ def rerun_range(medians: Any, level: float = 0.95) -> tuple[float, float]:
     half = float(t.ppf(0.5 + level / 2, x.size - 1) * y.std(ddof=1) * np.sqrt(2 / x.size)) * _INFLATION[0]
     lo, hi = (np.exp(y.mean() - half), np.exp(y.mean() + half)) if log else (y.mean() - half, y.mean() + half)
     return float(min(lo, x.min())), float(max(hi, x.max()))
+
+
+#: the widest rerun range, as a multiple of its median, that a number is still quoted with
+RESOLVED_WIDTH = 3.0
+NOT_RESOLVED = "not resolved"
+#: ``r<format><unit>``: a ranged number as :func:`quote` writes it (``r.2f×``, ``r.1f ms``)
+RANGED = re.compile(r"^r(?P<spec>[,.\d]*[eEfgG%]?)(?P<unit>.*)$")
+
+
+def resolved(median: Any, lo: Any, hi: Any) -> bool:
+    """Whether a range may be quoted as a number: all three finite and ``hi - lo`` at most
+    :data:`RESOLVED_WIDTH` times ``|median|``."""
+    values = np.asarray([median, lo, hi], dtype=float)
+    return bool(np.isfinite(values).all() and values[2] - values[1] <= RESOLVED_WIDTH * abs(values[0]))
+
+
+def quote(stat: Any, spec: str) -> str:
+    """``stat`` ({median, lo, hi}) as ``"2.71× [2.17, 3.35]"`` for ``spec`` ``"r.2f×"`` (a
+    :data:`RANGED` spec: the number's format, then its unit, written after the median); a range
+    :func:`resolved` refuses reads "not resolved" with why. ValueError naming ``spec`` or
+    ``stat`` when either is not of that form."""
+    m = RANGED.match(spec or "")
+    if m is None:
+        raise bad_value("spec", spec, 'r, a number format and a unit, e.g. "r.2f×" or "r.1f ms"')
+    if not (isinstance(stat, dict) and {"median", "lo", "hi"} <= set(stat)):
+        raise bad_value("stat", stat, "a {median, lo, hi} value (a measured number with its rerun range)")
+    median, lo, hi = (stat[k] for k in ("median", "lo", "hi"))
+    if stat.get("below") is not None:  # counted in too few ticks of a coarse clock: a bound only
+        return f"below {format(stat['below'], m['spec'])}{m['unit']} (the CPU clock's resolution over the calls counted)"
+    if not np.isfinite(np.asarray([median], dtype=float)).all():
+        return "not measured"
+    if not resolved(median, lo, hi):
+        return f"{NOT_RESOLVED} (its processes disagree: their range is wider than {RESOLVED_WIDTH:g}× its median)"
+    number = "{:" + m["spec"] + "}"
+    return f"{number.format(median)}{m['unit']} [{number.format(lo)}, {number.format(hi)}]"
 
 
 def spread(df: pd.DataFrame, value: str, by: Sequence[str] = ()) -> pd.DataFrame:

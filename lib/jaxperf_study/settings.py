@@ -1,8 +1,10 @@
 """Typed, frozen settings: one object per study, built from a notebook's parameters.
 
 A study subclasses :class:`StudySettings`, adds its own fields (the notebook's
-parameter names, with the full-run values as defaults) and a ``QUICK`` preset
-(the fields a smoke run replaces). The notebook builds it in one line::
+parameter names, with the full-run values as defaults), a ``QUICK`` preset
+(the fields a smoke run replaces) and, where a backend needs other sizes, a preset per
+backend in ``PRESETS`` (applied when ``backend`` names it, before ``QUICK``). The notebook
+builds it in one line::
 
     settings = DispatchSettings.from_parameters(globals())
 
@@ -36,6 +38,8 @@ class StudySettings:
 
     # Fields a quick (smoke) run replaces, with their quick values.
     QUICK: ClassVar[Mapping[str, Any]] = {}
+    # Per backend (as ``backend`` names it; "auto" picks none): the fields its runs replace.
+    PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __post_init__(self) -> None:
         # Notebook parameters arrive as lists (papermill's YAML); freeze them as tuples.
@@ -61,14 +65,19 @@ class StudySettings:
     @classmethod
     def from_parameters(cls, namespace: Mapping[str, Any]) -> Self:
         """Build from a notebook's globals (or any mapping): takes the fields it knows,
-        validates them, then applies the quick preset when ``quick`` is true."""
+        validates them, then applies the backend's preset (``PRESETS[backend]``) and the quick
+        preset when ``quick`` is true."""
         values = {name: namespace[name] for name in cls.field_names() if name in namespace}
         settings = cls(**values)
-        if settings.quick and cls.QUICK:
-            unknown = set(cls.QUICK) - set(cls.field_names())
-            if unknown:
-                raise TypeError(f"{cls.__name__}.QUICK names unknown fields: {sorted(unknown)}")
-            settings = dataclasses.replace(settings, **cls.QUICK)
+        for name, preset in (
+            (f"PRESETS[{settings.backend!r}]", cls.PRESETS.get(settings.backend)),
+            ("QUICK", cls.QUICK if settings.quick else None),
+        ):
+            if preset:
+                unknown = set(preset) - set(cls.field_names())
+                if unknown:
+                    raise TypeError(f"{cls.__name__}.{name} names unknown fields: {sorted(unknown)}")
+                settings = dataclasses.replace(settings, **preset)
         return settings
 
     def as_dict(self) -> dict[str, Any]:
@@ -77,14 +86,22 @@ class StudySettings:
 
     @classmethod
     def presets(cls) -> pd.DataFrame:
-        """Full-run defaults beside the quick preset, one row per field that quick mode changes."""
+        """Full-run defaults beside the quick preset and each backend's, one row per field a
+        preset changes (a preset that leaves a field alone shows its default)."""
         import pandas as pd  # here, not at the top: the options check builds settings with the stdlib only
 
         defaults = {f.name: _default(f) for f in dataclasses.fields(cls)}
+        presets = {"quick": cls.QUICK, **cls.PRESETS}
+        names = list(dict.fromkeys(name for preset in presets.values() for name in preset))
         rows = [
-            {"parameter": name, "full": defaults[name], "quick": value} for name, value in cls.QUICK.items()
+            {
+                "parameter": name,
+                "full": defaults[name],
+                **{k: p.get(name, defaults[name]) for k, p in presets.items()},
+            }
+            for name in names
         ]
-        return pd.DataFrame(rows, columns=["parameter", "full", "quick"])
+        return pd.DataFrame(rows, columns=["parameter", "full", *presets])
 
 
 def check_fraction(name: str, value: Any) -> None:

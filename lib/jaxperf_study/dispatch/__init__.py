@@ -14,7 +14,6 @@ from jaxperf._lazy import exports
 if TYPE_CHECKING:
     from jaxperf.fixes import state_step
 
-    from .methods import build_runner
     from .models import ModelSpec, count_leaves
     from .settings import DispatchSettings
     from .steps import AXIS, make_train_step
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 # Loaded on first use: importing this package (or its settings) imports no JAX.
 _EXPORTS = {
     "state_step": ("jaxperf.fixes", "state_step"),
-    "build_runner": (".methods", "build_runner"),
     "ModelSpec": (".models", "ModelSpec"),
     "count_leaves": (".models", "count_leaves"),
     "DispatchSettings": (".settings", "DispatchSettings"),

@@ -148,3 +148,8 @@ def run(specs: Iterable[ModelSpec], rounds: int) -> tuple[pd.DataFrame, pd.DataF
     return pd.concat([f[0] for f in found], ignore_index=True), pd.concat(
         [f[1] for f in found], ignore_index=True
     )
+
+
+def none() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What :func:`run` returns for no model: (no stage rows, no profiles)."""
+    return pd.DataFrame(columns=["model", "leaves", "round", "call", "stage", "cpu_ms"]), pd.DataFrame()

@@ -4,12 +4,17 @@ Each cell is the seed's step wrapped as a reader would wrap it (``eqx.filter_pma
 device, family ``pmap``, or ``eqx.filter_jit`` on one, family ``jit``); the diagnosis engine
 derives every cheaper path, proves each returns the same outputs and next state, and times them
 interleaved in the seed's loop: the study's numbers and a reader's diagnosis are one measurement.
+A :class:`Budget` holds the sweep over all its processes to one deadline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import equinox as eqx
@@ -21,7 +26,7 @@ from jaxperf.diagnosis.paths import _as_pmap_outputs
 
 from .eqx_patch.path import PATHS as PATCHED
 from .models import ModelSpec, count_leaves
-from .runners import Inputs, put
+from .runners import mapped, put
 from .steps import AXIS, batch_first, get_step
 
 FAMILIES = ("pmap", "jit")
@@ -48,10 +53,13 @@ class Cell:
         model, opt_state = self.spec.build()
         devices = jax.devices()
         if self.family == "pmap":
-            inputs = Inputs(self.step, model, opt_state, self.spec.batch(len(devices)), devices, False)
-            args = _as_pmap_outputs(inputs.mapped(), devices, AXIS)
+            args = _as_pmap_outputs(
+                mapped(model, opt_state, self.spec.batch(len(devices)), devices), devices, AXIS
+            )
             wrapped = eqx.filter_pmap(
-                get_step(self.step, AXIS), axis_name=AXIS, donate="all" if self.donated else "none"
+                get_step(self.step, AXIS, self.spec.microbatches),
+                axis_name=AXIS,
+                donate="all" if self.donated else "none",
             )
         else:
             x = self.spec.batch(1)
@@ -59,7 +67,8 @@ class Cell:
             # the batch is the second argument; "all" would donate it too, so the seed's
             # loop (which reuses no batch) is mirrored by donating model and state only
             wrapped = eqx.filter_jit(
-                batch_first(get_step(self.step, None)), donate="all-except-first" if self.donated else "none"
+                batch_first(get_step(self.step, None, self.spec.microbatches)),
+                donate="all-except-first" if self.donated else "none",
             )
             args = (x, model, opt_state)
         return wrapped, args
@@ -71,6 +80,7 @@ class Cell:
         return {
             "step": self.step,
             "model": self.spec.name,
+            "microbatches": self.spec.microbatches,
             "kind": self.spec.kind,
             "leaves": leaves,
             "donated": self.donated,
@@ -105,14 +115,111 @@ def run_cell(
     return timings, notes
 
 
+class _Compiling:
+    """Seconds this process spent compiling (JAX's backend compile events), read before and after a cell."""
+
+    seconds = 0.0
+
+    @classmethod
+    def start(cls) -> None:
+        from jax import monitoring
+
+        def on(event: str, duration: float, **_: Any) -> None:
+            if event == "/jax/core/compile/backend_compile_duration":
+                cls.seconds += duration
+
+        if not getattr(cls, "_on", None):
+            monitoring.register_event_duration_secs_listener(on)
+            cls._on = on
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``seconds`` for a sweep in all of its ``processes``, which run one after another: the
+    first runs the cells in order while the rest can still repeat them in time (its own
+    compiles excepted: the others load them from the run's compilation cache), and writes the
+    list to ``plan``; the others run that list, each stopping where its share ends. A cell not
+    run reads "not reached"."""
+
+    ends_at: float  # time.time() by which the last process must be done
+    started_at: float
+    processes: int
+    plan: str  # a JSON file in a folder of the run's own
+
+    #: what a cell is guessed to cost before one like it ran (a train step's compiles included)
+    FIRST_GUESS_S = 25.0
+    #: a cell's programs (about 10) loaded from the compilation cache by a later process
+    CACHE_LOADS_S = 1.0
+
+    @classmethod
+    def start(cls, seconds: float, processes: int) -> Budget | None:
+        """A budget of ``seconds`` from now (None for 0: no deadline)."""
+        if not seconds:
+            return None
+        now = time.time()
+        folder = tempfile.mkdtemp(prefix="jaxperf_budget_")
+        return cls(now + seconds, now, processes, str(Path(folder) / "plan.json"))
+
+    def cells(self, cell_list: list[Cell], spent: dict[int, tuple[float, float]]) -> Iterator[int]:
+        """The indices of ``cell_list`` this process runs, in order, as ``spent`` (index ->
+        (seconds, compile seconds) of each cell run here) fills; writes or reads the plan."""
+        path, now = Path(self.plan), time.time()
+        if path.is_file():  # a later process: the first's cells, while its share lasts
+            plan = json.loads(path.read_text())
+            plan["started"] += 1
+            path.write_text(json.dumps(plan))
+            after = self.processes - plan["started"]  # processes still to come after this one
+            for i in plan["cells"]:
+                left = self.ends_at - after * plan["each"] - time.time()
+                if plan["rerun"][str(i)] <= left:
+                    yield i
+            return
+        startup = now - self.started_at  # a process's start, imports and device open, as this one's
+        planned: list[int] = []
+        rerun: dict[str, float] = {}
+        for i, cell in enumerate(cell_list):
+            alike = [spent[j][0] for j in planned if _alike(cell_list[j], cell)]
+            first = max(alike) if alike else self.FIRST_GUESS_S
+            again = sum(rerun.values()) + first / 2
+            if time.time() + first + (self.processes - 1) * (startup + again) > self.ends_at:
+                continue  # the later processes could not repeat it in time: not reached
+            yield i
+            seconds, compiling = spent[i]
+            planned.append(i)
+            rerun[str(i)] = max(seconds - compiling, 1.0) + self.CACHE_LOADS_S
+        each = startup + sum(rerun.values())
+        path.write_text(json.dumps({"cells": planned, "rerun": rerun, "each": each, "started": 1}))
+
+
+def _alike(a: Cell, b: Cell) -> bool:
+    """Whether two cells compile alike: the same step, family and microbatches."""
+    return (a.step, a.family, a.spec.microbatches > 1) == (b.step, b.family, b.spec.microbatches > 1)
+
+
 def sweep(
-    cell_list: list[Cell], *, precision: float, max_seconds: float, min_rounds: int
+    cell_list: list[Cell],
+    *,
+    precision: float,
+    max_seconds: float,
+    min_rounds: int,
+    budget: Budget | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every cell: (timings, one row per path a cell did not time, with why)."""
-    frames, notes = [], []
-    for cell in cell_list:
+    """Every cell (those the ``budget`` leaves time for): (timings, one row per path a cell did
+    not time, or cell not reached, with why)."""
+    frames, notes, spent = [], [], {}
+    _Compiling.start()
+    order = budget.cells(cell_list, spent) if budget else iter(range(len(cell_list)))
+    for i in order:
+        cell, started, compiled = cell_list[i], time.time(), _Compiling.seconds
         timings, why = run_cell(cell, precision=precision, max_seconds=max_seconds, min_rounds=min_rounds)
+        spent[i] = (time.time() - started, _Compiling.seconds - compiled)
         frames.append(timings)
         notes += [{**cell.labels, "path": path, "why": text} for path, text in why.items()]
-    columns = ["step", "model", "kind", "leaves", "donated", "family", "path", "why"]
-    return pd.concat(frames, ignore_index=True), pd.DataFrame(notes, columns=columns)
+    for i in sorted(set(range(len(cell_list))) - set(spent)):
+        why = "not reached: the run's time budget (deadline_s) ended first"
+        notes.append({**cell_list[i].labels, "path": "every path", "why": why})
+    columns = ["step", "model", "microbatches", "kind", "leaves", "donated", "family", "path", "why"]
+    timings = (
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["method", *columns[:7]])
+    )
+    return timings, pd.DataFrame(notes, columns=columns)

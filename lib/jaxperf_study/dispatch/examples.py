@@ -26,14 +26,14 @@ def seed_noop(depth: int = 64, width: int = 32) -> dict[str, Any]:
     import equinox as eqx
 
     from .models import ModelSpec
-    from .runners import Inputs
+    from .runners import mapped
     from .steps import AXIS, noop_step
 
     check_int("depth", depth)
     spec = ModelSpec("mlp", depth, width=width)
     model, opt_state = spec.build()
     devices = jax.devices()
-    model, x, opt_state = Inputs("noop", model, opt_state, spec.batch(len(devices)), devices, False).mapped()
+    model, x, opt_state = mapped(model, opt_state, spec.batch(len(devices)), devices)
     return {"step": eqx.filter_pmap(noop_step, axis_name=AXIS), "args": (model, x, opt_state)}
 
 
@@ -74,13 +74,13 @@ def filter_pmap_train(depth: int = 8, width: int = 32, batch_per_device: int = 4
     import equinox as eqx
 
     from .models import ModelSpec
-    from .runners import Inputs
+    from .runners import mapped
     from .steps import AXIS, make_train_step
 
     spec = ModelSpec("mlp", depth, width=width, batch_per_device=batch_per_device)
     model, opt_state = spec.build()
     devices = jax.devices()
-    model, x, opt_state = Inputs("train", model, opt_state, spec.batch(len(devices)), devices, False).mapped()
+    model, x, opt_state = mapped(model, opt_state, spec.batch(len(devices)), devices)
     step = eqx.filter_pmap(make_train_step(AXIS), axis_name=AXIS)
     return {"step": step, "args": (model, x, opt_state)}
 

@@ -79,7 +79,8 @@ def plot_per_leaf(
         for method in methods:
             if own:
                 mine = timings[timings["method"] == method]
-                rounds = fit_rows(mine.assign(excess_ms=1e3 * mine["cpu_s_per_call"]), fit_cells or FIT_CELLS)
+                own_ms = 1e3 * mine[per_leaf.host_column(mine)]
+                rounds = fit_rows(mine.assign(excess_ms=own_ms), fit_cells or FIT_CELLS)
             else:
                 rounds = fit_rows(per_leaf.excess(per_leaf.pooled(timings), method), fit_cells or FIT_CELLS)
             if rounds.empty:
@@ -118,34 +119,6 @@ def plot_per_leaf(
     fig.suptitle(f"{claim}\n({how})", fontsize=pt(fig) + 1)
     fig.tight_layout()
     return fig, pd.concat(data, ignore_index=True) if data else pd.DataFrame()
-
-
-@plots.draws
-def plot_seed_implied(implied: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """The seed's 25 it/s loop with this machine's extra host CPU per call added: the implied
-    it/s between its host-bound and device-bound bounds, the seed's 25 and 8 it/s marked."""
-    fig, ax = plt.subplots(figsize=(6.5, 4.0))
-    x, red = implied["leaves"], "#d62728"
-    host, device = implied["it_per_s_if_host_bound"], implied["it_per_s_if_device_bound"]
-    ax.fill_between(x, host, device, color=red, alpha=0.25, lw=0)
-    ax.plot(x, host, color=red, marker="o", ms=3, label="if the 40 ms were host time")
-    ax.plot(x, device, color=red, ls="--", label="if the 40 ms were device time")
-    for value, text in (
-        (per_leaf.SEED_FAST_IT_PER_S, "seed: jax.pmap, 25 it/s"),
-        (per_leaf.SEED_SLOW_IT_PER_S, "seed: eqx.filter_pmap, 8 it/s"),
-    ):
-        plots.reference_line(ax, value, text)
-    _leaves_axis(ax, x)
-    ax.set_ylim(0, per_leaf.SEED_FAST_IT_PER_S * 1.15)
-    ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
-    ax.set_ylabel("implied it/s of the seed's loop", fontsize=pt(fig))
-    ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    ax.tick_params(labelsize=pt(fig))
-    ax.set_title(
-        "The seed's TPU loop with this machine's extra host CPU per call (a model)", fontsize=pt(fig)
-    )
-    fig.tight_layout()
-    return fig, implied
 
 
 @plots.draws
@@ -235,9 +208,10 @@ def plot_ranges(
 
 
 @plots.draws
-def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """``eqx.filter_pmap`` / ``jax.pmap`` on params it/s on 8 CPU devices sharing 2 cores, per
-    cell of the undonated no-op step: an analogue of the seed's ratio, not a TPU's."""
+def plot_filter_pmap_ratio(timings: pd.DataFrame, analogue: bool) -> tuple[plt.Figure, pd.DataFrame]:
+    """``eqx.filter_pmap`` / ``jax.pmap`` on params it/s, pipelined and blocked, per cell of the
+    undonated no-op step (per pair, median over processes and rerun range); ``analogue``: the
+    backend is not the seed's (8 forced CPU devices sharing 2 cores), and the title says so."""
     from .report import MEASURES
 
     rows = []
@@ -261,14 +235,18 @@ def plot_analogue(timings: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
             color=plots.color("filter_pmap"),
             label=MEASURES[measure],
         )
-    seed = per_leaf.SEED_SLOW_IT_PER_S / per_leaf.SEED_FAST_IT_PER_S
-    ax.axhline(seed, color="0.35", ls=":", lw=1.1, label="the seed's 8 / 25 it/s on a TPU v3-8 (for scale)")
+    ax.axhline(8 / 25, color="0.35", ls=":", lw=1.1, label="the seed's 8 / 25 it/s on a TPU v3-8 (for scale)")
     _leaves_axis(ax, data["leaves"])
     ax.set_ylim(0, 1.1)
     ax.set_xlabel("array leaves in the arguments", fontsize=pt(fig))
     ax.set_ylabel("eqx.filter_pmap / jax.pmap it/s", fontsize=pt(fig))
     ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     ax.tick_params(labelsize=pt(fig))
-    ax.set_title("An analogue: 8 forced CPU devices sharing 2 cores, not a TPU", fontsize=pt(fig))
+    title = (
+        "An analogue: 8 forced CPU devices sharing 2 cores, not a TPU"
+        if analogue
+        else ("eqx.filter_pmap's it/s over jax.pmap on params's, the no-op step")
+    )
+    ax.set_title(title, fontsize=pt(fig))
     fig.tight_layout()
     return fig, data

@@ -110,7 +110,9 @@ def adam_update(
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What to build: ``kind`` 'mlp' (``size`` = depth), 'transformer' or 'cnn' (``size`` = layers)."""
+    """What to build: ``kind`` 'mlp' (``size`` = depth), 'transformer' or 'cnn' (``size`` = layers);
+    a train step on it takes ``microbatches`` batches of ``batch_per_device`` per device per call,
+    its gradients accumulated (the step's device time grows with them, its leaves do not)."""
 
     kind: str
     size: int
@@ -118,17 +120,18 @@ class ModelSpec:
     batch_per_device: int = 4
     seq: int = 8
     heads: int = 4
+    microbatches: int = 1
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, MODEL_KINDS)
-        check_int("size", self.size, minimum=1)
-        check_int("width", self.width, minimum=1)
-        check_int("batch_per_device", self.batch_per_device, minimum=1)
+        for name in ("size", "width", "batch_per_device", "microbatches"):
+            check_int(name, getattr(self, name), minimum=1)
 
     @property
     def name(self) -> str:
         name = f"mlp_depth{self.size}" if self.kind == "mlp" else f"{self.kind}_{self.size}layers"
-        return name if self.width == ModelSpec.width else f"{name}_width{self.width}"
+        name = name if self.width == ModelSpec.width else f"{name}_width{self.width}"
+        return name if self.microbatches == 1 else f"{name}_x{self.microbatches}"
 
     def build(self, seed: int = 0) -> tuple[Any, AdamState]:
         key = jax.random.PRNGKey(seed)
@@ -142,11 +145,12 @@ class ModelSpec:
         return model, adam_init(model)
 
     def batch(self, n_devices: int, seed: int = 1) -> jax.Array:
-        """A global batch, ``n_devices * batch_per_device`` examples."""
+        """A global batch, ``n_devices * batch_per_device * microbatches`` examples."""
         example = {"transformer": (self.seq, self.width), "cnn": (self.width, 8, 8)}.get(
             self.kind, (self.width,)
         )
-        return jax.random.normal(jax.random.PRNGKey(seed), (n_devices * self.batch_per_device, *example))
+        size = n_devices * self.batch_per_device * self.microbatches
+        return jax.random.normal(jax.random.PRNGKey(seed), (size, *example))
 
 
 def count_leaves(*trees: Any) -> int:

@@ -3,7 +3,13 @@ as a path's excess over the baseline's (``jax.pmap`` / ``jax.jit`` on the partit
 the same cell and round, fitted as ``a + b * leaves`` per process. A quantity measured once per
 fresh process (``study.measure(processes=n)``) is quoted as the median of the per-process values
 with the range a rerun's median is expected in; a range that holds the verdict's threshold is
-not resolved."""
+not resolved.
+
+Host CPU is the dispatching thread's CPU time per call while the loop enqueues (per blocked
+call in records older than that column). A clock that ticks coarsely (:data:`COARSE_TICK_S`;
+a TPU host's thread clock moves in 10 ms steps) makes each round's value a count of ticks:
+then a process's value is the mean over its rounds (its sums pooled: unbiased, as each tick is
+charged to the thread running), never a median of tick counts."""
 
 from __future__ import annotations
 
@@ -18,8 +24,25 @@ from .. import reruns
 from .cost import BASELINE
 
 KEYS = ["step", "model", "kind", "leaves", "donated", "family"]
-#: the seed's numbers (equinox#192, TPU v3-8, 2022): jax.pmap on params, eqx.filter_pmap
-SEED_FAST_IT_PER_S, SEED_SLOW_IT_PER_S = 25.0, 8.0
+
+
+#: a CPU clock with steps this long or longer (seconds) is read pooled over rounds
+COARSE_TICK_S = 1e-4
+
+
+def host_column(rows: pd.DataFrame) -> str:
+    """The records' host CPU per call: while enqueuing, or per blocked call where that is all they hold."""
+    return "enqueue_cpu_s_per_call" if "enqueue_cpu_s_per_call" in rows else "cpu_s_per_call"
+
+
+def coarse(rows: pd.DataFrame) -> bool:
+    """Whether the records' CPU clock ticked coarsely (:data:`COARSE_TICK_S`)."""
+    return "cpu_tick_s" in rows and bool((rows["cpu_tick_s"] >= COARSE_TICK_S).any())
+
+
+def central(values: pd.Series, pooled_sums: bool) -> float:
+    """A process's value from its rounds: the median, or the mean when ``pooled_sums`` (a coarse clock)."""
+    return float(values.mean() if pooled_sums else values.median())
 
 
 def pooled(rows: pd.DataFrame, key: str = "repeat") -> pd.DataFrame:
@@ -58,15 +81,17 @@ def excess(timings: pd.DataFrame, method: str) -> pd.DataFrame:
         if wanted is None:
             continue
         index = [*KEYS, "repeat", *(["process"] if "process" in part else [])]
-        cpu = part.assign(host_ms=1e3 * part["cpu_s_per_call"]).pivot_table(
+        cpu = part.assign(host_ms=1e3 * part[host_column(part)]).pivot_table(
             index=index, columns="method", values="host_ms"
         )
         if BASELINE[str(family)] not in cpu or wanted not in cpu:
             continue
         diff = (cpu[wanted] - cpu[BASELINE[str(family)]]).dropna().rename("excess_ms")
-        rows.append(diff.reset_index())
+        rows.append(diff.reset_index().assign(coarse=coarse(part)))
     return (
-        pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[*KEYS, "repeat", "excess_ms"])
+        pd.concat(rows, ignore_index=True)
+        if rows
+        else pd.DataFrame(columns=[*KEYS, "repeat", "excess_ms", "coarse"])
     )
 
 
@@ -80,7 +105,8 @@ def fit_per_process(rounds: pd.DataFrame) -> dict[str, Any]:
     line with the [lo, hi] of ``a`` (ms) and ``b`` (µs per leaf) over the processes."""
     fits = []
     for part in per_process(rounds):
-        medians = part.groupby("leaves")["excess_ms"].median()
+        by_leaves = part.groupby("leaves")["excess_ms"]
+        medians = by_leaves.mean() if part.get("coarse", pd.Series([False])).any() else by_leaves.median()
         if len(medians) >= 2:
             fits.append(_line(medians.index.to_numpy(dtype=float), medians.to_numpy(dtype=float)))
     if not fits:
@@ -112,43 +138,6 @@ def against_fit(rounds: pd.DataFrame, line: dict[str, Any]) -> pd.DataFrame:
         out["predicted_ms"] <= out["excess_ms_q75"] + slack
     )
     return out
-
-
-def seed_implied(excess_ms: dict[int, float]) -> pd.DataFrame:
-    """The seed's ``jax.pmap`` loop ran at 25 it/s (40 ms per step) on a TPU v3-8. With ``E``
-    ms more host CPU per call (``excess_ms``: leaves -> the measured median excess, the one
-    value the study quotes for it), ``eqx.filter_pmap``'s loop runs at ``1000 / (40 + E)``
-    it/s if those 40 ms were all host time (the extra adds up), and at ``1000 / max(40, E)`` if
-    they were all device time (the extra hides under the device until it exceeds it): the
-    implied it/s lies between the two. Assumes the TPU host's per-leaf cost equals this
-    machine's."""
-    step_ms = 1e3 / SEED_FAST_IT_PER_S
-    rows = []
-    for n, measured in sorted(excess_ms.items()):
-        extra = max(float(measured), 0.0)
-        rows.append(
-            {
-                "leaves": int(n),
-                "extra_host_ms": extra,
-                "it_per_s_if_host_bound": 1e3 / (step_ms + extra),
-                "it_per_s_if_device_bound": 1e3 / max(step_ms, extra),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def seed_leaves(line: dict[str, Any]) -> dict[str, float | None]:
-    """The leaf counts at which this machine's excess would explain the seed's 8 vs 25 it/s:
-    if its 40 ms were host time (needs E = 125 - 40 ms) and if they were device time
-    (needs E = 125 ms). None where the line's slope is not positive."""
-    slope = 1e-3 * line["b_us_per_leaf"]
-    if slope <= 0:
-        return {"if_host_bound": None, "if_device_bound": None}
-    slow_ms, fast_ms = 1e3 / SEED_SLOW_IT_PER_S, 1e3 / SEED_FAST_IT_PER_S
-    return {
-        "if_host_bound": (slow_ms - fast_ms - line["a_ms"]) / slope,
-        "if_device_bound": (slow_ms - line["a_ms"]) / slope,
-    }
 
 
 def ranges(timings: pd.DataFrame, method: str, over: str, value: str, precision: float) -> dict[str, Any]:
@@ -204,9 +193,15 @@ def host_ratio(timings: pd.DataFrame, method: str, cells: dict[str, Any]) -> lis
         for labels, cell in part.groupby(KEYS, sort=True):
             medians = []
             for proc in per_process(cell):
-                cpu = proc.pivot_table(index="repeat", columns="method", values="cpu_s_per_call")
+                cpu = proc.pivot_table(index="repeat", columns="method", values=host_column(proc))
                 if method in cpu and base in cpu:
-                    medians.append(float((cpu[method] / cpu[base]).dropna().median()))
+                    both = cpu[[method, base]].dropna()
+                    pair = (
+                        both[method].mean() / both[base].mean()
+                        if coarse(proc)
+                        else (both[method] / both[base]).median()
+                    )
+                    medians.append(float(pair))
             out.append({**dict(zip(KEYS, labels)), **spread(medians, 1.0)})
     return out
 

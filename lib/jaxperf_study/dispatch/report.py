@@ -21,6 +21,7 @@ from .. import pages as md
 from .. import reruns
 from . import accounting, per_leaf
 from .cost import BASELINE, FAMILIES, FIX, PACKED, RECIPE, SLOW
+from .predict import beside
 
 #: the it/s measures every range is stated in, with the words a summary uses for them
 MEASURES = {
@@ -32,12 +33,17 @@ PATCHED = ("filter_pmap_patched", "filter_jit_patched")
 #: Equinox's own low-overhead recipe (docs/tricks.md), which the drop-ins and the patch are set against too
 RECIPES = tuple(RECIPE.values())
 #: the project's own goals (judged in <details> only): the fix vs the baseline, every cell;
-#: the packed path vs the baseline with the same donation, the no-op step at the largest MLP
-GOAL_FIX, GOAL_PACKED_NOOP = 0.95, 10.0
+#: the packed path vs the baseline with the same donation, the no-op step at GOAL_PACKED_LEAVES
+#: leaves (else the largest); the patched Equinox within 1.10x of the baseline, every cell
+GOAL_FIX, GOAL_PACKED_NOOP, GOAL_PATCHED = 0.95, 10.0, 1 / 1.10
+GOAL_PACKED_LEAVES = 392
 #: which cells a line is fitted on: the undonated no-op step on the MLPs
 FIT_CELLS = {"step": "noop", "kind": "mlp", "donated": False}
-#: the wide train step under eqx.filter_jit: its device time far above any path's host time
-HEAVY = {"step": "train", "family": "jit"}
+#: the train step under eqx.filter_jit whose device time is far above any path's host time: the
+#: wide one (``_width``) or the one with accumulated microbatches (``_x``), undonated
+HEAVY = {"step": "train", "family": "jit", "donated": False}
+#: a process's host CPU per call counted in fewer of its clock's ticks than this is not quoted
+MIN_TICKS = 5
 
 
 def fit_rows(rounds: pd.DataFrame, fit_cells: dict[str, Any] = FIT_CELLS) -> pd.DataFrame:
@@ -70,7 +76,12 @@ def excess_at(timings: pd.DataFrame, method: str) -> list[dict[str, Any]]:
     value the study quotes for it, the median of per-process medians with their rerun range."""
     rounds = fit_rows(per_leaf.excess(per_leaf.pooled(timings), method))
     return [
-        {"leaves": int(n), **per_leaf.spread([p["excess_ms"].median() for p in per_leaf.per_process(part)])}
+        {
+            "leaves": int(n),
+            **per_leaf.spread(
+                [per_leaf.central(p["excess_ms"], p["coarse"].any()) for p in per_leaf.per_process(part)]
+            ),
+        }
         for n, part in rounds.groupby("leaves", sort=True)
     ]
 
@@ -85,7 +96,7 @@ def _baseline_lines(timings: pd.DataFrame, methods: tuple[str, ...]) -> dict[str
         rows = fit_rows(timings[timings["method"] == base])
         if rows["leaves"].nunique() < 2:
             continue
-        own = rows.assign(excess_ms=1e3 * rows["cpu_s_per_call"])
+        own = rows.assign(excess_ms=1e3 * rows[per_leaf.host_column(rows)], coarse=per_leaf.coarse(rows))
         multiples: dict[str, Any] = {}
         for method in methods:
             rounds = fit_rows(per_leaf.excess(per_leaf.pooled(timings), method))
@@ -100,15 +111,73 @@ def _baseline_lines(timings: pd.DataFrame, methods: tuple[str, ...]) -> dict[str
     return out
 
 
+def heavy(timings: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the first :data:`HEAVY` cell (a small model's single-batch train step is light)."""
+    rows = fit_rows(timings, HEAVY)
+    rows = rows[rows["model"].str.contains("_width|_x")]
+    return rows[rows["model"] == rows["model"].iloc[0]] if len(rows) else rows
+
+
+def complete(timings: pd.DataFrame, notes: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the rows of the cells measured in every process, ``notes`` with a row for each other
+    cell): a cell a deadline stopped in one process is not quoted from the others."""
+    if "process" not in timings or timings.empty:
+        return timings, notes
+    keys = [k for k in per_leaf.KEYS if k in timings]
+    counts = timings.groupby(keys, sort=False)["process"].transform("nunique")
+    every = counts == timings["process"].nunique()
+    short = timings[~every].drop_duplicates(keys)[keys]
+    why = "measured in fewer processes than the others (the run's time budget): not quoted"
+    extra = short.assign(path="every path", why=why)
+    return timings[every], pd.concat(
+        [notes, extra[[c for c in notes.columns if c in extra]]], ignore_index=True
+    )
+
+
+def cases(timings: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per cell and path, each the median over processes with its rerun range: it/s in the
+    loop (pipelined) and with each call blocked, host CPU per call (on a coarse clock with the
+    ticks it counted, or only ``below`` a bound where a process counted fewer than
+    :data:`MIN_TICKS`), the
+    time to enqueue a call, and the cell's device time per call: the partitioned path's blocked
+    time less its enqueue time (the device's time plus the wait's own latency)."""
+    out = []
+    keys = [k for k in (*per_leaf.KEYS, "microbatches") if k in timings]
+    for labels, cell in timings.groupby(keys, sort=False):
+        base = cell[cell["method"] == BASELINE[str(cell["family"].iloc[0])]]
+        device = [
+            1e3 * (p["wall_s_per_call"] - p["dispatch_s_per_call"]).median()
+            for p in per_leaf.per_process(base)
+        ]
+        pooled_clock, host = per_leaf.coarse(cell), per_leaf.host_column(cell)
+        for method, rows in cell.groupby("method", sort=False):
+            each = per_leaf.per_process(rows)
+            row: dict[str, Any] = {**dict(zip(keys, labels)), "method": method}
+            row["loop_it_per_s"] = per_leaf.spread([p["loop_it_per_s"].median() for p in each])
+            row["it_per_s"] = per_leaf.spread([p["it_per_s"].median() for p in each])
+            row["enqueue_ms"] = per_leaf.spread([1e3 * p["dispatch_s_per_call"].median() for p in each])
+            row["device_ms"] = per_leaf.spread(device)
+            row["host_cpu_ms"] = per_leaf.spread(
+                [1e3 * per_leaf.central(p[host], pooled_clock) for p in each]
+            )
+            if pooled_clock:  # a count of ticks: below MIN_TICKS in a process, only a bound
+                ticks = min(p[host].sum() / p["cpu_tick_s"].max() for p in each)
+                below = max(1e3 * MIN_TICKS * p["cpu_tick_s"].max() / p["calls"].sum() for p in each)
+                row["host_cpu_ms"] |= (
+                    {"ticks": ticks} if ticks >= MIN_TICKS else {"median": float("nan"), "below": below}
+                )
+            out.append(row)
+    return out
+
+
 def waits(timings: pd.DataFrame) -> list[dict[str, Any]]:
-    """Runs ahead or waits, per path, on the heavy cell (:func:`jaxperf.runs_ahead.verdicts` on
+    """Runs ahead or waits, per path, on the heavy cells (:func:`jaxperf.runs_ahead.verdicts` on
     every process's rounds); a verdict the processes do not all share reads "unclear"."""
-    heavy = fit_rows(timings, HEAVY)
-    heavy = heavy[heavy["model"].str.contains("_width")]  # the wide model: a small one's train step is light
-    if heavy.empty:
+    rows = heavy(timings)
+    if rows.empty:
         return []
-    pooled = runs_ahead.verdicts(per_leaf.pooled(heavy), BASELINE["jit"], key="method")
-    each = [runs_ahead.verdicts(p, BASELINE["jit"], key="method") for p in per_leaf.per_process(heavy)]
+    pooled = runs_ahead.verdicts(per_leaf.pooled(rows), BASELINE["jit"], key="method")
+    each = [runs_ahead.verdicts(p, BASELINE["jit"], key="method") for p in per_leaf.per_process(rows)]
     for i, method in enumerate(pooled["method"]):
         seen = {v.set_index("method").loc[method, "verdict"] for v in each if method in set(v["method"])}
         if seen != {pooled.loc[i, "verdict"]}:
@@ -134,8 +203,11 @@ def headline(
     *,
     precision: float,
     quick: bool,
+    predictions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything summary.md states, as data."""
+    """Everything summary.md states, as data; ``predictions`` (:func:`.predict.load`) set beside
+    what was measured, case by case."""
+    timings, notes = complete(timings, notes)
     light = timings[~(timings["step"].eq(HEAVY["step"]) & timings["model"].str.contains("_width"))]
     methods = tuple(
         m
@@ -143,7 +215,7 @@ def headline(
         if m in set(light["method"])
     )
     lines = cost_lines(light, methods)
-    acc = accounting.table(per_leaf.pooled(acc_rows, "round"))
+    acc = accounting.table(per_leaf.pooled(acc_rows, "round")) if len(acc_rows) else pd.DataFrame()
     if "process" in profile:  # one row per function: its median over the processes
         keys = ["model", "leaves", "function"]
         profile = profile.drop(columns="process").groupby(keys, sort=False).median().reset_index()
@@ -153,8 +225,7 @@ def headline(
         for m in (*SLOW.values(), *PATCHED)
         if m in methods
     }
-    seed_line = families.get(SLOW["pmap"], {}).get("transformer") or lines.get(SLOW["pmap"])
-    excess = {m: excess_at(light, m) for m in methods}
+    measured = cases(timings)
     summary: dict[str, Any] = {
         "study": "dispatch",
         "quick": quick,
@@ -162,28 +233,28 @@ def headline(
         "processes": int(timings["process"].nunique()) if "process" in timings else 1,
         "rerun_inflation": reruns.rerun_inflation(),
         "cells": int(timings.groupby(["step", "model", "donated", "family"]).ngroups),
+        "clock": {
+            "cpu_tick_ms": 1e3 * float(timings["cpu_tick_s"].max()) if "cpu_tick_s" in timings else None,
+            "pooled": per_leaf.coarse(timings),
+            "host": "while enqueuing"
+            if per_leaf.host_column(timings).startswith("enqueue")
+            else "per blocked call",
+        },
         "per_leaf": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_leaf_cells": {m: line["by_cell"] for m, line in lines.items()},
         "per_leaf_by_kind": families,
         "baseline_per_leaf": _baseline_lines(light, methods),
-        "excess_ms": excess,
+        "excess_ms": {m: excess_at(light, m) for m in methods},
         "host_ratio": {
             m: per_leaf.host_ratio(light, m, noop)
             for m in (*SLOW.values(), *RECIPES, *PATCHED)
             if m in methods
         },
-        "seed": {
-            # the excess at each MLP size is the measured one (one value per quantity); the leaves
-            # the seed needs come from the transformer's slope, the seed's own kind, where measured
-            "implied": per_leaf.seed_implied(
-                {c["leaves"]: c["median"] for c in excess.get(SLOW["pmap"], [])}
-            ).to_dict(orient="records"),
-            "slope_from": "transformer" if seed_line is not lines.get(SLOW["pmap"]) else "mlp",
-            "leaves_to_explain": per_leaf.seed_leaves(seed_line) if seed_line else None,
-        },
+        "cases": measured,
+        "predicted": beside(measured, predictions) if predictions else None,
         "waits": waits(timings),
         "accounting": acc.to_dict(orient="records"),
-        "accounting_adds_up": accounting.adds_up(acc),
+        "accounting_adds_up": accounting.adds_up(acc) if len(acc) else {},
         "accounting_leaves": int(acc["leaves"].max()) if len(acc) else None,
         "profile": profile.to_dict(orient="records"),
         "ranges": {},
@@ -223,24 +294,26 @@ def _patch_suite() -> dict[str, Any] | None:
 
 
 def goals(summary: dict[str, Any], quick: bool, timings: pd.DataFrame | None = None) -> dict[str, Any]:
-    """The project's goals on this run (stated in <details>, never in the answer). The packed
-    goal is judged on the largest no-op case (donated ones first) and carries where each call's
-    time goes: the dispatching thread's CPU per call against the loop's time per call."""
+    """The project's goals on this run (stated in <details>, never in the answer): the drop-in
+    and the patched Equinox against the baseline in every cell, and the packed path on the
+    no-op step at :data:`GOAL_PACKED_LEAVES` leaves (else the largest), with where each call's
+    time goes: host CPU per call against the loop's time per call."""
     out: dict[str, Any] = {}
     if quick:
         return out
     for family in FAMILIES:
-        key = f"{FIX[family]}/{BASELINE[family]}"
-        for measure, r in summary["ranges"].get(key, {}).items():
-            verdicts = [rule.judge(c, GOAL_FIX) for c in r.get("by_cell", [])]
-            out[f"{key} >= {GOAL_FIX}x, {measure}, every cell"] = {
-                "verdict": rule.every(verdicts),
-                "count": rule.count(verdicts),
-            }
+        for method, goal in ((FIX[family], GOAL_FIX), (f"{SLOW[family]}_patched", GOAL_PATCHED)):
+            key = f"{method}/{BASELINE[family]}"
+            for measure, r in summary["ranges"].get(key, {}).items():
+                verdicts = [rule.judge(c, goal) for c in r.get("by_cell", [])]
+                out[f"{key} >= {goal:.2f}x, {measure}, every cell"] = {
+                    "verdict": rule.every(verdicts),
+                    "count": rule.count(verdicts),
+                }
         packed = summary["ranges"].get(f"{PACKED[family]}/{BASELINE[family]}", {}).get("loop_it_per_s", {})
         cells = [c for c in packed.get("by_cell", []) if c["step"] == "noop"]
         if cells:
-            big = max(cells, key=lambda c: (c["donated"], c["leaves"]))
+            big = max(cells, key=lambda c: (c["leaves"] == GOAL_PACKED_LEAVES, c["donated"], c["leaves"]))
             donated = "donated both" if big["donated"] else "neither donated"
             name = f"{PACKED[family]} >= {GOAL_PACKED_NOOP}x {BASELINE[family]} ({donated}), no-op, {big['leaves']} leaves"
             out[name] = {
@@ -253,8 +326,8 @@ def goals(summary: dict[str, Any], quick: bool, timings: pd.DataFrame | None = N
 
 
 def _per_call(timings: pd.DataFrame, cell: dict[str, Any], methods: tuple[str, ...]) -> dict[str, Any]:
-    """Per method in ``cell``: the dispatching thread's CPU ms per blocked call and the loop's ms
-    per call (its it/s inverted), medians over the cell's rounds."""
+    """Per method in ``cell``: the dispatching thread's CPU ms per call (pooled on a coarse clock)
+    and the loop's ms per call (its it/s inverted), over the cell's rounds."""
     at = timings[
         (timings["step"] == cell["step"])
         & (timings["model"] == cell["model"])
@@ -265,7 +338,7 @@ def _per_call(timings: pd.DataFrame, cell: dict[str, Any], methods: tuple[str, .
         rows = at[at["method"] == m]
         if len(rows):
             out[m] = {
-                "host_cpu": float(1e3 * rows["cpu_s_per_call"].median()),
+                "host_cpu": 1e3 * per_leaf.central(rows[per_leaf.host_column(rows)], per_leaf.coarse(rows)),
                 "in_the_loop": float(1e3 / rows["loop_it_per_s"].median()),
             }
     return out
@@ -280,7 +353,8 @@ def lines_table(lines: dict[str, Any]) -> pd.DataFrame:
 
 def _values(s: dict[str, Any]) -> dict[str, Any]:
     """The summary plus what the template quotes that is picked, not measured: the largest leaf
-    count measured and the accounting's shares there."""
+    count measured, the no-op cases at :data:`GOAL_PACKED_LEAVES` leaves (else the largest MLP),
+    the train cases' lines (``templates/train.md``) and the accounting's shares."""
     largest = max((c["leaves"] for cells in s["host_ratio"].values() for c in cells), default=None)
     acc = [r for r in s["accounting"] if r["leaves"] == s["accounting_leaves"]]
     short = {"axis resolution": "axis", "inner jax.pmap call's excess": "inner"}  # template keys hold no dot
@@ -290,10 +364,49 @@ def _values(s: dict[str, Any]) -> dict[str, Any]:
             for m, cells in s["host_ratio"].items()
         },
         "excess": next((c for c in s["excess_ms"].get("filter_pmap", []) if c["leaves"] == largest), None),
-        "seed": next((r for r in s["seed"]["implied"] if r["leaves"] == largest), None),
     }
+    noop = [c for c in s["cases"] if c["step"] == "noop" and c["kind"] == "mlp" and not c["donated"]]
+    leaves = (
+        GOAL_PACKED_LEAVES
+        if any(c["leaves"] == GOAL_PACKED_LEAVES for c in noop)
+        else max((c["leaves"] for c in noop), default=None)
+    )
+    picked: dict[str, Any] = {"leaves": leaves}
+    for c in noop:
+        if c["leaves"] == leaves:
+            picked.setdefault(c["family"], {})[c["method"]] = c
+    lines = []
+    for (model, donated, family), rows in _train_cases(s["cases"]).items():
+        mine, base = rows.get(SLOW[family]), rows.get(BASELINE[family])
+        if mine and base:
+            values = {"model": model, "leaves": mine["leaves"], "donated": ", donated" if donated else ""}
+            values |= {"device_ms": base["device_ms"], "mine": mine, "base": base}
+            values |= {"reader": f"eqx.{SLOW[family]}", "baseline": f"jax.{family}"}
+            lines.append(md.fill(md.template("jaxperf_study.dispatch", "train.md"), values).rstrip())
     shares = {short.get(r["part"], r["part"]): r["share_pct"] for r in acc}
-    return {**s, "largest": largest, "at": at, "shares": shares}
+    predicted = ""
+    if s.get("predicted") and s["predicted"]["n"]:
+        folds = [r["fold"] for r in s["predicted"]["rows"]]
+        values = {**s["predicted"], "fold_min": min(folds), "fold_max": max(folds)}
+        predicted = md.fill(md.template("jaxperf_study.dispatch", "predicted.md"), values).rstrip()
+    return {
+        **s,
+        "largest": largest,
+        "at": at,
+        "shares": shares,
+        "noop": picked,
+        "train": "\n".join(lines),
+        "predicted_line": predicted,
+    }
+
+
+def _train_cases(cases: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    """(model, donated, family) -> {method: case} of the train cases, the heavy one left out."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for c in cases:
+        if c["step"] == "train" and "_width" not in c["model"]:
+            out.setdefault((c["model"], c["donated"], c["family"]), {})[c["method"]] = c
+    return out
 
 
 def _where_time_goes(goal: dict[str, Any]) -> str:
@@ -309,6 +422,29 @@ def _where_time_goes(goal: dict[str, Any]) -> str:
 def _folded(s: dict[str, Any]) -> list[str]:
     """Every case, the accounting, the profile, the paths not timed and the goals, folded."""
     out: list[str] = []
+    if s.get("cases"):
+        q = reruns.quote
+        table = pd.DataFrame(
+            {
+                "case": f"{c['step']}, {c['model']}{', donated' if c['donated'] else ''}",
+                "path": c["method"],
+                "it/s pipelined": q(c["loop_it_per_s"], "r,.0f"),
+                "it/s blocked": q(c["it_per_s"], "r,.0f"),
+                "host CPU ms per call": q(c["host_cpu_ms"], "r.3g"),
+                "enqueue ms per call": q(c["enqueue_ms"], "r.3g"),
+                "device ms per call": q(c["device_ms"], "r.3g"),
+            }
+            for c in s["cases"]
+        )
+        out += md.details("Every case and path (median over processes [rerun range])", md.table(table))
+    if s.get("predicted") and s["predicted"]["rows"]:
+        rows = pd.DataFrame(s["predicted"]["rows"])
+        rows["predicted it/s"] = [f"{lo:,.0f}-{hi:,.0f}" for lo, hi in rows.pop("predicted")]
+        rows["measured it/s"] = rows.pop("measured").map(lambda x: f"{x:,.0f}")
+        out += md.details(
+            "Pipelined it/s measured beside predicted (fold: measured ÷ the nearer end; 1 inside)",
+            md.table(rows),
+        )
     for key, found in s["ranges"].items():
         for measure, words in MEASURES.items():
             cells = pd.DataFrame(found[measure]["by_cell"])
@@ -343,6 +479,7 @@ def render(summary: dict[str, Any], info: Any) -> str:
         md.fill(md.template("jaxperf_study.dispatch", "intro.md"), {**summary, "info": vars(info)}),
     ]
     filled = md.fill(md.template("jaxperf_study.dispatch", "summary.md"), _values(summary))
+    filled = "\n".join(line for line in filled.splitlines() if line.strip())  # a case this run has not
     bullets = ["- " + b.strip() for b in ("\n" + filled).split("\n- ") if b.strip()]
     return md.answer_page(
         "equinox#192: what eqx.filter_pmap costs per call, per leaf", intro, bullets, _folded(summary)

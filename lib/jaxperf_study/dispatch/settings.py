@@ -1,4 +1,4 @@
-"""Notebook 01's parameters as one typed, frozen object, with its quick preset in sight."""
+"""Notebook 01's parameters as one typed, frozen object, with its quick and TPU presets in sight."""
 
 from __future__ import annotations
 
@@ -17,25 +17,55 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DispatchSettings(StudySettings):
-    """What the dispatch study runs, each cell under ``eqx.filter_pmap`` and ``eqx.filter_jit``.
+    """What the dispatch study runs, each cell under ``eqx.filter_pmap`` or ``eqx.filter_jit``.
 
-    The no-op step on every model, undonated (the cost per leaf needs two sizes or more of each
-    kind: MLP, transformer, CNN) under ``eqx.filter_pmap`` (the seed's), the smallest and the
-    largest MLP under ``eqx.filter_jit`` too; the train step on the ``train_depths`` MLPs and then the
-    largest transformer, undonated; both steps with model and optimiser state donated on the
-    ``donated_depths`` MLPs (both empty by default: each case costs its compiles in every process). Each cell's diagnosis stops when its ratios are within
-    ``precision`` or after ``seconds_per_cell`` of timing (compiles not counted). The
-    accounting splits one call at each of ``accounting_depths`` over ``accounting_rounds``
-    interleaved rounds. Every measurement runs in ``processes`` fresh processes, a third of the
-    rounds each, so each quoted number is a median over processes with its rerun range. The
-    train step on one wide MLP (``heavy_width``, under ``eqx.filter_jit``) has a device time far
-    above any path's host time: it tells which paths wait for each call.
+    The no-op step undonated on every model under ``eqx.filter_pmap`` (the seed's; the cost per
+    leaf needs two sizes or more of each kind: MLP, transformer, CNN), and on the ``jit_depths``
+    MLPs under ``eqx.filter_jit`` too; the train step (Adam) on the ``train_depths`` MLPs and the
+    ``train_layers`` transformers under both, once per entry of ``microbatches`` (the batch
+    accumulated in that many slices: the same leaves, more device time per call), and under
+    ``eqx.filter_jit`` donated too with ``train_donated``; both steps donated under both on the
+    ``donated_depths`` MLPs. The train step on one wide MLP (``heavy_width``, 0: none) has a
+    device time far above any path's host time: it tells which paths wait for each call. Each
+    cell's diagnosis stops when its ratios are within ``precision`` or after
+    ``seconds_per_cell`` of timing (compiles not counted). The accounting splits one call at
+    each of ``accounting_depths`` over ``accounting_rounds`` interleaved rounds. Every
+    measurement runs in ``processes`` fresh processes, so each quoted number is a median over
+    processes with its rerun range. ``deadline_s`` (0: none) is the time the sweep may take in
+    all its processes together: cells run in :attr:`cells`' order (most wanted first), and the
+    first process keeps only those the others can repeat in time (:class:`.cost.Budget`).
+
+    **The TPU preset** (:data:`TPU`, applied with ``backend="tpu"``; one TPU v5e chip, one
+    command of at most 9 minutes). Its arithmetic, from what the machine showed (7.4-8.7 s to
+    open the chip per process, about 4 s more to start a process and import JAX and Equinox;
+    this study's programs compiled for a v5e on a loaded 2-core CPU in 0.4 s (14 leaves) to
+    3.3 s (800 leaves), train steps 0.6-3.2 s; 6 to 10 programs per cell; a cached program
+    loads in about 0.1 s) and the timing itself (6 rounds of 6 paths, each 2 x 2-3 calls,
+    0.3-0.5 s a round for a no-op cell, about 1 s for a train step of 10-40 ms):
+
+    ==============================  ==========  ==========  ===========
+    per process                      process 1   process 2   process 3
+    ==============================  ==========  ==========  ===========
+    start, imports, chip open        12 s        12 s        12 s
+    compiles (21 cells)              110 s       15 s        15 s
+    timing and checks (21 cells)     90 s        90 s        90 s
+    total                            212 s       117 s       117 s
+    ==============================  ==========  ==========  ===========
+
+    446 s with the notebook's own 25 s (papermill, summary, figures): ``deadline_s=420`` for
+    the sweep (cells that would not fit are "not reached", the least wanted first) leaves 90 s
+    of the 540 s the device command allows. Processes 2 and 3 read what process 1 compiled
+    from the run's shared compilation cache; no compile time is measured here.
     """
 
     mlp_depths: tuple[int, ...] = (1, 16, 64)
     transformer_layers: tuple[int, ...] = (1, 4)
     cnn_layers: tuple[int, ...] = (4, 32)
+    jit_depths: tuple[int, ...] = (1, 64)
     train_depths: tuple[int, ...] = ()
+    train_layers: tuple[int, ...] = ()
+    microbatches: tuple[int, ...] = (1,)
+    train_donated: bool = False
     donated_depths: tuple[int, ...] = ()
     heavy_width: int = 512
     precision: float = 0.05
@@ -44,6 +74,7 @@ class DispatchSettings(StudySettings):
     accounting_depths: tuple[int, ...] = (8, 64)
     accounting_rounds: int = 10
     processes: int = 3
+    deadline_s: float = 0.0
 
     # Two small MLPs, the no-op step, both donations: every path, the fit and the accounting
     # still run, in a few minutes on a 2-core machine.
@@ -51,6 +82,7 @@ class DispatchSettings(StudySettings):
         "mlp_depths": (1, 4),
         "transformer_layers": (),
         "cnn_layers": (),
+        "jit_depths": (1, 4),
         "donated_depths": (4,),
         "heavy_width": 128,
         "seconds_per_cell": 1.0,
@@ -59,6 +91,25 @@ class DispatchSettings(StudySettings):
         "accounting_rounds": 4,
         "processes": 2,
     }
+    # One TPU v5e chip (see the arithmetic above). Most wanted first: the no-op MLPs at 392, 14
+    # and 800 leaves, the same under eqx.filter_jit, the train steps (an MLP of 104 leaves, a
+    # transformer of 152) with one batch and with 128 accumulated (10-40 ms of device time),
+    # the other model families' no-op steps, then the donated train steps. No accounting: it
+    # splits Python work alone, which the CPU study measures; no heavy cell: the accumulated
+    # train steps say which paths wait.
+    TPU: ClassVar[Mapping[str, Any]] = {
+        "mlp_depths": (64, 1, 132),
+        "jit_depths": (1, 64),
+        "train_depths": (16,),
+        "train_layers": (4,),
+        "microbatches": (1, 128),
+        "train_donated": True,
+        "heavy_width": 0,
+        "seconds_per_cell": 1.5,
+        "accounting_depths": (),
+        "deadline_s": 420.0,
+    }
+    PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {"tpu": TPU}
 
     def validate(self) -> None:
         check_ints("mlp_depths", self.mlp_depths)
@@ -66,16 +117,27 @@ class DispatchSettings(StudySettings):
             raise bad_value(
                 "mlp_depths", self.mlp_depths, "at least two depths (a cost per leaf needs two sizes)"
             )
-        for name in ("transformer_layers", "cnn_layers", "train_depths", "donated_depths"):
+        for name in ("transformer_layers", "cnn_layers", "jit_depths", "train_depths", "train_layers"):
             if getattr(self, name):
                 check_ints(name, getattr(self, name))
+        for name in ("donated_depths", "accounting_depths"):
+            if getattr(self, name):
+                check_ints(name, getattr(self, name))
+        check_ints("microbatches", self.microbatches)
+        if not isinstance(self.train_donated, bool):
+            raise bad_value("train_donated", self.train_donated, "True or False")
         check_fraction("precision", self.precision)
         check_seconds("seconds_per_cell", self.seconds_per_cell)
         check_int("min_rounds", self.min_rounds, minimum=2)
-        check_ints("accounting_depths", self.accounting_depths)
         check_int("accounting_rounds", self.accounting_rounds, minimum=3)
         check_int("processes", self.processes, minimum=1)
-        check_int("heavy_width", self.heavy_width, minimum=1)
+        check_int("heavy_width", self.heavy_width, minimum=0)
+        if (
+            isinstance(self.deadline_s, bool)
+            or not isinstance(self.deadline_s, (int, float))
+            or self.deadline_s < 0
+        ):
+            raise bad_value("deadline_s", self.deadline_s, "seconds >= 0 (0: no deadline)")
 
     @property
     def specs(self) -> list[ModelSpec]:
@@ -88,35 +150,33 @@ class DispatchSettings(StudySettings):
 
     @property
     def cells(self) -> list[Cell]:
-        """Every diagnosis of the sweep."""
-        from .cost import FAMILIES, Cell
+        """Every diagnosis of the sweep, the most wanted first (the order a deadline cuts from
+        the end): the no-op MLPs, under eqx.filter_jit too, the train steps, the other no-op
+        models, the donated cells, the heavy step."""
+        from .cost import Cell
         from .models import ModelSpec
 
-        transformers = (
-            [ModelSpec("transformer", max(self.transformer_layers))]
-            if self.transformer_layers and self.train_depths
-            else []
-        )
-        donated = [ModelSpec("mlp", d) for d in self.donated_depths]
-        plan = [
-            ("noop", self.specs, False),
-            ("train", [ModelSpec("mlp", d) for d in self.train_depths] + transformers, False),
-            ("noop", donated, True),
-            ("train", donated, True),
+        trained = [ModelSpec("mlp", d, microbatches=k) for k in self.microbatches for d in self.train_depths]
+        trained += [
+            ModelSpec("transformer", n, microbatches=k) for k in self.microbatches for n in self.train_layers
         ]
-        heavy = ModelSpec("mlp", 1, width=self.heavy_width, batch_per_device=256)
-        return [
-            Cell(step, spec, donated, family)
-            for step, specs, donated in plan
-            for spec in specs
-            for family in (FAMILIES if self._both(spec, step, donated) else ("pmap",))
-        ] + [Cell("train", heavy, False, "jit")]
-
-    def _both(self, spec: ModelSpec, step: str, donated: bool) -> bool:
-        """Whether a case runs under ``eqx.filter_jit`` too: the smallest and largest no-op MLPs
-        (the jit line's two ends) and every train or donated MLP case."""
-        ends = (min(self.mlp_depths), max(self.mlp_depths))
-        return spec.kind == "mlp" and (step != "noop" or donated or spec.size in ends)
+        cells = [Cell("noop", spec, False, "pmap") for spec in self.specs[: len(self.mlp_depths)]]
+        cells += [Cell("noop", ModelSpec("mlp", d), False, "jit") for d in self.jit_depths]
+        cells += [Cell("train", spec, False, family) for spec in trained for family in ("pmap", "jit")]
+        cells += [Cell("noop", spec, False, "pmap") for spec in self.specs[len(self.mlp_depths) :]]
+        cells += [Cell("train", spec, True, "jit") for spec in trained if self.train_donated]
+        donated = [ModelSpec("mlp", d) for d in self.donated_depths]
+        cells += [
+            Cell(step, spec, True, f)
+            for step in ("noop", "train")
+            for spec in donated
+            for f in ("pmap", "jit")
+        ]
+        if self.heavy_width:
+            cells.append(
+                Cell("train", ModelSpec("mlp", 1, width=self.heavy_width, batch_per_device=256), False, "jit")
+            )
+        return cells
 
     @property
     def accounting_specs(self) -> list[ModelSpec]:

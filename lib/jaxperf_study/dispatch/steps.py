@@ -33,15 +33,25 @@ def noop_step(model: Any, x: jax.Array, opt_state: Any) -> tuple[Any, Any, Any]:
     return 0.0, model, opt_state
 
 
-def make_train_step(axis_name: str | None) -> Step:
-    """Mean squared reconstruction loss, its gradient, a ``pmean`` over ``axis_name``
-    (when not None), then one Adam update of model and optimiser state."""
+def make_train_step(axis_name: str | None, microbatches: int = 1) -> Step:
+    """Mean squared reconstruction loss, its gradient (averaged over ``microbatches`` equal
+    slices of the batch, one after another in a ``lax.scan``: gradient accumulation), a
+    ``pmean`` over ``axis_name`` (when not None), then one Adam update of model and optimiser state."""
+
+    def loss_fn(m: Any, x: jax.Array) -> jax.Array:
+        return jnp.mean((jax.vmap(m)(x) - x) ** 2)
 
     def train_step(model: Any, x: jax.Array, opt_state: Any) -> tuple[Any, Any, Any]:
-        def loss_fn(m: Any) -> jax.Array:
-            return jnp.mean((jax.vmap(m)(x) - x) ** 2)
+        if microbatches == 1:
+            loss, grads = eqx.filter_value_and_grad(loss_fn)(model, x)
+        else:
 
-        loss, grads = eqx.filter_value_and_grad(loss_fn)(model)
+            def add(total: Any, xb: jax.Array) -> tuple[Any, None]:
+                return jax.tree.map(jnp.add, total, eqx.filter_value_and_grad(loss_fn)(model, xb)), None
+
+            zeros = (jnp.zeros(()), jax.tree.map(jnp.zeros_like, eqx.filter(model, eqx.is_array)))
+            slices = x.reshape(microbatches, x.shape[0] // microbatches, *x.shape[1:])
+            loss, grads = jax.tree.map(lambda t: t / microbatches, jax.lax.scan(add, zeros, slices)[0])
         if axis_name is not None:
             loss, grads = jax.lax.pmean((loss, grads), axis_name)
         model, opt_state = adam_update(model, grads, opt_state)
@@ -61,7 +71,7 @@ def batch_first(step: Step) -> Callable[[jax.Array, Any, Any], tuple[Any, Any, A
     return first
 
 
-def get_step(step: str, axis_name: str | None) -> Step:
+def get_step(step: str, axis_name: str | None, microbatches: int = 1) -> Step:
     """The step named ``step`` (one of :data:`STEPS`), for a mapped (``axis_name``) or global (None) method."""
     check_choice("step", step, STEPS)
-    return noop_step if step == "noop" else make_train_step(axis_name)
+    return noop_step if step == "noop" else make_train_step(axis_name, microbatches)

@@ -1,0 +1,230 @@
+"""Predict, then measure: the it/s each TPU case of notebook 01 should reach by the CPU study's
+law, written before the TPU runs it, and set beside what it measured (:func:`beside`).
+
+    python -m jaxperf_study.dispatch.predict    # results/tpu/dispatch/predictions.json and .md
+
+The law, per case (the TPU preset's cells, :data:`.settings.DispatchSettings.TPU`) and path:
+
+- **host**: the path's host CPU per call on the CPU study's undonated no-op MLPs of its family
+  (``results/cpu/dispatch/timings.csv``), a line ``a + b * leaves`` per process, read at the
+  case's leaves (the median line and the processes' rerun range), times the TPU host's speed
+  against the CPU's, not measured: :data:`HOST_SPEED` (a line read below 0 reads :data:`FLOOR_MS`). A call's host work is taken not to
+  depend on what the step computes (train steps as no-op steps of their leaves). The pmap
+  family's records come from 8 forced devices; the TPU has one, and ``jax.pmap``'s own work
+  per leaf grows with devices: its host there is read high.
+- **device**: a static estimate, the step on the partitioned state compiled for a TPU v5e on
+  this CPU (libtpu): XLA's ``optimal_seconds`` (its roofline for that chip) times
+  :data:`ROOFLINE_SHARE`, plus a launch of :data:`LAUNCH_MS` (assumed); a step of ``k``
+  accumulated microbatches as ``k`` single ones (XLA counts a loop's body once).
+- **it/s**: in the loop (pipelined), ``1 / max(host, device)`` for a path that runs ahead and
+  ``1 / (host + device)`` for one that waits for each call (the CPU study's verdict); each call
+  blocked, ``1 / (host + device)``. Each a range [lo, hi] from the ranges above.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from jaxperf.paths import PROJECT_ROOT
+
+from . import per_leaf
+from .cost import BASELINE, FIX, PACKED, RECIPE, SLOW
+
+#: the TPU host's Python against the CPU study's 2-core VM: per call host time x this (assumed)
+HOST_SPEED = (0.5, 1.5)
+#: the share of XLA's roofline a small program reaches, and a launch's ms (assumed)
+ROOFLINE_SHARE, LAUNCH_MS = (1.0, 1 / 3), (0.01, 0.05)
+#: a host line read below this at a case's leaves (noise at the line's low end) is read as this
+FLOOR_MS = 0.001
+RECORDS, OUT = Path("results/cpu/dispatch"), Path("results/tpu/dispatch")
+#: what names a case: the measured one and its prediction share these
+KEYS = ("step", "model", "donated", "family", "method")
+
+
+def methods(family: str) -> list[str]:
+    """Every path a cell of ``family`` times, the reader's first."""
+    return [
+        SLOW[family],
+        BASELINE[family],
+        RECIPE[family],
+        FIX[family],
+        PACKED[family],
+        f"{SLOW[family]}_patched",
+    ]
+
+
+def host_law(timings: pd.DataFrame) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """(family, method) -> the (a ms, b ms per leaf) of each process, fitted on the undonated
+    no-op MLP cells (a process's value per cell its median, or mean on a coarse clock)."""
+    rows = timings[
+        (timings["step"] == "noop") & (timings["kind"] == "mlp") & ~timings["donated"].astype(bool)
+    ]
+    host, how = per_leaf.host_column(rows), "mean" if per_leaf.coarse(rows) else "median"
+    out: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for (family, method), part in rows.groupby(["family", "method"], sort=False):
+        for proc in per_leaf.per_process(part):
+            cells = proc.groupby("leaves")[host].agg(how)
+            if len(cells) >= 2:
+                b, a = np.polyfit(cells.index.to_numpy(float), 1e3 * cells.to_numpy(float), 1)
+                out.setdefault((str(family), str(method)), []).append((float(a), float(b)))
+    return out
+
+
+def device_estimate(cell: Any) -> tuple[float, float]:
+    """(lo, hi) ms of one call of ``cell``'s step on a TPU v5e: static (module docstring)."""
+    import equinox as eqx
+    import jax
+
+    from jaxperf.compilers.mosaic_tpu import topology
+
+    from .models import ModelSpec
+    from .runners import on_params
+    from .steps import get_step
+
+    spec = ModelSpec(**{**vars(cell.spec), "microbatches": 1})
+    model, opt_state = spec.build()
+    params, static = eqx.partition(model, eqx.is_array)
+    args = topology.placed((params, spec.batch(1), opt_state), topology.mesh("v5e"))
+    costs = (
+        jax.jit(on_params(get_step(cell.step, None), static)).trace(*args).lower().compile().cost_analysis()
+    )
+    ms = (
+        1e3
+        * float((costs[0] if isinstance(costs, list) else costs)["optimal_seconds"])
+        * cell.spec.microbatches
+    )
+    return ms / ROOFLINE_SHARE[0] + LAUNCH_MS[0], ms / ROOFLINE_SHARE[1] + LAUNCH_MS[1]
+
+
+def predict(timings: pd.DataFrame, waits: dict[str, str], cells: list[Any]) -> list[dict[str, Any]]:
+    """One row per (case, path): host ms [lo, mid, hi], device ms and it/s [lo, hi], the bound."""
+    law, rows = host_law(timings), []
+    for cell in cells:
+        labels, device = cell.labels, device_estimate(cell)
+        for method in [m for m in methods(cell.family) if (cell.family, m) in law]:
+            at = per_leaf.spread(
+                [max(a + b * labels["leaves"], FLOOR_MS) for a, b in law[(cell.family, method)]]
+            )
+            host = (at["lo"] * HOST_SPEED[0], at["median"], at["hi"] * HOST_SPEED[1])
+            waiting = waits.get(method) == "waits for each call"
+            slow, fast = (host[2], device[1]), (host[0], device[0])
+            loop = (sum(slow), sum(fast)) if waiting else (max(slow), max(fast))
+            bound = "host" if host[0] > device[1] else "device" if device[0] > host[2] else "either"
+            rows.append(
+                {k: labels[k] for k in ("step", "model", "microbatches", "leaves", "donated", "family")}
+                | {"method": method, "host_ms": host, "device_ms": device, "waits": waiting, "bound": bound}
+                | {"loop_it_per_s": [1e3 / t for t in loop], "it_per_s": [1e3 / sum(slow), 1e3 / sum(fast)]}
+            )
+    return rows
+
+
+def load(backend: str, root: Path = PROJECT_ROOT) -> dict[str, Any] | None:
+    """The committed predictions for ``backend`` (None where there are none)."""
+    path = root / "results" / backend / "dispatch" / "predictions.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def beside(cases: list[dict[str, Any]], predictions: dict[str, Any]) -> dict[str, Any]:
+    """Each measured case's pipelined it/s beside its predicted [lo, hi]: its fold (measured over
+    the range's nearer end; 1 inside), and per bound how many lie inside and the folds' extremes."""
+    wanted = {tuple(str(p[k]) for k in KEYS): p for p in predictions["cases"]}
+    rows = []
+    for case in cases:
+        found, measured = wanted.get(tuple(str(case[k]) for k in KEYS)), case["loop_it_per_s"]["median"]
+        if found is not None and np.isfinite(measured):
+            lo, hi = found["loop_it_per_s"]
+            fold = measured / hi if measured > hi else measured / lo if measured < lo else 1.0
+            rows.append(
+                {k: case[k] for k in KEYS} | {"measured": measured, "predicted": [lo, hi], "fold": fold}
+            )
+            rows[-1]["bound"] = found["bound"]
+    by_bound = {
+        bound: {"n": len(folds), "inside": folds.count(1.0), "min": min(folds), "max": max(folds)}
+        for bound in ("host", "device", "either")
+        if (folds := [r["fold"] for r in rows if r["bound"] == bound])
+    }
+    inside = sum(r["fold"] == 1.0 for r in rows)
+    return {
+        "n": len(rows),
+        "inside": inside,
+        "by_bound": by_bound,
+        "rows": rows,
+        "made_utc": predictions["made_utc"],
+    }
+
+
+def write(rows: list[dict[str, Any]], records: Path, out: Path) -> None:
+    """predictions.json (the law, its assumptions, the records it read, every row) and a short .md."""
+    from .. import pages as md
+
+    git = subprocess.run(
+        ["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    )
+    source = json.loads((PROJECT_ROOT / records / "timings.json").read_text())["provenance"].get("git") or {}
+    payload = {
+        "law": (__doc__ or "").split("\n\n", 2)[2].strip(),
+        "assumptions": {"host_speed": HOST_SPEED, "roofline_share": ROOFLINE_SHARE, "launch_ms": LAUNCH_MS},
+        "made_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "code_commit": git.stdout.strip() or None,
+        "records": {"path": str(records / "timings.csv"), "git": source},
+        "sha256": hashlib.sha256((PROJECT_ROOT / records / "timings.csv").read_bytes()).hexdigest(),
+        "cases": rows,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "predictions.json").write_text(json.dumps(payload, indent=1) + "\n")
+    shown = pd.DataFrame(
+        {k: r[k] for k in KEYS}
+        | {"pipelined it/s, predicted": "{:,.0f}-{:,.0f}".format(*r["loop_it_per_s"]), "bound": r["bound"]}
+        | {
+            "host ms": "{:.3g}-{:.3g}".format(*r["host_ms"][::2]),
+            "device ms": "{:.3g}-{:.3g}".format(*r["device_ms"]),
+        }
+        for r in rows
+    )
+    made = (
+        f"Made {payload['made_utc']} from `{records}/timings.csv` (measured at commit {source.get('commit')})"
+    )
+    title = "## Predicted for a TPU v5e before it ran (equinox#192, notebook 01's TPU cases)"
+    text = [title, "", f"{made}: not a measurement. The law:", "", payload["law"], "", md.table(shown)]
+    (out / "predictions.md").write_text("\n".join(text) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--records", type=Path, default=RECORDS, help="the CPU study's results folder")
+    parser.add_argument("--out", type=Path, default=OUT, help="where predictions.json and .md go")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the TPU is compiled for, never used
+    from jaxperf.compilers.mosaic_tpu import topology
+
+    from .. import records as rec
+    from .settings import DispatchSettings
+
+    if not topology.status().available:
+        print(
+            f"predict: {topology.status().reason}: the device estimate compiles for a TPU v5e",
+            file=sys.stderr,
+        )
+        return 2
+    timings = rec.read_records(PROJECT_ROOT / args.records / "timings.csv")[0]
+    summary = json.loads((PROJECT_ROOT / args.records / "summary.json").read_text())
+    waits = {w["method"]: w["verdict"] for w in summary.get("waits", [])}
+    cells = DispatchSettings.from_parameters({"backend": "tpu"}).cells
+    write(predict(timings, waits, cells), args.records, PROJECT_ROOT / args.out)
+    print(f"predict: wrote {args.out}/predictions.json and predictions.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
