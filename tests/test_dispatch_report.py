@@ -199,7 +199,7 @@ def test_the_summary_answers_in_five_bullets_and_folds_the_goals():
     visible = re.sub(r"<details>.*?</details>", "", text, flags=re.S)
     assert len([line for line in visible.splitlines() if line.startswith("- ")]) <= 5
     assert not re.search(r"\b(goals?|met|cells?|lent)\b", visible, re.I)  # reader text, not bookkeeping
-    assert "MLP 40 [40, 40]" in visible and "Benchmark goals" in text
+    assert "adds 40 [40, 40] on MLPs" in visible and "Benchmark goals" in text
     assert s["goals"]  # judged in a full run, shown folded
 
 

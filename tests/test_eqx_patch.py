@@ -87,8 +87,8 @@ def test_a_diff_that_does_not_apply_names_the_installed_equinox_and_the_diff(tmp
     first, *rest = eqx_patch.DIFF_PATHS
     broken = tmp_path / first.name
     text = first.read_text()
-    assert text.count("     def fun_abstract(_dynamic):\n") == 1
-    broken.write_text(text.replace("     def fun_abstract(_dynamic):\n", "     def something_else():\n"))
+    assert text.count("     fun_abstract = jax.vmap(\n") == 1
+    broken.write_text(text.replace("     fun_abstract = jax.vmap(\n", "     something_else = jax.vmap(\n"))
     with pytest.raises(
         ValueError,
         match=rf"does not apply to the installed Equinox {eqx.__version__}: {first.name}: .*_vmap_pmap.py",

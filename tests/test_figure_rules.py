@@ -298,14 +298,13 @@ def _dispatch() -> list[tuple[str, object]]:
     summary = report.headline(
         timings, notes, rows, _read("dispatch__accounting_cprofile"), precision=0.05, quick=True
     )
-    implied = pd.DataFrame(summary["seed"]["implied"])
     return [
         (
             "dispatch_per_leaf",
             lambda: figures.plot_per_leaf(timings, lines, extra=report.PATCHED),
         ),  # as 01 draws it
-        ("dispatch_seed_implied", lambda: figures.plot_seed_implied(implied)),
-        ("dispatch_analogue_it_per_s", lambda: figures.plot_analogue(timings)),
+        ("dispatch_filter_pmap_ratio", lambda: figures.plot_filter_pmap_ratio(timings, analogue=True)),
+        ("dispatch_filter_pmap_ratio_tpu", lambda: figures.plot_filter_pmap_ratio(timings, analogue=False)),
         ("dispatch_accounting", lambda: figures.plot_accounting(accounting.table(rows))),
         ("dispatch_fix_ranges", lambda: figures.plot_ranges(summary["ranges"])),
     ]
@@ -313,6 +312,7 @@ def _dispatch() -> list[tuple[str, object]]:
 
 def _your_step() -> list[tuple[str, object]]:
     from jaxperf.diagnosis import Diagnosis
+    from jaxperf_study.dispatch import figures
 
     timings = _read("your_step__timings")
     names = {v: v for v in timings["variant"].unique()}
@@ -337,8 +337,7 @@ def _your_step() -> list[tuple[str, object]]:
             "packages": {"jax": "0.12.0.1"},
         },
     )
-    # footer=False: plots.save writes the provenance footer, as study.figure does in notebook 10
-    return [("your_step_diagnosis", lambda: diagnosis.figure(footer=False))]
+    return [("your_step_diagnosis", lambda: figures.plot_diagnosis(diagnosis))]
 
 
 def _nnx() -> list[tuple[str, object]]:
@@ -440,12 +439,12 @@ def test_the_loop_figures_lead_with_the_key_variants():
     plt.close(fig)
 
 
-def test_the_seeds_reference_labels_are_drawn_for_the_rules_to_judge():
-    """The #192 labels (25 and 8 it/s) are on the implied-it/s figure, so the every-figure
-    test's check for annotations over the data has them to judge."""
-    from jaxperf_study.dispatch import figures, per_leaf
+def test_the_seeds_reference_line_is_labelled_for_the_rules_to_judge():
+    """The seed's 8 / 25 it/s is on the ratio figure, labelled, so the every-figure test's check
+    for annotations over the data has it to judge."""
+    from jaxperf_study.dispatch import figures
 
-    fig, _ = figures.plot_seed_implied(per_leaf.seed_implied({14: 1.0, 392: 22.0}))
-    labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("seed:")]
+    fig, _ = figures.plot_filter_pmap_ratio(_read("dispatch__timings"), analogue=True)
+    labels = [line.get_label() for ax in fig.axes for line in ax.get_lines()]
     plt.close(fig)
-    assert len(labels) == 2
+    assert any(label.startswith("the seed's 8 / 25 it/s") for label in labels)

@@ -91,11 +91,6 @@ def test_table_formats_floats(value):
     assert out.splitlines()[-1] == f"| {value:.2f} |"
 
 
-def test_ratio_shows_its_spread():
-    assert markdown.ratio({"median": 0.444, "q25": 0.43, "q75": 0.48}) == "0.44× [0.43, 0.48]"
-    assert markdown.ratio(None) == "n/a"
-
-
 def test_a_template_is_filled_from_its_data_and_says_what_is_missing():
     data = {"a": {"b": [{"k": "x", "v": 0.123}, {"k": "y", "v": -0.0004}]}, "n": 1234.5}
     text = "x {{a.b[k=x].v:.2f}}, y {{a.b[k=y].v:.1f}}, n {{n:,.0f}}, gone {{a.c:.1f}}"

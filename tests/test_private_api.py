@@ -1,5 +1,5 @@
-"""Pins every private-API hook in jaxperf.private_api: each must still resolve
-on the pinned JAX/Equinox. Add a case here with every new hook."""
+"""Pins every private-API hook in jaxperf.private_api (and the study's own, jaxperf_study.private_hooks):
+each must still resolve on the pinned JAX/Equinox. Add a case here with every new hook."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ def test_equinox_array_types_is_what_eqx_is_array_tests():
 
 
 def test_equinox_pmap_stage_helpers_resolve():
-    from jaxperf import private_api
+    from jaxperf_study import private_hooks
 
-    helpers = private_api.equinox_pmap_stage_helpers()
-    assert set(helpers) == set(private_api.EQUINOX_PMAP_STAGE_HELPERS)
+    helpers = private_hooks.equinox_pmap_stage_helpers()
+    assert set(helpers) == set(private_hooks.EQUINOX_PMAP_STAGE_HELPERS)
     assert all(callable(h) for h in helpers.values())
     # The stage timers copy _PmapWrapper._call: it must still read these fields.
     import equinox as eqx
@@ -145,11 +145,12 @@ def test_jax_backends_initialized_answers_a_bool():
 
 def test_equinox_jit_internals_resolve_and_are_swapped_back():
     from jaxperf import private_api
+    from jaxperf_study import private_hooks
 
-    jit_module, errors_module = private_api.equinox_jit_modules()
+    jit_module, errors_module = private_hooks.equinox_jit_modules()
     for module, names in (
-        (jit_module, private_api.EQUINOX_JIT_NAMES),
-        (errors_module, private_api.EQUINOX_ERRORS_NAMES),
+        (jit_module, private_hooks.EQUINOX_JIT_NAMES),
+        (errors_module, private_hooks.EQUINOX_ERRORS_NAMES),
     ):
         for name in names:
             assert callable(getattr(module, name)), name

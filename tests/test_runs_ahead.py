@@ -45,7 +45,7 @@ def test_the_rule_rejects_what_is_not_a_ratio_of_durations():
     with pytest.raises(ValueError, match="ratios="):
         verdict.judge([0.1, -0.2])
     with pytest.raises(ValueError, match="df="):
-        verdict.with_ratio(pd.DataFrame({"wall_s_per_call": [1.0]}))
+        verdict.verdicts(pd.DataFrame({"wall_s_per_call": [1.0]}), "jax.jit")
 
 
 def _timings(

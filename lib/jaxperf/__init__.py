@@ -27,8 +27,9 @@ and :mod:`jaxperf.loops`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import exports
 
 if TYPE_CHECKING:  # the public names, explicitly (loaded on first use below)
     from .fixes import PackedState as PackedState
@@ -42,28 +43,19 @@ if TYPE_CHECKING:  # the public names, explicitly (loaded on first use below)
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> (module, name) that defines it
 _PUBLIC = {
-    "cached_filter_pmap": "jaxperf.fixes",
-    "cached_filter_jit": "jaxperf.fixes",
-    "PackedState": "jaxperf.fixes",
-    "packed_pmap": "jaxperf.fixes",
-    "packed_jit": "jaxperf.fixes",
-    "hand_unrolled_fori": "jaxperf.fixes",
-    "cached_nnx_jit": "jaxperf.fixes",
-    "kernel_loop": "jaxperf.fixes",
+    name: ("jaxperf.fixes", name)
+    for name in (
+        "cached_filter_pmap",
+        "cached_filter_jit",
+        "PackedState",
+        "packed_pmap",
+        "packed_jit",
+        "hand_unrolled_fori",
+        "cached_nnx_jit",
+        "kernel_loop",
+    )
 }
-
 __all__ = ["__version__", *_PUBLIC]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'jaxperf' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = exports(__name__, _PUBLIC)

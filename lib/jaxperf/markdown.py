@@ -97,12 +97,3 @@ def verdict(met: bool | None, quick: bool, *, met_text: str = "met", missed_text
     if met is None:
         return "n/a (not measured)"
     return met_text if met else missed_text
-
-
-def ratio(stats: Mapping[str, Any] | None, digits: int = 2) -> str:
-    """A ratio as ``0.44× [0.43, 0.48]`` (median [interquartile range])."""
-    if stats is None or number(stats.get("median")) is None:
-        return "n/a"
-    q25, q75 = number(stats.get("q25")), number(stats.get("q75"))
-    spread = f" [{q25:.{digits}f}, {q75:.{digits}f}]" if q25 is not None and q75 is not None else ""
-    return f"{stats['median']:.{digits}f}×{spread}"

@@ -85,14 +85,6 @@ def jax_backends_initialized() -> bool:
 
 
 EQUINOX_ARRAY_TYPES = ("equinox._filters", "_ARRAY_TYPES")
-#: the helpers ``_PmapWrapper._call`` runs, in its order (the stage timers copy that call)
-EQUINOX_PMAP_STAGE_HELPERS = (
-    "_common_preprocess",
-    "_named_in_axes",
-    "_resolve_axes",
-    "_filter_pmap_cache",
-    "_postprocess",
-)
 JAX_BROADCAST_PREFIX = ("jax._src.tree_util", "broadcast_prefix")
 JAX_TRACE_CONTEXT = ("jax._src.config", "trace_context")
 
@@ -100,12 +92,6 @@ JAX_TRACE_CONTEXT = ("jax._src.config", "trace_context")
 def equinox_array_types() -> tuple[type, ...]:
     """The types ``eqx.is_array`` tests for, for an inline ``isinstance`` on a hot path."""
     return tuple(getattr(check_core_hook(EQUINOX_ARRAY_TYPES), EQUINOX_ARRAY_TYPES[1]))
-
-
-def equinox_pmap_stage_helpers() -> dict[str, Callable[..., Any]]:
-    """The private helpers of Equinox's ``_PmapWrapper._call`` by name (the stage timers call them)."""
-    module = importlib.import_module("equinox._vmap_pmap")
-    return {name: getattr(module, name) for name in EQUINOX_PMAP_STAGE_HELPERS}
 
 
 def jax_broadcast_prefix() -> Callable[..., list[Any]]:
@@ -124,8 +110,11 @@ JAX_TRACEBACK_EXCLUSION = ("jax._src.traceback_util", "register_exclusion")
 EQUINOX_JIT_ERROR = ("equinox._jit", "_on_error_msg", "last_error_info", "_FilterCallback")
 
 
+#: the primitive a ``pure_callback`` (every ``eqx.error_if`` that raises) is in a jaxpr
+JAX_PURE_CALLBACK = ("jax._src.callback", "pure_callback_p")
 #: the private hooks the public fixes use -> the package each comes from
 CORE_HOOKS: dict[tuple[str, ...], str] = {
+    JAX_PURE_CALLBACK: "jax",
     EQUINOX_ARRAY_TYPES: "equinox",
     JAX_BROADCAST_PREFIX: "jax",
     JAX_TRACE_CONTEXT: "jax",
@@ -163,6 +152,33 @@ def equinox_jit_error_message(jit_id: bytes) -> str | None:
     return getattr(module, template).format(msg=msg, stack="".join(reversed(pieces)))
 
 
+def equinox_error_checks(jitted: Any, args: Any) -> bool:
+    """Whether ``jitted`` (a ``jax.jit``) on ``args`` calls back to ``equinox._errors`` (holds an
+    ``eqx.error_if`` that raises), read off the trace JAX keeps of its call (nothing traced again);
+    True where it cannot tell (a ``pure_callback`` whose function JAX no longer names counts)."""
+    callback = getattr(check_core_hook(JAX_PURE_CALLBACK), JAX_PURE_CALLBACK[1])
+
+    def calls_back(jaxpr: Any) -> bool:
+        for eqn in jaxpr.eqns:
+            fn = getattr(eqn.params.get("callback"), "callback_func", None)
+            if (
+                eqn.primitive is callback
+                and getattr(fn, "__module__", "equinox._errors") == "equinox._errors"
+            ):
+                return True
+            values = [v for p in eqn.params.values() for v in (p if isinstance(p, (tuple, list)) else [p])]
+            if any(
+                calls_back(getattr(v, "jaxpr", v)) for v in values if hasattr(getattr(v, "jaxpr", v), "eqns")
+            ):
+                return True
+        return False
+
+    try:
+        return calls_back(jitted.trace(*args).jaxpr.jaxpr)
+    except Exception:  # noqa: BLE001 -- unknown: keep watching for a failure
+        return True
+
+
 def equinox_callback_log_filter() -> Any:
     """A fresh Equinox filter dropping JAX's "jax.pure_callback failed" log record."""
     return getattr(check_core_hook(EQUINOX_JIT_ERROR), EQUINOX_JIT_ERROR[-1])()
@@ -196,21 +212,6 @@ def triton_lowering_hook(on_module: Callable[[Any], None]) -> Iterator[None]:
 
     with equinox_attributes_replaced(lowering, {TRITON_LOWERING_FUNCTION: recording}):
         yield
-
-
-#: what the Equinox patch (issue 21) touches in equinox._jit and equinox._errors
-EQUINOX_JIT_NAMES = ("_call", "_filter_jit_cache")
-EQUINOX_ERRORS_NAMES = ("_error", "branched_error_if_impl", "branched_error_if_impl_jit")
-
-
-def equinox_jit_modules() -> tuple[Any, Any]:
-    """The modules ``equinox._jit`` and ``equinox._errors``, each name the patch touches checked."""
-    jit_module = importlib.import_module("equinox._jit")
-    errors_module = importlib.import_module("equinox._errors")
-    for module, names in ((jit_module, EQUINOX_JIT_NAMES), (errors_module, EQUINOX_ERRORS_NAMES)):
-        for name in names:
-            getattr(module, name)  # AttributeError here, by name, if Equinox moved it
-    return jit_module, errors_module
 
 
 @contextlib.contextmanager

@@ -60,20 +60,13 @@ def judge(
     return UNCLEAR, float("nan")
 
 
-def with_ratio(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` (``timing.compare`` rows) with ``enqueue_over_blocked`` per row (one pair)."""
-    for col in ("dispatch_s_per_call", "wall_s_per_call"):
-        if col not in df:
-            raise bad_value("df", sorted(df.columns), f"timing rows with a {col!r} column")
-    out = df.copy()
-    out["enqueue_over_blocked"] = out["dispatch_s_per_call"] / out["wall_s_per_call"]
-    return out
-
-
 def verdicts(df: pd.DataFrame, reference: str, by: Sequence[str] = (), key: str = "variant") -> pd.DataFrame:
     """One row per (``by`` groups, ``key``): enqueue and blocked ms per call, their ratio's
     quartiles, the verdict and margin; ``reference`` is the ``key`` known to run ahead (jax.jit)."""
-    data = with_ratio(df)
+    for col in ("dispatch_s_per_call", "wall_s_per_call"):
+        if col not in df:
+            raise bad_value("df", sorted(df.columns), f"timing rows with a {col!r} column")
+    data = df.assign(enqueue_over_blocked=df["dispatch_s_per_call"] / df["wall_s_per_call"])
     groups = data.groupby(list(by), sort=False) if by else [((), data)]
     rows = []
     for labels, part in groups:

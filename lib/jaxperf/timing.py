@@ -1,24 +1,18 @@
-"""The timing harness: warm-up excluded, repeats, interleaved comparisons.
-
-Three measurements per call, named after what they hold:
-
-- ``wall_s_per_call``: end to end, each call blocked with
-  ``block_until_ready`` before the next (it/s = 1 / this);
-- ``cpu_s_per_call``: the dispatching thread's CPU time (``time.thread_time``)
-  over those same blocked calls, i.e. host work, not waiting;
-- ``dispatch_s_per_call``: a separate loop that only enqueues and blocks once
-  after the loop; the final block is not counted;
-- ``loop_it_per_s``: that same loop with its final block counted, i.e. the
-  rate of a training loop that lets dispatch run ahead of execution.
+"""The timing harness: warm-up excluded, repeats, interleaved comparisons. Per call, named after
+what they hold: ``wall_s_per_call`` and ``cpu_s_per_call`` (the dispatching thread's CPU,
+``time.thread_time``) over calls each blocked until done (``it_per_s``: 1 / wall); then a loop
+that only enqueues and blocks once after it: ``dispatch_s_per_call`` (its final block not
+counted), ``enqueue_cpu_s_per_call`` (the thread's CPU meanwhile) and ``loop_it_per_s`` (the
+block counted: a training loop whose dispatch runs ahead). ``cpu_tick_s``: the CPU clock's step
+(:func:`~jaxperf.timing_config.cpu_tick`); a coarse one makes a round's CPU a count of ticks.
 
 Variants are compared interleaved: each repeat runs every variant once, and over 2k repeats of k
 each runs in every place and after every other one equally often (a Williams design), so
 neither drift nor what a variant leaves behind favours one; ratios are per pair (same repeat).
-
 How many repeats: a fixed count, or precision-driven (``TimingConfig.precision``): rounds
-continue until each ratio a stated answer reads has an interquartile range within the
-target relative width, or a time cap is reached (Hoefler and Belli, SC15: choose the
-number of measurements by the variability observed). Every row says what stopped it.
+continue until each ratio a stated answer reads has an interquartile range within the target
+relative width, or a time cap (Hoefler and Belli, SC15: choose the number of measurements by
+the variability observed). Every row says what stopped it.
 """
 
 from __future__ import annotations

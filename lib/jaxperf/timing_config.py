@@ -13,10 +13,9 @@ _TICKS: dict[Callable[[], float], float] = {}
 
 
 def cpu_tick(read: Callable[[], float] = time.thread_time, spin_s: float = 0.03) -> float:
-    """Seconds between the distinct readings of the CPU clock ``read`` (the median step while
-    spinning ``spin_s``), once per clock and process: ``clock_getres`` says 1 ns for clocks that
-    move in 4-10 ms ticks (a TPU host's thread clock), so a per-round CPU time there is a count
-    of ticks. ``spin_s`` when it never moved."""
+    """The seconds between distinct readings of the CPU clock ``read`` (their median while spinning
+    ``spin_s``; ``spin_s`` if it never moved), once per clock and process. ``clock_getres`` says 1
+    ns of clocks that move in 10 ms ticks (a TPU host's thread clock): a round's CPU is then a count of ticks."""
     if read not in _TICKS:
         steps, last, end = [], read(), time.perf_counter() + spin_s
         while time.perf_counter() < end:

@@ -15,7 +15,6 @@ from jaxperf.markdown import cell as cell
 from jaxperf.markdown import code as code
 from jaxperf.markdown import escape as escape
 from jaxperf.markdown import fmt_stat as fmt_stat
-from jaxperf.markdown import ratio as ratio
 from jaxperf.markdown import table as table
 from jaxperf.markdown import verdict as verdict
 

@@ -155,3 +155,24 @@ def test_eqx_on_error_off_keeps_equinox_s_wait_and_cached_filter_jit_still_runs_
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["True", "False"]
+
+
+def test_only_a_call_holding_an_error_check_is_watched_for_a_late_failure():
+    """On an accelerator, a call whose program holds an eqx.error_if keeps its output weakly to
+    raise a late failure at the next call; one without a check has nothing to tell and skips that
+    bookkeeping (read off the trace JAX keeps: the function is not traced again)."""
+    from jaxperf import private_api
+
+    traces = []
+
+    def plain(x):
+        traces.append(1)
+        return x * 2
+
+    checked, unchecked = cached_filter_jit(_unique_check("watched")), cached_filter_jit(plain)
+    x = -jnp.ones(2)
+    checked(x), unchecked(x)
+    for wrapped, expected in ((checked, True), (unchecked, False)):
+        entry = next(iter(wrapped._cached.entries.values()))
+        assert private_api.equinox_error_checks(entry.fn, [x]) is expected
+    assert len(traces) == 1

@@ -48,6 +48,7 @@ def test_every_private_hook_of_the_fixes_is_a_core_hook():
         "jax_traceback_exclusion": private_api.JAX_TRACEBACK_EXCLUSION,
         "equinox_jit_error_message": private_api.EQUINOX_JIT_ERROR,
         "equinox_callback_log_filter": private_api.EQUINOX_JIT_ERROR,
+        "equinox_error_checks": private_api.JAX_PURE_CALLBACK,
         "check_core_hook": None,
     }
     assert used <= set(hook_functions), used - set(hook_functions)

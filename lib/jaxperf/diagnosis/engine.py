@@ -34,9 +34,11 @@ MEASURES = {
 
 
 class Compiles:
-    """Programs JAX compiled (or found in its persistent cache) here, from its monitoring events."""
+    """Programs JAX compiled (or found in its persistent cache) here, and the seconds it spent
+    tracing, lowering, compiling and loading them, from its monitoring events."""
 
     count = 0
+    seconds = 0.0
     _registered = False
 
     @classmethod
@@ -44,16 +46,24 @@ class Compiles:
         if not cls._registered:
             from jax import monitoring
 
-            def on_event(event: str, *_: Any, **__: Any) -> None:  # a compile, or a persistent-cache hit
-                if event in (
-                    "/jax/core/compile/backend_compile_duration",
-                    "/jax/compilation_cache/cache_hits",
-                ):
-                    cls.count += 1
+            def on_event(event: str, *duration: Any, **__: Any) -> None:  # a compile, or a cache hit
+                cls.count += event in (COMPILED, "/jax/compilation_cache/cache_hits")
+                cls.seconds += duration[0] if duration and event in COMPILING else 0.0
 
             monitoring.register_event_duration_secs_listener(on_event)
             monitoring.register_event_listener(on_event)
             cls._registered = True
+
+
+COMPILED = "/jax/core/compile/backend_compile_duration"
+COMPILING = (COMPILED, *(f"/jax/core/compile/{s}_duration" for s in ("jaxpr_trace", "jaxpr_to_mlir_module")))
+COMPILING += ("/jax/compilation_cache/cache_retrieval_time_sec",)
+
+
+def cap_clock() -> float:
+    """Seconds of a diagnosis' time cap: the wall clock less the time JAX spent compiling (a TPU
+    compiles a path in 0.2-16 s: the cap is for measuring, whatever the compiler costs)."""
+    return time.perf_counter() - Compiles.seconds
 
 
 class Printed(io.TextIOBase):
@@ -223,15 +233,17 @@ def build(
 
 @dataclasses.dataclass
 class Checked:
-    """What one call of every path showed: {path: how it differs}, {path: error}, {path: why not}."""
+    """What one call of every path showed: {path: how it differs}, {path: error}, {path: why not},
+    and the paths the time cap left unchecked."""
 
     differs: dict[str, str] = dataclasses.field(default_factory=dict)
     failed: dict[str, str] = dataclasses.field(default_factory=dict)
     not_applicable: dict[str, str] = dataclasses.field(default_factory=dict)
+    unchecked: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def excluded(self) -> set[str]:
-        return {*self.differs, *self.failed, *self.not_applicable}
+        return {*self.differs, *self.failed, *self.not_applicable, *self.unchecked}
 
 
 def check(mine: Path, paths: dict[str, Path], batches: Batches, deadline: float = float("inf")) -> Checked:
@@ -241,8 +253,8 @@ def check(mine: Path, paths: dict[str, Path], batches: Batches, deadline: float 
     ref_out, ref_args = carry_mod.host(mine.reader_view())
     found = Checked()
     for name, path in paths.items():
-        if time.perf_counter() > deadline:
-            found.not_applicable[name] = "not checked: the time cap was reached first"
+        if cap_clock() > deadline:
+            found.unchecked.append(name)
             continue
         try:
             jax.block_until_ready(path.call(carry_mod.fresh(batch)))
@@ -267,43 +279,77 @@ def _signature(tree: Any) -> list[tuple[str, str]]:
     leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
     out = [("", f"structure {treedef}")]
     for path, x in leaves:
-        if isinstance(x, jax.Array):
-            what = f"{x.dtype}{list(x.shape)}" + ("" if x.is_deleted() else f" on {x.sharding}")
-        else:
-            what = repr(x)[:80]
-        out.append((jax.tree_util.keystr(path), what))
+        if not isinstance(x, jax.Array):
+            out.append((jax.tree_util.keystr(path), repr(x)[:80]))
+            continue
+        weak = " weak" * getattr(x, "weak_type", False)  # a typed PRNG key has no weak type
+        where = "" if x.is_deleted() else f" on {x.sharding}"
+        out.append((jax.tree_util.keystr(path), f"{x.dtype}{list(x.shape)}{weak}{where}"))
     return out
 
 
 def retraces(
     step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches, calls: int = 4
 ) -> dict[str, Any] | None:
-    """None, or how the reader's loop compiles again call after call (two compiles or more in
-    the ``calls - 1`` after the first): {compiles, calls, ms_per_call, argument, name, path, ...}."""
+    """None, or how the reader's loop compiles again call after call (its last two calls each
+    compile: a one-time recompile, as when the carried state comes back placed otherwise, is
+    not a retrace; or it cannot call its step again on what the step returned):
+    {compiles, calls, ms_per_call, argument, name, path, before, after[, cannot]}."""
     Compiles.start()
     probe = reader(step, args, carry, batch_at)
-    seen, counts, elapsed = [], [], []
+    seen, counts, elapsed, cannot = [], [], [], None
     for _ in range(calls):
         seen.append([_signature(a) for a in probe.args])
         before, start = Compiles.count, time.perf_counter()
-        sync(probe.call(batches()))
+        try:
+            sync(probe.call(batches()))
+        except (TypeError, ValueError) as err:  # JAX refusing what the step returned, as a static argument
+            if not seen[1:] or "hashable" not in str(err):
+                raise
+            cannot, counts = " ".join(str(err).split())[:160], [*counts, 1]
+            break
         counts.append(Compiles.count - before)
         elapsed.append(time.perf_counter() - start)
-    if sum(counts[1:]) < 2:
+    if cannot is None and not (len(counts) > 2 and counts[-1] and counts[-2]):
         return None
-    found: dict[str, Any] = {"compiles": sum(counts[1:]), "calls": calls - 1}
-    found["ms_per_call"] = 1e3 * sorted(elapsed[1:])[len(elapsed[1:]) // 2]
-    names = carry_mod.parameter_names(step.raw)
-    for k in range(1, calls):
-        if not counts[k]:
+    found: dict[str, Any] = {"compiles": sum(counts[1:]), "calls": len(counts) - 1, "cannot": cannot}
+    found["ms_per_call"] = 1e3 * sorted(elapsed[1:] or [0.0])[len(elapsed[1:]) // 2]
+    # the argument that changes before every compiling call (a one-time change is not the cause)
+    pairs = range(1, len(seen))
+    changed = [{i for i, (a, b) in enumerate(zip(seen[k - 1], seen[k])) if a != b} for k in pairs]
+    steady = [c for c, n in zip(changed, counts[1:]) if n] or changed
+    suspects = sorted(set.intersection(*steady) or set().union(*steady)) if steady else []
+    if not suspects:
+        return found
+    i, names = suspects[0], carry_mod.parameter_names(step.raw) + [None] * len(args)
+    k = next(k for k, c in enumerate(changed) if i in c) + 1
+    old, new = seen[k - 1][i], seen[k][i]
+    path, before, after = next(((p, va, vb) for (p, va), (_, vb) in zip(old, new) if va != vb), ("",) * 3)
+    return {**found, "argument": i, "name": names[i], "path": path, "before": before, "after": after}
+
+
+def static_scalars(
+    step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches
+) -> Any:
+    """{argument, name, ms} of the first Python scalar argument (not carried: a replay sees those)
+    a new value of which compiles the step again (a loop that changes it, as a step count or a
+    schedule, compiles every call, which a replay of the loop's own outputs cannot see), or None."""
+    for i, value in enumerate(args):
+        if i in carry or i == batch_at or type(value) not in (bool, int, float):
             continue
-        for i, (a, b) in enumerate(zip(seen[k - 1], seen[k])):
-            if a == b:
-                continue
-            path, old, new = next(((p, va, vb) for (p, va), (_, vb) in zip(a, b) if va != vb), ("",) * 3)
-            name = names[i] if i < len(names) else None
-            return {**found, "argument": i, "name": name, "path": path, "before": old, "after": new}
-    return found
+        probe = reader(
+            step,
+            (*args[:i], not value if type(value) is bool else value * 2 + 1, *args[i + 1 :]),
+            carry,
+            batch_at,
+        )
+        before, start = Compiles.count, time.perf_counter()
+        with contextlib.suppress(Exception):  # a value the step refuses tells nothing about compiles
+            sync(probe.call(batches()))
+        if Compiles.count > before:
+            names = carry_mod.parameter_names(step.raw) + [None] * len(args)
+            return {"argument": i, "name": names[i], "ms": 1e3 * (time.perf_counter() - start)}
+    return None  # fmt: skip
 
 
 def calls_per_batch(mine: Path, batches: Batches, target_s: float = 0.05) -> int:
@@ -341,9 +387,10 @@ def run(
     progress: Any = None,
 ) -> dict[str, Any]:
     """Everything a :class:`~jaxperf.diagnosis.result.Diagnosis` is made from; ``config.max_seconds``
-    caps it all (the checks too) unless ``timing_only``."""
-    started = time.perf_counter()
-    deadline = float("inf") if timing_only else started + config.max_seconds
+    caps it all (the checks too; compiles not counted: :func:`cap_clock`) unless ``timing_only``."""
+    Compiles.start()
+    started, compiling = time.perf_counter(), Compiles.seconds
+    deadline = float("inf") if timing_only else cap_clock() + config.max_seconds
     # every thread's stdout, as JAX's callbacks print from their own threads
     with contextlib.redirect_stdout(Printed()) as printed:
         batches = Batches(loader)
@@ -366,14 +413,16 @@ def run(
             "loader": batches.given,
             "retrace": retraces(step, args, carry, batch_at, batches),
         }
+        found["static"] = None if found["retrace"] else static_scalars(step, args, carry, batch_at, batches)
         if found["retrace"]:  # every path would time compiles: the verdict is the retrace
             columns = ["variant", "repeat", "calls", "stopped_by", "rel_iqr"]
-            found.update(problems={}, failed={}, timings=pd.DataFrame(columns=columns))
+            found.update(problems={}, failed={}, unchecked=[], timings=pd.DataFrame(columns=columns))
         else:
             # the checks may use the time up to 70% of the cap; the rest is the timed rounds'
-            now = time.perf_counter()
+            now = cap_clock()
             checked = check(mine, paths, batches, deadline=now + 0.7 * (deadline - now))
             skipped.update(checked.not_applicable)
+            found["unchecked"] = checked.unchecked
             timed = {name: path for name, path in paths.items() if name not in checked.excluded}
             number = calls_per_round or calls_per_batch(mine, batches)
             # warm up inside the cap: a path's second call may compile again (the step's outputs,
@@ -381,7 +430,7 @@ def run(
             for path in (mine, *timed.values()):
                 for _ in range(config.warmup):
                     sync(path.call(batches()))
-            left = deadline - time.perf_counter()  # spent: 2 rounds
+            left = deadline - cap_clock()  # spent: 2 rounds
             repeats = config.repeats if left > 0 else min(config.repeats, 2)
             cap = config.max_seconds if left == float("inf") else max(left, 1e-6)
             timed_config = dataclasses.replace(
@@ -394,4 +443,5 @@ def run(
             )
         jax.effects_barrier()  # callbacks still in flight print here, not into the report
     found.update(printed=printed.summary(), seconds=time.perf_counter() - started)
+    found["compile_seconds"] = Compiles.seconds - compiling
     return found

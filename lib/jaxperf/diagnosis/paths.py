@@ -284,12 +284,13 @@ def recipe(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None
     )
 
 
-#: the cheaper paths of the Equinox and JAX kinds, in the order a diagnosis lists them
+#: the cheaper paths of the Equinox and JAX kinds, the likely fix first (checked in this order
+#: within a time cap): the drop-in (no other change), the packed state, the partition by hand
 BUILDERS: dict[str, Callable[[Step, tuple, carry_mod.Carry, int | None], Path]] = {
-    "partitioned": partitioned,
-    "Equinox's recipe": recipe,
     "cached": cached,
     "packed": packed,
+    "partitioned": partitioned,
+    "Equinox's recipe": recipe,
 }
 
 

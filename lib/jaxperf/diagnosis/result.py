@@ -22,10 +22,6 @@ WAITS = ["variant", "verdict", "ratio_median", "ratio_q25", "ratio_q75"]
 WORTH = 1.05
 #: how far a measured ratio may pass :meth:`Diagnosis.dispatch_limit` and still count as a dispatch gain
 SLACK = 1.02
-#: the figure's font: 8 pt once a notebook shows its 9 inches at 900 px
-FONT_PT = 10.5
-#: who drew the figure, on the figure as the study's figures carry it (``plots.who_drew``)
-DRAWN_BY = f"{__name__}.Diagnosis.figure"
 
 
 @dataclasses.dataclass
@@ -51,6 +47,9 @@ class Diagnosis:
     retrace: dict[str, Any] | None = None  # how the reader's loop compiles call after call
     printed: dict[str, Any] = dataclasses.field(default_factory=dict)  # the step's own output
     snippets: dict[str, str] = dataclasses.field(default_factory=dict)  # path -> how to write it
+    unchecked: list[str] = dataclasses.field(default_factory=list)  # paths the time cap left out
+    static: dict[str, Any] | None = None  # a Python scalar argument a new value of which compiles again
+    compile_seconds: float = 0.0  # of ``seconds``, compiling (not counted against the cap)
 
     @property
     def timed(self) -> bool:
@@ -145,20 +144,32 @@ class Diagnosis:
                 f"Your step compiles again on every call: {r['compiles']} compiles in {r['calls']} calls "
                 f"of your loop, about {r['ms_per_call']:.3g} ms per call, most of it compiling."
             ]
-            if "argument" in r:
+            if r.get("cannot"):  # a static argument the step returns as an array
+                lines = [
+                    f"Your step compiles again for every new value of {where}, a static argument, and "
+                    f"returns it as an array, which JAX refuses as a static argument ({r['cannot']}): "
+                    "your loop cannot pass it back. Pass it as a traced array; nothing else was timed."
+                ]
+            elif "argument" in r:
                 lines.append(
                     f"What changes: {where}{r.get('path') or ''}, {r.get('before')} then {r.get('after')}. "
                     "Keep it fixed from call to call (a traced array, or out of what the step returns); "
                     "then diagnose again: nothing else was timed."
                 )
             return lines
+        a, static = self.static, []
+        if a:  # a Python scalar the step takes as static: a replay of the loop's own outputs cannot see it
+            name, ms = f"argument {a['argument']}" + (f" ({a['name']})" * bool(a.get("name"))), a["ms"]
+            static = [f"Each new value of {name}, a Python scalar your step takes as static, compiles it again "
+                      f"({ms:.3g} ms): if your loop changes it (a step count, a schedule), every call compiles. "
+                      f"Pass it as an array (jnp.asarray({a.get('name') or '...'})) instead."]  # fmt: skip
         if not self.timed:
-            return ["Nothing was timed."]
+            return [*static, "Nothing was timed."]
         per_call = self.per_call().set_index("variant")
         waits = self.waiting().set_index("variant").loc[self.reader, "verdict"]
         device_ms = float(per_call["wait_ms"].clip(lower=0).min())
         mine = per_call.loc[self.reader]
-        lines = [f"Your loop is {v.bound(mine, device_ms)} (the shortest wait of any path)."]
+        lines = [*static, f"Your loop is {v.bound(mine, device_ms)} (the shortest wait of any path)."]
         if waits == "waits for each call":
             lines.append("Each call waits for its result before returning, so the host cannot run ahead.")
         elif waits == "not judged":
@@ -174,12 +185,18 @@ class Diagnosis:
                 f"(at most {self.dispatch_limit():.3f}x): not a dispatch gain (its compiled program "
                 "differs, or noise); not recommended."
             )
-        if best is None:
+        if self.unchecked:  # never "no path is faster" over paths that were not tried
             lines.append(
-                f"No path tried here is faster in your loop by {100 * (WORTH - 1):.0f}% or more "
-                "on its whole spread."
+                f"Not checked within the time cap: {', '.join(self.unchecked)}. Give them time with a "
+                f"larger cap (--max-seconds {max(60, 2 * round(self.seconds - self.compile_seconds)):.0f}, "
+                "or diagnose(max_seconds=...); compiles do not count against it)."
             )
-            return lines
+        if best is None:
+            tried = "Of the paths checked, none" if self.unchecked else "No path tried here"
+            return [
+                *lines,
+                f"{tried} is faster in your loop by {100 * (WORTH - 1):.0f}% or more on its whole spread.",
+            ]
         lines.append(
             f"Change: {best['variant']}, {best['median']:.2f}x your it/s [{best['q25']:.2f}, "
             f"{best['q75']:.2f}] in your loop ({self.paths[best['variant']]})."
@@ -231,6 +248,9 @@ class Diagnosis:
             "differs": self.problems,
             "failed": self.failed,
             "retrace": self.retrace,
+            "static": self.static,
+            "not_checked": self.unchecked,
+            "compile_seconds": round(self.compile_seconds, 1),
             "printed": self.printed,
         }
 
@@ -275,50 +295,9 @@ class Diagnosis:
                 f"Measured: {r['rounds']} interleaved rounds of {r['calls_per_round']} calls per path, "
                 f"state passed from call to call, {loop}, donation {self.donate}; ratios are medians of "
                 f"per-round pairs [quartiles]; stopped by {r['stopped_by']} ({spread}"
-                f"target +-{100 * self.precision:.0f}%) after {self.seconds:.0f} s in all.",
+                f"target +-{100 * self.precision:.0f}%) after {self.seconds:.0f} s in all"
+                f" ({self.compile_seconds:.0f} s of it compiling, not counted against the cap).",
             ]
         else:
             lines += ["", f"Measured: nothing timed; donation {self.donate}; {self.seconds:.0f} s in all."]
         return "\n".join(lines)
-
-    def figure(self, footer: bool = True) -> tuple[Any, pd.DataFrame]:
-        """(figure, data): it/s per path in the reader's loop (median, IQR), and where each
-        path's time per blocked call goes (host CPU, waiting); ``footer``: the backend, devices
-        and versions on the figure (leave it to ``study.figure`` inside a notebook)."""
-        import matplotlib.pyplot as plt
-        import numpy as np
-
-        if not self.timed:  # a step that retraces, say: the headline is the whole answer
-            fig, ax = plt.subplots(figsize=(6, 1.2))
-            ax.axis("off")
-            ax.text(0, 0.5, "Nothing was timed. " + self.headline()[0], wrap=True, va="center")
-            vars(fig)["_jaxperf_drawn_by"] = DRAWN_BY
-            return fig, pd.DataFrame(columns=["path"])
-        table = self.table()
-        per_call = self.per_call().set_index("variant").loc[table["path"]]
-        quartiles = self.timings.groupby("variant")[PIPELINED].quantile([0.25, 0.5, 0.75]).unstack()
-        stats = quartiles.set_axis(["q25", "median", "q75"], axis=1).loc[table["path"]]
-        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 0.5 * len(table) + 2.2), sharey=True)
-        y = np.arange(len(table))[::-1]
-        cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        left.barh(y, stats["median"], height=0.6, color=[cycle[i % len(cycle)] for i in range(len(y))])
-        iqr = [stats["median"] - stats["q25"], stats["q75"] - stats["median"]]
-        left.errorbar(stats["median"], y, xerr=iqr, fmt="none", ecolor="0.2", lw=1)
-        left.set_yticks(y, list(table["path"]), fontsize=FONT_PT)
-        left.set_xlabel("it/s in your loop (median, IQR)", fontsize=FONT_PT)
-        host = per_call["host_ms"].to_numpy()
-        wait = np.clip(per_call["wait_ms"].to_numpy(), 0, None)
-        right.barh(y, host, height=0.6, color="0.35", label="host CPU")
-        right.barh(y, wait, left=host, height=0.6, color="0.75", label="waiting for the device")
-        right.set_xlabel("ms per blocked call (medians)", fontsize=FONT_PT)
-        right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False, fontsize=FONT_PT)
-        for ax in (left, right):
-            ax.tick_params(labelsize=FONT_PT)
-        fig.suptitle(f"{self.kind} step, {self.leaves} array leaves in its arguments", fontsize=FONT_PT + 1)
-        if footer:
-            fig.text(0.01, 0.005, self.where(), fontsize=FONT_PT - 2, color="0.35", ha="left", va="bottom")
-        fig.tight_layout(rect=(0, 0.07 if footer else 0.04, 1, 0.95))
-        data = stats.reset_index().rename(columns={"variant": "path"})
-        data["host_ms"], data["wait_ms"] = host, wait
-        vars(fig)["_jaxperf_drawn_by"] = DRAWN_BY
-        return fig, data

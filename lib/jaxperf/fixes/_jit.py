@@ -129,9 +129,11 @@ class JitPaths(Paths):
             _RUNNING.discard(jit_id)
         if out and not isinstance(out[0], _Tracer):
             # An execution's outputs are ready (or failed) together: one tells for all. XLA:CPU
-            # fails a check inside the call: there the last output is enough for wait().
+            # fails a check inside the call, and a call without an eqx.error_if has no failure to
+            # tell at the next call: there the last output is enough for wait().
             if entry.asynchronous is None:
-                entry.asynchronous = any(device.platform != "cpu" for device in out[0].devices())
+                on_device = any(device.platform != "cpu" for device in out[0].devices())
+                entry.asynchronous = on_device and private_api.equinox_error_checks(entry.fn, dynamic)
                 self.shapes += [(k[5], k[6]) for k in rec.known if all(k[5] != d for d, _ in self.shapes)]
             if entry.asynchronous:
                 self.pending.append(weakref.ref(out[0]))  # a deque's append needs no lock

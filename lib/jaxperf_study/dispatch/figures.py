@@ -250,3 +250,40 @@ def plot_filter_pmap_ratio(timings: pd.DataFrame, analogue: bool) -> tuple[plt.F
     ax.set_title(title, fontsize=pt(fig))
     fig.tight_layout()
     return fig, data
+
+
+@plots.draws
+def plot_diagnosis(diagnosis: Any) -> tuple[Any, pd.DataFrame]:
+    """(figure, data) of a diagnosis: it/s per path in the reader's loop (median, IQR), and where
+    each path's time per blocked call goes (host CPU, waiting); the footer is ``study.figure``'s."""
+    if not diagnosis.timed:  # a step that retraces, say: the headline is the whole answer
+        fig, ax = plt.subplots(figsize=(6, 1.2))
+        ax.axis("off")
+        ax.text(0, 0.5, "Nothing was timed. " + diagnosis.headline()[0], wrap=True, va="center")
+        return fig, pd.DataFrame(columns=["path"])
+    table = diagnosis.table()
+    per_call = diagnosis.per_call().set_index("variant").loc[table["path"]]
+    quartiles = diagnosis.timings.groupby("variant")["loop_it_per_s"].quantile([0.25, 0.5, 0.75]).unstack()
+    stats = quartiles.set_axis(["q25", "median", "q75"], axis=1).loc[table["path"]]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 0.5 * len(table) + 2.2), sharey=True)
+    y, size = np.arange(len(table))[::-1], pt(fig)
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    left.barh(y, stats["median"], height=0.6, color=[cycle[i % len(cycle)] for i in range(len(y))])
+    iqr = [stats["median"] - stats["q25"], stats["q75"] - stats["median"]]
+    left.errorbar(stats["median"], y, xerr=iqr, fmt="none", ecolor="0.2", lw=1)
+    left.set_yticks(y, list(table["path"]), fontsize=size)
+    left.set_xlabel("it/s in your loop (median, IQR)", fontsize=size)
+    host, wait = per_call["host_ms"].to_numpy(), np.clip(per_call["wait_ms"].to_numpy(), 0, None)
+    right.barh(y, host, height=0.6, color="0.35", label="host CPU")
+    right.barh(y, wait, left=host, height=0.6, color="0.75", label="waiting for the device")
+    right.set_xlabel("ms per blocked call (medians)", fontsize=size)
+    right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False, fontsize=size)
+    for ax in (left, right):
+        ax.tick_params(labelsize=size)
+    fig.suptitle(
+        f"{diagnosis.kind} step, {diagnosis.leaves} array leaves in its arguments", fontsize=size + 1
+    )
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    data = stats.reset_index().rename(columns={"variant": "path"})
+    data["host_ms"], data["wait_ms"] = host, wait
+    return fig, data

@@ -1,15 +1,16 @@
 """Predict, then measure: the it/s each TPU case of notebook 01 should reach by the CPU study's
 law, written before the TPU runs it, and set beside what it measured (:func:`beside`).
 
-    python -m jaxperf_study.dispatch.predict    # results/tpu/dispatch/predictions.json and .md
+    python tools/predict_tpu.py    # results/tpu/dispatch/predictions.json and .md, from this module
 
 The law, per case (the TPU preset's cells, :data:`.settings.DispatchSettings.TPU`) and path:
 
 - **host**: the path's host CPU per call on the CPU study's undonated no-op MLPs of its family
   (``results/cpu/dispatch/timings.csv``), a line ``a + b * leaves`` per process, read at the
   case's leaves (the median line and the processes' rerun range), times the TPU host's speed
-  against the CPU's, not measured: :data:`HOST_SPEED` (a line read below 0 reads :data:`FLOOR_MS`). A call's host work is taken not to
-  depend on what the step computes (train steps as no-op steps of their leaves). The pmap
+  against the CPU's, not measured: :data:`HOST_SPEED` (a line read below 0 reads :data:`FLOOR_MS`).
+  A call's host work is taken not to depend on what the step computes (a train step's host work
+  is a no-op step's of its leaves). The pmap
   family's records come from 8 forced devices; the TPU has one, and ``jax.pmap``'s own work
   per leaf grows with devices: its host there is read high.
 - **device**: a static estimate, the step on the partitioned state compiled for a TPU v5e on
@@ -23,13 +24,7 @@ The law, per case (the TPU preset's cells, :data:`.settings.DispatchSettings.TPU
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +42,6 @@ HOST_SPEED = (0.5, 1.5)
 ROOFLINE_SHARE, LAUNCH_MS = (1.0, 1 / 3), (0.01, 0.05)
 #: a host line read below this at a case's leaves (noise at the line's low end) is read as this
 FLOOR_MS = 0.001
-RECORDS, OUT = Path("results/cpu/dispatch"), Path("results/tpu/dispatch")
 #: what names a case: the measured one and its prediction share these
 KEYS = ("step", "model", "donated", "family", "method")
 
@@ -162,69 +156,3 @@ def beside(cases: list[dict[str, Any]], predictions: dict[str, Any]) -> dict[str
         "rows": rows,
         "made_utc": predictions["made_utc"],
     }
-
-
-def write(rows: list[dict[str, Any]], records: Path, out: Path) -> None:
-    """predictions.json (the law, its assumptions, the records it read, every row) and a short .md."""
-    from .. import pages as md
-
-    git = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
-    )
-    source = json.loads((PROJECT_ROOT / records / "timings.json").read_text())["provenance"].get("git") or {}
-    payload = {
-        "law": (__doc__ or "").split("\n\n", 2)[2].strip(),
-        "assumptions": {"host_speed": HOST_SPEED, "roofline_share": ROOFLINE_SHARE, "launch_ms": LAUNCH_MS},
-        "made_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "code_commit": git.stdout.strip() or None,
-        "records": {"path": str(records / "timings.csv"), "git": source},
-        "sha256": hashlib.sha256((PROJECT_ROOT / records / "timings.csv").read_bytes()).hexdigest(),
-        "cases": rows,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "predictions.json").write_text(json.dumps(payload, indent=1) + "\n")
-    shown = pd.DataFrame(
-        {k: r[k] for k in KEYS}
-        | {"pipelined it/s, predicted": "{:,.0f}-{:,.0f}".format(*r["loop_it_per_s"]), "bound": r["bound"]}
-        | {
-            "host ms": "{:.3g}-{:.3g}".format(*r["host_ms"][::2]),
-            "device ms": "{:.3g}-{:.3g}".format(*r["device_ms"]),
-        }
-        for r in rows
-    )
-    made = (
-        f"Made {payload['made_utc']} from `{records}/timings.csv` (measured at commit {source.get('commit')})"
-    )
-    title = "## Predicted for a TPU v5e before it ran (equinox#192, notebook 01's TPU cases)"
-    text = [title, "", f"{made}: not a measurement. The law:", "", payload["law"], "", md.table(shown)]
-    (out / "predictions.md").write_text("\n".join(text) + "\n")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--records", type=Path, default=RECORDS, help="the CPU study's results folder")
-    parser.add_argument("--out", type=Path, default=OUT, help="where predictions.json and .md go")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the TPU is compiled for, never used
-    from jaxperf.compilers.mosaic_tpu import topology
-
-    from .. import records as rec
-    from .settings import DispatchSettings
-
-    if not topology.status().available:
-        print(
-            f"predict: {topology.status().reason}: the device estimate compiles for a TPU v5e",
-            file=sys.stderr,
-        )
-        return 2
-    timings = rec.read_records(PROJECT_ROOT / args.records / "timings.csv")[0]
-    summary = json.loads((PROJECT_ROOT / args.records / "summary.json").read_text())
-    waits = {w["method"]: w["verdict"] for w in summary.get("waits", [])}
-    cells = DispatchSettings.from_parameters({"backend": "tpu"}).cells
-    write(predict(timings, waits, cells), args.records, PROJECT_ROOT / args.out)
-    print(f"predict: wrote {args.out}/predictions.json and predictions.md")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

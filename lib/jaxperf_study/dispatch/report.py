@@ -86,28 +86,15 @@ def excess_at(timings: pd.DataFrame, method: str) -> list[dict[str, Any]]:
     ]
 
 
-def _baseline_lines(timings: pd.DataFrame, methods: tuple[str, ...]) -> dict[str, Any]:
-    """Each baseline's own host CPU per call per leaf (the fit cells), and each method's slope as
-    a multiple of its baseline's, per process: the per-leaf cost in a unit that carries."""
+def _baseline_lines(timings: pd.DataFrame) -> dict[str, Any]:
+    """Each baseline's own host CPU per call per leaf on the fit cells: what a path's excess per
+    leaf is set against, in the same unit."""
     out: dict[str, Any] = {}
     for family, base in BASELINE.items():
-        if family not in FAMILIES:
-            continue
         rows = fit_rows(timings[timings["method"] == base])
-        if rows["leaves"].nunique() < 2:
-            continue
-        own = rows.assign(excess_ms=1e3 * rows[per_leaf.host_column(rows)], coarse=per_leaf.coarse(rows))
-        multiples: dict[str, Any] = {}
-        for method in methods:
-            rounds = fit_rows(per_leaf.excess(per_leaf.pooled(timings), method))
-            if family not in set(rounds["family"]) or rounds["leaves"].nunique() < 2:
-                continue
-            values = []
-            for p_base, p_method in zip(per_leaf.per_process(own), per_leaf.per_process(rounds)):
-                b_base = per_leaf.fit_per_process(p_base)["b_us_per_leaf"]
-                values.append(per_leaf.fit_per_process(p_method)["b_us_per_leaf"] / b_base)
-            multiples[method] = per_leaf.spread(values)
-        out[base] = {**per_leaf.fit_per_process(own), "slope_multiple": multiples}
+        if family in FAMILIES and rows["leaves"].nunique() >= 2:
+            own = rows.assign(excess_ms=1e3 * rows[per_leaf.host_column(rows)], coarse=per_leaf.coarse(rows))
+            out[base] = per_leaf.fit_per_process(own)
     return out
 
 
@@ -243,7 +230,7 @@ def headline(
         "per_leaf": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_leaf_cells": {m: line["by_cell"] for m, line in lines.items()},
         "per_leaf_by_kind": families,
-        "baseline_per_leaf": _baseline_lines(light, methods),
+        "baseline_per_leaf": _baseline_lines(light),
         "excess_ms": {m: excess_at(light, m) for m in methods},
         "host_ratio": {
             m: per_leaf.host_ratio(light, m, noop)

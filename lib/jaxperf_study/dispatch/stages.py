@@ -2,7 +2,7 @@
 (:mod:`jaxperf_study.dispatch.accounting` adds them up).
 
 The stage timers run the same helpers, in the same order, as Equinox 0.13's
-``_PmapWrapper._call`` (reached through :mod:`jaxperf.private_api`, pinned by
+``_PmapWrapper._call`` (reached through :mod:`jaxperf_study.private_hooks`, pinned by
 ``tests/test_private_api.py``), with a clock read between them, and block only at the end
 as an ordinary call does (its host work after the dispatch overlaps the execution, and a
 block in the middle would serialise them). Each round also times an ordinary call and the
@@ -31,9 +31,11 @@ import equinox as eqx
 import jax
 import pandas as pd
 
-from jaxperf import private_api, timing
+from jaxperf import timing
 from jaxperf.errors import check_int
 from jaxperf.paths import PROJECT_ROOT
+
+from .. import private_hooks
 
 STAGES = (
     "axis resolution",
@@ -122,7 +124,7 @@ def interleaved(runs: dict[str, Run], stages: tuple[str, ...], calls: int) -> pd
 def call_breakdown(fn: Any, args: tuple, reference: Any, calls: int = 30) -> pd.DataFrame:
     """:func:`interleaved` rounds of :data:`CALLS`: ``fn(*args)`` made stage by stage, the same
     call made normally, and ``reference()`` (the step under jax.pmap on params)."""
-    h = private_api.equinox_pmap_stage_helpers()
+    h = private_hooks.equinox_pmap_stage_helpers()
     runs = {
         CALLS[0]: lambda: staged_call(fn, args, h),
         CALLS[1]: lambda: whole(lambda: fn(*args)),

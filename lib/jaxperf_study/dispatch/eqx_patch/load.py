@@ -28,6 +28,7 @@ from typing import Any
 from jaxperf import private_api
 from jaxperf.paths import PROJECT_ROOT
 
+from ... import private_hooks
 from . import diff
 
 #: the Equinox release the project pins; the diffs apply to it and to Equinox's main
@@ -163,7 +164,7 @@ def shipped_error_checks_routed() -> Iterator[None]:
     ``filter_jit`` looks for it (as it would with the patch installed), so that it raises
     Equinox's readable ``EquinoxRuntimeError``. Not thread-safe: it swaps one attribute of
     ``equinox._errors``."""
-    _, errors_module = private_api.equinox_jit_modules()
+    _, errors_module = private_hooks.equinox_jit_modules()
     patched_jit = patched_equinox().modules["equinox._jit"]
     with private_api.equinox_attributes_replaced(errors_module, {"_jit": patched_jit}):
         yield

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Predict, then measure (issue 48): write the it/s the CPU study's law predicts for each TPU case
+of notebook 01 (jaxperf_study.dispatch.predict, which states the law) into
+results/tpu/dispatch/predictions.json and predictions.md, to be committed before the TPU runs it.
+The TPU run's summary sets each measurement beside its prediction; the README says how well the
+CPU study predicted the TPU.
+
+    .venv/bin/python tools/predict_tpu.py [--records results/cpu/dispatch] [--out results/tpu/dispatch]
+
+Needs libtpu (the ``tpu`` extra, in ``.venv``): the static device estimate compiles each case
+for a TPU v5e on this CPU. Nothing runs on a TPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write(rows: list[dict[str, Any]], law: str, records: Path, out: Path) -> None:
+    """predictions.json (the law, its assumptions, the records it read, every row) and a short .md."""
+    import pandas as pd
+
+    from jaxperf_study import pages as md
+    from jaxperf_study.dispatch import predict
+
+    git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True)
+    source = json.loads((ROOT / records / "timings.json").read_text())["provenance"].get("git") or {}
+    payload = {
+        "law": law,
+        "assumptions": {
+            "host_speed": predict.HOST_SPEED,
+            "roofline_share": predict.ROOFLINE_SHARE,
+            "launch_ms": predict.LAUNCH_MS,
+        },
+        "made_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "code": {"commit": git.stdout.strip() or None, "dirty": bool(dirty.stdout.strip())},
+        "records": {
+            "path": str(records / "timings.csv"),
+            "git": source,
+            "sha256": hashlib.sha256((ROOT / records / "timings.csv").read_bytes()).hexdigest(),
+        },
+        "cases": rows,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "predictions.json").write_text(json.dumps(payload, indent=1) + "\n")
+    shown = pd.DataFrame(
+        {k: r[k] for k in predict.KEYS}
+        | {
+            "pipelined it/s, predicted": "{:,.0f}-{:,.0f}".format(*r["loop_it_per_s"]),
+            "host ms": "{:.3g}-{:.3g}".format(r["host_ms"][0], r["host_ms"][2]),
+            "device ms (static)": "{:.3g}-{:.3g}".format(*r["device_ms"]),
+            "bound": r["bound"],
+        }
+        for r in rows
+    )
+    made = (
+        f"Made {payload['made_utc']} from `{records}/timings.csv` (measured at commit {source.get('commit')})"
+    )
+    text = [
+        "## Predicted for a TPU v5e before it ran (equinox#192, notebook 01's TPU cases)",
+        "",
+        f"{made}, by `tools/predict_tpu.py`: a prediction, not a measurement. The law:",
+        "",
+        law,
+        "",
+        md.table(shown),
+    ]
+    (out / "predictions.md").write_text("\n".join(text) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--records", type=Path, default=Path("results/cpu/dispatch"))
+    parser.add_argument("--out", type=Path, default=Path("results/tpu/dispatch"))
+    args = parser.parse_args(argv)
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the TPU is compiled for, never used
+    from jaxperf.compilers.mosaic_tpu import topology
+    from jaxperf_study import records as rec
+    from jaxperf_study.dispatch import predict
+    from jaxperf_study.dispatch.settings import DispatchSettings
+
+    if not topology.status().available:
+        print(
+            f"predict: {topology.status().reason}: the device estimate compiles for a TPU v5e",
+            file=sys.stderr,
+        )
+        return 2
+    timings = rec.read_records(ROOT / args.records / "timings.csv")[0]
+    summary = json.loads((ROOT / args.records / "summary.json").read_text())
+    waits = {w["method"]: w["verdict"] for w in summary.get("waits", [])}
+    cells = DispatchSettings.from_parameters({"backend": "tpu"}).cells
+    doc = predict.__doc__ or ""
+    law = doc[doc.index("The law") :].strip() + (
+        f"\n\nAssumed: host speed {predict.HOST_SPEED}, roofline share {predict.ROOFLINE_SHARE}, "
+        f"launch {predict.LAUNCH_MS} ms, floor {predict.FLOOR_MS} ms."
+    )
+    write(predict.predict(timings, waits, cells), law, args.records, ROOT / args.out)
+    print(f"predict: wrote {args.out}/predictions.json and predictions.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
