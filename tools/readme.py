@@ -321,17 +321,47 @@ def with_map(text: str, lib: Path = LIB) -> str:
     return text[: begin + len(MAP_BEGIN)] + "\n" + code_map(lib) + "\n" + text[end:]
 
 
+#: ``<!-- if backend/study -->`` ... ``<!-- else -->`` ... ``<!-- end if -->``: a block that
+#: renders while ``results/<backend>/<study>/summary.json`` exists (the TPU's, once it ran), else
+#: its other branch; a block may not hold another
+CONDITION = re.compile(
+    r"<!-- if (?P<study>[\w/.-]+) -->\n(?P<then>.*?)(?:<!-- else -->\n(?P<other>.*?))?<!-- end if -->\n", re.S
+)
+#: a ranged number's pieces quoted apart (the 3x rule is :r's, jaxperf_study.reruns.quote)
+BARE_RANGE = re.compile(r"(\.|_)(lo|hi)$")
+
+
+def branches(template: str, root: Path = ROOT) -> str:
+    """``template`` with each :data:`CONDITION` block replaced by the branch that holds at ``root``."""
+
+    def one(m: re.Match[str]) -> str:
+        present = (root / "results" / m["study"] / "summary.json").is_file()
+        return m["then"] if present else (m["other"] or "")
+
+    return CONDITION.sub(one, template)
+
+
+def relative_links(text: str) -> list[str]:
+    """The Markdown links of ``text`` that are not absolute (an issue's reader has no clone)."""
+    return [t for t in re.findall(r"\]\(([^)\s]+)\)", text) if not t.startswith(("https://", "http://", "#"))]
+
+
 def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT) -> str:
     """The README: every placeholder filled from ``root``'s results (the project's by default);
     raises RenderError for a placeholder that cannot be filled or whose sentence does not name
-    what it quotes."""
+    what it quotes, and for a range's ends quoted apart from its number (``:r`` quotes them)."""
     cache = {} if cache is None else cache
     errors: list[str] = []
     if MAP in template:
         template = template.replace(MAP, code_map())
+    template = branches(template, root)
 
     def one(m: re.Match[str]) -> str:
         try:
+            if BARE_RANGE.search(m["path"].strip()):
+                raise RenderError(
+                    "a range's end quoted apart: quote the number with :r (a range wider than 3x it reads not resolved)"
+                )
             value, picked = walk(load(m["study"], cache, root), m["path"].strip())
             around = context(template, m.start(), m.end())
             plain = PLACEHOLDER.sub("", around)
@@ -361,6 +391,10 @@ def upstream(root: Path = ROOT, cache: dict[str, Any] | None = None) -> dict[Pat
         lines = text.count("\n")
         if lines > MAX_UPSTREAM_LINES:
             raise RenderError(f"{template.name}: {lines} lines, more than {MAX_UPSTREAM_LINES}")
+        if relative_links(text):
+            raise RenderError(
+                f"{template.name}: relative links {relative_links(text)}: an issue's reader has no clone"
+            )
         out[root / UPSTREAM / template.name] = text
     return out
 

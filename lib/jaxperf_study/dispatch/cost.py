@@ -146,8 +146,8 @@ class Budget:
     processes: int
     plan: str  # a JSON file in a folder of the run's own
 
-    #: what a cell is guessed to cost before one like it ran (a train step's compiles included)
-    FIRST_GUESS_S = 25.0
+    #: what a cell is guessed to cost before one like it ran, by step (its compiles included)
+    FIRST_GUESS_S = {"noop": 20.0, "train": 60.0}
     #: a cell's programs (about 10) loaded from the compilation cache by a later process
     CACHE_LOADS_S = 1.0
 
@@ -179,8 +179,8 @@ class Budget:
         rerun: dict[str, float] = {}
         for i, cell in enumerate(cell_list):
             alike = [spent[j][0] for j in planned if _alike(cell_list[j], cell)]
-            first = max(alike) if alike else self.FIRST_GUESS_S
-            again = sum(rerun.values()) + first / 2
+            first = max(alike) if alike else self.FIRST_GUESS_S[cell.step]
+            again = 1.2 * (sum(rerun.values()) + first / 2)  # a margin: a later process is no faster
             if time.time() + first + (self.processes - 1) * (startup + again) > self.ends_at:
                 continue  # the later processes could not repeat it in time: not reached
             yield i
@@ -192,8 +192,9 @@ class Budget:
 
 
 def _alike(a: Cell, b: Cell) -> bool:
-    """Whether two cells compile alike: the same step, family and microbatches."""
-    return (a.step, a.family, a.spec.microbatches > 1) == (b.step, b.family, b.spec.microbatches > 1)
+    """Whether two cells cost alike: the same step, family, kind of model and microbatches or not."""
+    key = lambda c: (c.step, c.family, c.spec.kind, c.spec.microbatches > 1)  # noqa: E731
+    return key(a) == key(b)
 
 
 def sweep(
