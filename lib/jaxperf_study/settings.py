@@ -14,6 +14,7 @@ ran": after the quick preset is applied, never the requested values.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 BACKENDS = ("auto", "cpu", "gpu", "tpu")
+#: The backend whose preset (``StudySettings.DEVICE_PRESETS``) applies instead of the one the run is on:
+#: tools/device/run.sh --dry-run sets it, so a TPU run's parts are tried on this CPU first.
+PRESET_ENV = "JAXPERF_PRESET"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +40,10 @@ class StudySettings:
 
     # Fields a quick (smoke) run replaces, with their quick values.
     QUICK: ClassVar[Mapping[str, Any]] = {}
+    # Per backend ("gpu", "tpu"), the fields a run there replaces: the sizes and parts that fit a
+    # lent device's time. Applied before QUICK; the device run's dry run applies its backend's
+    # (PRESET_ENV) on the CPU, so the device's code paths are tried before device time is spent.
+    DEVICE_PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __post_init__(self) -> None:
         # Notebook parameters arrive as lists (papermill's YAML); freeze them as tuples.
@@ -60,15 +68,21 @@ class StudySettings:
 
     @classmethod
     def from_parameters(cls, namespace: Mapping[str, Any]) -> Self:
-        """Build from a notebook's globals (or any mapping): takes the fields it knows,
-        validates them, then applies the quick preset when ``quick`` is true."""
+        """Build from a notebook's globals (or any mapping): takes the fields it knows, validates
+        them, then applies its backend's device preset (or :data:`PRESET_ENV`'s) and, when ``quick``
+        is true, the quick preset."""
         values = {name: namespace[name] for name in cls.field_names() if name in namespace}
         settings = cls(**values)
-        if settings.quick and cls.QUICK:
-            unknown = set(cls.QUICK) - set(cls.field_names())
+        target = os.environ.get(PRESET_ENV) or settings.backend
+        presets = [(cls.DEVICE_PRESETS.get(target, {}), f"DEVICE_PRESETS[{target!r}]")]
+        presets += [(cls.QUICK, "QUICK")] if settings.quick else []
+        for preset, name in presets:
+            if not preset:
+                continue
+            unknown = set(preset) - set(cls.field_names())
             if unknown:
-                raise TypeError(f"{cls.__name__}.QUICK names unknown fields: {sorted(unknown)}")
-            settings = dataclasses.replace(settings, **cls.QUICK)
+                raise TypeError(f"{cls.__name__}.{name} names unknown fields: {sorted(unknown)}")
+            settings = dataclasses.replace(settings, **preset)
         return settings
 
     def as_dict(self) -> dict[str, Any]:
@@ -81,10 +95,20 @@ class StudySettings:
         import pandas as pd  # here, not at the top: the options check builds settings with the stdlib only
 
         defaults = {f.name: _default(f) for f in dataclasses.fields(cls)}
+        names = list(
+            dict.fromkeys([*cls.QUICK, *(n for preset in cls.DEVICE_PRESETS.values() for n in preset)])
+        )
+        columns = ["parameter", "full", "quick", *cls.DEVICE_PRESETS]
         rows = [
-            {"parameter": name, "full": defaults[name], "quick": value} for name, value in cls.QUICK.items()
+            {
+                "parameter": name,
+                "full": defaults[name],
+                "quick": cls.QUICK.get(name, ""),
+                **{b: preset.get(name, "") for b, preset in cls.DEVICE_PRESETS.items()},
+            }
+            for name in names
         ]
-        return pd.DataFrame(rows, columns=["parameter", "full", "quick"])
+        return pd.DataFrame(rows, columns=columns)
 
 
 def check_fraction(name: str, value: Any) -> None:
