@@ -120,6 +120,27 @@ def test_unpack_refuses_a_dry_run(dry_run, tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_the_tools_run_on_the_device_in_the_run_s_environment(tmp_path, tpu_image_python):
+    """--exec: a reader's command after the notebooks (here none), with what run.sh installed on
+    the path; what it writes under $JAXPERF_CLI_OUT comes back as results/<backend>/cli/."""
+    wheels("tpu")
+    cmd = 'python -c "import equinox, papermill, jaxperf" && echo made >"$JAXPERF_CLI_OUT/made.txt"'
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_"))}
+    env.update(TMPDIR=str(tmp_path), OUT=str(tmp_path / "out"), PYTHONPATH="")
+    env["PATH"] = f"{tpu_image_python.parent}:{env['PATH']}"  # `python` is the image's, as there
+    proc = subprocess.run(
+        ["bash", str(RUN), "--backend", "tpu", "--dry-run", "--only", "none", "--exec", cmd],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    with tarfile.open(tmp_path / "out" / "jaxperf_tpu_results.tar.gz") as tar:
+        names = tar.getnames()
+    assert {"results/cpu/cli/made.txt", "results/cpu/cli/tree.json"} <= set(names)
+
+
 def _device_tarball(where: Path, backend: str, studies: dict[str, dict], extra: tuple[str, ...] = ()) -> Path:
     """A tarball shaped as run.sh packs one: per study a summary.json with the given provenance."""
     stage = where / "stage"
@@ -137,7 +158,8 @@ def _device_tarball(where: Path, backend: str, studies: dict[str, dict], extra: 
     back.mkdir()
     with tarfile.open(back / f"jaxperf_{backend}_results.tar.gz", "w:gz") as tar:
         for top in ("results", "figures", *{n.split("/")[0] for n in extra}):
-            tar.add(stage / top, arcname=top)
+            if (stage / top).exists():
+                tar.add(stage / top, arcname=top)
     (back / "run.log").write_text("log\n")
     return back
 
@@ -166,6 +188,23 @@ def test_unpack_merges_a_run_of_some_notebooks_into_the_others(tmp_path):
     assert (root / "results/tpu/dispatch/timings.csv").exists()
     assert sorted(p.name for p in (root / "figures/tpu").iterdir()) == ["dispatch_fig.png"]
     assert [p.read_text() for p in (root / "results/tpu/logs").iterdir()] == ["log\n"]
+
+
+def test_unpack_lays_the_tools_outputs_of_a_clean_run_over_the_committed_ones(tmp_path):
+    clean = json.dumps({"commit": "b" * 40, "dirty": False})
+    for name, tree in (("clean", clean), ("dirty", clean.replace("false", "true"))):
+        where = tmp_path / name
+        back = _device_tarball(where, "tpu", {}, ("results/tpu/cli/diagnose.json",))
+        with tarfile.open(back / "jaxperf_tpu_results.tar.gz", "w:gz") as tar:
+            (where / "stage" / "results" / "tpu" / "cli" / "tree.json").write_text(tree)
+            tar.add(where / "stage" / "results", arcname="results")
+        proc = unpack(back, where / "root")
+        if name == "clean":
+            assert proc.returncode == 0, proc.stderr
+            assert (where / "root" / "results/tpu/cli/diagnose.json").exists()
+        else:
+            assert proc.returncode == 1 and "clean commit" in proc.stderr
+            assert not (where / "root").exists()
 
 
 @pytest.mark.parametrize(

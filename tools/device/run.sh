@@ -17,7 +17,8 @@
 # .device back in the next call: `bash tools/device/unpack.sh --cache DIR` puts it in .device/).
 # A notebook that failed or ran out of time publishes nothing; the others are kept.
 # --exec COMMAND: after the notebooks, run COMMAND (bash) in the same environment, output in run.log
-# (the tools on the device: --exec "python -m jaxperf diagnose pkg.mod:factory"); --only none: no notebook.
+# (the tools on the device: --exec "python -m jaxperf diagnose pkg.mod:factory --json \$JAXPERF_CLI_OUT/x.json":
+# what it writes under $JAXPERF_CLI_OUT is packed as results/<backend>/cli/); --only none: no notebook.
 #
 # --dry-run: the same on this CPU, in the stand-in for the machine's image (.envs/image-<backend>,
 # tools/make_alt_env.sh), with --backend cpu --quick: it proves the command, never a device number.
@@ -59,28 +60,35 @@ fi
   || { echo "run.sh: $python has no working jax" >&2; exit 3; }
 
 # What the machine's own index holds (TPU), then the carried wheels: each in a folder of its own,
-# after the machine's packages on PYTHONPATH, so its JAX stays first.
-site="$work/site"
-pypath="$root/lib"
+# after the machine's packages on PYTHONPATH, so its JAX stays first. A warm machine keeps /tmp
+# between calls: the folders are reused while the lists and the wheels are the same.
+site="${TMPDIR:-/tmp}/jaxperf_device_site"
 index="tools/device/${backend}_index.txt"
-if [ "$dry" = 0 ] && [ -f "$index" ] && [ -d /opt/pypi/simple ]; then
-  mapfile -t wanted < <(grep -Ev '^\s*(#|$)' "$index")
-  held="$work/held.txt"  # the machine's JAX and NumPy, as installed: the index's packages must fit them
-  "$python" -c 'import importlib.metadata as m
+stamp="$( { echo "$python $dry"; cat "$index" 2>/dev/null; ls ".whl-$backend" 2>/dev/null; } | sha1sum | cut -c1-16)"
+pypath="$root/lib"
+if [ -f "$site/stamp" ] && [ "$(cat "$site/stamp")" = "$stamp" ]; then
+  for sub in index carried; do [ -d "$site/$sub" ] && pypath="$pypath:$site/$sub"; done
+  echo "run.sh: reusing $site (installed by an earlier call)"
+else
+  rm -rf "$site" && mkdir -p "$site"
+  if [ "$dry" = 0 ] && [ -f "$index" ] && [ -d /opt/pypi/simple ]; then
+    mapfile -t wanted < <(grep -Ev '^\s*(#|$)' "$index")
+    held="$work/held.txt"  # the machine's JAX and NumPy, as installed: the index's packages must fit them
+    "$python" -c 'import importlib.metadata as m
 for n in ("jax", "jaxlib", "numpy", "scipy", "libtpu"):
     try: print(f"{n}=={m.version(n)}")
     except m.PackageNotFoundError: pass' >"$held"
-  t0=$(date +%s)
-  PIP_CONFIG_FILE=/dev/null "$python" -m pip install --isolated -q --only-binary=:all: --no-cache-dir --no-compile \
-    --index-url file:///opt/pypi/simple -c "$held" --target "$site/index" "${wanted[@]}" \
-    || { echo "run.sh: installing from the machine's own index failed" >&2; exit 3; }
-  pypath="$pypath:$site/index"
-  echo "run.sh: from the machine's index in $(( $(date +%s) - t0 )) s: ${wanted[*]}"
-fi
-if compgen -G ".whl-$backend/*.whl" >/dev/null; then
-  # Only what the machine lacks, so that no package is there twice (two versions side by side would
-  # mix): a carried wheel whose distribution the machine (or its index) already has is left out.
-  mapfile -t lacking < <(PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$pypath" "$python" - ".whl-$backend"/*.whl <<'PY'
+    t0=$(date +%s)
+    PIP_CONFIG_FILE=/dev/null "$python" -m pip install --isolated -q --only-binary=:all: --no-cache-dir --no-compile \
+      --index-url file:///opt/pypi/simple -c "$held" --target "$site/index" "${wanted[@]}" \
+      || { echo "run.sh: installing from the machine's own index failed" >&2; exit 3; }
+    pypath="$pypath:$site/index"
+    echo "run.sh: from the machine's index in $(( $(date +%s) - t0 )) s: ${wanted[*]}"
+  fi
+  if compgen -G ".whl-$backend/*.whl" >/dev/null; then
+    # Only what the machine lacks, so that no package is there twice (two versions side by side would
+    # mix): a carried wheel whose distribution the machine (or its index) already has is left out.
+    mapfile -t lacking < <(PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$pypath" "$python" - ".whl-$backend"/*.whl <<'PY'
 import importlib.metadata as md, re, sys
 for whl in sys.argv[1:]:
     name = re.sub(r"[-_.]+", "-", whl.rsplit("/", 1)[-1].split("-")[0]).lower()
@@ -90,13 +98,15 @@ for whl in sys.argv[1:]:
         print(whl)
 PY
 )
-  if [ "${#lacking[@]}" -gt 0 ]; then
-    PIP_CONFIG_FILE=/dev/null "$python" -m pip install --isolated -q --no-index --no-deps --no-compile --no-cache-dir \
-      --upgrade --target "$site/carried" "${lacking[@]}" \
-      || { echo "run.sh: installing the carried wheels failed" >&2; exit 3; }
-    pypath="$pypath:$site/carried"
+    if [ "${#lacking[@]}" -gt 0 ]; then
+      PIP_CONFIG_FILE=/dev/null "$python" -m pip install --isolated -q --no-index --no-deps --no-compile --no-cache-dir \
+        --upgrade --target "$site/carried" "${lacking[@]}" \
+        || { echo "run.sh: installing the carried wheels failed" >&2; exit 3; }
+      pypath="$pypath:$site/carried"
+    fi
+    echo "run.sh: carried and installed: $(for w in "${lacking[@]}"; do basename "$w" | cut -d- -f1; done | tr '\n' ' ')"
   fi
-  echo "run.sh: carried and installed: $(for w in "${lacking[@]}"; do basename "$w" | cut -d- -f1; done | tr '\n' ' ')"
+  echo "$stamp" >"$site/stamp"
 fi
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$pypath" PYTHONUNBUFFERED=1 JAXPERF_PROGRESS=text
 export MPLCONFIGDIR="$work/mpl" JAXPERF_MEASURE_IN_CHILDREN=1
@@ -129,6 +139,14 @@ if [ "$only" != none ]; then
   rc=$?
   [ "$rc" = 124 ] && echo "run.sh: run_all.sh stopped after ${left}s: the notebook it was running published nothing"
 fi
+# What --exec commands write for the record (the tools' --json and --markdown) goes here, beside
+# the notebooks' results, with the commit and whether the tree was it.
+tag=$([ "$dry" = 1 ] && echo cpu || echo "$backend")
+export JAXPERF_CLI_OUT="$work/root/results/$tag/cli"
+if [ "${#execs[@]}" -gt 0 ]; then
+  mkdir -p "$JAXPERF_CLI_OUT"
+  printf '{"commit": "%s", "dirty": %s}\n' "$commit" "$dirty" >"$JAXPERF_CLI_OUT/tree.json"
+fi
 for cmd in "${execs[@]}"; do
   left=$(( total - ($(date +%s) - start) - 15 ))
   [ "$left" -gt 10 ] || { echo "run.sh: not run, no time left: $cmd"; [ "$rc" != 0 ] || rc=124; continue; }
@@ -140,7 +158,6 @@ for cmd in "${execs[@]}"; do
   [ "$code" = 0 ] || [ "$rc" != 0 ] || rc=$code
 done
 
-tag=$([ "$dry" = 1 ] && echo cpu || echo "$backend")
 if [ -d "$work/root/results/$tag" ]; then
   tar -czf "$out/jaxperf_${backend}_results.tar.gz" -C "$work/root" "results/$tag" $( [ -d "$work/root/figures/$tag" ] && echo "figures/$tag")
   echo "run.sh: packed $(tar -tzf "$out/jaxperf_${backend}_results.tar.gz" | grep -vc '/$') files into $out/jaxperf_${backend}_results.tar.gz"

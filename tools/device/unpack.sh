@@ -8,7 +8,8 @@
 # and figures here; the others stay, so runs of some notebooks (run.sh --only) merge into one
 # result. Refused, with nothing written: a dry run's output (results/cpu: no device numbers), a
 # tarball holding anything but results/<backend>/** and figures/<backend>/**, a summary made from
-# a dirty tree or an unknown commit, or on another backend. The log goes to
+# a dirty tree or an unknown commit, or on another backend. The tools' outputs (run.sh --exec, in
+# results/<backend>/cli/) are laid over the committed ones, from a clean commit too. The log goes to
 # results/<backend>/logs/; the compilation cache to .device/, for the next call's carry.
 # Then commit results/<backend> and figures/<backend>, and ./run_all.sh render redraws README.md.
 set -euo pipefail
@@ -32,8 +33,13 @@ python3 - "$stage/results/$backend" "$backend" >"$stage/studies.txt" <<'PY' || e
 import json, pathlib, sys
 where, backend = pathlib.Path(sys.argv[1]), sys.argv[2]
 found = sorted(where.glob("*/summary.json"))
-if not found:
-    sys.exit("unpack.sh: refusing: the run published no study (no results/*/summary.json)")
+cli = where / "cli" / "tree.json"
+if cli.is_file():
+    tree = json.loads(cli.read_text())
+    if tree.get("dirty") is not False or len(str(tree.get("commit", ""))) != 40:
+        sys.exit(f"unpack.sh: refusing the tools' outputs: tree={tree} (they must come from a clean commit)")
+elif not found:
+    sys.exit("unpack.sh: refusing: the run published nothing (no results/*/summary.json, no tools' outputs)")
 for path in found:
     s = json.loads(path.read_text())
     git = s.get("provenance", {}).get("git", {})
@@ -51,6 +57,10 @@ for study in "${studies[@]}"; do
   for f in "$stage/figures/$backend/${study}_"*; do mv "$f" "$root/figures/$backend/"; done
 done
 for nb in "$stage/results/$backend"/*.ipynb; do mv "$nb" "$root/results/$backend/"; done
+if [ -d "$stage/results/$backend/cli" ]; then
+  mkdir -p "$root/results/$backend/cli" && cp -R "$stage/results/$backend/cli/." "$root/results/$backend/cli/"
+  studies+=("cli")
+fi
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 if [ -f "$dir/run.log" ]; then mkdir -p "$root/results/$backend/logs" && cp "$dir/run.log" "$root/results/$backend/logs/run-$stamp.log"; fi
 if [ -f "$dir/jaxcache_$backend.tar.gz" ]; then mkdir -p "$proj/.device" && cp "$dir/jaxcache_$backend.tar.gz" "$proj/.device/"; fi
