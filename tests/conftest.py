@@ -21,33 +21,40 @@ from jaxperf.paths import PROJECT_ROOT
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 
-ALT_ENV = PROJECT_ROOT / ".envs" / "alt-jax-0.11.2"
-
-
-@pytest.fixture(scope="session")
-def alt_python() -> Path:
-    """A second environment standing in for the GPU machine's image: jax/jaxlib 0.11.2,
-    triton 3.6.0, no Jupyter stack (tools/make_alt_env.sh). Built from PyPI on first use
-    (about 30 s), else from the wheels in .whl/; skipped only when neither can build it.
-    ``./run_all.sh --python`` (tests/test_run_all.py) adds the Jupyter stack it lacks to it;
-    the device run's dry run hides those modules again, as the image lacks them."""
-    python = ALT_ENV / "bin" / "python"
+def image_env(name: str) -> Path:
+    """The stand-in for a lent machine's image (tools/make_alt_env.sh NAME): built from PyPI on
+    first use (a minute or two), else from the carried wheels; skipped only when neither can build it."""
+    env = PROJECT_ROOT / ".envs" / name
     tail = ""
     for args in ([], ["--offline"]):
         try:
             build = subprocess.run(
-                ["bash", str(PROJECT_ROOT / "tools" / "make_alt_env.sh"), *args],
+                ["bash", str(PROJECT_ROOT / "tools" / "make_alt_env.sh"), name, *args],
                 capture_output=True,
                 text=True,
                 timeout=900,
             )
         except subprocess.TimeoutExpired:
-            tail += f"make_alt_env.sh {' '.join(args)} timed out after 900 s\n"
+            tail += f"make_alt_env.sh {name} {' '.join(args)} timed out after 900 s\n"
             continue
-        if build.returncode == 0 and (ALT_ENV / ".complete").exists():
-            return python
+        if build.returncode == 0 and (env / ".complete").exists():
+            return env / "bin" / "python"
         tail += build.stderr[-500:]
-    pytest.skip(f"no second JAX environment at {ALT_ENV} (tools/make_alt_env.sh needs PyPI):\n{tail}")
+    pytest.skip(f"no {name} environment at {env} (tools/make_alt_env.sh needs PyPI):\n{tail}")
+
+
+@pytest.fixture(scope="session")
+def alt_python() -> Path:
+    """Another JAX: the GPU image's stand-in, jax/jaxlib 0.11.2 and triton 3.6.0 on Python 3.12, no
+    Jupyter stack. ``./run_all.sh --python`` (tests/test_run_all.py) adds what it lacks to it."""
+    return image_env("image-gpu")
+
+
+@pytest.fixture(scope="session")
+def tpu_image_python() -> Path:
+    """The TPU image's stand-in: Python 3.11, jax/jaxlib 0.10.2 and what the TPU's own index
+    installs; no equinox, no papermill (the device run carries them). Nothing else installs into it."""
+    return image_env("image-tpu")
 
 
 @pytest.fixture(scope="session", autouse=True)

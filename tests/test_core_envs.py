@@ -76,8 +76,38 @@ print(json.dumps({d.metadata["Name"].lower().replace("_", "-"): d.version for d 
   >"$ENV/installed.json"
 echo "install $SECONDS" >>"$ENV/phases"
 cd "$ROOT"
-exec "$ENV/bin/python" -m pytest --confcutdir tests/core tests/core -q -p no:cacheprovider \
-  --junitxml "$ENV/junit.xml"
+rc=0
+"$ENV/bin/python" -m pytest --confcutdir tests/core tests/core -q -p no:cacheprovider \
+  --junitxml "$ENV/junit.xml" || rc=$?
+# Both tools as a reader runs them where asked (TOOLS=1): on a step and a kernel written as the
+# libraries' docs write them, from outside the project (no lib/ on the path).
+if [ -n "${TOOLS:-}" ]; then
+  cd "$ENV"
+  PYTHONPATH="$ENV" "$ENV/bin/python" -m jaxperf diagnose tool_factory:make --max-seconds 60 \
+    --json "$ENV/diagnose.json" >"$ENV/diagnose.out" 2>&1 || rc=91
+  "$ENV/bin/python" -m jaxperf loops jaxperf.loops.examples.matmul:make --T 256,512 --budget 120 \
+    --json "$ENV/loops.json" >"$ENV/loops.out" 2>&1 || rc=92
+fi
+exit $rc
+"""
+
+#: A reader's training step, written as Equinox's docs write one (eqx.filter_jit, optax's Adam).
+TOOL_FACTORY = """
+import equinox as eqx, jax, jax.numpy as jnp, optax
+
+def make():
+    model = eqx.nn.MLP(8, 1, 32, 3, key=jax.random.key(0))
+    optim = optax.adam(1e-3)
+    opt_state = optim.init(eqx.filter(model, eqx.is_array))
+
+    @eqx.filter_jit
+    def step(model, opt_state, x, y):
+        loss, grads = eqx.filter_value_and_grad(lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2))(model)
+        updates, opt_state = optim.update(grads, opt_state, eqx.filter(model, eqx.is_array))
+        return loss, eqx.apply_updates(model, updates), opt_state
+
+    x, y = jnp.ones((64, 8)), jnp.zeros((64, 1))
+    return {"step": step, "args": (model, opt_state, x, y)}
 """
 
 
@@ -104,14 +134,21 @@ def _wheel(where: Path) -> Path:
     return wheel
 
 
-def _start(name: str, where: Path, wheel: Path, pins: list[str], constraints: Path | None) -> dict:
+def _start(
+    name: str, where: Path, wheel: Path, pins: list[str], constraints: Path | None, base: str = sys.executable
+) -> dict:
     env_dir = where / name
     pip_args = [*pins, "pytest==" + _locked()["pytest"]]
     if constraints is not None:
         pip_args = ["-c", str(constraints), *pip_args]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX", "XLA", "PYTHON", "VIRTUAL_ENV"))}
+    tools = base != sys.executable
+    if tools:
+        env_dir.mkdir(parents=True)
+        (env_dir / "tool_factory.py").write_text(TOOL_FACTORY)
     env.update(
-        BASE_PYTHON=sys.executable,
+        TOOLS="1" if tools else "",
+        BASE_PYTHON=base,
         ENV=str(env_dir),
         WHEEL=str(wheel),
         ROOT=str(PROJECT_ROOT),
@@ -137,12 +174,58 @@ def core_envs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     oldest = [f"{name}=={low}" for name, (low, _) in bounds.items()]
     newest_versions = {name: high or _locked()[name] for name, (_, high) in bounds.items()}
     newest = [f"{name}=={version}" for name, version in newest_versions.items()]
-    return {
+    envs = {
         "oldest": _start("oldest", where, wheel, oldest, None)
         | {"want": {name: low for name, (low, _) in bounds.items()}},
         "newest": _start("newest", where, wheel, newest, PROJECT_ROOT / "requirements.lock")
         | {"want": newest_versions},
     }
+    if (py311 := _python("3.11")) is not None:
+        # the lent TPU's Python and JAX; pandas and optax: what diagnose and the reader's step use
+        tpu = ["jax==0.10.2", "jaxlib==0.10.2", "equinox==0.13.8", "pandas", "optax"]
+        envs["tpu"] = _start("tpu", where, wheel, tpu, None, py311) | {"want": {"jax": "0.10.2"}}
+    return envs
+
+
+def _python(version: str) -> str | None:
+    """A Python of ``version`` here (pyenv's, when its shim is not active), or None."""
+    found = [shutil.which(f"python{version}")]
+    found += sorted(
+        str(p) for p in Path(os.path.expanduser("~/.pyenv/versions")).glob(f"{version}*/bin/python3")
+    )
+    for cand in filter(None, found):
+        ok = subprocess.run(
+            [
+                cand,
+                "-c",
+                f"import sys; sys.exit(sys.version_info[:2] != {tuple(map(int, version.split('.')))})",
+            ],
+            capture_output=True,
+        )
+        if ok.returncode == 0:
+            return cand
+    return None
+
+
+def test_pip_install_and_both_tools_work_on_the_tpu_s_python_and_jax(core_envs):
+    """Python 3.11 and JAX 0.10.2 (the lent TPU's): the wheel installs, its own tests pass, and both
+    tools reach a verdict on a reader's step and a documented kernel."""
+    if "tpu" not in core_envs:
+        pytest.skip("no Python 3.11 here")
+    run = core_envs["tpu"]
+    output, _ = run["proc"].communicate(timeout=LIMIT_S)
+    assert run["proc"].returncode != 90, f"pip could not install jaxperf on Python 3.11:\n{output[-3000:]}"
+    installed = json.loads((run["dir"] / "installed.json").read_text())
+    assert installed["jax"] == "0.10.2" and installed["jaxperf"]
+    assert run["proc"].returncode == 0, output[-3000:] + "".join(
+        (run["dir"] / f).read_text()[-3000:]
+        for f in ("diagnose.out", "loops.out")
+        if (run["dir"] / f).exists()
+    )
+    diagnosis = json.loads((run["dir"] / "diagnose.json").read_text())
+    assert diagnosis["headline"] and diagnosis["environment"]["packages"]["jax"] == "0.10.2", diagnosis
+    loops = json.loads((run["dir"] / "loops.json").read_text())
+    assert loops["verdict"] and {p["form"] for p in loops["points"]} >= {"python", "fori"}, loops
 
 
 @pytest.mark.parametrize("end", ["oldest", "newest"])
@@ -176,13 +259,12 @@ def test_the_core_alone_passes_its_tests_at_each_end_of_the_range(core_envs, end
     assert modules and all(passed.get(m, 0) > 0 for m in modules), (modules, passed)
 
 
-def test_a_gpu_run_still_reports_against_the_study_s_exact_versions():
-    """pyproject.toml states the core's ranges; a GPU run's versions report reads the lock's
-    exact jax, jaxlib and equinox for them, and the study extra's packages too."""
-    from jaxperf_study.gpu import env
+def test_a_run_names_each_version_that_is_not_the_lock_s():
+    """A lent machine runs its own JAX: every record's provenance names each package whose version
+    differs from requirements.lock, beside the lock's, and nothing where they agree."""
+    from jaxperf_study import provenance
 
-    pins, locked = env.pins(), _locked()
-    for name in ("jax", "jaxlib", "equinox"):
-        assert pins[name] == f"=={locked[name]}", (name, pins[name])
-    assert {"pandas", "matplotlib", "papermill", "ipykernel", "numpy"} <= set(pins), pins
-    assert env.versions_report()["differ_from_pins"] == []  # the project's .venv holds them
+    locked = _locked()
+    assert provenance.versus_lock({"jax": locked["jax"], "equinox": locked["equinox"]}) == {}
+    moved = provenance.versus_lock({"jax": "0.10.2", "numpy": locked["numpy"], "not-locked": "1"})
+    assert moved == {"jax": f"ran 0.10.2, locked {locked['jax']}"}

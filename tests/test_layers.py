@@ -28,7 +28,6 @@ LIB = PROJECT_ROOT / "lib"
 PACKAGE = LIB / "jaxperf"
 STUDY = LIB / "jaxperf_study"
 PYPROJECT = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
-DRIVERS = frozenset(PYPROJECT["tool"]["jaxperf"]["drivers"])
 # The code's budget (issue 36: 20,000 lines for lib/, 9,000 for what `pip install` ships). Lower
 # the ceilings as the code shrinks, never raise them.
 # Reached on 2026-12-03 (lib 19,803 lines, wheel 8,990): the ceilings are the
@@ -123,8 +122,8 @@ def test_the_study_is_a_directory_beside_the_package_and_nothing_lists_it():
     find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
     assert find == {"where": ["lib"], "include": ["jaxperf", "jaxperf.*"]}
     assert not (PROJECT_ROOT / "setup.py").exists()
-    assert set(PYPROJECT["tool"]["jaxperf"]) == {"drivers"}
-    assert {"dispatch", "jax20909"} <= set(STUDIES) and DRIVERS <= set(STUDIES)
+    assert "jaxperf" not in PYPROJECT["tool"]  # no list of names beside the directories
+    assert {"dispatch", "jax20909"} <= set(STUDIES)
     assert sorted(p.name for p in LIB.iterdir() if (p / "__init__.py").is_file()) == [
         "jaxperf",
         "jaxperf_study",
@@ -204,28 +203,19 @@ def test_no_arrow_runs_back_up():
 
 
 def crossings(graph: dict[str, set[str]]) -> list[str]:
-    """Each import of one study by another, and of a driver by anything but a driver."""
-    bad = [
+    """Each import of one study by another."""
+    return [
         f"{m} imports {o}"
         for m, deps in graph.items()
-        if study_of(m) and study_of(m) not in DRIVERS
+        if study_of(m)
         for o in deps
         if study_of(o) not in (None, study_of(m))
     ]
-    bad += [
-        f"{m} imports the driver {o}"
-        for m, deps in graph.items()
-        if study_of(m) not in DRIVERS
-        for o in deps
-        if study_of(o) in DRIVERS
-    ]
-    return bad
 
 
 def test_no_study_imports_another():
-    """A study is one issue's package (dispatch: equinox#192; jax20909: jax#20909). The device run
-    (``[tool.jaxperf] drivers``: the GPU run, which runs parts of both on one device) sits above
-    them: it may import studies, and nothing imports it."""
+    """A study is one issue's package (dispatch: equinox#192; jax20909: jax#20909); what two share
+    lives in the study's shared harness or in the package."""
     bad = crossings(GRAPH)
     assert not bad, "move what two studies share into a shared module or the tools: " + "; ".join(sorted(bad))
 

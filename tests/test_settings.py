@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import pytest
 
-from jaxperf_study.settings import StudySettings
+from jaxperf_study.settings import PRESET_ENV, StudySettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +34,34 @@ def test_quick_applies_the_visible_preset_and_records_what_ran():
     table = Toy.presets()
     assert list(table["parameter"]) == ["sizes", "repeats"]
     assert table.loc[0, "full"] == (256, 1024, 4096) and table.loc[0, "quick"] == (256,)
+
+
+@dataclasses.dataclass(frozen=True)
+class OnDevices(Toy):
+    DEVICE_PRESETS: ClassVar = {"tpu": {"sizes": (8, 16, 32), "repeats": 3}}
+
+
+def test_a_device_run_takes_its_backend_s_visible_preset_then_quick(monkeypatch):
+    monkeypatch.delenv(PRESET_ENV, raising=False)
+    assert OnDevices.from_parameters({"backend": "cpu"}).sizes == (256, 1024, 4096)
+    on_tpu = OnDevices.from_parameters({"backend": "tpu"})
+    assert on_tpu.sizes == (8, 16, 32) and on_tpu.as_dict()["repeats"] == 3
+    assert OnDevices.from_parameters({"backend": "tpu", "quick": True}).sizes == (256,)  # quick on top
+    table = OnDevices.presets()
+    assert list(table.columns) == ["parameter", "full", "quick", "tpu"]
+    assert table.set_index("parameter").loc["sizes", "tpu"] == (8, 16, 32)
+    # the device run's dry run: the TPU's preset on this CPU
+    monkeypatch.setenv(PRESET_ENV, "tpu")
+    assert OnDevices.from_parameters({"backend": "cpu"}).sizes == (8, 16, 32)
+
+
+def test_a_preset_naming_an_unknown_field_is_refused():
+    @dataclasses.dataclass(frozen=True)
+    class Broken(Toy):
+        DEVICE_PRESETS: ClassVar = {"tpu": {"sizez": (1,)}}
+
+    with pytest.raises(TypeError, match=r"DEVICE_PRESETS\['tpu'\] names unknown fields: \['sizez'\]"):
+        Broken.from_parameters({"backend": "tpu"})
 
 
 @pytest.mark.parametrize(

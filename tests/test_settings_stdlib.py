@@ -50,8 +50,6 @@ print(json.dumps(out))
 """
 
 NOTEBOOKS = [nb for nb in notebooks.discover(PROJECT_ROOT / "notebooks") if nb.settings_class]
-# The device run's settings (tools/device/run_gpu.sh builds them before JAX starts).
-GPU = ("gpu_device_run", ["from jaxperf_study.gpu.settings import GpuSettings"], "GpuSettings", {})
 
 
 def _bad(params: dict) -> tuple[str, object]:
@@ -80,12 +78,11 @@ def test_every_notebook_has_a_settings_class_to_check():
 
 @pytest.mark.parametrize(
     ("name", "imports", "cls", "params"),
-    [(nb.name, nb.settings_imports, nb.settings_class, nb.declared) for nb in NOTEBOOKS] + [GPU],
-    ids=[nb.name for nb in NOTEBOOKS] + [GPU[0]],
+    [(nb.name, nb.settings_imports, nb.settings_class, nb.declared) for nb in NOTEBOOKS],
+    ids=[nb.name for nb in NOTEBOOKS],
 )
 def test_settings_build_with_the_standard_library_only(name, imports, cls, params):
-    # The notebook's own defaults, as papermill would inject them (backend "auto": the
-    # device run's default "gpu" is kept where the notebook does not say).
+    # The notebook's own defaults, as papermill would inject them.
     params = {k: v for k, v in params.items() if k != "output_root"}
     out = _run(imports, cls, params)
     assert out["heavy"] == []

@@ -274,6 +274,41 @@ def test_measure_repeats_in_fresh_processes_set_up_as_this_one(root):
     assert study.skipped == [{"part": "nothing", "reason": "a part the child left out"}]
 
 
+def test_on_an_accelerator_every_measurement_runs_in_a_fresh_process(root, monkeypatch):
+    """One process at a time can hold a TPU chip: the notebook's own process never measures
+    there, also for a single process (JAXPERF_MEASURE_IN_CHILDREN, as the device run sets it,
+    makes a CPU run do the same). One process's records keep their shape (no process column)."""
+    import os
+
+    monkeypatch.setenv(jaxperf_study.study.CHILDREN_ENV, "1")
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    assert jaxperf_study.study.in_children("cpu") and jaxperf_study.study.in_children("tpu")
+    out = study.measure("where", _where, 2)
+    assert "process" not in out.columns and os.getpid() not in set(out["pid"])
+    monkeypatch.delenv(jaxperf_study.study.CHILDREN_ENV)
+    assert not jaxperf_study.study.in_children("cpu")
+    assert study.measure("here", _where, 1)["pid"].tolist() == [os.getpid()]
+
+
+def test_a_render_of_a_device_run_opens_no_device(root, monkeypatch):
+    """A TPU run's records redraw on this CPU: the backend and device are the published run's."""
+    study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
+    study.measure("timings", lambda: pd.DataFrame({"ms": [1.0]}))
+    study.summary({"x": 1}, "text")
+    published = root / "results" / "tpu" / "demo"
+    shutil.copytree(study.results_dir, published)
+    summary = json.loads((published / "summary.json").read_text())
+    summary["provenance"].update(
+        backend="tpu", device_kind="TPU v5 lite", device_count=1, platform_version="v"
+    )
+    (published / "summary.json").write_text(json.dumps(summary))
+    monkeypatch.setenv(jaxperf_study.study.RENDER_ENV, "1")
+    monkeypatch.setenv("JAXPERF_PUBLISHED_ROOT", str(root))
+    again = jaxperf_study.study.start("demo", DemoSettings(backend="tpu", host_devices=8))
+    assert (again.backend, again.info.device_kind, again.info.device_count) == ("tpu", "TPU v5 lite", 1)
+    assert again.measure("timings", _fails)["ms"].tolist() == [1.0]
+
+
 def test_a_child_that_raises_makes_measure_raise_with_its_text(root):
     study = jaxperf_study.study.start("demo", DemoSettings(backend="cpu", host_devices=8))
     with pytest.raises(RuntimeError, match="(?s)fresh process 0.*ArithmeticError: the child's own words"):

@@ -60,7 +60,7 @@ def corners_overlap(a: np.ndarray, b: np.ndarray, margin: float = 1.0) -> bool:
         for edge in np.diff(np.vstack([quad, quad[:1]]), axis=0):
             normal = np.array([-edge[1], edge[0]]) / (np.hypot(*edge) or 1.0)
             pa, pb = a @ normal, b @ normal
-            if pa.max() <= pb.min() + margin or pb.max() <= pa.min() + margin:
+            if np.max(pa) <= np.min(pb) + margin or np.max(pb) <= np.min(pa) + margin:
                 return False
     return True
 

@@ -44,7 +44,30 @@ def git_commit() -> dict[str, Any]:
             ),
         }
     except (OSError, subprocess.SubprocessError):
+        # A copy without .git (a lent device's working tree): tools/device/manifest.py checked
+        # every tracked file against the commit the copy came from and exported the answer.
+        commit = os.environ.get("JAXPERF_GIT_COMMIT", "")
+        if len(commit) == 40:
+            return {"commit": commit, "dirty": os.environ.get("JAXPERF_GIT_DIRTY") != "false"}
         return {"commit": "unknown", "dirty": None}
+
+
+def versus_lock(packages: dict[str, str]) -> dict[str, str]:
+    """``{name: "ran X, locked Y"}`` for each package whose version differs from requirements.lock
+    (a lent machine's own JAX, say); empty where the lock is absent."""
+    lock = PROJECT_ROOT / "requirements.lock"
+    if not lock.is_file():
+        return {}
+    locked = {}
+    for line in lock.read_text().splitlines():
+        name, sep, version = line.partition("==")
+        if sep and not line.startswith("#"):
+            locked[name.strip().lower().replace("_", "-")] = version.strip()
+    return {
+        name: f"ran {version}, locked {locked[name]}"
+        for name, version in sorted(packages.items())
+        if name in locked and locked[name] != version
+    }
 
 
 def code_files(own_package: str | None = None) -> list[str]:
@@ -65,12 +88,16 @@ def code_files(own_package: str | None = None) -> list[str]:
     return sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in files)
 
 
-def capture(parameters: dict[str, Any] | None, info: BackendInfo) -> dict[str, Any]:
+def capture(
+    parameters: dict[str, Any] | None, info: BackendInfo, environment: str | None = None
+) -> dict[str, Any]:
     """Snapshot of the environment of a run on ``info``'s backend (already configured by
     :func:`jaxperf.backend.configure`, whose backend name it records), with the
-    parameters that ran."""
+    parameters that ran. ``environment``: JAX's report from the process that opened the device,
+    where it is not this one (an accelerator run measures in fresh processes)."""
     import jax
 
+    packages = package_versions()
     return {
         "timestamp_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
@@ -80,12 +107,14 @@ def capture(parameters: dict[str, Any] | None, info: BackendInfo) -> dict[str, A
         "backend": info.backend,
         "device_kind": info.device_kind,
         "device_count": info.device_count,
+        "platform_version": info.platform_version,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "jax_platforms": str(jax.config.jax_platforms or ""),
-        "packages": package_versions(),
+        "packages": packages,
+        "versus_lock": versus_lock(packages),
         "git": git_commit(),
         "parameters": dict(parameters or {}),
-        "jax_environment_info": jax.print_environment_info(return_string=True),
+        "jax_environment_info": environment or jax.print_environment_info(return_string=True),
         "nvidia_smi": _nvidia_smi() if info.backend == "gpu" else None,
     }
 
@@ -118,6 +147,7 @@ def environment_block(prov: dict[str, Any]) -> str:
         f"python: {prov.get('python')}  platform: {prov.get('platform')}  cpus: {prov.get('cpu_count')}",
         f"XLA_FLAGS: {prov.get('xla_flags') or '(unset)'}",
         "packages: " + ", ".join(f"{k}=={v}" for k, v in prov.get("packages", {}).items()),
+        "not as locked: " + ("; ".join(f"{k} {v}" for k, v in prov.get("versus_lock", {}).items()) or "none"),
         f"git: {prov.get('git', {}).get('commit')} (dirty={prov.get('git', {}).get('dirty')})",
         f"recorded: {prov.get('timestamp_utc')}",
         f"parameters: {prov.get('parameters')}",

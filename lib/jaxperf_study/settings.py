@@ -1,10 +1,8 @@
 """Typed, frozen settings: one object per study, built from a notebook's parameters.
 
 A study subclasses :class:`StudySettings`, adds its own fields (the notebook's
-parameter names, with the full-run values as defaults), a ``QUICK`` preset
-(the fields a smoke run replaces) and, where a backend needs other sizes, a preset per
-backend in ``PRESETS`` (applied when ``backend`` names it, before ``QUICK``). The notebook
-builds it in one line::
+parameter names, with the full-run values as defaults) and a ``QUICK`` preset
+(the fields a smoke run replaces). The notebook builds it in one line::
 
     settings = DispatchSettings.from_parameters(globals())
 
@@ -16,6 +14,7 @@ ran": after the quick preset is applied, never the requested values.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -25,6 +24,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 BACKENDS = ("auto", "cpu", "gpu", "tpu")
+#: The backend whose preset (``StudySettings.DEVICE_PRESETS``) applies instead of the one the run is on:
+#: tools/device/run.sh --dry-run sets it, so a TPU run's parts are tried on this CPU first.
+PRESET_ENV = "JAXPERF_PRESET"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,8 +40,10 @@ class StudySettings:
 
     # Fields a quick (smoke) run replaces, with their quick values.
     QUICK: ClassVar[Mapping[str, Any]] = {}
-    # Per backend (as ``backend`` names it; "auto" picks none): the fields its runs replace.
-    PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    # Per backend ("gpu", "tpu"), the fields a run there replaces: the sizes and parts that fit a
+    # lent device's time. Applied before QUICK; the device run's dry run applies its backend's
+    # (PRESET_ENV) on the CPU, so the device's code paths are tried before device time is spent.
+    DEVICE_PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __post_init__(self) -> None:
         # Notebook parameters arrive as lists (papermill's YAML); freeze them as tuples.
@@ -64,20 +68,21 @@ class StudySettings:
 
     @classmethod
     def from_parameters(cls, namespace: Mapping[str, Any]) -> Self:
-        """Build from a notebook's globals (or any mapping): takes the fields it knows,
-        validates them, then applies the backend's preset (``PRESETS[backend]``) and the quick
-        preset when ``quick`` is true."""
+        """Build from a notebook's globals (or any mapping): takes the fields it knows, validates
+        them, then applies its backend's device preset (or :data:`PRESET_ENV`'s) and, when ``quick``
+        is true, the quick preset."""
         values = {name: namespace[name] for name in cls.field_names() if name in namespace}
         settings = cls(**values)
-        for name, preset in (
-            (f"PRESETS[{settings.backend!r}]", cls.PRESETS.get(settings.backend)),
-            ("QUICK", cls.QUICK if settings.quick else None),
-        ):
-            if preset:
-                unknown = set(preset) - set(cls.field_names())
-                if unknown:
-                    raise TypeError(f"{cls.__name__}.{name} names unknown fields: {sorted(unknown)}")
-                settings = dataclasses.replace(settings, **preset)
+        target = os.environ.get(PRESET_ENV) or settings.backend
+        presets = [(cls.DEVICE_PRESETS.get(target, {}), f"DEVICE_PRESETS[{target!r}]")]
+        presets += [(cls.QUICK, "QUICK")] if settings.quick else []
+        for preset, name in presets:
+            if not preset:
+                continue
+            unknown = set(preset) - set(cls.field_names())
+            if unknown:
+                raise TypeError(f"{cls.__name__}.{name} names unknown fields: {sorted(unknown)}")
+            settings = dataclasses.replace(settings, **preset)
         return settings
 
     def as_dict(self) -> dict[str, Any]:
@@ -86,22 +91,24 @@ class StudySettings:
 
     @classmethod
     def presets(cls) -> pd.DataFrame:
-        """Full-run defaults beside the quick preset and each backend's, one row per field a
-        preset changes (a preset that leaves a field alone shows its default)."""
+        """Full-run defaults beside the quick preset, one row per field that quick mode changes."""
         import pandas as pd  # here, not at the top: the options check builds settings with the stdlib only
 
         defaults = {f.name: _default(f) for f in dataclasses.fields(cls)}
-        presets = {"quick": cls.QUICK, **cls.PRESETS}
-        names = list(dict.fromkeys(name for preset in presets.values() for name in preset))
+        names = list(
+            dict.fromkeys([*cls.QUICK, *(n for preset in cls.DEVICE_PRESETS.values() for n in preset)])
+        )
+        columns = ["parameter", "full", "quick", *cls.DEVICE_PRESETS]
         rows = [
             {
                 "parameter": name,
                 "full": defaults[name],
-                **{k: p.get(name, defaults[name]) for k, p in presets.items()},
+                "quick": cls.QUICK.get(name, ""),
+                **{b: preset.get(name, "") for b, preset in cls.DEVICE_PRESETS.items()},
             }
             for name in names
         ]
-        return pd.DataFrame(rows, columns=["parameter", "full", *presets])
+        return pd.DataFrame(rows, columns=columns)
 
 
 def check_fraction(name: str, value: Any) -> None:

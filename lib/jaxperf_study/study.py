@@ -109,7 +109,7 @@ class Study:
             committed = _published(self.backend, self.name)
             loaded = tuple(_committed(committed / f"{n}.csv") for n in wanted)
             return loaded[0] if single else loaded
-        if processes > 1:
+        if processes > 1 or in_children(self.backend):
             _check_importable(fn)
             runs = [self._in_fresh_process(fn, args, kwargs, k, processes) for k in range(processes)]
             runs = [(r,) if single else tuple(r) for r in runs]
@@ -119,6 +119,8 @@ class Study:
                 )
             out = tuple(
                 pd.concat([r[i].assign(process=k) for k, r in enumerate(runs)], ignore_index=True)
+                if processes > 1
+                else runs[0][i]
                 for i in range(len(wanted))
             )
             out = out[0] if single else out
@@ -281,7 +283,8 @@ def _jax_settings() -> dict[str, Any]:
     import jax
 
     plain = (bool, int, float, str, type(None))
-    return {k: v for k, v in jax.config.values.items() if isinstance(v, plain)}
+    # not the platforms: a parent that stays on the CPU sends its children to the accelerator
+    return {k: v for k, v in jax.config.values.items() if isinstance(v, plain) and k != "jax_platforms"}
 
 
 def _child(
@@ -341,16 +344,23 @@ def start(
     root = paths.output_root(output_root or None)  # validates before any work
     if parameters.get("output_root"):
         parameters["output_root"] = paths.relative(str(parameters["output_root"]))
-    info = _backend.configure(backend or "auto", 8 if host_devices is None else host_devices)
+    host = 8 if host_devices is None else host_devices
     from . import display
 
     display.install()  # in a notebook: tables wrap at the notebook's width
     code, skipped = None, []
-    if rendering():  # redrawn, not measured: the measuring run's provenance stands
+    if rendering():  # redrawn, not measured: the measuring run's provenance stands, no device opens
+        info = _committed_info(backend or "auto", host, name)
         committed = _committed_summary(info.backend, name)
         prov = {k: v for k, v in committed["provenance"].items() if k != "code"}
         code, skipped = list(committed["provenance"].get("code", [])), list(committed.get("skipped", []))
+    elif in_children(backend or "auto"):
+        info, environment = _probe(backend or "auto", host)
+        _backend.configure("cpu", host)  # this process never opens the accelerator
+        prov = provenance.capture(parameters, info, environment)
+        prov["rerun_inflation"] = _inflation(info.backend)
     else:
+        info = _backend.configure(backend or "auto", host)
         prov = provenance.capture(parameters, info)
         prov["rerun_inflation"] = _inflation(info.backend)
     from . import reruns
@@ -385,6 +395,72 @@ def _inflation(backend: str) -> float:
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
         raise bad_value(f"{paths.relative(str(path))} inflation", factor, "a number >= 1")
     return float(factor)
+
+
+#: Set (to 1) by tools/device/run.sh: every measurement runs in fresh processes, as on an accelerator.
+CHILDREN_ENV = "JAXPERF_MEASURE_IN_CHILDREN"
+
+
+def in_children(backend: str) -> bool:
+    """Whether measurements run in fresh processes while the notebook's own process stays on the
+    CPU: on a GPU or TPU (one process at a time can hold a TPU chip, and a GPU's memory would be
+    claimed twice), or when :data:`CHILDREN_ENV` asks for it (the device run's dry run on a CPU)."""
+    if os.environ.get(CHILDREN_ENV) == "1" or backend in ("gpu", "tpu"):
+        return True
+    return (
+        backend == "auto"
+        and _backend.missing("auto") is None
+        and any(sign for name, sign in _backend.hardware().items() if name != "cpu")
+    )
+
+
+def _probe(backend: str, host: int) -> tuple[_backend.BackendInfo, str]:
+    """The accelerator's description and JAX's environment report, from a fresh process that
+    opens it and exits (so that the measuring processes can open it after)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_probe_child, args=(send, backend, host), name="probe-device")
+    child.start()
+    send.close()
+    try:
+        status, value = receive.recv()
+    except EOFError:
+        status, value = "error", f"the process ended with exit code {child.exitcode}"
+    finally:
+        receive.close()
+        child.join()
+    if status != "ok":
+        raise _backend.BackendUnavailableError(f"backend={backend!r} could not be opened: {value}")
+    return value
+
+
+def _probe_child(send: Any, backend: str, host: int) -> None:
+    try:
+        import jax
+
+        info = _backend.configure(backend, host)
+        send.send(("ok", (info, jax.print_environment_info(return_string=True))))
+    except BaseException as err:
+        send.send(("error", f"{type(err).__name__}: {err}"))
+    finally:
+        send.close()
+
+
+def _committed_info(backend: str, host: int, name: str) -> _backend.BackendInfo:
+    """A render's backend: the one its published run measured on, from that run's provenance (no
+    device is opened, so a TPU run's figures redraw on a CPU); ``auto``: this machine's."""
+    if backend == "auto":
+        return _backend.configure("auto", host)
+    _backend.configure("cpu", host)
+    prov = _committed_summary(backend, name)["provenance"]
+    return _backend.BackendInfo(
+        backend,
+        str(prov.get("device_kind")),
+        int(prov.get("device_count") or 0),
+        str(prov.get("platform_version", "")),
+    )
 
 
 def rendering() -> bool:
@@ -429,7 +505,10 @@ def _in_kernel() -> bool:
 
 
 def _under_papermill() -> bool:
-    """papermill (and nbclient) start the kernel as their own child process."""
+    """papermill (and nbclient) start the kernel as their own child process; papermill's
+    in-process engine (tools/runall/inprocess.py) runs the cells in its own and says so."""
+    if os.environ.get("JAXPERF_INPROCESS") == "1":
+        return True
     try:
         cmdline = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
     except OSError:
@@ -492,8 +571,10 @@ class _Lines:
 
 def _to_terminal(line: str) -> None:
     """``line`` on the kernel process's own stdout (not the notebook), where there is one."""
+    # In-process (papermill's process is the kernel's), the terminal is sys.__stdout__.
+    stream = sys.__stdout__ if os.environ.get("JAXPERF_INPROCESS") == "1" else sys.stdout
     try:
-        os.write(sys.stdout.fileno(), (line + "\n").encode())
+        os.write(stream.fileno(), (line + "\n").encode())  # type: ignore[union-attr]
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         pass
 

@@ -35,6 +35,9 @@ class Environment:
     status: str  # "module:function" returning an object with .available and .reason
     build: tuple[str, ...] = ()  # the command that builds it, from the project root; () none
     how: str = ""  # how to get it when there is no builder
+    # The backends whose runs need it: the compilers that read GPU and TPU code on a CPU serve
+    # the CPU run; on an accelerator notebook 02 times the kernels on the device itself.
+    backends: tuple[str, ...] = ("cpu",)
 
 
 ENVIRONMENTS = (
@@ -86,15 +89,20 @@ def table() -> tuple[Environment, ...]:
     items = json.loads(Path(path).read_text())
     return tuple(
         Environment(
-            i["name"], tuple(i["notebooks"]), i["status"], tuple(i.get("build", ())), i.get("how", "")
+            i["name"],
+            tuple(i["notebooks"]),
+            i["status"],
+            tuple(i.get("build", ())),
+            i.get("how", ""),
+            tuple(i.get("backends", ("cpu",))),
         )
         for i in items
     )
 
 
-def needed(numbers: list[str]) -> list[Environment]:
-    """The environments the notebooks numbered ``numbers`` need."""
-    return [env for env in table() if set(env.notebooks) & set(numbers)]
+def needed(numbers: list[str], backend: str = "cpu") -> list[Environment]:
+    """The environments the notebooks numbered ``numbers`` need on ``backend``."""
+    return [env for env in table() if set(env.notebooks) & set(numbers) and backend in env.backends]
 
 
 def probe(python: str, project: Path, envs: list[Environment]) -> dict[str, tuple[bool, str]]:
@@ -147,15 +155,21 @@ def build(env: Environment, project: Path, say: Callable[[str], None]) -> int:
 
 
 def ensure(
-    python: str, project: Path, numbers: list[str], allow_partial: bool, say: Callable[[str], None]
+    python: str,
+    project: Path,
+    numbers: list[str],
+    allow_partial: bool,
+    say: Callable[[str], None],
+    backend: str = "cpu",
 ) -> dict[str, list[str]]:
-    """Make every environment the notebooks ``numbers`` need ready, building what has a builder.
+    """Make every environment the notebooks ``numbers`` need on ``backend`` ready, building what has
+    a builder.
 
     Returns ``{notebook number: [what it will run without, and why]}`` (empty when all is
     ready). Raises EnvironmentMissing, naming each missing environment, the notebooks that need
     it and the command that builds it, unless ``allow_partial``.
     """
-    envs = needed(numbers)
+    envs = needed(numbers, backend)
     state = probe(python, project, envs)
     for env in envs:
         if state[env.status][0] or not env.build:

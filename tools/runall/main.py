@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import check, compare, envs, execute, fresh, notebooks, publish, pyenv, rerun_report, status
+from . import check, compare, envs, execute, fresh, inprocess, notebooks, publish, pyenv, rerun_report, status
 from .options import USAGE, Options, UsageError, parse, resolve_root
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -56,10 +56,23 @@ def _backend_missing(message: str) -> None:
     warn("run_all.sh: nothing was run; that backend is reported as not measured.")
 
 
+def _engine(opts: Options) -> str:
+    """``kernel`` or ``inprocess`` (:mod:`inprocess`): ``auto`` takes the in-process engine only
+    where a Jupyter kernel cannot start, saying why."""
+    if opts.engine != "auto":
+        return opts.engine
+    why = inprocess.sockets_refused()
+    if why is None:
+        return "kernel"
+    say(f"run_all.sh: {why}: papermill runs each notebook's cells in its own process (--engine inprocess)")
+    return "inprocess"
+
+
 def _papermill(python: str, nb: notebooks.Notebook, executed: Path, params: dict, opts: Options) -> list[str]:
     """papermill's command: parameters as YAML (JSON is YAML), only those the notebook declares."""
     executed.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [python, "-m", "papermill", str(nb.path), str(executed), "-k", "jaxperf"]
+    runner = ["-m", "papermill"] if opts.engine == "kernel" else [str(Path(inprocess.__file__))]
+    cmd = [python, *runner, str(nb.path), str(executed), "-k", "jaxperf"]
     cmd += ["--cwd", str(nb.path.parent), "--log-output", "--progress-bar"]
     cmd += ["--execution-timeout", str(opts.timeout)]
     for name, value in sorted(params.items()):  # by name: a render injects them as the run did
@@ -67,7 +80,7 @@ def _papermill(python: str, nb: notebooks.Notebook, executed: Path, params: dict
     return cmd
 
 
-def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path, set[str]]:
+def _prepare(opts: Options, render: bool = False) -> tuple[str, list[notebooks.Notebook], Path, set[str]]:
     """Everything that can be refused is refused here, before any work and any write: the
     options, each notebook's settings object built from what it will be given (with this
     stdlib-only Python: no lock, output root or environment is needed for it), the backend's
@@ -79,7 +92,8 @@ def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path, set[st
         raise UsageError(f"no notebook to run in {nb_dir}")
     notebooks.check_params(selected, opts)
     python = pyenv.check_python(opts.python) if opts.python else ""
-    unchecked = check.run(PROJECT, _settings_checks(selected, opts), opts.backend)
+    # A render opens no device: a TPU run's records redraw on a CPU.
+    unchecked = check.run(PROJECT, _settings_checks(selected, opts), "auto" if render else opts.backend)
     for nb in unchecked:
         why = f"its settings need more than the standard library ({nb['why']})"
         warn(f"run_all.sh: warning: {nb['name']}: {why}; they are checked after the set-up")
@@ -100,10 +114,11 @@ def _prepare(opts: Options) -> tuple[str, list[notebooks.Notebook], Path, set[st
 
 def run(argv: list[str], render: bool = False) -> int:
     opts = parse(argv)
+    opts.engine = _engine(opts)
     if render:
         _render_options(opts)
     try:
-        python, selected, root, unchecked = _prepare(opts)
+        python, selected, root, unchecked = _prepare(opts, render)
     except check.BackendMissing as err:
         _backend_missing(str(err))
         return 4
@@ -160,7 +175,9 @@ def _render_locked(
 ) -> int:
     """Re-execute each notebook with ``JAXPERF_RENDER=1`` (``Study.measure`` reads the published
     records, ``study.start`` keeps their provenance), publish what it redrew (summaries, figures,
-    the executed copy; the records stay), then render README.md and results/upstream/*.md."""
+    the executed copy; the records stay), then render README.md and results/upstream/*.md.
+    No device opens: without ``--backend``, this machine's backend and every other backend with
+    published runs (a TPU run's records redraw on a CPU) are redrawn."""
     try:
         python = python or pyenv.project_python(PROJECT)
         if opts.python:
@@ -169,7 +186,42 @@ def _render_locked(
         warn(f"run_all.sh: {err}")
         return 3
     pyenv.preflight(python, [c for c in _settings_checks(selected, opts) if c["name"] in unchecked])
-    backend = _backend(python, opts)
+    if opts.backend != "auto":
+        backends = [opts.backend]
+    else:
+        here = _backend(python, opts)
+        others = [
+            b for b in ("cpu", "gpu", "tpu") if b != here and any((root / "results" / b).glob("*.ipynb"))
+        ]
+        backends = [here, *others]
+    started, failed = time.monotonic(), 0
+    for backend in backends:
+        outcome = _render_backend(opts, python, selected, root, backend, required=backend == backends[0])
+        if outcome < 0:
+            return -outcome
+        failed += outcome
+    if failed:
+        warn(f"run_all.sh: {failed} notebook(s) could not be redrawn; README.md was not rendered")
+        return 1
+    if os.environ.get("JAXPERF_NOTEBOOKS_DIR") or opts.only is not None:  # the README reads every study
+        why = "--only: it reads every study" if opts.only is not None else "not the project's notebooks"
+        say(f"run_all.sh: README.md and results/upstream/*.md not rendered ({why})")
+        return 0
+    readme = [sys.executable, str(PROJECT / "tools" / "readme.py"), "--root", str(root)]
+    if subprocess.run(readme).returncode != 0:
+        warn("run_all.sh: README.md and the upstream texts could not be rendered (above)")
+        return 1
+    say(f"{'README.md, results/upstream/*.md':<32} {status.OK:<7}")
+    say(f"{'all':<32} {'':<7} {round(time.monotonic() - started):>6}s")
+    return 0
+
+
+def _render_backend(
+    opts: Options, python: str, selected: list[notebooks.Notebook], root: Path, backend: str, required: bool
+) -> int:
+    """Redraw ``backend``'s published notebooks: the number that failed, or minus an exit status
+    (interrupted). ``required``: a selected notebook without a published run fails (else it is
+    left out: another backend's run may cover fewer notebooks)."""
     say(f"run_all.sh: render (no measuring) backend={backend} output root={root}")
     run_dir = publish.new_run_dir(root)
     env = dict(os.environ, JAXPERF_RENDER="1")
@@ -177,18 +229,18 @@ def _render_locked(
         filter(None, [str(pyenv.kernelspec(run_dir / "jupyter", python)), os.environ.get("JUPYTER_PATH")])
     )
     rows: dict[str, str] = {}
-    failed, started, running = 0, time.monotonic(), []
+    failed, running = 0, []
     todo = []
     for nb in selected:
         params = _published_parameters(root, backend, nb)
-        if params is None:
+        if params is None and required:
             executed = f"results/{backend}/{nb.path.name}"
             rows[nb.name] = (
                 f"{nb.name:<32} {status.FAILED:<7} {0:>6}s  nothing to redraw: {executed} is missing "
                 f"(./run_all.sh --only {nb.number} measures it)"
             )
             failed += 1
-        else:
+        elif params is not None:
             todo.append((nb, params))
     # No measuring, so notebooks may share the machine: RENDER_JOBS at once, each published (in
     # this thread) as it ends. One that reads another's summary reads the same bytes either way.
@@ -209,28 +261,15 @@ def _render_locked(
         for proc in running:
             execute.stop_tree(proc)
         warn(f"run_all.sh: interrupted by {sig}: stopped the running notebooks; published nothing from them")
-        return 128 + sig.signum
+        return -(128 + sig.signum)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(run_dir, ignore_errors=True)
-    table = [rows[nb.name] for nb in selected]
     say(f"\n=== render (backend={backend}, output root={root})")
-    for row in table:
-        say(row)
-    if failed:
-        warn(f"run_all.sh: {failed} notebook(s) could not be redrawn; README.md was not rendered")
-        return 1
-    if os.environ.get("JAXPERF_NOTEBOOKS_DIR") or opts.only is not None:  # the README reads every study
-        why = "--only: it reads every study" if opts.only is not None else "not the project's notebooks"
-        say(f"run_all.sh: README.md and results/upstream/*.md not rendered ({why})")
-        return 0
-    readme = [sys.executable, str(PROJECT / "tools" / "readme.py"), "--root", str(root)]
-    if subprocess.run(readme).returncode != 0:
-        warn("run_all.sh: README.md and the upstream texts could not be rendered (above)")
-        return 1
-    say(f"{'README.md, results/upstream/*.md':<32} {status.OK:<7}")
-    say(f"{'all':<32} {'':<7} {round(time.monotonic() - started):>6}s")
-    return 0
+    for nb in selected:
+        if nb.name in rows:
+            say(rows[nb.name])
+    return failed
 
 
 def _settings_checks(selected: list[notebooks.Notebook], opts: Options) -> list[dict]:
@@ -272,7 +311,11 @@ def _run_locked(
             "run_all.sh: NOTE: this environment differs from the pins in pyproject.toml: " + "; ".join(differ)
         )
     try:
-        without = envs.ensure(python, PROJECT, [nb.number for nb in selected], opts.allow_partial, say)
+        # the environments of the backend whose presets run (a device run's dry run: the device's)
+        target = os.environ.get("JAXPERF_PRESET") or backend
+        without = envs.ensure(
+            python, PROJECT, [nb.number for nb in selected], opts.allow_partial, say, target
+        )
     except envs.EnvironmentMissing as err:
         warn(f"run_all.sh: {err}")
         return 3

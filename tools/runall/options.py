@@ -41,6 +41,11 @@ Options for a study run:
                               the selected notebooks that declare NAME
   --python PATH               run inside an existing Python environment (its
                               own jax/jaxlib, never touched); also JAXPERF_PYTHON
+  --engine auto|kernel|inprocess
+                              how papermill executes a notebook: a Jupyter kernel
+                              of its own, or the cells in papermill's process (for
+                              a machine where no socket can be opened, such as the
+                              lent TPU); auto (default): in-process only there
   --wait                      if another run holds the output root, wait for it
   --compare-to DIR            the rerun check: after the run, compare every number
                               and verdict the README renders with DIR's (an output
@@ -81,6 +86,7 @@ Exit status: 0 every notebook ran whole; 1 a notebook failed; 2 bad option;
 """
 
 BACKENDS = ("auto", "cpu", "gpu", "tpu")
+ENGINES = ("auto", "kernel", "inprocess")
 # Parameters run_all.sh sets itself: -p cannot set them (use the option instead).
 RESERVED = {
     "backend": "--backend",
@@ -99,6 +105,7 @@ _VALUED = {
     "--timeout": "SECONDS",
     "--host-devices": "N",
     "--python": "PATH",
+    "--engine": "auto|kernel|inprocess",
     "--compare-to": "DIR",
     "-p": "NAME VALUE",
 }
@@ -129,6 +136,7 @@ class Options:
     wait: bool = False
     compare_to: str | None = None
     allow_partial: bool = False
+    engine: str = "auto"
 
 
 def _positive_int(option: str, value: str, what: str) -> int:
@@ -212,6 +220,10 @@ def parse(argv: list[str], env: dict[str, str] | None = None) -> Options:
             opts.python = value(arg)
             if not opts.python.strip():
                 raise UsageError("--python '' is empty: give the path of a Python executable")
+        elif arg == "--engine":
+            opts.engine = value(arg)
+            if opts.engine not in ENGINES:
+                raise UsageError(f"--engine '{opts.engine}' is not one of {', '.join(ENGINES)}")
         elif arg == "--wait":
             opts.wait = True
         elif arg == "--compare-to":

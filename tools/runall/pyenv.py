@@ -23,7 +23,8 @@ from .options import UsageError
 
 # Needed to run the notebooks headless; the rest of pyproject's list is for
 # JupyterLab and the tests, and is not installed into someone else's environment.
-NOT_FOR_RUNS = {"jupyterlab", "pytest", "hypothesis"}
+# (ipywidgets: the progress widget in JupyterLab; a headless run prints text lines.)
+NOT_FOR_RUNS = {"jupyterlab", "pytest", "hypothesis", "ipywidgets"}
 OPTIONAL = {"triton"}  # an extra: compared when present, never required
 NEVER_TOUCH = re.compile(r"^(jax|jaxlib|jax[-_].*|libtpu.*|triton|nvidia[-_].*)$")
 
@@ -107,7 +108,8 @@ def pin_report(python: str, project: Path) -> list[str]:
 
 
 def check_python(path: str) -> str:
-    """An executable Python >= 3.12 with jax importable; UsageError otherwise."""
+    """An executable Python >= 3.11 with jax importable; UsageError otherwise. (3.11: the lent TPU
+    machine's, whose JAX 0.10.2 is the last for it; the lock's JAX 0.12 needs 3.12.)"""
     exe = os.path.abspath(os.path.expanduser(path))
     if not os.path.isfile(exe) or not os.access(exe, os.X_OK):
         raise UsageError(f"--python '{path}' is not an executable file")
@@ -116,8 +118,8 @@ def check_python(path: str) -> str:
     lines = proc.stdout.split()
     if not lines:
         raise UsageError(f"--python '{path}' does not run as Python: {proc.stderr.strip()[-300:]}")
-    if _vt(lines[0]) < (3, 12):
-        raise UsageError(f"--python '{path}' is Python {lines[0]}: jaxperf needs Python >= 3.12")
+    if _vt(lines[0]) < (3, 11):
+        raise UsageError(f"--python '{path}' is Python {lines[0]}: jaxperf needs Python >= 3.11")
     if proc.returncode != 0:
         raise UsageError(
             f"--python '{path}' has no working jax/jaxlib (install JAX there first): "

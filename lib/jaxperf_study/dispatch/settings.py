@@ -35,7 +35,7 @@ class DispatchSettings(StudySettings):
     all its processes together: cells run in :attr:`cells`' order (most wanted first), and the
     first process keeps only those the others can repeat in time (:class:`.cost.Budget`).
 
-    **The TPU preset** (:data:`TPU`, applied with ``backend="tpu"``; one TPU v5e chip, one
+    **The TPU preset** (:data:`TPU`, ``DEVICE_PRESETS["tpu"]``; one TPU v5e chip, one
     command of at most 9 minutes, 540 s). Its arithmetic, from what was measured, not on a TPU:
     opening the chip took 7.4-8.7 s per process there, and starting a process and importing JAX
     and Equinox about 4 s more. On this 2-core VM (load 8; a CPU stand-in, one device), a cell
@@ -104,7 +104,7 @@ class DispatchSettings(StudySettings):
         "accounting_depths": (),
         "deadline_s": 390.0,
     }
-    PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {"tpu": TPU}
+    DEVICE_PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {"tpu": TPU}
 
     def validate(self) -> None:
         check_ints("mlp_depths", self.mlp_depths)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -45,12 +46,17 @@ MODES = ("nnx.jit", "cached_nnx_jit")
 
 def sdist(version: str | None = None) -> Path:
     """The unpacked sdist of Flax ``version`` (default: the installed one), downloaded from
-    PyPI into ``.envs/flax-sdist`` on first use."""
+    PyPI into ``.envs/flax-sdist`` on first use, or the one carried to a device with no network
+    (``.whl-<backend>/``, tools/device/fetch_wheels.sh)."""
     version = version or importlib.metadata.version("flax")
     folder = SDIST_ROOT / f"flax-{version}"
     if (folder / "tests" / "nnx").is_dir():
         return folder
     archive = SDIST_ROOT / f"flax-{version}.tar.gz"
+    carried = sorted(PROJECT_ROOT.glob(f".whl-*/flax-{version}.tar.gz"))
+    if not archive.exists() and carried:
+        SDIST_ROOT.mkdir(parents=True, exist_ok=True)
+        shutil.copy(carried[0], archive)
     if not archive.exists():
         SDIST_ROOT.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps"]

@@ -1,0 +1,273 @@
+"""The study on a lent accelerator (issue 46): tools/device/run.sh, tried on this CPU first.
+
+The dry run is the TPU run with the backend changed: the TPU image's stand-in (Python 3.11, its
+JAX 0.10.2, what the TPU's own index installs; tools/make_alt_env.sh image-tpu), the carried
+wheels (tools/device/fetch_wheels.sh), every Internet socket refused as on that machine (the
+shim of tests/test_inprocess.py), papermill's in-process engine, every measurement in fresh
+processes, the TPU's presets at quick sizes. It must publish what a TPU run publishes, with its
+provenance, and never claim a device number. Then what comes back goes in through unpack.sh,
+which refuses anything that is not a clean device run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from jaxperf.paths import PROJECT_ROOT
+
+RUN = PROJECT_ROOT / "tools" / "device" / "run.sh"
+UNPACK = PROJECT_ROOT / "tools" / "device" / "unpack.sh"
+MANIFEST = PROJECT_ROOT / "tools" / "device" / "manifest.py"
+SHIM = PROJECT_ROOT / "tests" / "fixtures" / "nosockets" / "nosockets.c"
+
+
+def wheels(backend: str) -> Path:
+    """.whl-<backend>/, fetched from PyPI (kept when already there: the device call carries it)."""
+    where = PROJECT_ROOT / f".whl-{backend}"
+    if not any(where.glob("equinox-*.whl")):
+        proc = subprocess.run(
+            ["bash", str(PROJECT_ROOT / "tools" / "device" / "fetch_wheels.sh"), "--backend", backend],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if proc.returncode != 0:
+            pytest.skip(f"the {backend} wheels could not be fetched (PyPI?): {proc.stderr[-1000:]}")
+    return where
+
+
+def dry(tmp: Path, backend: str, only: str, shim: bool) -> Path:
+    """run.sh --backend BACKEND --dry-run --only ONLY into ``tmp``; ``shim``: with no Internet socket."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_"))}
+    if shim:
+        if shutil.which("gcc") is None:
+            pytest.skip("gcc is needed to build the socket-refusing shim")
+        lib = tmp / "nosockets.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(SHIM), "-ldl"], check=True)
+        env["LD_PRELOAD"] = str(lib)
+    subprocess.run(["python3", str(MANIFEST), "write"], capture_output=True)  # a clean tree's commit
+    env.update(TMPDIR=str(tmp), OUT=str(tmp / "out"), PYTHONPATH="")
+    proc = subprocess.run(
+        ["bash", str(RUN), "--backend", backend, "--dry-run", "--only", only],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1500,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    return tmp / "out"
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory, tpu_image_python) -> Path:
+    """The TPU run of notebooks 01, 02, 10 and 11, dry, with no socket, in the image's stand-in."""
+    wheels("tpu")
+    return dry(tmp_path_factory.mktemp("device"), "tpu", "01,02,10,11", shim=True)
+
+
+def test_the_gpu_run_s_dry_run_ends_ok(tmp_path, alt_python):
+    """The GPU's run (no GPU has been lent yet): notebook 02 in the GPU image's stand-in."""
+    wheels("gpu")
+    out = dry(tmp_path, "gpu", "02", shim=False)
+    log = (out / "run.log").read_text()
+    assert "python 3.12" in log and "jax 0.11.2" in log
+    with tarfile.open(out / "jaxperf_gpu_results.tar.gz") as tar:
+        assert "results/cpu/02_pallas_loops.ipynb" in tar.getnames()
+
+
+def test_the_dry_run_executes_the_notebooks_in_process_without_sockets(dry_run):
+    log = (dry_run / "run.log").read_text()
+    assert "python 3.11" in log and "jax 0.10.2" in log
+    assert "Errno 97" in log and "--engine inprocess" in log  # a kernel could not have started
+    assert "equinox" in log.split("carried and installed:")[1].splitlines()[0]  # from the carried wheels
+    with tarfile.open(dry_run / "jaxperf_tpu_results.tar.gz") as tar:
+        names = tar.getnames()
+    assert {n.split("/")[1] for n in names if "/" in n} == {"cpu"}  # a dry run names no device
+    for nb in ("01_filter_pmap_dispatch", "02_pallas_loops", "10_your_step", "11_flax_nnx"):
+        assert f"results/cpu/{nb}.ipynb" in names
+
+
+def test_the_dry_run_records_say_where_and_how_they_were_made(dry_run, tmp_path):
+    with tarfile.open(dry_run / "jaxperf_tpu_results.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    for study in ("dispatch", "loops"):
+        summary = json.loads((tmp_path / "results" / "cpu" / study / "summary.json").read_text())
+        prov = summary["provenance"]
+        assert prov["backend"] == "cpu" and prov["python"].startswith("3.11")
+        assert prov["packages"]["jax"] == "0.10.2" and "equinox" in prov["packages"]
+        assert prov["versus_lock"]["jax"].startswith("ran 0.10.2, locked ")
+        assert prov["parameters"]["quick"] is True
+    executed = json.loads((tmp_path / "results" / "cpu" / "01_filter_pmap_dispatch.ipynb").read_text())
+    outputs = [o for c in executed["cells"] for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # figures inline, in-process too
+
+
+def test_unpack_refuses_a_dry_run(dry_run, tmp_path):
+    proc = subprocess.run(
+        ["bash", str(UNPACK), str(dry_run)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAXPERF_UNPACK_ROOT": str(tmp_path)},
+    )
+    assert proc.returncode == 1 and "refusing" in proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_tools_run_on_the_device_in_the_run_s_environment(tmp_path, tpu_image_python):
+    """--exec: a reader's command after the notebooks (here none), with what run.sh installed on
+    the path; what it writes under $JAXPERF_CLI_OUT comes back as results/<backend>/cli/."""
+    wheels("tpu")
+    cmd = 'python -c "import equinox, papermill, jaxperf" && echo made >"$JAXPERF_CLI_OUT/made.txt"'
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_"))}
+    env.update(TMPDIR=str(tmp_path), OUT=str(tmp_path / "out"), PYTHONPATH="")
+    env["PATH"] = f"{tpu_image_python.parent}:{env['PATH']}"  # `python` is the image's, as there
+    proc = subprocess.run(
+        ["bash", str(RUN), "--backend", "tpu", "--dry-run", "--only", "none", "--exec", cmd],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    with tarfile.open(tmp_path / "out" / "jaxperf_tpu_results.tar.gz") as tar:
+        names = tar.getnames()
+    assert {"results/cpu/cli/made.txt", "results/cpu/cli/tree.json"} <= set(names)
+
+
+def _device_tarball(where: Path, backend: str, studies: dict[str, dict], extra: tuple[str, ...] = ()) -> Path:
+    """A tarball shaped as run.sh packs one: per study a summary.json with the given provenance."""
+    stage = where / "stage"
+    for study, prov in studies.items():
+        folder = stage / "results" / backend / study
+        folder.mkdir(parents=True)
+        (folder / "summary.json").write_text(json.dumps({"backend": backend, "provenance": prov}))
+        (folder / "timings.csv").write_text("x\n1\n")
+        (stage / "figures" / backend).mkdir(parents=True, exist_ok=True)
+        (stage / "figures" / backend / f"{study}_fig.png").write_bytes(b"png")
+    for name in extra:
+        (stage / name).parent.mkdir(parents=True, exist_ok=True)
+        (stage / name).write_text("x")
+    back = where / "back"
+    back.mkdir()
+    with tarfile.open(back / f"jaxperf_{backend}_results.tar.gz", "w:gz") as tar:
+        for top in ("results", "figures", *{n.split("/")[0] for n in extra}):
+            if (stage / top).exists():
+                tar.add(stage / top, arcname=top)
+    (back / "run.log").write_text("log\n")
+    return back
+
+
+CLEAN = {"git": {"commit": "a" * 40, "dirty": False}}
+
+
+def unpack(back: Path, root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "JAXPERF_UNPACK_ROOT": str(root)}
+    return subprocess.run(["bash", str(UNPACK), str(back)], capture_output=True, text=True, env=env)
+
+
+def test_unpack_merges_a_run_of_some_notebooks_into_the_others(tmp_path):
+    root = tmp_path / "root"
+    (root / "results" / "tpu" / "loops").mkdir(parents=True)
+    (root / "results" / "tpu" / "loops" / "summary.json").write_text("{}")
+    (root / "results" / "tpu" / "dispatch").mkdir(parents=True)
+    (root / "results" / "tpu" / "dispatch" / "old.csv").write_text("old")
+    (root / "figures" / "tpu").mkdir(parents=True)
+    (root / "figures" / "tpu" / "dispatch_old.png").write_bytes(b"old")
+    back = _device_tarball(tmp_path, "tpu", {"dispatch": CLEAN})
+    proc = unpack(back, root)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "results/tpu/loops/summary.json").read_text() == "{}"  # not in this run: kept
+    assert not (root / "results/tpu/dispatch/old.csv").exists()  # this run's study replaced whole
+    assert (root / "results/tpu/dispatch/timings.csv").exists()
+    assert sorted(p.name for p in (root / "figures/tpu").iterdir()) == ["dispatch_fig.png"]
+    assert [p.read_text() for p in (root / "results/tpu/logs").iterdir()] == ["log\n"]
+
+
+def test_unpack_lays_the_tools_outputs_of_a_clean_run_over_the_committed_ones(tmp_path):
+    clean = json.dumps({"commit": "b" * 40, "dirty": False})
+    for name, tree in (("clean", clean), ("dirty", clean.replace("false", "true"))):
+        where = tmp_path / name
+        back = _device_tarball(where, "tpu", {}, ("results/tpu/cli/diagnose.json",))
+        with tarfile.open(back / "jaxperf_tpu_results.tar.gz", "w:gz") as tar:
+            (where / "stage" / "results" / "tpu" / "cli" / "tree.json").write_text(tree)
+            tar.add(where / "stage" / "results", arcname="results")
+        proc = unpack(back, where / "root")
+        if name == "clean":
+            assert proc.returncode == 0, proc.stderr
+            assert (where / "root" / "results/tpu/cli/diagnose.json").exists()
+        else:
+            assert proc.returncode == 1 and "clean commit" in proc.stderr
+            assert not (where / "root").exists()
+
+
+@pytest.mark.parametrize(
+    ("studies", "extra", "why"),
+    [
+        ({"dispatch": {"git": {"commit": "a" * 40, "dirty": True}}}, (), "clean commit"),
+        ({"dispatch": {"git": {"commit": "unknown", "dirty": None}}}, (), "clean commit"),
+        ({"dispatch": CLEAN}, ("results/cpu/x.csv",), "holds more than"),
+        ({"dispatch": CLEAN}, ("tools/evil.sh",), "holds more than"),
+    ],
+    ids=["dirty", "unknown-commit", "another-backend", "outside-results"],
+)
+def test_unpack_refuses_what_is_not_a_clean_device_run(tmp_path, studies, extra, why):
+    root = tmp_path / "root"
+    proc = unpack(_device_tarball(tmp_path, "tpu", studies, extra), root)
+    assert proc.returncode == 1 and why in proc.stderr, proc.stderr
+    assert not root.exists()
+
+
+def test_unpack_refuses_a_long_foreign_listing_with_exit_1_even_if_its_reader_quits(tmp_path):
+    """The refusal prints the listing's head; a head that quits unread must not turn exit 1 into
+    SIGPIPE's 141 (a here-string, not a pipe)."""
+    many = tuple(f"tools/{i:05d}-{'x' * 60}.txt" for i in range(1200))  # more than a 64 KiB pipe
+    back = _device_tarball(tmp_path, "tpu", {"dispatch": CLEAN}, many)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "head").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "head").chmod(0o755)
+    env = {
+        **os.environ,
+        "JAXPERF_UNPACK_ROOT": str(tmp_path / "root"),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+    }
+    proc = subprocess.run(["bash", str(UNPACK), str(back)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+
+
+def test_the_manifest_says_whether_the_copy_is_the_commit(tmp_path):
+    """A device's copy has no .git: manifest.py check finds it clean when every tracked file hashes
+    as committed, dirty once one differs or is gone; write refuses a tree that is not HEAD."""
+    import sys
+
+    sys.path.insert(0, str(MANIFEST.parent))
+    import manifest
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("print(1)\n")
+    (repo / "results").mkdir()
+    (repo / "results" / "r.csv").write_text("x\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    (repo / "a.py").write_text("print(2)\n")
+    assert manifest.write(repo) == 1 and not (repo / ".device").exists()  # not HEAD: refused
+    subprocess.run([*git, "checkout", "-q", "a.py"], check=True)
+    assert manifest.write(repo) == 0
+    shutil.rmtree(repo / ".git")
+    (repo / "results" / "r.csv").write_text("a run writes here\n")  # results/ is not code
+    commit, dirty, differ = manifest.check(repo)
+    assert len(commit) == 40 and not dirty and differ == []
+    (repo / "a.py").write_text("print(3)\n")
+    assert manifest.check(repo)[1:] == (True, ["a.py"])
+    (repo / "a.py").unlink()
+    assert manifest.check(repo)[1:] == (True, ["a.py"])
