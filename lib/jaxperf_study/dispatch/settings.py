@@ -71,13 +71,17 @@ class DispatchSettings(StudySettings):
     processes: int = 3
     deadline_s: float = 0.0
 
-    # Two small MLPs, the no-op step, both donations: every path, the fit and the accounting
-    # still run, in a few minutes on a 2-core machine.
+    # Two small MLPs, both steps (the train step with 2 microbatches), both donations: every
+    # path, the fit and the accounting still run, in a few minutes on a 2-core machine (and the
+    # TPU preset's dry run on it: these replace its sizes).
     QUICK: ClassVar[Mapping[str, Any]] = {
         "mlp_depths": (1, 4),
         "transformer_layers": (),
         "cnn_layers": (),
         "jit_depths": (1, 4),
+        "train_depths": (4,),
+        "train_layers": (),
+        "microbatches": (2,),
         "donated_depths": (4,),
         "heavy_width": 128,
         "seconds_per_cell": 1.0,
