@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Predict, then measure (issue 48): write the it/s the CPU study's law predicts for each TPU case
 of notebook 01 (jaxperf_study.dispatch.predict, which states the law) into
-results/tpu/dispatch/predictions.json and predictions.md, to be committed before the TPU runs it.
+results/tpu/predictions/dispatch.json and dispatch.md, to be committed before the TPU runs it (beside
+results/tpu/dispatch/, which the TPU run's results replace whole).
 The TPU run's summary sets each measurement beside its prediction; the README says how well the
 CPU study predicted the TPU.
 
-    .venv/bin/python tools/predict_tpu.py [--records results/cpu/dispatch] [--out results/tpu/dispatch]
+    .venv/bin/python tools/predict_tpu.py [--records results/cpu/dispatch] [--out results/tpu/predictions]
 
 Needs libtpu (the ``tpu`` extra, in ``.venv``): the static device estimate compiles each case
 for a TPU v5e on this CPU. Nothing runs on a TPU.
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def write(rows: list[dict[str, Any]], law: str, records: Path, out: Path) -> None:
-    """predictions.json (the law, its assumptions, the records it read, every row) and a short .md."""
+    """dispatch.json (the law, its assumptions, the records it read, every row) and a short .md."""
     import pandas as pd
 
     from jaxperf_study import pages as md
@@ -53,7 +54,7 @@ def write(rows: list[dict[str, Any]], law: str, records: Path, out: Path) -> Non
         "cases": rows,
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "predictions.json").write_text(json.dumps(payload, indent=1) + "\n")
+    (out / "dispatch.json").write_text(json.dumps(payload, indent=1) + "\n")
     shown = pd.DataFrame(
         {k: r[k] for k in predict.KEYS}
         | {
@@ -76,13 +77,13 @@ def write(rows: list[dict[str, Any]], law: str, records: Path, out: Path) -> Non
         "",
         md.table(shown),
     ]
-    (out / "predictions.md").write_text("\n".join(text) + "\n")
+    (out / "dispatch.md").write_text("\n".join(text) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--records", type=Path, default=Path("results/cpu/dispatch"))
-    parser.add_argument("--out", type=Path, default=Path("results/tpu/dispatch"))
+    parser.add_argument("--out", type=Path, default=Path("results/tpu/predictions"))
     args = parser.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the TPU is compiled for, never used
     from jaxperf.compilers.mosaic_tpu import topology
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         f"launch {predict.LAUNCH_MS} ms, floor {predict.FLOOR_MS} ms."
     )
     write(predict.predict(timings, waits, cells), law, args.records, ROOT / args.out)
-    print(f"predict: wrote {args.out}/predictions.json and predictions.md")
+    print(f"predict: wrote {args.out}/dispatch.json and dispatch.md")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Predict, then measure: the it/s each TPU case of notebook 01 should reach by the CPU study's
 law, written before the TPU runs it, and set beside what it measured (:func:`beside`).
 
-    python tools/predict_tpu.py    # results/tpu/dispatch/predictions.json and .md, from this module
+    python tools/predict_tpu.py    # results/tpu/predictions/dispatch.json and .md, from this module
 
 The law, per case (the TPU preset's cells, :data:`.settings.DispatchSettings.TPU`) and path:
 
@@ -124,8 +124,9 @@ def predict(timings: pd.DataFrame, waits: dict[str, str], cells: list[Any]) -> l
 
 
 def load(backend: str, root: Path = PROJECT_ROOT) -> dict[str, Any] | None:
-    """The committed predictions for ``backend`` (None where there are none)."""
-    path = root / "results" / backend / "dispatch" / "predictions.json"
+    """The committed predictions for ``backend`` (None where there are none): beside the study's
+    results folder, which a device run's results replace whole."""
+    path = root / "results" / backend / "predictions" / "dispatch.json"
     return json.loads(path.read_text()) if path.is_file() else None
 
 
