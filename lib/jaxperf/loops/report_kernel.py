@@ -12,13 +12,13 @@ import pandas as pd
 from .. import markdown as md
 from .. import timing
 from . import verdict
-from .engine import Results, absent_note, lowering_table
+from .engine import SCAN, Results, absent_note, lowering_table
 from .targets import TARGETS
 
 
 def measured_rows(results: Results) -> pd.DataFrame:
     """fori over the Python loop, ms per call per pair, at the largest T timed (device only)."""
-    t = results.timings
+    t = results.timings.dropna(subset=["ms_per_call"])
     if t.empty or not {"python", "fori"} <= set(t.form) and not {"python", "fori u=1"} <= set(t.form):
         return pd.DataFrame(columns=verdict.COLUMNS)
     fori = "fori" if "fori" in set(t.form) else "fori u=1"
@@ -133,8 +133,12 @@ def sections(results: Results) -> list[str]:
     checks, timings = results.checks, results.timings
     against = "your reference" if "your reference" in set(checks.get("against", [])) else "`fori_loop`"
     Ts = ", ".join(str(t) for t in sorted(set(checks["T"]))) if len(checks) else ""
-    by = timings.groupby(["form", "T"], sort=False)["ms_per_call"]
-    stats = by.apply(lambda s: md.fmt_stat(timing.iqr_stats(s), 3)).reset_index() if len(timings) else timings
+    by = timings.groupby(["form", "T"], sort=False)
+    stats = (
+        by.apply(_measured, include_groups=False).rename("ms_per_call").reset_index()
+        if len(timings)
+        else timings
+    )
     tables = [
         (
             f"**Same result as {against}** (Pallas interpreter, T={Ts}; largest difference over the largest value):",
@@ -156,7 +160,11 @@ def sections(results: Results) -> list[str]:
             "**Work per loop step by class** (read from the compiled code, each row in its unit; same T pair as above):",
             class_table(results),
         ),
-        ("**Measured ms per call** (this device, median [IQR], interleaved):", stats),
+        (
+            f"**Measured ms per call** (this device, median [IQR] over rounds of {SCAN} calls in one jitted scan, "
+            "interleaved; a form it cannot run, with its error):",
+            stats,
+        ),
     ]
     out = [line for title, table in tables if len(table) for line in (title, "", md.table(table), "")]
     at = next((i + 4 for i, line in enumerate(out) if line.startswith("**Lowers")), None)
@@ -167,6 +175,15 @@ def sections(results: Results) -> list[str]:
             "",
         ]
     return out
+
+
+def _measured(rows: pd.DataFrame) -> str:
+    """One cell of the measured table: the ms per call, or what stopped the form (its status, error)."""
+    ms = rows["ms_per_call"].dropna()
+    if len(ms):
+        return md.fmt_stat(timing.iqr_stats(ms), 3)
+    first = rows.iloc[0]
+    return f"{first['status']}: {first['error']}".rstrip(": ")
 
 
 def markdown(results: Results) -> str:

@@ -20,6 +20,8 @@ REPRODUCED_RATIO = 2.0  # "fori/Python at least 2 at the largest T"
 ROOFLINE_WITHIN = 1.5  # "best fix within 1.5x of the roofline at the largest T"
 GROUP = ["mode", "kernel", "T"]
 KEYS = [*GROUP, "loop_form", "unroll", "variant"]
+#: a variant's columns a device sweep adds: its batch (per T on a TPU), its kernel's static counts
+EXTRA = ["batch", "bundles", "static_cycles_per_program"]
 
 
 def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
@@ -27,7 +29,8 @@ def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     stats = timing.summarize(timings, "ms_per_call", KEYS).rename(
         columns={"median": "ms_per_call", "q25": "ms_q25", "q75": "ms_q75", "n": "repeats"}
     )
-    out = stats.merge(variants[KEYS + ["lower_ms", "compile_ms", "error_vs_tolerance"]], on=KEYS)
+    extra = [c for c in EXTRA if c in variants]
+    out = stats.merge(variants[KEYS + ["lower_ms", "compile_ms", "error_vs_tolerance", *extra]], on=KEYS)
     if "python" in set(timings["variant"]):
         ratios = timing.pair_ratios(timings, "python", "ms_per_call", by=GROUP)
         grouped = ratios.groupby(GROUP + ["variant"])["ratio"]

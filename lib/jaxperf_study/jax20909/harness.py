@@ -11,7 +11,9 @@ Changes from his script: ``jax.random.key`` instead of the legacy
 ``PRNGKey`` (same stream); the kernel comes from
 :mod:`jaxperf_study.jax20909.kernels` (already vmapped over the batch, as his
 ``jax.vmap(JaxKernel(...))``), so every variant is first checked against the
-float64 reference on a batch of its own.
+float64 reference on a batch of its own. Where JAX's persistent compilation cache served the
+first call (a run's later processes share it), first minus second is no compile time: its
+``compile_ms`` is left out and ``compile_note`` says why.
 """
 
 from __future__ import annotations
@@ -57,6 +59,25 @@ def heavyweight(f: Callable[[Any], Any], n: int, batch: int, T: int, D: int, dty
         return means
 
     return heavy_f
+
+
+class CacheHits:
+    """Compiles JAX's persistent compilation cache served in this process (its monitoring events)."""
+
+    count = 0
+    _listening = False
+
+    @classmethod
+    def now(cls) -> int:
+        if not cls._listening:
+            from jax import monitoring
+
+            def heard(event: str, **_: Any) -> None:
+                cls.count += event == "/jax/compilation_cache/cache_hits"
+
+            monitoring.register_event_listener(heard)
+            cls._listening = True
+        return cls.count
 
 
 def _build(mode: str, variant: KernelVariant) -> Callable[[Any], Any]:
@@ -113,19 +134,27 @@ def measure(
             )
         )
     calls: dict[str, list[float]] = {name: [] for name in heavy}
-    for _ in range(2 + repeats):
+    cached: dict[str, bool] = {}
+    for call in range(2 + repeats):
         for name, fn in heavy.items():
-            start = time.perf_counter()
+            hits, start = CacheHits.now(), time.perf_counter()
             jax.block_until_ready(fn())
             calls[name].append((time.perf_counter() - start) * 1e3)
+            cached[name] = cached.get(name, False) or (call == 0 and CacheHits.now() > hits)
     for row in rows:
         first, second, *more = calls[row["variant"]]
+        note = "first - second < 0: not a compile time (noise)" if first <= second else ""
+        note = (
+            "the persistent compilation cache served it: not a compile time"
+            if cached[row["variant"]]
+            else note
+        )
         row.update(
             first_call_ms=first,
             second_call_ms=second,
             first_minus_second_ms=first - second,
-            compile_ms=first - second if first > second else float("nan"),
-            compile_note="" if first > second else "first - second < 0: not a compile time (noise)",
+            compile_ms=float("nan") if note else first - second,
+            compile_note=note,
             ms_per_call=second / n,
             ms_per_call_median=float(np.median([second, *more])) / n,
         )
@@ -134,6 +163,8 @@ def measure(
 
 def headline(rows: pd.DataFrame) -> pd.DataFrame:
     """Harness rows in :func:`jaxperf_study.jax20909.analysis.headline`'s columns (ratios from the medians)."""
+    if rows.empty:
+        return rows
     out = rows.assign(ms_per_call=rows["ms_per_call_median"], reporter_ms_per_call=rows["ms_per_call"])
     group = ["mode", "kernel", "T"]
     by_variant = out.set_index([*group, "variant"])
@@ -149,22 +180,42 @@ def headline(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def run(settings: LoopSettings, backend: str, *, progress: Any = None) -> pd.DataFrame:
+def run(
+    settings: LoopSettings,
+    backend: str,
+    *,
+    progress: Any = None,
+    missing: list[pd.DataFrame] | None = None,
+    budget_s: float = 0.0,
+) -> pd.DataFrame:
     """:func:`measure` at every ``settings.harness_Ts``: plain jit on a CPU (``harness_batch``),
-    the compiled kernel on a GPU/TPU (``device_batch``, the reporter's 512)."""
+    the compiled kernel on a GPU/TPU (``settings.batch_at(T)``; on a TPU a BlockSpec per program).
+    With ``missing``, a T predicted to end past ``budget_s`` seconds (0: none; from its last T's
+    time, growing with T) is a not-measured frame appended there."""
     mode = "xla" if backend == "cpu" else "pallas"
-    batch = settings.harness_batch if backend == "cpu" else settings.device_batch
-    frames = []
+    frames, started, last = [], time.perf_counter(), None
     for T in settings.harness_Ts:
+        guess = last[1] * min(T / last[0], 4.0) if last else 0.0
+        left = budget_s - (time.perf_counter() - started)
+        if missing is not None and budget_s and guess > left:
+            why = f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget left"
+            keys = [
+                dict(mode=HARNESS_MODES[mode], kernel="seed", T=T, variant=v)
+                for v in settings.harness_variants
+            ]
+            missing.append(pd.DataFrame([k | dict(status="not measured", reason=why) for k in keys]))
+            continue
+        began = time.perf_counter()
         kernel = KernelVariant(
             "seed",
             "python",
             T=T,
-            batch=batch,
+            batch=settings.harness_batch if backend == "cpu" else settings.batch_at(T),
             D=settings.D,
             dtype=settings.resolved_dtype(backend),
             block_rows=settings.block_rows,
             out_rows=settings.out_rows,
+            tiling="blocks" if backend == "tpu" else "whole",
         )
         frames.append(
             measure(
@@ -175,11 +226,16 @@ def run(settings: LoopSettings, backend: str, *, progress: Any = None) -> pd.Dat
                 repeats=settings.harness_repeats,
             )
         )
+        last = (T, time.perf_counter() - began)
         if progress is not None:
             progress.update(1)
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def batches(rows: pd.DataFrame) -> dict[str, int]:
     """Each harness mode's batch size, from :func:`measure`'s rows (for the roofline)."""
-    return {str(mode): int(batch) for mode, batch in rows.groupby("mode")["batch"].first().items()}
+    return (
+        {str(mode): int(batch) for mode, batch in rows.groupby("mode")["batch"].first().items()}
+        if len(rows)
+        else {}
+    )

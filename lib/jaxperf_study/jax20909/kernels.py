@@ -170,8 +170,8 @@ def build(
 
     ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
     with a grid of ``T // out_rows`` programs and no BlockSpecs (each program
-    sees the whole ``[T, D]`` ref and slices its block); output
-    ``[batch, T, D]``. ``streaming``/``attention``: a grid of one program per
+    sees the whole ``[T, D]`` ref and slices its block; with ``tiling="blocks"`` a BlockSpec
+    hands it that block); output ``[batch, T, D]``. ``streaming``/``attention``: a grid of one program per
     batch element (BlockSpecs pick its rows); output ``[batch, out_rows, D]``.
     ``interpret=True`` runs Pallas' interpreter (any machine, interpreter
     timings); ``lowering`` forces a compiler (see :data:`LOWERINGS`). Raises
@@ -199,8 +199,17 @@ def build(
             rows = pl.ds(pl.program_id(0) * v.out_rows, v.out_rows)
             y_ref[rows, :] = block(x_ref[rows, :], v, acc)
 
+        def blocks_kernel(x_ref, y_ref):  # the same rows, handed over by the BlockSpec
+            y_ref[...] = block(x_ref[...], v, acc)
+
+        if v.tiling == "blocks":
+            spec = pl.BlockSpec((v.out_rows, v.D), lambda i: (i, 0))
+            options.update(in_specs=[spec], out_specs=spec)
         call = pallas_call(
-            seed_kernel, grid=(v.T // v.out_rows,), out_shape=jax.ShapeDtypeStruct((v.T, v.D), acc), **options
+            blocks_kernel if v.tiling == "blocks" else seed_kernel,
+            grid=(v.T // v.out_rows,),
+            out_shape=jax.ShapeDtypeStruct((v.T, v.D), acc),
+            **options,
         )
         return jax.jit(jax.vmap(call)), args
 

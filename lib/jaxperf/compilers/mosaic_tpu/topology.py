@@ -11,6 +11,8 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -74,15 +76,20 @@ _CONFIG: LibtpuConfig | None = None
 def prepare(dump_dir: str | os.PathLike | None) -> LibtpuConfig:
     """Set libtpu's start-up environment: the bundle dump folder. Call before libtpu starts. A
     second call with the same folder is a no-op; with another it raises RuntimeError (libtpu
-    cannot be restarted in a process)."""
+    cannot be restarted in a process). A folder already in ``LIBTPU_INIT_ARGS`` (a parent set it
+    before this process started: a measuring child) is the one libtpu dumps to, and kept; a TPU
+    this process already opened without one dumps nothing (libtpu read its flags at the opening)."""
     global _CONFIG
+    inherited = re.search(r"--xla_jf_dump_to=(\S+)", os.environ.get("LIBTPU_INIT_ARGS", ""))
+    if _CONFIG is None:
+        dump_dir = inherited[1] if inherited else None if _tpu_opened() else dump_dir
     config = LibtpuConfig(Path(dump_dir).resolve() if dump_dir else None)
     if _CONFIG is not None:
         if _CONFIG != config:
             raise RuntimeError(f"libtpu already prepared with {_CONFIG}; restart the kernel to use {config}.")
         return config
     flags = []
-    if config.dump_dir is not None:
+    if config.dump_dir is not None and not inherited:
         config.dump_dir.mkdir(parents=True, exist_ok=True)
         # Only the final schedule: the full dump is ~300 files per compile.
         flags += [f"--xla_jf_dump_to={config.dump_dir}", "--xla_jf_dump_llo_pass_label_regex=final_bundles"]
@@ -94,6 +101,22 @@ def prepare(dump_dir: str | os.PathLike | None) -> LibtpuConfig:
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     _CONFIG = config
     return config
+
+
+def _tpu_opened() -> bool:
+    """Whether JAX opened a TPU in this process (a topology compile on a CPU starts libtpu later)."""
+    from ...private_api import jax_backends_initialized
+
+    if not jax_backends_initialized():
+        return False
+    import jax
+
+    return jax.default_backend() == "tpu"
+
+
+def prepare_dump() -> LibtpuConfig:
+    """This process's libtpu set-up, prepared with a fresh dump folder if it was not yet."""
+    return _CONFIG or prepare(tempfile.mkdtemp(prefix="jaxperf-bundles-"))
 
 
 def config() -> LibtpuConfig | None:
