@@ -134,11 +134,7 @@ def sections(results: Results) -> list[str]:
     against = "your reference" if "your reference" in set(checks.get("against", [])) else "`fori_loop`"
     Ts = ", ".join(str(t) for t in sorted(set(checks["T"]))) if len(checks) else ""
     by = timings.groupby(["form", "T"], sort=False)
-    stats = (
-        by.apply(_measured, include_groups=False).rename("ms_per_call").reset_index()
-        if len(timings)
-        else timings
-    )
+    stats = by.apply(_measured, include_groups=False).rename("ms").reset_index() if len(timings) else timings
     tables = [
         (
             f"**Same result as {against}** (Pallas interpreter, T={Ts}; largest difference over the largest value):",
@@ -161,8 +157,7 @@ def sections(results: Results) -> list[str]:
             class_table(results),
         ),
         (
-            f"**Measured ms per call** (this device, median [IQR] over rounds of {SCAN} calls in one jitted scan, "
-            "interleaved; a form it cannot run, with its error):",
+            f"**Measured ms per call** (this device, median [IQR] of {SCAN} calls in a jitted scan; else why):",
             stats,
         ),
     ]
@@ -179,11 +174,12 @@ def sections(results: Results) -> list[str]:
 
 def _measured(rows: pd.DataFrame) -> str:
     """One cell of the measured table: the ms per call, or what stopped the form (its status, error)."""
-    ms = rows["ms_per_call"].dropna()
-    if len(ms):
-        return md.fmt_stat(timing.iqr_stats(ms), 3)
-    first = rows.iloc[0]
-    return f"{first['status']}: {first['error']}".rstrip(": ")
+    ms, first = rows["ms_per_call"].dropna(), rows.iloc[0]
+    return (
+        md.fmt_stat(timing.iqr_stats(ms), 3)
+        if len(ms)
+        else f"{first['status']}: {first['error']}".rstrip(": ")
+    )
 
 
 def markdown(results: Results) -> str:

@@ -321,3 +321,79 @@ def goals(
                 out[key]["verdict"] = None
         out["reproduction"]["misses"] = out["reproduction"]["ties"] = []  # nothing judged
     return out
+
+
+def static_vs_measured(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataFrame:
+    """Per (kernel, T, form) timed on a TPU: ms per call beside the static cycles per program of the
+    same kernel (the sweep's from the timed compile's own bundles; the engine's from its v5e compile
+    at the same batch), ``ns_per_cycle`` (ms per call over static cycles per call: constant if the
+    count predicted time) and each over the Python loop's at that T (``ms_vs_python``, ``static_vs_python``)."""
+    cols = ["kernel", "T", "form", "batch", "ms_per_call", "static_cycles_per_program", "programs"]
+    rows = []
+    if "static_cycles_per_program" in head:
+        part = head[(head["mode"] == "pallas") & head.static_cycles_per_program.notna()]
+        for r in part.itertuples():
+            programs = int(r.batch) * (int(r.T) // 128 if r.kernel in ("seed", "data_carry") else 1)
+            rows.append(
+                [
+                    r.kernel,
+                    int(r.T),
+                    r.variant,
+                    int(r.batch),
+                    r.ms_per_call,
+                    r.static_cycles_per_program,
+                    programs,
+                ]
+            )
+    for run in runs:
+        t, p = run.timings.dropna(subset=["ms_per_call"]), run.points
+        if t.empty or "work_per_program" not in p:
+            continue
+        ms = t.groupby(["form", "T"])["ms_per_call"].median()
+        for r in p[(p.target == "mosaic_tpu v5e") & p.work_per_program.notna()].itertuples():
+            if (r.form, r.T) in ms.index:
+                rows.append(
+                    [run.kernel, int(r.T), r.form, None, ms[(r.form, r.T)], r.work_per_program, r.programs]
+                )
+    out = pd.DataFrame(rows, columns=cols)
+    if out.empty:
+        return out
+    out["ns_per_cycle"] = out.ms_per_call * 1e6 / (out.static_cycles_per_program * out.programs)
+    python = out[out.form == "python"].set_index(["kernel", "T"])
+    for value, ratio in (("ms_per_call", "ms_vs_python"), ("static_cycles_per_program", "static_vs_python")):
+        base = out.join(python[value].rename("_base"), on=["kernel", "T"])["_base"]
+        out[ratio] = out[value] / base
+    return out
+
+
+def best_forms(head: pd.DataFrame, runs: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """Which form to write on this device, per kernel, from measured ms at its largest T timed: the
+    fastest form, its ms and compile ms, and it and fori_loop over the Python loop's ms (item 3)."""
+    frames = []
+    if "mode" in head:
+        seed = head[head["mode"] == "pallas"].rename(columns={"variant": "form"})
+        frames.append(seed[["kernel", "T", "form", "ms_per_call", "compile_ms"]])
+    for run in runs:
+        t = run.timings.dropna(subset=["ms_per_call"])
+        if len(t):
+            ms = t.groupby(["form", "T"], as_index=False)["ms_per_call"].median()
+            built = run.points[["form", "T", "compile_ms"]].groupby(["form", "T"], as_index=False).min()
+            frames.append(ms.merge(built, how="left").assign(kernel=run.kernel))
+    out = []
+    for kernel, part in pd.concat(frames, ignore_index=True).groupby("kernel", sort=False) if frames else ():
+        at = part[part["T"] == part["T"].max()].set_index("form")
+        best = at.ms_per_call.idxmin()
+        python = at.ms_per_call.get("python")
+        fori = at.ms_per_call.get("fori u=1", at.ms_per_call.get("fori"))
+        out.append(
+            dict(
+                kernel=kernel,
+                T=int(at["T"].iloc[0]),
+                form=str(best),
+                ms_per_call=float(at.ms_per_call[best]),
+                compile_ms=None if pd.isna(at.compile_ms[best]) else float(at.compile_ms[best]),
+                vs_python=None if python is None else float(at.ms_per_call[best] / python),
+                fori_vs_python=None if python is None or fori is None else float(fori / python),
+            )
+        )
+    return out

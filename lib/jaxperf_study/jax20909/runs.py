@@ -101,7 +101,8 @@ def rest(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     out.append(pd.DataFrame(mechanism.evidence(seed.replace(dtype=dtype)) if backend == "cpu" else []))
     family = engine_frames(settings, "family", budget_s=left(0.6), backend=backend)
     configs, _ = _split(settings, backend, "rest")
-    missing: list[pd.DataFrame] = []
+    missing = [sweep.not_measured("mosaic_gpu", why, ("seed",)) for why in _no_mosaic_gpu(configs)]
+    configs = [c for c in configs if c.mode != "mosaic_gpu" or not missing]
     variants, timings = sweep.run(configs, budget_s=left(), missing=missing)
     points = compiles(settings) if settings.compile_Ts else pd.DataFrame(columns=COMPILE_COLUMNS)
     readers = engine_frames(settings, "readers", budget_s=left(), backend=backend)
@@ -114,12 +115,26 @@ def pooled_records(
 ) -> tuple[pd.DataFrame, ...]:
     """(variants, timings, not_measured, harness) of both measuring steps: the rest's rows as
     process 0 of the quoted ones', a reason given once."""
-    variants, timings, not_measured, harness_rows = quoted
+    variants, timings, not_measured, harness_rows = (f.assign(process=_process(f)) for f in quoted)
     variants = pd.concat([variants, rest["variants_rest"].assign(process=0)], ignore_index=True)
     timings = pd.concat([timings, rest["timings_rest"].assign(process=0)], ignore_index=True)
     missing = pd.concat([not_measured, rest["not_measured_rest"]], ignore_index=True)
     missing = missing.drop(columns="process", errors="ignore").drop_duplicates(ignore_index=True)
     return variants, timings, missing, harness_rows
+
+
+def _no_mosaic_gpu(configs: list[sweep.SweepConfig]) -> list[str]:
+    """Why the Mosaic GPU port cannot run on this device (before Hopper), if it is planned here."""
+    from jaxperf.compilers.mosaic_gpu import toolchain
+
+    try:
+        if any(c.mode == "mosaic_gpu" for c in configs):
+            import jax
+
+            toolchain.check_device(jax.devices()[0])
+    except ValueError as err:
+        return [f"not measured: {err}"]
+    return []
 
 
 def _process(frame: pd.DataFrame) -> pd.Series:

@@ -80,9 +80,13 @@ def prepare(dump_dir: str | os.PathLike | None) -> LibtpuConfig:
     before this process started: a measuring child) is the one libtpu dumps to, and kept; a TPU
     this process already opened without one dumps nothing (libtpu read its flags at the opening)."""
     global _CONFIG
+    from ...private_api import jax_backends_initialized
+
     inherited = re.search(r"--xla_jf_dump_to=(\S+)", os.environ.get("LIBTPU_INIT_ARGS", ""))
-    if _CONFIG is None:
-        dump_dir = inherited[1] if inherited else None if _tpu_opened() else dump_dir
+    if _CONFIG is None and (inherited or jax_backends_initialized()):
+        import jax  # started already (or the dump inherited): asking its backend starts nothing new
+
+        dump_dir = inherited[1] if inherited else None if jax.default_backend() == "tpu" else dump_dir
     config = LibtpuConfig(Path(dump_dir).resolve() if dump_dir else None)
     if _CONFIG is not None:
         if _CONFIG != config:
@@ -101,17 +105,6 @@ def prepare(dump_dir: str | os.PathLike | None) -> LibtpuConfig:
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     _CONFIG = config
     return config
-
-
-def _tpu_opened() -> bool:
-    """Whether JAX opened a TPU in this process (a topology compile on a CPU starts libtpu later)."""
-    from ...private_api import jax_backends_initialized
-
-    if not jax_backends_initialized():
-        return False
-    import jax
-
-    return jax.default_backend() == "tpu"
 
 
 def prepare_dump() -> LibtpuConfig:
