@@ -23,6 +23,10 @@ The same placeholders fill the upstream texts, one Markdown template each in too
 (``equinox-192.md`` -> ``results/upstream/equinox-192.md``): what a maintainer reads, pasted
 into the issue, with no prose in Python.
 
+A block ``{{#if tpu/loops}} ... {{#else}} ... {{/if}}`` renders its first part where that
+study's summary.json exists (a run on a lent device), its second (optional) where it does not,
+so a text says plainly what was not measured rather than failing on a number it does not have.
+
 The map of the code is rendered too, so that it cannot fall behind the code (issue 47): every
 package under lib/ with the first paragraph of its docstring, and each package's own modules
 (:func:`code_map`). The README template places it with ``{{map}}``; CONTRIBUTING.md holds it
@@ -62,6 +66,9 @@ MAP_BEGIN = "<!-- the map of lib/, rendered by tools/readme.py from each package
 MAP_END = "<!-- end of the map -->"
 #: the map's columns: the folder, then what its docstring says, wrapped at this width
 MAP_FOLDER, MAP_WIDTH = 22, 100
+BLOCK = re.compile(
+    r"\{\{#if (?P<study>[\w/.-]+)\}\}\n?(?P<yes>.*?)(?:\{\{#else\}\}\n?(?P<no>.*?))?\{\{/if\}\}\n?", re.S
+)
 PLACEHOLDER = re.compile(r"\{\{(?P<study>[\w/.-]+)\s+(?P<path>[^:}]+?)(?::(?P<fmt>[^}]*))?\}\}")
 SELECTOR = re.compile(r"^(?P<key>[^\[\]]+)\[(?P<sel>[^\]]*)\]$")
 
@@ -70,6 +77,8 @@ VALUE_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("mode", "xla"): ("XLA:CPU",),
     ("mode", "pallas_interpret"): ("interpret",),
     ("mode", "xla_harness"): ("harness",),
+    ("mode", "pallas"): ("TPU", "GPU"),
+    ("mode", "pallas_harness"): ("harness",),
     ("measure", "loop_it_per_s"): ("pipelined",),
     ("measure", "it_per_s"): ("blocked",),
     ("step", "noop"): ("no-op",),
@@ -196,6 +205,15 @@ def fmt(value: Any, spec: str | None) -> str:
         raise RenderError("a placeholder's value is null (not measured): quote it as words instead")
     if spec and GOAL_SPEC.match(spec):
         return goal_verdict(value, float(GOAL_SPEC.match(spec)["goal"]))  # type: ignore[index]
+    if spec == "ranged":  # a ratio over processes: its rerun range, or "not resolved" when that holds 1
+        if not (isinstance(value, dict) and {"median", "lo", "hi"} <= set(value)):
+            raise RenderError(f"format :ranged needs a {{median, lo, hi}} value, got {value!r}")
+        med, lo, hi = value["median"], value["lo"], value["hi"]
+        return (
+            f"not resolved (median {med:.2f}×; its range holds 1)"
+            if lo <= 1 <= hi
+            else f"{med:.2f}× [{lo:.2f}, {hi:.2f}]"
+        )
     if spec == "verdict":
         if value not in VERDICT_WORDS:
             raise RenderError(f"format :verdict needs one of {sorted(VERDICT_WORDS)}, got {value!r}")
@@ -324,6 +342,14 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
     what it quotes."""
     cache = {} if cache is None else cache
     errors: list[str] = []
+    template = BLOCK.sub(
+        lambda m: (
+            m["yes"]
+            if m["study"] in cache or (root / "results" / m["study"] / "summary.json").is_file()
+            else m["no"] or ""
+        ),
+        template,
+    )
     if MAP in template:
         template = template.replace(MAP, code_map())
 

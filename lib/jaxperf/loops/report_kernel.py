@@ -163,7 +163,8 @@ def sections(results: Results) -> list[str]:
     ]
     out = [line for title, table in tables if len(table) for line in (title, "", md.table(table), "")]
     at = next((i + 4 for i, line in enumerate(out) if line.startswith("**Lowers")), None)
-    out[at:at] = absent_note(results.points) if at is not None else []
+    if at is not None:  # out[None:None] would be the whole list
+        out[at:at] = absent_note(results.points)
     if results.not_present:
         out += [
             "**Not compiled here:** " + "; ".join(f"{t}: {r}" for t, r in results.not_present.items()),

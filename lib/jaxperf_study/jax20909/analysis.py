@@ -139,6 +139,7 @@ def seed_reproduction(head: pd.DataFrame, kernel: str = "seed") -> list[dict[str
             dict(
                 mode=mode,
                 T=int(T),
+                batch=int(py.batch) if pd.notna(py.get("batch", np.nan)) else None,
                 python_ms=float(py.ms_per_call),
                 fori_ms=float(f1.ms_per_call),
                 ratio=float(f1.ms_per_call / py.ms_per_call),
