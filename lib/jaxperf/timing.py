@@ -211,21 +211,17 @@ def _round(
 
 
 def amortised(fn: Callable[..., Any], n: int) -> Any:
-    """``fn`` called ``n`` times in one jitted ``lax.scan``, each output reduced to its mean (the
-    harness of jax#20909's reporter, his random batches made once, outside): its time / ``n`` is a
-    call's time with the call's fixed cost spread over ``n``. The scan carries the inputs through
-    an optimization barrier, so XLA cannot see that they never change and hoist the call out."""
+    """``fn`` called ``n`` times in one jitted scan, each output's mean kept (jax#20909's harness, the
+    inputs made once, outside): time / ``n`` spreads a call's fixed cost. The scan carries the inputs
+    through an optimization barrier, so XLA cannot see that they never change and hoist the call."""
     import jax
     import jax.numpy as jnp
 
-    def scanned(*args: Any) -> Any:
-        def step(same: Any, _: Any) -> tuple[Any, Any]:
-            same = jax.lax.optimization_barrier(same)
-            return same, sum(jnp.mean(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(fn(*same)))
+    def step(same: Any, _: Any) -> tuple[Any, Any]:
+        same = jax.lax.optimization_barrier(same)
+        return same, sum(jnp.mean(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(fn(*same)))
 
-        return jax.lax.scan(step, args, None, length=n)[1]
-
-    return jax.jit(scanned)
+    return jax.jit(lambda *args: jax.lax.scan(step, args, None, length=n)[1])
 
 
 def iqr_stats(values: Any) -> dict[str, float]:

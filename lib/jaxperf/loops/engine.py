@@ -145,56 +145,52 @@ def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
     return 0.0 if last is None else last[1] * (T / last[0]) ** 2
 
 
-#: a device's Pallas compiler: the one its factory is asked to build for (``compiler=``)
-DEVICE_COMPILER = {"tpu": "mosaic_tpu", "gpu": "triton"}
+DEVICE_COMPILER = {"tpu": "mosaic_tpu", "gpu": "triton"}  # what a device's factory is asked to build for
 SCAN = 16  # calls per timed call: the reporter's N, so a call's fixed cost is spread over them
 
 
 def time_results(
-    kernel: Kernel,
-    forms: Sequence[str],
-    Ts: Sequence[int],
-    *,
-    repeats: int = 5,
-    clock: Progress | None = None,
+    kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], *, repeats: int = 5, clock: Any = None
 ) -> pd.DataFrame:
     """On a GPU or TPU: each form built for the device's compiler (:data:`DEVICE_COMPILER`), run,
-    checked against ``fori`` there, then timed interleaved, :data:`SCAN` calls at a time in one
-    jitted scan (:func:`jaxperf.timing.amortised`): rows (form, T, repeat) with ms_per_call. A form
-    that does not compile, fails or differs is one row with its ``status`` and ``error``; one past
-    ``clock``'s budget "not reached". Empty on a CPU (the interpreter's times are no kernel's)."""
+    checked against ``fori`` there (run first), then timed interleaved, :data:`SCAN` calls at a time
+    in one jitted scan (:func:`jaxperf.timing.amortised`): rows (form, T, repeat) with ms_per_call.
+    A form that does not compile, fails or differs is one row with its ``status`` and ``error``; one
+    past ``clock``'s budget (a :class:`Progress`) "not reached". Empty on a CPU (no kernel runs there)."""
     import jax
 
     from .. import timing
 
-    compiler = DEVICE_COMPILER.get(jax.default_backend())
-    rows: list[dict[str, Any]] = []
+    compiler, clock, rows = DEVICE_COMPILER.get(jax.default_backend()), clock or Progress(BUDGET_S), []
     frames = [pd.DataFrame(columns=[*KEYS, "repeat", "ms_per_call", "status", "error"])]
-    clock = clock or Progress(BUDGET_S)
     for T in Ts if compiler else ():
-        calls, outs, inputs = {}, {}, None
-        for form in forms:
-            if clock.spent():
-                rows.append(dict(kernel=kernel.name, form=form, T=T, status=tg.NOT_REACHED, error=""))
-                continue
+        calls: dict[str, Any] = {}
+        ref = inputs = None
+        for form in sorted(forms, key=lambda f: f not in ("fori", "fori u=1")):  # fori_loop's first
+            row: dict[str, Any] = dict(kernel=kernel.name, form=form, T=T, status=tg.NOT_REACHED, error="")
             fn, args = build(kernel, form, T, compiler=compiler)
             try:  # the inputs made once per T: every form of a factory takes the same
-                inputs = inputs if inputs is not None else materialize(args)
-                outs[form] = jax.device_get(fn(*inputs))
-                calls[form] = timing.amortised(fn, SCAN).lower(*inputs).compile()
+                inputs = materialize(args) if inputs is None and not clock.spent() else inputs
+                out = None if clock.spent() else jax.device_get(fn(*(inputs or ())))
+                ref = out if form in ("fori", "fori u=1") else ref
+                same = (
+                    out is not None
+                    and ref is not None
+                    and difference(out, ref) <= tolerance(jax.tree.leaves(ref)[0].dtype)
+                )
+                row |= (
+                    {}
+                    if same or out is None
+                    else dict(status=tg.FAILED, error="not shown equal to fori_loop's here")
+                )
+                calls |= {form: timing.amortised(fn, SCAN).lower(*(inputs or ())).compile()} if same else {}
             except Exception as err:  # noqa: BLE001 - a form the device cannot run is a result
-                rows.append(dict(kernel=kernel.name, form=form, T=T, **tg.failure(str(compiler), err)))
-            clock.say(f"{compiler}, {form}, T={T}: {'compiled' if form in calls else rows[-1]['status']}")
-        ref = outs.get("fori", outs.get("fori u=1"))
-        tol = tolerance(jax.tree.leaves(ref)[0].dtype) if ref is not None else 0.0
-        kept = {f: c for f, c in calls.items() if ref is not None and difference(outs[f], ref) <= tol}
-        why = "differs from fori_loop's result here" if ref is not None else "fori_loop did not run here"
-        rows += [
-            dict(kernel=kernel.name, form=f, T=T, status=tg.FAILED, error=why) for f in calls if f not in kept
-        ]
-        if kept:
+                row |= tg.failure(str(compiler), err)
+            rows += [] if form in calls else [row]
+            clock.say(f"{compiler}, {form}, T={T}: {'compiled' if form in calls else row['status']}")
+        if calls:
             config = timing.TimingConfig(warmup=1, repeats=repeats, number=1, dispatch_only=False)
-            timed = {f: (lambda c=c, x=inputs: c(*x)) for f, c in kept.items()}
+            timed = {f: (lambda c=c, x=inputs: c(*x)) for f, c in calls.items()}
             frame = timing.compare(timed, config, kernel=kernel.name, T=T).rename(columns={"variant": "form"})
             frames.append(frame.assign(ms_per_call=frame["wall_s_per_call"] * 1e3 / SCAN, status=tg.OK))
     return pd.concat([*frames, pd.DataFrame(rows)], ignore_index=True)

@@ -106,28 +106,6 @@ def per_step_table(results: Results) -> pd.DataFrame:
     return steps.pivot(index="form", columns="column", values="cell").reset_index().rename_axis(columns=None)
 
 
-def class_table(results: Results) -> pd.DataFrame:
-    """Per target and class (SASS instruction classes, TPU slots): each form's work per step in that
-    class, in the class's unit, at the T pair of :func:`per_step_table`."""
-    steps = results.per_step()
-    rows = []
-    for target, part in steps.groupby("target", sort=False):
-        got = {r.form: r.classes for r in part.itertuples() if isinstance(r.classes, dict)}
-        unit = f"{verdict.CLASS_UNITS[TARGETS[target][2]]} per step"
-        for cls in dict.fromkeys(k for c in got.values() for k in c):
-            row = {"target": target, "unit": unit, "class": cls}
-            # fewer at the larger T (unrolled code folding its addresses): a decrease, not a count per step
-            row |= {
-                f: f"{c.get(cls, 0):.1f}"
-                if c.get(cls, 0) >= 0
-                else f"fewer at the larger T ({-c[cls]:.1f} less per extra step)"
-                for f, c in got.items()
-            }
-            if any(v not in ("0.0", "-0.0") for k, v in row.items() if k not in ("target", "unit", "class")):
-                rows.append(row)
-    return pd.DataFrame(rows).fillna("—")
-
-
 def sections(results: Results) -> list[str]:
     """The tables, each with a line saying what it is."""
     checks, timings = results.checks, results.timings
@@ -151,10 +129,6 @@ def sections(results: Results) -> list[str]:
         (
             "**Work per loop step** (static counts from each compiler's output, compiled on a CPU, not executed; the difference between the largest two T with the same loop structure, over the extra steps; the ratio is the verdict's):",
             per_step_table(results),
-        ),
-        (
-            "**Work per loop step by class** (read from the compiled code, each row in its unit; same T pair as above):",
-            class_table(results),
         ),
         (
             f"**Measured ms per call** (this device, median [IQR] of {SCAN} calls in a jitted scan; else why):",

@@ -50,9 +50,7 @@ def present() -> dict[str, str]:
     tpu = topology.status()
     reason = tpu.reason
     if tpu.available and topology.prepare_dump().dump_dir is None:
-        reason = (
-            "not measured: libtpu started before its bundle dump folder was set (it reads its flags once)"
-        )
+        reason = "not measured: libtpu started before its dump folder was set (it reads its flags once)"
     out["mosaic_tpu v5e"] = reason
     return out
 

@@ -20,8 +20,7 @@ REPRODUCED_RATIO = 2.0  # "fori/Python at least 2 at the largest T"
 ROOFLINE_WITHIN = 1.5  # "best fix within 1.5x of the roofline at the largest T"
 GROUP = ["mode", "kernel", "T"]
 KEYS = [*GROUP, "loop_form", "unroll", "variant"]
-#: a variant's columns a device sweep adds: its batch (per T on a TPU), its kernel's static counts
-EXTRA = ["batch", "bundles", "static_cycles_per_program"]
+EXTRA = ["batch"]  # a column a device sweep adds: its batch, per T on a TPU
 
 
 def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
@@ -324,77 +323,62 @@ def goals(
     return out
 
 
+def device_ms(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataFrame:
+    """Per (kernel, T, form) timed compiled on a device: ms per call and compile ms (the sweep's
+    rows for the reporter's kernel, each engine run's timings for the others; ``fori`` is ``fori u=1``)."""
+    cols = ["kernel", "T", "form", "ms_per_call", "compile_ms"]
+    frames = [head[head["mode"] == "pallas"].rename(columns={"variant": "form"}).reindex(columns=cols)]
+    for run in runs:
+        t = run.timings.dropna(subset=["ms_per_call"])
+        built = (
+            run.points.reindex(columns=["form", "T", "compile_ms"])
+            .groupby(["form", "T"], as_index=False)
+            .min()
+        )
+        frames.append(
+            t.groupby(["form", "T"], as_index=False)
+            .ms_per_call.median()
+            .merge(built, how="left")
+            .assign(kernel=run.kernel)
+        )
+    out = pd.concat(frames, ignore_index=True).reindex(columns=cols)
+    return out.assign(form=out.form.replace("fori", "fori u=1"), T=out["T"].astype(int))
+
+
 def static_vs_measured(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataFrame:
     """Per (kernel, T, form) timed on a TPU: ms per call beside the static cycles per program of the
-    same kernel (the sweep's from the timed compile's own bundles; the engine's from its v5e compile
-    at the same batch), ``ns_per_cycle`` (ms per call over static cycles per call: constant if the
-    count predicted time) and each over the Python loop's at that T (``ms_vs_python``, ``static_vs_python``)."""
-    cols = ["kernel", "T", "form", "batch", "ms_per_call", "static_cycles_per_program", "programs"]
-    rows = []
-    if "static_cycles_per_program" in head:
-        part = head[(head["mode"] == "pallas") & head.static_cycles_per_program.notna()]
-        for r in part.itertuples():
-            programs = int(r.batch) * (int(r.T) // 128 if r.kernel in ("seed", "data_carry") else 1)
-            rows.append(
-                [
-                    r.kernel,
-                    int(r.T),
-                    r.variant,
-                    int(r.batch),
-                    r.ms_per_call,
-                    r.static_cycles_per_program,
-                    programs,
-                ]
-            )
-    for run in runs:
-        t, p = run.timings.dropna(subset=["ms_per_call"]), run.points
-        if t.empty or "work_per_program" not in p:
-            continue
-        ms = t.groupby(["form", "T"])["ms_per_call"].median()
-        for r in p[(p.target == "mosaic_tpu v5e") & p.work_per_program.notna()].itertuples():
-            if (r.form, r.T) in ms.index:
-                rows.append(
-                    [run.kernel, int(r.T), r.form, None, ms[(r.form, r.T)], r.work_per_program, r.programs]
-                )
-    out = pd.DataFrame(rows, columns=cols)
-    if out.empty:
-        return out
-    out["ns_per_cycle"] = out.ms_per_call * 1e6 / (out.static_cycles_per_program * out.programs)
+    same kernel at the same batch (the engine's Mosaic TPU compile on the TPU's host), ``ns_per_cycle``
+    (ms per call over static cycles per call: one value if the count predicted time) and each over
+    the Python loop's at that T (``ms_vs_python``, ``static_vs_python``)."""
+    points = (
+        pd.concat([r.points for r in runs], ignore_index=True).reindex(
+            columns=[*("kernel", "form", "T", "target"), "work_per_program", "programs"]
+        )
+        if runs
+        else pd.DataFrame()
+    )
+    if points.empty:
+        return pd.DataFrame()
+    points = points[(points.target == "mosaic_tpu v5e") & points.work_per_program.notna()]
+    points = points.assign(form=points.form.replace("fori", "fori u=1"), T=points["T"].astype(int))
+    out = device_ms(head, runs).merge(points.drop(columns="target"), on=["kernel", "T", "form"])
+    out["ns_per_cycle"] = out.ms_per_call * 1e6 / (out.work_per_program * out.programs)
     python = out[out.form == "python"].set_index(["kernel", "T"])
-    for value, ratio in (("ms_per_call", "ms_vs_python"), ("static_cycles_per_program", "static_vs_python")):
-        base = out.join(python[value].rename("_base"), on=["kernel", "T"])["_base"]
-        out[ratio] = out[value] / base
+    for value, ratio in (("ms_per_call", "ms_vs_python"), ("work_per_program", "static_vs_python")):
+        out[ratio] = out[value] / out.join(python[value].rename("_base"), on=["kernel", "T"])["_base"]
     return out
 
 
 def best_forms(head: pd.DataFrame, runs: Sequence[Any] = ()) -> list[dict[str, Any]]:
     """Which form to write on this device, per kernel, from measured ms at its largest T timed: the
-    fastest form, its ms and compile ms, and it and fori_loop over the Python loop's ms (item 3)."""
-    frames = []
-    if "mode" in head:
-        seed = head[head["mode"] == "pallas"].rename(columns={"variant": "form"})
-        frames.append(seed[["kernel", "T", "form", "ms_per_call", "compile_ms"]])
-    for run in runs:
-        t = run.timings.dropna(subset=["ms_per_call"])
-        if len(t):
-            ms = t.groupby(["form", "T"], as_index=False)["ms_per_call"].median()
-            built = run.points[["form", "T", "compile_ms"]].groupby(["form", "T"], as_index=False).min()
-            frames.append(ms.merge(built, how="left").assign(kernel=run.kernel))
+    fastest form, its ms and compile ms, it and ``fori u=1`` over the Python loop's ms."""
     out = []
-    for kernel, part in pd.concat(frames, ignore_index=True).groupby("kernel", sort=False) if frames else ():
+    for kernel, part in device_ms(head, runs).groupby("kernel", sort=False):
         at = part[part["T"] == part["T"].max()].set_index("form")
-        best = at.ms_per_call.idxmin()
-        python = at.ms_per_call.get("python")
-        fori = at.ms_per_call.get("fori u=1", at.ms_per_call.get("fori"))
-        out.append(
-            dict(
-                kernel=kernel,
-                T=int(at["T"].iloc[0]),
-                form=str(best),
-                ms_per_call=float(at.ms_per_call[best]),
-                compile_ms=None if pd.isna(at.compile_ms[best]) else float(at.compile_ms[best]),
-                vs_python=None if python is None else float(at.ms_per_call[best] / python),
-                fori_vs_python=None if python is None or fori is None else float(fori / python),
-            )
-        )
+        best, ms = at.ms_per_call.idxmin(), at.ms_per_call
+        python, fori = ms.get("python"), ms.get("fori u=1")
+        row = dict(kernel=kernel, T=int(at["T"].iloc[0]), form=str(best), ms_per_call=float(ms[best]))
+        row["compile_ms"] = None if pd.isna(at.compile_ms[best]) else float(at.compile_ms[best])
+        row["vs_python"] = None if python is None else float(ms[best] / python)
+        out.append(row | {"fori_vs_python": None if python is None or fori is None else float(fori / python)})
     return out

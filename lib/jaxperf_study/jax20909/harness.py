@@ -64,20 +64,20 @@ def heavyweight(f: Callable[[Any], Any], n: int, batch: int, T: int, D: int, dty
 class CacheHits:
     """Compiles JAX's persistent compilation cache served in this process (its monitoring events)."""
 
-    count = 0
-    _listening = False
+    count, _heard = 0, False
 
     @classmethod
     def now(cls) -> int:
-        if not cls._listening:
+        if not cls._heard:
             from jax import monitoring
 
-            def heard(event: str, **_: Any) -> None:
-                cls.count += event == "/jax/compilation_cache/cache_hits"
-
-            monitoring.register_event_listener(heard)
-            cls._listening = True
+            monitoring.register_event_listener(lambda event, **_: cls._add(event))
+            cls._heard = True
         return cls.count
+
+    @classmethod
+    def _add(cls, event: str) -> None:
+        cls.count += event == "/jax/compilation_cache/cache_hits"
 
 
 def _build(mode: str, variant: KernelVariant) -> Callable[[Any], Any]:
@@ -180,55 +180,30 @@ def headline(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def run(
-    settings: LoopSettings,
-    backend: str,
-    *,
-    progress: Any = None,
-    missing: list[pd.DataFrame] | None = None,
-    budget_s: float = 0.0,
-) -> pd.DataFrame:
+def run(settings: LoopSettings, backend: str) -> pd.DataFrame:
     """:func:`measure` at every ``settings.harness_Ts``: plain jit on a CPU (``harness_batch``),
-    the compiled kernel on a GPU/TPU (``settings.batch_at(T)``; on a TPU a BlockSpec per program).
-    With ``missing``, a T predicted to end past ``budget_s`` seconds (0: none; from its last T's
-    time, growing with T) is a not-measured frame appended there."""
+    the compiled kernel on a GPU/TPU (``settings.batch_at(T)``; on a TPU a BlockSpec per program)."""
     mode = "xla" if backend == "cpu" else "pallas"
-    frames, started, last = [], time.perf_counter(), None
-    for T in settings.harness_Ts:
-        guess = last[1] * min(T / last[0], 4.0) if last else 0.0
-        left = budget_s - (time.perf_counter() - started)
-        if missing is not None and budget_s and guess > left:
-            why = f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget left"
-            keys = [
-                dict(mode=HARNESS_MODES[mode], kernel="seed", T=T, variant=v)
-                for v in settings.harness_variants
-            ]
-            missing.append(pd.DataFrame([k | dict(status="not measured", reason=why) for k in keys]))
-            continue
-        began = time.perf_counter()
-        kernel = KernelVariant(
-            "seed",
-            "python",
-            T=T,
-            batch=settings.harness_batch if backend == "cpu" else settings.batch_at(T),
-            D=settings.D,
-            dtype=settings.resolved_dtype(backend),
-            block_rows=settings.block_rows,
-            out_rows=settings.out_rows,
-            tiling="blocks" if backend == "tpu" else "whole",
+    frames = [
+        measure(
+            settings.harness_variants,
+            KernelVariant(
+                "seed",
+                "python",
+                T=T,
+                batch=settings.harness_batch if backend == "cpu" else settings.batch_at(T),
+                D=settings.D,
+                dtype=settings.resolved_dtype(backend),
+                block_rows=settings.block_rows,
+                out_rows=settings.out_rows,
+                tiling="blocks" if backend == "tpu" else "whole",
+            ),
+            n=settings.harness_N,
+            mode=mode,
+            repeats=settings.harness_repeats,
         )
-        frames.append(
-            measure(
-                settings.harness_variants,
-                kernel,
-                n=settings.harness_N,
-                mode=mode,
-                repeats=settings.harness_repeats,
-            )
-        )
-        last = (T, time.perf_counter() - began)
-        if progress is not None:
-            progress.update(1)
+        for T in settings.harness_Ts
+    ]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

@@ -195,21 +195,15 @@ def build(
     if v.row_block:
         block = row_block(v.kernel)
 
-        def seed_kernel(x_ref, y_ref):
-            rows = pl.ds(pl.program_id(0) * v.out_rows, v.out_rows)
+        def seed_kernel(x_ref, y_ref):  # with blocks, the BlockSpec hands it the same rows
+            rows = pl.ds(pl.program_id(0) * v.out_rows, v.out_rows) if v.tiling == "whole" else slice(None)
             y_ref[rows, :] = block(x_ref[rows, :], v, acc)
-
-        def blocks_kernel(x_ref, y_ref):  # the same rows, handed over by the BlockSpec
-            y_ref[...] = block(x_ref[...], v, acc)
 
         if v.tiling == "blocks":
             spec = pl.BlockSpec((v.out_rows, v.D), lambda i: (i, 0))
             options.update(in_specs=[spec], out_specs=spec)
         call = pallas_call(
-            blocks_kernel if v.tiling == "blocks" else seed_kernel,
-            grid=(v.T // v.out_rows,),
-            out_shape=jax.ShapeDtypeStruct((v.T, v.D), acc),
-            **options,
+            seed_kernel, grid=(v.T // v.out_rows,), out_shape=jax.ShapeDtypeStruct((v.T, v.D), acc), **options
         )
         return jax.jit(jax.vmap(call)), args
 

@@ -20,7 +20,7 @@ from .vocab import SEED_SETUP, seed_issue_table
 
 HEADLINE_COLUMNS = (
     "mode kernel T loop_form unroll lower_ms compile_ms ms_per_call ms_q25 ms_q75 ms_vs_python ms_vs_python_q25 ms_vs_python_q75 "
-    "compile_vs_fori1 error_vs_tolerance roofline_ms ms_vs_roofline batch static_cycles_per_program"
+    "compile_vs_fori1 error_vs_tolerance roofline_ms ms_vs_roofline batch"
 ).split()
 RECOMMENDATION_COLUMNS = (
     "T loop_form unroll ms_per_call compile_ms ms_vs_python compile_vs_fori1 goal_met".split()
@@ -118,17 +118,12 @@ class LoopResults:
 
     def device(self) -> dict[str, Any]:
         """On a GPU/TPU: each kernel's static counts beside its measured ms, and the form to write."""
-        runs = [r for r in self.family_runs if r.kernel != "seed"]
+        runs = self.family_runs
         table = analysis.static_vs_measured(self.head, runs)
         spread = table.groupby("kernel").ns_per_cycle.agg(["min", "max", "size"]) if len(table) else table
-        return {
-            "static_vs_measured": _records(table),
-            # ns of measured time per static cycle over a kernel's forms and T: one value if the count were a time
-            "ns_per_static_cycle": [
-                dict(kernel=k, lo=r["min"], hi=r["max"], n=int(r["size"])) for k, r in spread.iterrows()
-            ],
-            "best_forms": analysis.best_forms(self.head, runs) if self.backend != "cpu" else [],
-        }
+        ns = [dict(kernel=k, lo=r["min"], hi=r["max"], n=int(r["size"])) for k, r in spread.iterrows()]
+        best = analysis.best_forms(self.head, runs) if self.backend != "cpu" else []
+        return {"static_vs_measured": _records(table), "ns_per_static_cycle": ns, "best_forms": best}
 
 
 def _finite(value: Any) -> float | None:

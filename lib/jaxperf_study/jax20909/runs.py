@@ -32,33 +32,26 @@ REST_RECORDS = (
 )
 
 
-def _quoted_mode(backend: str) -> str:
-    """The timed sweep the answer quotes: the reporter's kernel on XLA:CPU, compiled on a device."""
-    return "xla" if backend == "cpu" else "pallas"
-
-
 def _split(settings: LoopSettings, backend: str, part: str) -> tuple[list[sweep.SweepConfig], pd.DataFrame]:
-    """The sweep's configs of ``part``: "quoted" (the reporter's kernel in the quoted mode, its
-    ``quoted_variants``), "rest" (everything else), and the not-measured rows of the plan."""
+    """The sweep's configs of ``part``: "quoted" (the reporter's kernel in the mode the answer
+    quotes, XLA:CPU or a device's compiled kernel, its ``quoted_variants``), "rest" (the others, in
+    ``rest_repeats`` rounds), and the not-measured rows of the plan."""
     configs, not_measured = sweep.plan(backend, settings)
-    mode, out = _quoted_mode(backend), []
+    out, mode = [], "xla" if backend == "cpu" else "pallas"
     for c in configs:
-        chosen = (
-            [vocab.variant_name(*v) for v in c.variants("seed", max(c.Ts))] if "seed" in c.kernels else []
+        seed = [vocab.variant_name(*v) for v in c.variants("seed", max(c.Ts))] if "seed" in c.kernels else []
+        quoted = [v for v in seed if c.mode == mode and v in (settings.quoted_variants or seed)]
+        picked: list[tuple[tuple[str, ...], tuple[str, ...]]] = [(("seed",), tuple(quoted))] if quoted else []
+        if part == "rest":  # the quoted variants' kernel's other variants, and every other kernel
+            rest = tuple(v for v in seed if v not in quoted)
+            others = tuple(k for k in c.kernels if k != "seed" or not quoted)
+            picked = [(others, ())] + [(("seed",), rest)] * bool(quoted and rest)
+        rounds = (
+            c.repeats if part == "quoted" else settings.rest_repeats or settings.repeats * settings.processes
         )
-        quoted = [v for v in chosen if not settings.quoted_variants or v in settings.quoted_variants]
-        if part == "quoted" and c.mode == mode and quoted:
-            out.append(dataclasses.replace(c, kernels=("seed",), listed=tuple(quoted) if c.listed else ()))
-        elif part == "rest" and c.mode == mode and "seed" in c.kernels:
-            others = tuple(k for k in c.kernels if k != "seed")
-            out += [dataclasses.replace(c, kernels=others)] if others else []
-            rest = [v for v in chosen if v not in quoted]
-            out += [dataclasses.replace(c, kernels=("seed",), listed=tuple(rest))] if rest else []
-        elif part == "rest":
-            out.append(c)
-    if part == "rest":
-        rounds = settings.rest_repeats or settings.repeats * settings.processes
-        out = [dataclasses.replace(c, repeats=rounds) for c in out]
+        out += [
+            dataclasses.replace(c, kernels=k, listed=v or c.listed, repeats=rounds) for k, v in picked if k
+        ]
     return out, not_measured
 
 
@@ -70,35 +63,35 @@ def _written(frames: tuple[pd.DataFrame, ...]) -> tuple[pd.DataFrame, ...]:
 def quoted(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     """What the answer quotes, run in each of ``processes`` fresh processes: the reporter's own
     harness at ``harness_Ts`` (:func:`jaxperf_study.jax20909.harness.run`), then his kernel in the
-    quoted mode (XLA:CPU on a CPU, compiled on a GPU/TPU), inside ``quoted_budget_s``. Returns
+    quoted mode (XLA:CPU on a CPU, compiled on a GPU/TPU) inside ``quoted_budget_s``. Returns
     :data:`QUOTED_RECORDS`: (variants, timings, not_measured, harness)."""
     started, missing = time.perf_counter(), list[pd.DataFrame]()
-    budget = settings.quoted_budget_s
-    rows = (
-        harness.run(settings, backend, missing=missing, budget_s=budget)
-        if settings.harness_Ts
-        else pd.DataFrame()
-    )
+    rows = harness.run(settings, backend)
     configs, not_measured = _split(settings, backend, "quoted")
-    left = max(budget - (time.perf_counter() - started), 1e-3) if budget else 0.0
-    variants, timings = sweep.run(configs, budget_s=left, missing=missing)
+    budget = (
+        max(settings.quoted_budget_s - (time.perf_counter() - started), 1e-3)
+        if settings.quoted_budget_s
+        else 0
+    )
+    variants, timings = sweep.run(configs, budget_s=budget, missing=missing)
     return _written((variants, timings, pd.concat([not_measured, *missing], ignore_index=True), rows))
 
 
 def rest(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     """Everything else, in one process, inside ``rest_budget_s``: the copy bandwidth, XLA:CPU's
-    optimized HLO (on a CPU), the family through the engine (timed on a GPU/TPU, the reporter's kernel
-    there by the sweep), the rest of the timed sweep, the engine's compiles at ``compile_Ts`` and
-    the readers' kernels. Returns :data:`REST_RECORDS`."""
+    optimized HLO (on a CPU), the family through the engine (timed on a GPU/TPU but the reporter's,
+    which the sweep times), the rest of the sweep, the engine's compiles at ``compile_Ts`` and the
+    readers' kernels. Returns :data:`REST_RECORDS`."""
     started, budget = time.perf_counter(), settings.rest_budget_s
 
     def left(share: float = 1.0) -> float:
         return max(budget * share - (time.perf_counter() - started), 1.0) if budget else 0.0
 
-    out = [pd.DataFrame([roofline.measure_bandwidth(settings.bandwidth_megabytes)])]
     seed = KernelVariant("seed", "python", T=settings.mechanism_T, D=settings.D, batch=2, dtype="float16")
-    dtype = settings.resolved_dtype(backend)
-    out.append(pd.DataFrame(mechanism.evidence(seed.replace(dtype=dtype)) if backend == "cpu" else []))
+    found = (
+        mechanism.evidence(seed.replace(dtype=settings.resolved_dtype(backend))) if backend == "cpu" else []
+    )
+    out = [pd.DataFrame([roofline.measure_bandwidth(settings.bandwidth_megabytes)]), pd.DataFrame(found)]
     family = engine_frames(settings, "family", budget_s=left(0.6), backend=backend)
     configs, _ = _split(settings, backend, "rest")
     missing = [sweep.not_measured("mosaic_gpu", why, ("seed",)) for why in _no_mosaic_gpu(configs)]
@@ -106,8 +99,8 @@ def rest(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     variants, timings = sweep.run(configs, budget_s=left(), missing=missing)
     points = compiles(settings) if settings.compile_Ts else pd.DataFrame(columns=COMPILE_COLUMNS)
     readers = engine_frames(settings, "readers", budget_s=left(), backend=backend)
-    not_measured = pd.concat(missing, ignore_index=True) if missing else pd.DataFrame()
-    return _written((variants, timings, not_measured, out[0], out[1], *family, points, *readers))
+    missing_rows = pd.concat(missing, ignore_index=True) if missing else pd.DataFrame()
+    return _written((variants, timings, missing_rows, *out, *family, points, *readers))
 
 
 def pooled_records(
@@ -118,23 +111,22 @@ def pooled_records(
     variants, timings, not_measured, harness_rows = (f.assign(process=_process(f)) for f in quoted)
     variants = pd.concat([variants, rest["variants_rest"].assign(process=0)], ignore_index=True)
     timings = pd.concat([timings, rest["timings_rest"].assign(process=0)], ignore_index=True)
-    missing = pd.concat([not_measured, rest["not_measured_rest"]], ignore_index=True)
-    missing = missing.drop(columns="process", errors="ignore").drop_duplicates(ignore_index=True)
-    return variants, timings, missing, harness_rows
+    missing = pd.concat([not_measured, rest["not_measured_rest"]], ignore_index=True).drop(columns="process")
+    return variants, timings, missing.drop_duplicates(ignore_index=True), harness_rows
 
 
 def _no_mosaic_gpu(configs: list[sweep.SweepConfig]) -> list[str]:
-    """Why the Mosaic GPU port cannot run on this device (before Hopper), if it is planned here."""
-    from jaxperf.compilers.mosaic_gpu import toolchain
+    """Why the Mosaic GPU port cannot run on this GPU, if it is planned here: Mosaic GPU runs on
+    Hopper (compute capability 9.0) and newer; the reporter's A6000 (8.6) has Triton alone."""
+    import jax
 
-    try:
-        if any(c.mode == "mosaic_gpu" for c in configs):
-            import jax
-
-            toolchain.check_device(jax.devices()[0])
-    except ValueError as err:
-        return [f"not measured: {err}"]
-    return []
+    device = jax.devices()[0] if any(c.mode == "mosaic_gpu" for c in configs) else None
+    found = str(getattr(device, "compute_capability", None) or "0.0").split(".")
+    if device is None or (int(found[0]), int(found[1])) >= (9, 0):
+        return []
+    return [
+        f"not measured: {device.device_kind} (compute capability {'.'.join(found)}): Mosaic GPU needs 9.0 or newer"
+    ]
 
 
 def _process(frame: pd.DataFrame) -> pd.Series:
@@ -199,36 +191,30 @@ def engine_frames(
     share of ``budget_s`` (0: the engine's own); on a GPU/TPU each is timed too, but the
     reporter's (the sweep times it). Returns (checks, points, not_present, timings), every run's
     rows together (``classes`` as JSON text)."""
-    plans: list[tuple[str, Any, Any, Any]] = []
-    if which == "family":
-        for kernel in settings.kernels:
-            forms = [*settings.family_forms, *(settings.fix_forms if kernel == "seed" else ())]
-            plans.append(
-                (FACTORIES[kernel], list(dict.fromkeys(forms)), settings.family_Ts[kernel], settings.targets)
-            )
-    elif which == "readers":
-        plans = [
-            (path, settings.kernel_forms, settings.kernel_Ts, settings.kernel_targets)
-            for path in settings.readers_kernels()
-        ]
-    else:
+    if which not in ("family", "readers"):
         raise ValueError(f"which={which!r} is not allowed: expected 'family' or 'readers'.")
+    s = settings
+    plans = (
+        [
+            (FACTORIES[k], [*s.family_forms, *(s.fix_forms if k == "seed" else ())], s.family_Ts[k])
+            for k in s.kernels
+        ]
+        if which == "family"
+        else [(path, s.kernel_forms, s.kernel_Ts) for path in s.readers_kernels()]
+    )
     started, runs = time.perf_counter(), []
-    for i, (path, forms, Ts, targets) in enumerate(plans):
+    for i, (path, forms, Ts) in enumerate(plans):
         share = (
             (budget_s - (time.perf_counter() - started)) / (len(plans) - i) if budget_s else engine.BUDGET_S
         )
-        runs.append(
-            engine.run(
-                path,
-                forms,
-                Ts,
-                check_Ts=[min(settings.check_T, min(Ts))],
-                targets=targets,
-                budget_s=max(share, 1.0),
-                timed=backend != "cpu" and path != FACTORIES["seed"],
-            )
+        targets, timed = (
+            s.targets if which == "family" else s.kernel_targets,
+            backend != "cpu" and path != FACTORIES["seed"],
         )
+        runs.append(
+            engine.run(path, list(dict.fromkeys(forms)), Ts, check_Ts=[min(s.check_T, *Ts)], targets=targets,
+                       budget_s=max(share, 1.0), timed=timed)
+        )  # fmt: skip
     frames = [
         pd.concat([getattr(r, name) for r in runs], ignore_index=True) if runs else pd.DataFrame()
         for name in ("checks", "points", "timings")

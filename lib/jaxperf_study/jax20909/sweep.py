@@ -10,8 +10,7 @@ kernel written for Mosaic GPU, compiled on a Hopper GPU.
 On a GPU or TPU each timed call runs ``scan`` calls in one jitted scan
 (:func:`jaxperf.timing.amortised`, the reporter's harness with his random batches made once,
 outside); every compile that is timed runs under a name of its own, so JAX's persistent
-compilation cache (shared by a run's processes) never serves it; on a TPU the timed kernel's
-own final bundles (libtpu's dump) give its static cycles per program beside its time.
+compilation cache (shared by a run's processes) never serves it.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -189,51 +187,21 @@ def compile_fresh(
     return exe, stats | {"compiles": len(compile_s)}
 
 
-def tpu_dump() -> Path | None:
-    """libtpu's bundle dump folder where this process compiles for a TPU it opened with one, else None."""
-    import jax
-
-    from jaxperf.compilers.mosaic_tpu import topology
-
-    config = topology.config() or (topology.prepare_dump() if jax.default_backend() == "tpu" else None)
-    return config.dump_dir if config is not None and jax.default_backend() == "tpu" else None
-
-
-def static_counts(dump: Path, before: set[str], programs: int) -> dict[str, float]:
-    """The Mosaic kernel compiled since ``before`` (names in ``dump``), from its final bundles: its
-    bundles and static cycles per program (:mod:`jaxperf.compilers.mosaic_tpu.estimate`); the
-    dump's new files are removed. Empty when no kernel was dumped or a trip count is not constant."""
-    from jaxperf.compilers.mosaic_tpu import bundles, estimate
-
-    files = bundles.new_files(dump, before)
-    kernels = [bundles.read(p) for p in bundles.kernel_files(files)]
-    for path in dump.iterdir():
-        if path.name not in before and path.is_file():
-            path.unlink(missing_ok=True)
-    try:
-        cycles = estimate.static_cycles(kernels[-1]) / programs if kernels else None
-    except ValueError:
-        cycles = None
-    return {} if cycles is None else {"bundles": kernels[-1].total, "static_cycles_per_program": cycles}
-
-
 def measure_group(
     cfg: SweepConfig, kernel: str, T: int, *, rng_seed: int = 0, progress: Any = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Lower, compile, check and time every variant of (kernel, T) together.
 
     Returns (variants, timings): one row per variant with lower_ms, compile_ms
-    and the worst error as a fraction of the tolerance (status "timed"; on a TPU also its
-    static cycles per program), or the error where it does not lower or compile (status "does not
-    lower: ..."; not timed); one row per (variant, repeat) with ms_per_call. Raises AssertionError
-    when a variant's output is wrong.
+    and the worst error as a fraction of the tolerance (status "timed"), or the error where it does
+    not lower or compile (status "does not lower: ..."; not timed); one row per (variant, repeat)
+    with ms_per_call. Raises AssertionError when a variant's output is wrong.
     """
     import jax
 
     base = cfg.variant(kernel, "fori", 1, T)  # what every variant of (kernel, T) takes and must give
     arrays = inputs.make_inputs(base, rng_seed)
     check_inputs = tuple(np.asarray(a[: cfg.check_batch]) for a in arrays)
-    dump = tpu_dump() if cfg.mode != "xla" else None
     compiled: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     for loop_form, unroll in cfg.variants(kernel, T):
@@ -242,12 +210,9 @@ def measure_group(
             mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name
         ) | ({"lowering": cfg.lowering} if cfg.lowering != "default" else {})
         variant = cfg.variant(kernel, loop_form, unroll, T)
-        before = {p.name for p in dump.iterdir()} if dump else set()
         try:
             make = lambda v=variant: build(cfg, v)  # noqa: E731
             exe, stats = compile_fresh(make, cfg.compile_repeats, cfg.compile_budget_s)
-            programs = variant.batch * (T // variant.out_rows if variant.row_block else 1)
-            stats |= static_counts(dump, before, programs) if dump else {}
             # the timed call: cfg.scan calls in one jitted scan (its compile apart, not timed)
             timed = timing.amortised(make()[0], cfg.scan).lower(*arrays).compile() if cfg.scan else exe
         except Exception as err:  # noqa: BLE001 - e.g. Triton's unroll: recorded, not timed
@@ -295,24 +260,21 @@ def run(
                     for v in cfg.variants(kernel, T)
                 ]
                 guess = last[1] * min(T / last[0], 4.0) if last else 0.0
-                left = budget_s - (time.perf_counter() - started)
+                left, why = budget_s - (time.perf_counter() - started), ""
                 if missing is not None and budget_s and guess > left:
                     why = f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget ({budget_s:.0f} s) left"
-                    missing.append(pd.DataFrame([k | dict(status="not measured", reason=why) for k in keys]))
-                    continue
                 began = time.perf_counter()
                 try:
-                    meta, tm = measure_group(cfg, kernel, T, progress=progress)
-                except AssertionError:
-                    raise
-                except Exception as err:  # noqa: BLE001 - one (kernel, T) that fails is a result
-                    if missing is None:
+                    meta, tm = (None, None) if why else measure_group(cfg, kernel, T, progress=progress)
+                except Exception as err:  # noqa: BLE001 - one (kernel, T) that fails is a result; a wrong one raises
+                    if missing is None or isinstance(err, AssertionError):
                         raise
                     why = f"failed: {type(err).__name__}: {error_text(err)}"
-                    missing.append(pd.DataFrame([k | dict(status="not measured", reason=why) for k in keys]))
-                    continue
                 finally:
-                    last = (T, time.perf_counter() - began)
+                    last = (T, time.perf_counter() - began) if not why.startswith("not reached") else last
+                if why:
+                    missing.append(pd.DataFrame([k | dict(status="not measured", reason=why) for k in keys]))  # type: ignore[union-attr]
+                    continue
                 metas.append(meta)
                 times.append(tm)
     if not metas:

@@ -56,9 +56,8 @@ class KernelVariant:
     the row-block kernels, of ``out_rows`` (the rows a program writes, the carry's rows); ``D``
     the columns; ``batch`` the batch elements; ``dtype`` the input's (:data:`~.vocab.DTYPES`,
     kept as its name); ``carry_dtype`` ``"float32"`` or ``"input"`` (the reporter's fp16 carry;
-    not for attention); ``tiling`` what a row-block kernel's program is handed (:data:`~.vocab.TILINGS`:
-    the reporter's ``"whole"`` ``[T, D]`` ref or its own ``"blocks"``). Raises ValueError naming the
-    field, the value and what is allowed.
+    not for attention); ``tiling`` a row-block program's input (:data:`~.vocab.TILINGS`). Raises
+    ValueError naming the field, the value and what is allowed.
     """
 
     kernel: str

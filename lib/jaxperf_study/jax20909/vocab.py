@@ -69,22 +69,17 @@ SEED_OUT_ROWS = SEED_PROGRAM_ROWS  # rows a program writes
 DTYPES = ("float16", "bfloat16", "float32")
 #: the carry's dtype: float32, or the input's (the reporter's fp16 carry)
 CARRY_DTYPES = ("float32", "input")
-#: what a row-block kernel's program is handed: ``whole`` the reporter's (no BlockSpecs: its batch
-#: element's whole ``[T, D]`` ref, sliced in the kernel), ``blocks`` a BlockSpec of its own
-#: ``[out_rows, D]`` block (the same rows, loaded once; what Mosaic TPU needs past T=8192, where
-#: the whole slab overflows the 16 MiB of scoped VMEM)
+#: a row-block program's input: the reporter's ``whole`` ``[T, D]`` ref, or a BlockSpec's ``[out_rows, D]``
+#: ``blocks`` (the same rows; on Mosaic TPU the whole slab overflows the scoped VMEM from T=16384)
 TILINGS = ("whole", "blocks")
-#: Mosaic TPU v5e (libtpu 0.0.42.1) compiles the reporter's kernel in float32 only: float16 fails every
-#: load ("Invalid vector type for load"), bfloat16 fails his scalar ``X_i.sum() + j`` ("failed to legalize
-#: operation 'arith.addf' ... (bf16, bf16) -> bf16"): the scalar core has no 16-bit arithmetic
+#: what Mosaic TPU v5e compiles his kernel in: float16 fails every load ("Invalid vector type for load"),
+#: bfloat16 his scalar ``X_i.sum() + j`` ("failed to legalize operation 'arith.addf' ... (bf16, bf16) -> bf16")
 TPU_DTYPE = "float32"
 
 
 def tpu_batch(T: int, largest: int = 512) -> int:
-    """The batch the reporter's kernel is run at on a TPU v5e at ``T``: his 512 up to T=2048, then
-    smaller so that fori_loop's work (batch x T/128 programs x T/64 steps, which a TPU core runs
-    one program after another) stays that of T=2048, never under 1024 programs (smaller grids
-    compile to other code); in float32, B=512 does not fit the chip's 16 GiB of HBM from T=32768."""
+    """His batch on a TPU v5e at ``T``: 512 to T=2048, then fori_loop's work of T=2048 (B x T/128 programs,
+    run one after another, x T/64 steps), at least 1024 programs (fewer compile to other code)."""
     return max(1, min(largest, max(1024 * SEED_PROGRAM_ROWS // T, largest * 2048**2 // T**2)))
 
 

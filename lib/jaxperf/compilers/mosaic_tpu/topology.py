@@ -75,10 +75,9 @@ _CONFIG: LibtpuConfig | None = None
 
 def prepare(dump_dir: str | os.PathLike | None) -> LibtpuConfig:
     """Set libtpu's start-up environment: the bundle dump folder. Call before libtpu starts. A
-    second call with the same folder is a no-op; with another it raises RuntimeError (libtpu
-    cannot be restarted in a process). A folder already in ``LIBTPU_INIT_ARGS`` (a parent set it
-    before this process started: a measuring child) is the one libtpu dumps to, and kept; a TPU
-    this process already opened without one dumps nothing (libtpu read its flags at the opening)."""
+    second call with the same folder is a no-op; with another RuntimeError (libtpu cannot restart).
+    A folder already in ``LIBTPU_INIT_ARGS`` (a parent's, set before this process started) is the
+    one libtpu dumps to; a TPU this process opened without one dumps nothing (too late)."""
     global _CONFIG
     from ...private_api import jax_backends_initialized
 
