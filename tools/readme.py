@@ -336,20 +336,24 @@ def with_map(text: str, lib: Path = LIB) -> str:
     return text[: begin + len(MAP_BEGIN)] + "\n" + code_map(lib) + "\n" + text[end:]
 
 
+def resolve_blocks(template: str, cache: dict[str, Any], root: Path = ROOT) -> str:
+    """``template`` with each ``{{#if study}}`` block replaced by the part that applies to ``root``'s
+    results (or ``cache``'s): what renders, and what a check of the placeholders should read."""
+
+    def part(m: re.Match[str]) -> str:
+        ran = m["study"] in cache or (root / "results" / m["study"] / "summary.json").is_file()
+        return m["yes"] if ran else m["no"] or ""
+
+    return BLOCK.sub(part, template)
+
+
 def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT) -> str:
     """The README: every placeholder filled from ``root``'s results (the project's by default);
     raises RenderError for a placeholder that cannot be filled or whose sentence does not name
     what it quotes."""
     cache = {} if cache is None else cache
     errors: list[str] = []
-    template = BLOCK.sub(
-        lambda m: (
-            m["yes"]
-            if m["study"] in cache or (root / "results" / m["study"] / "summary.json").is_file()
-            else m["no"] or ""
-        ),
-        template,
-    )
+    template = resolve_blocks(template, cache, root)
     if MAP in template:
         template = template.replace(MAP, code_map())
 
