@@ -20,7 +20,6 @@ REPRODUCED_RATIO = 2.0  # "fori/Python at least 2 at the largest T"
 ROOFLINE_WITHIN = 1.5  # "best fix within 1.5x of the roofline at the largest T"
 GROUP = ["mode", "kernel", "T"]
 KEYS = [*GROUP, "loop_form", "unroll", "variant"]
-EXTRA = ["batch"]  # a column a device sweep adds: its batch, per T on a TPU
 
 
 def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
@@ -28,7 +27,7 @@ def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     stats = timing.summarize(timings, "ms_per_call", KEYS).rename(
         columns={"median": "ms_per_call", "q25": "ms_q25", "q75": "ms_q75", "n": "repeats"}
     )
-    extra = [c for c in EXTRA if c in variants]
+    extra = ["batch"] if "batch" in variants else []  # a device's batch, per T on a TPU
     out = stats.merge(variants[KEYS + ["lower_ms", "compile_ms", "error_vs_tolerance", *extra]], on=KEYS)
     if "python" in set(timings["variant"]):
         ratios = timing.pair_ratios(timings, "python", "ms_per_call", by=GROUP)

@@ -16,7 +16,7 @@ from .. import pages as md
 from . import advice, analysis, answer, compile_facts, family, runs
 from .mechanism import verdict as xla_verdict
 from .sweep import MODE_LABELS
-from .vocab import SEED_SETUP, seed_issue_table
+from .vocab import SEED_SETUP, TPU_WHY, seed_issue_table
 
 HEADLINE_COLUMNS = (
     "mode kernel T loop_form unroll lower_ms compile_ms ms_per_call ms_q25 ms_q75 ms_vs_python ms_vs_python_q25 ms_vs_python_q75 "
@@ -267,6 +267,12 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
         "over the Python loop, each in its own unit (ms per call measured; instructions or bundles per loop step "
         "counted in compiled code).",
     ]
+    if r.backend == "tpu":  # the kernel a v5e runs, and why
+        batches = {int(t): int(b) for t, b in zip(r.head["T"], r.head.get("batch", [])) if b == b}
+        intro.append(
+            f"On a TPU v5e his kernel runs in float32 ({TPU_WHY}), at batch B per T {batches}: B=512 does "
+            "not fit its 16 GiB in float32 from T=32768, and its core runs the programs one after another."
+        )
     bullets = answer.bullets(
         frame,
         r.seed_rows(),

@@ -61,10 +61,8 @@ def _written(frames: tuple[pd.DataFrame, ...]) -> tuple[pd.DataFrame, ...]:
 
 
 def quoted(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
-    """What the answer quotes, run in each of ``processes`` fresh processes: the reporter's own
-    harness at ``harness_Ts`` (:func:`jaxperf_study.jax20909.harness.run`), then his kernel in the
-    quoted mode (XLA:CPU on a CPU, compiled on a GPU/TPU) inside ``quoted_budget_s``. Returns
-    :data:`QUOTED_RECORDS`: (variants, timings, not_measured, harness)."""
+    """What the answer quotes, in each of ``processes`` fresh processes: his harness at ``harness_Ts``,
+    then his kernel (on XLA:CPU, or compiled on a device) inside ``quoted_budget_s``: :data:`QUOTED_RECORDS`."""
     started, missing = time.perf_counter(), list[pd.DataFrame]()
     rows = harness.run(settings, backend)
     configs, not_measured = _split(settings, backend, "quoted")
@@ -78,10 +76,9 @@ def quoted(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
 
 
 def rest(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
-    """Everything else, in one process, inside ``rest_budget_s``: the copy bandwidth, XLA:CPU's
-    optimized HLO (on a CPU), the family through the engine (timed on a GPU/TPU but the reporter's,
-    which the sweep times), the rest of the sweep, the engine's compiles at ``compile_Ts`` and the
-    readers' kernels. Returns :data:`REST_RECORDS`."""
+    """The rest, in one process inside ``rest_budget_s``: bandwidth, XLA:CPU's HLO (on a CPU), the family
+    through the engine (timed on a device, but the reporter's: the sweep times it), the rest of the sweep,
+    the engine's compiles at ``compile_Ts``, the readers' kernels: :data:`REST_RECORDS`."""
     started, budget = time.perf_counter(), settings.rest_budget_s
 
     def left(share: float = 1.0) -> float:
@@ -137,7 +134,7 @@ def pooled_sweep(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     """:func:`jaxperf_study.jax20909.analysis.headline` over every process's rounds (a round pairs with
     rounds of its own process only); compile ms and lowering the median over processes."""
     times = timings.assign(repeat=_process(timings) * PROCESS_REPEAT + timings["repeat"])
-    numeric = ["lower_ms", "compile_ms", "error_vs_tolerance", *(c for c in analysis.EXTRA if c in variants)]
+    numeric = ["lower_ms", "compile_ms", "error_vs_tolerance", *(["batch"] if "batch" in variants else [])]
     metas = variants.groupby(analysis.KEYS, sort=False, as_index=False)[numeric].median()
     return analysis.headline(metas, times)
 

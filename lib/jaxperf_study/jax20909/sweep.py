@@ -155,8 +155,7 @@ def build(cfg: SweepConfig, variant: KernelVariant) -> tuple[Any, tuple[Any, ...
 
 
 def uncached(fn: Callable[..., Any]) -> Any:
-    """``fn`` jitted under a name no program had before: the persistent compilation cache keys a
-    program by its name first, so it can never serve this compile (a compile timed whole)."""
+    """``fn`` jitted under a new name: the persistent cache keys a program by its name first, so never serves it."""
     import jax
 
     def call(*args: Any) -> Any:

@@ -72,9 +72,8 @@ CARRY_DTYPES = ("float32", "input")
 #: a row-block program's input: the reporter's ``whole`` ``[T, D]`` ref, or a BlockSpec's ``[out_rows, D]``
 #: ``blocks`` (the same rows; on Mosaic TPU the whole slab overflows the scoped VMEM from T=16384)
 TILINGS = ("whole", "blocks")
-#: what Mosaic TPU v5e compiles his kernel in: float16 fails every load ("Invalid vector type for load"),
-#: bfloat16 his scalar ``X_i.sum() + j`` ("failed to legalize operation 'arith.addf' ... (bf16, bf16) -> bf16")
-TPU_DTYPE = "float32"
+TPU_DTYPE = "float32"  # what Mosaic TPU v5e compiles his kernel in, and why:
+TPU_WHY = "float16 fails every load: 'Invalid vector type for load'; bfloat16 his scalar X_i.sum() + j: 'failed to legalize operation arith.addf (bf16, bf16) -> bf16'"
 
 
 def tpu_batch(T: int, largest: int = 512) -> int:
