@@ -64,7 +64,13 @@ def cases() -> list[dict[str, Any]]:
                      dtype="bfloat16", block_rows=32, out_rows=64, carry_dtype="float32",
                      interpret=True, lowering="default")
             )  # fmt: skip
-            if kernel in ROW_BLOCK:
+            if kernel in ROW_BLOCK:  # a BlockSpec per program, in float32: the kernel a TPU v5e runs
+                for interpret, lowering in ((True, "default"), (False, "mosaic_tpu")):
+                    out.append(
+                        dict(builder="pallas", kernel=kernel, form=form, unroll=unroll, T=256, D=64, batch=2,
+                             dtype="float32", block_rows=64, out_rows=128, carry_dtype="float32",
+                             tiling="blocks", interpret=interpret, lowering=lowering)
+                    )  # fmt: skip
                 for interpret in (True, False):
                     out.append(
                         dict(builder="mosaic_gpu", kernel=kernel, form=form, unroll=unroll, T=256, D=64,

@@ -112,12 +112,13 @@ def test_seed_reproduction_rows_and_goals():
     rows = analysis.seed_reproduction(head)
     assert [r["T"] for r in rows] == [256, 4096]
     assert set(rows[0]) == {
-        "mode", "T", "python_ms", "fori_ms", "ratio", "ratio_pair", "python_compile_ms", "fori_compile_ms",
+        "mode", "T", "batch", "python_ms", "fori_ms", "ratio", "ratio_pair", "python_compile_ms", "fori_compile_ms",
         "fix_form", "fix_unroll", "fix_ms", "fix_compile_ms",
         "scalar_carry_u1_ms", "scalar_carry_u1_vs_python", "scalar_carry_u1_compile_ms",
         "scalar_carry_u1_vs_python_pair",
     }  # fmt: skip
     assert rows[0]["scalar_carry_u1_ms"] is None  # not swept here: never borrowed from another unroll
+    assert rows[0]["batch"] is None  # a CPU sweep's batch is its mode's (a device's is per T)
     assert (
         rows[1]["ratio"] == pytest.approx(3.0)
         and rows[1]["fix_form"] == "hoisted"

@@ -34,28 +34,6 @@ def test_a_resource_limit_is_not_a_crash():
     assert "exceeds triton's shared memory limit" in note
 
 
-def test_a_class_that_shrinks_is_a_decrease_not_a_negative_count():
-    # the two-pass layernorm on triton sm_90: fori fully unrolled at both T, integer/address 36 -> 19
-    rows = []
-    for form, T, steps, work, integer in [
-        ("python", 512, 12, 418, 45),
-        ("python", 1024, 24, 806, 73),
-        ("fori", 512, 12, 425, 36),
-        ("fori", 1024, 24, 752, 19),
-    ]:
-        classes = {"memory": work - integer - 10, "integer/address": integer, "float ALU": 10}
-        rows.append(
-            dict(kernel="k", target="triton sm_90", unit="SASS instructions per warp", form=form, T=T)
-            | dict(status=tg.OK, compile_ms=1.0, work_per_program=work, steps=steps, loops_in_code=0)
-            | dict(programs=1, classes=classes, error="")
-        )
-    table = report_kernel.class_table(_results(pd.DataFrame(rows))).set_index("class")
-    assert table.loc["integer/address", "python"] == "2.3"
-    cell = table.loc["integer/address", "fori"]
-    assert cell.startswith("fewer at the larger T") and "1.4 less per extra step" in cell
-    assert not any(str(v).startswith("-") for v in table[["python", "fori"]].to_numpy().ravel())
-
-
 def test_not_present_is_said_once_under_the_lowers_table():
     why = "lowers as a triton kernel, not mosaic_gpu (a pallas_call ...)"
     rows = [

@@ -77,16 +77,23 @@ def test_a_variant_the_port_cannot_build_is_refused_before_anything_is_traced(va
         mosaic_gpu_kernel.build(variant, **options)
 
 
-def test_a_device_without_mosaic_gpu_is_refused_by_name():
-    class Device:
-        def __init__(self, platform, kind, capability):
-            self.platform, self.device_kind, self.compute_capability = platform, kind, capability
+def test_a_gpu_without_mosaic_gpu_is_refused_by_name(monkeypatch):
+    """notebook 02 on a GPU plans the port; before Hopper it says why, before any compile."""
+    import jax
 
-    assert toolchain.check_device(Device("gpu", "NVIDIA H200", "9.0")) == (9, 0)
-    with pytest.raises(ValueError, match=r"backend='NVIDIA RTX A6000 \(compute capability 8.6\)'.*Triton"):
-        toolchain.check_device(Device("gpu", "NVIDIA RTX A6000", "8.6"))
-    with pytest.raises(ValueError, match="backend='cpu .*Hopper or newer"):
-        toolchain.check_device(Device("cpu", "cpu", None))
+    from jaxperf_study.jax20909 import runs
+
+    class Device:
+        def __init__(self, kind, capability):
+            self.device_kind, self.compute_capability = kind, capability
+
+    port = [sweep.SweepConfig(mode="mosaic_gpu", Ts=(128,), kernels=("seed",), lowering="mosaic_gpu")]
+    monkeypatch.setattr(jax, "devices", lambda: [Device("NVIDIA H200", "9.0")])
+    assert runs._no_mosaic_gpu(port) == []
+    monkeypatch.setattr(jax, "devices", lambda: [Device("NVIDIA RTX A6000", "8.6")])
+    (why,) = runs._no_mosaic_gpu(port)
+    assert "NVIDIA RTX A6000 (compute capability 8.6): Mosaic GPU needs 9.0" in why
+    assert runs._no_mosaic_gpu([]) == []  # not planned: no device asked
 
 
 def test_the_loop_sweep_takes_the_port_only_where_it_exists():

@@ -23,6 +23,10 @@ The same placeholders fill the upstream texts, one Markdown template each in too
 (``equinox-192.md`` -> ``results/upstream/equinox-192.md``): what a maintainer reads, pasted
 into the issue, with no prose in Python.
 
+A block ``{{#if tpu/loops}} ... {{#else}} ... {{/if}}`` renders its first part where that
+study's summary.json exists (a run on a lent device), its second (optional) where it does not,
+so a text says plainly what was not measured rather than failing on a number it does not have.
+
 The map of the code is rendered too, so that it cannot fall behind the code (issue 47): every
 package under lib/ with the first paragraph of its docstring, and each package's own modules
 (:func:`code_map`). The README template places it with ``{{map}}``; CONTRIBUTING.md holds it
@@ -46,9 +50,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from jaxperf_study.pages import ranged
-from jaxperf_study.reruns import RANGED, quote
-
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "tools" / "README.template.md"
 README = ROOT / "README.md"
@@ -65,6 +66,9 @@ MAP_BEGIN = "<!-- the map of lib/, rendered by tools/readme.py from each package
 MAP_END = "<!-- end of the map -->"
 #: the map's columns: the folder, then what its docstring says, wrapped at this width
 MAP_FOLDER, MAP_WIDTH = 22, 100
+BLOCK = re.compile(
+    r"\{\{#if (?P<study>[\w/.-]+)\}\}\n?(?P<yes>.*?)(?:\{\{#else\}\}\n?(?P<no>.*?))?\{\{/if\}\}\n?", re.S
+)
 PLACEHOLDER = re.compile(r"\{\{(?P<study>[\w/.-]+)\s+(?P<path>[^:}]+?)(?::(?P<fmt>[^}]*))?\}\}")
 SELECTOR = re.compile(r"^(?P<key>[^\[\]]+)\[(?P<sel>[^\]]*)\]$")
 
@@ -73,6 +77,8 @@ VALUE_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("mode", "xla"): ("XLA:CPU",),
     ("mode", "pallas_interpret"): ("interpret",),
     ("mode", "xla_harness"): ("harness",),
+    ("mode", "pallas"): ("TPU", "GPU"),
+    ("mode", "pallas_harness"): ("harness",),
     ("measure", "loop_it_per_s"): ("pipelined",),
     ("measure", "it_per_s"): ("blocked",),
     ("step", "noop"): ("no-op",),
@@ -199,6 +205,14 @@ def fmt(value: Any, spec: str | None) -> str:
         raise RenderError("a placeholder's value is null (not measured): quote it as words instead")
     if spec and GOAL_SPEC.match(spec):
         return goal_verdict(value, float(GOAL_SPEC.match(spec)["goal"]))  # type: ignore[index]
+    if spec == "ranged":  # a ratio over processes: its rerun range, or "not resolved" when that holds 1
+        if not (isinstance(value, dict) and {"median", "lo", "hi"} <= set(value)):
+            raise RenderError(f"format :ranged needs a {{median, lo, hi}} value, got {value!r}")
+        med, lo, hi = value["median"], value["lo"], value["hi"]
+        # a ratio against 1 is not resolved while its range holds 1, and by :r's 3x rule
+        from jaxperf_study.reruns import quote  # numpy's: the run_all engine imports this file stdlib-only
+
+        return f"not resolved (median {med:.2f}×; its range holds 1)" if lo <= 1 <= hi else quote(value, "r.2f×")
     if spec == "verdict":
         if value not in VERDICT_WORDS:
             raise RenderError(f"format :verdict needs one of {sorted(VERDICT_WORDS)}, got {value!r}")
@@ -321,24 +335,19 @@ def with_map(text: str, lib: Path = LIB) -> str:
     return text[: begin + len(MAP_BEGIN)] + "\n" + code_map(lib) + "\n" + text[end:]
 
 
-#: ``<!-- if backend/study -->`` ... ``<!-- else -->`` ... ``<!-- end if -->``: a block that
-#: renders while ``results/<backend>/<study>/summary.json`` exists (the TPU's, once it ran), else
-#: its other branch; a block may not hold another
-CONDITION = re.compile(
-    r"<!-- if (?P<study>[\w/.-]+) -->\n(?P<then>.*?)(?:<!-- else -->\n(?P<other>.*?))?<!-- end if -->\n", re.S
-)
+def resolve_blocks(template: str, cache: dict[str, Any], root: Path = ROOT) -> str:
+    """``template`` with each ``{{#if study}}`` block replaced by the part that applies to ``root``'s
+    results (or ``cache``'s): what renders, and what a check of the placeholders should read."""
+
+    def part(m: re.Match[str]) -> str:
+        ran = m["study"] in cache or (root / "results" / m["study"] / "summary.json").is_file()
+        return m["yes"] if ran else m["no"] or ""
+
+    return BLOCK.sub(part, template)
+
+
 #: a ranged number's pieces quoted apart (the 3x rule is :r's, jaxperf_study.reruns.quote)
 BARE_RANGE = re.compile(r"(\.|_)(lo|hi)$")
-
-
-def branches(template: str, root: Path = ROOT) -> str:
-    """``template`` with each :data:`CONDITION` block replaced by the branch that holds at ``root``."""
-
-    def one(m: re.Match[str]) -> str:
-        present = (root / "results" / m["study"] / "summary.json").is_file()
-        return m["then"] if present else (m["other"] or "")
-
-    return CONDITION.sub(one, template)
 
 
 def relative_links(text: str) -> list[str]:
@@ -352,9 +361,9 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
     what it quotes, and for a range's ends quoted apart from its number (``:r`` quotes them)."""
     cache = {} if cache is None else cache
     errors: list[str] = []
+    template = resolve_blocks(template, cache, root)
     if MAP in template:
         template = template.replace(MAP, code_map())
-    template = branches(template, root)
 
     def one(m: re.Match[str]) -> str:
         try:
@@ -368,7 +377,10 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
             for group in required(m["study"], m["path"].strip(), picked):
                 if not any(phrase in plain for phrase in group):
                     raise RenderError(f"its sentence names none of {list(group)}: {plain.strip()[:160]!r}")
-            if m["fmt"] and RANGED.match(m["fmt"]):  # a number with its rerun range, or "not resolved"
+            if m["fmt"] and m["fmt"] != "ranged" and m["fmt"].startswith("r"):  # with its rerun range, or "not resolved"
+                from jaxperf_study.pages import ranged  # numpy's: the run_all engine imports this file stdlib-only
+                from jaxperf_study.reruns import quote
+
                 return quote(ranged(load(m["study"], cache, root), m["path"].strip(), value), m["fmt"])
             return fmt(value, m["fmt"])
         except (RenderError, ValueError, TypeError, IndexError) as err:

@@ -135,6 +135,8 @@ def judged(summary: Any, path: str) -> tuple[float, float, float] | None:
 def _kind(value: Any, spec: str | None) -> str:
     if spec and (spec == "verdict" or spec in readme.WORD_SPECS or readme.GOAL_SPEC.match(spec)):
         return "verdict"
+    if spec and spec.startswith("r") and _is_stat(value):  # :ranged and :r.. quote a {median, lo, hi}
+        return "number"
     return "number" if _num(value) else "verdict"
 
 
@@ -297,6 +299,7 @@ def check(
     the two output roots. ``studies`` (``"cpu/dispatch"``...): the studies the rerun made; the
     others are "not rerun". Without it every study is expected in the rerun."""
     result = Check(Path(committed_root), Path(rerun_root))
+    template = readme.resolve_blocks(template, {}, result.committed_root)  # the parts the README renders
     old_cache: dict[str, Any] = {}
     new_cache: dict[str, Any] = {}
     seen: set[str] = set()

@@ -58,7 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         Ts = _ints("--T", args.T)
         check_Ts = _ints("--check-T", args.check_T) if args.check_T else None
         from .. import backend
+        from ..compilers.mosaic_tpu import topology
 
+        if topology.status().available:  # before JAX opens a TPU: libtpu reads its dump folder once
+            topology.prepare_dump()
         try:
             backend.configure("auto", 1)
         except RuntimeError:  # JAX already started in this process (a notebook, a test): use it

@@ -145,32 +145,55 @@ def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
     return 0.0 if last is None else last[1] * (T / last[0]) ** 2
 
 
+DEVICE_COMPILER = {"tpu": "mosaic_tpu", "gpu": "triton"}  # what a device's factory is asked to build for
+SCAN = 16  # calls per timed call: the reporter's N, so a call's fixed cost is spread over them
+
+
 def time_results(
-    kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], *, repeats: int = 7
+    kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], *, repeats: int = 5, clock: Any = None
 ) -> pd.DataFrame:
-    """On a GPU or TPU, each form checked against ``fori`` on the device and timed interleaved: one
-    row per (form, T, repeat) with ms_per_call. Empty on a CPU (the interpreter's times are no kernel's)."""
+    """On a GPU or TPU: each form built for the device's compiler (:data:`DEVICE_COMPILER`), run,
+    checked against ``fori`` there (run first), then timed interleaved, :data:`SCAN` calls at a time
+    in one jitted scan (:func:`jaxperf.timing.amortised`): rows (form, T, repeat) with ms_per_call.
+    A form that does not compile, fails or differs is one row with its ``status`` and ``error``; one
+    past ``clock``'s budget (a :class:`Progress`) "not reached". Empty on a CPU (no kernel runs there)."""
     import jax
 
     from .. import timing
 
-    if jax.default_backend() not in ("gpu", "tpu"):
-        return pd.DataFrame(columns=[*KEYS, "repeat", "ms_per_call"])
-    frames = []
-    for T in Ts:
-        calls, outs = {}, {}
-        for form in forms:
-            fn, args = build(kernel, form, T)
-            arrays = materialize(args)
-            outs[form] = jax.device_get(fn(*arrays))
-            calls[form] = lambda fn=fn, arrays=arrays: fn(*arrays)
-        ref = outs.get("fori", outs.get("fori u=1"))
-        dtype = jax.tree.leaves(ref)[0].dtype
-        kept = {f: c for f, c in calls.items() if difference(outs[f], ref) <= tolerance(dtype)}
-        config = timing.TimingConfig(warmup=2, repeats=repeats, number=5, dispatch_only=False)
-        frame = timing.compare(kept, config, kernel=kernel.name, T=T).rename(columns={"variant": "form"})
-        frames.append(frame.assign(ms_per_call=frame["wall_s_per_call"] * 1e3))
-    return pd.concat(frames, ignore_index=True)
+    compiler, clock, rows = DEVICE_COMPILER.get(jax.default_backend()), clock or Progress(BUDGET_S), []
+    frames = [pd.DataFrame(columns=[*KEYS, "repeat", "ms_per_call", "status", "error"])]
+    for T in Ts if compiler else ():
+        calls: dict[str, Any] = {}
+        ref = inputs = None
+        for form in sorted(forms, key=lambda f: f not in ("fori", "fori u=1")):  # fori_loop's first
+            row: dict[str, Any] = dict(kernel=kernel.name, form=form, T=T, status=tg.NOT_REACHED, error="")
+            fn, args = build(kernel, form, T, compiler=compiler)
+            try:  # the inputs made once per T: every form of a factory takes the same
+                inputs = materialize(args) if inputs is None and not clock.spent() else inputs
+                out = None if clock.spent() else jax.device_get(fn(*(inputs or ())))
+                ref = out if form in ("fori", "fori u=1") else ref
+                same = (
+                    out is not None
+                    and ref is not None
+                    and difference(out, ref) <= tolerance(jax.tree.leaves(ref)[0].dtype)
+                )
+                row |= (
+                    {}
+                    if same or out is None
+                    else dict(status=tg.FAILED, error="not shown equal to fori_loop's here")
+                )
+                calls |= {form: timing.amortised(fn, SCAN).lower(*(inputs or ())).compile()} if same else {}
+            except Exception as err:  # noqa: BLE001 - a form the device cannot run is a result
+                row |= tg.failure(str(compiler), err)
+            rows += [] if form in calls else [row]
+            clock.say(f"{compiler}, {form}, T={T}: {'compiled' if form in calls else row['status']}")
+        if calls:
+            config = timing.TimingConfig(warmup=1, repeats=repeats, number=1, dispatch_only=False)
+            timed = {f: (lambda c=c, x=inputs: c(*x)) for f, c in calls.items()}
+            frame = timing.compare(timed, config, kernel=kernel.name, T=T).rename(columns={"variant": "form"})
+            frames.append(frame.assign(ms_per_call=frame["wall_s_per_call"] * 1e3 / SCAN, status=tg.OK))
+    return pd.concat([*frames, pd.DataFrame(rows)], ignore_index=True)
 
 
 def run(
@@ -180,14 +203,16 @@ def run(
     *,
     check_Ts: Sequence[int] | None = None,
     targets: Sequence[str] | None = None,
-    repeats: int = 7,
+    repeats: int = 5,
     budget_s: float = BUDGET_S,
     log: Any = None,
+    timed: bool = True,
 ) -> Results:
     """The engine on ``path`` (``"package.module:factory"``; see the module docstring). ``check_Ts``:
     the T the interpreter checks at (default: the smallest of ``Ts``, which needs two values for
     :func:`per_step`); ``targets``: the compiled targets (default: every one here); ``budget_s``
-    bounds the compiles; ``log`` gets one progress line per point. ValueError names the parameter
+    bounds the compiles and the timing (``timed=False``: compiles only); ``log`` gets one progress
+    line per point. ValueError names the parameter
     for bad input; :class:`FactoryError` (a ValueError) when the factory raises anything else."""
     kernel = load(path)
     forms = check_forms(kernel, forms)
@@ -210,7 +235,7 @@ def run(
     wrong = set(checks.loc[~checks.same_result.astype(bool), "form"])
     passed = [f for f in forms if f not in wrong]
     points = compile_results(kernel, passed, Ts, here, clock)
-    timings = time_results(kernel, passed, Ts, repeats=repeats)
+    timings = time_results(kernel, passed, Ts if timed else (), repeats=repeats, clock=clock)
     return Results(
         kernel.name, checks, points, timings, {t: r for t, r in here.items() if r and r != NOT_ASKED}
     )

@@ -12,13 +12,13 @@ import pandas as pd
 from .. import markdown as md
 from .. import timing
 from . import verdict
-from .engine import Results, absent_note, lowering_table
+from .engine import SCAN, Results, absent_note, lowering_table
 from .targets import TARGETS
 
 
 def measured_rows(results: Results) -> pd.DataFrame:
     """fori over the Python loop, ms per call per pair, at the largest T timed (device only)."""
-    t = results.timings
+    t = results.timings.dropna(subset=["ms_per_call"])
     if t.empty or not {"python", "fori"} <= set(t.form) and not {"python", "fori u=1"} <= set(t.form):
         return pd.DataFrame(columns=verdict.COLUMNS)
     fori = "fori" if "fori" in set(t.form) else "fori u=1"
@@ -106,35 +106,13 @@ def per_step_table(results: Results) -> pd.DataFrame:
     return steps.pivot(index="form", columns="column", values="cell").reset_index().rename_axis(columns=None)
 
 
-def class_table(results: Results) -> pd.DataFrame:
-    """Per target and class (SASS instruction classes, TPU slots): each form's work per step in that
-    class, in the class's unit, at the T pair of :func:`per_step_table`."""
-    steps = results.per_step()
-    rows = []
-    for target, part in steps.groupby("target", sort=False):
-        got = {r.form: r.classes for r in part.itertuples() if isinstance(r.classes, dict)}
-        unit = f"{verdict.CLASS_UNITS[TARGETS[target][2]]} per step"
-        for cls in dict.fromkeys(k for c in got.values() for k in c):
-            row = {"target": target, "unit": unit, "class": cls}
-            # fewer at the larger T (unrolled code folding its addresses): a decrease, not a count per step
-            row |= {
-                f: f"{c.get(cls, 0):.1f}"
-                if c.get(cls, 0) >= 0
-                else f"fewer at the larger T ({-c[cls]:.1f} less per extra step)"
-                for f, c in got.items()
-            }
-            if any(v not in ("0.0", "-0.0") for k, v in row.items() if k not in ("target", "unit", "class")):
-                rows.append(row)
-    return pd.DataFrame(rows).fillna("—")
-
-
 def sections(results: Results) -> list[str]:
     """The tables, each with a line saying what it is."""
     checks, timings = results.checks, results.timings
     against = "your reference" if "your reference" in set(checks.get("against", [])) else "`fori_loop`"
     Ts = ", ".join(str(t) for t in sorted(set(checks["T"]))) if len(checks) else ""
-    by = timings.groupby(["form", "T"], sort=False)["ms_per_call"]
-    stats = by.apply(lambda s: md.fmt_stat(timing.iqr_stats(s), 3)).reset_index() if len(timings) else timings
+    by = timings.groupby(["form", "T"], sort=False)
+    stats = by.apply(_measured, include_groups=False).rename("ms").reset_index() if len(timings) else timings
     tables = [
         (
             f"**Same result as {against}** (Pallas interpreter, T={Ts}; largest difference over the largest value):",
@@ -153,20 +131,30 @@ def sections(results: Results) -> list[str]:
             per_step_table(results),
         ),
         (
-            "**Work per loop step by class** (read from the compiled code, each row in its unit; same T pair as above):",
-            class_table(results),
+            f"**Measured ms per call** (this device, median [IQR] of {SCAN} calls in a jitted scan; else why):",
+            stats,
         ),
-        ("**Measured ms per call** (this device, median [IQR], interleaved):", stats),
     ]
     out = [line for title, table in tables if len(table) for line in (title, "", md.table(table), "")]
     at = next((i + 4 for i, line in enumerate(out) if line.startswith("**Lowers")), None)
-    out[at:at] = absent_note(results.points) if at is not None else []
+    if at is not None:  # out[None:None] would be the whole list
+        out[at:at] = absent_note(results.points)
     if results.not_present:
         out += [
             "**Not compiled here:** " + "; ".join(f"{t}: {r}" for t, r in results.not_present.items()),
             "",
         ]
     return out
+
+
+def _measured(rows: pd.DataFrame) -> str:
+    """One cell of the measured table: the ms per call, or what stopped the form (its status, error)."""
+    ms, first = rows["ms_per_call"].dropna(), rows.iloc[0]
+    return (
+        md.fmt_stat(timing.iqr_stats(ms), 3)
+        if len(ms)
+        else f"{first['status']}: {first['error']}".rstrip(": ")
+    )
 
 
 def markdown(results: Results) -> str:

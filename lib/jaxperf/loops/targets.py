@@ -33,6 +33,8 @@ LIMITS = (  # a compiler's own words for a resource it ran out of (Triton, ptxas
     r"exceeds available (?P<what>shared memory): smem_bytes=(?P<need>\d+) > max_smem_bytes=(?P<limit>\d+)",
     r"uses too much (?P<what>shared data) \((?P<need>\w+) bytes, (?P<limit>\w+) max",
     r"Ran out of memory in memory space (?P<what>\w+)\. Used (?P<need>\S+) of (?P<limit>\S+)",
+    r"Scoped allocation with size (?P<need>\S+) and limit (?P<limit>\S+) exceeded scoped (?P<what>vmem)",
+    r"required for [^(]*\((?P<need>[^)]+)\) exceeds available (?P<what>HBM) \((?P<limit>[^)]+)\)",
 )
 NOT_FOR_MOSAIC_GPU = "not written for Mosaic GPU (the factory takes no compiler= keyword)"
 
@@ -47,11 +49,8 @@ def present() -> dict[str, str]:
     out = {t: "" if found[c].available else found[c].reason for t, (c, _, _) in TARGETS.items() if c in found}
     tpu = topology.status()
     reason = tpu.reason
-    if tpu.available:
-        if topology.config() is None:
-            topology.prepare(tempfile.mkdtemp(prefix="jaxperf-bundles-"))
-        if topology.config().dump_dir is None:  # type: ignore[union-attr]
-            reason = "not measured: libtpu started without a bundle dump folder (restart the kernel)"
+    if tpu.available and topology.prepare_dump().dump_dir is None:
+        reason = "not measured: libtpu started before its dump folder was set (it reads its flags once)"
     out["mosaic_tpu v5e"] = reason
     return out
 

@@ -45,7 +45,13 @@ def _judge(ratio: float, fori_ratio: float | None, q25: float | None = None, q75
     return "does not help"
 
 
-def measured(head: pd.DataFrame, mode: str = "xla", kernel: str = "seed") -> list[dict[str, Any]]:
+#: a timed mode's backend, as the advice names it (a device's: its compiler, measured)
+MEASURED = {"xla": "XLA:CPU", "pallas tpu": "Mosaic TPU v5e, measured", "pallas gpu": "Triton, measured"}
+
+
+def measured(
+    head: pd.DataFrame, mode: str = "xla", kernel: str = "seed", backend: str = "cpu"
+) -> list[dict[str, Any]]:
     """The candidates on a timed mode, at its largest T with a Python loop: per-pair ratios."""
     part = head[(head["mode"] == mode) & (head.kernel == kernel)]
     part = part[part["ms_vs_python"].notna()] if "ms_vs_python" in part else part.iloc[0:0]
@@ -59,7 +65,7 @@ def measured(head: pd.DataFrame, mode: str = "xla", kernel: str = "seed") -> lis
         q25, q75 = float(r.ms_vs_python_q25), float(r.ms_vs_python_q75)
         rows.append(
             dict(
-                backend="XLA:CPU",
+                backend=MEASURED.get(mode if mode == "xla" else f"{mode} {backend}", mode),
                 measure="ms per call, measured (per pair, median [IQR])",
                 T=int(r["T"]),
                 form=variant,

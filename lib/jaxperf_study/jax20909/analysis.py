@@ -27,7 +27,8 @@ def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     stats = timing.summarize(timings, "ms_per_call", KEYS).rename(
         columns={"median": "ms_per_call", "q25": "ms_q25", "q75": "ms_q75", "n": "repeats"}
     )
-    out = stats.merge(variants[KEYS + ["lower_ms", "compile_ms", "error_vs_tolerance"]], on=KEYS)
+    extra = ["batch"] if "batch" in variants else []  # a device's batch, per T on a TPU
+    out = stats.merge(variants[KEYS + ["lower_ms", "compile_ms", "error_vs_tolerance", *extra]], on=KEYS)
     if "python" in set(timings["variant"]):
         ratios = timing.pair_ratios(timings, "python", "ms_per_call", by=GROUP)
         grouped = ratios.groupby(GROUP + ["variant"])["ratio"]
@@ -136,6 +137,7 @@ def seed_reproduction(head: pd.DataFrame, kernel: str = "seed") -> list[dict[str
             dict(
                 mode=mode,
                 T=int(T),
+                batch=int(py.batch) if pd.notna(py.get("batch", np.nan)) else None,
                 python_ms=float(py.ms_per_call),
                 fori_ms=float(f1.ms_per_call),
                 ratio=float(f1.ms_per_call / py.ms_per_call),
@@ -317,4 +319,65 @@ def goals(
             if "verdict" in out[key]:
                 out[key]["verdict"] = None
         out["reproduction"]["misses"] = out["reproduction"]["ties"] = []  # nothing judged
+    return out
+
+
+def device_ms(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataFrame:
+    """Per (kernel, T, form) timed compiled on a device: ms per call and compile ms (the sweep's
+    rows for the reporter's kernel, each engine run's timings for the others; ``fori`` is ``fori u=1``)."""
+    cols = ["kernel", "T", "form", "ms_per_call", "compile_ms"]
+    frames = [head[head["mode"] == "pallas"].rename(columns={"variant": "form"}).reindex(columns=cols)]
+    for run in runs:
+        t = run.timings.dropna(subset=["ms_per_call"])
+        built = (
+            run.points.reindex(columns=["form", "T", "compile_ms"])
+            .groupby(["form", "T"], as_index=False)
+            .min()
+        )
+        frames.append(
+            t.groupby(["form", "T"], as_index=False)
+            .ms_per_call.median()
+            .merge(built, how="left")
+            .assign(kernel=run.kernel)
+        )
+    out = pd.concat(frames, ignore_index=True).reindex(columns=cols)
+    return out.assign(form=out.form.replace("fori", "fori u=1"), T=out["T"].astype(int))
+
+
+def static_vs_measured(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataFrame:
+    """Per (kernel, T, form) timed on a TPU: ms per call beside the static cycles per program of the
+    same kernel at the same batch (the engine's Mosaic TPU compile on the TPU's host), ``ns_per_cycle``
+    (ms per call over static cycles per call: one value if the count predicted time) and each over
+    the Python loop's at that T (``ms_vs_python``, ``static_vs_python``)."""
+    points = (
+        pd.concat([r.points for r in runs], ignore_index=True).reindex(
+            columns=[*("kernel", "form", "T", "target"), "work_per_program", "programs"]
+        )
+        if runs
+        else pd.DataFrame()
+    )
+    if points.empty:
+        return pd.DataFrame()
+    points = points[(points.target == "mosaic_tpu v5e") & points.work_per_program.notna()]
+    points = points.assign(form=points.form.replace("fori", "fori u=1"), T=points["T"].astype(int))
+    out = device_ms(head, runs).merge(points.drop(columns="target"), on=["kernel", "T", "form"])
+    out["ns_per_cycle"] = out.ms_per_call * 1e6 / (out.work_per_program * out.programs)
+    python = out[out.form == "python"].set_index(["kernel", "T"])
+    for value, ratio in (("ms_per_call", "ms_vs_python"), ("work_per_program", "static_vs_python")):
+        out[ratio] = out[value] / out.join(python[value].rename("_base"), on=["kernel", "T"])["_base"]
+    return out
+
+
+def best_forms(head: pd.DataFrame, runs: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """Which form to write on this device, per kernel, from measured ms at its largest T timed: the
+    fastest form, its ms and compile ms, it and ``fori u=1`` over the Python loop's ms."""
+    out = []
+    for kernel, part in device_ms(head, runs).groupby("kernel", sort=False):
+        at = part[part["T"] == part["T"].max()].set_index("form")
+        best, ms = at.ms_per_call.idxmin(), at.ms_per_call
+        python, fori = ms.get("python"), ms.get("fori u=1")
+        row = dict(kernel=kernel, T=int(at["T"].iloc[0]), form=str(best), ms_per_call=float(ms[best]))
+        row["compile_ms"] = None if pd.isna(at.compile_ms[best]) else float(at.compile_ms[best])
+        row["vs_python"] = None if python is None else float(ms[best] / python)
+        out.append(row | {"fori_vs_python": None if python is None or fori is None else float(fori / python)})
     return out

@@ -39,6 +39,9 @@ def reproduced(rows: list[dict[str, Any]], goals: dict[str, Any], quick: bool) -
     device = _seed(rows, "pallas")
     if device:
         parts.append(f"the compiled kernel on this device {_pair(device)} at T={device['T']}")
+    own = _seed(rows, "pallas_harness")
+    if own:
+        parts.append(f"the compiled kernel in his own harness {own['ratio']:.2f}× at T={own['T']}")
     xla, harness, interp = _seed(rows, "xla"), _seed(rows, "xla_harness"), _seed(rows, "pallas_interpret")
     if xla:
         verdict = rule.text(
@@ -126,8 +129,11 @@ def issue_text(
     steps = fix.per_step() if fix is not None else None
     per_step = verdict.static(steps[steps.kernel == "seed"]) if steps is not None else pd.DataFrame()
     mech = " ".join(verdict.per_target(per_step)) if len(per_step) else "not read."
+    device = _seed(rows, "pallas")
     lines = [
-        "Re #20909, from a study on jax 0.12 (no GPU was available: the GPU numbers are static counts of compiled code, not times):",
+        "Re #20909, from a study on jax 0.12 (no GPU was available: the GPU numbers are static counts of compiled code, not times):"
+        if device is None
+        else f"Re #20909: the compiled kernel timed on this device, fori/Python {_pair(device)} ms at T={device['T']}:",
         "- Reproduced on XLA:CPU as an analogue (plain jit of the same arithmetic): "
         + (f"fori/Python {_pair(xla)} ms at T={xla['T']}" if xla else "not run")
         + (f", {harness['ratio']:.2f}x in your harness at T={harness['T']}." if harness else "."),
@@ -136,6 +142,6 @@ def issue_text(
         f"from the compiled code): {mech}",
         "- What helps: " + "; ".join(f"{b}: {t}" for b, t in advice.best(advice_rows).items()) + ".",
         "- Compile: " + " ".join(compile_facts.sentence(f) for f in facts),
-        "- Not measured: any GPU or TPU time; `fori_loop(unroll=k>1)` still raises NotImplementedError on Pallas Triton.",
+        "- Not measured: any GPU time; `fori_loop(unroll=k>1)` still raises NotImplementedError on Pallas Triton.",
     ]
     return "\n".join(lines[:10])

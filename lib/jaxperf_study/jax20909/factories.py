@@ -7,7 +7,8 @@ Sizes: the reporter's (fp16 input, D=64, float32 carry, 64-row steps, 128-row pr
 512 when compiled, batch 1 when interpreted (the check). ``compiler`` picks the kernel a
 compiler gets: ``"mosaic_gpu"`` builds the row-block kernels' Mosaic GPU port
 (:mod:`.mosaic_gpu_kernel`) and the others through JAX's Mosaic GPU ``pallas_call``;
-``"mosaic_tpu"`` uses bfloat16 (Mosaic TPU refuses float16). Forms: every loop form, and for
+``"mosaic_tpu"`` the kernel a TPU v5e compiles and holds: float32 (:data:`.vocab.TPU_DTYPE` says
+why), a BlockSpec per program, the batch of :func:`.vocab.tpu_batch`. Forms: every loop form, and for
 the reporter's kernel also ``hoisted u=k`` and ``scalar_carry u=k`` (its body rewritten around
 the invariant ``X_i.sum()``).
 """
@@ -41,9 +42,11 @@ def make(
     loop_form, unroll = _parse(kernel, form)
     if compiler is not None:
         check_choice("compiler", compiler, ("triton", "mosaic_gpu", "mosaic_tpu"))
-    batch = CHECK_BATCH if interpret else BATCH
-    dtype = "bfloat16" if compiler == "mosaic_tpu" else "float16"
-    variant = KernelVariant(kernel, loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype)
+    tpu = compiler == "mosaic_tpu"
+    batch = CHECK_BATCH if interpret else vocab.tpu_batch(T, BATCH) if tpu else BATCH
+    dtype, tiling = (vocab.TPU_DTYPE, "blocks") if tpu else ("float16", "whole")
+    tiling = tiling if kernel in vocab.ROW_BLOCK_KERNELS else "whole"
+    variant = KernelVariant(kernel, loop_form, unroll, T=T, D=D, batch=batch, dtype=dtype, tiling=tiling)
     if compiler == "mosaic_gpu" and variant.row_block and not interpret:
         # Mosaic GPU's own unroll rule is recorded as its error, not pre-empted (check_unroll=False).
         return mosaic_gpu_kernel.build(variant, check_unroll=False)

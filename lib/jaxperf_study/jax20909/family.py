@@ -19,11 +19,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jaxperf.loops.engine import Results
+from jaxperf.loops.report_kernel import measured_rows
 from jaxperf.loops.verdict import COLUMNS, counted, static, target_verdict, verdict, verdicts
 
 from .vocab import KERNELS
 
-MEASURED = {"xla": "XLA:CPU", "pallas_interpret": "Pallas interpret"}
+#: each timed mode's source (a device's compiled kernel: "this device", as the loops tool says)
+MEASURED = {"xla": "XLA:CPU", "pallas_interpret": "Pallas interpret", "pallas": "this device"}
 
 
 def measured(head: pd.DataFrame, kernels: Sequence[str] = KERNELS) -> pd.DataFrame:
@@ -47,7 +50,7 @@ def measured(head: pd.DataFrame, kernels: Sequence[str] = KERNELS) -> pd.DataFra
             dict(
                 kernel=kernel,
                 source=MEASURED[str(mode)],
-                kind="measured" if mode == "xla" else "measured, interpreter",
+                kind="measured, interpreter" if mode == "pallas_interpret" else "measured",
                 unit="ms per call",
                 T=str(T),
                 fori=float(both.loc[T, "fori u=1"]),
@@ -60,9 +63,11 @@ def measured(head: pd.DataFrame, kernels: Sequence[str] = KERNELS) -> pd.DataFra
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def table(head: pd.DataFrame, per_step: pd.DataFrame) -> pd.DataFrame:
-    """The family's tidy rows: :func:`measured` then :func:`static`, kernels in study order."""
-    frame = pd.concat([measured(head), static(per_step)], ignore_index=True)
+def table(head: pd.DataFrame, per_step: pd.DataFrame, runs: Sequence[Results] = ()) -> pd.DataFrame:
+    """The family's tidy rows: :func:`measured` (and each engine run timed on a device) then
+    :func:`static`, kernels in study order."""
+    timed = [measured_rows(r) for r in runs if r.kernel != "seed"]
+    frame = pd.concat([measured(head), *timed, static(per_step)], ignore_index=True)
     order = {k: i for i, k in enumerate(KERNELS)}
     frame = frame.assign(_k=frame.kernel.map(lambda k: order.get(k, len(order))))
     return frame.sort_values("_k", kind="stable").drop(columns="_k").reset_index(drop=True)

@@ -170,8 +170,8 @@ def build(
 
     ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
     with a grid of ``T // out_rows`` programs and no BlockSpecs (each program
-    sees the whole ``[T, D]`` ref and slices its block); output
-    ``[batch, T, D]``. ``streaming``/``attention``: a grid of one program per
+    sees the whole ``[T, D]`` ref and slices its block; with ``tiling="blocks"`` a BlockSpec
+    hands it that block); output ``[batch, T, D]``. ``streaming``/``attention``: a grid of one program per
     batch element (BlockSpecs pick its rows); output ``[batch, out_rows, D]``.
     ``interpret=True`` runs Pallas' interpreter (any machine, interpreter
     timings); ``lowering`` forces a compiler (see :data:`LOWERINGS`). Raises
@@ -195,10 +195,13 @@ def build(
     if v.row_block:
         block = row_block(v.kernel)
 
-        def seed_kernel(x_ref, y_ref):
-            rows = pl.ds(pl.program_id(0) * v.out_rows, v.out_rows)
+        def seed_kernel(x_ref, y_ref):  # with blocks, the BlockSpec hands it the same rows
+            rows = pl.ds(pl.program_id(0) * v.out_rows, v.out_rows) if v.tiling == "whole" else slice(None)
             y_ref[rows, :] = block(x_ref[rows, :], v, acc)
 
+        if v.tiling == "blocks":
+            spec = pl.BlockSpec((v.out_rows, v.D), lambda i: (i, 0))
+            options.update(in_specs=[spec], out_specs=spec)
         call = pallas_call(
             seed_kernel, grid=(v.T // v.out_rows,), out_shape=jax.ShapeDtypeStruct((v.T, v.D), acc), **options
         )

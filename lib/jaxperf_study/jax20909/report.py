@@ -16,11 +16,11 @@ from .. import pages as md
 from . import advice, analysis, answer, compile_facts, family, runs
 from .mechanism import verdict as xla_verdict
 from .sweep import MODE_LABELS
-from .vocab import SEED_SETUP, seed_issue_table
+from .vocab import SEED_SETUP, TPU_WHY, seed_issue_table
 
 HEADLINE_COLUMNS = (
     "mode kernel T loop_form unroll lower_ms compile_ms ms_per_call ms_q25 ms_q75 ms_vs_python ms_vs_python_q25 ms_vs_python_q75 "
-    "compile_vs_fori1 error_vs_tolerance roofline_ms ms_vs_roofline"
+    "compile_vs_fori1 error_vs_tolerance roofline_ms ms_vs_roofline batch"
 ).split()
 RECOMMENDATION_COLUMNS = (
     "T loop_form unroll ms_per_call compile_ms ms_vs_python compile_vs_fori1 goal_met".split()
@@ -44,6 +44,12 @@ class LoopResults:
     harness: pd.DataFrame | None = None  # harness.run's rows (first and second calls), pooled over processes
     ranges: pd.DataFrame | None = None  # runs.process_ranges: each ratio's median over processes, [min, max]
     compiles: dict[str, Any] | None = None  # compile_facts.compile_summary of runs.compiles
+    backend: str = "cpu"  # where it ran: on a GPU/TPU the compiled kernel is the quoted mode
+
+    @property
+    def mode(self) -> str:
+        """The timed mode the answer quotes: XLA:CPU on a CPU, the compiled kernel on a device."""
+        return "xla" if self.backend == "cpu" else "pallas"
 
     def seed_rows(self) -> list[dict[str, Any]]:
         """The seed's rows; where its modes ran in several processes, ``ratio`` is the median
@@ -68,11 +74,17 @@ class LoopResults:
 
     def advice_rows(self) -> list[dict[str, Any]]:
         fix = self.fix.per_step() if self.fix is not None else engine_per_step(pd.DataFrame())
-        return advice.measured(self.head) + advice.static(fix)
+        return advice.measured(self.head, self.mode, backend=self.backend) + advice.static(fix)
 
     def compile_facts(self) -> list[dict[str, Any]]:
         facts = []
-        for mode, where in (("xla", "XLA:CPU, plain jit"), ("xla_harness", "XLA:CPU in his harness")):
+        device = f"compiled on this {self.backend.upper()} (the kernel alone)"
+        for mode, where in (
+            ("xla", "XLA:CPU, plain jit"),
+            ("xla_harness", "XLA:CPU in his harness"),
+            ("pallas", device),
+            ("pallas_harness", f"his harness on this {self.backend.upper()}"),
+        ):
             rows = [r for r in self.seed_rows() if r["mode"] == mode]
             if rows:
                 facts.append(
@@ -92,7 +104,7 @@ class LoopResults:
         return compile_facts.harness_flags(rows.to_dict(orient="records"))
 
     def goals(self) -> dict[str, Any]:
-        seed = self.head[(self.head["mode"] == "xla") & (self.head.kernel == "seed")]
+        seed = self.head[(self.head["mode"] == self.mode) & (self.head.kernel == "seed")]
         roof = (
             float(seed.loc[seed["T"] == seed["T"].max(), "roofline_ms"].iloc[0])
             if len(seed) and "roofline_ms" in seed
@@ -101,8 +113,17 @@ class LoopResults:
         fresh = self.bandwidth.get("gb_per_s_fresh_output")
         fresh_roof = roof * self.bandwidth["gb_per_s"] / fresh if roof and fresh else None
         return analysis.goals(
-            self.head, roofline_ms=roof, fresh_output_roofline_ms=fresh_roof, quick=self.quick
+            self.head, roofline_ms=roof, fresh_output_roofline_ms=fresh_roof, mode=self.mode, quick=self.quick
         )
+
+    def device(self) -> dict[str, Any]:
+        """On a GPU/TPU: each kernel's static counts beside its measured ms, and the form to write."""
+        runs = self.family_runs
+        table = analysis.static_vs_measured(self.head, runs)
+        spread = table.groupby("kernel").ns_per_cycle.agg(["min", "max", "size"]) if len(table) else table
+        ns = [dict(kernel=k, lo=r["min"], hi=r["max"], n=int(r["size"])) for k, r in spread.iterrows()]
+        best = analysis.best_forms(self.head, runs) if self.backend != "cpu" else []
+        return {"static_vs_measured": _records(table), "ns_per_static_cycle": ns, "best_forms": best}
 
 
 def _finite(value: Any) -> float | None:
@@ -142,6 +163,7 @@ def summary_dict(results: LoopResults) -> dict[str, Any]:
         "compile_facts": r.compile_facts(),
         "harness_negative_compiles": r.compile_flags(),
         "readers": [report_kernel.summary(k) for k in r.readers],
+        **r.device(),
         "issue_text": answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()),
         "ratio_runs": [] if r.ranges is None else _records(r.ranges),
         "reporter": compile_facts.reporter_rows(),
@@ -168,7 +190,11 @@ def side_by_side(results: LoopResults) -> pd.DataFrame:
         for mode, label in (
             ("xla", "XLA:CPU (ms per call)"),
             ("xla_harness", "XLA:CPU in his harness (ms per call)"),
+            ("pallas", f"{results.backend.upper()}, compiled (ms per call)"),
+            ("pallas_harness", f"{results.backend.upper()} in his harness (ms per call)"),
         ):
+            if mode.startswith("pallas") and results.backend == "cpu":
+                continue
             hit = ranges[(ranges["mode"] == mode) & (ranges["T"] == T)]
             row[label] = (
                 f"{hit['median'].iloc[0]:.2f}× [{hit['lo'].iloc[0]:.2f}, {hit['hi'].iloc[0]:.2f}]"
@@ -241,6 +267,12 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
         "over the Python loop, each in its own unit (ms per call measured; instructions or bundles per loop step "
         "counted in compiled code).",
     ]
+    if r.backend == "tpu":  # the kernel a v5e runs, and why
+        batches = {int(t): int(b) for t, b in zip(r.head["T"], r.head.get("batch", [])) if b == b}
+        intro.append(
+            f"On a TPU v5e his kernel runs in float32 ({TPU_WHY}), at batch B per T {batches}: B=512 does "
+            "not fit its 16 GiB in float32 from T=32768, and its core runs the programs one after another."
+        )
     bullets = answer.bullets(
         frame,
         r.seed_rows(),
@@ -264,6 +296,21 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
         "Issue-ready text for jax#20909",
         ["```", answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()), "```"],
     )
+    found = r.device()
+    if found["static_vs_measured"]:
+        table = pd.DataFrame(found["static_vs_measured"]).round(3)
+        folded += md.details(
+            "Static count beside measured time, per kernel, T and form (ns per static cycle: ms per call "
+            "over the static cycles of all programs; constant if the count predicted time)",
+            [md.table(table)],
+        )
+    if found["best_forms"]:
+        folded += md.details(
+            f"Which form to write on this {r.backend.upper()} (fastest measured at each kernel's largest T)",
+            [f"- {b['kernel']}, T={b['T']}: `{b['form']}`, {_n(b['ms_per_call'])} ms per call "
+             f"({_n(b['vs_python'])}× the Python loop's; `fori_loop` {_n(b['fori_vs_python'])}×), "
+             f"compile {_n(b['compile_ms'])} ms" for b in found["best_forms"]],
+        )  # fmt: skip
     folded += md.details("Goals and their verdicts", goal_lines(r.goals(), r.quick))
     folded += md.details(f"The reporter's numbers ({SEED_SETUP})", [md.table(seed_issue_table())])
     folded += md.details(

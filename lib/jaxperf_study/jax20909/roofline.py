@@ -79,8 +79,8 @@ def attach(
     """``head`` with ``bytes``, ``roofline_ms`` and ``ms_vs_roofline`` per row; ``batch_of``
     maps each mode to its batch (harness modes count the harness' bytes)."""
     rows = []
-    for row in head.itertuples(index=False):
-        batch = batch_of[row.mode]
+    for row in head.itertuples(index=False):  # a device's batch per T, where the row holds it
+        batch = int(row.batch) if pd.notna(getattr(row, "batch", None)) else batch_of[row.mode]
         shape = dict(T=int(row.T), D=D, batch=batch, dtype=dtype)
         if str(row.mode).endswith("_harness"):
             moved = harness_bytes(**shape)

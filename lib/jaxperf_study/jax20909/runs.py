@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from typing import Any
 
 import pandas as pd
@@ -14,55 +15,115 @@ import pandas as pd
 from jaxperf.loops import engine
 
 from .. import reruns
-from . import analysis, harness, mechanism, roofline, sweep
+from . import analysis, harness, mechanism, roofline, sweep, vocab
 from .factories import FACTORIES
 from .settings import LoopSettings
 from .variant import KernelVariant
 
 #: a pooled round's repeat: process * this + its own repeat (pairs stay within a process)
 PROCESS_REPEAT = 1000
-QUOTED = ("xla", "seed")  # the timed sweep the answer quotes: the reporter's kernel on XLA:CPU
+#: the records :func:`quoted` returns, in order (notebook 02 writes them under these names)
+QUOTED_RECORDS = ("variants", "timings", "not_measured", "harness")
+#: the records :func:`rest` returns, in order
+REST_RECORDS = (
+    *("variants_rest", "timings_rest", "not_measured_rest", "bandwidth", "mechanism_xla"),
+    *("family_checks", "family_points", "family_not_present", "family_timings"),
+    *("compiles", "readers_checks", "readers_points", "readers_not_present", "readers_timings"),
+)
 
 
-def timed(settings: LoopSettings, backend: str, part: str) -> tuple[pd.DataFrame, ...]:
-    """The timing sweep (:mod:`jaxperf_study.jax20909.sweep`), in two parts: ``"quoted"`` (the
-    reporter's kernel on XLA:CPU, the ratios the answer quotes; run in several processes) returns
-    (variants, timings, not_measured); ``"rest"`` (every other kernel and mode, run once with
-    ``repeats x processes`` rounds) returns (variants, timings)."""
+def _split(settings: LoopSettings, backend: str, part: str) -> tuple[list[sweep.SweepConfig], pd.DataFrame]:
+    """The sweep's configs of ``part``: "quoted" (the reporter's kernel in the mode the answer
+    quotes, XLA:CPU or a device's compiled kernel, its ``quoted_variants``), "rest" (the others, in
+    ``rest_repeats`` rounds), and the not-measured rows of the plan."""
     configs, not_measured = sweep.plan(backend, settings)
-    mode, kernel = QUOTED
-    if part == "quoted":
-        chosen = [
-            dataclasses.replace(c, kernels=(kernel,))
-            for c in configs
-            if c.mode == mode and kernel in c.kernels
+    out, mode = [], "xla" if backend == "cpu" else "pallas"
+    for c in configs:
+        seed = [vocab.variant_name(*v) for v in c.variants("seed", max(c.Ts))] if "seed" in c.kernels else []
+        quoted = [v for v in seed if c.mode == mode and v in (settings.quoted_variants or seed)]
+        picked: list[tuple[tuple[str, ...], tuple[str, ...]]] = [(("seed",), tuple(quoted))] if quoted else []
+        if part == "rest":  # the quoted variants' kernel's other variants, and every other kernel
+            rest = tuple(v for v in seed if v not in quoted)
+            others = tuple(k for k in c.kernels if k != "seed" or not quoted)
+            picked = [(others, ())] + [(("seed",), rest)] * bool(quoted and rest)
+        rounds = (
+            c.repeats if part == "quoted" else settings.rest_repeats or settings.repeats * settings.processes
+        )
+        out += [
+            dataclasses.replace(c, kernels=k, listed=v or c.listed, repeats=rounds) for k, v in picked if k
         ]
-    elif part == "rest":
-        rounds = settings.repeats * settings.processes
-        chosen = [
-            dataclasses.replace(c, kernels=rest, repeats=rounds)
-            for c in configs
-            if (rest := tuple(k for k in c.kernels if c.mode != mode or k != kernel))
-        ]
-    else:
-        raise ValueError(f"part={part!r} is not allowed: expected 'quoted' or 'rest'.")
-    variants, timings = sweep.run(chosen) if chosen else (pd.DataFrame(), pd.DataFrame())
-    return (variants, timings, not_measured) if part == "quoted" else (variants, timings)
+    return out, not_measured
 
 
-def reporter_harness(settings: LoopSettings, backend: str) -> pd.DataFrame:
-    """The reporter's own harness at every ``harness_Ts`` (:func:`jaxperf_study.jax20909.harness.run`)."""
-    return harness.run(settings, backend)
+def _written(frames: tuple[pd.DataFrame, ...]) -> tuple[pd.DataFrame, ...]:
+    """``frames`` as records can hold them: one without columns (a part not run here) as a header."""
+    return tuple(f if len(f.columns) else pd.DataFrame(columns=["kernel"]) for f in frames)
 
 
-def bandwidth(megabytes: int) -> pd.DataFrame:
-    """The copy bandwidth (:func:`jaxperf_study.jax20909.roofline.measure_bandwidth`) as one row."""
-    return pd.DataFrame([roofline.measure_bandwidth(megabytes)])
+def quoted(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
+    """What the answer quotes, in each of ``processes`` fresh processes: his harness at ``harness_Ts``,
+    then his kernel (on XLA:CPU, or compiled on a device) inside ``quoted_budget_s``: :data:`QUOTED_RECORDS`."""
+    started, missing = time.perf_counter(), list[pd.DataFrame]()
+    rows = harness.run(settings, backend)
+    configs, not_measured = _split(settings, backend, "quoted")
+    budget = (
+        max(settings.quoted_budget_s - (time.perf_counter() - started), 1e-3)
+        if settings.quoted_budget_s
+        else 0
+    )
+    variants, timings = sweep.run(configs, budget_s=budget, missing=missing)
+    return _written((variants, timings, pd.concat([not_measured, *missing], ignore_index=True), rows))
 
 
-def xla_mechanism(T: int, D: int, dtype: str) -> pd.DataFrame:
-    """XLA:CPU's optimized HLO read per form (:func:`jaxperf_study.jax20909.mechanism.evidence`)."""
-    return pd.DataFrame(mechanism.evidence(KernelVariant("seed", "python", T=T, D=D, batch=2, dtype=dtype)))
+def rest(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
+    """The rest, in one process inside ``rest_budget_s``: bandwidth, XLA:CPU's HLO (on a CPU), the family
+    through the engine (timed on a device, but the reporter's: the sweep times it), the rest of the sweep,
+    the engine's compiles at ``compile_Ts``, the readers' kernels: :data:`REST_RECORDS`."""
+    started, budget = time.perf_counter(), settings.rest_budget_s
+
+    def left(share: float = 1.0) -> float:
+        return max(budget * share - (time.perf_counter() - started), 1.0) if budget else 0.0
+
+    seed = KernelVariant("seed", "python", T=settings.mechanism_T, D=settings.D, batch=2, dtype="float16")
+    found = (
+        mechanism.evidence(seed.replace(dtype=settings.resolved_dtype(backend))) if backend == "cpu" else []
+    )
+    out = [pd.DataFrame([roofline.measure_bandwidth(settings.bandwidth_megabytes)]), pd.DataFrame(found)]
+    family = engine_frames(settings, "family", budget_s=left(0.6), backend=backend)
+    configs, _ = _split(settings, backend, "rest")
+    missing = [sweep.not_measured("mosaic_gpu", why, ("seed",)) for why in _no_mosaic_gpu(configs)]
+    configs = [c for c in configs if c.mode != "mosaic_gpu" or not missing]
+    variants, timings = sweep.run(configs, budget_s=left(), missing=missing)
+    points = compiles(settings) if settings.compile_Ts else pd.DataFrame(columns=COMPILE_COLUMNS)
+    readers = engine_frames(settings, "readers", budget_s=left(), backend=backend)
+    missing_rows = pd.concat(missing, ignore_index=True) if missing else pd.DataFrame()
+    return _written((variants, timings, missing_rows, *out, *family, points, *readers))
+
+
+def pooled_records(
+    quoted: tuple[pd.DataFrame, ...], rest: dict[str, pd.DataFrame]
+) -> tuple[pd.DataFrame, ...]:
+    """(variants, timings, not_measured, harness) of both measuring steps: the rest's rows as
+    process 0 of the quoted ones', a reason given once."""
+    variants, timings, not_measured, harness_rows = (f.assign(process=_process(f)) for f in quoted)
+    variants = pd.concat([variants, rest["variants_rest"].assign(process=0)], ignore_index=True)
+    timings = pd.concat([timings, rest["timings_rest"].assign(process=0)], ignore_index=True)
+    missing = pd.concat([not_measured, rest["not_measured_rest"]], ignore_index=True).drop(columns="process")
+    return variants, timings, missing.drop_duplicates(ignore_index=True), harness_rows
+
+
+def _no_mosaic_gpu(configs: list[sweep.SweepConfig]) -> list[str]:
+    """Why the Mosaic GPU port cannot run on this GPU, if it is planned here: Mosaic GPU runs on
+    Hopper (compute capability 9.0) and newer; the reporter's A6000 (8.6) has Triton alone."""
+    import jax
+
+    device = jax.devices()[0] if any(c.mode == "mosaic_gpu" for c in configs) else None
+    found = str(getattr(device, "compute_capability", None) or "0.0").split(".")
+    if device is None or (int(found[0]), int(found[1])) >= (9, 0):
+        return []
+    return [
+        f"not measured: {device.device_kind} (compute capability {'.'.join(found)}): Mosaic GPU needs 9.0 or newer"
+    ]
 
 
 def _process(frame: pd.DataFrame) -> pd.Series:
@@ -73,7 +134,7 @@ def pooled_sweep(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     """:func:`jaxperf_study.jax20909.analysis.headline` over every process's rounds (a round pairs with
     rounds of its own process only); compile ms and lowering the median over processes."""
     times = timings.assign(repeat=_process(timings) * PROCESS_REPEAT + timings["repeat"])
-    numeric = ["lower_ms", "compile_ms", "error_vs_tolerance"]
+    numeric = ["lower_ms", "compile_ms", "error_vs_tolerance", *(["batch"] if "batch" in variants else [])]
     metas = variants.groupby(analysis.KEYS, sort=False, as_index=False)[numeric].median()
     return analysis.headline(metas, times)
 
@@ -81,6 +142,8 @@ def pooled_sweep(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
 def pooled_harness(rows: pd.DataFrame) -> pd.DataFrame:
     """The harness rows with each number the median over processes."""
     keys = ["mode", "kernel", "T", "variant"]
+    if not set(keys) <= set(rows.columns):  # his harness was not run here
+        return pd.DataFrame(columns=[*keys, "batch", "ms_per_call", "ms_per_call_median"])
     numeric = [c for c in rows.select_dtypes("number").columns if c not in (*keys, "process")]
     return rows.groupby(keys, sort=False, as_index=False).agg(
         {c: ("median" if c in numeric else "first") for c in rows.columns if c not in (*keys, "process")}
@@ -98,7 +161,7 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
             subset=["ms_vs_python"]
         )
         per.append(head.assign(process=p)[["mode", "kernel", "T", "variant", "process", "ms_vs_python"]])
-    if len(harness_rows):
+    if len(harness_rows) and "variant" in harness_rows:
         for p in sorted(set(_process(harness_rows))):
             part = harness.headline(
                 harness_rows[_process(harness_rows) == p].drop(columns="process", errors="ignore")
@@ -116,45 +179,48 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
     return out[out.variant != "python"].reset_index(drop=True)
 
 
-def engine_frames(settings: LoopSettings, which: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def engine_frames(
+    settings: LoopSettings, which: str, *, budget_s: float = 0.0, backend: str = "cpu"
+) -> tuple[pd.DataFrame, ...]:
     """The engine on ``which`` ("family": every kernel of ``settings.kernels`` at its
     ``family_Ts`` in ``family_forms``, the reporter's in ``fix_forms`` too; "readers": each
-    factory of ``settings.kernel`` in ``kernel_forms`` at ``kernel_Ts``): (checks, points,
-    not_present), every run's rows together (``classes`` as JSON text)."""
-    runs = []
-    if which == "family":
-        for kernel in settings.kernels:
-            Ts = settings.family_Ts[kernel]
-            forms = [*settings.family_forms, *(settings.fix_forms if kernel == "seed" else ())]
-            runs.append(
-                engine.run(
-                    FACTORIES[kernel],
-                    list(dict.fromkeys(forms)),
-                    Ts,
-                    check_Ts=[min(settings.check_T, min(Ts))],
-                    targets=settings.targets,
-                )
-            )
-    elif which == "readers":
-        for path in settings.readers_kernels():
-            Ts = settings.kernel_Ts
-            runs.append(
-                engine.run(
-                    path,
-                    settings.kernel_forms,
-                    Ts,
-                    check_Ts=[min(settings.check_T, min(Ts))],
-                    targets=settings.kernel_targets,
-                )
-            )
-    else:
+    factory of ``settings.kernel`` in ``kernel_forms`` at ``kernel_Ts``), each kernel inside its
+    share of ``budget_s`` (0: the engine's own); on a GPU/TPU each is timed too, but the
+    reporter's (the sweep times it). Returns (checks, points, not_present, timings), every run's
+    rows together (``classes`` as JSON text)."""
+    if which not in ("family", "readers"):
         raise ValueError(f"which={which!r} is not allowed: expected 'family' or 'readers'.")
-    checks = pd.concat([r.checks for r in runs], ignore_index=True) if runs else pd.DataFrame()
-    points = pd.concat([r.points for r in runs], ignore_index=True) if runs else pd.DataFrame()
+    s = settings
+    plans = (
+        [
+            (FACTORIES[k], [*s.family_forms, *(s.fix_forms if k == "seed" else ())], s.family_Ts[k])
+            for k in s.kernels
+        ]
+        if which == "family"
+        else [(path, s.kernel_forms, s.kernel_Ts) for path in s.readers_kernels()]
+    )
+    started, runs = time.perf_counter(), []
+    for i, (path, forms, Ts) in enumerate(plans):
+        share = (
+            (budget_s - (time.perf_counter() - started)) / (len(plans) - i) if budget_s else engine.BUDGET_S
+        )
+        targets, timed = (
+            s.targets if which == "family" else s.kernel_targets,
+            backend != "cpu" and path != FACTORIES["seed"],
+        )
+        runs.append(
+            engine.run(path, list(dict.fromkeys(forms)), Ts, check_Ts=[min(s.check_T, *Ts)], targets=targets,
+                       budget_s=max(share, 1.0), timed=timed)
+        )  # fmt: skip
+    frames = [
+        pd.concat([getattr(r, name) for r in runs], ignore_index=True) if runs else pd.DataFrame()
+        for name in ("checks", "points", "timings")
+    ]
+    checks, points, timings = frames
     if "classes" in points:
         points["classes"] = [json.dumps(c) if isinstance(c, dict) else None for c in points["classes"]]
     absent = [dict(kernel=r.kernel, target=t, reason=why) for r in runs for t, why in r.not_present.items()]
-    return checks, points, pd.DataFrame(absent, columns=["kernel", "target", "reason"])
+    return checks, points, pd.DataFrame(absent, columns=["kernel", "target", "reason"]), timings
 
 
 def _classes(value: Any) -> Any:
@@ -162,19 +228,20 @@ def _classes(value: Any) -> Any:
 
 
 def results(
-    checks: pd.DataFrame, points: pd.DataFrame, not_present: pd.DataFrame
+    checks: pd.DataFrame, points: pd.DataFrame, not_present: pd.DataFrame, timings: pd.DataFrame | None = None
 ) -> tuple[engine.Results, ...]:
     """:func:`engine_frames`' frames as one :class:`~jaxperf.loops.engine.Results` per kernel, in order."""
     if "classes" in points:
         points = points.assign(classes=[_classes(c) for c in points["classes"]])
     kernels = list(dict.fromkeys([*checks.get("kernel", []), *points.get("kernel", [])]))
     empty = pd.DataFrame(columns=[*engine.KEYS, "repeat", "ms_per_call"])
+    timings = timings if timings is not None and len(timings) else empty
     return tuple(
         engine.Results(
             k,
             checks[checks.kernel == k].reset_index(drop=True),
             points[points.kernel == k].reset_index(drop=True) if len(points) else points,
-            empty,
+            timings[timings.kernel == k].reset_index(drop=True),
             {r.target: r.reason for r in not_present.itertuples() if r.kernel == k},
         )
         for k in kernels
@@ -219,6 +286,7 @@ def compiles(settings: LoopSettings) -> pd.DataFrame:
         check_Ts=[WARM_UP_T],
         targets=settings.compile_targets,
         budget_s=settings.compile_budget_s,
+        timed=False,
     )
     points = run.points[run.points["T"] != WARM_UP_T].reindex(columns=COMPILE_COLUMNS)
     return points.assign(error=points["error"].fillna("").astype(str).str.slice(0, 300))

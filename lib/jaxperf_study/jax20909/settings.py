@@ -5,6 +5,22 @@ the reporter's kernel (the Python loops of the step-dependent kernels capped by
 ``python_max_steps``, since their compile grows fastest), the interpreter at small T, the
 reporter's harness to T=8192, and the engine (:mod:`jaxperf.loops.engine`) compiling each
 kernel of the family at two T per compiler present, then the reader's ``kernel``.
+
+On a lent GPU or TPU, :attr:`LoopSettings.DEVICE_PRESETS` replaces the sizes (shown beside
+``QUICK``): the compiled kernel is timed at the reporter's T, ``scan_N`` calls per timed call.
+
+**The TPU run's budget** (one command of at most 9 minutes on a TPU v5e, 13 host cores, where a
+probe saw 7-9 s to open the chip per process, 0.2-1 s per kernel compile, about 16 s per compile
+of the reporter's harness (its random batches) and about 5 ns per static cycle of fori_loop):
+papermill and the notebook's own process, about 15 s; the chip opened once to describe it, 12 s;
+``quoted`` in 3 fresh processes of 12 s to start: his harness at T=2048 (2 compiles of 16 s in the
+first, the persistent cache's in the others), 3 variants at 6 T, each compiled twice (alone, timed;
+in its scan) and timed 3 x 16 calls, fori_loop's call kept near 40 ms by ``device_batches`` (150 ms
+at T=65536): about 90 s in the first process, 50 s in each other; ``rest`` in 1 process: the family
+at 3 T, about 90 s, the other 6 variants, about 60 s; analysis and figures, about 25 s. About 460 s
+in all. ``quoted_budget_s`` and ``rest_budget_s`` stop a process's points predicted to overrun
+("not reached"; the T come extremes first, so a cut loses a middle T): at most
+15 + 12 + 3 x (12 + 75) + (12 + 160) + 25 = 485 s, inside what tools/device/run.sh leaves of 540 s.
 """
 
 from __future__ import annotations
@@ -17,14 +33,30 @@ from typing import Any, ClassVar
 from jaxperf.errors import bad_value, check_choice, check_int, check_ints
 
 from ..settings import StudySettings
+from . import vocab
 from .vocab import DTYPES, KERNELS, LOOP_FORMS, SEED_N, SEED_PROGRAM_ROWS, SEED_STEP_ROWS, parse_variant
 
-DEFAULT_DTYPE = {"cpu": "float16", "gpu": "float16", "tpu": "bfloat16"}  # the reporter's fp16 (none on TPU)
-TS_FIELDS = ("xla_Ts", "interpret_Ts", "device_Ts", "harness_Ts", "compile_Ts")
+DEFAULT_DTYPE = {
+    "cpu": "float16",
+    "gpu": "float16",
+    "tpu": vocab.TPU_DTYPE,
+}  # the reporter's fp16 (v5e: float32)
+TS_FIELDS = ("xla_Ts", "interpret_Ts", "device_Ts", "harness_Ts", "compile_Ts", "mosaic_gpu_Ts")
+OPTIONAL_TS = ("xla_Ts", "harness_Ts", "compile_Ts", "mosaic_gpu_Ts")  # empty: that part is not run
 #: The compilers the engine reads (jaxperf.loops.targets.TARGETS, named here without importing it).
 TARGETS = ("triton sm_86", "triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
 #: The reader's kernels shown by default: two written the way Pallas' docs write them.
 EXAMPLES = ("jaxperf.loops.examples.matmul:make", "jaxperf.loops.examples.flash_attention:make")
+
+
+REPORTER_TS = (256, 65536, 2048, 8192, 32768, 16384)  # his table's T, extremes first (a cut loses a middle T)
+_SWEEP = ("python", "fori u=1", "fori u=2", "fori u=4", "fori u=8", "fori u=16")  # the unroll sweep
+#: what both devices' presets replace: the compiled kernel at his T, 3 variants quoted, no plain jit
+_DEVICE = {
+    "device_Ts": REPORTER_TS,
+    "quoted_variants": ("python", "fori u=1", "scalar_carry u=1"),
+    **dict(repeats=2, rest_repeats=3, scan_N=SEED_N, xla_Ts=(), kernel="", compile_Ts=()),
+}
 
 
 def _family_Ts(value: Any, kernels: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
@@ -80,23 +112,28 @@ class LoopSettings(StudySettings):
     """The jax#20909 loop study's parameters (field names = notebook 02's parameter names).
 
     ``timed_loop_forms`` are timed; ``xla_Ts`` time plain jit, ``interpret_Ts`` Pallas interpret mode,
-    ``device_Ts`` a compiled kernel on a GPU/TPU, ``harness_Ts`` the
-    reporter's own harness (``harness_N`` scanned batches of
-    ``harness_batch``; ``harness_variants`` by name; ``harness_repeats`` calls after his
-    two), ``family_Ts`` the two T (or more) the engine compiles each kernel at in
-    ``family_forms`` (the reporter's kernel also in ``fix_forms``, the advice's candidates),
-    ``kernel`` the readers' factories (``"package.module:factory"``) it then runs in
-    ``kernel_forms`` at ``kernel_Ts``, every form checked against fori at ``check_T``
-    (the smallest T where that is larger) and compiled for ``targets`` (the readers' kernels for
+    ``device_Ts`` a compiled kernel on a GPU/TPU, ``harness_Ts`` the reporter's own harness
+    (``harness_N`` scanned batches of ``harness_batch``; ``harness_variants`` by name;
+    ``harness_repeats`` calls after his two), ``family_Ts`` the two T (or more) the engine compiles
+    each kernel at in ``family_forms`` (the reporter's kernel also in ``fix_forms``, the advice's
+    candidates), ``kernel`` the readers' factories (``"package.module:factory"``) it then runs in
+    ``kernel_forms`` at ``kernel_Ts``, every form checked against fori at ``check_T`` (the smallest
+    T where that is larger) and compiled for ``targets`` (the readers' kernels for
     ``kernel_targets``: a Python loop of matrix products compiles for seconds per target),
-    ``mechanism_T`` the
-    size whose optimized HLO is read, ``bandwidth_megabytes`` the copy that
-    measures memory bandwidth. ``dtype="auto"`` picks the reporter's fp16 (bf16 on
-    TPU). Python loops of more steps than ``python_max_steps[kernel]``
-    (``device_python_max_steps`` on a GPU/TPU) are reported as not measured. The timed steps
-    (XLA:CPU, the interpreter, the harness) run ``repeats`` (``harness_repeats``) rounds in each
-    of ``processes`` processes. ``compile_Ts`` are the reporter's T, where the engine compiles
-    his kernel in ``compile_forms`` for ``compile_targets`` (within ``compile_budget_s`` seconds).
+    ``mechanism_T`` the size whose optimized HLO is read, ``bandwidth_megabytes`` the copy that
+    measures memory bandwidth. ``dtype="auto"`` picks the reporter's fp16 (float32 on a TPU).
+    Python loops of more steps than ``python_max_steps[kernel]`` (``device_python_max_steps`` on a
+    GPU/TPU) are reported as not measured. The timed steps run ``repeats`` (``harness_repeats``)
+    rounds in each of ``processes`` processes. ``compile_Ts`` are the reporter's T, where the engine
+    compiles his kernel in ``compile_forms`` for ``compile_targets`` (within ``compile_budget_s``).
+
+    On a GPU or TPU the reporter's kernel is timed compiled at ``device_Ts`` in ``device_variants``
+    (every timed form x unroll when empty), batch ``device_batches[T]`` (else ``device_batch``);
+    ``quoted_variants`` (all when empty) in ``processes`` fresh processes, the rest in one in
+    ``rest_repeats`` rounds (``repeats x processes`` when 0); ``mosaic_gpu_Ts`` the Mosaic GPU port
+    too (Hopper). ``scan_N`` > 0 times ``scan_N`` calls at a time in one jitted scan
+    (:func:`jaxperf.timing.amortised`). ``quoted_budget_s``/``rest_budget_s`` (0: none) stop each
+    process's points predicted to end past them ("not reached").
     """
 
     kernels: tuple[str, ...] = KERNELS
@@ -146,6 +183,52 @@ class LoopSettings(StudySettings):
     compile_forms: tuple[str, ...] = ("python", "fori", "scalar_carry u=1")
     compile_targets: tuple[str, ...] = ("triton sm_90", "mosaic_gpu sm_90a", "mosaic_tpu v5e")
     compile_budget_s: int = 240
+    device_batches: Mapping[int, int] = dataclasses.field(default_factory=dict)
+    device_variants: tuple[str, ...] = ()
+    quoted_variants: tuple[str, ...] = ()
+    rest_repeats: int = 0
+    mosaic_gpu_Ts: tuple[int, ...] = ()
+    mosaic_gpu_variants: tuple[str, ...] = ("python", "fori u=1", "scalar_carry u=1", "hoisted u=1")
+    scan_N: int = 0
+    quoted_budget_s: int = 0
+    rest_budget_s: int = 0
+
+    # A lent device's sizes (tools/device/run.sh; the TPU's budget in the module docstring).
+    DEVICE_PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "tpu": _DEVICE
+        | {
+            "device_batches": {T: vocab.tpu_batch(T) for T in REPORTER_TS},
+            "device_variants": (*_SWEEP, "hand_unrolled u=8", "hoisted u=1", "scalar_carry u=1"),
+            "harness_Ts": (2048,),
+            "harness_variants": ("python", "fori u=1"),
+            # the reporter's at 4 T for the static counts beside the sweep's times (its engine run is not timed)
+            "family_Ts": {"seed": (256, 2048, 8192, 65536), "data_carry": (1024, 8192, 65536)}
+            | {"streaming": (1024, 4096, 16384), "attention": (512, 1024, 2048)},
+            "family_forms": ("python", "fori", "fori u=8"),
+            "fix_forms": ("python", "fori", "fori u=8", "hand_unrolled u=8", "scalar_carry u=1"),
+            "device_python_max_steps": {"attention": 32},
+            "targets": ("mosaic_tpu v5e",),
+            "quoted_budget_s": 75,
+            "rest_budget_s": 160,
+        },
+        "gpu": _DEVICE  # what the retired GPU runner did: Triton, and Mosaic GPU on Hopper
+        | {
+            "device_variants": (
+                *_SWEEP,
+                "hand_unrolled u=4",
+                "hand_unrolled u=8",
+                "hoisted u=1",
+                "scalar_carry u=1",
+            ),
+            "harness_Ts": (256, 8192, 65536),
+            "mosaic_gpu_Ts": (256, 2048, 8192, 65536),
+            "family_Ts": {"seed": (2048, 8192, 65536), "data_carry": (2048, 8192, 65536)}
+            | {"streaming": (1024, 4096, 16384), "attention": (256, 2048, 8192)},
+            "targets": ("triton sm_90",),
+            "quoted_budget_s": 80,
+            "rest_budget_s": 150,
+        },
+    }
 
     # A smoke run: every code path once, in a few minutes on 2 cores. Its summary judges no goal.
     QUICK: ClassVar[Mapping[str, Any]] = {
@@ -187,6 +270,17 @@ class LoopSettings(StudySettings):
         check_ints("unrolls", self.unrolls)
         for variant in self.harness_variants:
             parse_variant(variant)
+        for name in ("device_variants", "quoted_variants", "mosaic_gpu_variants"):
+            if isinstance(getattr(self, name), str):
+                raise bad_value(name, getattr(self, name), "a list of variants, e.g. ['python', 'fori u=1']")
+            [parse_variant(v) for v in getattr(self, name)]
+        if not isinstance(self.device_batches, Mapping):
+            raise bad_value("device_batches", self.device_batches, "a dict {T: batch}")
+        [check_int(f"device_batches[{T}]", b, minimum=1) for T, b in self.device_batches.items()]
+        [
+            check_int(n, getattr(self, n), minimum=0)
+            for n in "rest_repeats scan_N quoted_budget_s rest_budget_s".split()
+        ]
         counts = "D cpu_batch interpret_batch device_batch harness_batch harness_N bandwidth_megabytes"
         counts += (
             " block_rows out_rows repeats compile_repeats harness_repeats check_T processes compile_budget_s"
@@ -213,6 +307,8 @@ class LoopSettings(StudySettings):
         multiple = math.lcm(self.block_rows, self.out_rows)
         for name in (*TS_FIELDS, "mechanism_T"):
             value = getattr(self, name)
+            if name in OPTIONAL_TS and isinstance(value, tuple) and not value:
+                continue  # that part is not run
             for T in check_ints(name, [value] if isinstance(value, int) else value):
                 if T % multiple:
                     raise bad_value(f"{name}[...]", T, f"a multiple of block_rows and out_rows ({multiple})")
@@ -224,6 +320,10 @@ class LoopSettings(StudySettings):
     def readers_kernels(self) -> tuple[str, ...]:
         """The factories of ``kernel``, in order ('' runs none)."""
         return tuple(p.strip() for p in self.kernel.split(",") if p.strip())
+
+    def batch_at(self, T: int) -> int:
+        """The batch a GPU/TPU runs the reporter's kernel at, at ``T``."""
+        return int(self.device_batches.get(T, self.device_batch))
 
     def resolved_dtype(self, backend: str) -> str:
         """``dtype``, with ``"auto"`` resolved for ``backend``."""

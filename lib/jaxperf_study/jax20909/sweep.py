@@ -4,13 +4,20 @@ A *mode* says what is timed (:data:`MODES`): ``xla`` is the kernels' math in
 plain ``jax.jit`` on this backend (on XLA:CPU the loop question is real, cf.
 jax-ml/jax#402); ``pallas_interpret`` the ``pallas_call`` in Pallas' interpret
 mode (interpreter timings, not GPU/TPU speed); ``pallas`` the compiled
-kernel, only where a GPU or TPU is present, never simulated.
+kernel, only where a GPU or TPU is present, never simulated; ``mosaic_gpu`` the reporter's
+kernel written for Mosaic GPU, compiled on a Hopper GPU.
+
+On a GPU or TPU each timed call runs ``scan`` calls in one jitted scan
+(:func:`jaxperf.timing.amortised`, the reporter's harness with his random batches made once,
+outside); every compile that is timed runs under a name of its own, so JAX's persistent
+compilation cache (shared by a run's processes) never serves it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -26,11 +33,12 @@ from .settings import LoopSettings
 from .variant import KernelVariant
 from .vocab import SEED_BLOCK_ROWS, SEED_OUT_ROWS
 
-MODES = ("xla", "pallas_interpret", "pallas")
+MODES = ("xla", "pallas_interpret", "pallas", "mosaic_gpu")
 MODE_LABELS = {
     "xla": "plain jax.jit (XLA)",
     "pallas_interpret": "Pallas interpret mode (interpreter timings)",
     "pallas": "compiled Pallas kernel",
+    "mosaic_gpu": "the kernel written for Mosaic GPU, compiled",
     "xla_harness": "plain jax.jit (XLA) in the reporter's harness",
     "pallas_interpret_harness": "Pallas interpret mode in the reporter's harness",
     "pallas_harness": "compiled Pallas kernel in the reporter's harness",
@@ -60,6 +68,10 @@ class SweepConfig:
     # "default": Pallas picks the compiler (Triton on a GPU); "mosaic_gpu": the reporter's kernel
     # written for Mosaic GPU (jaxperf_study.jax20909.mosaic_gpu_kernel), "seed" only.
     lowering: str = "default"
+    listed: tuple[str, ...] = ()  # when given: exactly these variants (by name), in this order
+    scan: int = 0  # calls per timed call in one jitted scan (timing.amortised); 0: one call
+    batches: Mapping[int, int] = dataclasses.field(default_factory=dict)  # batch per T, else ``batch``
+    tiling: str = "whole"  # the row-block kernels' (KernelVariant.tiling)
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, MODES)
@@ -94,19 +106,19 @@ class SweepConfig:
             unroll,
             T=T,
             D=self.D,
-            batch=self.batch,
+            batch=int(self.batches.get(T, self.batch)),
             dtype=self.dtype,
             block_rows=self.block_rows,
             out_rows=self.out_rows,
+            tiling=self.tiling if kernel in vocab.ROW_BLOCK_KERNELS else "whole",
         )
 
     def variants(self, kernel: str, T: int) -> list[tuple[str, int]]:
         """(loop form, unroll) pairs timed for (kernel, T); over-long Python loops left out (:meth:`skipped`)."""
-        return [
-            v
-            for v in vocab.variants(self.loop_forms, self.unrolls, kernel)
-            if not self._too_long(kernel, v[0], T)
-        ]
+        every = [vocab.parse_variant(v) for v in self.listed] or vocab.variants(
+            self.loop_forms, self.unrolls, kernel
+        )
+        return [v for v in every if vocab.applies(kernel, v[0]) and not self._too_long(kernel, v[0], T)]
 
     def _too_long(self, kernel: str, loop_form: str, T: int) -> bool:
         limit = self.python_max_steps.get(kernel)
@@ -142,19 +154,30 @@ def build(cfg: SweepConfig, variant: KernelVariant) -> tuple[Any, tuple[Any, ...
     return kernels.build(variant, interpret=cfg.mode == "pallas_interpret")
 
 
+def uncached(fn: Callable[..., Any]) -> Any:
+    """``fn`` jitted under a new name: the persistent cache keys a program by its name first, so never serves it."""
+    import jax
+
+    def call(*args: Any) -> Any:
+        return fn(*args)
+
+    call.__name__ = call.__qualname__ = f"{getattr(fn, '__name__', 'kernel')}_{uuid.uuid4().hex[:12]}"
+    return jax.jit(call)
+
+
 def compile_fresh(
     make: Callable[[], tuple[Any, tuple[Any, ...]]], repeats: int, budget_s: float
 ) -> tuple[Any, dict[str, float]]:
     """Lower and compile a freshly built function up to ``repeats`` times (a jitted
-    function caches its executable, so each repeat builds anew), stopping once the
-    compiles took ``budget_s``; returns the executable and the median lower/compile ms."""
+    function caches its executable, so each repeat builds anew, :func:`uncached`), stopping once
+    the compiles took ``budget_s``; returns the executable and the median lower/compile ms."""
     lower_s: list[float] = []
     compile_s: list[float] = []
     exe: Any = None
     while len(compile_s) < repeats and (not compile_s or sum(compile_s) < budget_s):
         fn, args = make()
         t0 = time.perf_counter()
-        lowered = fn.lower(*args)
+        lowered = uncached(fn).lower(*args)
         t1 = time.perf_counter()
         exe = lowered.compile()
         lower_s.append(t1 - t0)
@@ -169,10 +192,9 @@ def measure_group(
     """Lower, compile, check and time every variant of (kernel, T) together.
 
     Returns (variants, timings): one row per variant with lower_ms, compile_ms
-    and the worst error as a fraction of the tolerance (status "timed"), or
-    the error where it does not lower or compile (status "does not lower:
-    ..."; not timed); one row per (variant, repeat) with ms_per_call. Raises
-    AssertionError when a variant's output is wrong.
+    and the worst error as a fraction of the tolerance (status "timed"), or the error where it does
+    not lower or compile (status "does not lower: ..."; not timed); one row per (variant, repeat)
+    with ms_per_call. Raises AssertionError when a variant's output is wrong.
     """
     import jax
 
@@ -186,9 +208,12 @@ def measure_group(
         row: dict[str, Any] = dict(
             mode=cfg.mode, kernel=kernel, T=T, loop_form=loop_form, unroll=unroll, variant=name
         ) | ({"lowering": cfg.lowering} if cfg.lowering != "default" else {})
+        variant = cfg.variant(kernel, loop_form, unroll, T)
         try:
-            make = lambda v=cfg.variant(kernel, loop_form, unroll, T): build(cfg, v)  # noqa: E731
+            make = lambda v=variant: build(cfg, v)  # noqa: E731
             exe, stats = compile_fresh(make, cfg.compile_repeats, cfg.compile_budget_s)
+            # the timed call: cfg.scan calls in one jitted scan (its compile apart, not timed)
+            timed = timing.amortised(make()[0], cfg.scan).lower(*arrays).compile() if cfg.scan else exe
         except Exception as err:  # noqa: BLE001 - e.g. Triton's unroll: recorded, not timed
             rows.append(row | {"status": f"does not lower: {type(err).__name__}: {error_text(err)}"})
         else:
@@ -196,33 +221,63 @@ def measure_group(
             out = jax.block_until_ready(exe(*arrays))
             first_ms = (time.perf_counter() - t0) * 1e3
             worst = reference.check_close(base, out[: cfg.check_batch], check_inputs)
-            compiled[name] = exe
-            rows.append(
-                row | stats | {"status": "timed", "first_call_ms": first_ms, "error_vs_tolerance": worst}
-            )
+            compiled[name] = timed
+            done = {"status": "timed", "first_call_ms": first_ms, "error_vs_tolerance": worst}
+            rows.append(row | stats | done | {"batch": variant.batch})
         if progress is not None:
             progress.update(1)
     if not compiled:
         raise RuntimeError(f"no variant of kernel={kernel!r} at T={T} lowered in mode={cfg.mode!r}: {rows}")
     slowest_s = max(r["first_call_ms"] for r in rows if r["status"] == "timed") / 1e3
-    number = int(np.clip(cfg.target_s_per_batch / max(slowest_s, 1e-6), 1, 20))
+    number = 1 if cfg.scan else int(np.clip(cfg.target_s_per_batch / max(slowest_s, 1e-6), 1, 20))
     tconf = timing.TimingConfig(warmup=1, repeats=cfg.repeats, number=number, dispatch_only=False)
     calls = {name: (lambda exe=exe: exe(*arrays)) for name, exe in compiled.items()}
     times = timing.compare(calls, tconf, mode=cfg.mode, kernel=kernel, T=T)
-    times["ms_per_call"] = times["wall_s_per_call"] * 1e3
+    times["ms_per_call"] = times["wall_s_per_call"] * 1e3 / max(cfg.scan, 1)
     meta = pd.DataFrame(rows)
     return meta, times.merge(meta[["variant", "loop_form", "unroll"]], on="variant")
 
 
-def run(configs: Iterable[SweepConfig], *, progress: Any = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`measure_group` over every (config, kernel, T); returns (variants, timings)."""
+def run(
+    configs: Iterable[SweepConfig],
+    *,
+    progress: Any = None,
+    budget_s: float = 0.0,
+    missing: list[pd.DataFrame] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`measure_group` over every (config, kernel, T); returns (variants, timings). With
+    ``missing`` (a list), a (kernel, T) that fails, or that is predicted to end past ``budget_s``
+    seconds (0: no budget; from the last one's time, growing with T), is a not-measured frame
+    appended there instead; a wrong result always raises."""
     metas, times = [], []
+    started, last = time.perf_counter(), None
     for cfg in configs:
         for kernel in cfg.kernels:
             for T in cfg.Ts:
-                meta, tm = measure_group(cfg, kernel, T, progress=progress)
+                keys = [
+                    dict(mode=cfg.mode, kernel=kernel, T=T, variant=vocab.variant_name(*v))
+                    for v in cfg.variants(kernel, T)
+                ]
+                guess = last[1] * min(T / last[0], 4.0) if last else 0.0
+                left, why = budget_s - (time.perf_counter() - started), ""
+                if missing is not None and budget_s and guess > left:
+                    why = f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget ({budget_s:.0f} s) left"
+                began = time.perf_counter()
+                try:
+                    meta, tm = (None, None) if why else measure_group(cfg, kernel, T, progress=progress)
+                except Exception as err:  # noqa: BLE001 - one (kernel, T) that fails is a result; a wrong one raises
+                    if missing is None or isinstance(err, AssertionError):
+                        raise
+                    why = f"failed: {type(err).__name__}: {error_text(err)}"
+                finally:
+                    last = (T, time.perf_counter() - began) if not why.startswith("not reached") else last
+                if why:
+                    missing.append(pd.DataFrame([k | dict(status="not measured", reason=why) for k in keys]))  # type: ignore[union-attr]
+                    continue
                 metas.append(meta)
                 times.append(tm)
+    if not metas:
+        return pd.DataFrame(), pd.DataFrame()
     return pd.concat(metas, ignore_index=True), pd.concat(times, ignore_index=True)
 
 
@@ -238,7 +293,9 @@ def plan(backend: str, settings: LoopSettings) -> tuple[list[SweepConfig], pd.Da
 
     CPU: plain jit on XLA:CPU and Pallas interpret mode; the compiled Pallas
     kernel needs a GPU (Triton) or TPU (Mosaic), reported as not measured.
-    GPU/TPU: the compiled kernel at the reporter's sizes, and plain jit.
+    GPU/TPU: the reporter's kernel compiled at his T (its batch per T: ``device_batches``; on a
+    TPU in float32, a BlockSpec per program), plain jit where ``xla_Ts`` holds T, and on a GPU the
+    kernel written for Mosaic GPU at ``mosaic_gpu_Ts``; the family is timed by the engine.
     """
     check_choice("backend", backend, ("cpu", "gpu", "tpu"))
     s = settings
@@ -253,11 +310,16 @@ def plan(backend: str, settings: LoopSettings) -> tuple[list[SweepConfig], pd.Da
         repeats=s.repeats,
         compile_repeats=s.compile_repeats,
         python_max_steps=dict(s.python_max_steps if backend == "cpu" else s.device_python_max_steps),
+        scan=s.scan_N,
     )
     if backend == "cpu":
         configs = [
-            SweepConfig(mode="xla", Ts=s.xla_Ts, batch=s.cpu_batch, **common),
-            SweepConfig(mode="pallas_interpret", Ts=s.interpret_Ts, batch=s.interpret_batch, **common),
+            SweepConfig(mode=mode, Ts=Ts, batch=batch, **common)
+            for mode, Ts, batch in (
+                ("xla", s.xla_Ts, s.cpu_batch),
+                ("pallas_interpret", s.interpret_Ts, s.interpret_batch),
+            )
+            if Ts
         ]
         missing = not_measured(
             "pallas",
@@ -266,14 +328,20 @@ def plan(backend: str, settings: LoopSettings) -> tuple[list[SweepConfig], pd.Da
             s.kernels,
         )
     else:
-        configs = [
-            SweepConfig(mode="pallas", Ts=s.device_Ts, batch=s.device_batch, **common),
-            SweepConfig(mode="xla", Ts=s.device_Ts, batch=s.device_batch, **common),
-        ]
+        device = dict(common, kernels=("seed",), batch=s.device_batch, batches=dict(s.device_batches))
+        device |= dict(listed=s.device_variants, tiling="blocks" if backend == "tpu" else "whole")
+        configs = [SweepConfig(mode="pallas", Ts=s.device_Ts, **device)]
+        if backend == "gpu" and s.mosaic_gpu_Ts:
+            # its Python loop's lowering grows faster than T; 1024 steps exceed Python's recursion limit
+            port = dict(device, listed=s.mosaic_gpu_variants, lowering="mosaic_gpu")
+            port["python_max_steps"] = {"seed": 128}
+            configs.append(SweepConfig(mode="mosaic_gpu", Ts=s.mosaic_gpu_Ts, **port))
         other = "tpu" if backend == "gpu" else "gpu"
         missing = not_measured("pallas", f"no {other.upper()} on this machine", s.kernels).assign(
             mode=f"pallas ({other})"
         )
+    if s.xla_Ts and backend != "cpu":
+        configs.append(SweepConfig(mode="xla", Ts=s.xla_Ts, batch=s.device_batch, **common))
     return configs, pd.concat([missing, *(c.skipped() for c in configs)], ignore_index=True)
 
 

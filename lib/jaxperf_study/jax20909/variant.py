@@ -9,8 +9,8 @@ options check makes one before any environment exists)::
     fn, args = kernels.build(variant, interpret=False)
     kernels.build_xla(variant.replace(loop_form="scalar_carry", unroll=1))
 
-A new field (a per-target dtype, a BlockSpec tiling) is a field here with its check in
-:meth:`KernelVariant.__post_init__`; the builders read it from the variant.
+A new field is a field here with its check in :meth:`KernelVariant.__post_init__`; the builders
+read it from the variant (``tiling``: the reporter's whole-array refs or a BlockSpec per program).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .vocab import (
     ROW_BLOCK_KERNELS,
     SEED_BLOCK_ROWS,
     SEED_OUT_ROWS,
+    TILINGS,
     applies,
     variant_name,
 )
@@ -55,7 +56,8 @@ class KernelVariant:
     the row-block kernels, of ``out_rows`` (the rows a program writes, the carry's rows); ``D``
     the columns; ``batch`` the batch elements; ``dtype`` the input's (:data:`~.vocab.DTYPES`,
     kept as its name); ``carry_dtype`` ``"float32"`` or ``"input"`` (the reporter's fp16 carry;
-    not for attention). Raises ValueError naming the field, the value and what is allowed.
+    not for attention); ``tiling`` a row-block program's input (:data:`~.vocab.TILINGS`). Raises
+    ValueError naming the field, the value and what is allowed.
     """
 
     kernel: str
@@ -69,6 +71,7 @@ class KernelVariant:
     block_rows: int = SEED_BLOCK_ROWS
     out_rows: int = SEED_OUT_ROWS
     carry_dtype: str = "float32"
+    tiling: str = "whole"
 
     def __post_init__(self) -> None:
         check_choice("kernel", self.kernel, KERNELS)
@@ -100,6 +103,9 @@ class KernelVariant:
         check_choice("carry_dtype", self.carry_dtype, CARRY_DTYPES)
         if self.carry_dtype == "input" and self.kernel == "attention":
             raise bad_value("carry_dtype", self.carry_dtype, "'float32' for kernel='attention'")
+        check_choice("tiling", self.tiling, TILINGS)
+        if self.tiling != "whole" and self.kernel not in ROW_BLOCK_KERNELS:
+            raise bad_value("tiling", self.tiling, f"'whole' for kernel={self.kernel!r} (BlockSpecs already)")
 
     def replace(self, **changes: Any) -> KernelVariant:
         """The same variant with ``changes`` (checked again)."""

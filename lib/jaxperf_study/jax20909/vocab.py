@@ -69,6 +69,19 @@ SEED_OUT_ROWS = SEED_PROGRAM_ROWS  # rows a program writes
 DTYPES = ("float16", "bfloat16", "float32")
 #: the carry's dtype: float32, or the input's (the reporter's fp16 carry)
 CARRY_DTYPES = ("float32", "input")
+#: a row-block program's input: the reporter's ``whole`` ``[T, D]`` ref, or a BlockSpec's ``[out_rows, D]``
+#: ``blocks`` (the same rows; on Mosaic TPU the whole slab overflows the scoped VMEM from T=16384)
+TILINGS = ("whole", "blocks")
+TPU_DTYPE = "float32"  # what Mosaic TPU v5e compiles his kernel in, and why:
+TPU_WHY = "float16 fails every load: 'Invalid vector type for load'; bfloat16 his scalar X_i.sum() + j: 'failed to legalize operation arith.addf (bf16, bf16) -> bf16'"
+
+
+def tpu_batch(T: int, largest: int = 512) -> int:
+    """His batch on a TPU v5e at ``T``: 512 to T=2048, then fori_loop's work of T=2048 (B x T/128 programs,
+    run one after another, x T/64 steps), at least 1024 programs (fewer compile to other code)."""
+    return max(1, min(largest, max(1024 * SEED_PROGRAM_ROWS // T, largest * 2048**2 // T**2)))
+
+
 SEED_N = 16  # the reporter's harness: a lax.scan over 16 fresh batches
 SEED_SIZES = {"batch": 512, "D": 64, "dtype": "float16"}
 

@@ -4,8 +4,7 @@ Mosaic GPU's passes are C++ inside the CUDA plugin (``jax-cuda13-plugin``), whic
 without a GPU through XLA's deviceless topology (``get_topology_desc(platform="cuda",
 target_config=...)``, openxla/xla#16913). In the project's venv the plugin would make JAX try to
 start CUDA in every process, so it lives in its own environment (``tools/make_mosaic_gpu_env.sh``),
-run as a subprocess by :mod:`.compile`. :func:`status` says whether that environment is usable;
-:func:`check_device` is the check a timed run makes before it compiles anything.
+run as a subprocess by :mod:`.compile`. :func:`status` says whether that environment is usable.
 """
 
 from __future__ import annotations
@@ -13,9 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ...errors import bad_value
 from ...paths import PROJECT_ROOT
 
 JAX_VERSION = "0.12.0.1"
@@ -23,7 +20,6 @@ ENV_DIR = PROJECT_ROOT / ".envs" / f"mosaic-gpu-{JAX_VERSION}"
 PYTHON_ENV = "JAXPERF_MOSAIC_GPU_PYTHON"  # another interpreter with the CUDA plugin
 INSTALL_HINT = "bash tools/make_mosaic_gpu_env.sh (from PyPI, about 1.3 GB)"
 NOT_INSTALLED = "not measured: the Mosaic GPU compile environment is not built"
-MIN_CAPABILITY = (9, 0)
 
 # An H100 SXM as XLA's GpuTargetConfig (text proto) for the deviceless topology. The values
 # are the ones a jax#28376 reporter's deviceless H100 compile used; Mosaic GPU reads the
@@ -82,26 +78,3 @@ def status() -> MosaicGpuStatus:
     if not os.environ.get(PYTHON_ENV) and not (ENV_DIR / ".complete").exists():
         return MosaicGpuStatus(False, None, f"{NOT_INSTALLED} (half-built: no {ENV_DIR.name}/.complete)")
     return MosaicGpuStatus(True, str(interpreter), "")
-
-
-def check_device(device: Any) -> tuple[int, int]:
-    """The compute capability of ``device`` if Mosaic GPU (Hopper, 9.0, and newer) runs there, else
-    ValueError, before anything is compiled (the reporter's A6000 is 8.6: Triton only)."""
-    platform = getattr(device, "platform", None)
-    capability = getattr(device, "compute_capability", None)
-    if platform != "gpu" or not capability:
-        raise bad_value(
-            "backend",
-            f"{platform} ({getattr(device, 'device_kind', device)})",
-            "a CUDA GPU of compute capability >= 9.0 (Hopper or newer) for Mosaic GPU, "
-            "or interpret=True (Mosaic GPU's interpreter on the CPU)",
-        )
-    major, minor = (int(p) for p in str(capability).split(".")[:2])
-    if (major, minor) < MIN_CAPABILITY:
-        raise bad_value(
-            "backend",
-            f"{device.device_kind} (compute capability {capability})",
-            "a GPU of compute capability >= 9.0: Mosaic GPU supports Hopper and newer; "
-            "on Ampere use Pallas' Triton backend",
-        )
-    return major, minor

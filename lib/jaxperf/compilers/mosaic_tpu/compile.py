@@ -53,10 +53,9 @@ def compile_for(build: Builder, generation: str) -> CompileResult:
         _, ms = lower_compile(build, mesh)
     except Exception as err:  # noqa: BLE001 - every compile error is a result
         _clean(dump_dir, before)
-        return CompileResult(
-            error=f"{type(err).__name__}: {error_text(err)}"[:300],
-            refused=refused(err),
-        )
+        # the whole message on one line: a resource limit's numbers may follow its first line
+        text = " ".join(str(err).split()) or error_text(err)
+        return CompileResult(error=f"{type(err).__name__}: {text}"[:1000], refused=refused(err))
     result = CompileResult(compile_ms=ms)
     if dump_dir:
         files = bundles.new_files(dump_dir, before)

@@ -11,6 +11,8 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +75,24 @@ _CONFIG: LibtpuConfig | None = None
 
 def prepare(dump_dir: str | os.PathLike | None) -> LibtpuConfig:
     """Set libtpu's start-up environment: the bundle dump folder. Call before libtpu starts. A
-    second call with the same folder is a no-op; with another it raises RuntimeError (libtpu
-    cannot be restarted in a process)."""
+    second call with the same folder is a no-op; with another RuntimeError (libtpu cannot restart).
+    A folder already in ``LIBTPU_INIT_ARGS`` (a parent's, set before this process started) is the
+    one libtpu dumps to; a TPU this process opened without one dumps nothing (too late)."""
     global _CONFIG
+    from ...private_api import jax_backends_initialized
+
+    inherited = re.search(r"--xla_jf_dump_to=(\S+)", os.environ.get("LIBTPU_INIT_ARGS", ""))
+    if _CONFIG is None and (inherited or jax_backends_initialized()):
+        import jax  # started already (or the dump inherited): asking its backend starts nothing new
+
+        dump_dir = inherited[1] if inherited else None if jax.default_backend() == "tpu" else dump_dir
     config = LibtpuConfig(Path(dump_dir).resolve() if dump_dir else None)
     if _CONFIG is not None:
         if _CONFIG != config:
             raise RuntimeError(f"libtpu already prepared with {_CONFIG}; restart the kernel to use {config}.")
         return config
     flags = []
-    if config.dump_dir is not None:
+    if config.dump_dir is not None and not inherited:
         config.dump_dir.mkdir(parents=True, exist_ok=True)
         # Only the final schedule: the full dump is ~300 files per compile.
         flags += [f"--xla_jf_dump_to={config.dump_dir}", "--xla_jf_dump_llo_pass_label_regex=final_bundles"]
@@ -94,6 +104,11 @@ def prepare(dump_dir: str | os.PathLike | None) -> LibtpuConfig:
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     _CONFIG = config
     return config
+
+
+def prepare_dump() -> LibtpuConfig:
+    """This process's libtpu set-up, prepared with a fresh dump folder if it was not yet."""
+    return _CONFIG or prepare(tempfile.mkdtemp(prefix="jaxperf-bundles-"))
 
 
 def config() -> LibtpuConfig | None:
