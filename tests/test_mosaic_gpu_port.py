@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from jaxperf.compilers.lowering import export_variant
-from jaxperf.compilers.mosaic_gpu import toolchain
 from jaxperf_study.jax20909 import inputs, kernels, mosaic_gpu_kernel, reference, sweep
 from jaxperf_study.jax20909.variant import KernelVariant
 

@@ -316,7 +316,6 @@ def test_the_readme_renders_from_the_next_runs_summaries_with_no_retired_study(r
 def test_every_upstream_template_renders_a_short_text_with_no_gap(upstream_texts):
     assert set(upstream_texts) == {
         "equinox-192.md",
-        "equinox-192.md",
         "equinox-filter_jit-wait.md",
         "jax-20909.md",
         "jax-mosaic-gpu-recursion.md",

@@ -175,3 +175,21 @@ def test_a_kernel_variant_and_the_ports_rules_are_checked_with_the_standard_libr
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
     assert out["heavy"] == [] and out["said"].startswith(said), out
+
+
+def test_the_run_all_engine_and_the_readme_renderer_import_with_the_standard_library_alone():
+    """./run_all.sh checks its options with a bare python3 before .venv exists: its engine (which
+    imports tools/readme.py for the rerun check) must not import a heavy package at import time."""
+    code = (
+        _CHILD.split("sys.path.insert(0, sys.argv[3])")[0]
+        + "sys.path.insert(0, sys.argv[3]); import runall.main, readme\n"
+        + "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in HEAVY)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "{}", json.dumps(HEAVY), str(PROJECT_ROOT / "tools")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == []

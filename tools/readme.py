@@ -212,7 +212,9 @@ def fmt(value: Any, spec: str | None) -> str:
         # a ratio against 1 is not resolved while its range holds 1, and by :r's 3x rule
         from jaxperf_study.reruns import quote  # numpy's: the run_all engine imports this file stdlib-only
 
-        return f"not resolved (median {med:.2f}×; its range holds 1)" if lo <= 1 <= hi else quote(value, "r.2f×")
+        return (
+            f"not resolved (median {med:.2f}×; its range holds 1)" if lo <= 1 <= hi else quote(value, "r.2f×")
+        )
     if spec == "verdict":
         if value not in VERDICT_WORDS:
             raise RenderError(f"format :verdict needs one of {sorted(VERDICT_WORDS)}, got {value!r}")
@@ -377,8 +379,10 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
             for group in required(m["study"], m["path"].strip(), picked):
                 if not any(phrase in plain for phrase in group):
                     raise RenderError(f"its sentence names none of {list(group)}: {plain.strip()[:160]!r}")
-            if m["fmt"] and m["fmt"] != "ranged" and m["fmt"].startswith("r"):  # with its rerun range, or "not resolved"
-                from jaxperf_study.pages import ranged  # numpy's: the run_all engine imports this file stdlib-only
+            # a number with its rerun range, or "not resolved" (numpy's: imported only here, as the
+            # run_all engine imports this file with the standard library alone)
+            if m["fmt"] and m["fmt"] != "ranged" and m["fmt"].startswith("r"):
+                from jaxperf_study.pages import ranged
                 from jaxperf_study.reruns import quote
 
                 return quote(ranged(load(m["study"], cache, root), m["path"].strip(), value), m["fmt"])

@@ -12,10 +12,7 @@ import importlib
 import sys
 
 #: command -> module with ``main(argv) -> int``
-COMMANDS = {
-    "diagnose": "jaxperf.diagnosis.cli",
-    "loops": "jaxperf.loops.cli",
-}
+COMMANDS = {"diagnose": "jaxperf.diagnosis.cli", "loops": "jaxperf.loops.cli"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,10 +26,7 @@ class PrivateAPIError(ImportError):
 
 
 #: package -> (oldest, newest) version the core's hooks were checked on, both inclusive
-CHECKED: dict[str, tuple[str, str]] = {
-    "jax": ("0.6.0", "0.12.0.1"),
-    "equinox": ("0.13.3", "0.13.8"),
-}
+CHECKED: dict[str, tuple[str, str]] = {"jax": ("0.6.0", "0.12.0.1"), "equinox": ("0.13.3", "0.13.8")}
 #: the environment variable that turns a version outside :data:`CHECKED` into a warning
 UNCHECKED_ENV = "JAXPERF_UNCHECKED_PRIVATE_API"
 

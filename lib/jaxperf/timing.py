@@ -239,10 +239,7 @@ def summarize(df: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
 
 
 def pair_ratios(
-    df: pd.DataFrame,
-    baseline: str,
-    value: str = "it_per_s",
-    by: list[str] | None = None,
+    df: pd.DataFrame, baseline: str, value: str = "it_per_s", by: list[str] | None = None
 ) -> pd.DataFrame:
     """Per-repeat ratio ``value(variant) / value(baseline)`` inside each group.
 

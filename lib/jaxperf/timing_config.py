@@ -17,7 +17,7 @@ def cpu_tick(read: Callable[[], float] = time.thread_time, spin_s: float = 0.03)
     ``spin_s``; ``spin_s`` if it never moved), once per clock and process. ``clock_getres`` says 1
     ns of clocks that move in 10 ms ticks (a TPU host's thread clock): a round's CPU is then a count of ticks."""
     if read not in _TICKS:
-        steps, last, end = [], read(), time.perf_counter() + spin_s
+        steps, last, end = list[float](), read(), time.perf_counter() + spin_s
         while time.perf_counter() < end:
             if (now := read()) != last:
                 steps, last = [*steps, now - last], now

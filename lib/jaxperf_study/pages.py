@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, cast
+from typing import Any
 
 from jaxperf.markdown import NOT_JUDGED as NOT_JUDGED
 from jaxperf.markdown import Raw as Raw
@@ -65,23 +65,6 @@ def answer_page(title: str, intro: list[str], bullets: list[str], folded: list[s
             f"summary has {visible_lines(text)} visible lines: expected at most {MAX_VISIBLE_LINES}; fold more"
         )
     return text
-
-
-def fold_sections(lines: list[str]) -> list[str]:
-    """Lines with ``## heading`` sections, each section turned into a :func:`details` block
-    titled by its heading (text before the first heading is folded under "More")."""
-    out: list[str] = []
-    title, body = "More", cast(list[str], [])
-    for line in lines:
-        if line.startswith("## "):
-            if any(b.strip() for b in body):
-                out += details(title, body)
-            title, body = line[3:].strip().strip("`").replace("`", ""), []
-        else:
-            body.append(line)
-    if any(b.strip() for b in body):
-        out += details(title, body)
-    return out
 
 
 #: a placeholder of a Markdown template: ``{{path:format}}``, as tools/readme.py reads them

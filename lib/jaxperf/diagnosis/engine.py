@@ -297,7 +297,7 @@ def retraces(
     {compiles, calls, ms_per_call, argument, name, path, before, after[, cannot]}."""
     Compiles.start()
     probe = reader(step, args, carry, batch_at)
-    seen, counts, elapsed, cannot = [], [], [], None
+    seen, counts, elapsed, cannot = [], list[int](), list[float](), None
     for _ in range(calls):
         seen.append([_signature(a) for a in probe.args])
         before, start = Compiles.count, time.perf_counter()
@@ -324,8 +324,8 @@ def retraces(
     i, names = suspects[0], carry_mod.parameter_names(step.raw) + [None] * len(args)
     k = next(k for k, c in enumerate(changed) if i in c) + 1
     old, new = seen[k - 1][i], seen[k][i]
-    path, before, after = next(((p, va, vb) for (p, va), (_, vb) in zip(old, new) if va != vb), ("",) * 3)
-    return {**found, "argument": i, "name": names[i], "path": path, "before": before, "after": after}
+    path, was, now = next(((p, va, vb) for (p, va), (_, vb) in zip(old, new) if va != vb), ("",) * 3)
+    return {**found, "argument": i, "name": names[i], "path": path, "before": was, "after": now}
 
 
 def static_scalars(
@@ -337,19 +337,15 @@ def static_scalars(
     for i, value in enumerate(args):
         if i in carry or i == batch_at or type(value) not in (bool, int, float):
             continue
-        probe = reader(
-            step,
-            (*args[:i], not value if type(value) is bool else value * 2 + 1, *args[i + 1 :]),
-            carry,
-            batch_at,
-        )
+        new = not value if type(value) is bool else value * 2 + 1
+        probe = reader(step, (*args[:i], new, *args[i + 1 :]), carry, batch_at)
         before, start = Compiles.count, time.perf_counter()
         with contextlib.suppress(Exception):  # a value the step refuses tells nothing about compiles
             sync(probe.call(batches()))
         if Compiles.count > before:
             names = carry_mod.parameter_names(step.raw) + [None] * len(args)
             return {"argument": i, "name": names[i], "ms": 1e3 * (time.perf_counter() - start)}
-    return None  # fmt: skip
+    return None
 
 
 def calls_per_batch(mine: Path, batches: Batches, target_s: float = 0.05) -> int:

@@ -147,6 +147,7 @@ def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
 
 DEVICE_COMPILER = {"tpu": "mosaic_tpu", "gpu": "triton"}  # what a device's factory is asked to build for
 SCAN = 16  # calls per timed call: the reporter's N, so a call's fixed cost is spread over them
+UNEQUAL = "not shown equal to fori_loop's here"
 
 
 def time_results(
@@ -173,16 +174,9 @@ def time_results(
                 inputs = materialize(args) if inputs is None and not clock.spent() else inputs
                 out = None if clock.spent() else jax.device_get(fn(*(inputs or ())))
                 ref = out if form in ("fori", "fori u=1") else ref
-                same = (
-                    out is not None
-                    and ref is not None
-                    and difference(out, ref) <= tolerance(jax.tree.leaves(ref)[0].dtype)
-                )
-                row |= (
-                    {}
-                    if same or out is None
-                    else dict(status=tg.FAILED, error="not shown equal to fori_loop's here")
-                )
+                same = out is not None and ref is not None
+                same = same and difference(out, ref) <= tolerance(jax.tree.leaves(ref)[0].dtype)
+                row |= {} if same or out is None else dict(status=tg.FAILED, error=UNEQUAL)
                 calls |= {form: timing.amortised(fn, SCAN).lower(*(inputs or ())).compile()} if same else {}
             except Exception as err:  # noqa: BLE001 - a form the device cannot run is a result
                 row |= tg.failure(str(compiler), err)

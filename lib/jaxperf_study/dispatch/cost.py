@@ -22,6 +22,7 @@ import jax
 import pandas as pd
 
 from jaxperf.diagnosis import diagnose
+from jaxperf.diagnosis.engine import Compiles
 from jaxperf.diagnosis.paths import _as_pmap_outputs
 
 from .eqx_patch.path import PATHS as PATCHED
@@ -115,24 +116,6 @@ def run_cell(
     return timings, notes
 
 
-class _Compiling:
-    """Seconds this process spent compiling (JAX's backend compile events), read before and after a cell."""
-
-    seconds = 0.0
-
-    @classmethod
-    def start(cls) -> None:
-        from jax import monitoring
-
-        def on(event: str, duration: float, **_: Any) -> None:
-            if event == "/jax/core/compile/backend_compile_duration":
-                cls.seconds += duration
-
-        if not getattr(cls, "_on", None):
-            monitoring.register_event_duration_secs_listener(on)
-            cls._on = on
-
-
 @dataclass(frozen=True)
 class Budget:
     """``seconds`` for a sweep in all of its ``processes``, which run one after another: the
@@ -207,18 +190,18 @@ def sweep(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every cell (those the ``budget`` leaves time for): (timings, one row per path a cell did
     not time, or cell not reached, with why)."""
-    frames, notes, spent = [], [], {}
-    _Compiling.start()
+    frames, notes, spent = [], [], dict[int, tuple[float, float]]()
+    Compiles.start()  # the seconds JAX spends compiling: a cell's own compiles are told apart
     order = budget.cells(cell_list, spent) if budget else iter(range(len(cell_list)))
     for i in order:
-        cell, started, compiled = cell_list[i], time.time(), _Compiling.seconds
+        cell, started, compiled = cell_list[i], time.time(), Compiles.seconds
         timings, why = run_cell(cell, precision=precision, max_seconds=max_seconds, min_rounds=min_rounds)
-        spent[i] = (time.time() - started, _Compiling.seconds - compiled)
+        spent[i] = (time.time() - started, Compiles.seconds - compiled)
         frames.append(timings)
         notes += [{**cell.labels, "path": path, "why": text} for path, text in why.items()]
     for i in sorted(set(range(len(cell_list))) - set(spent)):
-        why = "not reached: the run's time budget (deadline_s) ended first"
-        notes.append({**cell_list[i].labels, "path": "every path", "why": why})
+        late = "not reached: the run's time budget (deadline_s) ended first"
+        notes.append({**cell_list[i].labels, "path": "every path", "why": late})
     columns = ["step", "model", "microbatches", "kind", "leaves", "donated", "family", "path", "why"]
     timings = (
         pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["method", *columns[:7]])

@@ -139,14 +139,6 @@ def variant_name(loop_form: str, unroll: int) -> str:
 FIX = "scalar_carry u=1"
 
 
-def variant_sort_key(col: Any) -> Any:
-    """``DataFrame.sort_values(key=...)``: a ``variant`` column in the study's order (forms in
-    :data:`LOOP_FORMS` order, then unroll); any other column as it is."""
-    if getattr(col, "name", None) != "variant":
-        return col
-    return col.map(lambda name: variant_key(*parse_variant(name)))
-
-
 def parse_variant(name: str) -> tuple[str, int]:
     """Inverse of :func:`variant_name`."""
     if name == "python":
