@@ -116,11 +116,13 @@ def test_the_map_of_the_code_is_what_the_packages_docstrings_render():
     assert contributing == readme.with_map(contributing), (
         "CONTRIBUTING.md's map is stale: run `python tools/readme.py`"
     )
-    code_map = readme.code_map()
-    assert code_map in readme.README.read_text() and code_map in contributing
+    code_map, brief = readme.code_map(), readme.code_map(brief=True)
+    assert brief in readme.README.read_text() and code_map in contributing
     packages = {p.parent for p in readme.LIB.rglob("__init__.py")}
     for package in packages:
         assert f"{package.name}/" in code_map, package
+        if len(package.relative_to(readme.LIB).parts) <= 2:  # the README's: two levels
+            assert f"{package.name}/" in brief, package
 
 
 def test_the_map_follows_the_code_and_needs_a_docstring(tmp_path):
@@ -138,6 +140,11 @@ def test_the_map_follows_the_code_and_needs_a_docstring(tmp_path):
         "lib/pkg/".ljust(readme.MAP_FOLDER) + "A package.",
         "  tool/".ljust(readme.MAP_FOLDER) + "The tool: run does it (run).",
         "  *.py".ljust(readme.MAP_FOLDER) + "shared",
+        "lib/study/".ljust(readme.MAP_FOLDER) + "The study, never shipped.",
+    ]
+    assert readme.code_map(lib, brief=True).splitlines()[1:-1] == [
+        "lib/pkg/".ljust(readme.MAP_FOLDER) + "A package.",
+        "  tool/".ljust(readme.MAP_FOLDER) + "The tool: run does it (run).",
         "lib/study/".ljust(readme.MAP_FOLDER) + "The study, never shipped.",
     ]
     (lib / "pkg" / "tool" / "__init__.py").write_text('"""The tool, moved on."""\n')

@@ -309,18 +309,20 @@ def _entry(folder: str, text: str) -> list[str]:
     return [head + lines[0], *(" " * MAP_FOLDER + line for line in lines[1:])]
 
 
-def code_map(lib: Path = LIB) -> str:
+def code_map(lib: Path = LIB, brief: bool = False) -> str:
     """The map of ``lib``: each package (a folder with an ``__init__.py``) with the first
     paragraph of its docstring, nested as the folders are, subpackages in name order, then its
-    own modules (``*.py``) by name; a code block. RenderError for a package without a docstring."""
+    own modules (``*.py``) by name; a code block. ``brief`` (the README's): two levels of
+    packages, each with its docstring's first sentence. RenderError for a package without a docstring."""
 
     def package(folder: Path, depth: int) -> list[str]:
         name = f"{folder.relative_to(lib.parent).as_posix()}/" if depth == 0 else f"{folder.name}/"
-        out = _entry("  " * depth + name, plain(_docstring(folder / "__init__.py")))
+        text = plain(_docstring(folder / "__init__.py"))
+        out = _entry("  " * depth + name, re.split(r"(?<=[.?!])\s", text)[0] if brief else text)
         for sub in sorted(p for p in folder.iterdir() if (p / "__init__.py").is_file()):
-            out += package(sub, depth + 1)
+            out += package(sub, depth + 1) if depth < 1 or not brief else []
         modules = sorted(p.stem for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
-        if modules and depth == 0:
+        if modules and depth == 0 and not brief:
             out += _entry("  *.py", ", ".join(modules))
         return out
 
@@ -365,7 +367,7 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
     errors: list[str] = []
     template = resolve_blocks(template, cache, root)
     if MAP in template:
-        template = template.replace(MAP, code_map())
+        template = template.replace(MAP, code_map(brief=True))
 
     def one(m: re.Match[str]) -> str:
         try:
