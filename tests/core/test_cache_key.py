@@ -89,6 +89,8 @@ def _branches_on(attribute):
 
 @pytest.mark.parametrize("attribute", [a for a, make in CASES.items() if make is not None])
 def test_outputs_follow_the_type_of_each_call_as_equinox_s_do(attribute):
+    if attribute not in aval_attributes():  # JAX 0.10.2's type has no layout: nothing to branch on
+        pytest.skip(f"this JAX's array type has no {attribute!r}")
     a, b = CASES[attribute]()
     f = _branches_on(attribute)
     expected, ours = eqx.filter_jit(f), cached_filter_jit(f)
