@@ -38,8 +38,23 @@ def repro(text: str) -> str:
     return found.group(1)
 
 
+def tree(path: Path) -> dict:
+    """The commit that ran, and whether any tracked file other than the record at ``path`` differs
+    from it (the record holds several labels' runs, each made from a clean tree)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    if not (ROOT / ".git").exists():
+        return {"commit": os.environ.get("JAXPERF_GIT_COMMIT", "unknown"), "dirty": True}
+    own = path.resolve().relative_to(ROOT).as_posix() if path.resolve().is_relative_to(ROOT) else None
+    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
+    return {"commit": git("rev-parse", "HEAD"), "dirty": any(f != own for f in changed)}
+
+
 def record(path: Path, code: str, label: str, outputs: list[str], python: str) -> dict:
-    """The record at ``path`` with ``label``'s runs (re)written, and the quoted line rebuilt."""
+    """The record at ``path`` with ``label``'s runs (re)written, the quoted line rebuilt, and its
+    provenance: the commit of this run (each label's run its own) and the code that made it."""
     data = json.loads(path.read_text()) if path.is_file() else {"runs": []}
     ratios = []
     for out in outputs:
@@ -47,9 +62,15 @@ def record(path: Path, code: str, label: str, outputs: list[str], python: str) -
         if not found:
             raise SystemExit(f"upstream_repro: no ratio in the repro's last line:\n{out[-500:]}")
         ratios.append(float(found[-1]))
-    entry = {"label": label, "python": python, "outputs": outputs, "ratios": ratios}
+    entry = {"label": label, "python": python, "git": tree(path), "outputs": outputs, "ratios": ratios}
     data["runs"] = [r for r in data["runs"] if r["label"] != label] + [entry]
     data["repro_sha256"] = hashlib.sha256(code.encode()).hexdigest()
+    data["study"] = path.parent.name
+    # the oldest run's commit stands for the record (tests/test_results_fresh.py reads it), dirty if any was
+    gits = [r["git"] for r in data["runs"] if "git" in r]
+    dirty = len(gits) < len(data["runs"]) or any(g["dirty"] for g in gits)
+    commit = gits[0]["commit"] if gits else "unknown"
+    data["provenance"] = {"git": {"commit": commit, "dirty": dirty}, "code": ["tools/upstream_repro.py"]}
     data["printed_ratios"] = "; ".join(
         ", ".join(f"{x:.2f}×" for x in r["ratios"]) + f" ({r['label']})" for r in data["runs"]
     )
@@ -92,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         outputs.append(run.stdout)
         print(run.stdout.strip(), flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record(path, code, a.label, outputs, a.python), indent=1) + "\n")
+    version = subprocess.run([a.python, "-c", "import platform; print(platform.python_version())"], env=env,
+                             capture_output=True, text=True).stdout.strip()  # fmt: skip
+    path.write_text(json.dumps(record(path, code, a.label, outputs, f"Python {version}"), indent=1) + "\n")
     print(f"upstream_repro: recorded {a.runs} runs under {a.label!r} in {path}")
     return 0
 
