@@ -4,7 +4,9 @@ so that the text quotes the repro's own output (tools/readme.py fills it from th
 
     .venv/bin/python tools/upstream_repro.py --label "jax 0.12.0.1, 8 CPU devices" [--python PY] [--runs 3]
     .venv/bin/python tools/upstream_repro.py --label "jax 0.10.2, 8 CPU devices" \
-        --python .envs/image-tpu/bin/python --pythonpath "$(cat .envs/image-tpu/site)"
+        --python .envs/image-tpu/bin/python --pythonpath /tmp/jaxperf_device_site/carried
+        # the TPU image's stand-in (tools/make_alt_env.sh image-tpu) and the carried wheels as a
+        # dry run of tools/device/run.sh unpacks them
     python3 tools/upstream_repro.py --label "TPU v5e" --python python3 --into $OUT   # on the TPU
 
 The repro is the ``python`` block of ``tools/templates/<text>.md`` (default ``equinox-192``), run
