@@ -509,3 +509,25 @@ def test_a_ratio_whose_range_holds_1_is_not_resolved(stat, text):
     assert readme.fmt(stat, "ranged") == text
     with pytest.raises(readme.RenderError, match="ranged needs"):
         readme.fmt(3.0, "ranged")
+
+
+def test_a_repro_record_is_clean_while_only_the_record_itself_changed(tmp_path, monkeypatch):
+    """tools/upstream_repro.py records each label's run from a clean tree: the record it rewrites
+    (other labels' runs) does not count as a change, any other tracked file does."""
+    import subprocess
+
+    import upstream_repro
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    record, other = tmp_path / "results" / "x-repro" / "summary.json", tmp_path / "tool.py"
+    record.parent.mkdir(parents=True)
+    record.write_text("{}"), other.write_text("A = 1\n")
+    git("init", "-q"), git("add", "."), git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    monkeypatch.setattr(upstream_repro, "ROOT", tmp_path)
+    assert upstream_repro.tree(record)["dirty"] is False
+    record.write_text('{"runs": []}')
+    assert upstream_repro.tree(record)["dirty"] is False
+    other.write_text("A = 2\n")
+    assert upstream_repro.tree(record)["dirty"] is True

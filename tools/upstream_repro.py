@@ -45,13 +45,13 @@ def tree(path: Path) -> dict:
     from it (the record holds several labels' runs, each made from a clean tree)."""
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.rstrip()
 
     if not (ROOT / ".git").exists():
         return {"commit": os.environ.get("JAXPERF_GIT_COMMIT", "unknown"), "dirty": True}
     own = path.resolve().relative_to(ROOT).as_posix() if path.resolve().is_relative_to(ROOT) else None
     changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
-    return {"commit": git("rev-parse", "HEAD"), "dirty": any(f != own for f in changed)}
+    return {"commit": git("rev-parse", "HEAD").strip(), "dirty": any(f != own for f in changed)}
 
 
 def record(path: Path, code: str, label: str, outputs: list[str], python: str) -> dict:
