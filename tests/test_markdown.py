@@ -97,3 +97,11 @@ def test_a_template_is_filled_from_its_data_and_says_what_is_missing():
     assert pages.fill(text, data) == "x 0.12, y 0.0, n 1,234, gone not measured"
     with pytest.raises(ValueError, match=r"matches 2 elements"):
         pages.lookup({"a": [{"k": 1}, {"k": 1}]}, "a[k=1]")
+
+
+def test_a_table_cell_not_resolved_shows_its_words_and_the_page_its_why():
+    why = "not resolved (its processes disagree: their range is wider than 3× its median)"
+    df = pd.DataFrame({"path": ["a", "b"], "it/s": [why, "41 [23, 82]"], "n": [3, 1234]})
+    rows = markdown.table(df).splitlines()[2:]
+    assert rows == ["| a | not resolved | 3 |", "| b | 41 \\[23, 82\\] | 1234 |"]
+    assert "disagree" in markdown.escape(why)  # outside a table the reason stays

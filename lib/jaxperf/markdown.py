@@ -25,11 +25,8 @@ NOT_JUDGED = "not judged (smoke run)"
 
 
 def fmt_stat(stats: Mapping[str, Any] | None, digits: int = 2) -> str:
-    """``median [q25, q75]`` with ``digits`` decimals; ``n/a`` when ``stats`` is None or
-    its median is missing or NaN; the median alone when a quartile is missing.
-
-    ``stats`` is any mapping (dict, pandas row) with ``median``, ``q25`` and ``q75``.
-    """
+    """``median [q25, q75]`` of a mapping (dict, pandas row) with ``digits`` decimals; ``n/a`` when
+    ``stats`` is None or its median is missing or NaN; the median alone when a quartile is missing."""
     if stats is None:
         return "n/a"
     median = number(stats.get("median"))
@@ -83,10 +80,14 @@ def cell(value: Any, floatfmt: str = "{:.3g}") -> str:
 
 
 def table(df: pd.DataFrame, floatfmt: str = "{:.3g}") -> str:
-    """A GitHub-flavoured Markdown table of ``df``, every header and cell escaped."""
+    """A GitHub-flavoured Markdown table of ``df``, cells escaped; "not resolved (why)" shows its words."""
     header = "| " + " | ".join(cell(str(c)) for c in df.columns) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(cell(v, floatfmt) for v in row) + " |" for row in df.itertuples(index=False)]
+
+    def one(v: Any) -> str:
+        return cell("not resolved" if str(v).startswith("not resolved (") else v, floatfmt)
+
+    body = ["| " + " | ".join(map(one, row)) + " |" for row in df.itertuples(index=False)]
     return "\n".join([header, rule, *body])
 
 
