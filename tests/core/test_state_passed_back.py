@@ -169,3 +169,14 @@ def test_kept_states_that_differ_only_in_a_float_s_sign_get_their_own_trace():
     for _ in range(3):  # of its output's structure: kept at the second call, then taken by token
         assert ours(plus, x)[0].tolist() == [1.0, 2.0]
         assert ours(minus, x)[0].tolist() == [1.0, 0.0]
+
+
+def test_a_first_call_inside_a_trace_leaves_the_quick_key_to_concrete_arrays(monkeypatch):
+    """quick() learns JAX's concrete array type at its first call; a drop-in first called inside
+    another function's trace (jnp.zeros is a tracer there) must not teach it the tracer's type,
+    which would send every later call of concrete arrays through a full split."""
+    monkeypatch.setattr(_cached, "_ARRAY_IMPL", {})  # as in a fresh process
+    inner = cached_filter_jit(lambda a: a * 2)
+    jax.jit(lambda a: inner(a))(jnp.ones(2))  # the first quick() call: inside a trace
+    assert _cached._ARRAY_IMPL[""] is type(jnp.ones(2))
+    assert _cached.quick((jnp.ones(2),))[0] is not None

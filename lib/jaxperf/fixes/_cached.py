@@ -117,7 +117,9 @@ def quick(parts: tuple) -> tuple[tuple | None, list]:
     its whole structure); key None otherwise. Never a split() key: a cache keeps an entry under both."""
     key: list[Any] = [QUICK]
     dynamic: list[Any] = []
-    array = _ARRAY_IMPL.get("") or _ARRAY_IMPL.setdefault("", type(jax.numpy.zeros(())))
+    if (array := _ARRAY_IMPL.get("")) is None:  # outside any trace: inside one, jnp.zeros is a tracer
+        with jax.ensure_compile_time_eval():
+            array = _ARRAY_IMPL.setdefault("", type(jax.numpy.zeros(())))
     get = _KNOWN.get
     for part in parts:
         kind = type(part)
