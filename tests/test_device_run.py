@@ -271,3 +271,15 @@ def test_the_manifest_says_whether_the_copy_is_the_commit(tmp_path):
     assert manifest.check(repo)[1:] == (True, ["a.py"])
     (repo / "a.py").unlink()
     assert manifest.check(repo)[1:] == (True, ["a.py"])
+
+
+def test_run_refuses_a_time_that_is_not_whole_seconds_and_names_it(tmp_path):
+    env = {**os.environ, "JAXPERF_DEVICE_TOTAL_S": "9m"}
+    proc = subprocess.run(
+        ["bash", str(RUN), "--backend", "tpu", "--dry-run", "--only", "none", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "JAXPERF_DEVICE_TOTAL_S='9m' is not allowed: whole seconds" in proc.stderr

@@ -531,3 +531,14 @@ def test_a_repro_record_is_clean_while_only_the_record_itself_changed(tmp_path, 
     assert upstream_repro.tree(record)["dirty"] is False
     other.write_text("A = 2\n")
     assert upstream_repro.tree(record)["dirty"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "names"), [(["--text", "nope"], "--text 'nope' is not allowed"), (["--runs", "0"], "--runs 0")]
+)
+def test_the_repro_runner_refuses_bad_input_naming_it(args, names, capsys):
+    import upstream_repro
+
+    with pytest.raises(SystemExit) as exit_:
+        upstream_repro.main([*args, "--label", "x"])
+    assert exit_.value.code == 2 and names in capsys.readouterr().err

@@ -91,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="fail when the template's repro changed since its runs"
     )
     a = p.parse_args(argv)
+    texts = sorted(t.stem for t in (ROOT / "tools" / "templates").glob("*.md"))
+    if a.text not in texts:
+        p.error(f"--text {a.text!r} is not allowed: one of {texts}")
+    if a.runs < 1:
+        p.error(f"--runs {a.runs} is not allowed: at least 1 fresh run")
     code = repro((ROOT / "tools" / "templates" / f"{a.text}.md").read_text())
     path = a.into / f"{a.text}-repro" / "summary.json"
     if a.check:

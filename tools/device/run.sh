@@ -14,7 +14,7 @@
 # measurement runs in fresh processes; the notebook's own process never opens the accelerator.
 # Then it packs results/<backend> and figures/<backend> into $OUT/jaxperf_<backend>_results.tar.gz,
 # with run.log, and JAX's persistent compilation cache into $OUT/jaxcache_<backend>.tar.gz (carry
-# .device back in the next call: `bash tools/device/unpack.sh --cache DIR` puts it in .device/).
+# .device back in the next call: `bash tools/device/unpack.sh DIR` puts it in .device/ too).
 # A notebook that failed or ran out of time publishes nothing; the others are kept.
 # --exec COMMAND: after the notebooks, run COMMAND (bash) in the same environment, output in run.log
 # (the tools on the device: --exec "python -m jaxperf diagnose pkg.mod:factory --json \$JAXPERF_CLI_OUT/x.json":
@@ -45,11 +45,12 @@ done
 case "$backend" in tpu|gpu) ;; *) echo "run.sh: --backend '$backend' is not allowed: tpu or gpu" >&2; exit 2 ;; esac
 work="$(mktemp -d "${TMPDIR:-/tmp}/jaxperf_device.XXXXXX")"
 [ -n "$out" ] || out="$work/out"
+total="${JAXPERF_DEVICE_TOTAL_S:-540}"
+[[ $total =~ ^[0-9]+$ ]] || { echo "run.sh: JAXPERF_DEVICE_TOTAL_S='$total' is not allowed: whole seconds, e.g. 540" >&2; exit 2; }
 mkdir -p "$out" || exit 2
 log="$out/run.log"
 exec > >(tee -a "$log") 2>&1
 start=$(date +%s)
-total="${JAXPERF_DEVICE_TOTAL_S:-540}"
 echo "run.sh: $(date -u +%FT%TZ) backend=$backend dry=$dry only=${only:-all} work=$work total=${total}s"
 
 if [ -z "$python" ]; then
