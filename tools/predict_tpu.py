@@ -19,6 +19,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,9 +72,9 @@ def write(rows: list[dict[str, Any]], law: str, records: Path, out: Path) -> Non
     text = [
         "## Predicted for a TPU v5e before it ran (equinox#192, notebook 01's TPU cases)",
         "",
-        f"{made}, by `tools/predict_tpu.py`: a prediction, not a measurement. The law:",
+        f"{made}, by `tools/predict_tpu.py`: a prediction, not a measurement.",
         "",
-        law,
+        re.sub(r":\w+:`[~.]*([^`]+)`", r"`\1`", law).replace("``", "`"),  # Markdown, not reST
         "",
         md.table(shown),
     ]
@@ -103,8 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     cells = DispatchSettings.from_parameters({"backend": "tpu"}).cells
     doc = predict.__doc__ or ""
     law = doc[doc.index("The law") :].strip() + (
-        f"\n\nAssumed: host speed {predict.HOST_SPEED}, roofline share {predict.ROOFLINE_SHARE}, "
-        f"launch {predict.LAUNCH_MS} ms, floor {predict.FLOOR_MS} ms."
+        "\n\nAssumed: host speed {:.2g} to {:.2g}, roofline share {:.2g} to {:.2g}, launch {:.2g} to {:.2g} ms, "
+        "floor {:.2g} ms.".format(
+            *predict.HOST_SPEED, *predict.ROOFLINE_SHARE, *predict.LAUNCH_MS, predict.FLOOR_MS
+        )
     )
     write(predict.predict(timings, waits, cells), law, args.records, ROOT / args.out)
     print(f"predict: wrote {args.out}/dispatch.json and dispatch.md")

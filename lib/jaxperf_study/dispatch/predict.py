@@ -3,7 +3,7 @@ law, written before the TPU runs it, and set beside what it measured (:func:`bes
 
     python tools/predict_tpu.py    # results/tpu/predictions/dispatch.json and .md, from this module
 
-The law, per case (the TPU preset's cells, :data:`.settings.DispatchSettings.TPU`) and path:
+The law, per case (the TPU preset's, :data:`.settings.DispatchSettings.TPU`) and path:
 
 - **host**: the path's host CPU per call on the CPU study's undonated no-op MLPs of its family
   (``results/cpu/dispatch/timings.csv``), a line ``a + b * leaves`` per process, read at the
