@@ -206,6 +206,40 @@ def _round(
             progress.update(1)
 
 
+#: a thread CPU clock whose steps are this long or longer (seconds; a TPU host's moves in 10 ms)
+#: cannot time one call's host work
+COARSE_TICK_S = 1e-4
+#: the host's time per call, by the column that holds it, and why that one (:func:`host_column`)
+HOST_MEASURES = {
+    "enqueue_cpu_s_per_call": "the dispatching thread's CPU time while the loop enqueues",
+    "cpu_s_per_call": "the dispatching thread's CPU time per blocked call",
+    "dispatch_s_per_call": "the wall time while the loop enqueues (this host's thread CPU clock moves "
+    "in steps of {tick_ms:g} ms, too coarse for one call; the device works apart from the host, so "
+    "enqueuing is the host's work, and a path that waits for each call includes its wait)",
+}
+
+
+def coarse_clock(rows: pd.DataFrame) -> bool:
+    """Whether ``rows`` (:func:`compare`'s records) were timed with a CPU clock of coarse steps."""
+    return "cpu_tick_s" in rows and bool((rows["cpu_tick_s"] >= COARSE_TICK_S).any())
+
+
+def host_column(rows: pd.DataFrame, blocked: bool = False) -> str:
+    """The column of ``rows`` that holds the host's time per call (:data:`HOST_MEASURES`): the
+    dispatching thread's CPU time while the loop enqueues (per blocked call with ``blocked``, or
+    where the records have no loop) where its clock resolves a call, else the loop's wall time
+    while enqueuing (``dispatch_s_per_call``)."""
+    if coarse_clock(rows) and "dispatch_s_per_call" in rows:
+        return "dispatch_s_per_call"
+    return "cpu_s_per_call" if blocked or "enqueue_cpu_s_per_call" not in rows else "enqueue_cpu_s_per_call"
+
+
+def host_measure(rows: pd.DataFrame) -> str:
+    """What :func:`host_column` chose for ``rows``, and why, in words."""
+    tick_ms = 1e3 * float(rows["cpu_tick_s"].max()) if "cpu_tick_s" in rows else 0.0
+    return HOST_MEASURES[host_column(rows)].format(tick_ms=tick_ms)
+
+
 def amortised(fn: Callable[..., Any], n: int) -> Any:
     """``fn`` called ``n`` times in one jitted scan, each output's mean kept (jax#20909's harness, the
     inputs made once, outside): time / ``n`` spreads a call's fixed cost. The scan carries the inputs

@@ -106,8 +106,6 @@ def quote(stat: Any, spec: str) -> str:
     if not (isinstance(stat, dict) and {"median", "lo", "hi"} <= set(stat)):
         raise bad_value("stat", stat, "a {median, lo, hi} value (a measured number with its rerun range)")
     median, lo, hi = (stat[k] for k in ("median", "lo", "hi"))
-    if stat.get("below") is not None:  # counted in too few ticks of a coarse clock: a bound only
-        return f"below {format(stat['below'], m['spec'])}{m['unit']} (the CPU clock's resolution over the calls counted)"
     if not np.isfinite(np.asarray([median], dtype=float)).all():
         return "not measured"
     if not resolved(median, lo, hi):

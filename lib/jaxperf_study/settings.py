@@ -37,6 +37,7 @@ class StudySettings:
     quick: bool = False
     output_root: str = ""
     host_devices: int = 8
+    part: str = ""  # one of PARTS, or "" for all of them
 
     # Fields a quick (smoke) run replaces, with their quick values.
     QUICK: ClassVar[Mapping[str, Any]] = {}
@@ -44,6 +45,11 @@ class StudySettings:
     # lent device's time. Applied before QUICK; the device run's dry run applies its backend's
     # (PRESET_ENV) on the CPU, so the device's code paths are tried before device time is spent.
     DEVICE_PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    # The parts a run may be split into, name -> what it measures: a device command runs one
+    # (``run.sh ... -- -p part NAME``), tools/device/unpack.sh merges the parts' records into one
+    # result, and ``./run_all.sh render`` tells it from them. Each part measures its own cases,
+    # never another's.
+    PARTS: ClassVar[Mapping[str, str]] = {}
 
     def __post_init__(self) -> None:
         # Notebook parameters arrive as lists (papermill's YAML); freeze them as tuples.
@@ -57,6 +63,7 @@ class StudySettings:
         if not isinstance(self.output_root, str):
             raise bad_value("output_root", self.output_root, 'a path as a string ("" = the default root)')
         check_int("host_devices", self.host_devices, minimum=1)
+        check_choice("part", self.part, ["", *self.PARTS])
         self.validate()
 
     def validate(self) -> None:

@@ -47,17 +47,17 @@ def ratios(timings: pd.DataFrame, reference: str, precision: float, value: str) 
 
 
 def per_call(timings: pd.DataFrame) -> pd.DataFrame:
-    """Per variant, medians and quartiles in ms per call: host CPU (``host_ms``), blocked wall
-    (``blocked_ms``), enqueue (``enqueue_ms``), the wait after the host's work
-    (``wait_ms`` = blocked wall - host CPU, per round), and pipelined ``loop_ms``. On a CPU clock
-    of coarse ticks (``cpu_tick_s``, a TPU host's 10 ms) a round's host CPU is a count of ticks:
-    the host and wait medians are then the rounds' means (their sums pooled, unbiased)."""
-    coarse = "cpu_tick_s" in timings and bool((timings["cpu_tick_s"] >= 1e-4).any())
+    """Per variant, medians and quartiles in ms per call: the host's time (``host_ms``,
+    :func:`jaxperf.timing.host_column`: the dispatching thread's CPU per blocked call, or the wall
+    time while enqueuing where that clock is too coarse), blocked wall (``blocked_ms``), enqueue
+    (``enqueue_ms``), the wait after the host's work (``wait_ms`` = blocked wall - host, per
+    round), and pipelined ``loop_ms``."""
+    host = timings[timing.host_column(timings, blocked=True)]
     data = timings.assign(
-        host_ms=1e3 * timings["cpu_s_per_call"],
+        host_ms=1e3 * host,
         blocked_ms=1e3 * timings["wall_s_per_call"],
         enqueue_ms=1e3 * timings["dispatch_s_per_call"],
-        wait_ms=1e3 * (timings["wall_s_per_call"] - timings["cpu_s_per_call"]),
+        wait_ms=1e3 * (timings["wall_s_per_call"] - host),
         loop_ms=1e3 / timings["loop_it_per_s"],
     )
     rows = []
@@ -65,7 +65,6 @@ def per_call(timings: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, Any] = {"variant": name}
         for col in ("host_ms", "blocked_ms", "enqueue_ms", "wait_ms", "loop_ms"):
             q25, median, q75 = np.percentile(part[col].to_numpy(dtype=float), [25, 50, 75])
-            median = float(part[col].mean()) if coarse and col in ("host_ms", "wait_ms") else median
             row.update({col: float(median), f"{col}_q25": float(q25), f"{col}_q75": float(q75)})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -5,11 +5,9 @@ fresh process (``study.measure(processes=n)``) is quoted as the median of the pe
 with the range a rerun's median is expected in; a range that holds the verdict's threshold is
 not resolved.
 
-Host CPU is the dispatching thread's CPU time per call while the loop enqueues (per blocked
-call in records older than that column). A clock that ticks coarsely (:data:`COARSE_TICK_S`;
-a TPU host's thread clock moves in 10 ms steps) makes each round's value a count of ticks:
-then a process's value is the mean over its rounds (its sums pooled: unbiased, as each tick is
-charged to the thread running), never a median of tick counts."""
+The host's time per call is :func:`jaxperf.timing.host_column`'s: the dispatching thread's CPU
+time while the loop enqueues, or, where that clock is too coarse for one call (a TPU host's moves
+in 10 ms steps), the wall time while the loop enqueues."""
 
 from __future__ import annotations
 
@@ -18,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jaxperf import timing
 from jaxperf.diagnosis import verdicts
 
 from .. import reruns
@@ -26,23 +25,9 @@ from .cost import BASELINE
 KEYS = ["step", "model", "kind", "leaves", "donated", "family"]
 
 
-#: a CPU clock with steps this long or longer (seconds) is read pooled over rounds
-COARSE_TICK_S = 1e-4
-
-
 def host_column(rows: pd.DataFrame) -> str:
-    """The records' host CPU per call: while enqueuing, or per blocked call where that is all they hold."""
-    return "enqueue_cpu_s_per_call" if "enqueue_cpu_s_per_call" in rows else "cpu_s_per_call"
-
-
-def coarse(rows: pd.DataFrame) -> bool:
-    """Whether the records' CPU clock ticked coarsely (:data:`COARSE_TICK_S`)."""
-    return "cpu_tick_s" in rows and bool((rows["cpu_tick_s"] >= COARSE_TICK_S).any())
-
-
-def central(values: pd.Series, pooled_sums: bool) -> float:
-    """A process's value from its rounds: the median, or the mean when ``pooled_sums`` (a coarse clock)."""
-    return float(values.mean() if pooled_sums else values.median())
+    """The records' host time per call (:func:`jaxperf.timing.host_column`)."""
+    return timing.host_column(rows)
 
 
 def pooled(rows: pd.DataFrame, key: str = "repeat") -> pd.DataFrame:
@@ -87,12 +72,8 @@ def excess(timings: pd.DataFrame, method: str) -> pd.DataFrame:
         if BASELINE[str(family)] not in cpu or wanted not in cpu:
             continue
         diff = (cpu[wanted] - cpu[BASELINE[str(family)]]).dropna().rename("excess_ms")
-        rows.append(diff.reset_index().assign(coarse=coarse(part)))
-    return (
-        pd.concat(rows, ignore_index=True)
-        if rows
-        else pd.DataFrame(columns=[*KEYS, "repeat", "excess_ms", "coarse"])
-    )
+        rows.append(diff.reset_index())
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[*KEYS, "repeat", "excess_ms"])
 
 
 def _line(leaves: np.ndarray, values: np.ndarray) -> tuple[float, float]:
@@ -105,8 +86,7 @@ def fit_per_process(rounds: pd.DataFrame) -> dict[str, Any]:
     line with the [lo, hi] of ``a`` (ms) and ``b`` (µs per leaf) over the processes."""
     fits = []
     for part in per_process(rounds):
-        by_leaves = part.groupby("leaves")["excess_ms"]
-        medians = by_leaves.mean() if part.get("coarse", pd.Series([False])).any() else by_leaves.median()
+        medians = part.groupby("leaves")["excess_ms"].median()
         if len(medians) >= 2:
             fits.append(_line(medians.index.to_numpy(dtype=float), medians.to_numpy(dtype=float)))
     if not fits:
@@ -196,12 +176,7 @@ def host_ratio(timings: pd.DataFrame, method: str, cells: dict[str, Any]) -> lis
                 cpu = proc.pivot_table(index="repeat", columns="method", values=host_column(proc))
                 if method in cpu and base in cpu:
                     both = cpu[[method, base]].dropna()
-                    pair = (
-                        both[method].mean() / both[base].mean()
-                        if coarse(proc)
-                        else (both[method] / both[base]).median()
-                    )
-                    medians.append(float(pair))
+                    medians.append(float((both[method] / both[base]).median()))
             out.append({**dict(zip(KEYS, labels)), **spread(medians, 1.0)})
     return out
 

@@ -60,15 +60,15 @@ def methods(family: str) -> list[str]:
 
 def host_law(timings: pd.DataFrame) -> dict[tuple[str, str], list[tuple[float, float]]]:
     """(family, method) -> the (a ms, b ms per leaf) of each process, fitted on the undonated
-    no-op MLP cells (a process's value per cell its median, or mean on a coarse clock)."""
+    no-op MLP cells (a process's value per cell its median)."""
     rows = timings[
         (timings["step"] == "noop") & (timings["kind"] == "mlp") & ~timings["donated"].astype(bool)
     ]
-    host, how = per_leaf.host_column(rows), "mean" if per_leaf.coarse(rows) else "median"
+    host = per_leaf.host_column(rows)
     out: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for (family, method), part in rows.groupby(["family", "method"], sort=False):
         for proc in per_leaf.per_process(part):
-            cells = proc.groupby("leaves")[host].agg(how)
+            cells = proc.groupby("leaves")[host].median()
             if len(cells) >= 2:
                 b, a = np.polyfit(cells.index.to_numpy(float), 1e3 * cells.to_numpy(float), 1)
                 out.setdefault((str(family), str(method)), []).append((float(a), float(b)))

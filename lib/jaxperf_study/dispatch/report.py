@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from jaxperf import runs_ahead
+from jaxperf import runs_ahead, timing
 
 from .. import goals as rule
 from .. import pages as md
@@ -42,8 +42,6 @@ FIT_CELLS = {"step": "noop", "kind": "mlp", "donated": False}
 #: the train step under eqx.filter_jit whose device time is far above any path's host time: the
 #: wide one (``_width``) or the one with accumulated microbatches (``_x``), undonated
 HEAVY = {"step": "train", "family": "jit", "donated": False}
-#: a process's host CPU per call counted in fewer of its clock's ticks than this is not quoted
-MIN_TICKS = 5
 
 
 def fit_rows(rounds: pd.DataFrame, fit_cells: dict[str, Any] = FIT_CELLS) -> pd.DataFrame:
@@ -79,7 +77,7 @@ def excess_at(timings: pd.DataFrame, method: str) -> list[dict[str, Any]]:
         {
             "leaves": int(n),
             **per_leaf.spread(
-                [per_leaf.central(p["excess_ms"], p["coarse"].any()) for p in per_leaf.per_process(part)]
+                [p["excess_ms"].median() for p in per_leaf.per_process(part)]
             ),
         }
         for n, part in rounds.groupby("leaves", sort=True)
@@ -93,7 +91,7 @@ def _baseline_lines(timings: pd.DataFrame) -> dict[str, Any]:
     for family, base in BASELINE.items():
         rows = fit_rows(timings[timings["method"] == base])
         if family in FAMILIES and rows["leaves"].nunique() >= 2:
-            own = rows.assign(excess_ms=1e3 * rows[per_leaf.host_column(rows)], coarse=per_leaf.coarse(rows))
+            own = rows.assign(excess_ms=1e3 * rows[per_leaf.host_column(rows)])
             out[base] = per_leaf.fit_per_process(own)
     return out
 
@@ -123,10 +121,8 @@ def complete(timings: pd.DataFrame, notes: pd.DataFrame) -> tuple[pd.DataFrame, 
 
 def cases(timings: pd.DataFrame) -> list[dict[str, Any]]:
     """Per cell and path, each the median over processes with its rerun range: it/s in the
-    loop (pipelined) and with each call blocked, host CPU per call (on a coarse clock with the
-    ticks it counted, or only ``below`` a bound where a process counted fewer than
-    :data:`MIN_TICKS`), the
-    time to enqueue a call, and the cell's device time per call: the partitioned path's blocked
+    loop (pipelined) and with each call blocked, the host's time per call
+    (:func:`per_leaf.host_column`), the time to enqueue a call, and the cell's device time per call: the partitioned path's blocked
     time less its enqueue time (the device's time plus the wait's own latency)."""
     out = []
     keys = [k for k in (*per_leaf.KEYS, "microbatches") if k in timings]
@@ -136,7 +132,7 @@ def cases(timings: pd.DataFrame) -> list[dict[str, Any]]:
             1e3 * (p["wall_s_per_call"] - p["dispatch_s_per_call"]).median()
             for p in per_leaf.per_process(base)
         ]
-        pooled_clock, host = per_leaf.coarse(cell), per_leaf.host_column(cell)
+        host = per_leaf.host_column(cell)
         for method, rows in cell.groupby("method", sort=False):
             each = per_leaf.per_process(rows)
             row: dict[str, Any] = {**dict(zip(keys, labels)), "method": method}
@@ -144,15 +140,7 @@ def cases(timings: pd.DataFrame) -> list[dict[str, Any]]:
             row["it_per_s"] = per_leaf.spread([p["it_per_s"].median() for p in each])
             row["enqueue_ms"] = per_leaf.spread([1e3 * p["dispatch_s_per_call"].median() for p in each])
             row["device_ms"] = per_leaf.spread(device)
-            row["host_cpu_ms"] = per_leaf.spread(
-                [1e3 * per_leaf.central(p[host], pooled_clock) for p in each]
-            )
-            if pooled_clock:  # a count of ticks: below MIN_TICKS in a process, only a bound
-                ticks = min(p[host].sum() / p["cpu_tick_s"].max() for p in each)
-                below = max(1e3 * MIN_TICKS * p["cpu_tick_s"].max() / p["calls"].sum() for p in each)
-                row["host_cpu_ms"] |= (
-                    {"ticks": ticks} if ticks >= MIN_TICKS else {"median": float("nan"), "below": below}
-                )
+            row["host_cpu_ms"] = per_leaf.spread([1e3 * p[host].median() for p in each])
             out.append(row)
     return out
 
@@ -222,10 +210,8 @@ def headline(
         "cells": int(timings.groupby(["step", "model", "donated", "family"]).ngroups),
         "clock": {
             "cpu_tick_ms": 1e3 * float(timings["cpu_tick_s"].max()) if "cpu_tick_s" in timings else None,
-            "pooled": per_leaf.coarse(timings),
-            "host": "while enqueuing"
-            if per_leaf.host_column(timings).startswith("enqueue")
-            else "per blocked call",
+            "host_column": per_leaf.host_column(timings),
+            "host": timing.host_measure(timings),
         },
         "per_leaf": {m: {k: v for k, v in line.items() if k != "by_cell"} for m, line in lines.items()},
         "per_leaf_cells": {m: line["by_cell"] for m, line in lines.items()},
@@ -313,8 +299,7 @@ def goals(summary: dict[str, Any], quick: bool, timings: pd.DataFrame | None = N
 
 
 def _per_call(timings: pd.DataFrame, cell: dict[str, Any], methods: tuple[str, ...]) -> dict[str, Any]:
-    """Per method in ``cell``: the dispatching thread's CPU ms per call (pooled on a coarse clock)
-    and the loop's ms per call (its it/s inverted), over the cell's rounds."""
+    """Per method in ``cell``: the host's ms per call (:func:`per_leaf.host_column`) and the loop's ms per call (its it/s inverted), over the cell's rounds."""
     at = timings[
         (timings["step"] == cell["step"])
         & (timings["model"] == cell["model"])
@@ -325,7 +310,7 @@ def _per_call(timings: pd.DataFrame, cell: dict[str, Any], methods: tuple[str, .
         rows = at[at["method"] == m]
         if len(rows):
             out[m] = {
-                "host_cpu": 1e3 * per_leaf.central(rows[per_leaf.host_column(rows)], per_leaf.coarse(rows)),
+                "host_cpu": 1e3 * float(rows[per_leaf.host_column(rows)].median()),
                 "in_the_loop": float(1e3 / rows["loop_it_per_s"].median()),
             }
     return out
