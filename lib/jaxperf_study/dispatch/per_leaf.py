@@ -73,7 +73,9 @@ def excess(timings: pd.DataFrame, method: str) -> pd.DataFrame:
             continue
         diff = (cpu[wanted] - cpu[BASELINE[str(family)]]).dropna().rename("excess_ms")
         rows.append(diff.reset_index())
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[*KEYS, "repeat", "excess_ms"])
+    return (
+        pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[*KEYS, "repeat", "excess_ms"])
+    )
 
 
 def _line(leaves: np.ndarray, values: np.ndarray) -> tuple[float, float]:

@@ -76,9 +76,7 @@ def excess_at(timings: pd.DataFrame, method: str) -> list[dict[str, Any]]:
     return [
         {
             "leaves": int(n),
-            **per_leaf.spread(
-                [p["excess_ms"].median() for p in per_leaf.per_process(part)]
-            ),
+            **per_leaf.spread([p["excess_ms"].median() for p in per_leaf.per_process(part)]),
         }
         for n, part in rounds.groupby("leaves", sort=True)
     ]
