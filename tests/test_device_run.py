@@ -18,6 +18,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from jaxperf.paths import PROJECT_ROOT
@@ -188,6 +189,50 @@ def test_unpack_merges_a_run_of_some_notebooks_into_the_others(tmp_path):
     assert (root / "results/tpu/dispatch/timings.csv").exists()
     assert sorted(p.name for p in (root / "figures/tpu").iterdir()) == ["dispatch_fig.png"]
     assert [p.read_text() for p in (root / "results/tpu/logs").iterdir()] == ["log\n"]
+
+
+def _record(folder: Path, name: str, rows: list[dict], prov: dict) -> None:
+    """A record as jaxperf_study.records writes it (CSV + sidecar)."""
+    from jaxperf_study import records
+
+    records.write_records(pd.DataFrame(rows), folder / name, prov)
+
+
+def test_unpack_merges_the_parts_and_reruns_of_one_commit_and_a_new_commit_replaces_them(tmp_path):
+    """A study's parts and reruns, each a device command of the same clean commit, are told
+    together: every record gains its run, processes stay apart across runs, summary.json lists
+    the runs; a command of another commit replaces them (the code changed)."""
+    from jaxperf_study import records
+
+    root = tmp_path / "root"
+    calls = [("noop", "a"), ("train", "a"), ("noop", "a"), ("noop", "b")]
+    for i, (part, commit) in enumerate(calls):
+        prov = {"git": {"commit": commit * 40, "dirty": False}, "timestamp_utc": f"t{i}",
+                "parameters": {"part": part, "processes": 2}}  # fmt: skip
+        back = _device_tarball(tmp_path / f"call{i}", "tpu", {"dispatch": prov})
+        stage = tmp_path / f"call{i}" / "stage"
+        folder = stage / "results" / "tpu" / "dispatch"
+        rows = [{"cell": part, "process": p, "value": 10 * i + p} for p in (0, 1)]
+        _record(folder, "timings", rows, {"call": i})
+        (back / "jaxperf_tpu_results.tar.gz").unlink()
+        with tarfile.open(back / "jaxperf_tpu_results.tar.gz", "w:gz") as tar:
+            tar.add(stage / "results", arcname="results")
+            tar.add(stage / "figures", arcname="figures")
+        (back / "run.log").write_text(f"run.sh: 2026-12-06T10:00:0{i}Z backend=tpu\n")
+        proc = unpack(back, root)
+        assert proc.returncode == 0, proc.stderr
+        merged, _ = records.read_records(root / "results/tpu/dispatch/timings.csv")
+        summary = json.loads((root / "results/tpu/dispatch/summary.json").read_text())
+        if i == 2:  # noop, train, noop again: three runs, six processes
+            assert "dispatch merged" in proc.stdout
+            assert list(merged["run"]) == [0, 0, 1, 1, 2, 2]
+            assert list(merged["process"]) == [0, 1, 2, 3, 4, 5]
+            assert list(merged["cell"]) == ["noop", "noop", "train", "train", "noop", "noop"]
+            assert [r["part"] for r in summary["provenance"]["runs"]] == ["noop", "train", "noop"]
+            assert summary["provenance"]["parameters"]["part"] == ""
+    assert "dispatch replaced" in proc.stdout  # commit b: the earlier runs no longer hold
+    assert list(merged["value"]) == [30, 31] and len(summary["provenance"]["runs"]) == 1
+    assert len(list((root / "results/tpu/logs").iterdir())) == 4  # one log per command, none replaced
 
 
 def test_unpack_lays_the_tools_outputs_of_a_clean_run_over_the_committed_ones(tmp_path):

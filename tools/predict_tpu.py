@@ -28,7 +28,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def write(rows: list[dict[str, Any]], law: str, records: Path, out: Path) -> None:
+def source_commit(records: Path) -> str:
+    """The short commit the records were measured at."""
+    prov = json.loads((ROOT / records / "timings.json").read_text())["provenance"]
+    return str((prov.get("git") or {}).get("commit", "?"))[:7]
+
+
+def write(rows: list[dict[str, Any]], law: str, records: Path, out: Path, basis: str) -> None:
     """dispatch.json (the law, its assumptions, the records it read, every row) and a short .md."""
     import pandas as pd
 
@@ -39,6 +45,7 @@ def write(rows: list[dict[str, Any]], law: str, records: Path, out: Path) -> Non
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True)
     source = json.loads((ROOT / records / "timings.json").read_text())["provenance"].get("git") or {}
     payload = {
+        "basis": basis,
         "law": law,
         "assumptions": {
             "host_speed": predict.HOST_SPEED,
@@ -85,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--records", type=Path, default=Path("results/cpu/dispatch"))
     parser.add_argument("--out", type=Path, default=Path("results/tpu/predictions"))
+    parser.add_argument(
+        "--new-only",
+        action="store_true",
+        help="only the cases the records have not measured (records of an earlier TPU run: the law read "
+        "on the TPU's own host, at its own speed)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the TPU is compiled for, never used
     from jaxperf.compilers.mosaic_tpu import topology
@@ -100,8 +113,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     timings = rec.read_records(ROOT / args.records / "timings.csv")[0]
     summary = json.loads((ROOT / args.records / "summary.json").read_text())
-    waits = {w["method"]: w["verdict"] for w in summary.get("waits", [])}
+    # which paths wait for each call is Equinox's code, not the machine's: the CPU study's verdicts
+    cpu = json.loads((ROOT / "results/cpu/dispatch/summary.json").read_text())
+    waits = {w["method"]: w["verdict"] for w in cpu.get("waits", [])}
     cells = DispatchSettings.from_parameters({"backend": "tpu"}).cells
+    on_tpu = summary.get("backend") == "tpu"
+    if args.new_only:
+        seen = set(zip(timings["step"], timings["model"], timings["family"]))
+        cells = [c for c in cells if (c.step, c.spec.name, c.family) not in seen]
     doc = predict.__doc__ or ""
     law = doc[doc.index("The law") :].strip() + (
         "\n\nAssumed: host speed {:.2g} to {:.2g}, roofline share {:.2g} to {:.2g}, launch {:.2g} to {:.2g} ms, "
@@ -109,7 +128,24 @@ def main(argv: list[str] | None = None) -> int:
             *predict.HOST_SPEED, *predict.ROOFLINE_SHARE, *predict.LAUNCH_MS, predict.FLOOR_MS
         )
     )
-    write(predict.predict(timings, waits, cells), law, args.records, ROOT / args.out)
+    speed = (1.0, 1.0) if on_tpu else predict.HOST_SPEED
+    if on_tpu:  # the host bullet, read on the TPU's own host
+        start, end = law.index("- **host**"), law.index("- **device**")
+        law = (
+            law[:start]
+            + (
+                "- **host**: the path's host time per call (wall time while enqueuing: the TPU host's CPU clock\n"
+                f"  moves in 10 ms steps) on the undonated no-op MLPs of its family in `{args.records}/timings.csv`\n"
+                "  (two runs of notebook 01 on this TPU v5e), a line `a + b * leaves` per process, read at the\n"
+                "  case's leaves (the median line and the processes' rerun range), on the same host (speed 1).\n"
+                "  A call's host work is taken not to depend on what the step computes (a train step's host work\n"
+                "  is a no-op step's of its leaves).\n"
+            )
+            + law[end:]
+        )
+        law = law.replace("host speed 0.5 to 1.5, ", "host speed 1, ")
+    basis = f"the TPU's own records at {source_commit(args.records)}" if on_tpu else "the CPU study's records"
+    write(predict.predict(timings, waits, cells, speed), law, args.records, ROOT / args.out, basis)
     print(f"predict: wrote {args.out}/dispatch.json and dispatch.md")
     return 0
 

@@ -1,19 +1,12 @@
-"""The timing harness: warm-up excluded, repeats, interleaved comparisons. Per call, named after
-what they hold: ``wall_s_per_call`` and ``cpu_s_per_call`` (the dispatching thread's CPU,
-``time.thread_time``) over calls each blocked until done (``it_per_s``: 1 / wall); then a loop
-that only enqueues and blocks once after it: ``dispatch_s_per_call`` (its final block not
-counted), ``enqueue_cpu_s_per_call`` (the thread's CPU meanwhile) and ``loop_it_per_s`` (the
-block counted: a training loop whose dispatch runs ahead). ``cpu_tick_s``: the CPU clock's step
-(:func:`~jaxperf.timing_config.cpu_tick`); a coarse one makes a round's CPU a count of ticks.
-
-Variants are compared interleaved: each repeat runs every variant once, and over 2k repeats of k
-each runs in every place and after every other one equally often (a Williams design), so
-neither drift nor what a variant leaves behind favours one; ratios are per pair (same repeat).
-How many repeats: a fixed count, or precision-driven (``TimingConfig.precision``): rounds
-continue until each ratio a stated answer reads has an interquartile range within the target
-relative width, or a time cap (Hoefler and Belli, SC15: choose the number of measurements by
-the variability observed). Every row says what stopped it.
-"""
+"""The timing harness: warm-up excluded, repeats, interleaved comparisons. Per call: ``wall_s_per_call``
+and ``cpu_s_per_call`` (the dispatching thread's CPU) over blocked calls (``it_per_s``: 1 / wall);
+then a loop that only enqueues and blocks once after it: ``dispatch_s_per_call`` (its final block
+not counted), ``enqueue_cpu_s_per_call`` (the thread's CPU meanwhile) and ``loop_it_per_s``;
+``cpu_tick_s`` the CPU clock's step (on a coarse one :func:`host_column` reads the wall time).
+Each repeat runs every variant once, over 2k repeats of k each in every place and after every other
+equally often (a Williams design); ratios are per pair (same repeat). Repeats: a fixed count, or
+until each watched ratio's IQR is within ``TimingConfig.precision`` or a time cap (Hoefler and
+Belli, SC15); every row says what stopped it."""
 
 from __future__ import annotations
 
@@ -76,9 +69,7 @@ def default_watch(names: list[str], dispatch_only: bool) -> list[Watch]:
 
 
 def _check_watch(watch: list[Watch], names: list[str], config: TimingConfig) -> None:
-    allowed = [
-        v for v in RATIO_VALUES if config.dispatch_only or v not in ("dispatch_s_per_call", "loop_it_per_s")
-    ]
+    allowed = [v for v in RATIO_VALUES if config.dispatch_only or v in RATIO_VALUES[:3]]
     for entry in watch:
         if not (isinstance(entry, tuple) and len(entry) == 3):
             raise bad_value("watch", entry, "(variant, baseline, value) tuples")
@@ -109,19 +100,11 @@ def compare(
     watch: list[Watch] | None = None,
     **labels: Any,
 ) -> pd.DataFrame:
-    """Time each zero-argument callable in ``variants``, interleaved.
-
-    Returns one tidy row per (variant, repeat) with ``wall_s_per_call``,
-    ``cpu_s_per_call``, ``it_per_s`` and (if enabled) ``dispatch_s_per_call`` and
-    ``loop_it_per_s``; extra keyword ``labels`` (model, leaves, ...) become constant
-    columns. ``progress`` is an optional tqdm bar advanced once per variant batch.
-
-    How many rounds: ``config.repeats`` with fixed counts; with ``config.precision``,
-    rounds go on until every ``watch`` ratio (default :func:`default_watch`) has a
-    :func:`relative_iqr` within the target, or a cap is reached. Every row records
-    ``stopped_by`` (one of :data:`STOPS`) and ``rel_iqr``, the widest watched ratio's
-    relative IQR when the rounds stopped (nan when nothing is watched).
-    """
+    """Time each zero-argument callable in ``variants``, interleaved: one tidy row per (variant,
+    repeat) with the module's columns, ``labels`` as constant columns; ``progress`` (a tqdm bar)
+    advanced per variant batch. Rounds: ``config.repeats``, or with ``config.precision`` until every
+    ``watch`` ratio (default :func:`default_watch`) has a :func:`relative_iqr` within it or a cap;
+    rows record ``stopped_by`` (:data:`STOPS`) and ``rel_iqr`` (the widest watched one's)."""
     if os.environ.get("JAXPERF_RENDER"):  # jaxperf_study.study.RENDER_ENV: a redraw never measures
         raise RuntimeError(
             "timing.compare ran in a render (JAXPERF_RENDER is set): a measurement goes through "
@@ -206,36 +189,31 @@ def _round(
             progress.update(1)
 
 
-#: a thread CPU clock whose steps are this long or longer (seconds; a TPU host's moves in 10 ms)
-#: cannot time one call's host work
-COARSE_TICK_S = 1e-4
-#: the host's time per call, by the column that holds it, and why that one (:func:`host_column`)
+COARSE_TICK_S = 1e-4  # a thread CPU clock of steps this long (a TPU host's: 10 ms) cannot time a call
+#: the host's time per call, by the column :func:`host_column` reads, in words
 HOST_MEASURES = {
     "enqueue_cpu_s_per_call": "the dispatching thread's CPU time while the loop enqueues",
     "cpu_s_per_call": "the dispatching thread's CPU time per blocked call",
-    "dispatch_s_per_call": "the wall time while the loop enqueues (this host's thread CPU clock moves "
-    "in steps of {tick_ms:g} ms, too coarse for one call; the device works apart from the host, so "
-    "enqueuing is the host's work, and a path that waits for each call includes its wait)",
+    "dispatch_s_per_call": "the wall time while the loop enqueues (the thread's CPU clock moves in steps "
+    "of {tick_ms:g} ms here, too coarse for a call; the device works apart from the host, so enqueuing "
+    "is the host's work, and a path that waits for each call includes its wait)",
 }
 
 
 def coarse_clock(rows: pd.DataFrame) -> bool:
-    """Whether ``rows`` (:func:`compare`'s records) were timed with a CPU clock of coarse steps."""
     return "cpu_tick_s" in rows and bool((rows["cpu_tick_s"] >= COARSE_TICK_S).any())
 
 
 def host_column(rows: pd.DataFrame, blocked: bool = False) -> str:
-    """The column of ``rows`` that holds the host's time per call (:data:`HOST_MEASURES`): the
-    dispatching thread's CPU time while the loop enqueues (per blocked call with ``blocked``, or
-    where the records have no loop) where its clock resolves a call, else the loop's wall time
-    while enqueuing (``dispatch_s_per_call``)."""
+    """The column of :func:`compare`'s ``rows`` with the host's time per call: the thread's CPU while
+    enqueuing (per blocked call with ``blocked``), or on a coarse clock the wall time while enqueuing."""
     if coarse_clock(rows) and "dispatch_s_per_call" in rows:
         return "dispatch_s_per_call"
     return "cpu_s_per_call" if blocked or "enqueue_cpu_s_per_call" not in rows else "enqueue_cpu_s_per_call"
 
 
 def host_measure(rows: pd.DataFrame) -> str:
-    """What :func:`host_column` chose for ``rows``, and why, in words."""
+    """:func:`host_column`'s choice for ``rows``, and why, in words."""
     tick_ms = 1e3 * float(rows["cpu_tick_s"].max()) if "cpu_tick_s" in rows else 0.0
     return HOST_MEASURES[host_column(rows)].format(tick_ms=tick_ms)
 
@@ -263,28 +241,14 @@ def iqr_stats(values: Any) -> dict[str, float]:
     return {"median": float(median), "q25": float(q25), "q75": float(q75), "n": int(arr.size)}
 
 
-def summarize(df: pd.DataFrame, value: str, by: list[str]) -> pd.DataFrame:
-    """Median, q25, q75 and count of ``value`` for each group in ``by``."""
-    if value not in df:
-        raise ValueError(f"value={value!r} is not a column: expected one of {list(df.columns)}.")
-    grouped = df.groupby(by, sort=False)[value]
-    out = grouped.apply(lambda s: pd.Series(iqr_stats(s))).unstack()
-    return out.reset_index()
-
-
 def pair_ratios(
     df: pd.DataFrame, baseline: str, value: str = "it_per_s", by: list[str] | None = None
 ) -> pd.DataFrame:
-    """Per-repeat ratio ``value(variant) / value(baseline)`` inside each group.
-
-    Pairs are matched on ``by + ['repeat']``, so each ratio compares two
-    measurements taken back to back.
-    """
+    """Per-repeat ratio ``value(variant) / value(baseline)``, pairs matched on ``by + ['repeat']``
+    (two measurements taken back to back)."""
     by = list(by or [])
     if baseline not in set(df["variant"]):
-        raise ValueError(
-            f"baseline={baseline!r} is not a timed variant: expected one of {sorted(set(df['variant']))}."
-        )
+        raise bad_value("baseline", baseline, f"a timed variant, one of {sorted(set(df['variant']))}")
     keys = by + ["repeat"]
     base = df[df["variant"] == baseline][keys + [value]].rename(columns={value: "_base"})
     merged = df.merge(base, on=keys, how="inner")

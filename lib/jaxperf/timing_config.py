@@ -14,8 +14,7 @@ _TICKS: dict[Callable[[], float], float] = {}
 
 def cpu_tick(read: Callable[[], float] = time.thread_time, spin_s: float = 0.03) -> float:
     """The seconds between distinct readings of the CPU clock ``read`` (their median while spinning
-    ``spin_s``; ``spin_s`` if it never moved), once per clock and process. ``clock_getres`` says 1
-    ns of clocks that move in 10 ms ticks (a TPU host's thread clock): a round's CPU is then a count of ticks."""
+    ``spin_s``), once per clock and process: ``clock_getres`` says 1 ns of a TPU host's, which moves in 10 ms."""
     if read not in _TICKS:
         steps, last, end = list[float](), read(), time.perf_counter() + spin_s
         while time.perf_counter() < end:

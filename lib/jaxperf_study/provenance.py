@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -114,7 +115,10 @@ def capture(
         "versus_lock": versus_lock(packages),
         "git": git_commit(),
         "parameters": dict(parameters or {}),
-        "jax_environment_info": environment or jax.print_environment_info(return_string=True),
+        # the variables JAX prints may name a folder of this machine (a run's compilation cache)
+        "jax_environment_info": re.sub(
+            r"=/\S*", "=<a folder of the run>", environment or jax.print_environment_info(return_string=True)
+        ),
         "nvidia_smi": _nvidia_smi() if info.backend == "gpu" else None,
     }
 

@@ -25,6 +25,7 @@ import inspect
 import io
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -534,6 +535,9 @@ def progress_mode() -> str:
     return "widget"
 
 
+_TIMES = re.compile(r"\s*\[[^\]]*(?:<|it/s|s/it)[^\]]*\]$")  # tqdm's "[elapsed<left, rate]"
+
+
 class _Lines:
     """tqdm's stream in text mode, so that a notebook keeps one line per bar.
 
@@ -558,10 +562,13 @@ class _Lines:
             return
         from IPython.display import display as show_output
 
+        # The notebook keeps the bar without its times ("[00:03<00:00, 1.54it/s]"): a run and a
+        # render of the same records then write the same bytes; the terminal gets them.
+        kept = _TIMES.sub("", line)
         if self.handle is None:  # papermill's --log-output prints this first line itself
-            self.handle = show_output({"text/plain": line}, raw=True, display_id=True)
+            self.handle = show_output({"text/plain": kept}, raw=True, display_id=True)
             return
-        self.handle.update({"text/plain": line}, raw=True)
+        self.handle.update({"text/plain": kept}, raw=True)
         if self.echo:
             _to_terminal(line)
 
@@ -593,8 +600,6 @@ def progress(total: int, desc: str, **kwargs: Any) -> Any:
         return notebook_tqdm(total=total, desc=desc, **kwargs)
     from tqdm import tqdm
 
-    if rendering():  # the executed notebook keeps the bar: no elapsed time, no rate
-        kwargs.setdefault("bar_format", "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt}")
     return tqdm(
         total=total,
         desc=desc,

@@ -163,6 +163,15 @@ if [ -d "$work/root/results/$tag" ]; then
   tar -czf "$out/jaxperf_${backend}_results.tar.gz" -C "$work/root" "results/$tag" $( [ -d "$work/root/figures/$tag" ] && echo "figures/$tag")
   echo "run.sh: packed $(tar -tzf "$out/jaxperf_${backend}_results.tar.gz" | grep -vc '/$') files into $out/jaxperf_${backend}_results.tar.gz"
 fi
+# The cache comes back for the next call's carry: a call returns files of at most 16 MiB and a carry
+# holds 64 MiB with the tree, so the oldest entries go past 40 MiB, and the rest in 15 MiB pieces.
+while [ "$(du -sm "$cache" | cut -f1)" -gt 40 ]; do
+  find "$cache" -type f -printf '%T@ %p\n' | sort -n | head -n 20 | cut -d' ' -f2- | xargs -r rm -f
+done
 tar -czf "$out/jaxcache_$backend.tar.gz" -C "$cache" . && echo "run.sh: compilation cache: $(find "$cache" -type f | wc -l) entries"
+if [ "$(du -m "$out/jaxcache_$backend.tar.gz" | cut -f1)" -ge 15 ]; then
+  split -b 15m -a 1 "$out/jaxcache_$backend.tar.gz" "$out/jaxcache_$backend.tar.gz.part-" && rm "$out/jaxcache_$backend.tar.gz"
+  echo "run.sh: compilation cache in $(ls "$out"/jaxcache_"$backend".tar.gz.part-* | wc -l) pieces of at most 15 MiB"
+fi
 echo "run.sh: exit $rc after $(( $(date +%s) - start )) s"
 exit "$rc"

@@ -4,13 +4,15 @@
 #   bash tools/device/unpack.sh DIR
 #
 # DIR is the device tool's files_at folder: jaxperf_<backend>_results.tar.gz, run.log and
-# jaxcache_<backend>.tar.gz. Each notebook the run published replaces that notebook's results
-# and figures here; the others stay, so runs of some notebooks (run.sh --only) merge into one
-# result. Refused, with nothing written: a dry run's output (results/cpu: no device numbers), a
+# jaxcache_<backend>.tar.gz (or its .part-* pieces). A study the run published from the commit
+# its committed results came from is merged into them (tools/device/merge.py: the study's parts,
+# and its reruns, each a command of its own, are told together); from another commit it replaces
+# them. The others stay. Then ./run_all.sh render redraws the merged studies. Refused, with nothing written: a dry run's output (results/cpu: no device numbers), a
 # tarball holding anything but results/<backend>/** and figures/<backend>/**, a summary made from
 # a dirty tree or an unknown commit, or on another backend. The tools' outputs (run.sh --exec, in
 # results/<backend>/cli/) are laid over the committed ones, from a clean commit too. The log goes to
-# results/<backend>/logs/; the compilation cache to .device/, for the next call's carry.
+# results/<backend>/logs/ (one per command, never replaced); the compilation cache to .device/,
+# for the next call's carry.
 # Then commit results/<backend> and figures/<backend>, and ./run_all.sh render redraws README.md.
 set -euo pipefail
 proj="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -49,19 +51,32 @@ for path in found:
     print(path.parent.name)
 PY
 mapfile -t studies <"$stage/studies.txt"
+how=()
 for study in "${studies[@]}"; do
-  rm -rf "${root:?}/results/$backend/$study"
   mkdir -p "$root/results/$backend" "$root/figures/$backend"
-  mv "$stage/results/$backend/$study" "$root/results/$backend/$study"
+  done_how="$(python3 "$proj/tools/device/merge.py" "$root/results/$backend/$study" "$stage/results/$backend/$study")" || exit 1
+  how+=("$study $done_how")
   rm -f "$root/figures/$backend/${study}_"*
   for f in "$stage/figures/$backend/${study}_"*; do mv "$f" "$root/figures/$backend/"; done
 done
 for nb in "$stage/results/$backend"/*.ipynb; do mv "$nb" "$root/results/$backend/"; done
 if [ -d "$stage/results/$backend/cli" ]; then
   mkdir -p "$root/results/$backend/cli" && cp -R "$stage/results/$backend/cli/." "$root/results/$backend/cli/"
-  studies+=("cli")
+  cli_how="cli laid over "
 fi
-stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-if [ -f "$dir/run.log" ]; then mkdir -p "$root/results/$backend/logs" && cp "$dir/run.log" "$root/results/$backend/logs/run-$stamp.log"; fi
-if [ -f "$dir/jaxcache_$backend.tar.gz" ]; then mkdir -p "$proj/.device" && cp "$dir/jaxcache_$backend.tar.gz" "$proj/.device/"; fi
-echo "unpack.sh: results/$backend and figures/$backend: ${studies[*]} (log: results/$backend/logs/run-$stamp.log)"
+# One log per command, never replaced: named by when the run started (its first line) and its digest.
+log="none"
+if [ -f "$dir/run.log" ]; then
+  started="$(head -c 200 "$dir/run.log" | { grep -o -m 1 '[0-9]\{4\}-[0-9-]*T[0-9:]*Z' || true; } | tr -d ':-')"
+  log="results/$backend/logs/run-${started:-$(date -u +%Y%m%dT%H%M%SZ)}-$(sha1sum "$dir/run.log" | cut -c1-8).log"
+  mkdir -p "$root/results/$backend/logs" && cp "$dir/run.log" "$root/$log"
+fi
+# The compilation cache, for the next call's carry: whole, or in the parts run.sh split it into.
+parts=("$dir/jaxcache_$backend.tar.gz".part-*)
+if [ "${#parts[@]}" -gt 0 ]; then
+  mkdir -p "$proj/.device" && cat "${parts[@]}" >"$proj/.device/jaxcache_$backend.tar.gz"
+elif [ -f "$dir/jaxcache_$backend.tar.gz" ]; then
+  mkdir -p "$proj/.device" && cp "$dir/jaxcache_$backend.tar.gz" "$proj/.device/"
+fi
+echo "unpack.sh: results/$backend and figures/$backend: ${how[*]:-no study} ${cli_how:-}(log: $log)"
+[ "${#how[@]}" -eq 0 ] || echo "unpack.sh: now ./run_all.sh render --backend $backend: the merged records tell each study whole"

@@ -2,8 +2,9 @@
 
 Each round makes three blocked calls, interleaved (:func:`jaxperf_study.dispatch.stages.call_breakdown`):
 the call made stage by stage as Equinox makes it, the ordinary call, and the seed's
-``jax.pmap`` on the partitioned state. Every quantity is the dispatching thread's CPU time,
-per round, so the parts and the gap they explain are in one unit from one set of rounds:
+``jax.pmap`` on the partitioned state. Every quantity is the dispatching thread's CPU time (the
+wall time where that clock is too coarse for a stage: :func:`clock`), per round, so the parts and
+the gap they explain are in one unit from one set of rounds:
 
 - Equinox's own stages, each mapped to the maintainer's suspects in equinox#192;
 - the inner ``jax.pmap`` call's excess: the staged call's dispatch, wait and freeing of the
@@ -19,11 +20,12 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from jaxperf import timing
+from jaxperf import timing, timing_config
 from jaxperf.diagnosis import carry as carry_mod
 from jaxperf.diagnosis.kinds import identify
 from jaxperf.diagnosis.paths import partitioned
 
+from .. import reruns
 from . import stages
 from .cost import Cell
 from .models import ModelSpec, count_leaves
@@ -53,7 +55,14 @@ def measure(spec: ModelSpec, rounds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     profile = stages.profile_calls(lambda: wrapped(*args), rounds)
     model, opt_state = spec.build()
     leaves = count_leaves(model, spec.batch(1), opt_state)
-    return rows.assign(model=spec.name, leaves=leaves), profile.assign(model=spec.name, leaves=leaves)
+    labels = {"model": spec.name, "leaves": leaves}
+    return rows.assign(**labels, cpu_tick_s=timing_config.cpu_tick()), profile.assign(**labels)
+
+
+def clock(rows: pd.DataFrame) -> str:
+    """The stage rows' column every quantity is read in: the thread's CPU (``cpu_ms``), or the wall
+    time (``wall_ms``) where the CPU clock moves in steps too coarse for a stage (a TPU host's 10 ms)."""
+    return "wall_ms" if timing.coarse_clock(rows) else "cpu_ms"
 
 
 def per_round(
@@ -65,10 +74,11 @@ def per_round(
     """One row per round: each part (``parts``: part -> the stages of the staged call
     ``calls[0]`` it sums; default :data:`PARTS`), the sum of parts, the gap (the ordinary call
     ``calls[1]`` less ``calls[2]``, which the ``inner`` part is also set against), the
-    unexplained rest and both calls (CPU ms)."""
+    unexplained rest and both calls (ms, in :func:`clock`'s column)."""
     parts = parts or {part: names for part, (names, _) in PARTS.items()}
-    staged = rows[rows["call"] == calls[0]].pivot_table(index="round", columns="stage", values="cpu_ms")
-    whole = rows[rows["stage"] == "whole call"].pivot_table(index="round", columns="call", values="cpu_ms")
+    value = clock(rows)
+    staged = rows[rows["call"] == calls[0]].pivot_table(index="round", columns="stage", values=value)
+    whole = rows[rows["stage"] == "whole call"].pivot_table(index="round", columns="call", values=value)
     base = whole[calls[2]]
     out = pd.DataFrame(index=staged.index)
     for part, names in parts.items():
@@ -102,9 +112,10 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
     frames = []
     for (model, leaves), part_rows in rows.groupby(["model", "leaves"], sort=False):
         rounds = per_round(part_rows)
-        lo, hi = rounds["gap"].quantile([0.25, 0.75])
-        typical = rounds[(rounds["gap"] >= lo) & (rounds["gap"] <= hi)]
+        typical = _typical(rounds)
         gap = float(typical["gap"].mean())
+        # per process (per_leaf.pooled numbers a process's rounds from process * 1e6): the range
+        each = [_typical(p) for _, p in rounds.groupby(rounds["round"] // 1_000_000, sort=True)]
         for name in [
             *PARTS,
             "sum of parts",
@@ -125,6 +136,7 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
                     "cpu_ms_q75": stats["q75"],
                     "share_of_gap": float(typical[name].mean()) / gap if gap else float("nan"),
                     "rounds": stats["n"],
+                    **_share_range([100 * p[name].mean() / p["gap"].mean() for p in each if p["gap"].mean()]),
                 }
             )
     out = pd.DataFrame(frames)
@@ -134,6 +146,20 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
         if shown["share_of_gap"].notna().all():
             out.loc[shown.index, "share_pct"] = whole_percents(list(shown["share_of_gap"]))
     return out
+
+
+def _typical(rounds: pd.DataFrame) -> pd.DataFrame:
+    """The rounds whose gap lies within its interquartile range (a stalled round does not dominate)."""
+    lo, hi = rounds["gap"].quantile([0.25, 0.75])
+    return rounds[(rounds["gap"] >= lo) & (rounds["gap"] <= hi)]
+
+
+def _share_range(shares: list[float]) -> dict[str, float]:
+    """The rerun range of a share (%) over the processes' own shares."""
+    if not shares:
+        return {"share_pct_lo": float("nan"), "share_pct_hi": float("nan"), "processes": 0}
+    found = reruns.spread_of(shares, process=range(len(shares)))
+    return {"share_pct_lo": found["lo"], "share_pct_hi": found["hi"], "processes": found["n"]}
 
 
 def adds_up(accounting: pd.DataFrame) -> dict[str, bool]:

@@ -197,7 +197,7 @@ def sweep(
         cell, started, compiled = cell_list[i], time.time(), Compiles.seconds
         timings, why = run_cell(cell, precision=precision, max_seconds=max_seconds, min_rounds=min_rounds)
         spent[i] = (time.time() - started, Compiles.seconds - compiled)
-        frames.append(timings)
+        frames.append(timings.assign(cell_s=spent[i][0], compile_s=spent[i][1]))  # what sizes a part
         notes += [{**cell.labels, "path": path, "why": text} for path, text in why.items()]
     for i in sorted(set(range(len(cell_list))) - set(spent)):
         late = "not reached: the run's time budget (deadline_s) ended first"

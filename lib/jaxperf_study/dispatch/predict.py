@@ -42,6 +42,8 @@ HOST_SPEED = (0.5, 1.5)
 ROOFLINE_SHARE, LAUNCH_MS = (1.0, 1 / 3), (0.01, 0.05)
 #: a host line read below this at a case's leaves (noise at the line's low end) is read as this
 FLOOR_MS = 0.001
+#: a prediction whose it/s range spans at most this factor (hi / lo) can fail a test; a wider one says little
+TESTABLE = 2.0
 #: what names a case: the measured one and its prediction share these
 KEYS = ("step", "model", "donated", "family", "method")
 
@@ -101,8 +103,15 @@ def device_estimate(cell: Any) -> tuple[float, float]:
     return ms / ROOFLINE_SHARE[0] + LAUNCH_MS[0], ms / ROOFLINE_SHARE[1] + LAUNCH_MS[1]
 
 
-def predict(timings: pd.DataFrame, waits: dict[str, str], cells: list[Any]) -> list[dict[str, Any]]:
-    """One row per (case, path): host ms [lo, mid, hi], device ms and it/s [lo, hi], the bound."""
+def predict(
+    timings: pd.DataFrame,
+    waits: dict[str, str],
+    cells: list[Any],
+    host_speed: tuple[float, float] = HOST_SPEED,
+) -> list[dict[str, Any]]:
+    """One row per (case, path): host ms [lo, mid, hi], device ms and it/s [lo, hi], the bound,
+    and ``width``, the it/s range's hi over lo. ``host_speed``: the host the cases will run on
+    against the one ``timings`` were measured on ((1, 1): the same)."""
     law, rows = host_law(timings), []
     for cell in cells:
         labels, device = cell.labels, device_estimate(cell)
@@ -110,7 +119,7 @@ def predict(timings: pd.DataFrame, waits: dict[str, str], cells: list[Any]) -> l
             at = per_leaf.spread(
                 [max(a + b * labels["leaves"], FLOOR_MS) for a, b in law[(cell.family, method)]]
             )
-            host = (at["lo"] * HOST_SPEED[0], at["median"], at["hi"] * HOST_SPEED[1])
+            host = (at["lo"] * host_speed[0], at["median"], at["hi"] * host_speed[1])
             waiting = waits.get(method) == "waits for each call"
             slow, fast = (host[2], device[1]), (host[0], device[0])
             loop = (sum(slow), sum(fast)) if waiting else (max(slow), max(fast))
@@ -119,6 +128,7 @@ def predict(timings: pd.DataFrame, waits: dict[str, str], cells: list[Any]) -> l
                 {k: labels[k] for k in ("step", "model", "microbatches", "leaves", "donated", "family")}
                 | {"method": method, "host_ms": host, "device_ms": device, "waits": waiting, "bound": bound}
                 | {"loop_it_per_s": [1e3 / t for t in loop], "it_per_s": [1e3 / sum(slow), 1e3 / sum(fast)]}
+                | {"width": loop[0] / loop[1]}
             )
     return rows
 
@@ -134,6 +144,7 @@ def beside(cases: list[dict[str, Any]], predictions: dict[str, Any]) -> dict[str
     """Each measured case's pipelined it/s beside its predicted [lo, hi]: its fold (measured over
     the range's nearer end; 1 inside), and per bound how many lie inside and the folds' extremes."""
     wanted = {tuple(str(p[k]) for k in KEYS): p for p in predictions["cases"]}
+    testable = [p for p in wanted.values() if p["loop_it_per_s"][1] / p["loop_it_per_s"][0] <= TESTABLE]
     rows = []
     for case in cases:
         found, measured = wanted.get(tuple(str(case[k]) for k in KEYS)), case["loop_it_per_s"]["median"]
@@ -144,16 +155,26 @@ def beside(cases: list[dict[str, Any]], predictions: dict[str, Any]) -> dict[str
                 {k: case[k] for k in KEYS} | {"measured": measured, "predicted": [lo, hi], "fold": fold}
             )
             rows[-1]["bound"] = found["bound"]
+            rows[-1]["width"] = hi / lo
     by_bound = {
         bound: {"n": len(folds), "inside": folds.count(1.0), "min": min(folds), "max": max(folds)}
         for bound in ("host", "device", "either")
         if (folds := [r["fold"] for r in rows if r["bound"] == bound])
     }
     inside = sum(r["fold"] == 1.0 for r in rows)
+    tested = [r for r in rows if r["width"] <= TESTABLE]
     return {
         "n": len(rows),
         "inside": inside,
+        "testable": len(testable),
+        "tested": len(tested),
+        "tested_inside": sum(r["fold"] == 1.0 for r in tested),
+        "tested_folds": [
+            min((r["fold"] for r in tested), default=1.0),
+            max((r["fold"] for r in tested), default=1.0),
+        ],
         "by_bound": by_bound,
         "rows": rows,
         "made_utc": predictions["made_utc"],
+        "basis": predictions.get("basis", "the CPU study's records"),
     }

@@ -44,6 +44,13 @@ FIT_CELLS = {"step": "noop", "kind": "mlp", "donated": False}
 HEAVY = {"step": "train", "family": "jit", "donated": False}
 
 
+#: what the accounting's clock (:func:`accounting.clock`) is, in words
+ACCOUNTING_CLOCKS = {
+    "cpu_ms": "the dispatching thread's CPU time",
+    "wall_ms": "wall time (the thread's CPU clock is too coarse for a stage here)",
+}
+
+
 def fit_rows(rounds: pd.DataFrame, fit_cells: dict[str, Any] = FIT_CELLS) -> pd.DataFrame:
     """The rows of the cells a line is fitted on (``fit_cells``: column -> value)."""
     mask = pd.Series(True, index=rounds.index)
@@ -102,13 +109,17 @@ def heavy(timings: pd.DataFrame) -> pd.DataFrame:
 
 
 def complete(timings: pd.DataFrame, notes: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the rows of the cells measured in every process, ``notes`` with a row for each other
-    cell): a cell a deadline stopped in one process is not quoted from the others."""
+    """(the rows of each cell from the runs that measured it in every one of their processes,
+    ``notes`` with a row for each cell a run measured in fewer): a cell a deadline stopped in one
+    process is not quoted from the others. Runs (a ``run`` column: the device commands whose
+    records tools/device/unpack.sh merged, each of its own part or a rerun) are told apart."""
     if "process" not in timings or timings.empty:
         return timings, notes
     keys = [k for k in per_leaf.KEYS if k in timings]
-    counts = timings.groupby(keys, sort=False)["process"].transform("nunique")
-    every = counts == timings["process"].nunique()
+    run = timings["run"] if "run" in timings else pd.Series(0, index=timings.index)
+    data = timings.assign(_run=run)
+    counts = data.groupby([*keys, "_run"], sort=False)["process"].transform("nunique")
+    every = counts == data.groupby("_run")["process"].transform("nunique")
     short = timings[~every].drop_duplicates(keys)[keys]
     why = "measured in fewer processes than the others (the run's time budget): not quoted"
     extra = short.assign(path="every path", why=why)
@@ -204,6 +215,7 @@ def headline(
         "quick": quick,
         "precision": precision,
         "processes": int(timings["process"].nunique()) if "process" in timings else 1,
+        "runs": int(timings["run"].nunique()) if "run" in timings else 1,
         "rerun_inflation": reruns.rerun_inflation(),
         "cells": int(timings.groupby(["step", "model", "donated", "family"]).ngroups),
         "clock": {
@@ -227,6 +239,7 @@ def headline(
         "accounting": acc.to_dict(orient="records"),
         "accounting_adds_up": accounting.adds_up(acc) if len(acc) else {},
         "accounting_leaves": int(acc["leaves"].max()) if len(acc) else None,
+        "accounting_clock": ACCOUNTING_CLOCKS[accounting.clock(acc_rows)] if len(acc_rows) else None,
         "profile": profile.to_dict(orient="records"),
         "ranges": {},
         "not_timed": notes.to_dict(orient="records"),
@@ -353,7 +366,14 @@ def _values(s: dict[str, Any]) -> dict[str, Any]:
             values |= {"device_ms": base["device_ms"], "mine": mine, "base": base}
             values |= {"reader": f"eqx.{SLOW[family]}", "baseline": f"jax.{family}"}
             lines.append(md.fill(md.template("jaxperf_study.dispatch", "train.md"), values).rstrip())
-    shares = {short.get(r["part"], r["part"]): r["share_pct"] for r in acc}
+    shares = {
+        short.get(r["part"], r["part"]): {
+            "median": r["share_pct"],
+            "lo": r["share_pct_lo"],
+            "hi": r["share_pct_hi"],
+        }
+        for r in acc
+    }
     predicted = ""
     if s.get("predicted") and s["predicted"]["n"]:
         folds = [r["fold"] for r in s["predicted"]["rows"]]
@@ -400,7 +420,7 @@ def _folded(s: dict[str, Any]) -> list[str]:
                 "path": c["method"],
                 "it/s pipelined": q(c["loop_it_per_s"], "r,.0f"),
                 "it/s blocked": q(c["it_per_s"], "r,.0f"),
-                "host CPU ms per call": q(c["host_cpu_ms"], "r.3g"),
+                "host ms per call": q(c["host_cpu_ms"], "r.3g"),
                 "enqueue ms per call": q(c["enqueue_ms"], "r.3g"),
                 "device ms per call": q(c["device_ms"], "r.3g"),
             }

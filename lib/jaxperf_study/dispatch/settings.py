@@ -20,9 +20,10 @@ class DispatchSettings(StudySettings):
     """What the dispatch study runs, each cell under ``eqx.filter_pmap`` or ``eqx.filter_jit``.
 
     The no-op step undonated on every model under ``eqx.filter_pmap`` (the seed's; the cost per
-    leaf needs two sizes or more of each kind: MLP, transformer, CNN), and on the ``jit_depths``
-    MLPs under ``eqx.filter_jit`` too; the train step (Adam) on the ``train_depths`` MLPs and the
-    ``train_layers`` transformers under both, once per entry of ``microbatches`` (the batch
+    leaf needs two sizes or more of each kind: MLP, transformer, CNN), and under
+    ``eqx.filter_jit`` on the ``jit_depths`` MLPs and on every transformer and CNN; the train
+    step (Adam) on the ``train_depths`` MLPs, the ``train_layers`` transformers and the
+    ``train_cnn_layers`` CNNs under both, once per entry of ``microbatches`` (the batch
     accumulated in that many slices: the same leaves, more device time per call), and under
     ``eqx.filter_jit`` donated too with ``train_donated``; both steps donated under both on the
     ``donated_depths`` MLPs. The train step on one wide MLP (``heavy_width``, 0: none) has a
@@ -31,34 +32,36 @@ class DispatchSettings(StudySettings):
     ``seconds_per_cell`` of timing (compiles not counted). The accounting splits one call at
     each of ``accounting_depths`` over ``accounting_rounds`` interleaved rounds. Every
     measurement runs in ``processes`` fresh processes, so each quoted number is a median over
-    processes with its rerun range. ``deadline_s`` (0: none) is the time the sweep may take in
-    all its processes together: cells run in :attr:`cells`' order (most wanted first), and the
-    first process keeps only those the others can repeat in time (:class:`.cost.Budget`).
+    processes with its rerun range. ``deadline_s`` (0: none) is the time a run may take in all
+    its processes together: cells run in :attr:`cells`' order (most wanted first), and the first
+    process keeps only those the others can repeat in time (:class:`.cost.Budget`); a cell cut
+    reads "not reached".
 
-    **The TPU preset** (:data:`TPU`, ``DEVICE_PRESETS["tpu"]``; one TPU v5e chip, one
-    command of at most 9 minutes, 540 s). Its arithmetic, from what was measured, not on a TPU:
-    opening the chip took 7.4-8.7 s per process there, and starting a process and importing JAX
-    and Equinox about 4 s more. On this 2-core VM (load 8; a CPU stand-in, one device), a cell
-    took 2-12 s for a no-op step, 12-37 s for the MLP's train step and 125-153 s for the
-    transformer's (93-126 s of it XLA:CPU compiling), with 9-36 programs compiled per cell; the
-    same programs compiled for a v5e on this VM (libtpu) took 4.1 s (no-op, 392 leaves), 1.4 s
-    (MLP train) and 5.5-11 s (transformer train) each. A TPU host's 13 idle cores are faster
-    than this loaded VM by a factor no one measured, so process 1 may need 150 s or 600 s: the
-    deadline decides, not an estimate. ``deadline_s=390``: process 1 keeps each cell while
-    processes 2 and 3 (which load what it compiled from the run's shared cache, but trace and
-    time again) can still repeat every cell kept, the least wanted cut first and named "not
-    reached"; a later process that runs short stops too, and a cell missing from one process is
-    not quoted. Around the sweep: installing the machine's index and the carried wheels (35 s),
-    papermill and the notebook's own start (15 s), the summary and figures (30 s), packing (10
-    s): 480 s at most of the 540. No compile time is measured here.
+    ``part`` (:data:`PARTS`) runs one part of the cells: a device command runs one part, and
+    tools/device/unpack.sh merges the parts' records, so that every cell is reached without a
+    deadline cutting it.
+
+    **The TPU preset** (:data:`TPU`; one TPU v5e chip, commands of at most 9 minutes, 540 s,
+    one part each). Measured there at 2b842c2: opening the chip took 6-15 s per process, one run
+    of the no-op MLP cells (5) and two accumulated MLP train cells took 390 s over 3 processes,
+    the later processes loading what the first compiled from the run's compilation cache.
+    Compiled for a v5e on this VM, a no-op program took 4.1 s (392 leaves), an MLP train program
+    1.4 s and a transformer's 5.5-11 s. Each part is sized to a little under 390 s of sweep in
+    its 3 processes: ``noop`` 5 no-op MLP cells and the accounting, ``models`` 8 no-op cells on
+    transformers and CNNs, ``train`` 6 accumulated train cells; ``deadline_s`` stays as a guard
+    (a cell cut reads "not reached"). Around the sweep: installing the machine's index and the
+    carried wheels (35 s, once per machine), papermill and the notebook's start (15 s), the
+    summary and figures (30 s), packing (10 s). Each cell records its seconds and its compile
+    seconds (``cell_s``, ``compile_s``), so the next sizing reads them.
     """
 
     mlp_depths: tuple[int, ...] = (1, 16, 64)
     transformer_layers: tuple[int, ...] = (1, 4)
     cnn_layers: tuple[int, ...] = (4, 32)
     jit_depths: tuple[int, ...] = (1, 64)
-    train_depths: tuple[int, ...] = ()
-    train_layers: tuple[int, ...] = ()
+    train_depths: tuple[int, ...] = (4,)
+    train_layers: tuple[int, ...] = (1,)
+    train_cnn_layers: tuple[int, ...] = (4,)
     microbatches: tuple[int, ...] = (1,)
     train_donated: bool = False
     donated_depths: tuple[int, ...] = ()
@@ -71,6 +74,11 @@ class DispatchSettings(StudySettings):
     processes: int = 3
     deadline_s: float = 0.0
 
+    PARTS: ClassVar[Mapping[str, str]] = {
+        "noop": "the no-op step on the MLPs under both wrappers, the donated cells, the heavy step and the accounting",
+        "models": "the no-op step on the transformers and CNNs under both wrappers",
+        "train": "the train steps",
+    }
     # Two small MLPs, both steps (the train step with 2 microbatches), both donations: every
     # path, the fit and the accounting still run, in a few minutes on a 2-core machine (and the
     # TPU preset's dry run on it: these replace its sizes).
@@ -81,6 +89,7 @@ class DispatchSettings(StudySettings):
         "jit_depths": (1, 4),
         "train_depths": (4,),
         "train_layers": (),
+        "train_cnn_layers": (),
         "microbatches": (2,),
         "donated_depths": (4,),
         "heavy_width": 128,
@@ -90,22 +99,22 @@ class DispatchSettings(StudySettings):
         "accounting_rounds": 4,
         "processes": 2,
     }
-    # One TPU v5e chip (see the arithmetic above). Most wanted first: the no-op MLPs at 392, 14
-    # and 800 leaves, the same under eqx.filter_jit, the train steps (an MLP of 104 leaves, a
-    # transformer of 152) with 128 batches accumulated (device time above host time) and with
-    # one, the other model families' no-op steps, then the donated train steps. No accounting: it
-    # splits Python work alone, which the CPU study measures; no heavy cell: the accumulated
-    # train steps say which paths wait.
+    # One TPU v5e chip (see the arithmetic above). Most wanted first within each part: the no-op
+    # MLPs at 392, 14 and 800 leaves, the same under eqx.filter_jit; the transformers (152 and 440
+    # leaves: a 12-layer one is where a reader measured the drop-in) and the CNNs; the train
+    # steps with 128 batches accumulated (device time above host time). No heavy cell: the
+    # accumulated train steps say which paths wait.
     TPU: ClassVar[Mapping[str, Any]] = {
         "mlp_depths": (64, 1, 132),
+        "transformer_layers": (4, 12),
         "jit_depths": (1, 64),
         "train_depths": (16,),
         "train_layers": (4,),
-        "microbatches": (128, 1),
-        "train_donated": True,
+        "train_cnn_layers": (4,),
+        "microbatches": (128,),
         "heavy_width": 0,
         "seconds_per_cell": 1.5,
-        "accounting_depths": (),
+        "accounting_depths": (64,),
         "deadline_s": 390.0,
     }
     DEVICE_PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {"tpu": TPU}
@@ -116,7 +125,14 @@ class DispatchSettings(StudySettings):
             raise bad_value(
                 "mlp_depths", self.mlp_depths, "at least two depths (a cost per leaf needs two sizes)"
             )
-        for name in ("transformer_layers", "cnn_layers", "jit_depths", "train_depths", "train_layers"):
+        for name in (
+            "transformer_layers",
+            "cnn_layers",
+            "jit_depths",
+            "train_depths",
+            "train_layers",
+            "train_cnn_layers",
+        ):
             if getattr(self, name):
                 check_ints(name, getattr(self, name))
         for name in ("donated_depths", "accounting_depths"):
@@ -139,46 +155,41 @@ class DispatchSettings(StudySettings):
             raise bad_value("deadline_s", self.deadline_s, "seconds >= 0 (0: no deadline)")
 
     @property
-    def specs(self) -> list[ModelSpec]:
-        """The models of the no-op sweep: the MLP depths, then the transformers and the CNNs."""
-        from .models import ModelSpec  # here: the settings check runs with the standard library only
-
-        mlps = [ModelSpec("mlp", d) for d in self.mlp_depths]
-        others = [ModelSpec("transformer", n) for n in self.transformer_layers]
-        return mlps + others + [ModelSpec("cnn", n) for n in self.cnn_layers]
-
-    @property
     def cells(self) -> list[Cell]:
-        """Every diagnosis of the sweep, the most wanted first (the order a deadline cuts from
-        the end): the no-op MLPs, under eqx.filter_jit too, the train steps, the other no-op
-        models, the donated cells, the heavy step."""
+        """Every diagnosis of :attr:`part` (all parts for ""), the most wanted first (the order a
+        deadline cuts from the end): the no-op MLPs under both wrappers, the donated cells and
+        the heavy step (``noop``); the other models' no-op step under both (``models``); the
+        train steps (``train``)."""
         from .cost import Cell
         from .models import ModelSpec
 
-        trained = [ModelSpec("mlp", d, microbatches=k) for k in self.microbatches for d in self.train_depths]
-        trained += [
-            ModelSpec("transformer", n, microbatches=k) for k in self.microbatches for n in self.train_layers
+        models = [ModelSpec("transformer", n) for n in self.transformer_layers]
+        models += [ModelSpec("cnn", n) for n in self.cnn_layers]
+        trained = [
+            ModelSpec(kind, n, microbatches=k)
+            for k in self.microbatches
+            for kind, sizes in (("mlp", self.train_depths), ("transformer", self.train_layers))
+            + (("cnn", self.train_cnn_layers),)
+            for n in sizes
         ]
-        cells = [Cell("noop", spec, False, "pmap") for spec in self.specs[: len(self.mlp_depths)]]
-        cells += [Cell("noop", ModelSpec("mlp", d), False, "jit") for d in self.jit_depths]
-        cells += [Cell("train", spec, False, family) for spec in trained for family in ("pmap", "jit")]
-        cells += [Cell("noop", spec, False, "pmap") for spec in self.specs[len(self.mlp_depths) :]]
-        cells += [Cell("train", spec, True, "jit") for spec in trained if self.train_donated]
         donated = [ModelSpec("mlp", d) for d in self.donated_depths]
-        cells += [
-            Cell(step, spec, True, f)
-            for step in ("noop", "train")
-            for spec in donated
-            for f in ("pmap", "jit")
-        ]
-        if self.heavy_width:
-            cells.append(
+        parts = {
+            "noop": [Cell("noop", ModelSpec("mlp", d), False, "pmap") for d in self.mlp_depths]
+            + [Cell("noop", ModelSpec("mlp", d), False, "jit") for d in self.jit_depths]
+            + [Cell(s, spec, True, f) for s in ("noop", "train") for spec in donated for f in ("pmap", "jit")]
+            + [
                 Cell("train", ModelSpec("mlp", 1, width=self.heavy_width, batch_per_device=256), False, "jit")
-            )
-        return cells
+                for _ in range(1 if self.heavy_width else 0)
+            ],
+            "models": [Cell("noop", spec, False, f) for spec in models for f in ("pmap", "jit")],
+            "train": [Cell("train", spec, False, f) for spec in trained for f in ("pmap", "jit")]
+            + [Cell("train", spec, True, "jit") for spec in trained if self.train_donated],
+        }
+        return [cell for name, cells in parts.items() if self.part in ("", name) for cell in cells]
 
     @property
     def accounting_specs(self) -> list[ModelSpec]:
+        """The accounting's models: part ``noop``'s (or every part's)."""
         from .models import ModelSpec
 
-        return [ModelSpec("mlp", d) for d in self.accounting_depths]
+        return [ModelSpec("mlp", d) for d in self.accounting_depths if self.part in ("", "noop")]

@@ -24,9 +24,9 @@ KEYS = [*GROUP, "loop_form", "unroll", "variant"]
 
 def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     """One row per (mode, kernel, T, loop form, unroll): medians and IQRs, ratios to python and fori u=1."""
-    stats = timing.summarize(timings, "ms_per_call", KEYS).rename(
-        columns={"median": "ms_per_call", "q25": "ms_q25", "q75": "ms_q75", "n": "repeats"}
-    )
+    grouped = timings.groupby(KEYS, sort=False)["ms_per_call"]
+    stats = grouped.apply(lambda s: pd.Series(timing.iqr_stats(s))).unstack().reset_index()
+    stats = stats.rename(columns={"median": "ms_per_call", "q25": "ms_q25", "q75": "ms_q75", "n": "repeats"})
     extra = ["batch"] if "batch" in variants else []  # a device's batch, per T on a TPU
     out = stats.merge(variants[KEYS + ["lower_ms", "compile_ms", "error_vs_tolerance", *extra]], on=KEYS)
     if "python" in set(timings["variant"]):

@@ -9,18 +9,16 @@ kernel of the family at two T per compiler present, then the reader's ``kernel``
 On a lent GPU or TPU, :attr:`LoopSettings.DEVICE_PRESETS` replaces the sizes (shown beside
 ``QUICK``): the compiled kernel is timed at the reporter's T, ``scan_N`` calls per timed call.
 
-**The TPU run's budget** (one command of at most 9 minutes on a TPU v5e, 13 host cores, where a
-probe saw 7-9 s to open the chip per process, 0.2-1 s per kernel compile, about 16 s per compile
-of the reporter's harness (its random batches) and about 5 ns per static cycle of fori_loop):
-papermill and the notebook's own process, about 15 s; the chip opened once to describe it, 12 s;
-``quoted`` in 3 fresh processes of 12 s to start: his harness at T=2048 (2 compiles of 16 s in the
-first, the persistent cache's in the others), 3 variants at 6 T, each compiled twice (alone, timed;
-in its scan) and timed 3 x 16 calls, fori_loop's call kept near 40 ms by ``device_batches`` (150 ms
-at T=65536): about 90 s in the first process, 50 s in each other; ``rest`` in 1 process: the family
-at 3 T, about 90 s, the other 6 variants, about 60 s; analysis and figures, about 25 s. About 460 s
-in all. ``quoted_budget_s`` and ``rest_budget_s`` stop a process's points predicted to overrun
-("not reached"; the T come extremes first, so a cut loses a middle T): at most
-15 + 12 + 3 x (12 + 75) + (12 + 160) + 25 = 485 s, inside what tools/device/run.sh leaves of 540 s.
+**The TPU run's budget** (one command of at most 9 minutes on a TPU v5e, 13 host cores). Measured
+there at 2b842c2: opening the chip took 7-9 s per process, a kernel compile 0.2-1 s, his harness's
+compile about 16 s; the measuring processes took 322 s (``quoted`` in 3 processes 180 s, ``rest``
+142 s), and with 75 s per ``quoted`` process the first one did not reach T=8192, 16384 and 32768.
+So ``quoted`` runs in 2 processes of up to 110 s each (the second loads the first's compiles from the
+run's persistent cache), ``rest`` in one of up to 170 s; a notebook run twice (two commands,
+tools/device/unpack.sh merges them) gives 4 processes: 15 s (papermill, the notebook) + 12 s (the
+chip described) + 2 x (12 + 110) + (12 + 170) + 25 s (analysis, figures) = 478 s at most, inside
+the 540 s tools/device/run.sh leaves. ``quoted_budget_s`` and ``rest_budget_s`` stop a process's
+points predicted to overrun ("not reached"; the T come extremes first, so a cut loses a middle T).
 """
 
 from __future__ import annotations
@@ -208,8 +206,9 @@ class LoopSettings(StudySettings):
             "fix_forms": ("python", "fori", "fori u=8", "hand_unrolled u=8", "scalar_carry u=1"),
             "device_python_max_steps": {"attention": 32},
             "targets": ("mosaic_tpu v5e",),
-            "quoted_budget_s": 75,
-            "rest_budget_s": 160,
+            "processes": 2,
+            "quoted_budget_s": 110,
+            "rest_budget_s": 170,
         },
         "gpu": _DEVICE  # what the retired GPU runner did: Triton, and Mosaic GPU on Hopper
         | {

@@ -61,7 +61,9 @@ INNER = "inner jax.jit call's excess"
 
 
 def accounting(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (step, depth) and part: thread-CPU ms per call (median, quartiles) over the rounds of
+    """Per (step, depth) and part: ms per call in the accounting's clock (the thread's CPU, or the
+    wall time where that clock is too coarse: :func:`jaxperf_study.dispatch.accounting.clock`;
+    median, quartiles) over the rounds of
     :func:`jaxperf_study.dispatch.nnx.stages.call_breakdown`; the inner call's excess is over the ``jax.jit``
     call on ``nnx.split`` state of the same round, the gap is the ordinary ``nnx.jit`` call's
     over that one, and unexplained is the gap minus the parts."""
@@ -105,7 +107,7 @@ def _test_totals(flax_tests: dict[str, Any] | None) -> dict[str, dict[str, int]]
 
 
 def own_lines(timings: pd.DataFrame) -> dict[str, Any]:
-    """Per path (the baseline included): its own host CPU per call fitted as ``a + b *
+    """Per path (the baseline included): its own host time per call fitted as ``a + b *
     Variables`` on the no-op cases, per process (:func:`jaxperf_study.dispatch.per_leaf.fit_per_process`),
     not over a baseline: a path cheaper per Variable than the baseline would read as a negative excess."""
     rows = dispatch_report.fit_rows(timings, FIT_CELLS)
@@ -113,7 +115,9 @@ def own_lines(timings: pd.DataFrame) -> dict[str, Any]:
     for method in (*PATHS, BASELINE):
         part = rows[rows["method"] == method]
         if part["leaves"].nunique() >= 2:
-            out[method] = per_leaf.fit_per_process(part.assign(excess_ms=1e3 * part["cpu_s_per_call"]))
+            out[method] = per_leaf.fit_per_process(
+                part.assign(excess_ms=1e3 * part[per_leaf.host_column(part)])
+            )
     return out
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from jaxperf import timing
+from jaxperf import timing, timing_config
 
 from ..stages import Run, durations, interleaved, now, whole
 from .models import Problem, step_function
@@ -142,4 +142,4 @@ def call_breakdown(problem: Problem, step: str, calls: int = 30) -> pd.DataFrame
 def breakdowns(depths: tuple[int, ...], steps: tuple[str, ...], rounds: int) -> pd.DataFrame:
     """:func:`call_breakdown` of every step at every depth, one frame (what notebook 11 records)."""
     frames = [call_breakdown(Problem(depth=d), step, rounds) for d in depths for step in steps]
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True).assign(cpu_tick_s=timing_config.cpu_tick())
