@@ -164,8 +164,8 @@ if [ -d "$work/root/results/$tag" ]; then
   echo "run.sh: packed $(tar -tzf "$out/jaxperf_${backend}_results.tar.gz" | grep -vc '/$') files into $out/jaxperf_${backend}_results.tar.gz"
 fi
 # The cache comes back for the next call's carry: a call returns files of at most 16 MiB and a carry
-# holds 64 MiB with the tree, so the oldest entries go past 40 MiB, and the rest in 15 MiB pieces.
-while [ "$(du -sm "$cache" | cut -f1)" -gt 40 ]; do
+# holds 64 MiB with the tree, so the oldest entries go past 24 MiB, and the rest in 15 MiB pieces.
+while [ "$(du -sm "$cache" | cut -f1)" -gt 24 ]; do
   find "$cache" -type f -printf '%T@ %p\n' | sort -n | head -n 20 | cut -d' ' -f2- | xargs -r rm -f
 done
 tar -czf "$out/jaxcache_$backend.tar.gz" -C "$cache" . && echo "run.sh: compilation cache: $(find "$cache" -type f | wc -l) entries"

@@ -214,8 +214,8 @@ def headline(
         "study": "dispatch",
         "quick": quick,
         "precision": precision,
-        "processes": int(timings["process"].nunique()) if "process" in timings else 1,
-        "runs": int(timings["run"].nunique()) if "run" in timings else 1,
+        "processes": _per_case(timings, "process"),
+        "runs": _per_case(timings, "run"),
         "rerun_inflation": reruns.rerun_inflation(),
         "cells": int(timings.groupby(["step", "model", "donated", "family"]).ngroups),
         "clock": {
@@ -253,6 +253,17 @@ def headline(
     summary["patch_suite"] = _patch_suite()
     summary["goals"] = goals(summary, quick, timings)
     return summary
+
+
+def _per_case(timings: pd.DataFrame, column: str) -> str:
+    """How many of ``column`` (processes, runs) measured each case: "3", or "3 to 6" where parts
+    were run different numbers of times."""
+    if column not in timings or timings.empty:
+        return "1"
+    keys = [k for k in per_leaf.KEYS if k in timings]
+    counts = timings.groupby(keys, sort=False)[column].nunique()
+    lo, hi = int(counts.min()), int(counts.max())
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
 
 
 def _patch_suite() -> dict[str, Any] | None:

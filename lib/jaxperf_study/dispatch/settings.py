@@ -79,12 +79,12 @@ class DispatchSettings(StudySettings):
         "models": "the no-op step on the transformers and CNNs under both wrappers",
         "train": "the train steps",
     }
-    # Two small MLPs, both steps (the train step with 2 microbatches), both donations: every
-    # path, the fit and the accounting still run, in a few minutes on a 2-core machine (and the
-    # TPU preset's dry run on it: these replace its sizes).
+    # Two small MLPs, both steps (the train step with 2 microbatches), both donations, a 1-layer
+    # transformer: every path, every part, the fit and the accounting still run, in a few minutes
+    # on a 2-core machine (and the TPU preset's dry run on it: these replace its sizes).
     QUICK: ClassVar[Mapping[str, Any]] = {
         "mlp_depths": (1, 4),
-        "transformer_layers": (),
+        "transformer_layers": (1,),
         "cnn_layers": (),
         "jit_depths": (1, 4),
         "train_depths": (4,),
@@ -147,6 +147,14 @@ class DispatchSettings(StudySettings):
         check_int("accounting_rounds", self.accounting_rounds, minimum=3)
         check_int("processes", self.processes, minimum=1)
         check_int("heavy_width", self.heavy_width, minimum=0)
+        empty = {
+            "models": not (self.transformer_layers or self.cnn_layers),
+            "train": not (self.train_depths or self.train_layers or self.train_cnn_layers),
+        }
+        if empty.get(self.part):
+            raise bad_value(
+                "part", self.part, f"a part that holds a case with these sizes ({self.PARTS[self.part]})"
+            )
         if (
             isinstance(self.deadline_s, bool)
             or not isinstance(self.deadline_s, (int, float))
