@@ -141,7 +141,7 @@ def record(path: Path, code: str, entry: dict) -> dict:
     """The record at ``path`` with ``entry`` (one label's runs) written in place of that label's,
     runs of another repro dropped, and its provenance: the oldest run's commit, dirty if any was."""
     data = json.loads(path.read_text()) if path.is_file() else {"runs": []}
-    kept = [r for r in data["runs"] if r["key"] != entry["key"] and r.get("repro_sha256") == sha(code)]
+    kept = [r for r in data["runs"] if r.get("key") != entry["key"] and r.get("repro_sha256") == sha(code)]
     data = {"study": path.parent.name, "repro_sha256": sha(code), "runs": [*kept, entry]}
     gits = [r["git"] for r in data["runs"]]
     dirty = any(g["dirty"] for g in gits)
