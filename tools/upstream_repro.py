@@ -3,11 +3,11 @@
 printed, so that the text quotes the repro's own output (tools/readme.py fills it from the record).
 
     .venv/bin/python tools/upstream_repro.py --text equinox-192 --label "8 CPU devices" --key cpu --runs 5
-    .venv/bin/python tools/upstream_repro.py --text jax-20909 --label "a CPU, jax 0.10.2 as on the TPU" \
+    .venv/bin/python tools/upstream_repro.py --text jax-20909 --label "a CPU, jax 0.10.2 as on the TPU" \\
         --key cpu_jax_0_10_2 --python .envs/image-tpu/bin/python --pythonpath DIR   # Equinox in DIR
     # on the TPU, in the environment tools/device/run.sh makes (its output comes back as results/tpu/cli/):
-    bash tools/device/run.sh --backend tpu --only none \
-        --exec "python3 tools/upstream_repro.py --text jax-20909 --label 'TPU v5e' --key tpu --into \$JAXPERF_CLI_OUT"
+    bash tools/device/run.sh --backend tpu --only none \\
+        --exec "python3 tools/upstream_repro.py --text jax-20909 --label 'TPU v5e' --key tpu --into \\$JAXPERF_CLI_OUT"
 
 The repro is the ``python`` block of ``tools/templates/<text>.md``, run with ``PY -c``, unchanged,
 ``--runs`` times, each a fresh process, with this environment less what would change what it
