@@ -249,6 +249,7 @@ def rerun_root(tmp_path_factory):
     for summary in [
         *(PROJECT_ROOT / "results").glob("cpu/*/summary.json"),
         *(PROJECT_ROOT / "results").glob("upstream/*/summary.json"),
+        *(PROJECT_ROOT / "results").glob("tpu/cli/*/summary.json"),
     ]:
         target = root / summary.relative_to(PROJECT_ROOT)
         target.parent.mkdir(parents=True)
@@ -329,9 +330,9 @@ def test_every_upstream_template_renders_a_short_text_with_no_gap(upstream_texts
         "jax-mosaic-tpu-bf16.md",
     }
     for name, text in upstream_texts.items():
-        assert text.count("\n") <= readme.MAX_UPSTREAM_LINES, name
-        for word in ("n/a", "TODO", "not read", "{{", "nan"):
-            assert word not in text, f"{name} holds {word!r}"
+        assert readme.reader_lines(text) <= readme.MAX_UPSTREAM_LINES, name
+        for word in ("n/a", "TODO", "not read", "{{", "nan"):  # a patch, folded, may say nan
+            assert word not in readme.DETAILS.sub("", text), f"{name} holds {word!r}"
         assert text.count("```python") == 1, f"{name}: one repro"
 
 
@@ -361,19 +362,25 @@ def _repro(text: str) -> str:
 @pytest.mark.parametrize(
     ("name", "prints"),
     [
-        ("equinox-192.md", ["eqx.filter_pmap:", "jax.pmap on the arrays:", "x the it/s of jax.pmap"]),
+        ("equinox-192.md", ["eqx.filter_pmap:", "jax.pmap on the arrays:", "eqx.filter_jit on sharded inputs:",
+                            "jax.jit on the sharded arrays:", "x the it/s of jax.pmap", "leaves=392"]),
         ("equinox-filter_jit-wait.md", ["eqx.filter_jit: the loop's last call returned", "jax.jit:"]),
         # his Pallas kernel and harness: on a TPU as it is, here in Pallas' interpreter
-        ("jax-20909.md", ["python_loop: compile =", "fori_loop: compile =", "scalar_carry: compile ="]),
+        ("jax-20909.md", ["python_loop:", "fori_loop:", "hoisted:", "scalar_carry:", "ms per kernel call",
+                          "x the Python loop's", "its times are not a kernel's"]),
     ],
-)
+)  # fmt: skip
 def test_the_repro_runs_as_is_on_a_cpu(upstream_texts, name, prints, tmp_path):
-    """The first ```python block of the text, pasted into a file and run in a fresh process."""
+    """The first ```python block of the text, pasted into a file and run in a fresh process; what
+    it prints is what its record parsed (the same lines, the same fields)."""
+    import json
     import os
     import subprocess
 
+    import upstream_repro
+
     code = _repro(upstream_texts[name])
-    assert code.count("\n") <= 25, f"{name}: the repro is {code.count(chr(10))} lines"
+    assert code.count("\n") <= 36, f"{name}: the repro is {code.count(chr(10))} lines"
     assert "--xla_force_host_platform_device_count=8" in code or "pmap" not in code
     script = tmp_path / "repro.py"
     script.write_text(code)
@@ -385,6 +392,14 @@ def test_the_repro_runs_as_is_on_a_cpu(upstream_texts, name, prints, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     for word in prints:
         assert word in done.stdout
+    record = PROJECT_ROOT / "results" / "upstream" / f"{name.removesuffix('.md')}-repro" / "summary.json"
+    if record.is_file():
+        measured, setting = upstream_repro.parse(done.stdout)
+        run = json.loads(record.read_text())["runs"][0]
+        assert [{k: set(v) - {"variant"}} for k, v in measured.items()] == [
+            {q["variant"]: set(q) - {"variant"}} for q in run["quoted"]
+        ]
+        assert set(setting) == set(run["setting"])
 
 
 # ------------------------------------------------ the TPU's answer first, and the ranges rule
@@ -446,9 +461,6 @@ def test_with_the_tpus_summary_the_answer_leads_with_its_it_per_s(rerun_root, tm
     )
     assert "Not measured on a TPU yet" not in text and "TPU v5 lite" in text
     assert " it/s [" in section and "inside their predicted range" in section
-    upstream = readme.upstream(root)[root / "results" / "upstream" / "equinox-192.md"]
-    assert upstream.index("**On a TPU v5e**") < upstream.index("**What carries to another machine**")
-    assert upstream.count("\n") <= readme.MAX_UPSTREAM_LINES
     without = readme.render(readme.TEMPLATE.read_text(), root=rerun_root)
     assert "Not measured on a TPU yet" in without and "**On a TPU v5e" not in without
 
@@ -476,16 +488,6 @@ def test_a_range_is_quoted_whole_and_not_at_all_when_wider_than_three_times_its_
 
 def test_an_upstream_text_links_only_absolute_addresses():
     assert readme.relative_links("[a](https://github.com/x) [b](../cpu/x.md) [c](#terms)") == ["../cpu/x.md"]
-
-
-def test_the_repro_outputs_an_upstream_text_quotes_were_printed_by_its_repro_as_written():
-    import upstream_repro
-
-    assert upstream_repro.main(["--check"]) == 0
-    record = __import__("json").loads(
-        (PROJECT_ROOT / "results" / "upstream" / "equinox-192-repro" / "summary.json").read_text()
-    )
-    assert all(len(run["outputs"]) == 3 == len(run["ratios"]) for run in record["runs"])  # 3 fresh runs each
 
 
 def test_a_block_renders_its_part_by_whether_the_study_ran():
@@ -531,14 +533,3 @@ def test_a_repro_record_is_clean_while_only_the_record_itself_changed(tmp_path, 
     assert upstream_repro.tree(record)["dirty"] is False
     other.write_text("A = 2\n")
     assert upstream_repro.tree(record)["dirty"] is True
-
-
-@pytest.mark.parametrize(
-    ("args", "names"), [(["--text", "nope"], "--text 'nope' is not allowed"), (["--runs", "0"], "--runs 0")]
-)
-def test_the_repro_runner_refuses_bad_input_naming_it(args, names, capsys):
-    import upstream_repro
-
-    with pytest.raises(SystemExit) as exit_:
-        upstream_repro.main([*args, "--label", "x"])
-    assert exit_.value.code == 2 and names in capsys.readouterr().err

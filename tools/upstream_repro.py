@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Run the repro of an upstream text as written, in fresh processes, and record what it printed,
-so that the text quotes the repro's own output (tools/readme.py fills it from the record).
+"""Run the repro of an upstream text as written, in fresh processes, and record every number it
+printed, so that the text quotes the repro's own output (tools/readme.py fills it from the record).
 
-    .venv/bin/python tools/upstream_repro.py --label "jax 0.12.0.1, 8 CPU devices" [--python PY] [--runs 3]
-    .venv/bin/python tools/upstream_repro.py --label "jax 0.10.2, 8 CPU devices" \
-        --python .envs/image-tpu/bin/python --pythonpath /tmp/jaxperf_device_site/carried
-        # the TPU image's stand-in (tools/make_alt_env.sh image-tpu) and the carried wheels as a
-        # dry run of tools/device/run.sh unpacks them
-    python3 tools/upstream_repro.py --label "TPU v5e" --python python3 --into $OUT   # on the TPU
+    .venv/bin/python tools/upstream_repro.py --text equinox-192 --label "8 CPU devices" --key cpu --runs 5
+    .venv/bin/python tools/upstream_repro.py --text jax-20909 --label "a CPU, jax 0.10.2 as on the TPU" \\
+        --key cpu_jax_0_10_2 --python .envs/image-tpu/bin/python --pythonpath DIR   # Equinox in DIR
+    # on the TPU, in the environment tools/device/run.sh makes (its output comes back as results/tpu/cli/):
+    bash tools/device/run.sh --backend tpu --only none \\
+        --exec "python3 tools/upstream_repro.py --text jax-20909 --label 'TPU v5e' --key tpu --into \\$JAXPERF_CLI_OUT"
 
-The repro is the ``python`` block of ``tools/templates/<text>.md`` (default ``equinox-192``), run
-with ``PY -c``, unchanged, ``--runs`` times, each a fresh process, with this environment less
-``XLA_FLAGS`` and ``JAX_PLATFORMS`` (the repro sets what it needs). The last line printed must end
-with its ratio (``...: 0.31x the it/s of ...``). Records each run's output under ``--label`` in
-``<into>/<text>-repro/summary.json`` (other labels kept, this one replaced), with the repro's hash:
-a repro edited since its runs is refused by ``--check``.
+The repro is the ``python`` block of ``tools/templates/<text>.md``, run with ``PY -c``, unchanged,
+``--runs`` times, each a fresh process, with this environment less what would change what it
+measures (``XLA_FLAGS`` and ``JAX_PLATFORMS``: the repro sets what it needs; JAX's persistent
+compilation cache: each process compiles afresh). Every line of the form
+``NAME: NUMBER UNIT[, NUMBER UNIT]...`` is a measurement (``fori_loop: 159.5 ms per kernel call,
+94.85x the Python loop's``), and every ``KEY=NUMBER`` a setting (``T=65536``). The record,
+``<into>/<text>-repro/summary.json``, holds each label's outputs as printed, the numbers parsed
+from them, and per variant and field the median over the processes with the range a fresh
+process's printed number is expected in (:func:`fresh_range`), the form tools/readme.py's ``:r``
+quotes. Other labels' runs are kept while they were made by the same repro; ``--check`` fails when
+a record's repro is not the template's.
 """
 
 from __future__ import annotations
@@ -22,14 +27,33 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RATIO = re.compile(r"([0-9.]+)x the it/s")
+TEMPLATES = ROOT / "tools" / "templates"
+#: where the records are: this CPU's, and what a TPU run sent back (tools/device/unpack.sh)
+RECORDS = (ROOT / "results" / "upstream", ROOT / "results" / "tpu" / "cli")
+#: a measurement line, and one of its parts (a number, then its unit)
+LINE = re.compile(r"^(?P<name>[A-Za-z_][^:]*): (?P<rest>-?[\d,]*\.?\d.*)$")
+PART = re.compile(r"^(?P<number>-?[\d,]*\.?\d+)\s*(?P<unit>.+)$")
+SETTING = re.compile(r"\b(?P<key>[A-Za-z]\w*)=(?P<value>-?\d+(?:\.\d+)?)\b")
+#: the record's field for each unit a repro prints (a unit starting with "x" is a ratio)
+FIELDS = {"it/s": "it_per_s", "ms of host CPU per call": "host_ms", "ms per kernel call": "ms"}
+#: Student's t, two-sided 95%, by degrees of freedom (more than 10: 2.0)
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+#: what a fresh process must not inherit (the compilation cache tools/device/run.sh sets, among them)
+DROPPED = (
+    "XLA_FLAGS",
+    "JAX_PLATFORMS",
+    "JAX_COMPILATION_CACHE_DIR",
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+)
 
 
 def repro(text: str) -> str:
@@ -40,77 +64,160 @@ def repro(text: str) -> str:
     return found.group(1)
 
 
+def sha(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def field(unit: str) -> str:
+    if unit.startswith("x"):
+        return "ratio"
+    return FIELDS.get(unit, re.sub(r"\W+", "_", unit).strip("_").lower())
+
+
+def parse(output: str) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """(every measurement line's numbers by name and field, every ``KEY=NUMBER`` setting) of one
+    process's output. SystemExit when it printed no measurement."""
+    measured: dict[str, dict[str, float]] = {}
+    settings: dict[str, float] = {}
+    for line in output.splitlines():
+        settings |= {m["key"]: float(m["value"]) for m in SETTING.finditer(line)}
+        m = LINE.match(line.strip())
+        if m is None:
+            continue
+        parts = [PART.match(p.strip()) for p in m["rest"].split(", ")]
+        measured[m["name"]] = {field(p["unit"]): float(p["number"].replace(",", "")) for p in parts if p}
+    if not measured:
+        raise SystemExit(f"upstream_repro: the repro printed no 'NAME: NUMBER UNIT' line:\n{output[-500:]}")
+    return measured, settings
+
+
+def fresh_range(values: list[float]) -> dict[str, float | list[float]]:
+    """The median of ``values`` (one per process) and the range a fresh process's value is expected
+    in: a 95% prediction interval for one more value, mean +- t(n-1) * sd * sqrt(1 + 1/n) on a log
+    scale (all positive), widened to hold every value; one value gives itself."""
+    lo, hi = min(values), max(values)
+    if len(values) > 1 and lo > 0:
+        logs = [math.log(v) for v in values]
+        half = T95.get(len(values) - 1, 2.0) * statistics.stdev(logs) * math.sqrt(1 + 1 / len(values))
+        lo, hi = (
+            min(lo, math.exp(statistics.mean(logs) - half)),
+            max(hi, math.exp(statistics.mean(logs) + half)),
+        )
+    return {"median": statistics.median(values), "lo": lo, "hi": hi, "values": values}
+
+
+def quoted(printed: list[dict[str, dict[str, float]]]) -> list[dict]:
+    """Per variant (as its line names it) and field, :func:`fresh_range` over the processes;
+    SystemExit when the processes printed different lines."""
+    names = list(printed[0])
+    if any(list(p) != names or any(set(p[n]) != set(printed[0][n]) for n in names) for p in printed):
+        raise SystemExit(
+            f"upstream_repro: its processes printed different lines: {[list(p) for p in printed]}"
+        )
+    return [
+        {"variant": n, **{f: fresh_range([p[n][f] for p in printed]) for f in printed[0][n]}} for n in names
+    ]
+
+
 def tree(path: Path) -> dict:
     """The commit that ran, and whether any tracked file other than the record at ``path`` differs
-    from it (the record holds several labels' runs, each made from a clean tree)."""
+    from it (the record holds several labels' runs, each made from a clean tree). Without a
+    ``.git`` (a device's copy of the tree), what tools/device/run.sh read from its manifest."""
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.rstrip()
 
     if not (ROOT / ".git").exists():
-        return {"commit": os.environ.get("JAXPERF_GIT_COMMIT", "unknown"), "dirty": True}
+        return {
+            "commit": os.environ.get("JAXPERF_GIT_COMMIT", "unknown"),
+            "dirty": os.environ.get("JAXPERF_GIT_DIRTY", "true") != "false",
+        }
     own = path.resolve().relative_to(ROOT).as_posix() if path.resolve().is_relative_to(ROOT) else None
     changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
     return {"commit": git("rev-parse", "HEAD").strip(), "dirty": any(f != own for f in changed)}
 
 
-def record(path: Path, code: str, label: str, outputs: list[str], python: str) -> dict:
-    """The record at ``path`` with ``label``'s runs (re)written, the quoted line rebuilt, and its
-    provenance: the commit of this run (each label's run its own) and the code that made it."""
+def record(path: Path, code: str, entry: dict) -> dict:
+    """The record at ``path`` with ``entry`` (one label's runs) written in place of that label's,
+    runs of another repro dropped, and its provenance: the oldest run's commit, dirty if any was."""
     data = json.loads(path.read_text()) if path.is_file() else {"runs": []}
-    ratios = []
-    for out in outputs:
-        found = RATIO.findall(out.strip().splitlines()[-1]) if out.strip() else []
-        if not found:
-            raise SystemExit(f"upstream_repro: no ratio in the repro's last line:\n{out[-500:]}")
-        ratios.append(float(found[-1]))
-    entry = {"label": label, "python": python, "git": tree(path), "outputs": outputs, "ratios": ratios}
-    data["runs"] = [r for r in data["runs"] if r["label"] != label] + [entry]
-    data["repro_sha256"] = hashlib.sha256(code.encode()).hexdigest()
-    data["study"] = path.parent.name
-    # the oldest run's commit stands for the record (tests/test_results_fresh.py reads it), dirty if any was
-    gits = [r["git"] for r in data["runs"] if "git" in r]
-    dirty = len(gits) < len(data["runs"]) or any(g["dirty"] for g in gits)
-    commit = gits[0]["commit"] if gits else "unknown"
-    data["provenance"] = {"git": {"commit": commit, "dirty": dirty}, "code": ["tools/upstream_repro.py"]}
-    data["printed_ratios"] = "; ".join(
-        ", ".join(f"{x:.2f}×" for x in r["ratios"]) + f" ({r['label']})" for r in data["runs"]
-    )
+    kept = [r for r in data["runs"] if r.get("key") != entry["key"] and r.get("repro_sha256") == sha(code)]
+    data = {"study": path.parent.name, "repro_sha256": sha(code), "runs": [*kept, entry]}
+    gits = [r["git"] for r in data["runs"]]
+    dirty = any(g["dirty"] for g in gits)
+    data["provenance"] = {
+        "git": {"commit": gits[0]["commit"], "dirty": dirty},
+        "code": ["tools/upstream_repro.py"],
+    }
     return data
+
+
+def versions(python: str, env: dict[str, str]) -> dict:
+    """The Python and the packages the runs imported (read from their metadata: no device opened)."""
+    code = (
+        "import importlib.metadata as m, json, platform\n"
+        "v = {}\n"
+        "for n in ('jax', 'jaxlib', 'libtpu', 'equinox'):\n"
+        "    try: v[n] = m.version(n)\n"
+        "    except m.PackageNotFoundError: pass\n"
+        "print(json.dumps({'python': platform.python_version(), 'packages': v}))"
+    )
+    done = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {"python": "unknown", "packages": {}}
+
+
+def check(texts: list[str], roots: tuple[Path, ...] = RECORDS) -> list[str]:
+    """What is wrong with the records under ``roots``: a run made by a repro other than its
+    template's, or a record of no template."""
+    problems = []
+    for root in roots:
+        for path in sorted(root.glob("*-repro/summary.json")):
+            text = path.parent.name.removesuffix("-repro")
+            if text not in texts:
+                problems.append(f"{path}: no template tools/templates/{text}.md")
+                continue
+            want = sha(repro((TEMPLATES / f"{text}.md").read_text()))
+            stale = [
+                r["label"] for r in json.loads(path.read_text())["runs"] if r.get("repro_sha256") != want
+            ]
+            if stale:
+                problems.append(f"{path}: {stale} not made by the repro in tools/templates/{text}.md")
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--text", default="equinox-192")
     p.add_argument("--label", help="what ran it, as the text names it (e.g. 'jax 0.12.0.1, 8 CPU devices')")
+    p.add_argument("--key", help="the label as a template selects it (runs[key=...]): letters, digits, _")
     p.add_argument("--python", default=sys.executable)
-    p.add_argument("--pythonpath", default="", help="PYTHONPATH for the runs (a stand-in env's own packages)")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--into", type=Path, default=ROOT / "results" / "upstream")
     p.add_argument(
-        "--check", action="store_true", help="fail when the template's repro changed since its runs"
+        "--pythonpath", help="PYTHONPATH for the runs (default: this one's, e.g. run.sh's on a device)"
     )
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--into", type=Path, default=RECORDS[0])
+    p.add_argument("--check", action="store_true", help="fail when a record's repro is not its template's")
     a = p.parse_args(argv)
-    texts = sorted(t.stem for t in (ROOT / "tools" / "templates").glob("*.md"))
+    texts = sorted(t.stem for t in TEMPLATES.glob("*.md") if "```python" in t.read_text())
+    if a.check:
+        problems = check(texts)
+        print("\n".join(f"upstream_repro: {x}" for x in problems), file=sys.stderr) if problems else None
+        return 1 if problems else 0
     if a.text not in texts:
         p.error(f"--text {a.text!r} is not allowed: one of {texts}")
     if a.runs < 1:
         p.error(f"--runs {a.runs} is not allowed: at least 1 fresh run")
-    code = repro((ROOT / "tools" / "templates" / f"{a.text}.md").read_text())
-    path = a.into / f"{a.text}-repro" / "summary.json"
-    if a.check:
-        held = json.loads(path.read_text()).get("repro_sha256") if path.is_file() else None
-        if held != hashlib.sha256(code.encode()).hexdigest():
-            print(
-                f"upstream_repro: {path} was not made by the repro in tools/templates/{a.text}.md",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
     if not a.label:
         p.error("--label is required to record runs")
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS", "PYTHONPATH")}
-    if a.pythonpath:
+    key = a.key or re.sub(r"\W+", "_", a.label).strip("_").lower()
+    if not re.fullmatch(r"\w+", key):
+        p.error(f"--key {key!r} is not allowed: letters, digits and _ (a template selects runs[key=...])")
+    code = repro((TEMPLATES / f"{a.text}.md").read_text())
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED}
+    if a.pythonpath is not None:
         env["PYTHONPATH"] = a.pythonpath
     outputs = []
     for k in range(a.runs):
@@ -119,11 +226,14 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"upstream_repro: run {k} exited {run.returncode}:\n{run.stderr[-2000:]}")
         outputs.append(run.stdout)
         print(run.stdout.strip(), flush=True)
+    parsed = [parse(out) for out in outputs]
+    path = a.into / f"{a.text}-repro" / "summary.json"
+    entry = {"key": key, "label": a.label, "repro_sha256": sha(code), **versions(a.python, env),
+             "git": tree(path), "processes": a.runs, "outputs": outputs, "setting": parsed[0][1],
+             "quoted": quoted([m for m, _ in parsed])}  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    version = subprocess.run([a.python, "-c", "import platform; print(platform.python_version())"], env=env,
-                             capture_output=True, text=True).stdout.strip()  # fmt: skip
-    path.write_text(json.dumps(record(path, code, a.label, outputs, f"Python {version}"), indent=1) + "\n")
-    print(f"upstream_repro: recorded {a.runs} runs under {a.label!r} in {path}")
+    path.write_text(json.dumps(record(path, code, entry), indent=1) + "\n")
+    print(f"upstream_repro: recorded {a.runs} runs under {a.label!r} (key {key}) in {path}")
     return 0
 
 
