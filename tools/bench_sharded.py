@@ -1,0 +1,84 @@
+"""What Equinox advises instead of eqx.filter_pmap, timed beside it: notebook 01's pmap cells
+(:func:`jaxperf_study.dispatch.cost.run_cell`, every path proved equal to the reader's step first)
+with :mod:`jaxperf_study.dispatch.sharded`'s paths added, each cell in ``--processes`` fresh
+processes. Printed per cell and path: pipelined it/s over jax.pmap on params' in the same rounds,
+the median over processes [lo, hi] and the verdict (:func:`jaxperf_study.dispatch.per_leaf.ranges`).
+
+    PYTHONPATH=lib python tools/bench_sharded.py [--devices 8] [--processes 3] [--seconds 6]
+
+``--devices`` forces CPU devices (a TPU keeps its own: one chip on a v5e).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CELLS = (("noop", 1), ("noop", 64), ("train", 16))  # (step, MLP depth)
+
+
+def child(out: str, devices: int, seconds: float) -> None:
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from jaxperf import backend
+
+    backend.configure(os.environ["JAX_PLATFORMS"].split(",")[0], devices)
+    import jax
+    import pandas as pd
+
+    from jaxperf_study.dispatch import cost, sharded
+    from jaxperf_study.dispatch.models import ModelSpec
+
+    cost.PATCHED = {
+        **cost.PATCHED,
+        **sharded.PATHS,
+    }  # the study's paths, as the lead's run_cell will add them
+    print(f"jax {jax.__version__}: {jax.device_count()} x {jax.devices()[0].device_kind}", file=sys.stderr)
+    frames = []
+    for step, depth in CELLS:
+        cell = cost.Cell(step, ModelSpec("mlp", depth), False, "pmap")
+        timings, notes = cost.run_cell(cell, precision=0.05, max_seconds=seconds, min_rounds=6)
+        for path, why in notes.items():
+            print(f"  {step} mlp_depth{depth}: {path}: {why}", file=sys.stderr)
+        frames.append(timings)
+    pd.concat(frames).to_pickle(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--devices", type=int, default=8)
+    p.add_argument("--processes", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=6.0)
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.child:
+        return child(a.child, a.devices, a.seconds)
+    import pandas as pd
+
+    from jaxperf_study.dispatch import per_leaf
+
+    frames = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(a.processes):
+            out = str(Path(tmp) / f"{k}.pkl")
+            argv = ["--devices", str(a.devices), "--seconds", str(a.seconds), "--child", out]
+            subprocess.run([sys.executable, __file__, *argv], check=True)
+            frames.append(pd.read_pickle(out).assign(process=k))
+    timings = pd.concat(frames, ignore_index=True)
+    print(f"{a.processes} processes; pipelined it/s over jax.pmap on params'")
+    for method in [m for m in timings["method"].unique() if m != "pmap_params"]:
+        found = per_leaf.ranges(timings, method, "pmap_params", "loop_it_per_s", 0.05)
+        for c in found["cells"].to_dict(orient="records") if found["n"] else []:
+            print(
+                f"  {c['step']:5s} {c['leaves']:4d} leaves  {method:22s} {c['median']:6.3f}x "
+                f"[{c['lo']:.3f}, {c['hi']:.3f}]  {c['verdict']}"
+            )
+    base = timings[timings["method"] == "pmap_params"].groupby(["step", "leaves", "process"])["loop_it_per_s"]
+    print("jax.pmap on params, it/s (median per process):", base.median().round(0).to_dict())
+
+
+if __name__ == "__main__":
+    main()
