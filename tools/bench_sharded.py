@@ -4,15 +4,15 @@ with :mod:`jaxperf_study.dispatch.sharded`'s paths added, each cell in ``--proce
 processes. Printed per cell and path: pipelined it/s over jax.pmap on params' in the same rounds,
 the median over processes [lo, hi] and the verdict (:func:`jaxperf_study.dispatch.per_leaf.ranges`).
 
-    PYTHONPATH=lib python tools/bench_sharded.py [--devices 8] [--processes 3] [--seconds 6]
+    PYTHONPATH=lib python tools/bench_sharded.py [--backend cpu|tpu] [--devices 8] [--processes 3] [--seconds 6]
 
-``--devices`` forces CPU devices (a TPU keeps its own: one chip on a v5e).
+``--devices`` forces CPU devices (a TPU keeps its own: one chip on a v5e). The parent never opens
+a device: on a TPU one process at a time can hold the chip.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -21,11 +21,10 @@ from pathlib import Path
 CELLS = (("noop", 1), ("noop", 64), ("train", 16))  # (step, MLP depth)
 
 
-def child(out: str, devices: int, seconds: float) -> None:
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+def child(out: str, platform: str, devices: int, seconds: float) -> None:
     from jaxperf import backend
 
-    backend.configure(os.environ["JAX_PLATFORMS"].split(",")[0], devices)
+    backend.configure(platform, devices)
     import jax
     import pandas as pd
 
@@ -49,32 +48,40 @@ def child(out: str, devices: int, seconds: float) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--backend", default="cpu", choices=("cpu", "tpu", "gpu"))
     p.add_argument("--devices", type=int, default=8)
     p.add_argument("--processes", type=int, default=3)
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
-        return child(a.child, a.devices, a.seconds)
-    import pandas as pd
-
-    from jaxperf_study.dispatch import per_leaf
-
-    frames = []
+        return child(a.child, a.backend, a.devices, a.seconds)
+    outs = []
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(a.processes):
             out = str(Path(tmp) / f"{k}.pkl")
-            argv = ["--devices", str(a.devices), "--seconds", str(a.seconds), "--child", out]
-            subprocess.run([sys.executable, __file__, *argv], check=True)
-            frames.append(pd.read_pickle(out).assign(process=k))
-    timings = pd.concat(frames, ignore_index=True)
+            argv = ["--backend", a.backend, "--devices", str(a.devices), "--seconds", str(a.seconds)]
+            subprocess.run([sys.executable, __file__, *argv, "--child", out], check=True)
+            outs.append(out)
+        import pandas as pd
+
+        from jaxperf_study.dispatch import per_leaf
+
+        timings = pd.concat(
+            [pd.read_pickle(o).assign(process=k) for k, o in enumerate(outs)], ignore_index=True
+        )
     print(f"{a.processes} processes; pipelined it/s over jax.pmap on params'")
-    for method in [m for m in timings["method"].unique() if m != "pmap_params"]:
+    for method in timings["method"].unique():  # pmap_params too: its enqueue time
         found = per_leaf.ranges(timings, method, "pmap_params", "loop_it_per_s", 0.05)
         for c in found["cells"].to_dict(orient="records") if found["n"] else []:
+            rows = timings[(timings["method"] == method) & (timings["leaves"] == c["leaves"])]
+            enqueue = per_leaf.spread(
+                [1e3 * p["dispatch_s_per_call"].median() for p in per_leaf.per_process(rows)]
+            )
             print(
                 f"  {c['step']:5s} {c['leaves']:4d} leaves  {method:22s} {c['median']:6.3f}x "
-                f"[{c['lo']:.3f}, {c['hi']:.3f}]  {c['verdict']}"
+                f"[{c['lo']:.3f}, {c['hi']:.3f}]  {c['verdict']:12s}  enqueue {enqueue['median']:.3f} ms "
+                f"[{enqueue['lo']:.3f}, {enqueue['hi']:.3f}]"
             )
     base = timings[timings["method"] == "pmap_params"].groupby(["step", "leaves", "process"])["loop_it_per_s"]
     print("jax.pmap on params, it/s (median per process):", base.median().round(0).to_dict())
