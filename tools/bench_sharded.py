@@ -5,6 +5,7 @@ processes. Printed per cell and path: pipelined it/s over jax.pmap on params' in
 the median over processes [lo, hi] and the verdict (:func:`jaxperf_study.dispatch.per_leaf.ranges`).
 
     PYTHONPATH=lib python tools/bench_sharded.py [--backend cpu|tpu] [--devices 8] [--processes 3] [--seconds 6]
+        [--save FILE.pkl]
 
 ``--devices`` forces CPU devices (a TPU keeps its own: one chip on a v5e). The parent never opens
 a device: on a TPU one process at a time can hold the chip.
@@ -52,6 +53,7 @@ def main() -> None:
     p.add_argument("--devices", type=int, default=8)
     p.add_argument("--processes", type=int, default=3)
     p.add_argument("--seconds", type=float, default=6.0)
+    p.add_argument("--save", help="a pickle of every round's timings (pandas)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
@@ -70,21 +72,23 @@ def main() -> None:
         timings = pd.concat(
             [pd.read_pickle(o).assign(process=k) for k, o in enumerate(outs)], ignore_index=True
         )
-    print(f"{a.processes} processes; pipelined it/s over jax.pmap on params'")
-    for method in timings["method"].unique():  # pmap_params too: its enqueue time
-        found = per_leaf.ranges(timings, method, "pmap_params", "loop_it_per_s", 0.05)
-        for c in found["cells"].to_dict(orient="records") if found["n"] else []:
-            rows = timings[(timings["method"] == method) & (timings["leaves"] == c["leaves"])]
-            enqueue = per_leaf.spread(
-                [1e3 * p["dispatch_s_per_call"].median() for p in per_leaf.per_process(rows)]
-            )
-            print(
-                f"  {c['step']:5s} {c['leaves']:4d} leaves  {method:22s} {c['median']:6.3f}x "
-                f"[{c['lo']:.3f}, {c['hi']:.3f}]  {c['verdict']:12s}  enqueue {enqueue['median']:.3f} ms "
-                f"[{enqueue['lo']:.3f}, {enqueue['hi']:.3f}]"
-            )
-    base = timings[timings["method"] == "pmap_params"].groupby(["step", "leaves", "process"])["loop_it_per_s"]
-    print("jax.pmap on params, it/s (median per process):", base.median().round(0).to_dict())
+    if a.save:
+        timings.to_pickle(a.save)
+    print(f"{a.processes} processes; medians over processes [lo, hi]; it/s pipelined (the seed's loop)")
+    for (step, leaves), cell in timings.groupby(["step", "leaves"], sort=False):
+        print(
+            f"{step} step, {leaves} array leaves: it/s, ms to enqueue a call, it/s over jax.pmap on params'"
+        )
+        for method, rows in cell.groupby("method", sort=False):
+            each = per_leaf.per_process(rows)
+            its = per_leaf.spread([p["loop_it_per_s"].median() for p in each])
+            enqueue = per_leaf.spread([1e3 * p["dispatch_s_per_call"].median() for p in each])
+            line = f"  {method:20s} {its['median']:8.1f} [{its['lo']:.1f}, {its['hi']:.1f}]"
+            line += f"  {enqueue['median']:7.3f} ms [{enqueue['lo']:.3f}, {enqueue['hi']:.3f}]"
+            if method != "pmap_params":
+                r = per_leaf.ranges(cell, method, "pmap_params", "loop_it_per_s", 0.05)["cells"].iloc[0]
+                line += f"  {r['median']:6.3f}x [{r['lo']:.3f}, {r['hi']:.3f}] {r['verdict']}"
+            print(line)
 
 
 if __name__ == "__main__":
