@@ -28,6 +28,10 @@ METHOD_COLORS = {
     "filter_jit_patched": "#8c6d31",  # eqx.filter_jit with the proposed change patched in
     "filter_pmap_patched": "#c49c94",  # eqx.filter_pmap with the same change (results/equinox_patch)
     "jit_params": "#393b79",
+    # what Equinox advises instead of filter_pmap: each a light shade of its baseline
+    "filter_jit_sharded": "#ffbb78",
+    "jit_sharded": "#6b6ecf",
+    "shard_map_jit": "#aec7e8",  # what jax.pmap is inside
 }
 # Flax NNX (notebook 11), a group of its own: graph mode red as filter_pmap, the functional
 # baseline blue as pmap on params, the drop-in green as the Equinox drop-ins (one step is either

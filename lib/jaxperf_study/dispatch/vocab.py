@@ -9,3 +9,5 @@ from __future__ import annotations
 STEPS = ("noop", "train")
 #: the axis name every mapped method uses
 AXIS = "devices"
+#: what Equinox advises instead of eqx.filter_pmap, timed beside it (:mod:`.sharded`), by palette id
+SHARDED = ("filter_jit_sharded", "jit_sharded", "shard_map_jit")
