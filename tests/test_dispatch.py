@@ -154,7 +154,8 @@ def test_a_cell_is_the_seeds_step_diagnosed_with_every_path_proved(family):
     )
     assert notes == {}  # every path offered, and each computed what filter_pmap / filter_jit does
     expected = {
-        "pmap": {"filter_pmap", "pmap_params", "cached_filter_pmap", "packed_pmap", "filter_pmap_patched"},
+        "pmap": {"filter_pmap", "pmap_params", "cached_filter_pmap", "packed_pmap", "filter_pmap_patched"}
+        | {"filter_jit_sharded", "jit_sharded", "shard_map_jit"},
         "jit": {"filter_jit", "jit_params", "cached_filter_jit", "packed_jit", "filter_jit_patched"},
     }[family] | {f"filter_{family}_recipe"}  # Equinox's low-overhead recipe, proved like the others
     assert set(timings["method"]) == expected

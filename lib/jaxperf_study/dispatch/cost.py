@@ -28,6 +28,7 @@ from jaxperf.diagnosis.paths import _as_pmap_outputs
 from .eqx_patch.path import PATHS as PATCHED
 from .models import ModelSpec, count_leaves
 from .runners import mapped, put
+from .sharded import PATHS as SHARDED
 from .steps import AXIS, batch_first, get_step
 
 FAMILIES = ("pmap", "jit")
@@ -108,8 +109,11 @@ def run_cell(
         timing_only=True,  # cells are timed alike, whatever their compiles cost
         min_rounds=min_rounds,
         calls_per_round=calls_per_round,
-        # the patched Equinox, on Equinox's cells only: the study's path, not the tool's
-        extra_paths=PATCHED if getattr(cell, "family", None) in FAMILIES else None,
+        # the study's paths, not the tool's: the patched Equinox on Equinox's cells, and the
+        # sharded paths Equinox and JAX advise instead of pmap on the pmap cells
+        extra_paths={**PATCHED, **(SHARDED if cell.family == "pmap" else {})}
+        if getattr(cell, "family", None) in FAMILIES
+        else None,
     )
     timings = result.timings.assign(method=result.timings["variant"].map(result.methods), **cell.labels)
     notes = {**{k: f"not offered: {v}" for k, v in result.skipped.items()}, **result.problems}

@@ -25,6 +25,9 @@ LABELS = {
     "filter_jit_patched": "eqx.filter_jit, patched",
     "filter_pmap_recipe": "eqx.filter_pmap on flat leaves",
     "filter_jit_recipe": "eqx.filter_jit on flat leaves",
+    "filter_jit_sharded": "eqx.filter_jit, sharded inputs",
+    "jit_sharded": "jax.jit on params, sharded",
+    "shard_map_jit": "jax.jit of jax.shard_map",
 }
 FAMILY_SHORT = {"pmap": "vs jax.pmap", "jit": "vs jax.jit"}
 

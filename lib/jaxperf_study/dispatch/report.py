@@ -22,6 +22,7 @@ from .. import reruns
 from . import accounting, per_leaf
 from .cost import BASELINE, FAMILIES, FIX, PACKED, RECIPE, SLOW
 from .predict import beside
+from .vocab import SHARDED
 
 #: the it/s measures every range is stated in, with the words a summary uses for them
 MEASURES = {
@@ -195,7 +196,7 @@ def headline(
     light = timings[~(timings["step"].eq(HEAVY["step"]) & timings["model"].str.contains("_width"))]
     methods = tuple(
         m
-        for m in (*SLOW.values(), *RECIPES, *FIX.values(), *PACKED.values(), *PATCHED)
+        for m in (*SLOW.values(), *RECIPES, *FIX.values(), *PACKED.values(), *PATCHED, *SHARDED)
         if m in set(light["method"])
     )
     lines = cost_lines(light, methods)
@@ -230,7 +231,7 @@ def headline(
         "excess_ms": {m: excess_at(light, m) for m in methods},
         "host_ratio": {
             m: per_leaf.host_ratio(light, m, noop)
-            for m in (*SLOW.values(), *RECIPES, *PATCHED)
+            for m in (*SLOW.values(), *RECIPES, *PATCHED, *SHARDED)
             if m in methods
         },
         "cases": measured,
@@ -246,7 +247,15 @@ def headline(
     }
     for family in FAMILIES:  # each path over the baseline, and what each adds on top of the recipe
         fix, patched = FIX[family], f"{SLOW[family]}_patched"
-        pairs = [(m, BASELINE[family]) for m in (SLOW[family], RECIPE[family], fix, PACKED[family], patched)]
+        paths = (
+            SLOW[family],
+            RECIPE[family],
+            fix,
+            PACKED[family],
+            patched,
+            *(SHARDED if family == "pmap" else ()),
+        )
+        pairs = [(m, BASELINE[family]) for m in paths]
         for method, base in pairs + [(m, RECIPE[family]) for m in (fix, patched)]:
             if {method, base} <= set(timings["method"]):
                 summary["ranges"][f"{method}/{base}"] = ranges_of(timings, method, base, precision)
