@@ -42,7 +42,8 @@ class DispatchSettings(StudySettings):
     deadline cutting it.
 
     **The TPU preset** (:data:`TPU`; one TPU v5e chip, commands of at most 9 minutes, 540 s,
-    one part each). Measured there at 2b842c2: opening the chip took 6-15 s per process, one run
+    one part each; a pmap cell times 9 paths, a jit cell 6, each for ``seconds_per_cell`` (1 s:
+the TPU's two runs at 2b842c2 agreed within 5% after 1.5 s)). Measured there at 2b842c2: opening the chip took 6-15 s per process, one run
     of the no-op MLP cells (5) and two accumulated MLP train cells took 390 s over 3 processes,
     the later processes loading what the first compiled from the run's compilation cache.
     Compiled for a v5e on this VM, a no-op program took 4.1 s (392 leaves), an MLP train program
@@ -113,7 +114,7 @@ class DispatchSettings(StudySettings):
         "train_cnn_layers": (4,),
         "microbatches": (128,),
         "heavy_width": 0,
-        "seconds_per_cell": 1.5,
+        "seconds_per_cell": 1.0,
         "accounting_depths": (64,),
         "deadline_s": 390.0,
     }
