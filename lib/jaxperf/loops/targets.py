@@ -101,13 +101,9 @@ def _triton(fn: Any, args: tuple, arch: str) -> dict[str, Any]:
     from ..compilers.triton.compile import compile_ttir
     from ..compilers.triton.sass import dynamic_counts
 
-    captured = capture(fn, args, target=arch)
-    result = compile_ttir(
-        captured.ttir, target=arch, num_warps=captured.num_warps, num_stages=captured.num_stages
-    )
-    return _counted(
-        captured.export_ms + result.total_ms, dynamic_counts(result.sass), programs=captured.programs
-    )
+    got = capture(fn, args, target=arch)
+    result = compile_ttir(got.ttir, target=arch, num_warps=got.num_warps, num_stages=got.num_stages)
+    return _counted(got.export_ms + result.total_ms, dynamic_counts(result.sass), programs=got.programs)
 
 
 def _counted(compile_ms: float, counts: Any, **more: Any) -> dict[str, Any]:
@@ -137,14 +133,9 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
             slots = {k: v / programs for k, v in estimate.slot_counts(result.schedules[0]).items()}
         except ValueError:  # a loop without a constant trip count: no static count
             work = None
-    return dict(
-        status=OK,
-        error="",
-        compile_ms=result.compile_ms,
-        work_per_program=work,
-        loops_in_code=len(result.schedules[0].loops) if result.schedules else None,
-        classes=slots,
-    )
+    loops = len(result.schedules[0].loops) if result.schedules else None
+    row = dict(status=OK, error="", compile_ms=result.compile_ms, work_per_program=work)
+    return row | dict(loops_in_code=loops, classes=slots)
 
 
 def mosaic_gpu_points(
