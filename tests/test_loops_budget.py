@@ -71,7 +71,9 @@ def test_under_load_every_target_gets_what_fits_and_the_budget_holds(compiles):
     # sm_86's Python loop took 135 s at T=1024: at 2048 predicted 540 s, so no ratio; fori_loop's
     # alone gives none, so it is not started at either T
     assert points.loc[(SM86, "python", 2048), "error"].startswith("predicted 540.0 s")
-    assert points.loc[(SM86, "fori", 1024), "error"] == points.loc[(SM86, "fori", 2048), "error"] == engine.ALONE
+    assert (
+        points.loc[(SM86, "fori", 1024), "error"] == points.loc[(SM86, "fori", 2048), "error"] == engine.ALONE
+    )
     # sm_90 (the same compiler) is not started: its pair predicted from sm_86's at both T
     assert points.loc[(SM90, "python", 1024), "error"].startswith("predicted 675.0 s")
     assert not [r for r in ran if r[0] == SM90 and r[1] in ("python", "fori")]

@@ -10,7 +10,6 @@ import time
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from itertools import zip_longest
 from statistics import fmean
 from typing import Any
 
@@ -20,6 +19,7 @@ from ..compilers.lowering import COMPILERS, error_text
 from ..errors import bad_value, check_ints
 from . import targets as tg
 from .factory import FactoryError, Kernel, check_forms, check_plan, difference, load, materialize, tolerance
+from .verdict import SCAN, measured
 
 KEYS = ["kernel", "form", "T"]
 BUDGET_S = 300.0  # a kernel's compiles and timing, seconds: points past it are "not reached"
@@ -46,8 +46,7 @@ def check_results(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> pd
     import jax
 
     fori = "fori" if "fori" in forms else "fori u=1"
-    against = "your reference" if kernel.reference is not None else "fori_loop"
-    rows = []
+    against, rows = "your reference" if kernel.reference is not None else "fori_loop", list[dict]()
     for T in Ts:
         outs: dict[str, Any] = {}
         expected: Any = None
@@ -78,8 +77,7 @@ def build(kernel: Kernel, form: str, T: int, **options: Any) -> tuple[Any, tuple
 
 
 class Progress:
-    """Progress lines on stderr (``log``), and the kernel's time budget: :meth:`left` is the
-    seconds left, :meth:`spent` whether the budget is gone."""
+    """Progress lines on ``log`` (stderr), and the time budget: :meth:`left` seconds, :meth:`spent`."""
 
     def __init__(self, budget_s: float, log: Any = None) -> None:
         self.start, self.budget_s, self.log = time.monotonic(), float(budget_s), log
@@ -98,14 +96,13 @@ class Progress:
 def compile_results(
     kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], here: dict[str, str], clock: Progress
 ) -> pd.DataFrame:
-    """One row per (form, T, target): status, compile_ms, work and loop steps per program, the
-    work's classes. A compiler with no target here is still exported ("does it lower"). What a
-    verdict needs comes first: the Python loop, then fori_loop, at the two smallest T, one target
-    at a time, the cheapest compiler so far first (libtpu's before any is known); then the other
-    forms there; then the larger T. A point past ``clock``'s budget, or predicted to end past it
-    (:func:`_predicted_s`, from the compiler's last compile of the form, else of the Python loop, on
-    any target; the Python loop's with its point at the larger T of the pair), is "not reached";
-    so is any other form's where the Python loop's was not (without it, no ratio)."""
+    """One row per (form, T, target): status, compile_ms, work and loop steps per program, its classes;
+    a compiler with no target here only exports. A verdict's pair first (the Python loop, then
+    fori_loop, at the two smallest T), a target at a time, the cheapest compiler so far first
+    (libtpu's before any is known); then the other forms there; then the larger T. A point past
+    ``clock``'s budget or predicted past it (:func:`_predicted_s` from its compiler's last compile of
+    the form, else of the Python loop; the Python loop's with its larger T's) is "not reached"; so
+    is every other form's where the Python loop's was not (without it, no ratio)."""
     rows: list[dict[str, Any]] = []
     took: dict[tuple[str, str], tuple[int, float]] = {}  # (compiler, form) -> (T, seconds) last compiled
     cost: dict[str, list[float]] = {}  # compiler -> the seconds of each point it compiled
@@ -118,11 +115,10 @@ def compile_results(
             compiler, _, unit = asked[target]
             base = dict(kernel=kernel.name, target=target, unit=unit)
             points = [(f, T) for f in group for T in group_Ts]
-            if not here.get(target) and compiler == "mosaic_gpu":  # one worker for all its points
-                left = clock.left()
-                got = tg.mosaic_gpu_points(kernel, points, budget_s=left) if points and left > 0 else []
-                for (form, T), one in zip_longest(points, got, fillvalue={}):
-                    rows.append(base | dict(form=form, T=T, status=tg.NOT_REACHED, error="") | one)
+            if points and not here.get(target) and compiler == "mosaic_gpu":  # one worker for all its points
+                got = [dict(status=tg.NOT_REACHED, error="")] * len(points)
+                got = tg.mosaic_gpu_points(kernel, points, budget_s=clock.left()) if clock.left() > 0 else got
+                rows += [base | dict(form=f, T=T) | g for (f, T), g in zip(points, got, strict=True)]
                 points = []
             for form, T in points:
                 last = took.get((compiler, form)) or took.get((compiler, "python"))
@@ -159,7 +155,7 @@ def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
 
 
 DEVICE_COMPILER = {"tpu": "mosaic_tpu", "gpu": "triton"}  # what a device's factory is asked to build for
-SCAN, LONGER, GROW = 16, 16, 4  # calls per timed call (the reporter's N); sizing: scan x16, then T x4
+LONGER, GROW = 16, 4  # sizing: a scan 16 times longer, then T 4 times larger
 UNEQUAL = "not shown equal to fori_loop's here"
 
 
@@ -173,14 +169,11 @@ def time_results(
     measure: Any = None,
 ) -> pd.DataFrame:
     """On a GPU or TPU, every form timed at each T (:func:`measure_round`), then sized until the loop
-    shows above the per-call floor (:func:`jaxperf.loops.verdict.measured` judges): every T again in
-    a scan :data:`LONGER` times longer, then the largest T :data:`GROW` and GROW² times larger. A
-    step predicted (:func:`_round_s`) past ``clock``'s budget (a :class:`Progress`) is "not reached"
-    rows. Rows (form, T, scan, repeat) with ms_per_call, or a form's one row with its status and
-    error. ``measure(forms, T, scan)`` stands in for the device; without it, none on a CPU."""
+    shows above the per-call floor (:func:`jaxperf.loops.verdict.measured`): every T in a scan
+    :data:`LONGER` times longer, then the largest T :data:`GROW` and GROW² times larger, a step
+    predicted (:func:`_round_s`) past ``clock``'s budget "not reached". Rows (form, T, scan, repeat)
+    with ms_per_call, or one with a status and error; ``measure(forms, T, scan)`` stands in for a device."""
     import jax
-
-    from .verdict import measured
 
     compiler, clock = DEVICE_COMPILER.get(jax.default_backend()), clock or Progress(BUDGET_S)
     frames = [pd.DataFrame(columns=[*KEYS, "scan", "repeat", "ms_per_call", "status", "error"])]
@@ -207,8 +200,7 @@ def time_results(
 def _round_s(done: pd.DataFrame, took: float, Ts: Sequence[int], scan: int, repeats: int) -> float:
     """A sizing round's seconds from the last's rows and seconds: its builds, checks and compiles per
     T growing as T squared (:func:`_predicted_s`), its timed calls as T times the scan."""
-    ok = done.dropna(subset=["ms_per_call"])
-    ref = int(done["T"].max())
+    ok, ref = done.dropna(subset=["ms_per_call"]), int(done["T"].max())
     timed = (ok.ms_per_call * ok.scan / 1e3 * (1 + 1 / repeats)).groupby(ok["T"]).sum()
     rest = max(took - float(timed.sum()), 0.0) / done["T"].nunique()
     per_call = float(timed.get(ref, 0.0)) / int(done.scan.max())
@@ -286,8 +278,7 @@ def run(
         here = {t: (r if t in targets else NOT_ASKED) for t, r in here.items()}
     clock.say(f"{kernel.path}: checking {len(forms)} forms at T={check_Ts} in the interpreter")
     checks = check_results(kernel, forms, check_Ts)
-    wrong = set(checks.loc[~checks.same_result.astype(bool), "form"])
-    passed = [f for f in forms if f not in wrong]
+    passed = [f for f in forms if f not in set(checks.loc[~checks.same_result.astype(bool), "form"])]
     points = compile_results(kernel, passed, Ts, here, clock)
     timings = time_results(kernel, passed, Ts if timed else (), repeats=repeats, clock=clock)
     return Results(
@@ -322,10 +313,8 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
     cols = ["kernel", "target", "unit", "form", "T1", "T2", "per_step", "vs_python_at_T2", "classes", "note"]
     if points.empty or "form" not in points.columns:
         return pd.DataFrame(columns=cols)
-    pts = points.assign(
-        **{c: points.get(c) for c in ("work_per_program", "steps", "loops_in_code", "classes")}
-    )
-    rows = []
+    pts = points.assign(**{c: points.get(c) for c in ("work_per_program", "steps", "loops_in_code")})
+    pts["classes"], rows = points.get("classes"), []
     for (kernel, target, form), group in pts.groupby(["kernel", "target", "form"], sort=False):
         ok = group[(group.status == tg.OK) & group.work_per_program.notna() & group.steps.notna()]
         base = dict(kernel=kernel, target=target, unit=group.unit.iloc[0], form=form)
@@ -359,11 +348,8 @@ def _shared_pairs(pts: pd.DataFrame, kernel: str, target: str) -> set[tuple[int,
     """The T pairs matched in both the Python loop and fori_loop on one target (compared alike)."""
     mine = pts[(pts.kernel == kernel) & (pts.target == target) & (pts.status == tg.OK)]
     mine = mine[mine.work_per_program.notna() & mine.steps.notna()]
-    found = [
-        {(int(a["T"]), int(b["T"])) for a, b in _matched(mine[mine.form == f])}
-        for f in ("python", "fori", "fori u=1")
-        if f in set(mine.form)
-    ]
+    forms = [f for f in ("python", "fori", "fori u=1") if f in set(mine.form)]
+    found = [{(int(a["T"]), int(b["T"])) for a, b in _matched(mine[mine.form == f])} for f in forms]
     return set.intersection(*found) if len(found) >= 2 else set()
 
 

@@ -1,13 +1,10 @@
-"""A reader's Pallas kernel as the loop study's engine sees it: a factory, loaded and checked.
-
-A *factory* is ``make(form, T, *, interpret=False) -> (fn, args)``: ``fn(*args)`` is jittable and
-holds one Pallas kernel whose loop is written with :func:`jaxperf.kernel_loop` in ``form``, ``T``
-sets the loop's length, ``args`` are arrays or ``jax.ShapeDtypeStruct``\\ s, and ``interpret=True``
-asks for a size Pallas' interpreter runs on a CPU. Optional: a ``compiler`` keyword (``"triton"``,
-``"mosaic_gpu"``, ``"mosaic_tpu"``) to build per compiler, a ``forms`` attribute when the forms
-differ from :data:`jaxperf.fixes._kernel_loop.KERNEL_LOOP_FORMS`, and ``make.reference(*args)``, the
-expected output in plain JAX (else forms are checked against ``fori_loop``).
-"""
+"""A reader's Pallas kernel as the engine sees it: a *factory* ``make(form, T, *, interpret=False)
+-> (fn, args)``, loaded and checked. ``fn(*args)`` is jittable and holds one Pallas kernel whose loop
+is written with :func:`jaxperf.kernel_loop` in ``form``; ``T`` sets the loop's length; ``args`` are
+arrays or ``jax.ShapeDtypeStruct``\\ s; ``interpret=True`` asks for a size Pallas' interpreter runs
+on a CPU. Optional: a ``compiler`` keyword (``"triton"``, ``"mosaic_gpu"``, ``"mosaic_tpu"``), a
+``forms`` attribute (else :data:`jaxperf.fixes._kernel_loop.KERNEL_LOOP_FORMS`), and
+``make.reference(*args)``, the expected output in plain JAX (else forms are checked against fori)."""
 
 from __future__ import annotations
 
@@ -30,10 +27,8 @@ class FactoryError(ValueError):
     """The reader's factory raised: one line naming the factory, the form and T (``full``: the text)."""
 
     def __init__(self, kernel: Kernel, form: str, T: int, err: BaseException) -> None:
-        self.full = f"{type(err).__name__}: {err}"
-        super().__init__(
-            f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {error_text(err)}"
-        )
+        self.full, short = f"{type(err).__name__}: {err}", f"{type(err).__name__}: {error_text(err)}"
+        super().__init__(f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {short}")
 
 
 @dataclass(frozen=True)

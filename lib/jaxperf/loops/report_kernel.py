@@ -1,7 +1,6 @@
-"""What the loop study's engine found for one kernel, in words and tables (the CLI's output, and
-notebook 02's section on the reader's kernel): the verdict first, then whether each form gives
-fori_loop's result, lowers, how long it compiles, what each loop step costs per compiler and,
-on a GPU or TPU, its measured ms."""
+"""What the engine found for one kernel, in words and tables (the CLI's output, notebook 02's reader
+section): the verdict first (from a device's ms where one timed the kernel, else static counts), then
+whether each form gives fori_loop's result, lowers, compiles, its work per loop step and its ms."""
 
 from __future__ import annotations
 
@@ -31,9 +30,8 @@ def frame(results: Results) -> pd.DataFrame:
 
 
 def judged(results: Results) -> tuple[str, str]:
-    """The verdict and its sentence: from the ms per call where a device timed the kernel
-    (:func:`jaxperf.loops.verdict.measured`; the static counts then only explain), else from the
-    static counts, per target."""
+    """The verdict and its sentence: from a device's ms per call where one timed the kernel
+    (:func:`jaxperf.loops.verdict.measured`; static counts then only explain), else static counts."""
     m, k, rows = verdict.measured(results.timings), f"`{results.kernel}`", frame(results)
     if m["why"] == "resolved":
         share = f"{m['share']['fori']:.0%} of fori_loop's and {m['share']['python']:.0%} of the Python loop's"
@@ -72,7 +70,7 @@ def advice(results: Results) -> list[str]:
     """Per target where fori_loop's work per step was read: the form with the least work per step
     among those compiled (per-step numbers from the same table), and whether it beats fori_loop.
     None beside a device's ms (its table says which form is fastest there)."""
-    steps, out = results.per_step(), []
+    steps, out = results.per_step(), list[str]()
     if verdict.measured(results.timings)["verdict"]:
         return out
     for target, part in steps[steps.per_step.notna()].groupby("target", sort=False):
@@ -82,12 +80,9 @@ def advice(results: Results) -> list[str]:
         cells = ", ".join(f"`{f}` {x:.1f}" for f, x in by.sort_values().items())
         if fori is None or not fori > 0:  # fori_loop's work per step not read: no form to advise over it
             continue
-        if by[best] * verdict.SAME < fori:
-            out.append(
-                f"- {target}: write `{best}`: {fori / by[best]:.2f}× less work per step than `fori_loop` ({cells})"
-            )
-        else:
-            out.append(f"- {target}: `fori_loop` is as good as any form tried (per step: {cells})")
+        better = f"write `{best}`: {fori / by[best]:.2f}× less work per step than `fori_loop` ({cells})"
+        tie = f"`fori_loop` is as good as any form tried (per step: {cells})"
+        out.append(f"- {target}: {better if by[best] * verdict.SAME < fori else tie}")
     return out
 
 
@@ -144,11 +139,7 @@ def sections(results: Results) -> list[str]:
 def _measured(rows: pd.DataFrame) -> str:
     """One cell of the measured table: the ms per call, or what stopped the form (its status, error)."""
     ms, first = rows["ms_per_call"].dropna(), rows.iloc[0]
-    return (
-        md.fmt_stat(timing.iqr_stats(ms), 3)
-        if len(ms)
-        else f"{first['status']}: {first['error']}".rstrip(": ")
-    )
+    return md.fmt_stat(timing.iqr_stats(ms), 3) if len(ms) else f"{first.status}: {first.error}".rstrip(": ")
 
 
 def markdown(results: Results) -> str:

@@ -1,11 +1,8 @@
-"""The compilers the loop study's engine reads a kernel's loop work from, without their hardware:
-each *target* compiles one (form, T) on this CPU and reads the work per program from the
-compiler's own output, in its own unit: SASS instructions one warp issues, loops counted by their
-trips (``triton sm_86`` / ``sm_90`` through the ``triton`` extra; ``mosaic_gpu sm_90a`` in Mosaic
-GPU's own environment), or VLIW bundles (``mosaic_tpu v5e`` through libtpu). :func:`present` says
-which targets compile here and why not the others; :func:`lowers` only exports. A point that does
-not lower or compile is a result with its error, never raised.
-"""
+"""The compilers the engine reads a kernel's loop work from, without their hardware: each *target*
+compiles one (form, T) on this CPU and reads the work per program in its own unit: SASS instructions
+a warp issues, loops counted by their trips (``triton sm_86`` / ``sm_90``; ``mosaic_gpu sm_90a`` in
+Mosaic GPU's own environment), or VLIW bundles (``mosaic_tpu v5e``, libtpu). :func:`present` says
+which compile here; a point that does not lower or compile is a result with its error, never raised."""
 
 from __future__ import annotations
 
@@ -48,10 +45,8 @@ def present() -> dict[str, str]:
     found: dict[str, Any] = {"triton": triton.status(), "mosaic_gpu": mgpu.status()}
     out = {t: "" if found[c].available else found[c].reason for t, (c, _, _) in TARGETS.items() if c in found}
     tpu = topology.status()
-    reason = tpu.reason
-    if tpu.available and topology.prepare_dump().dump_dir is None:
-        reason = "not measured: libtpu started before its dump folder was set (it reads its flags once)"
-    out["mosaic_tpu v5e"] = reason
+    late = "not measured: libtpu started before its dump folder was set (it reads its flags once)"
+    out["mosaic_tpu v5e"] = late if tpu.available and topology.prepare_dump().dump_dir is None else tpu.reason
     return out
 
 

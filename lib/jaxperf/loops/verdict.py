@@ -1,7 +1,6 @@
-"""Whether a kernel pays for ``fori_loop``, per compiler target, from the work per loop step the
-engine read (fori against the Python loop): each target's verdict with its own numbers in its own
-unit and the cause read from its code; a kernel's verdict is the targets' common one, or "depends
-on the target", so it never contradicts a printed number."""
+"""Whether a kernel pays for ``fori_loop``: per compiler target from the work per loop step the
+engine read (each target's verdict with its own numbers and the cause read from its code; the
+kernel's is their common one, or "depends on the target"), or from a device's ms (:func:`measured`)."""
 
 from __future__ import annotations
 
@@ -94,7 +93,7 @@ def per_target(rows: pd.DataFrame, judge: bool = True) -> list[str]:
     own numbers, then its cause; or why the count was not read."""
     out = []
     for r in rows[rows.kind.str.startswith("static")].itertuples():
-        cause_ = r.cause if isinstance(getattr(r, "cause", ""), str) else ""
+        cause_ = c if isinstance(c := getattr(r, "cause", ""), str) else ""
         if r.ratio is None or pd.isna(r.ratio):
             out.append(f"{r.source}: {cause_ or 'not read'}.")
             continue
@@ -116,21 +115,19 @@ def verdicts(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
     return {k: {"verdict": verdict(g), "mechanism": mechanism(g)} for k, g in by}
 
 
+SCAN = 16  # calls per timed call in the scan, before sizing (the reporter's N)
 SHARE = 0.5  # the loop's share of a call a measured verdict needs: the loop above the per-call floor
 BELOW = "below what this device resolves"
 
 
 def measured(timings: pd.DataFrame) -> dict[str, Any]:
-    """What a device's ms per call say (:func:`jaxperf.loops.engine.time_results`' rows), at the
-    longest scan that timed fori_loop and the Python loop at two T or more. Each one's ``share``:
-    the loop's part of its call at the largest T, its ms taken as linear in T from the smallest
-    ((ms_L - ms_S) / ms_L x T_L / (T_L - T_S); 0 unless their quartiles part). Where a share
-    reaches :data:`SHARE`, ``verdict`` judges fori over Python ms per call at the largest T, per
-    pair (:func:`target_verdict`; "not resolved" where its quartiles judge apart); else it is
-    :data:`BELOW` (``why`` "floor"; ``floor``: the forms' ms per call at the smallest T). None
-    where nothing was timed."""
+    """What a device's ms per call say, at the longest scan that timed fori_loop and the Python loop at
+    two T or more. ``share``: each one's loop part of its call at the largest T, ms taken as linear
+    in T ((ms_L - ms_S) / ms_L x T_L / (T_L - T_S); 0 unless their quartiles part). Where one reaches
+    :data:`SHARE`, ``verdict`` judges fori/Python ms per call there, per pair (:func:`target_verdict`;
+    "not resolved" where its quartiles judge apart); else :data:`BELOW` (``floor``: the forms' ms at
+    the smallest T). None where nothing was timed."""
     from ..timing import iqr_stats, pair_ratios
-    from .engine import SCAN
 
     ok = timings.dropna(subset=["ms_per_call"]) if "ms_per_call" in timings else timings.iloc[0:0]
     ok = ok if "scan" in ok else ok.assign(scan=SCAN)  # timed before the scan was sized: one scan

@@ -47,7 +47,12 @@ def make(form, T, *, interpret=False):
             interpret=interpret,
         )(q, k)
 
-    return jax.jit(fn), (jax.ShapeDtypeStruct((seq_q, D), jnp.float32), jax.ShapeDtypeStruct((T, D), jnp.float32))
+    return jax.jit(fn), (
+        jax.ShapeDtypeStruct((seq_q, D), jnp.float32),
+        jax.ShapeDtypeStruct((T, D), jnp.float32),
+    )
 
 
-make.reference = lambda q, k: jnp.broadcast_to(jax.nn.logsumexp(q @ k.T, axis=1, keepdims=True), (q.shape[0], 128))
+make.reference = lambda q, k: jnp.broadcast_to(
+    jax.nn.logsumexp(q @ k.T, axis=1, keepdims=True), (q.shape[0], 128)
+)
