@@ -185,3 +185,14 @@ def test_timings_from_before_the_scan_was_sized_read_as_one_scan():
     timings = _timed(seed_like).drop(columns="scan")  # a study's records written before this change
     m = verdict.measured(timings)
     assert m["verdict"] == "pays" and m["scan"] == engine.SCAN
+
+
+def test_a_measured_verdict_stands_where_the_static_count_says_otherwise():
+    def even(form, T, scan):  # every form's loop costs the same per step here; the static count 6.30x
+        return 0.01 + 0.001 * T / 64
+
+    results = _results(_timed(even))
+    assert report_kernel.summary(results)["verdict"] == "does not pay"
+    text = report_kernel.markdown(results)
+    assert text.splitlines()[2].startswith("`k` **does not pay** for `fori_loop` on this device (measured)")
+    assert "6.30×" in text and not re.search(r"\bpays\b", text)  # the count explains, never judges
