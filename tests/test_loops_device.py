@@ -112,7 +112,7 @@ def test_a_form_the_device_cannot_run_is_its_result_line_not_a_traceback(on_a_de
     assert set(rows.status) == {tg.NO_LOWER} and rows.error.str.contains("Only interpret mode").all()
     points = pd.DataFrame(columns=[*engine.KEYS, "target", "status", "error"])
     text = report_kernel.markdown(engine.Results("seed", pd.DataFrame(columns=engine.KEYS), points, rows, {}))
-    assert "| python | 256 | does not lower: ValueError: Only interpret mode" in text
+    assert "| python | 256 | 16 | does not lower: ValueError: Only interpret mode" in text
 
 
 def _plain(form, T, *, interpret=False, compiler=None):
@@ -131,7 +131,7 @@ def test_every_form_that_runs_is_checked_then_timed_in_the_scan(on_a_device, mon
     rows = engine.time_results(kernel, ["python", "fori", "fori u=4"], [256, 512], repeats=2)
     timed = rows.dropna(subset=["ms_per_call"])
     assert set(timed.status) == {tg.OK} and (timed.ms_per_call > 0).all()
-    assert sorted(timed.groupby(["form", "T"]).size().unique()) == [2]  # both rounds of each point
+    assert sorted(timed.groupby(["form", "T", "scan"]).size().unique()) == [2]  # both rounds of each point
 
 
 def test_the_timing_stops_at_the_budget(on_a_device):

@@ -1,7 +1,6 @@
 """Exporting a kernel for CUDA without a GPU, shared by Triton and Mosaic GPU: an abstract
 one-device mesh of an NVIDIA device kind stands in for the hardware (Pallas' GPU lowerings ask it
-for its compute capability). :data:`TARGETS` names the NVIDIA generations the study compiles for.
-"""
+for its compute capability). :data:`TARGETS` names the NVIDIA generations the study compiles for."""
 
 from __future__ import annotations
 

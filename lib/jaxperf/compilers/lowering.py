@@ -1,7 +1,6 @@
 """Lower a Pallas kernel for a compiler this machine has no device for: ``platforms=['tpu']`` for
 Mosaic TPU, ``['cuda']`` on an abstract H100 for Triton and Mosaic GPU. :func:`error_text` is how
-every study records a lowering error (a bare exception names where it was raised).
-"""
+every study records a lowering error (a bare exception names where it was raised)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The loop study's engine: does a Pallas kernel pay for ``fori_loop``? Behind :func:`run`,
-``python -m jaxperf loops`` (:mod:`jaxperf.loops.cli`) and notebook 02; the study's own kernels
-go through it as a reader's do. For a factory (:mod:`jaxperf.loops.factory`), forms and T: every
-(form, T) is built first (bad input fails before work); every form runs in Pallas' interpreter and
-is compared with the factory's ``reference`` (else ``fori``), and only forms that agree are
-exported and compiled for each target here (:mod:`jaxperf.loops.targets`), then, on a GPU or TPU,
-timed interleaved. :func:`per_step` turns compiles into the work each extra loop step costs.
-Nothing is simulated: a missing target is "not present here", a point past the budget "not reached".
-"""
+"""The loop study's engine (``python -m jaxperf loops``, notebook 02): every (form, T) of a factory
+(:mod:`.factory`) built first; each form run in Pallas' interpreter against the ``reference`` (else
+``fori``); those that agree compiled for each target here (:mod:`.targets`) and, on a GPU or TPU,
+timed. Nothing is simulated: a missing target is "not present here", a point past the budget "not
+reached"."""
 
 from __future__ import annotations
 
@@ -14,17 +10,19 @@ import time
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from statistics import fmean
 from typing import Any
 
 import pandas as pd
 
 from ..compilers.lowering import COMPILERS, error_text
-from ..errors import check_ints
+from ..errors import bad_value, check_ints
 from . import targets as tg
 from .factory import FactoryError, Kernel, check_forms, check_plan, difference, load, materialize, tolerance
+from .verdict import SCAN, measured
 
 KEYS = ["kernel", "form", "T"]
-BUDGET_S = 300.0  # a kernel's compiles, seconds: points past it are "not reached"
+BUDGET_S = 300.0  # a kernel's compiles and timing, seconds: points past it are "not reached"
 NOT_ASKED = "not asked for"
 
 
@@ -48,8 +46,7 @@ def check_results(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> pd
     import jax
 
     fori = "fori" if "fori" in forms else "fori u=1"
-    against = "your reference" if kernel.reference is not None else "fori_loop"
-    rows = []
+    against, rows = "your reference" if kernel.reference is not None else "fori_loop", list[dict]()
     for T in Ts:
         outs: dict[str, Any] = {}
         expected: Any = None
@@ -61,17 +58,13 @@ def check_results(kernel: Kernel, forms: Sequence[str], Ts: Sequence[int]) -> pd
                 outs[form] = jax.device_get(fn(*arrays))
                 if kernel.reference is not None and expected is None:
                     expected = jax.device_get(kernel.reference(*arrays))
+                ref = expected if kernel.reference is not None else outs.get(fori)
+                error = "" if ref is not None else "the fori form did not run"
             except Exception as err:  # noqa: BLE001 - a form that fails to run is a result
                 error = f"{type(err).__name__}: {error_text(err)}"
-                rows.append(row | dict(same_result=False, difference=None, error=error))
-                continue
-            ref = expected if kernel.reference is not None else outs.get(fori)
-            if ref is None:
-                rows.append(row | dict(same_result=False, difference=None, error="the fori form did not run"))
-                continue
-            diff = difference(outs[form], ref)
-            dtype = jax.tree.leaves(ref)[0].dtype
-            rows.append(row | dict(same_result=bool(diff <= tolerance(dtype)), difference=diff, error=""))
+            diff = None if error else difference(outs[form], ref)
+            same = diff is not None and diff <= tolerance(jax.tree.leaves(ref)[0].dtype)
+            rows.append(row | dict(same_result=bool(same), difference=diff, error=error))
     return pd.DataFrame(rows, columns=[*KEYS, "against", "same_result", "difference", "error"])
 
 
@@ -84,8 +77,7 @@ def build(kernel: Kernel, form: str, T: int, **options: Any) -> tuple[Any, tuple
 
 
 class Progress:
-    """Progress lines on stderr (``log``), and the kernel's time budget: :meth:`left` is the
-    seconds left, :meth:`spent` whether the budget is gone."""
+    """Progress lines on ``log`` (stderr), and the time budget: :meth:`left` seconds, :meth:`spent`."""
 
     def __init__(self, budget_s: float, log: Any = None) -> None:
         self.start, self.budget_s, self.log = time.monotonic(), float(budget_s), log
@@ -104,90 +96,154 @@ class Progress:
 def compile_results(
     kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], here: dict[str, str], clock: Progress
 ) -> pd.DataFrame:
-    """One row per (form, T, target): status, compile_ms, work and loop steps per program, the
-    work's classes. A compiler with no target here is still exported ("does it lower"). Points run
-    smallest T first; one past ``clock``'s budget, or predicted to end past it, is "not reached"."""
+    """One row per (form, T, target): status, compile_ms, work and loop steps per program, its classes;
+    a compiler with no target here only exports. A verdict's pair first (the Python loop, then
+    fori_loop, at the two smallest T), a target at a time, the cheapest compiler so far first
+    (libtpu's before any is known); then the other forms there; then the larger T. A point past
+    ``clock``'s budget or predicted past it (:func:`_predicted_s` from its compiler's last compile of
+    the form, else of the Python loop; the Python loop's with its larger T's) is "not reached"; so
+    is every other form's where the Python loop's was not (without it, no ratio)."""
     rows: list[dict[str, Any]] = []
-    took: dict[tuple[str, str], tuple[int, float]] = {}  # (target, form) -> (T, seconds) last compiled
+    took: dict[tuple[str, str], tuple[int, float]] = {}  # (compiler, form) -> (T, seconds) last compiled
+    cost: dict[str, list[float]] = {}  # compiler -> the seconds of each point it compiled
+    missed: set[tuple[str, int]] = set()  # (target, T) where the Python loop's point was not reached
     asked = {t: v for t, v in tg.TARGETS.items() if here.get(t) != NOT_ASKED}
-    for T in Ts:
-        for target, (compiler, _, unit) in asked.items():
-            base = dict(kernel=kernel.name, target=target, unit=unit, T=T)
-            if not here.get(target) and compiler == "mosaic_gpu":
-                if clock.spent():
-                    rows += [base | dict(form=f, status=tg.NOT_REACHED, error="") for f in forms]
-                    continue
-                got = tg.mosaic_gpu_points(kernel, [(f, T) for f in forms], budget_s=max(clock.left(), 1.0))
-                rows += [base | dict(form=f) | g for f, g in zip(forms, got, strict=True)]
-                continue
-            for form in forms:
-                guess = _predicted_s(took.get((target, form)), T)
-                if clock.spent() or guess > clock.left():
+    pair = [f for f in ("python", "fori", "fori u=1") if f in forms]
+    rest = [f for f in forms if f not in pair]
+    for group, group_Ts in ((pair, Ts[:2]), (rest, Ts[:2]), (pair + rest, Ts[2:])):
+        for target in sorted(asked, key=lambda t: fmean(cost.get(asked[t][0]) or [t != "mosaic_tpu v5e"])):
+            compiler, _, unit = asked[target]
+            base = dict(kernel=kernel.name, target=target, unit=unit)
+            points = [(f, T) for f in group for T in group_Ts]
+            if points and not here.get(target) and compiler == "mosaic_gpu":  # one worker for all its points
+                got = [dict(status=tg.NOT_REACHED, error="")] * len(points)
+                got = tg.mosaic_gpu_points(kernel, points, budget_s=clock.left()) if clock.left() > 0 else got
+                rows += [base | dict(form=f, T=T) | g for (f, T), g in zip(points, got, strict=True)]
+                points = []
+            for form, T in points:
+                last = took.get((compiler, form)) or took.get((compiler, "python"))
+                both = [t for t in group_Ts if t >= T] if group is pair and form == "python" else [T]
+                guess = sum(_predicted_s(last, t) for t in both)
+                alone = form != "python" and (target, T) in missed
+                if clock.spent() or guess > clock.left() or alone:
                     why = f"predicted {guess:.1f} s, {clock.left():.1f} s of the budget left"
-                    why = "" if clock.spent() else why
-                    rows.append(base | dict(form=form, status=tg.NOT_REACHED, error=why))
+                    why = "" if clock.spent() else ALONE if alone else why
+                    if form == "python":  # at both T of the pair: one alone gives no count per step
+                        missed |= {(target, t) for t in (group_Ts if group is pair else [T])}
+                    rows.append(base | dict(form=form, T=T, status=tg.NOT_REACHED, error=why))
                     clock.say(f"{target}, {form}, T={T}: not reached {why}")
                     continue
-                started = time.monotonic()
+                point = time.monotonic()
                 if here.get(target):
                     row = tg.lowers(kernel, form, T, compiler) | {"compiled": here[target]}
                 else:
                     row = tg.compile_point(kernel, form, T, target)
-                took[(target, form)] = (T, time.monotonic() - started)
-                rows.append(base | dict(form=form) | row)
-                clock.say(f"{target}, {form}, T={T}: {row['status']} ({time.monotonic() - started:.0f} s)")
-    return pd.DataFrame(rows)
+                took[(compiler, form)] = (T, time.monotonic() - point)
+                cost.setdefault(compiler, []).append(took[(compiler, form)][1])
+                rows.append(base | dict(form=form, T=T) | row)
+                clock.say(f"{target}, {form}, T={T}: {row['status']} ({time.monotonic() - point:.0f} s)")
+    order = {k: i for i, k in enumerate([*tg.TARGETS, *forms])}  # the tables' order: T, target, form
+    return pd.DataFrame(sorted(rows, key=lambda r: (r["T"], order[r["target"]], order[r["form"]])))
+
+
+ALONE = "the Python loop's point here was not reached (without it, no ratio)"
 
 
 def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
-    """A point's compile seconds from a smaller T's, growing as T squared (an unrolled Python
-    loop's compile grows faster than its length); 0 without one."""
+    """A compile's seconds from a smaller T's, as T squared (an unrolled loop's grows faster); 0 without."""
     return 0.0 if last is None else last[1] * (T / last[0]) ** 2
 
 
 DEVICE_COMPILER = {"tpu": "mosaic_tpu", "gpu": "triton"}  # what a device's factory is asked to build for
-SCAN = 16  # calls per timed call: the reporter's N, so a call's fixed cost is spread over them
+LONGER, GROW = 16, 4  # sizing: a scan 16 times longer, then T 4 times larger
 UNEQUAL = "not shown equal to fori_loop's here"
 
 
 def time_results(
-    kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], *, repeats: int = 5, clock: Any = None
+    kernel: Kernel,
+    forms: Sequence[str],
+    Ts: Sequence[int],
+    *,
+    repeats: int = 5,
+    clock: Any = None,
+    measure: Any = None,
 ) -> pd.DataFrame:
-    """On a GPU or TPU: each form built for the device's compiler (:data:`DEVICE_COMPILER`), run,
-    checked against ``fori`` there (run first), then timed interleaved, :data:`SCAN` calls at a time
-    in one jitted scan (:func:`jaxperf.timing.amortised`): rows (form, T, repeat) with ms_per_call.
-    A form that does not compile, fails or differs is one row with its ``status`` and ``error``; one
-    past ``clock``'s budget (a :class:`Progress`) "not reached". Empty on a CPU (no kernel runs there)."""
+    """On a GPU or TPU, every form timed at each T (:func:`measure_round`), then sized until the loop
+    shows above the per-call floor (:func:`jaxperf.loops.verdict.measured`): every T in a scan
+    :data:`LONGER` times longer, then the largest T :data:`GROW` and GROW² times larger, a step
+    predicted (:func:`_round_s`) past ``clock``'s budget "not reached". Rows (form, T, scan, repeat)
+    with ms_per_call, or one with a status and error; ``measure(forms, T, scan)`` stands in for a device."""
+    import jax
+
+    compiler, clock = DEVICE_COMPILER.get(jax.default_backend()), clock or Progress(BUDGET_S)
+    frames = [pd.DataFrame(columns=[*KEYS, "scan", "repeat", "ms_per_call", "status", "error"])]
+    if not Ts or measure is None and compiler is None:
+        return frames[0]
+    measure = measure or (lambda f, T, n: measure_round(kernel, f, T, n, str(compiler), repeats, clock))
+    last, longer = None, SCAN * LONGER
+    for todo, scan in [(Ts, SCAN), (Ts, longer), ([max(Ts) * GROW], longer), ([max(Ts) * GROW**2], longer)]:
+        if last and measured(pd.concat(frames, ignore_index=True))["why"] != "floor":
+            break
+        guess = _round_s(*last, todo, scan, repeats) if last else 0.0
+        if guess > max(clock.left(), 0.0):
+            why = f"predicted {guess:.0f} s, {clock.left():.0f} s of the budget left"
+            clock.say(f"T={list(todo)} in a scan of {scan}: not reached {why}")
+            late = dict(kernel=kernel.name, form=list(forms), T=max(todo), scan=scan, status=tg.NOT_REACHED)
+            frames.append(pd.DataFrame(late | dict(error=why)))
+            break
+        started = time.monotonic()
+        frames.append(pd.concat([measure(forms, T, scan) for T in todo], ignore_index=True).assign(scan=scan))
+        last = (frames[-1], time.monotonic() - started)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _round_s(done: pd.DataFrame, took: float, Ts: Sequence[int], scan: int, repeats: int) -> float:
+    """A sizing round's seconds from the last's rows and seconds: its builds, checks and compiles per
+    T growing as T squared (:func:`_predicted_s`), its timed calls as T times the scan."""
+    ok, ref = done.dropna(subset=["ms_per_call"]), int(done["T"].max())
+    timed = (ok.ms_per_call * ok.scan / 1e3 * (1 + 1 / repeats)).groupby(ok["T"]).sum()
+    rest = max(took - float(timed.sum()), 0.0) / done["T"].nunique()
+    per_call = float(timed.get(ref, 0.0)) / int(done.scan.max())
+    return sum(_predicted_s((ref, rest), T) + per_call * scan * T / ref for T in Ts)
+
+
+def measure_round(
+    kernel: Kernel, forms: Sequence[str], T: int, scan: int, compiler: str, repeats: int, clock: Progress
+) -> pd.DataFrame:
+    """Each form at ``T`` built for the device's ``compiler``, run, checked against ``fori`` there (run
+    first), then timed interleaved, ``scan`` calls at a time in one jitted scan
+    (:func:`jaxperf.timing.amortised`): rows (form, T, repeat) with ms_per_call. A form not built, not
+    compiled, failing or differing is one row with its ``status`` and ``error``; "not reached" past
+    ``clock``'s budget."""
     import jax
 
     from .. import timing
 
-    compiler, clock, rows = DEVICE_COMPILER.get(jax.default_backend()), clock or Progress(BUDGET_S), []
-    frames = [pd.DataFrame(columns=[*KEYS, "repeat", "ms_per_call", "status", "error"])]
-    for T in Ts if compiler else ():
-        calls: dict[str, Any] = {}
-        ref = inputs = None
-        for form in sorted(forms, key=lambda f: f not in ("fori", "fori u=1")):  # fori_loop's first
-            row: dict[str, Any] = dict(kernel=kernel.name, form=form, T=T, status=tg.NOT_REACHED, error="")
+    calls: dict[str, Any] = {}
+    ref = inputs = None
+    rows = []
+    for form in sorted(forms, key=lambda f: f not in ("fori", "fori u=1")):  # fori_loop's first
+        row: dict[str, Any] = dict(kernel=kernel.name, form=form, T=T, status=tg.NOT_REACHED, error="")
+        try:  # the inputs made once per T: every form of a factory takes the same
             fn, args = build(kernel, form, T, compiler=compiler)
-            try:  # the inputs made once per T: every form of a factory takes the same
-                inputs = materialize(args) if inputs is None and not clock.spent() else inputs
-                out = None if clock.spent() else jax.device_get(fn(*(inputs or ())))
-                ref = out if form in ("fori", "fori u=1") else ref
-                same = out is not None and ref is not None
-                same = same and difference(out, ref) <= tolerance(jax.tree.leaves(ref)[0].dtype)
-                row |= {} if same or out is None else dict(status=tg.FAILED, error=UNEQUAL)
-                calls |= {form: timing.amortised(fn, SCAN).lower(*(inputs or ())).compile()} if same else {}
-            except Exception as err:  # noqa: BLE001 - a form the device cannot run is a result
-                row |= tg.failure(str(compiler), err)
-            rows += [] if form in calls else [row]
-            clock.say(f"{compiler}, {form}, T={T}: {'compiled' if form in calls else row['status']}")
-        if calls:
-            config = timing.TimingConfig(warmup=1, repeats=repeats, number=1, dispatch_only=False)
-            timed = {f: (lambda c=c, x=inputs: c(*x)) for f, c in calls.items()}
-            frame = timing.compare(timed, config, kernel=kernel.name, T=T).rename(columns={"variant": "form"})
-            frames.append(frame.assign(ms_per_call=frame["wall_s_per_call"] * 1e3 / SCAN, status=tg.OK))
-    return pd.concat([*frames, pd.DataFrame(rows)], ignore_index=True)
+            inputs = materialize(args) if inputs is None and not clock.spent() else inputs
+            out = None if clock.spent() else jax.device_get(fn(*(inputs or ())))
+            ref = out if form in ("fori", "fori u=1") else ref
+            same = out is not None and ref is not None
+            same = same and difference(out, ref) <= tolerance(jax.tree.leaves(ref)[0].dtype)
+            row |= {} if same or out is None else dict(status=tg.FAILED, error=UNEQUAL)
+            calls |= {form: timing.amortised(fn, scan).lower(*(inputs or ())).compile()} if same else {}
+        except Exception as err:  # noqa: BLE001 - a form the device cannot run is a result
+            row |= tg.failure(compiler, err)
+        rows += [] if form in calls else [row]
+        clock.say(f"{compiler}, {form}, T={T}, scan {scan}: {'compiled' if form in calls else row['status']}")
+    if not calls:
+        return pd.DataFrame(rows)
+    config = timing.TimingConfig(warmup=1, repeats=repeats, number=1, dispatch_only=False)
+    timed = {f: (lambda c=c, x=inputs: c(*x)) for f, c in calls.items()}
+    frame = timing.compare(timed, config, kernel=kernel.name, T=T).rename(columns={"variant": "form"})
+    frame = frame.assign(ms_per_call=frame["wall_s_per_call"] * 1e3 / scan, status=tg.OK)
+    return pd.concat([frame, pd.DataFrame(rows)], ignore_index=True)
 
 
 def run(
@@ -202,32 +258,27 @@ def run(
     log: Any = None,
     timed: bool = True,
 ) -> Results:
-    """The engine on ``path`` (``"package.module:factory"``; see the module docstring). ``check_Ts``:
-    the T the interpreter checks at (default: the smallest of ``Ts``, which needs two values for
-    :func:`per_step`); ``targets``: the compiled targets (default: every one here); ``budget_s``
-    bounds the compiles and the timing (``timed=False``: compiles only); ``log`` gets one progress
-    line per point. ValueError names the parameter
-    for bad input; :class:`FactoryError` (a ValueError) when the factory raises anything else."""
+    """The engine on ``path`` (``"package.module:factory"``). ``check_Ts``: the T the interpreter
+    checks at (default: the smallest of ``Ts``; :func:`per_step` needs two); ``targets``: the compiled
+    targets (default: every one here); ``budget_s`` bounds the compiles and timing (``timed=False``:
+    compiles only); ``log`` gets progress lines. ValueError names the parameter for bad input;
+    :class:`FactoryError` (a ValueError) when the factory raises anything else."""
     kernel = load(path)
     forms = check_forms(kernel, forms)
     Ts = sorted(set(check_ints("T", Ts)))
     check_Ts = sorted(set(check_ints("check_Ts", check_Ts))) if check_Ts is not None else Ts[:1]
     if not budget_s > 0:
-        raise ValueError(f"budget_s={budget_s!r} is not allowed: expected seconds > 0.")
+        raise bad_value("budget_s", budget_s, "seconds > 0")
     clock = Progress(budget_s, log)
     check_plan(kernel, forms, sorted(set(Ts) | set(check_Ts)))
     here = tg.present()
     if targets is not None:
-        unknown = [t for t in targets if t not in tg.TARGETS]
-        if unknown:
-            raise ValueError(
-                f"targets={list(targets)!r} is not allowed: expected a list of {list(tg.TARGETS)}."
-            )
+        if any(t not in tg.TARGETS for t in targets):
+            raise bad_value("targets", list(targets), f"a list of {list(tg.TARGETS)}")
         here = {t: (r if t in targets else NOT_ASKED) for t, r in here.items()}
     clock.say(f"{kernel.path}: checking {len(forms)} forms at T={check_Ts} in the interpreter")
     checks = check_results(kernel, forms, check_Ts)
-    wrong = set(checks.loc[~checks.same_result.astype(bool), "form"])
-    passed = [f for f in forms if f not in wrong]
+    passed = [f for f in forms if f not in set(checks.loc[~checks.same_result.astype(bool), "form"])]
     points = compile_results(kernel, passed, Ts, here, clock)
     timings = time_results(kernel, passed, Ts if timed else (), repeats=repeats, clock=clock)
     return Results(
@@ -252,8 +303,7 @@ def _matched(part: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
 
 
 def _loops(row: pd.Series) -> Any:
-    value = row.get("loops_in_code")
-    return None if value is None or pd.isna(value) else int(value)
+    return None if pd.isna(value := row.get("loops_in_code")) else int(value)
 
 
 def per_step(points: pd.DataFrame) -> pd.DataFrame:
@@ -263,10 +313,8 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
     cols = ["kernel", "target", "unit", "form", "T1", "T2", "per_step", "vs_python_at_T2", "classes", "note"]
     if points.empty or "form" not in points.columns:
         return pd.DataFrame(columns=cols)
-    pts = points.assign(
-        **{c: points.get(c) for c in ("work_per_program", "steps", "loops_in_code", "classes")}
-    )
-    rows = []
+    pts = points.assign(**{c: points.get(c) for c in ("work_per_program", "steps", "loops_in_code")})
+    pts["classes"], rows = points.get("classes"), []
     for (kernel, target, form), group in pts.groupby(["kernel", "target", "form"], sort=False):
         ok = group[(group.status == tg.OK) & group.work_per_program.notna() & group.steps.notna()]
         base = dict(kernel=kernel, target=target, unit=group.unit.iloc[0], form=form)
@@ -276,10 +324,8 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
         pair = _pair(ok, _shared_pairs(pts, kernel, target)) if ok["T"].nunique() >= 2 else None
         if pair is None:
             reached = ", ".join(f"T={int(r['T'])}: {_why(r)}" for _, r in group.sort_values("T").iterrows())
-            note = f"loop structure differs at every pair of T with a count ({reached})"
-            note = note if ok["T"].nunique() >= 2 else f"no two T with a count ({reached})"
-            rows.append(base | dict.fromkeys(["T1", "T2", "per_step", "vs_python_at_T2", "classes"]))
-            rows[-1]["note"] = note
+            why = "loop structure differs at every pair of T with a count" if ok["T"].nunique() >= 2 else ""
+            rows.append(base | dict(note=f"{why or 'no two T with a count'} ({reached})"))
             continue
         low, high = pair
         extra = float(high.steps - low.steps)
@@ -287,20 +333,14 @@ def per_step(points: pd.DataFrame) -> pd.DataFrame:
         python = py_all[(py_all["T"] == high["T"]) & py_all.work_per_program.notna()]
         classes = None
         if isinstance(low.classes, dict) and isinstance(high.classes, dict) and extra:
-            classes = {
-                k: (high.classes[k] - low.classes.get(k, 0)) / extra
-                for k in high.classes
-                if high.classes[k] is not None and low.classes.get(k) is not None
-            }
+            lo, hi = low.classes, high.classes
+            classes = {k: (hi[k] - lo[k]) / extra for k in hi if hi[k] is not None and lo.get(k) is not None}
         work1, work2 = float(low.work_per_program), float(high.work_per_program)
         py_work = float(python.work_per_program.iloc[0]) if len(python) else 0.0  # 0: no ratio
         T1, T2 = int(low["T"]), int(high["T"])
         note = f"{_plural(_loops(high))} in the code at T={T1} and T={T2}"
-        per = (work2 - work1) / extra if extra else None
-        ratio = work2 / py_work if py_work else None
-        rows.append(
-            base | dict(T1=T1, T2=T2, per_step=per, vs_python_at_T2=ratio, classes=classes, note=note)
-        )
+        row = dict(T1=T1, T2=T2, per_step=(work2 - work1) / extra if extra else None, classes=classes)
+        rows.append(base | row | dict(vs_python_at_T2=work2 / py_work if py_work else None, note=note))
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -308,11 +348,8 @@ def _shared_pairs(pts: pd.DataFrame, kernel: str, target: str) -> set[tuple[int,
     """The T pairs matched in both the Python loop and fori_loop on one target (compared alike)."""
     mine = pts[(pts.kernel == kernel) & (pts.target == target) & (pts.status == tg.OK)]
     mine = mine[mine.work_per_program.notna() & mine.steps.notna()]
-    found = [
-        {(int(a["T"]), int(b["T"])) for a, b in _matched(mine[mine.form == f])}
-        for f in ("python", "fori", "fori u=1")
-        if f in set(mine.form)
-    ]
+    forms = [f for f in ("python", "fori", "fori u=1") if f in set(mine.form)]
+    found = [{(int(a["T"]), int(b["T"])) for a, b in _matched(mine[mine.form == f])} for f in forms]
     return set.intersection(*found) if len(found) >= 2 else set()
 
 
@@ -339,12 +376,10 @@ def lowering_table(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def _verdict(part: pd.DataFrame) -> str:
-    statuses = set(part.status)
-    if tg.OK in statuses:
+    if tg.OK in set(part.status):
         return "lowers"
-    row = part.iloc[
-        0
-    ]  # a limit's numbers are in its status; "not present here" is said once, under the table
+    # a limit's numbers are in its status; "not present here" is said once, under the table
+    row = part.iloc[0]
     short = not row.error or row.status == tg.NOT_PRESENT or tg.EXCEEDS in row.status
     return str(row.status) if short else f"{row.status}: {row.error}"
 

@@ -1,13 +1,10 @@
-"""A reader's Pallas kernel as the loop study's engine sees it: a factory, loaded and checked.
-
-A *factory* is ``make(form, T, *, interpret=False) -> (fn, args)``: ``fn(*args)`` is jittable and
-holds one Pallas kernel whose loop is written with :func:`jaxperf.kernel_loop` in ``form``, ``T``
-sets the loop's length, ``args`` are arrays or ``jax.ShapeDtypeStruct``\\ s, and ``interpret=True``
-asks for a size Pallas' interpreter runs on a CPU. Optional: a ``compiler`` keyword (``"triton"``,
-``"mosaic_gpu"``, ``"mosaic_tpu"``) to build per compiler, a ``forms`` attribute when the forms
-differ from :data:`jaxperf.fixes._kernel_loop.KERNEL_LOOP_FORMS`, and ``make.reference(*args)``, the
-expected output in plain JAX (else forms are checked against ``fori_loop``).
-"""
+"""A reader's Pallas kernel as the engine sees it: a *factory* ``make(form, T, *, interpret=False)
+-> (fn, args)``, loaded and checked. ``fn(*args)`` is jittable and holds one Pallas kernel whose loop
+is written with :func:`jaxperf.kernel_loop` in ``form``; ``T`` sets the loop's length; ``args`` are
+arrays or ``jax.ShapeDtypeStruct``\\ s; ``interpret=True`` asks for a size Pallas' interpreter runs
+on a CPU. Optional: a ``compiler`` keyword (``"triton"``, ``"mosaic_gpu"``, ``"mosaic_tpu"``), a
+``forms`` attribute (else :data:`jaxperf.fixes._kernel_loop.KERNEL_LOOP_FORMS`), and
+``make.reference(*args)``, the expected output in plain JAX (else forms are checked against fori)."""
 
 from __future__ import annotations
 
@@ -30,10 +27,8 @@ class FactoryError(ValueError):
     """The reader's factory raised: one line naming the factory, the form and T (``full``: the text)."""
 
     def __init__(self, kernel: Kernel, form: str, T: int, err: BaseException) -> None:
-        self.full = f"{type(err).__name__}: {err}"
-        super().__init__(
-            f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {type(err).__name__}: {error_text(err)}"
-        )
+        self.full, short = f"{type(err).__name__}: {err}", f"{type(err).__name__}: {error_text(err)}"
+        super().__init__(f"kernel={kernel.path!r} raised at form={form!r}, T={T}: {short}")
 
 
 @dataclass(frozen=True)
@@ -51,9 +46,7 @@ class Kernel:
         module, _, attr = self.path.partition(":")
         return module.rsplit(".", 1)[-1] if attr == "make" else attr
 
-    def build(
-        self, form: str, T: int, *, interpret: bool = False, compiler: str | None = None
-    ) -> tuple[Any, tuple]:
+    def build(self, form: str, T: int, *, interpret: bool = False, compiler: Any = None) -> tuple[Any, tuple]:
         """``make(form, T, interpret=...)``, with ``compiler=`` when the factory takes one."""
         options: dict[str, Any] = {"interpret": interpret}
         if compiler is not None and self.per_compiler:
@@ -74,9 +67,8 @@ def load(path: Any) -> Kernel:
     try:
         module = importlib.import_module(module_name)
     except Exception as err:  # noqa: BLE001 - any import failure is the reader's bad input
-        raise bad_value(
-            "kernel", path, f"{FACTORY_HELP} (importing {module_name!r} failed: {type(err).__name__}: {err})"
-        ) from err
+        why = f"importing {module_name!r} failed: {type(err).__name__}: {err}"
+        raise bad_value("kernel", path, f"{FACTORY_HELP} ({why})") from err
     make = getattr(module, attr, None)
     if not callable(make):
         raise bad_value("kernel", path, f"{FACTORY_HELP} ({module_name!r} has no callable {attr!r})")
@@ -98,17 +90,12 @@ def check_forms(kernel: Kernel, forms: Sequence[str]) -> list[str]:
     if isinstance(forms, str) or not forms:
         raise bad_value("forms", forms, "a non-empty list of loop forms, e.g. ['python', 'fori', 'fori u=4']")
     for form in forms:
-        base = str(form).partition(" u=")[0]
-        if base not in kernel.forms:
-            raise bad_value(
-                "form",
-                form,
-                f"a form {kernel.path} takes: one of {list(kernel.forms)}, with an optional ' u=<k>'",
-            )
+        if str(form).partition(" u=")[0] not in kernel.forms:
+            takes = f"a form {kernel.path} takes: one of {list(kernel.forms)}, with an optional ' u=<k>'"
+            raise bad_value("form", form, takes)
     if "fori" not in forms and "fori u=1" not in forms:
-        raise bad_value(
-            "forms", list(forms), "a list holding 'fori' (the reference every form is checked against)"
-        )
+        need = "a list holding 'fori' (the reference every form is checked against)"
+        raise bad_value("forms", list(forms), need)
     return [str(f) for f in forms]
 
 
@@ -183,7 +170,6 @@ def difference(out: Any, ref: Any) -> float:
         o, r = np.asarray(o, np.float64), np.asarray(r, np.float64)
         if o.shape != r.shape or not np.all(np.isfinite(o)):
             return float("inf")
-        worst = max(
-            worst, float(np.max(np.abs(o - r), initial=0.0) / max(np.max(np.abs(r), initial=0.0), 1e-30))
-        )
+        scale = max(np.max(np.abs(r), initial=0.0), 1e-30)
+        worst = max(worst, float(np.max(np.abs(o - r), initial=0.0) / scale))
     return worst

@@ -1,11 +1,8 @@
-"""The compilers the loop study's engine reads a kernel's loop work from, without their hardware:
-each *target* compiles one (form, T) on this CPU and reads the work per program from the
-compiler's own output, in its own unit: SASS instructions one warp issues, loops counted by their
-trips (``triton sm_86`` / ``sm_90`` through the ``triton`` extra; ``mosaic_gpu sm_90a`` in Mosaic
-GPU's own environment), or VLIW bundles (``mosaic_tpu v5e`` through libtpu). :func:`present` says
-which targets compile here and why not the others; :func:`lowers` only exports. A point that does
-not lower or compile is a result with its error, never raised.
-"""
+"""The compilers the engine reads a kernel's loop work from, without their hardware: each *target*
+compiles one (form, T) on this CPU and reads the work per program in its own unit: SASS instructions
+a warp issues, loops counted by their trips (``triton sm_86`` / ``sm_90``; ``mosaic_gpu sm_90a`` in
+Mosaic GPU's own environment), or VLIW bundles (``mosaic_tpu v5e``, libtpu). :func:`present` says
+which compile here; a point that does not lower or compile is a result with its error, never raised."""
 
 from __future__ import annotations
 
@@ -48,10 +45,8 @@ def present() -> dict[str, str]:
     found: dict[str, Any] = {"triton": triton.status(), "mosaic_gpu": mgpu.status()}
     out = {t: "" if found[c].available else found[c].reason for t, (c, _, _) in TARGETS.items() if c in found}
     tpu = topology.status()
-    reason = tpu.reason
-    if tpu.available and topology.prepare_dump().dump_dir is None:
-        reason = "not measured: libtpu started before its dump folder was set (it reads its flags once)"
-    out["mosaic_tpu v5e"] = reason
+    late = "not measured: libtpu started before its dump folder was set (it reads its flags once)"
+    out["mosaic_tpu v5e"] = late if tpu.available and topology.prepare_dump().dump_dir is None else tpu.reason
     return out
 
 
@@ -101,13 +96,9 @@ def _triton(fn: Any, args: tuple, arch: str) -> dict[str, Any]:
     from ..compilers.triton.compile import compile_ttir
     from ..compilers.triton.sass import dynamic_counts
 
-    captured = capture(fn, args, target=arch)
-    result = compile_ttir(
-        captured.ttir, target=arch, num_warps=captured.num_warps, num_stages=captured.num_stages
-    )
-    return _counted(
-        captured.export_ms + result.total_ms, dynamic_counts(result.sass), programs=captured.programs
-    )
+    got = capture(fn, args, target=arch)
+    result = compile_ttir(got.ttir, target=arch, num_warps=got.num_warps, num_stages=got.num_stages)
+    return _counted(got.export_ms + result.total_ms, dynamic_counts(result.sass), programs=got.programs)
 
 
 def _counted(compile_ms: float, counts: Any, **more: Any) -> dict[str, Any]:
@@ -137,14 +128,9 @@ def _tpu(kernel: Kernel, form: str, T: int, generation: str, programs: int | Non
             slots = {k: v / programs for k, v in estimate.slot_counts(result.schedules[0]).items()}
         except ValueError:  # a loop without a constant trip count: no static count
             work = None
-    return dict(
-        status=OK,
-        error="",
-        compile_ms=result.compile_ms,
-        work_per_program=work,
-        loops_in_code=len(result.schedules[0].loops) if result.schedules else None,
-        classes=slots,
-    )
+    loops = len(result.schedules[0].loops) if result.schedules else None
+    row = dict(status=OK, error="", compile_ms=result.compile_ms, work_per_program=work)
+    return row | dict(loops_in_code=loops, classes=slots)
 
 
 def mosaic_gpu_points(

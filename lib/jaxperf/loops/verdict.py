@@ -1,7 +1,6 @@
-"""Whether a kernel pays for ``fori_loop``, per compiler target, from the work per loop step the
-engine read (fori against the Python loop): each target's verdict with its own numbers in its own
-unit and the cause read from its code; a kernel's verdict is the targets' common one, or "depends
-on the target", so it never contradicts a printed number."""
+"""Whether a kernel pays for ``fori_loop``: per compiler target from the work per loop step the
+engine read (each target's verdict with its own numbers and the cause read from its code; the
+kernel's is their common one, or "depends on the target"), or from a device's ms (:func:`measured`)."""
 
 from __future__ import annotations
 
@@ -29,27 +28,15 @@ def static(per_step: pd.DataFrame) -> pd.DataFrame:
         fori_name = next((f for f in ("fori", "fori u=1") if f in by.index), None)
         if fori_name is None or "python" not in by.index:
             continue
-        fori = by.loc[fori_name]
-        py = by.loc["python"]
+        fori, py, u = by.loc[fori_name], by.loc["python"], TARGETS[target][2]
         known = pd.notna(fori.per_step) and pd.notna(py.per_step)
         ratio = float(fori.per_step) / float(py.per_step) if known and py.per_step > 0 else None
-        rows.append(
-            dict(
-                kernel=kernel,
-                source=target,
-                kind="static, compiled on a CPU",
-                unit=f"{TARGETS[target][2]} per loop step",
-                T=f"{int(fori.T1)}-{int(fori.T2)}" if pd.notna(fori.T1) else "n/a",
-                fori=float(fori.per_step) if known else None,
-                python=float(py.per_step) if known else None,
-                ratio=ratio,
-                q25=None,
-                q75=None,
-                cause=cause(py.get("classes"), fori.get("classes"), unit=CLASS_UNITS[TARGETS[target][2]])
-                if ratio is not None
-                else f"not read (fori_loop: {fori.get('note') or 'no count'}; Python loop: {py.get('note') or 'no count'})",
-            )
-        )
+        why = f"not read (fori_loop: {fori.get('note') or 'no count'}; Python loop: {py.get('note') or 'no count'})"
+        row = dict(kernel=kernel, source=target, kind="static, compiled on a CPU", unit=f"{u} per loop step")
+        row |= dict(T=f"{int(fori.T1)}-{int(fori.T2)}" if pd.notna(fori.T1) else "n/a", ratio=ratio)
+        row |= dict(fori=float(fori.per_step), python=float(py.per_step)) if known else {}
+        how = cause(py.get("classes"), fori.get("classes"), unit=CLASS_UNITS[u]) if ratio is not None else why
+        rows.append(row | dict(cause=how))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -101,30 +88,72 @@ def verdict(rows: pd.DataFrame) -> str:
     return "does not pay" if all(1 / SAME <= r <= SAME for r in quartiles) else "pays partly"
 
 
-def per_target(rows: pd.DataFrame) -> list[str]:
-    """Per static row: its verdict with its own numbers, then its cause; or why the count was not read."""
+def per_target(rows: pd.DataFrame, judge: bool = True) -> list[str]:
+    """Per static row: its verdict (``judge``; else its numbers alone, beside a measurement) with its
+    own numbers, then its cause; or why the count was not read."""
     out = []
     for r in rows[rows.kind.str.startswith("static")].itertuples():
-        cause_ = getattr(r, "cause", "")
-        cause_ = cause_ if isinstance(cause_, str) else ""
+        cause_ = c if isinstance(c := getattr(r, "cause", ""), str) else ""
         if r.ratio is None or pd.isna(r.ratio):
             out.append(f"{r.source}: {cause_ or 'not read'}.")
             continue
-        out.append(
-            f"{r.source}: {target_verdict(float(r.ratio))}, fori_loop {r.fori:.1f} against the Python "
-            f"loop's {r.python:.1f} {r.unit} ({r.ratio:.2f}×, T={r.T})." + (f" {cause_}" if cause_ else "")
-        )
+        said = f"{target_verdict(float(r.ratio))}, " if judge else ""
+        numbers = f"{r.fori:.1f} against the Python loop's {r.python:.1f} {r.unit} ({r.ratio:.2f}×, T={r.T})."
+        out.append(f"{r.source}: {said}fori_loop {numbers} {cause_}".rstrip())
     return out
 
 
-def mechanism(rows: pd.DataFrame) -> str:
+def mechanism(rows: pd.DataFrame, judge: bool = True) -> str:
     """The per-target sentences of :func:`per_target`, joined (what the numbers show, per target)."""
-    lines = per_target(rows)
+    lines = per_target(rows, judge)
     return " ".join(lines) if lines else "not read (no compiler's output here)"
 
 
 def verdicts(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
     """Per kernel: its verdict and mechanism."""
-    return {
-        k: {"verdict": verdict(g), "mechanism": mechanism(g)} for k, g in frame.groupby("kernel", sort=False)
-    }
+    by = frame.groupby("kernel", sort=False)
+    return {k: {"verdict": verdict(g), "mechanism": mechanism(g)} for k, g in by}
+
+
+SCAN = 16  # calls per timed call in the scan, before sizing (the reporter's N)
+SHARE = 0.5  # the loop's share of a call a measured verdict needs: the loop above the per-call floor
+BELOW = "below what this device resolves"
+
+
+def measured(timings: pd.DataFrame) -> dict[str, Any]:
+    """What a device's ms per call say, at the longest scan that timed fori_loop and the Python loop at
+    two T or more. ``share``: each one's loop part of its call at the largest T, ms taken as linear
+    in T ((ms_L - ms_S) / ms_L x T_L / (T_L - T_S); 0 unless their quartiles part). Where one reaches
+    :data:`SHARE`, ``verdict`` judges fori/Python ms per call there, per pair (:func:`target_verdict`;
+    "not resolved" where its quartiles judge apart); else :data:`BELOW` (``floor``: the forms' ms at
+    the smallest T). None where nothing was timed."""
+    from ..timing import iqr_stats, pair_ratios
+
+    ok = timings.dropna(subset=["ms_per_call"]) if "ms_per_call" in timings else timings.iloc[0:0]
+    ok = ok if "scan" in ok else ok.assign(scan=SCAN)  # timed before the scan was sized: one scan
+    fori = "fori" if "fori" in set(ok.form) else "fori u=1"
+    scans, Ts = sorted(set(ok.scan)), sorted(set(ok["T"]))
+    out: dict[str, Any] = dict(verdict=None, why="not timed")
+    out["tried"] = f"T={Ts[0]}-{Ts[-1]} in scans of {' and '.join(map(str, scans))} calls" if Ts else ""
+    for scan in reversed(scans):
+        at = ok[ok.scan == scan]
+        Ts = sorted(set(at[at.form == fori]["T"]) & set(at[at.form == "python"]["T"]))
+        if len(Ts) < 2:
+            continue
+        low, high = Ts[0], Ts[-1]
+        out |= dict(why="floor", verdict=BELOW, scan=int(scan), T=int(high), T_small=int(low), share={})
+        for form in ("python", fori):
+            s, big = (iqr_stats(at[(at.form == form) & (at["T"] == t)].ms_per_call) for t in (low, high))
+            grew = (big["median"] - s["median"]) / big["median"] * high / (high - low)
+            key = "python" if form == "python" else "fori"
+            out["share"][key], out[key] = (min(grew, 1.0) if big["q25"] > s["q75"] else 0.0), big["median"]
+        floor = at[at["T"] == low].groupby("form").ms_per_call.median()
+        out["floor"] = (float(floor.min()), float(floor.max()))
+        if max(out["share"].values()) >= SHARE:
+            r = pair_ratios(at[at["T"] == high].rename(columns={"form": "variant"}), "python", "ms_per_call")
+            r = r[r.variant == fori].ratio
+            q = dict(ratio=float(r.median()), q25=float(r.quantile(0.25)), q75=float(r.quantile(0.75)))
+            judged = {target_verdict(q["q25"]), target_verdict(q["q75"])}
+            out |= q | dict(why="resolved", verdict=judged.pop() if len(judged) == 1 else "not resolved")
+        break
+    return out

@@ -7,8 +7,7 @@ deviceless H100 topology and compiled once by XLA's GPU compiler (Mosaic GPU's p
 ptxas for sm_90a) with the SASS dump on (``OUT_DIR/<point>/sass.txt``); one JSON line per point
 goes to ``OUT_DIR/results.jsonl`` as soon as it is done, so a killed run keeps what it had. Mosaic
 GPU serves a kernel it compiled before from its cache without a dump, so :func:`_warm_up` pays
-the one-off set-up and a repeated kernel gets the SASS seen earlier. Nothing runs on a GPU.
-"""
+the one-off set-up and a repeated kernel gets the SASS seen earlier. Nothing runs on a GPU."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@
 ``cuobjdump -sass`` form for :mod:`jaxperf.compilers.triton.sass`. Two kinds of backward branch
 are not the kernel's loops: a barrier wait's spin (around ``SYNCS``/``NANOSLEEP``, no readable
 counter), counted as one pass, and the branch that resumes the kernel after that out-of-line wait,
-dropped. A static estimate from SASS compiled on a CPU, never a measurement.
-"""
+dropped. A static estimate from SASS compiled on a CPU, never a measurement."""
 
 from __future__ import annotations
 

@@ -1,6 +1,2 @@
-"""Mosaic TPU on a CPU through libtpu: compile for a TPU topology, read its final VLIW bundles.
-
-:mod:`.topology` (generations, libtpu set-up), :mod:`.compile` (timed AOT compiles),
-:mod:`.bundles` (the final VLIW schedule and its loops), :mod:`.estimate` (static cycles and
-slots). Nothing here executes on a TPU.
-"""
+"""Mosaic TPU on a CPU through libtpu (:mod:`.topology`): compile for a TPU topology (:mod:`.compile`),
+read its final VLIW bundles (:mod:`.bundles`), count cycles and slots (:mod:`.estimate`); nothing runs."""

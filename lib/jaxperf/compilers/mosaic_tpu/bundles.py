@@ -9,8 +9,7 @@ an address, a marker (``LH``/``LB``/``LE`` loop header/body/exit, ``PB``/``PF`` 
 control target), one ``>`` per loop level, the operations. A loop runs from its ``LB`` bundle (or
 the ``LH`` ones before it) to its back-branch (``sbr.rel`` to a region opened at its first bundle)
 plus the delay slots after it; it runs ``ceil(N / K)`` times for its own exit test ``scmp.ge
-counter, N`` and the counter's ``sadd.s32 K`` (None when N is not a constant).
-"""
+counter, N`` and the counter's ``sadd.s32 K`` (None when N is not a constant)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Compile a function for a TPU topology on this machine (every argument a ``ShapeDtypeStruct`` on
-a ``Mesh`` of its devices), timed, with the kernel's final bundles where libtpu's dump is on.
-"""
+a ``Mesh`` of its devices), timed, with the kernel's final bundles where libtpu's dump is on."""
 
 from __future__ import annotations
 

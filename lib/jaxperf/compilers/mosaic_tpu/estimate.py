@@ -1,7 +1,6 @@
 """A static cycle estimate from a kernel's final bundles: a TPU core issues one VLIW bundle per
 cycle, so a call costs its straight-line bundles plus, per loop, trips x body (inner loops counted
-alike). No stall is counted: the schedule's length, "compiled on a CPU, not executed".
-"""
+alike). No stall is counted: the schedule's length, "compiled on a CPU, not executed"."""
 
 from __future__ import annotations
 

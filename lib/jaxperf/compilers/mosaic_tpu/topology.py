@@ -1,8 +1,7 @@
 """TPU generations and topologies, compiled for on a CPU-only machine through libtpu
 (``get_topology_desc(platform="tpu", ...)`` describes a slice without owning one). libtpu reads
 its flags (``LIBTPU_INIT_ARGS``) once, when it starts, so :func:`prepare` must run before anything
-starts libtpu (the first :func:`topology`, or ``jax.devices()`` where libtpu is installed).
-"""
+starts libtpu (the first :func:`topology`, or ``jax.devices()`` where libtpu is installed)."""
 
 from __future__ import annotations
 

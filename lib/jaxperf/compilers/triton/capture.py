@@ -1,7 +1,6 @@
 """Capture the Triton module Pallas builds for a kernel, on a CPU-only machine: :func:`capture`
 exports the kernel for CUDA (:func:`jaxperf.compilers.cuda.cuda_export`) and keeps the module as
-``.ttir`` text with the launch settings (``num_warps``, ``num_stages``, grid) of the custom call.
-"""
+``.ttir`` text with the launch settings (``num_warps``, ``num_stages``, grid) of the custom call."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Compile a captured Triton module for an NVIDIA target on a CPU, ttir -> cubin, each stage timed.
 Unlike ``triton.compile`` on an IR file, the ``make_ttir`` passes run too: this drives triton's own
-stage functions (``make_backend(...).add_stages``), checked against :data:`STAGES`.
-"""
+stage functions (``make_backend(...).add_stages``), checked against :data:`STAGES`."""
 
 from __future__ import annotations
 

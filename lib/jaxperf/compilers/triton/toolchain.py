@@ -1,7 +1,6 @@
 """Is the optional ``triton`` extra (``pip install -e '.[triton]'``, about 1 GB) usable here, and for
 which NVIDIA targets? :func:`status` says why not, never raising; :func:`require` raises
-:class:`TritonUnavailableError` with that reason, so a study can record "not measured".
-"""
+:class:`TritonUnavailableError` with that reason, so a study can record "not measured"."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""A flash-attention forward pass, as Pallas' attention op (``jax.experimental.pallas.ops``)
-writes one: a grid over (batch, heads, query blocks); each program keeps its ``[block_q, d]``
-queries and walks the keys and values in ``block_k`` blocks with an online softmax (running
-max ``m``, normaliser ``l``, accumulator ``o``). Every step loads new keys and values and
-rescales the carry: the loop's work is real. The loop's length is the key sequence, the ``T``
-of the factory: ``T / block_k`` steps.
-"""
+"""A flash-attention forward pass, as Pallas' attention op (``jax.experimental.pallas.ops``) writes
+one: a grid over (batch, heads, query blocks); each program keeps its ``[block_q, d]`` queries and
+walks the keys and values in ``block_k`` blocks with an online softmax (running max ``m``,
+normaliser ``l``, accumulator ``o``): real work per step. ``T`` is the key sequence's length."""
 
 from __future__ import annotations
 

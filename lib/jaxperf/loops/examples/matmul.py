@@ -1,11 +1,7 @@
-"""A blocked matmul with a k-loop, as Pallas' GPU docs write one (jax#20909's question on a
-kernel whose every step does real work).
-
-Each program owns a ``[bm, bn]`` block of ``z = x @ y``: its BlockSpecs hand it the ``[bm, K]``
-rows of ``x`` and the ``[K, bn]`` columns of ``y``, and it walks K in ``bk`` steps, adding one
-``[bm, bk] @ [bk, bn]`` product to a float32 accumulator per step. The loop's length is K, the
-``T`` of the factory: ``T / bk`` steps.
-"""
+"""A blocked matmul with a k-loop, as Pallas' GPU docs write one (jax#20909's question on a kernel
+whose every step does real work): each program owns a ``[bm, bn]`` block of ``z = x @ y`` and walks
+K (the factory's ``T``) in ``bk`` steps, adding one ``[bm, bk] @ [bk, bn]`` product to a float32
+accumulator per step."""
 
 from __future__ import annotations
 
