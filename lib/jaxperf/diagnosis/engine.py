@@ -23,15 +23,6 @@ from .nnx_paths import BUILDERS as NNX_BUILDERS
 from .nnx_paths import leading_nodes
 from .paths import BUILDERS, NO_BATCH, NotApplicable, Path, Spread, put_batch, reader, snippet
 
-#: what a diagnosis measures per call, by column of :func:`jaxperf.timing.compare`
-MEASURES = {
-    "loop_it_per_s": "it/s in your loop (calls that block once at the end)",
-    "it_per_s": "it/s with each call blocked",
-    "cpu_s_per_call": "host CPU per call (the dispatching thread)",
-    "dispatch_s_per_call": "time to enqueue a call",
-    "wall_s_per_call": "time per blocked call",
-}
-
 
 class Compiles:
     """Programs JAX compiled (or found in its persistent cache) here, and the seconds it spent
@@ -291,10 +282,9 @@ def _signature(tree: Any) -> list[tuple[str, str]]:
 def retraces(
     step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches, calls: int = 4
 ) -> dict[str, Any] | None:
-    """None, or how the reader's loop compiles again call after call (its last two calls each
-    compile: a one-time recompile, as when the carried state comes back placed otherwise, is
-    not a retrace; or it cannot call its step again on what the step returned):
-    {compiles, calls, ms_per_call, argument, name, path, before, after[, cannot]}."""
+    """None, or how the reader's loop compiles call after call (its last two calls each compile: a
+    one-time recompile, of state come back placed otherwise, is not one; or it cannot call its step
+    on what it returned): {compiles, calls, ms_per_call, argument, name, path, before, after[, cannot]}."""
     Compiles.start()
     probe = reader(step, args, carry, batch_at)
     seen, counts, elapsed, cannot = [], list[int](), list[float](), None
