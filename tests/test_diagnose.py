@@ -742,7 +742,7 @@ def test_compiles_are_not_counted_against_the_cap(seed):
     assert json.loads(result.to_json())["compile_seconds"] > 0
 
 
-def _loop_ints(static_argnames: bool, returned: bool):
+def _loop_ints(static_argnames: bool, returned: bool, value=2):
     """A jax.jit step with an int it takes as static, as a step counter, and a weight it carries."""
     import functools
 
@@ -753,18 +753,29 @@ def _loop_ints(static_argnames: bool, returned: bool):
     jitted = (
         functools.partial(jax.jit, static_argnames="count")(step) if static_argnames else eqx.filter_jit(step)
     )
-    return jitted, (jnp.ones(3), jnp.ones(3), 2)
+    return jitted, (jnp.ones(3), jnp.ones(3), value)
 
 
-def test_a_static_int_the_loop_changes_is_named_before_the_timings():
+def test_a_static_int_the_loop_changes_is_named_as_retracing():
     """The loop's own counter (not returned by the step): replaying the step's outputs never sees
-    it change, so each static Python scalar is called once with another value."""
+    it change, so each static Python scalar is called once with another value; an int (a step
+    count's form) compiling again is the verdict, and nothing is timed."""
     step, args = _loop_ints(static_argnames=False, returned=False)
     result = diagnose(step, *args, carry={0: 0}, **FAST)
-    assert result.retrace is None and result.static["argument"] == 2 and result.static["name"] == "count"
+    assert result.retrace and result.retrace["argument"] == 2 and result.retrace["name"] == "count"
+    assert result.static is None and not result.timed
+    first = result.headline()[0]
+    assert "compiles again on every call" in first and "argument 2 (count)" in first
+    assert "jnp.asarray(count)" in first and "Start-up" not in first
+
+
+def test_a_static_float_is_named_before_the_timings():
+    """A float (a learning rate: the same value every call, or a schedule) is named, then timed."""
+    step, args = _loop_ints(static_argnames=False, returned=False, value=0.5)
+    result = diagnose(step, *args, carry={0: 0}, **FAST)
+    assert result.retrace is None and result.static["argument"] == 2 and result.timed
     first = result.headline()[0]
     assert "argument 2 (count)" in first and "every call compiles" in first and "jnp.asarray(count)" in first
-    assert result.timed  # the rest is diagnosed as the loop calls it
 
 
 def test_a_static_argname_the_step_returns_as_an_array_is_named_as_retracing():

@@ -321,9 +321,9 @@ def retraces(
 def static_scalars(
     step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches
 ) -> Any:
-    """{argument, name, ms} of the first Python scalar argument (not carried: a replay sees those)
-    a new value of which compiles the step again (a loop that changes it, as a step count or a
-    schedule, compiles every call, which a replay of the loop's own outputs cannot see), or None."""
+    """{argument, name, ms, before, after, int} of the first Python scalar argument (not carried: a
+    replay sees those) a new value of which compiles the step again (a loop that changes it, as a
+    step count or a schedule, compiles every call, which a replay of its outputs cannot see), or None."""
     for i, value in enumerate(args):
         if i in carry or i == batch_at or type(value) not in (bool, int, float):
             continue
@@ -334,7 +334,8 @@ def static_scalars(
             sync(probe.call(batches()))
         if Compiles.count > before:
             names = carry_mod.parameter_names(step.raw) + [None] * len(args)
-            return {"argument": i, "name": names[i], "ms": 1e3 * (time.perf_counter() - start)}
+            ms, whole = 1e3 * (time.perf_counter() - start), type(value) is int
+            return {"argument": i, "name": names[i], "ms": ms, "before": value, "after": new, "int": whole}
     return None
 
 
@@ -399,7 +400,8 @@ def run(
             "loader": batches.given,
             "retrace": retraces(step, args, carry, batch_at, batches),
         }
-        found["static"] = None if found["retrace"] else static_scalars(step, args, carry, batch_at, batches)
+        static = None if found["retrace"] else static_scalars(step, args, carry, batch_at, batches)
+        found["retrace" if static and static["int"] else "static"] = static  # an int: a step count's form
         if found["retrace"]:  # every path would time compiles: the verdict is the retrace
             columns = ["variant", "repeat", "calls", "stopped_by", "rel_iqr"]
             found.update(problems={}, failed={}, unchecked=[], timings=pd.DataFrame(columns=columns))

@@ -154,17 +154,23 @@ class Diagnosis:
         if self.retrace:
             r = self.retrace
             where = f"argument {r.get('argument')}" + (f" ({r['name']})" if r.get("name") else "")
-            lines = [
-                f"Your step compiles again on every call: {r['compiles']} compiles in {r['calls']} calls "
-                f"of your loop, about {r['ms_per_call']:.3g} ms per call, most of it compiling."
-            ]
+            if r.get("int"):  # a Python int the step takes as static, not returned: the loop's counter
+                return [f"Your step compiles again on every call that passes {where} a new value: it "
+                        f"takes this Python int as static ({r['before']} then {r['after']}: {r['ms']:.3g} ms, "
+                        "compiling), as a loop that counts steps in it does. Pass it as an array (jnp.asarray("
+                        f"{r['name'] or '...'})), or close over it if it never changes; then diagnose again: "
+                        "nothing else was timed."]  # fmt: skip
             if r.get("cannot"):  # a static argument the step returns as an array
-                lines = [
+                return [
                     f"Your step compiles again for every new value of {where}, a static argument, and "
                     f"returns it as an array, which JAX refuses as a static argument ({r['cannot']}): "
                     "your loop cannot pass it back. Pass it as a traced array; nothing else was timed."
                 ]
-            elif "argument" in r:
+            lines = [
+                f"Your step compiles again on every call: {r['compiles']} compiles in {r['calls']} calls "
+                f"of your loop, about {r['ms_per_call']:.3g} ms per call, most of it compiling."
+            ]
+            if "argument" in r:
                 lines.append(
                     f"What changes: {where}{r.get('path') or ''}, {r.get('before')} then {r.get('after')}. "
                     "Keep it fixed from call to call (a traced array, or out of what the step returns); "
