@@ -1,6 +1,6 @@
 """``diagnose``: is *your* training loop paying dispatch overhead, how much, and what should you
 change? Every cheaper path is proved to compute what your step does, then timed interleaved in
-your own loop (``python -m jaxperf diagnose package.module:factory``; needs pandas).
+your own loop (``python -m jaxperf diagnose package.module:factory``; needs pandas: the tools extra).
 """
 
 from __future__ import annotations
@@ -75,9 +75,7 @@ def diagnose(
     try:
         import pandas  # noqa: F401 -- the timings are a DataFrame
     except ImportError as err:
-        raise ImportError(
-            "jaxperf.diagnosis.diagnose needs pandas (and matplotlib for its figure): pip install 'jaxperf[study]'"
-        ) from err
+        raise ImportError("jaxperf.diagnosis.diagnose needs pandas: pip install 'jaxperf[tools]'") from err
     from .. import timing
     from ..errors import bad_value, check_int
     from . import engine
