@@ -195,7 +195,7 @@ class Diagnosis:
             ref, why = table.loc[self.reference()], "your path's host time exceeds the device's, so its "
             why += "enqueue takes most of its blocked time whether or not it waits"
             if ref["verdict"] == runs_ahead.NOT_JUDGED:  # the threshold, and what was measured
-                why = (f"the step's device time is too short to tell: that needs {self.reference()}, "
+                why = (f"the step's device time is too short to tell; that needs {self.reference()}, "
                        f"which runs ahead, to enqueue in under {runs_ahead.BOUNDARY:g} of its blocked time "
                        "in 3 rounds of 4 (more device than host time); it measured "
                        f"{ref['ratio_q75']:.2f} (upper quartile), {ref['enqueue_ms_per_call']:.3g} of "
