@@ -18,6 +18,7 @@ right, where the rule before (the reference's upper quartile below 0.25) judged 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,7 @@ import pandas as pd
 from .errors import bad_value
 
 BOUNDARY = 0.5
-Values = Sequence[float] | np.ndarray | pd.Series
+Values: TypeAlias = Sequence[float] | np.ndarray | pd.Series
 RUNS_AHEAD, WAITS, UNCLEAR, NOT_JUDGED = "runs ahead", "waits for each call", "unclear", "not judged"
 
 
