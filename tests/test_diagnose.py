@@ -695,7 +695,8 @@ def test_a_host_bound_step_is_not_judged_and_the_line_names_the_threshold_and_wh
     assert set(d.waiting()["verdict"]) == {"not judged"}
     line = next(line for line in d.headline() if "not judged" in line)
     ref = d.waiting().set_index("variant").loc["jax.jit on the partitioned state"]
-    assert "too short to tell" in line and "jax.jit on the partitioned state" in line and "below 0.5" in line
+    assert "too short to tell" in line and "needs jax.jit on the partitioned state" in line
+    assert "to enqueue in under 0.5 of its blocked time in 3 rounds of 4" in line
     assert f"it measured {ref['ratio_q75']:.2f}" in line and ref["ratio_q75"] > 0.5
     assert "host-bound" in d.headline()[0]
 

@@ -1,6 +1,6 @@
 """``diagnose``: is *your* training loop paying dispatch overhead, how much, and what should you
 change? Every cheaper path is proved to compute what your step does, then timed interleaved in
-your own loop (``python -m jaxperf diagnose package.module:factory``; needs pandas: the tools extra).
+your own loop (``python -m jaxperf diagnose package.module:factory``; needs pandas).
 """
 
 from __future__ import annotations
