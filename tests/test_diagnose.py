@@ -701,6 +701,19 @@ def test_a_host_bound_step_is_not_judged_and_the_line_names_the_threshold_and_wh
     assert "host-bound" in d.headline()[0]
 
 
+def test_without_jax_jit_timed_a_drop_in_that_runs_ahead_is_the_reference_never_the_waiting_reader():
+    """The CPU run of equinox_wide: the time cap left jax.jit on the partitioned state unchecked;
+    jaxperf's drop-in (which never waits) is then what eqx.filter_jit is told from."""
+    rows = {"eqx.filter_jit (yours)": (1.0, -6.0), "jaxperf.cached_filter_jit": (0.5, 6.0)}
+    d = _diagnosis(_tpu_like(rows), "eqx.filter_jit (yours)")
+    d.paths["jax.jit on the partitioned state"] = ""  # offered, not timed
+    assert d.reference() == "jaxperf.cached_filter_jit"
+    assert d.waiting().set_index("variant").loc["eqx.filter_jit (yours)", "verdict"] == "waits for each call"
+    alone = _diagnosis(_tpu_like({"eqx.filter_jit (yours)": (1.0, -6.0)}), "eqx.filter_jit (yours)")
+    assert alone.reference() == "" and set(alone.waiting()["verdict"]) == {"not judged"}
+    assert any("no path known to run ahead" in line for line in alone.headline())
+
+
 def test_a_host_bound_path_beside_a_device_bound_reference_is_not_called_waiting():
     """eqx.filter_pmap with more host than device time: its enqueue is most of its call, yet its
     calls return before the device is done: not judged, and said why."""

@@ -81,15 +81,17 @@ class Diagnosis:
         return float(self.per_call()[["wait_ms", "loop_ms"]].clip(lower=0).min().min())
 
     def where(self) -> str:
-        """The backend, its devices and the package versions."""
         env = self.environment
         versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
         return f"{env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions}"
 
     def reference(self) -> str:
-        """The path the runs-ahead verdicts take as running ahead (jax.jit on the partitioned state)."""
-        found = next((p for p in self.paths if "partitioned" in p or "split" in p), self.reader)
-        return found if found in set(self.timings["variant"]) else self.reader
+        """The timed path the runs-ahead verdicts take as running ahead: jax.jit on the partitioned state,
+        else a jaxperf drop-in, else a jax.jit or jaxperf reader's own ("" where none was timed)."""
+        ahead = [p for p in self.paths if "partitioned" in p or "split" in p]
+        ahead += [p for p in self.paths if p.startswith("jaxperf.")]
+        ahead += [self.reader] * self.kind.startswith(("jax.jit", "jax.pmap", "jaxperf."))
+        return next((p for p in ahead if p in set(self.timings["variant"])), "")
 
     def waiting(self) -> pd.DataFrame:
         if not self.timed:
@@ -192,10 +194,13 @@ class Diagnosis:
         if waits == runs_ahead.WAITS:
             lines.append("Each call waits for its result before returning, so the host cannot run ahead.")
         elif waits == runs_ahead.NOT_JUDGED:
-            ref, why = table.loc[self.reference()], "your path's host time exceeds the device's, so its "
-            why += "enqueue takes most of its blocked time whether or not it waits"
-            if ref["verdict"] == runs_ahead.NOT_JUDGED:  # the threshold, and what was measured
-                why = (f"the step's device time is too short to tell; that needs {self.reference()}, "
+            name, why = self.reference(), "your path's host time exceeds the device's, so its enqueue takes "
+            why += "most of its blocked time whether or not it waits"
+            ref = table.loc[name] if name else None
+            if ref is None:
+                why = "no path known to run ahead (jax.jit on the partitioned state, jaxperf's) was timed"
+            elif ref["verdict"] == runs_ahead.NOT_JUDGED:  # the threshold, and what was measured
+                why = (f"the step's device time is too short to tell; that needs {name}, "
                        f"which runs ahead, to enqueue in under {runs_ahead.BOUNDARY:g} of its blocked time "
                        "in 3 rounds of 4 (more device than host time); it measured "
                        f"{ref['ratio_q75']:.2f} (upper quartile), {ref['enqueue_ms_per_call']:.3g} of "
