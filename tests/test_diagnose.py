@@ -629,6 +629,103 @@ def test_the_headline_never_prints_a_device_time_of_zero_or_below():
     assert "against about 1.5 ms of device time" in bound({"host_ms": 2.0}, 1.5)
 
 
+def _tpu_like(paths: dict[str, tuple[float, float]], rounds: int = 15) -> pd.DataFrame:
+    """:func:`jaxperf.timing.compare`'s rows for ``{path: (host ms, device ms)}`` as a TPU host
+    times them: a thread CPU clock of 10 ms steps (so the host's time is the wall time while
+    enqueuing), 0.3 ms to collect the outputs; a negative device ms: the path waits for it."""
+    import numpy as np
+
+    rng, rows = np.random.default_rng(0), []
+    for repeat in range(rounds):
+        for name, (host, device) in paths.items():
+            waits, device = device < 0, abs(device)
+            blocked, enqueue = (host + device + 0.3) * rng.normal(1, 0.03), host + device * waits
+            loop = max(host, device) if not waits else host + device
+            rows.append(
+                dict(variant=name, repeat=repeat, calls=10, stopped_by="precision", rel_iqr=0.03)
+                | dict(wall_s_per_call=blocked / 1e3, dispatch_s_per_call=enqueue * rng.normal(1, 0.03) / 1e3)
+                | dict(cpu_s_per_call=0.01 * rng.integers(0, 2), enqueue_cpu_s_per_call=0.0, cpu_tick_s=0.01)
+                | dict(it_per_s=1e3 / blocked, loop_it_per_s=1e3 / (loop * rng.normal(1, 0.03)))
+            )
+    return pd.DataFrame(rows)
+
+
+def _diagnosis(timings: pd.DataFrame, reader: str) -> Diagnosis:
+    paths = {name: "" for name in timings["variant"].unique() if name != reader}
+    empty: dict = {}
+    return Diagnosis(
+        kind=reader.split(" (")[0], reader=reader, leaves=57, paths=paths, skipped=empty, problems=empty,
+        carry={0: 1}, batch_at=None, donate="none", loader=False, timings=timings, seconds=30.0,
+        precision=0.05, environment={"backend": "tpu"},
+    )  # fmt: skip
+
+
+def test_a_device_bound_step_on_a_tpu_judges_run_ahead_and_the_wait_is_not_host_time():
+    """equinox_wide's shape on a TPU v5e: eqx.filter_jit waits out 6 ms of device time per call;
+    jax.jit does not. The host's time there is the wall time while enqueuing, so the reader's
+    includes its wait: moved to the wait, where it belongs, before the loop is called bound."""
+    d = _diagnosis(
+        _tpu_like(
+            {
+                "eqx.filter_jit (yours)": (1.0, -6.0),
+                "jax.jit on the partitioned state": (0.4, 6.0),
+                "jaxperf.cached_filter_jit": (0.5, 6.0),
+            }
+        ),
+        "eqx.filter_jit (yours)",
+    )
+    got = dict(zip(d.waiting()["variant"], d.waiting()["verdict"]))
+    assert got["eqx.filter_jit (yours)"] == "waits for each call"
+    assert got["jax.jit on the partitioned state"] == got["jaxperf.cached_filter_jit"] == "runs ahead"
+    mine = d.per_call().set_index("variant").loc["eqx.filter_jit (yours)"]
+    assert 0.8 < mine["host_ms"] < 1.2 and 5.5 < d.device_ms() < 6.5  # not 7 ms of host, 0.3 of device
+    text = "\n".join(d.headline())
+    assert "device-bound" in d.headline()[0] and "ms of host time per call" in d.headline()[0]
+    assert "Each call waits for its result" in text and "not judged" not in text
+    assert "Change: " in text and "your calls wait for their results" in text
+    assert "host CPU" not in d.markdown() and "host ms per call" in d.markdown()
+    assert "the wall time while enqueuing" in d.markdown()
+
+
+def test_a_host_bound_step_is_not_judged_and_the_line_names_the_threshold_and_what_was_measured():
+    d = _diagnosis(
+        _tpu_like({"eqx.filter_jit (yours)": (3.0, -0.3), "jax.jit on the partitioned state": (2.0, 0.3)}),
+        "eqx.filter_jit (yours)",
+    )
+    assert set(d.waiting()["verdict"]) == {"not judged"}
+    line = next(line for line in d.headline() if "not judged" in line)
+    ref = d.waiting().set_index("variant").loc["jax.jit on the partitioned state"]
+    assert "too short to tell" in line and "needs jax.jit on the partitioned state" in line
+    assert "to enqueue in under 0.5 of its blocked time in 3 rounds of 4" in line
+    assert f"it measured {ref['ratio_q75']:.2f}" in line and ref["ratio_q75"] > 0.5
+    assert "host-bound" in d.headline()[0]
+
+
+def test_without_jax_jit_timed_a_drop_in_that_runs_ahead_is_the_reference_never_the_waiting_reader():
+    """The CPU run of equinox_wide: the time cap left jax.jit on the partitioned state unchecked;
+    jaxperf's drop-in (which never waits) is then what eqx.filter_jit is told from."""
+    rows = {"eqx.filter_jit (yours)": (1.0, -6.0), "jaxperf.cached_filter_jit": (0.5, 6.0)}
+    d = _diagnosis(_tpu_like(rows), "eqx.filter_jit (yours)")
+    d.paths["jax.jit on the partitioned state"] = ""  # offered, not timed
+    assert d.reference() == "jaxperf.cached_filter_jit"
+    assert d.waiting().set_index("variant").loc["eqx.filter_jit (yours)", "verdict"] == "waits for each call"
+    alone = _diagnosis(_tpu_like({"eqx.filter_jit (yours)": (1.0, -6.0)}), "eqx.filter_jit (yours)")
+    assert alone.reference() == "" and set(alone.waiting()["verdict"]) == {"not judged"}
+    assert any("no path known to run ahead" in line for line in alone.headline())
+
+
+def test_a_host_bound_path_beside_a_device_bound_reference_is_not_called_waiting():
+    """eqx.filter_pmap with more host than device time: its enqueue is most of its call, yet its
+    calls return before the device is done: not judged, and said why."""
+    d = _diagnosis(
+        _tpu_like({"eqx.filter_pmap (yours)": (4.7, 2.1), "jax.pmap on the partitioned state": (1.1, 2.1)}),
+        "eqx.filter_pmap (yours)",
+    )
+    assert d.waiting().set_index("variant").loc["eqx.filter_pmap (yours)", "verdict"] == "not judged"
+    assert any("your path's host time exceeds the device's" in line for line in d.headline())
+    assert "host-bound" in d.headline()[0]
+
+
 # ---------------------------------------------------- on a TPU (issue 49 item 5): caps, retraces
 
 
@@ -659,7 +756,7 @@ def test_compiles_are_not_counted_against_the_cap(seed):
     assert json.loads(result.to_json())["compile_seconds"] > 0
 
 
-def _loop_ints(static_argnames: bool, returned: bool):
+def _loop_ints(static_argnames: bool, returned: bool, value=2):
     """A jax.jit step with an int it takes as static, as a step counter, and a weight it carries."""
     import functools
 
@@ -670,18 +767,29 @@ def _loop_ints(static_argnames: bool, returned: bool):
     jitted = (
         functools.partial(jax.jit, static_argnames="count")(step) if static_argnames else eqx.filter_jit(step)
     )
-    return jitted, (jnp.ones(3), jnp.ones(3), 2)
+    return jitted, (jnp.ones(3), jnp.ones(3), value)
 
 
-def test_a_static_int_the_loop_changes_is_named_before_the_timings():
+def test_a_static_int_the_loop_changes_is_named_as_retracing():
     """The loop's own counter (not returned by the step): replaying the step's outputs never sees
-    it change, so each static Python scalar is called once with another value."""
+    it change, so each static Python scalar is called once with another value; an int (a step
+    count's form) compiling again is the verdict, and nothing is timed."""
     step, args = _loop_ints(static_argnames=False, returned=False)
     result = diagnose(step, *args, carry={0: 0}, **FAST)
-    assert result.retrace is None and result.static["argument"] == 2 and result.static["name"] == "count"
+    assert result.retrace and result.retrace["argument"] == 2 and result.retrace["name"] == "count"
+    assert result.static is None and not result.timed
+    first = result.headline()[0]
+    assert "compiles again on every call" in first and "argument 2 (count)" in first
+    assert "jnp.asarray(count)" in first and "Start-up" not in first
+
+
+def test_a_static_float_is_named_before_the_timings():
+    """A float (a learning rate: the same value every call, or a schedule) is named, then timed."""
+    step, args = _loop_ints(static_argnames=False, returned=False, value=0.5)
+    result = diagnose(step, *args, carry={0: 0}, **FAST)
+    assert result.retrace is None and result.static["argument"] == 2 and result.timed
     first = result.headline()[0]
     assert "argument 2 (count)" in first and "every call compiles" in first and "jnp.asarray(count)" in first
-    assert result.timed  # the rest is diagnosed as the loop calls it
 
 
 def test_a_static_argname_the_step_returns_as_an_array_is_named_as_retracing():

@@ -1,6 +1,7 @@
 """The README's install lines work as written: run in a fresh clone of this repository, each
 in a clean venv whose ``pip`` is the one on PATH, then the fixes import (issue 29: the line
-used to name an ``<owner>`` placeholder and a ``./jaxperf`` path that fails inside the clone)."""
+used to name an ``<owner>`` placeholder and a ``./jaxperf`` path that fails inside the clone),
+and the tools start where pandas came with the line, else name the extra that brings it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,27 @@ def test_the_install_lines_name_no_placeholder():
     lines = install_lines((PROJECT_ROOT / "README.md").read_text())
     assert lines and all(line.startswith("pip install ") for line in lines)
     assert not any(re.search(r"<[a-z_-]+>", line) for line in lines)
+
+
+def test_without_pandas_the_tools_name_the_extra_that_brings_it_and_no_notebook(monkeypatch, capsys):
+    """``pip install .`` brings the fixes alone; the tools say which extra to add, and that extra
+    brings their tables (pandas), not the study's JupyterLab or papermill (issue 54 item 5)."""
+    import importlib.util
+
+    from jaxperf import __main__ as tools
+
+    extras = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert [re.split(r"[<>=\[ ]", r)[0] for r in extras["tools"]] == ["pandas"]
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pandas" else find_spec(name, *a)
+    )
+    for command in ("diagnose", "loops"):
+        assert tools.main([command, "pkg.mod:make"]) == 2
+        assert (
+            capsys.readouterr().err.strip()
+            == f"jaxperf {command}: needs pandas: pip install 'jaxperf[tools]'"
+        )
 
 
 def _git(*args: str, cwd: Path) -> None:
@@ -66,4 +89,12 @@ def test_each_install_line_works_from_a_fresh_clone(tmp_path):
             timeout=300,
         )
         assert check.returncode == 0 and check.stdout.strip() == "jaxperf.fixes._jit", check.stderr[-1500:]
+        pandas = subprocess.run([python, "-c", "import pandas"], capture_output=True).returncode == 0
+        assert pandas or "[tools]" not in line, f"{line!r} did not bring pandas"
+        tools = subprocess.run(
+            [python, "-m", "jaxperf", "diagnose", "--help"], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert (tools.returncode, "jaxperf[tools]" in tools.stderr) == (
+            (0, False) if pandas else (2, True)
+        ), line
         subprocess.run([python, "-m", "pip", "uninstall", "-y", "-q", "jaxperf"], check=True, timeout=300)

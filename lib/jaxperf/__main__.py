@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 #: command -> module with ``main(argv) -> int``
@@ -26,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         return 0
+    if importlib.util.find_spec("pandas") is None:  # the tools' tables (the fixes need none)
+        print(f"jaxperf {argv[0]}: needs pandas: pip install 'jaxperf[tools]'", file=sys.stderr)
+        return 2
     return int(importlib.import_module(COMMANDS[argv[0]]).main(argv[1:]))
 
 

@@ -75,9 +75,7 @@ def diagnose(
     try:
         import pandas  # noqa: F401 -- the timings are a DataFrame
     except ImportError as err:
-        raise ImportError(
-            "jaxperf.diagnosis.diagnose needs pandas (and matplotlib for its figure): pip install 'jaxperf[study]'"
-        ) from err
+        raise ImportError("jaxperf.diagnosis.diagnose needs pandas: pip install 'jaxperf[tools]'") from err
     from .. import timing
     from ..errors import bad_value, check_int
     from . import engine

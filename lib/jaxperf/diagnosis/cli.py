@@ -53,14 +53,8 @@ def parser() -> argparse.ArgumentParser:
     )
     add = p.add_argument
     add("factory", help="package.module:function returning {'step': ..., 'args': (...)} (see README)")
-    add(
-        "--arg",
-        action="append",
-        type=_kwarg,
-        default=[],
-        metavar="NAME=VALUE",
-        help="factory keyword (repeatable)",
-    )
+    keyword = "factory keyword (repeatable)"
+    add("--arg", action="append", type=_kwarg, default=[], metavar="NAME=VALUE", help=keyword)
     carries = "outputs your loop passes on (default: the factory's, else auto)"
     add("--carry", type=_carry, metavar="auto|none|ARG=OUT,...", help=carries)
     add("--backend", default="auto", help="auto | cpu | gpu | tpu (default: auto)")

@@ -23,15 +23,6 @@ from .nnx_paths import BUILDERS as NNX_BUILDERS
 from .nnx_paths import leading_nodes
 from .paths import BUILDERS, NO_BATCH, NotApplicable, Path, Spread, put_batch, reader, snippet
 
-#: what a diagnosis measures per call, by column of :func:`jaxperf.timing.compare`
-MEASURES = {
-    "loop_it_per_s": "it/s in your loop (calls that block once at the end)",
-    "it_per_s": "it/s with each call blocked",
-    "cpu_s_per_call": "host CPU per call (the dispatching thread)",
-    "dispatch_s_per_call": "time to enqueue a call",
-    "wall_s_per_call": "time per blocked call",
-}
-
 
 class Compiles:
     """Programs JAX compiled (or found in its persistent cache) here, and the seconds it spent
@@ -291,10 +282,9 @@ def _signature(tree: Any) -> list[tuple[str, str]]:
 def retraces(
     step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches, calls: int = 4
 ) -> dict[str, Any] | None:
-    """None, or how the reader's loop compiles again call after call (its last two calls each
-    compile: a one-time recompile, as when the carried state comes back placed otherwise, is
-    not a retrace; or it cannot call its step again on what the step returned):
-    {compiles, calls, ms_per_call, argument, name, path, before, after[, cannot]}."""
+    """None, or how the reader's loop compiles call after call (its last two calls each compile: a
+    one-time recompile, of state come back placed otherwise, is not one; or it cannot call its step
+    on what it returned): {compiles, calls, ms_per_call, argument, name, path, before, after[, cannot]}."""
     Compiles.start()
     probe = reader(step, args, carry, batch_at)
     seen, counts, elapsed, cannot = [], list[int](), list[float](), None
@@ -331,9 +321,9 @@ def retraces(
 def static_scalars(
     step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | None, batches: Batches
 ) -> Any:
-    """{argument, name, ms} of the first Python scalar argument (not carried: a replay sees those)
-    a new value of which compiles the step again (a loop that changes it, as a step count or a
-    schedule, compiles every call, which a replay of the loop's own outputs cannot see), or None."""
+    """{argument, name, ms, before, after, int} of the first Python scalar argument (not carried: a
+    replay sees those) a new value of which compiles the step again (a loop that changes it, as a
+    step count or a schedule, compiles every call, which a replay of its outputs cannot see), or None."""
     for i, value in enumerate(args):
         if i in carry or i == batch_at or type(value) not in (bool, int, float):
             continue
@@ -344,7 +334,8 @@ def static_scalars(
             sync(probe.call(batches()))
         if Compiles.count > before:
             names = carry_mod.parameter_names(step.raw) + [None] * len(args)
-            return {"argument": i, "name": names[i], "ms": 1e3 * (time.perf_counter() - start)}
+            ms, whole = 1e3 * (time.perf_counter() - start), type(value) is int
+            return {"argument": i, "name": names[i], "ms": ms, "before": value, "after": new, "int": whole}
     return None
 
 
@@ -409,7 +400,8 @@ def run(
             "loader": batches.given,
             "retrace": retraces(step, args, carry, batch_at, batches),
         }
-        found["static"] = None if found["retrace"] else static_scalars(step, args, carry, batch_at, batches)
+        static = None if found["retrace"] else static_scalars(step, args, carry, batch_at, batches)
+        found["retrace" if static and static["int"] else "static"] = static  # an int: a step count's form
         if found["retrace"]:  # every path would time compiles: the verdict is the retrace
             columns = ["variant", "repeat", "calls", "stopped_by", "rel_iqr"]
             found.update(problems={}, failed={}, unchecked=[], timings=pd.DataFrame(columns=columns))

@@ -1,5 +1,5 @@
 """What :func:`jaxperf.diagnosis.diagnose` returns: :class:`Diagnosis`, the raw interleaved timings and
-what derives from them (ratios with verdicts, host CPU and wait per call, paths not timed).
+what derives from them (ratios with verdicts, host time and wait per call, paths not timed).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from .. import runs_ahead
+from .. import runs_ahead, timing
 from ..errors import check_choice
 from . import verdicts as v
 
@@ -62,22 +62,41 @@ class Diagnosis:
         return v.ratios(self.timings, self.reader, self.precision, value)
 
     def per_call(self) -> pd.DataFrame:
-        empty = pd.DataFrame(columns=["variant", "host_ms", "wait_ms"])
-        return v.per_call(self.timings) if self.timed else empty
+        """:func:`~jaxperf.diagnosis.verdicts.per_call`; where the host's time is the wall time while
+        enqueuing (a coarse CPU clock), the device's time in a path that waits is moved to its wait."""
+        if not self.timed:
+            return pd.DataFrame(columns=["variant", "host_ms", "wait_ms"])
+        table = v.per_call(self.timings)
+        found = self.waiting()
+        waits = table["variant"].isin(found.loc[found["verdict"] == runs_ahead.WAITS, "variant"])
+        if waits.any() and timing.coarse_clock(self.timings):
+            device = table.loc[~waits, ["wait_ms", "loop_ms"]].clip(lower=0).min().min()
+            for end in ("", "_q25", "_q75"):
+                table.loc[waits, "host_ms" + end] -= device
+                table.loc[waits, "wait_ms" + end] += device
+        return table
+
+    def device_ms(self) -> float:
+        """The step's device time per call, at most any path's wait or pipelined loop (one program)."""
+        return float(self.per_call()[["wait_ms", "loop_ms"]].clip(lower=0).min().min())
 
     def where(self) -> str:
-        """The backend, its devices and the package versions."""
         env = self.environment
         versions = ", ".join(f"{k} {val}" for k, val in env.get("packages", {}).items())
         return f"{env.get('backend')}: {env.get('device_count')} x {env.get('device_kind')}; {versions}"
 
+    def reference(self) -> str:
+        """The timed path the runs-ahead verdicts take as running ahead: jax.jit on the partitioned state,
+        else a jaxperf drop-in, else a jax.jit or jaxperf reader's own ("" where none was timed)."""
+        ahead = [p for p in self.paths if "partitioned" in p or "split" in p]
+        ahead += [p for p in self.paths if p.startswith("jaxperf.")]
+        ahead += [self.reader] * self.kind.startswith(("jax.jit", "jax.pmap", "jaxperf."))
+        return next((p for p in ahead if p in set(self.timings["variant"])), "")
+
     def waiting(self) -> pd.DataFrame:
         if not self.timed:
             return pd.DataFrame(columns=WAITS)
-        reference = next((p for p in self.paths if "partitioned" in p or "split" in p), self.reader)
-        if reference not in set(self.timings["variant"]):
-            reference = self.reader
-        return runs_ahead.verdicts(self.timings, reference)  # reference: a path known to run ahead
+        return runs_ahead.verdicts(self.timings, self.reference())
 
     def table(self) -> pd.DataFrame:
         """One row per timed path: it/s, ratios to the reader's (in the loop, blocked), host, wait."""
@@ -93,7 +112,7 @@ class Diagnosis:
                     "it/s in your loop": 1e3 / per_call.loc[name, "loop_ms"],
                     "x yours, in your loop": "1" if mine else v.ratio_text(loop.loc[name]),
                     "x yours, each call blocked": "1" if mine else v.ratio_text(blocked.loc[name]),
-                    "host CPU ms per call": per_call.loc[name, "host_ms"],
+                    "host ms per call": per_call.loc[name, "host_ms"],
                     "wait ms per call": max(per_call.loc[name, "wait_ms"], 0.0),
                     "waits for each call": waits.loc[name, "verdict"],
                 }
@@ -105,15 +124,12 @@ class Diagnosis:
         return table.set_index("path").loc[order].reset_index()
 
     def dispatch_limit(self) -> float:
-        """The most any dispatch path could give the reader's loop: the least of loop/device and
-        1 + host/device (all host work removed); inf for a host-bound loop, or where the
-        step is too short for its device time to be told."""
+        """The most any dispatch path could give the reader's loop: the least of loop/device and 1 +
+        host/device (all host work removed); inf where host-bound or run-ahead is not judged."""
         if not self.timed:
             return float("inf")
-        per_call = self.per_call().set_index("variant")
-        device_ms = float(per_call["wait_ms"].clip(lower=0).min())
-        mine = per_call.loc[self.reader]
-        judged = self.waiting().set_index("variant").loc[self.reader, "verdict"] != "not judged"
+        device_ms, mine = self.device_ms(), self.per_call().set_index("variant").loc[self.reader]
+        judged = self.waiting().set_index("variant").loc[self.reader, "verdict"] != runs_ahead.NOT_JUDGED
         if mine["host_ms"] > device_ms or device_ms < 1.0 or not judged:
             return float("inf")
         return float(min(mine["loop_ms"], device_ms + mine["host_ms"]) / device_ms)
@@ -140,17 +156,23 @@ class Diagnosis:
         if self.retrace:
             r = self.retrace
             where = f"argument {r.get('argument')}" + (f" ({r['name']})" if r.get("name") else "")
-            lines = [
-                f"Your step compiles again on every call: {r['compiles']} compiles in {r['calls']} calls "
-                f"of your loop, about {r['ms_per_call']:.3g} ms per call, most of it compiling."
-            ]
+            if r.get("int"):  # a Python int the step takes as static, not returned: the loop's counter
+                return [f"Your step compiles again on every call that passes {where} a new value: it "
+                        f"takes this Python int as static ({r['before']} then {r['after']}: {r['ms']:.3g} ms, "
+                        "compiling), as a loop that counts steps in it does. Pass it as an array (jnp.asarray("
+                        f"{r['name'] or '...'})), or close over it if it never changes; then diagnose again: "
+                        "nothing else was timed."]  # fmt: skip
             if r.get("cannot"):  # a static argument the step returns as an array
-                lines = [
+                return [
                     f"Your step compiles again for every new value of {where}, a static argument, and "
                     f"returns it as an array, which JAX refuses as a static argument ({r['cannot']}): "
                     "your loop cannot pass it back. Pass it as a traced array; nothing else was timed."
                 ]
-            elif "argument" in r:
+            lines = [
+                f"Your step compiles again on every call: {r['compiles']} compiles in {r['calls']} calls "
+                f"of your loop, about {r['ms_per_call']:.3g} ms per call, most of it compiling."
+            ]
+            if "argument" in r:
                 lines.append(
                     f"What changes: {where}{r.get('path') or ''}, {r.get('before')} then {r.get('after')}. "
                     "Keep it fixed from call to call (a traced array, or out of what the step returns); "
@@ -165,17 +187,25 @@ class Diagnosis:
                       f"Pass it as an array (jnp.asarray({a.get('name') or '...'})) instead."]  # fmt: skip
         if not self.timed:
             return [*static, "Nothing was timed."]
-        per_call = self.per_call().set_index("variant")
-        waits = self.waiting().set_index("variant").loc[self.reader, "verdict"]
-        device_ms = float(per_call["wait_ms"].clip(lower=0).min())
-        mine = per_call.loc[self.reader]
-        lines = [*static, f"Your loop is {v.bound(mine, device_ms)} (the shortest wait of any path)."]
-        if waits == "waits for each call":
+        table = self.waiting().set_index("variant")
+        waits, device_ms = table.loc[self.reader, "verdict"], self.device_ms()
+        mine = self.per_call().set_index("variant").loc[self.reader]
+        lines = [*static, f"Your loop is {v.bound(mine, device_ms)} (the shortest wait or loop of any path)."]
+        if waits == runs_ahead.WAITS:
             lines.append("Each call waits for its result before returning, so the host cannot run ahead.")
-        elif waits == "not judged":
-            lines.append(
-                "Whether calls run ahead is not judged: the step's device time is too short to tell."
-            )
+        elif waits == runs_ahead.NOT_JUDGED:
+            name, why = self.reference(), "your path's host time exceeds the device's, so its enqueue takes "
+            why += "most of its blocked time whether or not it waits"
+            ref = table.loc[name] if name else None
+            if ref is None:
+                why = "no path known to run ahead (jax.jit on the partitioned state, jaxperf's) was timed"
+            elif ref["verdict"] == runs_ahead.NOT_JUDGED:  # the threshold, and what was measured
+                why = (f"the step's device time is too short to tell; that needs {name}, "
+                       f"which runs ahead, to enqueue in under {runs_ahead.BOUNDARY:g} of its blocked time "
+                       "in 3 rounds of 4 (more device than host time); it measured "
+                       f"{ref['ratio_q75']:.2f} (upper quartile), {ref['enqueue_ms_per_call']:.3g} of "
+                       f"{ref['blocked_ms_per_call']:.3g} ms per call")  # fmt: skip
+            lines.append(f"Whether calls run ahead is not judged: {why}.")
         best = self.best()
         beyond = self.beyond_dispatch()
         if beyond:
@@ -202,7 +232,7 @@ class Diagnosis:
             f"{best['q75']:.2f}] in your loop ({self.paths[best['variant']]})."
         )
         if mine["host_ms"] <= device_ms:  # device-bound, and still a faster path: say why both hold
-            host = f"{mine['host_ms']:.3g} ms of host CPU per call"
+            host = f"{mine['host_ms']:.3g} ms of host time per call"
             if waits == "waits for each call":
                 why = f"your calls wait for their results, so the {host} add to the device's time"
             elif self.environment.get("backend") == "cpu":
@@ -225,34 +255,18 @@ class Diagnosis:
 
     def summary(self) -> dict[str, Any]:
         """Everything :meth:`markdown` states, as JSON-ready data."""
-        return {
-            "kind": self.kind,
-            "reader": self.reader,
-            "array_leaves_per_call": self.leaves,
-            "donate": self.donate,
-            "carry": {str(k): val for k, val in self.carry.items()},
-            "batch_at": self.batch_at,
-            "loader": self.loader,
-            "precision": self.precision,
-            **self.rounds(),
-            "seconds": round(self.seconds, 1),
-            "environment": self.environment,
-            "headline": self.headline(),
-            "per_call_ms": self.per_call().to_dict(orient="records"),
-            "ratios_in_your_loop": self.ratios(PIPELINED).to_dict(orient="records"),
-            "ratios_blocked": self.ratios(BLOCKED).to_dict(orient="records"),
-            "waits": self.waiting()[WAITS].to_dict(orient="records"),
-            "paths": self.paths,
-            "snippets": self.snippets,
-            "not_offered": self.skipped,
-            "differs": self.problems,
-            "failed": self.failed,
-            "retrace": self.retrace,
-            "static": self.static,
-            "not_checked": self.unchecked,
-            "compile_seconds": round(self.compile_seconds, 1),
-            "printed": self.printed,
-        }
+        records = lambda frame: frame.to_dict(orient="records")  # noqa: E731
+        return (
+            dict(kind=self.kind, reader=self.reader, array_leaves_per_call=self.leaves, donate=self.donate)
+            | dict(carry={str(k): val for k, val in self.carry.items()}, batch_at=self.batch_at)
+            | dict(loader=self.loader, precision=self.precision, **self.rounds())
+            | dict(seconds=round(self.seconds, 1), environment=self.environment, headline=self.headline())
+            | dict(per_call_ms=records(self.per_call()), ratios_in_your_loop=records(self.ratios(PIPELINED)))
+            | dict(ratios_blocked=records(self.ratios(BLOCKED)), waits=records(self.waiting()[WAITS]))
+            | dict(paths=self.paths, snippets=self.snippets, not_offered=self.skipped, differs=self.problems)
+            | dict(failed=self.failed, retrace=self.retrace, static=self.static, not_checked=self.unchecked)
+            | dict(compile_seconds=round(self.compile_seconds, 1), printed=self.printed)
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.summary(), indent=2, default=str)
@@ -269,7 +283,7 @@ class Diagnosis:
             lines += ["", "```python", code, "```"]
         if self.timed:
             table = self.table()
-            for col in ("it/s in your loop", "host CPU ms per call", "wait ms per call"):
+            for col in ("it/s in your loop", "host ms per call", "wait ms per call"):
                 table[col] = table[col].map(lambda x: f"{x:,.0f}" if x >= 1000 else f"{x:.3g}")
             lines += ["", md.table(table)]
         for title, notes in (
@@ -290,11 +304,14 @@ class Diagnosis:
         loop = "your loader feeding each call" if self.loader else "the same batch each call"
         if r["rounds"]:
             spread = "" if r["rel_iqr"] is None else f"widest ratio +-{100 * r['rel_iqr']:.1f}%, "
+            host = "the dispatching thread's CPU time per blocked call"
+            if timing.coarse_clock(self.timings):  # a TPU host's thread CPU clock moves in 10 ms steps
+                host = "the wall time while enqueuing (a coarse CPU clock), less the device's if it waits"
             lines += [
                 "",
                 f"Measured: {r['rounds']} interleaved rounds of {r['calls_per_round']} calls per path, "
-                f"state passed from call to call, {loop}, donation {self.donate}; ratios are medians of "
-                f"per-round pairs [quartiles]; stopped by {r['stopped_by']} ({spread}"
+                f"state passed from call to call, {loop}, donation {self.donate}; host time: {host}; ratios "
+                f"are medians of per-round pairs [quartiles]; stopped by {r['stopped_by']} ({spread}"
                 f"target +-{100 * self.precision:.0f}%) after {self.seconds:.0f} s in all"
                 f" ({self.compile_seconds:.0f} s of it compiling, not counted against the cap).",
             ]

@@ -48,10 +48,8 @@ def ratios(timings: pd.DataFrame, reference: str, precision: float, value: str) 
 
 def per_call(timings: pd.DataFrame) -> pd.DataFrame:
     """Per variant, medians and quartiles in ms per call: the host's time (``host_ms``,
-    :func:`jaxperf.timing.host_column`: the dispatching thread's CPU per blocked call, or the wall
-    time while enqueuing where that clock is too coarse), blocked wall (``blocked_ms``), enqueue
-    (``enqueue_ms``), the wait after the host's work (``wait_ms`` = blocked wall - host, per
-    round), and pipelined ``loop_ms``."""
+    :func:`jaxperf.timing.host_column`), blocked wall (``blocked_ms``), enqueue (``enqueue_ms``), the
+    wait (``wait_ms`` = blocked wall - host, per round), and pipelined ``loop_ms``."""
     host = timings[timing.host_column(timings, blocked=True)]
     data = timings.assign(
         host_ms=1e3 * host,
@@ -71,10 +69,9 @@ def per_call(timings: pd.DataFrame) -> pd.DataFrame:
 
 
 def bound(row: dict[str, Any] | pd.Series, device_ms: float) -> str:
-    """Where a path's time per blocked call goes: host-bound when its host CPU exceeds
-    ``device_ms``, the step's device time per call (estimated by the shortest wait of any path,
-    as every path runs the same program)."""
+    """Where a path's time per blocked call goes: host-bound when its host time exceeds
+    ``device_ms``, the step's device time per call."""
     host = row["host_ms"]
     kind = "host-bound" if host > device_ms else "device-bound"
     device = f"about {device_ms:.3g} ms" if device_ms >= 0.01 else "less than 0.01 ms"
-    return f"{kind}: {host:.3g} ms of host CPU per call against {device} of device time"
+    return f"{kind}: {host:.3g} ms of host time per call against {device} of device time"
