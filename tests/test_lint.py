@@ -63,7 +63,7 @@ def _locked() -> dict[str, str]:
     return {canonicalize_name(name): version for name, version in (line.split("==") for line in lines)}
 
 
-@pytest.mark.parametrize("extra", ["", "study", "dev", "triton", "tpu"])
+@pytest.mark.parametrize("extra", ["", "tools", "study", "dev", "triton", "tpu"])
 def test_the_lock_pins_every_requirement_within_its_range(extra):
     project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]
     wanted = project["optional-dependencies"][extra] if extra else project["dependencies"]

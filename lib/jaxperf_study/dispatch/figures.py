@@ -56,13 +56,13 @@ def plot_per_leaf(
     extra: tuple[str, ...] = (),
     panels: dict[str, list[str]] | None = None,
     fit_cells: dict[str, Any] | None = None,
-    claim: str = "Equinox's wrappers cost host CPU per call in proportion to the array leaves",
+    claim: str = "Equinox's wrappers cost host time per call in proportion to the array leaves",
     xlabel: str = "array leaves in the arguments",
     own: bool = False,
     labels: dict[str, str] | None = None,
 ) -> tuple[plt.Figure, pd.DataFrame]:
-    """Extra host CPU per blocked call over the family's partitioned path (``own``: each path's
-    own host CPU per call, on log axes), vs array leaves, on the cells of the fit (default the
+    """Extra host time per call over the family's partitioned path (``own``: each path's
+    own host time per call, on log axes), vs array leaves, on the cells of the fit (default the
     undonated no-op MLPs): medians and IQR per cell, the fitted line dashed. ``panels``: title
     -> methods, stacked over one y scale; by default one panel per path, each on its own y
     scale (a path costing 1 ms would lie flat on the 25 ms scale of ``eqx.filter_pmap``), the
@@ -106,7 +106,7 @@ def plot_per_leaf(
             ax.axhline(0, color="0.6", lw=0.8)
         _leaves_axis(ax, pd.concat(data)["leaves"] if data else timings["leaves"], log=own)
         ax.set_title(title, fontsize=pt(fig), loc="left")
-        measure = ("host CPU" if own else "extra host CPU") + ", ms per call"
+        measure = ("host time" if own else "extra host time") + ", ms per call"
         if len(methods) == 1 and len(panels) > 1 and not own:  # its own scale: the label names the path
             measure = f"{_label(methods[0]).split('.')[-1]}:\n{measure}"
         else:
@@ -126,7 +126,7 @@ def plot_per_leaf(
 
 @plots.draws
 def plot_accounting(table: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
-    """Per model: the parts of one call's extra host CPU as shares of the gap, stacked with the
+    """Per model: the parts of one call's extra host time as shares of the gap, stacked with the
     unexplained rest to 100% (shares of means over one set of typical rounds: they add up)."""
     parts = [*accounting.PARTS, "unexplained"]
     models = list(dict.fromkeys(table["model"]))
@@ -145,7 +145,7 @@ def plot_accounting(table: pd.DataFrame) -> tuple[plt.Figure, pd.DataFrame]:
     ax.set_xlabel("share of the gap (filter_pmap - jax.pmap on params), %", fontsize=pt(fig))
     ax.legend(fontsize=pt(fig) - 1, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.tick_params(labelsize=pt(fig))
-    ax.set_title("Where eqx.filter_pmap's extra host CPU per call goes", fontsize=pt(fig))
+    ax.set_title("Where eqx.filter_pmap's extra host time per call goes", fontsize=pt(fig))
     fig.tight_layout()
     return fig, table
 
@@ -258,7 +258,7 @@ def plot_filter_pmap_ratio(timings: pd.DataFrame, analogue: bool) -> tuple[plt.F
 @plots.draws
 def plot_diagnosis(diagnosis: Any) -> tuple[Any, pd.DataFrame]:
     """(figure, data) of a diagnosis: it/s per path in the reader's loop (median, IQR), and where
-    each path's time per blocked call goes (host CPU, waiting); the footer is ``study.figure``'s."""
+    each path's time per blocked call goes (host time, waiting); the footer is ``study.figure``'s."""
     if not diagnosis.timed:  # a step that retraces, say: the headline is the whole answer
         fig, ax = plt.subplots(figsize=(6, 1.2))
         ax.axis("off")
@@ -277,7 +277,7 @@ def plot_diagnosis(diagnosis: Any) -> tuple[Any, pd.DataFrame]:
     left.set_yticks(y, list(table["path"]), fontsize=size)
     left.set_xlabel("it/s in your loop (median, IQR)", fontsize=size)
     host, wait = per_call["host_ms"].to_numpy(), np.clip(per_call["wait_ms"].to_numpy(), 0, None)
-    right.barh(y, host, height=0.6, color="0.35", label="host CPU")
+    right.barh(y, host, height=0.6, color="0.35", label="host time")
     right.barh(y, wait, left=host, height=0.6, color="0.75", label="waiting for the device")
     right.set_xlabel("ms per blocked call (medians)", fontsize=size)
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False, fontsize=size)
