@@ -2,10 +2,10 @@
 
 A call's key holds all a trace can observe of its inputs (:func:`split`). A trace's output
 structure and non-array outputs travel as a :class:`Record` in the compiled function's own
-outputs. Each part of an output (a Module in its tuples and namedtuples, as optax's states) made
-only of Modules, tuples, None and lists keeps its leaves beside it (weakly): passed back in
-unchanged, as a training loop passes its state, it is not flattened again. Equal wrappers share
-their paths (:func:`shared`), which hold a Python function weakly and never an array or output.
+outputs. Each part of an output (a Module in its tuples, namedtuples, lists or dicts: optax's
+states) made only of Modules, tuples, None and lists keeps its leaves beside it (weakly): passed
+back in unchanged, as a training loop passes its state, it is not flattened again. Equal wrappers
+share their paths (:func:`shared`), which hold a Python function weakly, never an array or output.
 """
 
 from __future__ import annotations
@@ -103,13 +103,13 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
 _KNOWN: dict[int, tuple] = {}
 _ARRAY_IMPL: dict[str, type] = {}  # jax's concrete array type, found at the first call: no array at import
 QUICK = object()  # first item of a quick() key: never equal to a split() key
-_TUPLES: dict[type, bool] = {tuple: True}  # a type -> whether JAX flattens it into its items
+_NODES: dict[type, bool] = {tuple: True, list: True, dict: True}  # a type -> whether quick() reads into it
 
 
 def quick(parts: tuple) -> tuple[tuple | None, list]:
     """(key, array leaves) of a call, without a flatten, when each of its ``parts`` (as :func:`split`
-    reads them) is a JAX array, None, ``{}``, a kept output (its token stands for its whole
-    structure) or a tuple or namedtuple of those; key None otherwise. Never a split() key: a cache
+    reads them) is a JAX array, None, a kept output (its token stands for its whole structure) or
+    a tuple, namedtuple, list or dict of those; key None otherwise. Never a split() key: a cache
     keeps an entry under both."""
     key: list[Any] = [QUICK]
     dynamic: list[Any] = []
@@ -126,11 +126,11 @@ def quick(parts: tuple) -> tuple[tuple | None, list]:
         elif (known := _kept(part)) is not None:
             key.append(known[3])
             dynamic += known[4]
-        elif part is None or (kind is dict and not part):
-            key.append(kind)
-        elif _is_tuple(part):  # then its items: the key reads one way only
-            key.append((kind, len(part)))
-            todo += reversed(part)
+        elif part is None:
+            key.append(None)
+        elif len(key) < 1 << 16 and (node := _children(part)) is not None:  # else a list in itself
+            key.append((kind, node[1], len(node[0])))  # then its children: the key reads one way only
+            todo += reversed(node[0])
         else:
             return None, dynamic
     key.append(_trace_context())
@@ -144,20 +144,21 @@ def _kept(part: Any) -> tuple | None:
     return None if known[2] and _changed(known[2]) else known
 
 
-def _is_tuple(part: Any) -> bool:
-    """Whether JAX flattens ``part`` into its items: a tuple, a namedtuple (whose node data is its
-    type, where a registered tuple type's is what its own flatten gives)."""
-    if (flag := _TUPLES.get(kind := type(part))) is None:
+def _children(part: Any) -> tuple | None:
+    """(children, node data) of a tuple, list, dict or namedtuple (whose node data is its type; a
+    registered tuple type's is what its own flatten gives), as JAX flattens it; None for others."""
+    if (flag := _NODES.get(kind := type(part))) is None:
         flag = hasattr(kind, "_fields") and isinstance(part, tuple)
-        flag = _TUPLES[kind] = flag and jtu.default_registry.flatten_one_level(part)[1] is kind
-    return flag
+        flag = _NODES[kind] = flag and jtu.default_registry.flatten_one_level(part)[1] is kind
+    return jtu.default_registry.flatten_one_level(part) if flag else None
 
 
 def _parts(node: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
-    """(path of indices, part) of each item of ``node``'s tuples (:func:`_is_tuple`), in flatten order."""
-    if not _is_tuple(node):
+    """(path of keys, part) of each child of ``node``'s containers (:func:`_children`), in flatten order."""
+    if (found := _children(node)) is None:
         return [(path, node)]
-    return [found for i, item in enumerate(node) for found in _parts(item, (*path, i))]
+    names = found[1] if type(node) is dict else range(len(found[0]))
+    return [part for name, child in zip(names, found[0]) for part in _parts(child, (*path, name))]
 
 
 def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
