@@ -91,8 +91,7 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
     if floats:  # -0.0 == 0.0: a float's repr tells them apart
         rest = tuple((type(x), repr(x)) if type(x) in (float, complex) else x for x in rest)
     try:
-        # The aval is all a trace sees, and JAX interns it: the cheapest key per leaf.
-        avals = tuple(map(_aval, dynamic))
+        avals = tuple(map(_aval, dynamic))  # all a trace sees, interned by JAX: the cheapest key per leaf
     except AttributeError:
         avals = tuple(x.aval if hasattr(x, "aval") else _unstaged_type(x) for x in dynamic)
     return (tuple(treedefs), types, rest, avals, _trace_context()), dynamic, (leaves, flags)
@@ -108,9 +107,8 @@ _NODES: dict[type, bool] = {tuple: True, list: True, dict: True}  # a type -> wh
 
 def quick(parts: tuple) -> tuple[tuple | None, list]:
     """(key, array leaves) of a call, without a flatten, when each of its ``parts`` (as :func:`split`
-    reads them) is a JAX array, None, a kept output (its token stands for its whole structure) or
-    a tuple, namedtuple, list or dict of those; key None otherwise. Never a split() key: a cache
-    keeps an entry under both."""
+    reads them) is a JAX array, None, a kept output (its token stands for its whole structure) or a
+    tuple, namedtuple, list or dict of those; else key None. Never a split() key (a cache keeps both)."""
     key: list[Any] = [QUICK]
     dynamic: list[Any] = []
     if (array := _ARRAY_IMPL.get("")) is None:  # outside any trace: inside one, jnp.zeros is a tracer
@@ -123,14 +121,14 @@ def quick(parts: tuple) -> tuple[tuple | None, list]:
         if kind is array:
             key.append(part.aval)
             dynamic.append(part)
-        elif (known := _kept(part)) is not None:
-            key.append(known[3])
-            dynamic += known[4]
         elif part is None:
             key.append(None)
         elif len(key) < 1 << 16 and (node := _children(part)) is not None:  # else a list in itself
             key.append((kind, node[1], len(node[0])))  # then its children: the key reads one way only
             todo += reversed(node[0])
+        elif (known := _kept(part)) is not None:  # never a container: none has a weak reference
+            key.append(known[3])
+            dynamic += known[4]
         else:
             return None, dynamic
     key.append(_trace_context())
@@ -145,12 +143,14 @@ def _kept(part: Any) -> tuple | None:
 
 
 def _children(part: Any) -> tuple | None:
-    """(children, node data) of a tuple, list, dict or namedtuple (whose node data is its type; a
-    registered tuple type's is what its own flatten gives), as JAX flattens it; None for others."""
+    """(children, node data: a dict's keys, else its type) of a tuple, list, dict or namedtuple (a
+    registered tuple type's node data is what its own flatten gives), as JAX flattens it; else None."""
     if (flag := _NODES.get(kind := type(part))) is None:
         flag = hasattr(kind, "_fields") and isinstance(part, tuple)
         flag = _NODES[kind] = flag and jtu.default_registry.flatten_one_level(part)[1] is kind
-    return jtu.default_registry.flatten_one_level(part) if flag else None
+    if not flag:
+        return None
+    return jtu.default_registry.flatten_one_level(part) if kind is dict else (part, kind)
 
 
 def _parts(node: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
