@@ -2,10 +2,10 @@
 
 A call's key holds all a trace can observe of its inputs (:func:`split`). A trace's output
 structure and non-array outputs travel as a :class:`Record` in the compiled function's own
-outputs. An output made only of Modules, tuples, None and lists keeps its leaves beside it
-(weakly): passed back in unchanged, as a training loop passes its state, it is not flattened
-again. Equal wrappers share their paths (:func:`shared`), which hold a Python function
-weakly and never an array or output.
+outputs. Each part of an output (a Module in its tuples, namedtuples, lists or dicts: optax's
+states) made only of Modules, tuples, None and lists keeps its leaves beside it (weakly): passed
+back in unchanged, as a training loop passes its state, it is not flattened again. Equal wrappers
+share their paths (:func:`shared`), which hold a Python function weakly, never an array or output.
 """
 
 from __future__ import annotations
@@ -57,16 +57,6 @@ _aval = operator.attrgetter("aval")
 _flatten: Callable[[Any], tuple[list[Any], Any]] = jtu.default_registry.flatten
 
 
-def _plan(
-    kinds: tuple[type, ...], types: tuple[type, ...]
-) -> tuple[tuple[bool, ...], tuple[bool, ...], bool]:
-    if len(_PLANS) > 4096:  # bounded: one entry per input structure seen
-        _PLANS.clear()
-    flags = tuple(issubclass(kind, kinds) for kind in types)
-    plan = _PLANS[kinds, types] = (flags, tuple(not f for f in flags), float in types or complex in types)
-    return plan
-
-
 def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = None) -> tuple:
     """(cache key, array leaves, (leaves, array flags)) of ``tree``, whose item ``at`` holds the
     call's arguments (``kinds``: what counts as an array). The key is ``(treedefs, leaf types,
@@ -76,8 +66,7 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
     leaves: list[Any] = []
     treedefs = []
     for part in (*tree[:at], *tree[at], *tree[at + 1 :]):
-        known = _KNOWN.get(id(part))
-        if known is not None and known[0]() is part and not (known[2] and _changed(known[2])):
+        if (known := _kept(part)) is not None:
             leaves += list(map((known[5] + known[4]).__getitem__, known[6])) if known[5] else known[4]
             treedefs.append(known[1])
         else:
@@ -91,14 +80,18 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
                 token = split(((part,),))[0]
                 _remember(part, treedef, lists, token, arrays, tuple(part_leaves), range(len(part_leaves)))
     types = tuple(map(type, leaves))
-    flags, others, floats = _PLANS.get((kinds, types)) or _plan(kinds, types)
+    if (plan := _PLANS.get((kinds, types))) is None:
+        if len(_PLANS) > 4096:  # bounded: one entry per input structure seen
+            _PLANS.clear()
+        flags = tuple(issubclass(kind, kinds) for kind in types)
+        plan = _PLANS[kinds, types] = (flags, tuple(not f for f in flags), float in types or complex in types)
+    flags, others, floats = plan
     dynamic = list(itertools.compress(leaves, flags))
     rest = tuple(itertools.compress(leaves, others))
     if floats:  # -0.0 == 0.0: a float's repr tells them apart
         rest = tuple((type(x), repr(x)) if type(x) in (float, complex) else x for x in rest)
     try:
-        # The aval is all a trace sees, and JAX interns it: the cheapest key per leaf.
-        avals = tuple(map(_aval, dynamic))
+        avals = tuple(map(_aval, dynamic))  # all a trace sees, interned by JAX: the cheapest key per leaf
     except AttributeError:
         avals = tuple(x.aval if hasattr(x, "aval") else _unstaged_type(x) for x in dynamic)
     return (tuple(treedefs), types, rest, avals, _trace_context()), dynamic, (leaves, flags)
@@ -109,38 +102,63 @@ def split(tree: tuple, kinds: tuple = ARRAY_TYPES, at: int = 0, shapes: Any = No
 _KNOWN: dict[int, tuple] = {}
 _ARRAY_IMPL: dict[str, type] = {}  # jax's concrete array type, found at the first call: no array at import
 QUICK = object()  # first item of a quick() key: never equal to a split() key
+_NODES: dict[type, bool] = {tuple: True, list: True, dict: True}  # a type -> whether quick() reads into it
 
 
 def quick(parts: tuple) -> tuple[tuple | None, list]:
     """(key, array leaves) of a call, without a flatten, when each of its ``parts`` (as :func:`split`
-    reads them) is a JAX array, None, ``{}``, a tuple of None or a kept output (its token stands for
-    its whole structure); key None otherwise. Never a split() key: a cache keeps an entry under both."""
+    reads them) is a JAX array, None, a kept output (its token stands for its whole structure) or a
+    tuple, namedtuple, list or dict of those; else key None. Never a split() key (a cache keeps both)."""
     key: list[Any] = [QUICK]
     dynamic: list[Any] = []
     if (array := _ARRAY_IMPL.get("")) is None:  # outside any trace: inside one, jnp.zeros is a tracer
         with jax.ensure_compile_time_eval():
             array = _ARRAY_IMPL.setdefault("", type(jax.numpy.zeros(())))
-    get = _KNOWN.get
-    for part in parts:
+    todo = list(reversed(parts))
+    while todo:
+        part = todo.pop()
         kind = type(part)
         if kind is array:
             key.append(part.aval)
             dynamic.append(part)
-        elif (
-            (known := get(id(part))) is not None
-            and known[0]() is part
-            and not (known[2] and _changed(known[2]))
-        ):
+        elif part is None:
+            key.append(None)
+        elif len(key) < 1 << 16 and (node := _children(part)) is not None:  # else a list in itself
+            key.append((kind, node[1], len(node[0])))  # then its children: the key reads one way only
+            todo += reversed(node[0])
+        elif (known := _kept(part)) is not None:  # never a container: none has a weak reference
             key.append(known[3])
             dynamic += known[4]
-        elif part is None or (kind is dict and not part):
-            key.append(kind)
-        elif kind is tuple and part.count(None) == len(part):
-            key.append(len(part))
         else:
             return None, dynamic
     key.append(_trace_context())
     return tuple(key), dynamic
+
+
+def _kept(part: Any) -> tuple | None:
+    """What :data:`_KNOWN` holds of ``part`` (a drop-in's output, its lists unchanged), or None."""
+    if (known := _KNOWN.get(id(part))) is None or known[0]() is not part:
+        return None
+    return None if known[2] and _changed(known[2]) else known
+
+
+def _children(part: Any) -> tuple | None:
+    """(children, node data: a dict's keys, else its type) of a tuple, list, dict or namedtuple (a
+    registered tuple type's node data is what its own flatten gives), as JAX flattens it; else None."""
+    if (flag := _NODES.get(kind := type(part))) is None:
+        flag = hasattr(kind, "_fields") and isinstance(part, tuple)
+        flag = _NODES[kind] = flag and jtu.default_registry.flatten_one_level(part)[1] is kind
+    if not flag:
+        return None
+    return jtu.default_registry.flatten_one_level(part) if kind is dict else (part, kind)
+
+
+def _parts(node: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
+    """(path of keys, part) of each child of ``node``'s containers (:func:`_children`), in flatten order."""
+    if (found := _children(node)) is None:
+        return [(path, node)]
+    names = found[1] if type(node) is dict else range(len(found[0]))
+    return [part for name, child in zip(names, found[0]) for part in _parts(child, (*path, name))]
 
 
 def _lists(node: Any, path: tuple = ()) -> list[tuple] | None:
@@ -223,9 +241,9 @@ jtu.register_pytree_node(_Static, lambda s: ((), s), lambda s, _: s.value)
 class Record:
     """One trace's output structure with its non-array outputs in it (:class:`_Static` nodes):
     a pytree node without leaves, so JAX keeps it with that trace's compiled code and
-    ``rebuild`` is one unflatten in C. ``known``, per part of the outputs with no mutable node
-    but lists: (item or None, its arrays' range, non-array leaves, leaf order, treedef, lists,
-    token: the part's whole structure, one per trace)."""
+    ``rebuild`` is one unflatten in C. ``known``, per part of the outputs (:func:`_parts`) with no
+    mutable node but lists: (its path, its arrays' range, non-array leaves, leaf order, treedef,
+    lists, token: the part's whole structure, one per trace)."""
 
     __slots__ = ("treedef", "known")
 
@@ -235,20 +253,16 @@ class Record:
     def rebuild(self, arrays: tuple) -> Any:
         """The outputs, each immutable part's leaves kept beside it for :func:`split`."""
         out = self.treedef.unflatten(arrays)
-        for at, start, stop, statics, index, treedef, lists, token in self.known:
-            _remember(
-                out if at is None else out[at], treedef, lists, token, arrays[start:stop], statics, index
-            )
+        for path, start, stop, statics, index, treedef, lists, token in self.known:
+            part = functools.reduce(operator.getitem, path, out)
+            _remember(part, treedef, lists, token, arrays[start:stop], statics, index)
         return out
 
 
 def _remember(part: Any, treedef: Any, lists: tuple, *leaves: Any) -> None:
     """Keep ``part``'s leaves (token, arrays, others, index) beside it (weakly) for :func:`split`
     and :func:`quick`, with the items of its lists."""
-    try:
-        ref = _Kept(part, _forget)
-    except TypeError:  # no weak reference to it (a tuple): flattened again when passed in
-        return
+    ref = _Kept(part, _forget)  # record() keeps only what a weak reference can point to (no list, dict)
     ref.key = id(part)
     if lists:
         nodes = (functools.reduce(lambda node, get: get(node), path, part) for path in lists)
@@ -266,10 +280,10 @@ def record(out: Any, dynamic: Sequence[bool] | None = None) -> tuple[tuple, Reco
         dynamic = [isinstance(x, ARRAY_TYPES) for x in leaves]
     held = jtu.tree_unflatten(treedef, [x if d else _Static(x) for d, x in zip(dynamic, leaves)])
     known, first, start = [], 0, 0
-    for at, part in enumerate(out) if type(out) is tuple else [(None, out)]:
+    for at, part in _parts(out):
         part_leaves, part_def = _flatten(part)
         flags = dynamic[first : first + len(part_leaves)]
-        lists = _lists(part) if part_def.num_nodes > 1 else None
+        lists = _lists(part) if part_def.num_nodes > 1 and type(part).__weakrefoffset__ else None
         if lists is not None:
             statics = tuple(x for d, x in zip(flags, part_leaves) if not d)
             order = [i for i, d in enumerate(flags) if not d] + [i for i, d in enumerate(flags) if d]
@@ -327,11 +341,10 @@ class Paths:
         self.reasons: collections.Counter[str] = collections.Counter()
         self._totals = totals
 
-    def __copy__(self) -> Paths:
+    def __deepcopy__(self, memo: dict | None = None) -> Paths:
         return self
 
-    def __deepcopy__(self, memo: dict) -> Paths:
-        return self
+    __copy__ = __deepcopy__
 
     def get(self, key: Hashable) -> Any:
         """The entry for ``key`` (a hit) or None; :class:`Fallback` for an unhashable non-array leaf."""
@@ -375,13 +388,11 @@ _SHARED_LOCK = threading.Lock()
 def shared(fun: Any, options: dict[str, Any], rest: Hashable, make: Callable[[bool], Any]) -> Any:
     """The paths every wrapper of ``fun`` with ``options`` (and non-array part ``rest``) shares,
     built by ``make(False)`` the first time; a private ``make(True)`` for an unhashable key."""
-    owner: Any
     leaves, treedef = jtu.tree_flatten(options)
     key: Hashable = (tuple(leaves), treedef)
-    if type(fun) is types.FunctionType:
-        owner = fun
-    else:
-        owner, key = type(fun), (key, rest)
+    function = type(fun) is types.FunctionType
+    owner: Any = fun if function else type(fun)
+    key = key if function else (key, rest)
     try:
         hash(key)
     except TypeError:

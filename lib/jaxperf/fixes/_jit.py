@@ -128,9 +128,8 @@ class JitPaths(Paths):
         finally:
             _RUNNING.discard(jit_id)
         if out and not isinstance(out[0], _Tracer):
-            # An execution's outputs are ready (or failed) together: one tells for all. XLA:CPU
-            # fails a check inside the call, and a call without an eqx.error_if has no failure to
-            # tell at the next call: there the last output is enough for wait().
+            # An execution's outputs are ready (or failed) together: one tells for all. XLA:CPU fails a
+            # check in the call, and a call without eqx.error_if none later: the last output tells wait().
             if entry.asynchronous is None:
                 on_device = any(device.platform != "cpu" for device in out[0].devices())
                 entry.asynchronous = on_device and private_api.equinox_error_checks(entry.fn, dynamic)

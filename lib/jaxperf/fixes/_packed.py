@@ -117,20 +117,12 @@ class Layout:
             if isinstance(leaf, _SCALARS):
                 leaf = jnp.asarray(leaf)  # as jax.jit returns a Python scalar
             if not is_array(leaf) or tuple(leaf.shape) != slot.shape or leaf.dtype != group.dtype:
-                raise _leaf_error(
-                    tree,
-                    slot.leaf,
-                    leaf,
-                    f"an array of shape {slot.shape} and dtype {group.dtype}, as packed",
-                )
+                expected = f"an array of shape {slot.shape} and dtype {group.dtype}, as packed"
+                raise _leaf_error(tree, slot.leaf, leaf, expected)
             if getattr(leaf, "weak_type", False) and not group.weak_type:
-                raise _leaf_error(
-                    tree,
-                    slot.leaf,
-                    leaf,
-                    f"a strongly typed {group.dtype} array, as packed (its buffer is shared, so it "
-                    f"cannot turn weakly typed): return x.astype(jnp.{group.dtype})",
-                )
+                expected = f"a strongly typed {group.dtype} array, as packed (its buffer is shared, so "
+                expected += f"it cannot turn weakly typed): return x.astype(jnp.{group.dtype})"
+                raise _leaf_error(tree, slot.leaf, leaf, expected)
             parts[slot.group].append(jnp.ravel(leaf))
             if unpacked is not None and leaf is not unpacked[1][slot.leaf]:
                 same[slot.group] = False
@@ -138,13 +130,11 @@ class Layout:
             if static is None:
                 continue
             if is_array(leaf) or not _same_static(leaf, static):
-                raise _leaf_error(
-                    tree,
-                    i,
-                    leaf,
-                    f"the packed non-array leaf {static!r} of type {type(static).__name__} unchanged (it is "
-                    "static; to update it in the step, pack it as an array, e.g. jnp.asarray(...))",
+                expected = f"the packed non-array leaf {static!r} of type {type(static).__name__} unchanged "
+                expected += (
+                    "(it is static; to update it in the step, pack it as an array, e.g. jnp.asarray(...))"
                 )
+                raise _leaf_error(tree, i, leaf, expected)
         buffers = tuple(jnp.concatenate(p) if len(p) > 1 else p[0] for p in parts)
         if unpacked is not None:
             buffers = tuple(old if keep else new for old, new, keep in zip(unpacked[0], buffers, same))
