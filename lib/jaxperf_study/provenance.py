@@ -117,7 +117,9 @@ def capture(
         "parameters": dict(parameters or {}),
         # the variables JAX prints may name a folder of this machine (a run's compilation cache)
         "jax_environment_info": re.sub(
-            r"=/\S*", "=<a folder of the run>", environment or jax.print_environment_info(return_string=True)
+            r"=/\S*",
+            "=<a folder of the run>",
+            environment or jax.print_environment_info(return_string=True) or "",
         ),
         "nvidia_smi": _nvidia_smi() if info.backend == "gpu" else None,
     }

@@ -19,41 +19,41 @@ if TYPE_CHECKING:
 class DispatchSettings(StudySettings):
     """What the dispatch study runs, each cell under ``eqx.filter_pmap`` or ``eqx.filter_jit``.
 
-    The no-op step undonated on every model under ``eqx.filter_pmap`` (the seed's; the cost per
-    leaf needs two sizes or more of each kind: MLP, transformer, CNN), and under
-    ``eqx.filter_jit`` on the ``jit_depths`` MLPs and on every transformer and CNN; the train
-    step (Adam) on the ``train_depths`` MLPs, the ``train_layers`` transformers and the
-    ``train_cnn_layers`` CNNs under both, once per entry of ``microbatches`` (the batch
-    accumulated in that many slices: the same leaves, more device time per call), and under
-    ``eqx.filter_jit`` donated too with ``train_donated``; both steps donated under both on the
-    ``donated_depths`` MLPs. The train step on one wide MLP (``heavy_width``, 0: none) has a
-    device time far above any path's host time: it tells which paths wait for each call. Each
-    cell's diagnosis stops when its ratios are within ``precision`` or after
-    ``seconds_per_cell`` of timing (compiles not counted). The accounting splits one call at
-    each of ``accounting_depths`` over ``accounting_rounds`` interleaved rounds. Every
-    measurement runs in ``processes`` fresh processes, so each quoted number is a median over
-    processes with its rerun range. ``deadline_s`` (0: none) is the time a run may take in all
-    its processes together: cells run in :attr:`cells`' order (most wanted first), and the first
-    process keeps only those the others can repeat in time (:class:`.cost.Budget`); a cell cut
-    reads "not reached".
+        The no-op step undonated on every model under ``eqx.filter_pmap`` (the seed's; the cost per
+        leaf needs two sizes or more of each kind: MLP, transformer, CNN), and under
+        ``eqx.filter_jit`` on the ``jit_depths`` MLPs and on every transformer and CNN; the train
+        step (Adam) on the ``train_depths`` MLPs, the ``train_layers`` transformers and the
+        ``train_cnn_layers`` CNNs under both, once per entry of ``microbatches`` (the batch
+        accumulated in that many slices: the same leaves, more device time per call), and under
+        ``eqx.filter_jit`` donated too with ``train_donated``; both steps donated under both on the
+        ``donated_depths`` MLPs. The train step on one wide MLP (``heavy_width``, 0: none) has a
+        device time far above any path's host time: it tells which paths wait for each call. Each
+        cell's diagnosis stops when its ratios are within ``precision`` or after
+        ``seconds_per_cell`` of timing (compiles not counted). The accounting splits one call at
+        each of ``accounting_depths`` over ``accounting_rounds`` interleaved rounds. Every
+        measurement runs in ``processes`` fresh processes, so each quoted number is a median over
+        processes with its rerun range. ``deadline_s`` (0: none) is the time a run may take in all
+        its processes together: cells run in :attr:`cells`' order (most wanted first), and the first
+        process keeps only those the others can repeat in time (:class:`.cost.Budget`); a cell cut
+        reads "not reached".
 
-    ``part`` (:data:`PARTS`) runs one part of the cells: a device command runs one part, and
-    tools/device/unpack.sh merges the parts' records, so that every cell is reached without a
-    deadline cutting it.
+        ``part`` (:data:`PARTS`) runs one part of the cells: a device command runs one part, and
+        tools/device/unpack.sh merges the parts' records, so that every cell is reached without a
+        deadline cutting it.
 
-    **The TPU preset** (:data:`TPU`; one TPU v5e chip, commands of at most 9 minutes, 540 s,
-    one part each; a pmap cell times 9 paths, a jit cell 6, each for ``seconds_per_cell`` (1 s:
-the TPU's two runs at 2b842c2 agreed within 5% after 1.5 s)). Measured there at 2b842c2: opening the chip took 6-15 s per process, one run
-    of the no-op MLP cells (5) and two accumulated MLP train cells took 390 s over 3 processes,
-    the later processes loading what the first compiled from the run's compilation cache.
-    Compiled for a v5e on this VM, a no-op program took 4.1 s (392 leaves), an MLP train program
-    1.4 s and a transformer's 5.5-11 s. Each part is sized to a little under 390 s of sweep in
-    its 3 processes: ``noop`` 5 no-op MLP cells and the accounting, ``models`` 8 no-op cells on
-    transformers and CNNs, ``train`` 6 accumulated train cells; ``deadline_s`` stays as a guard
-    (a cell cut reads "not reached"). Around the sweep: installing the machine's index and the
-    carried wheels (35 s, once per machine), papermill and the notebook's start (15 s), the
-    summary and figures (30 s), packing (10 s). Each cell records its seconds and its compile
-    seconds (``cell_s``, ``compile_s``), so the next sizing reads them.
+        **The TPU preset** (:data:`TPU`; one TPU v5e chip, commands of at most 9 minutes, 540 s,
+        one part each; a pmap cell times 9 paths, a jit cell 6, each for ``seconds_per_cell`` (1 s:
+    the TPU's two runs at 2b842c2 agreed within 5% after 1.5 s)). Measured there at 2b842c2: opening the chip took 6-15 s per process, one run
+        of the no-op MLP cells (5) and two accumulated MLP train cells took 390 s over 3 processes,
+        the later processes loading what the first compiled from the run's compilation cache.
+        Compiled for a v5e on this VM, a no-op program took 4.1 s (392 leaves), an MLP train program
+        1.4 s and a transformer's 5.5-11 s. Each part is sized to a little under 390 s of sweep in
+        its 3 processes: ``noop`` 5 no-op MLP cells and the accounting, ``models`` 8 no-op cells on
+        transformers and CNNs, ``train`` 6 accumulated train cells; ``deadline_s`` stays as a guard
+        (a cell cut reads "not reached"). Around the sweep: installing the machine's index and the
+        carried wheels (35 s, once per machine), papermill and the notebook's start (15 s), the
+        summary and figures (30 s), packing (10 s). Each cell records its seconds and its compile
+        seconds (``cell_s``, ``compile_s``), so the next sizing reads them.
     """
 
     mlp_depths: tuple[int, ...] = (1, 16, 64)
