@@ -118,7 +118,8 @@ mkdir -p "$cache"
   && echo "run.sh: compilation cache seeded with $(find "$cache" -type f | wc -l) entries"
 export JAX_COMPILATION_CACHE_DIR="$cache" JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
 read -r commit dirty < <("$python" tools/device/manifest.py check)
-export JAXPERF_GIT_COMMIT="$commit" JAXPERF_GIT_DIRTY="$dirty"
+# The manifest is the one word on the commit: a .git left on the machine by an earlier copy names another.
+export JAXPERF_GIT_COMMIT="$commit" JAXPERF_GIT_DIRTY="$dirty" GIT_DIR="$work/no-git"
 echo "run.sh: commit $commit dirty=$dirty"
 [ "$backend" = gpu ] && command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 
