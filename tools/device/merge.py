@@ -155,7 +155,19 @@ def _note_run(summary: Path, runs: list[dict], incoming: Path) -> None:
     summary.write_text(json.dumps(data, indent=2) + "\n")
 
 
+def whole(notebook: Path) -> None:
+    """An executed notebook's papermill parameters without ``part``: ``./run_all.sh render`` injects
+    what the published copy ran with, and the merged records are the study's, whole."""
+    data = json.loads(notebook.read_text())
+    params = data.get("metadata", {}).get("papermill", {}).get("parameters", {})
+    if params.pop("part", None) is not None:
+        notebook.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: merge.py COMMITTED_STUDY_DIR NEW_STUDY_DIR")
-    print(merge(Path(sys.argv[1]), Path(sys.argv[2])))
+    if sys.argv[1:2] == ["--whole"] and len(sys.argv) == 3:
+        whole(Path(sys.argv[2]))
+    elif len(sys.argv) == 3:
+        print(merge(Path(sys.argv[1]), Path(sys.argv[2])))
+    else:
+        sys.exit("usage: merge.py COMMITTED_STUDY_DIR NEW_STUDY_DIR | merge.py --whole EXECUTED.ipynb")

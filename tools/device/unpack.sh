@@ -59,7 +59,10 @@ for study in "${studies[@]}"; do
   rm -f "$root/figures/$backend/${study}_"*
   for f in "$stage/figures/$backend/${study}_"*; do mv "$f" "$root/figures/$backend/"; done
 done
-for nb in "$stage/results/$backend"/*.ipynb; do mv "$nb" "$root/results/$backend/"; done
+for nb in "$stage/results/$backend"/*.ipynb; do
+  # a part's run stands for the whole merged study: a render injects no part (merge.py empties it too)
+  python3 "$proj/tools/device/merge.py" --whole "$nb" && mv "$nb" "$root/results/$backend/"
+done
 if [ -d "$stage/results/$backend/cli" ]; then
   mkdir -p "$root/results/$backend/cli" && cp -R "$stage/results/$backend/cli/." "$root/results/$backend/cli/"
   cli_how="cli laid over "
