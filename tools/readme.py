@@ -121,11 +121,16 @@ class RenderError(ValueError):
     """A placeholder that cannot be filled, or whose sentence does not name what it quotes."""
 
 
+def record(study: str, root: Path = ROOT) -> Path:
+    """Where ``study`` is: ``<root>/results/<study>/summary.json`` (``backend/name``), or a tool's
+    JSON named whole (``tpu/cli/seed.json``: what ``python -m jaxperf loops --json`` wrote there)."""
+    return root / "results" / study if study.endswith(".json") else root / "results" / study / "summary.json"
+
+
 def load(study: str, cache: dict[str, Any], root: Path = ROOT) -> Any:
-    """``<root>/results/<study>/summary.json`` (``study`` is ``backend/name``), read once into
-    ``cache``; RenderError naming the file when there is none."""
+    """:func:`record`'s file, read once into ``cache``; RenderError naming the file when there is none."""
     if study not in cache:
-        path = root / "results" / study / "summary.json"
+        path = record(study, root)
         if not path.is_file():
             raise RenderError(f"{{{{{study} ...}}}}: no {path.relative_to(root)}")
         cache[study] = json.loads(path.read_text())
@@ -350,7 +355,7 @@ def resolve_blocks(template: str, cache: dict[str, Any], root: Path = ROOT) -> s
     results (or ``cache``'s): what renders, and what a check of the placeholders should read."""
 
     def part(m: re.Match[str]) -> str:
-        ran = m["study"] in cache or (root / "results" / m["study"] / "summary.json").is_file()
+        ran = m["study"] in cache or record(m["study"], root).is_file()
         return m["yes"] if ran else m["no"] or ""
 
     return BLOCK.sub(part, template)
