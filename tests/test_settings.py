@@ -82,3 +82,16 @@ def test_bad_values_name_the_parameter(params, named):
 def test_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         Toy().repeats = 3  # type: ignore[misc]
+
+
+def test_the_parameters_that_ran_print_as_json_reads_them_back():
+    """A render prints the parameters from summary.json; a measuring run from as_dict(): the same
+    text only if nested tuples are lists there too (notebook 02's family_Ts, a dict of tuples)."""
+    import json
+
+    from jaxperf_study.jax20909.settings import LoopSettings
+
+    ran = LoopSettings().as_dict()
+    assert json.loads(json.dumps(ran)) == ran
+    assert str(json.loads(json.dumps(ran))) == str(ran)
+    assert ran["family_Ts"]["seed"] == list(LoopSettings().family_Ts["seed"])

@@ -121,6 +121,22 @@ def test_text_progress_goes_to_stdout_as_lines(capsys, monkeypatch):
     assert "\r" not in out
 
 
+def test_a_text_progress_bar_has_the_same_width_whatever_its_times(capsys, monkeypatch):
+    """The executed notebook keeps the bar without its times; its width must not depend on them,
+    or a run (minutes) and a render (milliseconds) of the same records write different text."""
+    monkeypatch.setenv(jaxperf_study.study.PROGRESS_ENV, "text")
+    bars = []
+    for rate in ("{rate_fmt}", "{rate_fmt} and a much longer tail of text"):
+        with jaxperf_study.study.progress(
+            2, "measuring processes", bar_format="{l_bar}{bar:44}| " + rate
+        ) as bar:
+            bar.update(2)
+        bars.append(capsys.readouterr().out.strip().splitlines()[-1].split("|")[1])
+    with jaxperf_study.study.progress(2, "measuring processes") as bar:
+        bar.update(2)
+    assert bars[0] == bars[1] == capsys.readouterr().out.strip().splitlines()[-1].split("|")[1] == "#" * 44
+
+
 def test_a_bad_progress_mode_is_a_clear_error(monkeypatch):
     monkeypatch.setenv(jaxperf_study.study.PROGRESS_ENV, "fancy")
     with pytest.raises(ValueError, match="JAXPERF_PROGRESS='fancy'"):

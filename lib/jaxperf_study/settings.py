@@ -137,6 +137,8 @@ def _default(f: dataclasses.Field) -> Any:
 
 
 def _plain(value: Any) -> Any:
+    """``value`` as JSON gives it back (tuples as lists, inside mappings too): what a measuring run
+    prints of its parameters is what a render, which reads them from JSON, prints."""
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
-    return value
+    return {k: _plain(v) for k, v in value.items()} if isinstance(value, Mapping) else value

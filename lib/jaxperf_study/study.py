@@ -600,16 +600,9 @@ def progress(total: int, desc: str, **kwargs: Any) -> Any:
         return notebook_tqdm(total=total, desc=desc, **kwargs)
     from tqdm import tqdm
 
-    return tqdm(
-        total=total,
-        desc=desc,
-        file=_Lines(),
-        mininterval=TEXT_INTERVAL_S,
-        ascii=True,
-        dynamic_ncols=False,
-        ncols=100,
-        **kwargs,
-    )
+    # the bar's width fixed, not what the times beside it leave: a run and a render draw the same bar
+    kwargs.setdefault("bar_format", "{l_bar}{bar:44}{r_bar}")
+    return tqdm(total=total, desc=desc, file=_Lines(), mininterval=TEXT_INTERVAL_S, ascii=True, **kwargs)
 
 
 def track(items: Iterable[T], desc: str, total: int | None = None) -> Iterator[T]:
