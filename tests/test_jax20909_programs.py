@@ -141,6 +141,8 @@ def program(case: dict[str, Any]) -> str:
         arrays = tuple(np.asarray(a) for a in inputs.make_inputs(variant, 0))
         want = reference.reference(variant, arrays)
         tol = reference.tolerance(variant, arrays)
+        # at float32, the precision kernels are checked at: float64 einsum's last bits differ between CPUs
+        want, tol = want.astype(np.float32), tol.astype(np.float32)
         return f"{want.shape} {_digest(want.tobytes().hex())} {tol.shape} {_digest(tol.tobytes().hex())}"
     elif builder == "bytes":
         return str(roofline.kernel_bytes(KernelVariant(c.pop("kernel"), "fori", **c)))
