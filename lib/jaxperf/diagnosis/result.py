@@ -125,14 +125,17 @@ class Diagnosis:
 
     def dispatch_limit(self) -> float:
         """The most any dispatch path could give the reader's loop: the least of loop/device and 1 +
-        host/device (all host work removed); inf where host-bound or run-ahead is not judged."""
+        host/device (all host work removed); loop/device alone where the reader's calls wait (the idle
+        time between its call's end and the next enqueue is no host CPU, yet running ahead removes it);
+        inf where host-bound or run-ahead is not judged."""
         if not self.timed:
             return float("inf")
         device_ms, mine = self.device_ms(), self.per_call().set_index("variant").loc[self.reader]
-        judged = self.waiting().set_index("variant").loc[self.reader, "verdict"] != runs_ahead.NOT_JUDGED
-        if mine["host_ms"] > device_ms or device_ms < 1.0 or not judged:
+        verdict = self.waiting().set_index("variant").loc[self.reader, "verdict"]
+        if mine["host_ms"] > device_ms or device_ms < 1.0 or verdict == runs_ahead.NOT_JUDGED:
             return float("inf")
-        return float(min(mine["loop_ms"], device_ms + mine["host_ms"]) / device_ms)
+        host = mine["loop_ms"] if verdict == runs_ahead.WAITS else device_ms + mine["host_ms"]
+        return float(min(mine["loop_ms"], host) / device_ms)
 
     def beyond_dispatch(self) -> dict[str, float]:
         """{path: median ratio} faster than :meth:`dispatch_limit` allows: reported, never recommended."""
