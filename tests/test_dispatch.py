@@ -70,8 +70,15 @@ def test_the_tpu_preset_splits_into_parts_that_together_hold_every_case_once():
     parts = {
         p: DispatchSettings.from_parameters({"backend": "tpu", "part": p}) for p in DispatchSettings.PARTS
     }
-    split = [(c.step, c.spec.name, c.donated, c.family) for s in parts.values() for c in s.cells]
+    key = lambda s: sorted((c.step, c.spec.name, c.donated, c.family) for c in s.cells)  # noqa: E731
+    split = [k for p in ("noop", "models", "train") for k in key(parts[p])]
     assert sorted(split) == sorted(every) and len(set(every)) == len(every)
+    # part train in two commands: its halves hold its cases, none twice (at 2b842c2's and 822d930's
+    # sizes its 6 cells took 433 s of sweep, over the 390 s deadline)
+    assert sorted(key(parts["train_pmap"]) + key(parts["train_jit"])) == key(parts["train"])
+    assert {c.spec.kind for c in parts["train_jit"].cells} == {"mlp", "transformer", "cnn"}
+    quick = {"backend": "tpu", "quick": True}  # the dry run of each command: every half holds a case
+    assert all(DispatchSettings.from_parameters(quick | {"part": f"train_{f}"}).cells for f in ("pmap", "jit"))
     assert max(len(s.cells) for s in parts.values()) <= 8  # about 390 s of sweep in 3 processes each
     noop = [(c.step, c.spec.name, c.family) for c in parts["noop"].cells]
     assert noop[:3] == [("noop", f"mlp_depth{d}", "pmap") for d in (64, 1, 132)]
@@ -93,6 +100,9 @@ def test_the_tpu_preset_splits_into_parts_that_together_hold_every_case_once():
     assert whole.deadline_s > 0 and whole.heavy_width == 0
     with pytest.raises(ValueError, match="part='all'.*'noop'"):
         DispatchSettings.from_parameters({"backend": "tpu", "part": "all"})
+    with pytest.raises(ValueError, match="part='train_jit'.*eqx.filter_jit"):
+        no_train = dict(train_depths=(), train_layers=(), train_cnn_layers=())
+        DispatchSettings.from_parameters({"backend": "tpu", "part": "train_jit", **no_train})
     table = DispatchSettings.presets()
     assert "tpu" in table.columns and set(DispatchSettings.TPU) <= set(table["parameter"])
     assert DispatchSettings.from_parameters({"backend": "cpu"}) == DispatchSettings(backend="cpu")

@@ -49,7 +49,8 @@ class DispatchSettings(StudySettings):
         Compiled for a v5e on this VM, a no-op program took 4.1 s (392 leaves), an MLP train program
         1.4 s and a transformer's 5.5-11 s. Each part is sized to a little under 390 s of sweep in
         its 3 processes: ``noop`` 5 no-op MLP cells and the accounting, ``models`` 8 no-op cells on
-        transformers and CNNs, ``train`` 6 accumulated train cells; ``deadline_s`` stays as a guard
+        transformers and CNNs, ``train`` 6 accumulated train cells (433 s at 822d930: over, so it runs
+        as two commands, ``train_pmap`` and ``train_jit``); ``deadline_s`` stays as a guard
         (a cell cut reads "not reached"). Around the sweep: installing the machine's index and the
         carried wheels (35 s, once per machine), papermill and the notebook's start (15 s), the
         summary and figures (30 s), packing (10 s). Each cell records its seconds and its compile
@@ -79,6 +80,8 @@ class DispatchSettings(StudySettings):
         "noop": "the no-op step on the MLPs under both wrappers, the donated cells, the heavy step and the accounting",
         "models": "the no-op step on the transformers and CNNs under both wrappers",
         "train": "the train steps",
+        "train_pmap": "part train's steps under eqx.filter_pmap (train in two commands: this and the next)",
+        "train_jit": "part train's steps under eqx.filter_jit",
     }
     # Two small MLPs, both steps (the train step with 2 microbatches), both donations, a 1-layer
     # transformer: every path, every part, the fit and the accounting still run, in a few minutes
@@ -152,6 +155,7 @@ class DispatchSettings(StudySettings):
             "models": not (self.transformer_layers or self.cnn_layers),
             "train": not (self.train_depths or self.train_layers or self.train_cnn_layers),
         }
+        empty["train_pmap"] = empty["train_jit"] = empty["train"]
         if empty.get(self.part):
             raise bad_value(
                 "part", self.part, f"a part that holds a case with these sizes ({self.PARTS[self.part]})"
@@ -194,7 +198,9 @@ class DispatchSettings(StudySettings):
             "train": [Cell("train", spec, False, f) for spec in trained for f in ("pmap", "jit")]
             + [Cell("train", spec, True, "jit") for spec in trained if self.train_donated],
         }
-        return [cell for name, cells in parts.items() if self.part in ("", name) for cell in cells]
+        for family in ("pmap", "jit"):  # part train's halves
+            parts[f"train_{family}"] = [c for c in parts["train"] if c.family == family]
+        return parts[self.part] if self.part else [c for p in ("noop", "models", "train") for c in parts[p]]
 
     @property
     def accounting_specs(self) -> list[ModelSpec]:
