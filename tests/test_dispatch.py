@@ -78,7 +78,9 @@ def test_the_tpu_preset_splits_into_parts_that_together_hold_every_case_once():
     assert sorted(key(parts["train_pmap"]) + key(parts["train_jit"])) == key(parts["train"])
     assert {c.spec.kind for c in parts["train_jit"].cells} == {"mlp", "transformer", "cnn"}
     quick = {"backend": "tpu", "quick": True}  # the dry run of each command: every half holds a case
-    assert all(DispatchSettings.from_parameters(quick | {"part": f"train_{f}"}).cells for f in ("pmap", "jit"))
+    assert all(
+        DispatchSettings.from_parameters(quick | {"part": f"train_{f}"}).cells for f in ("pmap", "jit")
+    )
     assert max(len(s.cells) for s in parts.values()) <= 8  # about 390 s of sweep in 3 processes each
     noop = [(c.step, c.spec.name, c.family) for c in parts["noop"].cells]
     assert noop[:3] == [("noop", f"mlp_depth{d}", "pmap") for d in (64, 1, 132)]
