@@ -448,3 +448,17 @@ def test_the_seeds_reference_line_is_labelled_for_the_rules_to_judge():
     labels = [line.get_label() for ax in fig.axes for line in ax.get_lines()]
     plt.close(fig)
     assert any(label.startswith("the seed's 8 / 25 it/s") for label in labels)
+
+
+def test_a_part_of_jit_cases_alone_draws_the_filter_pmap_figure_empty():
+    """Notebook 01's part train_jit has no pmap case: its figure is drawn empty, and the whole study's
+    render (the parts merged) draws the cases."""
+    from jaxperf_study.dispatch import figures
+
+    timings = _read("dispatch__timings")
+    fig, data = figures.plot_filter_pmap_ratio(timings[timings["family"] == "jit"], analogue=True)
+    plt.close(fig)
+    assert data.empty and {"measure", "leaves", "median", "lo", "hi"} <= set(data.columns)
+    fig, whole = figures.plot_filter_pmap_ratio(timings, analogue=True)
+    plt.close(fig)
+    assert not whole.empty

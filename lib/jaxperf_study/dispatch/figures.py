@@ -217,14 +217,16 @@ def plot_filter_pmap_ratio(timings: pd.DataFrame, analogue: bool) -> tuple[plt.F
     backend is not the seed's (8 forced CPU devices sharing 2 cores), and the title says so."""
     from .report import MEASURES
 
-    rows = []
-    for measure in MEASURES:
-        found = per_leaf.ranges(
-            timings[timings["family"] == "pmap"], SLOW["pmap"], BASELINE["pmap"], measure, 0.05
-        )["cells"]
+    rows, pmap = [], timings[timings["family"] == "pmap"]  # none in a part of jit cases alone
+    for measure in MEASURES if len(pmap) else ():
+        found = per_leaf.ranges(pmap, SLOW["pmap"], BASELINE["pmap"], measure, 0.05)["cells"]
         found = found[(found["step"] == "noop") & (~found["donated"])]
         rows.append(found.assign(measure=measure))
-    data = pd.concat(rows, ignore_index=True)
+    data = (
+        pd.concat(rows, ignore_index=True)
+        if rows
+        else pd.DataFrame(columns=["measure", "leaves", "median", "lo", "hi"])
+    )
     fig, ax = plt.subplots(figsize=(7, 4.0))
     for measure, style in zip(MEASURES, ("-", "--")):
         part = data[data["measure"] == measure].sort_values("leaves")
