@@ -166,6 +166,11 @@ def test_a_presentation_change_needs_a_render_and_a_measuring_change_a_rerun(tmp
         (project / rel).write_text(code[rel] + "CHANGED = 1\n")
     assert why() is None  # presentation only: the result holds
     assert fresh.redraw_needed(project, project, "cpu", notebook) == sorted(list(code)[:4])
+    fresh.record_drawn(project, project, "cpu", notebook)  # what ./run_all.sh render notes as it publishes
+    assert fresh.redraw_needed(project, project, "cpu", notebook) == []  # drawn with today's code
+    (project / "lib/jaxperf/palette.py").write_text("RED = 'b'\n")
+    assert fresh.redraw_needed(project, project, "cpu", notebook) == ["lib/jaxperf/palette.py"]
+    (project / "lib/jaxperf/palette.py").write_text(code["lib/jaxperf/palette.py"] + "CHANGED = 1\n")
     for rel in list(code)[4:]:
         (project / rel).write_text(code[rel] + "CHANGED = 1\n")
         assert rel in (why() or ""), rel
@@ -339,6 +344,8 @@ def test_a_notebook_s_text_is_presentation_a_render_redraws(tmp_path):
     notebook.write_text(json.dumps(doc))
     assert fresh.why_stale(project, project, "cpu", notebook, params, None) is None
     assert fresh.redraw_needed(project, project, "cpu", notebook) == ["notebooks/01_alpha.ipynb"]
+    fresh.record_drawn(project, project, "cpu", notebook)
+    assert fresh.redraw_needed(project, project, "cpu", notebook) == []
 
 
 def test_a_move_git_did_not_pair_is_found_by_its_code(tmp_path):

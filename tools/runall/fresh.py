@@ -201,21 +201,71 @@ def why_stale(
     return None
 
 
-def redraw_needed(project: Path, root: Path, backend: str, notebook: Path) -> list[str]:
-    """The presentation files (:func:`presentation`, and the notebook when its text cells
-    changed) that changed since ``notebook``'s published results were made: its results hold,
-    but ``./run_all.sh render`` would redraw them."""
-    results, found = root / "results" / backend, set()
+#: ``results/<backend>/drawn.json``: {study: {file: digest of its code}}, the presentation code
+#: (and the notebook's text cells) that each study's published figures and text were drawn with,
+#: written by the run that published them (a measuring run or a render)
+DRAWN = "drawn.json"
+
+
+def _in_project(project: Path, notebook: Path) -> str:
+    """``notebook``'s project-relative path (one outside the project: its absolute path)."""
+    try:
+        return notebook.resolve().relative_to(project.resolve()).as_posix()
+    except ValueError:
+        return notebook.resolve().as_posix()
+
+
+def _shown(project: Path, results: Path, notebook: Path) -> dict[str, tuple[str, list[str]]]:
+    """{study: (the commit its published results were made at, its presentation files)}."""
+    out = {}
     for study in studies(notebook.read_text()):
         try:
             prov = json.loads((results / study / "summary.json").read_text()).get("provenance", {})
         except (OSError, ValueError):
             continue
-        commit = prov.get("git", {}).get("commit", "")
-        shown = [f for f in prov.get("code", []) if presentation(f)]
-        found.update(changed_files(project, commit, shown) or [])
-        if _prose_changed(project, commit, notebook):
-            found.add(notebook.resolve().relative_to(project.resolve()).as_posix())
+        out[study] = (
+            prov.get("git", {}).get("commit", ""),
+            [f for f in prov.get("code", []) if presentation(f)],
+        )
+    return out
+
+
+def _digests(project: Path, files: list[str], notebook: Path) -> dict[str, str]:
+    """The digest of each of ``files``' code now (one gone: none), and of ``notebook``'s text cells."""
+    nb = _in_project(project, notebook)
+    out = {
+        f: moves.digest(moves.code_of((project / f).read_text(), f)) for f in files if (project / f).is_file()
+    }
+    return out | {nb: moves.digest(moves.code_of(notebook.read_text(), nb, prose=True))}
+
+
+def record_drawn(project: Path, root: Path, backend: str, notebook: Path) -> None:
+    """Note in :data:`DRAWN` what ``notebook``'s studies, just published, were drawn with."""
+    path, results = root / "results" / backend / DRAWN, root / "results" / backend
+    try:
+        drawn = json.loads(path.read_text())
+    except (OSError, ValueError):
+        drawn = {}
+    for study, (_, files) in _shown(project, results, notebook).items():
+        drawn[study] = _digests(project, files, notebook)
+    path.write_text(json.dumps(drawn, indent=1, sort_keys=True) + "\n")
+
+
+def redraw_needed(project: Path, root: Path, backend: str, notebook: Path) -> list[str]:
+    """The presentation files (:func:`presentation`, and the notebook when its text cells
+    changed) that changed since ``notebook``'s published results were made and since they were
+    last drawn (:data:`DRAWN`): its results hold, but ``./run_all.sh render`` would redraw them."""
+    results, found = root / "results" / backend, set()
+    try:
+        drawn = json.loads((results / DRAWN).read_text())
+    except (OSError, ValueError):
+        drawn = {}
+    nb = _in_project(project, notebook)
+    for study, (commit, shown) in _shown(project, results, notebook).items():
+        changed = set(changed_files(project, commit, shown) or [])
+        changed |= {nb} if _prose_changed(project, commit, notebook) else set()
+        now, was = _digests(project, sorted(changed - {nb}), notebook), drawn.get(study, {})
+        found.update(f for f in changed if f not in now or was.get(f) != now[f])
     return sorted(found)
 
 

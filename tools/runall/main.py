@@ -463,6 +463,7 @@ def _finish(
         files = publish.publish(
             root, stage, nb.name, executed, int(crash) if crash else None, keep_records=render
         )
+    fresh.record_drawn(PROJECT, root, backend, nb.path)  # what its figures and text were drawn with
     shown = " ".join(f for f in files if f.endswith(("summary.md", ".ipynb")))
     skipped = [f"ran without {what}" for what in without] + status.skipped(root, files)
     outcome = status.PARTIAL if skipped else status.OK
