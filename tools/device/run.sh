@@ -110,6 +110,11 @@ PY
   echo "$stamp" >"$site/stamp"
 fi
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$pypath" PYTHONUNBUFFERED=1 JAXPERF_PROGRESS=text
+# An --exec's `python` and `python3` are the run's own (in a dry run, the image's stand-in, not the PATH's).
+mkdir -p "$work/bin" && for name in python python3; do
+  printf '#!/bin/sh\nexec "%s" "$@"\n' "$python" >"$work/bin/$name" && chmod +x "$work/bin/$name"
+done
+export PATH="$work/bin:$PATH"
 export MPLCONFIGDIR="$work/mpl" JAXPERF_MEASURE_IN_CHILDREN=1
 # One compilation cache for every process of the run, seeded from an earlier call's (carried in .device/).
 cache="$work/jaxcache"
