@@ -490,14 +490,14 @@ def test_an_upstream_text_links_only_absolute_addresses():
     assert readme.relative_links("[a](https://github.com/x) [b](../cpu/x.md) [c](#terms)") == ["../cpu/x.md"]
 
 
-def test_a_block_renders_its_part_by_whether_the_study_ran():
+def test_a_block_renders_its_part_by_whether_the_study_ran(tmp_path):
     """A lent device's numbers render where its summary exists, plain words where it does not."""
     text = "{{#if tpu/loops}}\nOn the TPU at T=256: {{tpu/loops seed_reproduction[mode=pallas,T=256].ratio:.1f}}×.\n{{#else}}\nNo TPU ran.\n{{/if}}\nEnd.\n"
-    assert readme.render(text, cache={}) == "No TPU ran.\nEnd.\n"
+    assert readme.render(text, cache={}, root=tmp_path) == "No TPU ran.\nEnd.\n"
     tpu = {"seed_reproduction": [{"mode": "pallas", "T": 256, "ratio": 3.04}]}
-    assert readme.render(text, cache={"tpu/loops": tpu}) == "On the TPU at T=256: 3.0×.\nEnd.\n"
+    assert readme.render(text, cache={"tpu/loops": tpu}, root=tmp_path) == "On the TPU at T=256: 3.0×.\nEnd.\n"
     with pytest.raises(readme.RenderError, match="names none of"):  # the device is named, as a mode is
-        readme.render(text.replace("On the TPU", "Here"), cache={"tpu/loops": tpu})
+        readme.render(text.replace("On the TPU", "Here"), cache={"tpu/loops": tpu}, root=tmp_path)
 
 
 @pytest.mark.parametrize(
