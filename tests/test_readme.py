@@ -495,7 +495,9 @@ def test_a_block_renders_its_part_by_whether_the_study_ran(tmp_path):
     text = "{{#if tpu/loops}}\nOn the TPU at T=256: {{tpu/loops seed_reproduction[mode=pallas,T=256].ratio:.1f}}×.\n{{#else}}\nNo TPU ran.\n{{/if}}\nEnd.\n"
     assert readme.render(text, cache={}, root=tmp_path) == "No TPU ran.\nEnd.\n"
     tpu = {"seed_reproduction": [{"mode": "pallas", "T": 256, "ratio": 3.04}]}
-    assert readme.render(text, cache={"tpu/loops": tpu}, root=tmp_path) == "On the TPU at T=256: 3.0×.\nEnd.\n"
+    assert (
+        readme.render(text, cache={"tpu/loops": tpu}, root=tmp_path) == "On the TPU at T=256: 3.0×.\nEnd.\n"
+    )
     with pytest.raises(readme.RenderError, match="names none of"):  # the device is named, as a mode is
         readme.render(text.replace("On the TPU", "Here"), cache={"tpu/loops": tpu}, root=tmp_path)
 

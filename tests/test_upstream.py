@@ -262,6 +262,18 @@ def test_a_run_on_a_device_lands_where_run_sh_packs_it_with_the_manifests_commit
     assert upstream_repro.tree(cli)["dirty"] is True  # unknown is not clean
 
 
+def test_on_a_device_the_commit_is_the_manifests_even_beside_a_stale_git(tmp_path, monkeypatch):
+    """The TPU's copy of the tree held an old .git, and run.sh points git nowhere there: the commit is
+    the one run.sh's manifest check names, not git's (which printed nothing, an empty commit)."""
+    copy = tmp_path / "device-copy"
+    (copy / ".git").mkdir(parents=True)
+    monkeypatch.setattr(upstream_repro, "ROOT", copy)
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "no-git"))
+    monkeypatch.setenv("JAXPERF_GIT_COMMIT", "b" * 40)
+    monkeypatch.setenv("JAXPERF_GIT_DIRTY", "false")
+    assert upstream_repro.tree(copy / "x.json") == {"commit": "b" * 40, "dirty": False}
+
+
 def test_a_record_keeps_other_labels_of_the_same_repro_and_drops_another_repros(tmp_path):
     path = tmp_path / "x-repro" / "summary.json"
     path.parent.mkdir()

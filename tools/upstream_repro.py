@@ -122,12 +122,13 @@ def quoted(printed: list[dict[str, dict[str, float]]]) -> list[dict]:
 def tree(path: Path) -> dict:
     """The commit that ran, and whether any tracked file other than the record at ``path`` differs
     from it (the record holds several labels' runs, each made from a clean tree). Without a
-    ``.git`` (a device's copy of the tree), what tools/device/run.sh read from its manifest."""
+    ``.git``, or on a device (whose copy may hold a stale ``.git``), what tools/device/run.sh read from
+    its manifest."""
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.rstrip()
 
-    if not (ROOT / ".git").exists():
+    if os.environ.get("JAXPERF_GIT_COMMIT") or not (ROOT / ".git").exists():  # a device's copy: its manifest
         return {
             "commit": os.environ.get("JAXPERF_GIT_COMMIT", "unknown"),
             "dirty": os.environ.get("JAXPERF_GIT_DIRTY", "true") != "false",
