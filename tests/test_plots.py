@@ -186,3 +186,30 @@ def test_figure_modules_take_colours_from_the_palette():
         if p.name != "plots.py" and 'color_palette("tab10"' in p.read_text()
     ]
     assert offenders == []
+
+
+def test_the_family_figure_claims_only_what_its_counts_show():
+    """On the TPU the reporter's kernel had a measured verdict ("pays") and no static count: its
+    column says "no count" and the title, over static counts, does not judge it (nor names a GPU)."""
+    from jaxperf_study.jax20909.figures import plot_family_per_step
+
+    static = dict(
+        source="mosaic_tpu v5e", kind="static, compiled on a CPU", unit="VLIW bundles (cycles) per loop step"
+    )
+    frame = pd.DataFrame(
+        [
+            dict(kernel="seed", source="this device", kind="measured", unit="ms per call", T="65536",
+                 fori=159.5, python=1.68, ratio=95.2, q25=95.1, q75=95.3, cause=None),
+            dict(kernel="seed", **static, T="n/a", fori=None, python=None, ratio=None, q25=None, q75=None,
+                 cause="not read (no two T with a count)"),
+            dict(kernel="streaming", **static, T="4096-16384", fori=37.1, python=7.65, ratio=4.85, q25=None,
+                 q75=None, cause="fori_loop issues 12.0 more slot operations per step"),
+        ]
+    )  # fmt: skip
+    fig, data = plot_family_per_step(frame)
+    title = " ".join(fig._suptitle.get_text().split())  # wrapped to the canvas
+    assert "streaming pays" in title and "seed" not in title and "GPU" not in title
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.texts] == ["no count"]
+    assert set(data.kernel) == {"seed", "streaming"} and set(data.kind) == {"static, compiled on a CPU"}
+    plt.close(fig)

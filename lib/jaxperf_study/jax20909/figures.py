@@ -195,6 +195,10 @@ def plot_family_per_step(frame: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
         worst = part.ratio.max()
         claim = f": fori_loop up to {worst:.1f}x the Python loop's" if worst == worst else ""
         rules.panel_title(ax, f"{target} ({unit.removesuffix(' per loop step')}){claim}")
+        for i, (python, fori) in enumerate(zip(part.python, part.fori)):  # an empty column says so
+            if pd.isna(python) or pd.isna(fori):
+                ax.text(i, 0.5, "no count", transform=ax.get_xaxis_transform(), ha="center", va="center",
+                        fontsize="small", color="0.4")  # fmt: skip
         if ax is axes[0]:
             plots.legend_outside(ax)
     axes[-1].set_xticks(list(range(len(kernels))), kernels)
@@ -205,11 +209,10 @@ def plot_family_per_step(frame: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
         for ax, target in zip(axes, targets):
             if len(values) and target in set(part.source):
                 ax.set_ylim(values.min() / 1.6, values.max() * 1.6)
-    pays = family.verdicts(frame)
-    claim = "; ".join(f"{k} {v['verdict']}" for k, v in pays.items())
+    counted = family.verdicts(data)  # what the drawn counts say, kernel by kernel
+    claim = "; ".join(f"{k} {v['verdict']}" for k, v in counted.items() if v["verdict"] != "not read")
     rules.title(
-        fig,
-        f"Work per loop step in each compiler's unit (static counts, compiled on a CPU): {claim} (on the GPU compilers)",
+        fig, f"Work per loop step in each compiler's unit (static counts, compiled on a CPU): {claim}"
     )
     return fig, data.reset_index(drop=True)
 
