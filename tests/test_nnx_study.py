@@ -51,6 +51,24 @@ def test_the_summary_and_the_issue_text_carry_the_measured_numbers(swept):
     assert (acc["cpu_ms_q25"] <= acc["cpu_ms"]).all() and (acc["cpu_ms"] <= acc["cpu_ms_q75"]).all()
 
 
+def test_the_summary_says_which_host_measure_and_how_many_runs(swept):
+    """Its opening sentence names the host measure, the runs and the rerun inflation (it read "not
+    measured" for each, as the NNX summary had none of them), and the per-Variable line is host time
+    in that measure, not "the thread's CPU" whatever the clock."""
+    from types import SimpleNamespace
+
+    from jaxperf import timing
+
+    timings, notes = swept
+    stage_rows = stages.call_breakdown(models.Problem(depth=1), "noop", calls=3)
+    summary = report.headline(timings, notes, stage_rows, pd.DataFrame(), None, precision=0.5, quick=False)
+    assert summary["clock"]["host"] == timing.host_measure(timings) and summary["runs"] == "1"
+    text = report.render(summary, SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu"))
+    intro = text[: text.index("- **The cost")]
+    assert "not measured" not in intro and summary["clock"]["host"] in intro and "in 1 run(s)" in intro
+    assert "thread's CPU on this machine" not in text and summary["accounting_clock"] in text
+
+
 def test_a_staged_call_updates_the_model_as_an_ordinary_call():
     from flax import nnx
 

@@ -18,6 +18,7 @@ from jaxperf import runs_ahead, timing
 
 from ... import goals as rule
 from ... import pages as md
+from ... import reruns
 from .. import accounting as dispatch_accounting
 from .. import per_leaf
 from .. import report as dispatch_report
@@ -149,7 +150,17 @@ def headline(
         },
         "waits": waits(timings).to_dict(orient="records"),
         "processes": int(timings["process"].nunique()) if "process" in timings else 1,
+        "runs": dispatch_report._per_case(timings, "run"),  # the intro's words, as the dispatch study's
+        "rerun_inflation": reruns.rerun_inflation(),
+        "clock": {
+            "cpu_tick_ms": 1e3 * float(timings["cpu_tick_s"].max()) if "cpu_tick_s" in timings else None,
+            "host_column": per_leaf.host_column(timings),
+            "host": timing.host_measure(timings),
+        },
         "accounting": accounting(stage_rows).to_dict(orient="records"),
+        "accounting_clock": dispatch_report.ACCOUNTING_CLOCKS[dispatch_accounting.clock(stage_rows)]
+        if len(stage_rows)
+        else None,
         "flax_benchmark": overhead.drop(columns="process", errors="ignore")
         .drop_duplicates()
         .to_dict(orient="records"),
@@ -189,7 +200,7 @@ def render(summary: dict[str, Any], info: Any) -> str:
     )
     if summary["accounting"]:
         folded += md.details(
-            "The accounting, every part (thread CPU ms per call)",
+            f"The accounting, every part (ms per call, in {summary.get('accounting_clock') or 'no clock'})",
             md.table(pd.DataFrame(summary["accounting"])),
         )
     for key, found in summary["ranges"].items():
