@@ -333,6 +333,20 @@ def test_a_budget_leaves_later_points_not_reached(monkeypatch):
     assert "not reached" in report_kernel.markdown(got)
 
 
+def test_a_compile_is_predicted_at_the_growth_its_compiles_showed():
+    """Mosaic TPU on the TPU v5e (notebook 02 at e970208): the reporter's Python loop compiled in 0.41 s
+    at T=256, T squared predicted 26 s at T=2048 with 22 s of its budget left, and no count per step
+    was read; its compile grew 1.2x from T=256 to 65536. From two compiles the growth they showed is
+    used, held between T and T squared."""
+    assert engine._predicted_s([(256, 0.41)], 2048) == pytest.approx(0.41 * 64)  # one: T squared
+    flat = engine._predicted_s([(256, 0.41), (512, 0.42)], 8192)
+    assert flat == pytest.approx(0.42 * 16)  # grew slower than T: predicted as T
+    steep = engine._predicted_s([(256, 1.0), (512, 8.0)], 1024)
+    assert steep == pytest.approx(8.0 * 4)  # grew faster than T squared: held at T squared
+    assert engine._predicted_s([(256, 1.0), (512, 2.83)], 1024) == pytest.approx(2.83 * 2**1.5, rel=1e-2)
+    assert engine._predicted_s([(512, 1.0), (512, 1.1)], 1024) == pytest.approx(1.1 * 4)  # one T: as one
+
+
 def test_a_compile_predicted_past_the_budget_is_not_started(monkeypatch):
     assert engine._predicted_s(None, 4096) == 0 and engine._predicted_s((1024, 10.0), 2048) == 40.0
     monkeypatch.setattr(engine.tg, "present", lambda: {t: "" for t in engine.tg.TARGETS})

@@ -6,6 +6,7 @@ reached"."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -100,11 +101,13 @@ def compile_results(
     a compiler with no target here only exports. A verdict's pair first (the Python loop, then
     fori_loop, at the two smallest T), a target at a time, the cheapest compiler so far first
     (libtpu's before any is known); then the other forms there; then the larger T. A point past
-    ``clock``'s budget or predicted past it (:func:`_predicted_s` from its compiler's last compile of
+    ``clock``'s budget or predicted past it (:func:`_predicted_s` from its compiler's compiles of
     the form, else of the Python loop; the Python loop's with its larger T's) is "not reached"; so
     is every other form's where the Python loop's was not (without it, no ratio)."""
     rows: list[dict[str, Any]] = []
-    took: dict[tuple[str, str], tuple[int, float]] = {}  # (compiler, form) -> (T, seconds) last compiled
+    took: dict[
+        tuple[str, str], list[tuple[int, float]]
+    ] = {}  # (compiler, form) -> its (T, seconds), in order
     cost: dict[str, list[float]] = {}  # compiler -> the seconds of each point it compiled
     missed: set[tuple[str, int]] = set()  # (target, T) where the Python loop's point was not reached
     asked = {t: v for t, v in tg.TARGETS.items() if here.get(t) != NOT_ASKED}
@@ -138,8 +141,8 @@ def compile_results(
                     row = tg.lowers(kernel, form, T, compiler) | {"compiled": here[target]}
                 else:
                     row = tg.compile_point(kernel, form, T, target)
-                took[(compiler, form)] = (T, time.monotonic() - point)
-                cost.setdefault(compiler, []).append(took[(compiler, form)][1])
+                took.setdefault((compiler, form), []).append((T, time.monotonic() - point))
+                cost.setdefault(compiler, []).append(took[(compiler, form)][-1][1])
                 rows.append(base | dict(form=form, T=T) | row)
                 clock.say(f"{target}, {form}, T={T}: {row['status']} ({time.monotonic() - point:.0f} s)")
     order = {k: i for i, k in enumerate([*tg.TARGETS, *forms])}  # the tables' order: T, target, form
@@ -149,9 +152,20 @@ def compile_results(
 ALONE = "the Python loop's point here was not reached (without it, no ratio)"
 
 
-def _predicted_s(last: tuple[int, float] | None, T: int) -> float:
-    """A compile's seconds from a smaller T's, as T squared (an unrolled loop's grows faster); 0 without."""
-    return 0.0 if last is None else last[1] * (T / last[0]) ** 2
+def _predicted_s(seen: tuple[int, float] | Sequence[tuple[int, float]] | None, T: int) -> float:
+    """A compile's seconds at T from earlier ones, ``(T, seconds)`` or a list of them, latest last: from
+    one, as T squared (an unrolled loop's code grows with T, and its compile can grow faster); from two
+    at different T, at the power of T they grew by, held between 1 and 2 (a compile's fixed part made
+    Mosaic TPU's grow 1.2x from T=256 to 65536, which T squared predicted at 27,000 s); 0 without."""
+    points = [seen] if isinstance(seen, tuple) else list(seen or [])
+    if not points:
+        return 0.0
+    (T1, s1), power = points[-1], 2.0
+    earlier = [(t, s) for t, s in points[:-1] if t != T1 and s > 0]
+    if earlier and s1 > 0:
+        T0, s0 = earlier[-1]
+        power = min(max(math.log(s1 / s0) / math.log(T1 / T0), 1.0), 2.0)
+    return s1 * (T / T1) ** power
 
 
 DEVICE_COMPILER = {"tpu": "mosaic_tpu", "gpu": "triton"}  # what a device's factory is asked to build for

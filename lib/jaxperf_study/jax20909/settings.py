@@ -199,8 +199,11 @@ class LoopSettings(StudySettings):
             "device_variants": (*_SWEEP, "hand_unrolled u=8", "hoisted u=1", "scalar_carry u=1"),
             "harness_Ts": (2048,),
             "harness_variants": ("python", "fori u=1"),
-            # the reporter's at 4 T for the static counts beside the sweep's times (its engine run is not timed)
-            "family_Ts": {"seed": (256, 2048, 8192, 65536), "data_carry": (1024, 8192, 65536)}
+            # the reporter's at the sweep's T for the static counts beside its times (its engine run is not
+            # timed), and 512: the pair a count per step needs, close enough that its second compile is
+            # not predicted past the kernel's share of the budget (from T=256 to 2048, T squared predicted
+            # 26 s with 22 s left at e970208, and no count was read; it compiled in under a second)
+            "family_Ts": {"seed": (256, 512, 2048, 8192, 65536), "data_carry": (1024, 8192, 65536)}
             | {"streaming": (1024, 4096, 16384), "attention": (512, 1024, 2048)},
             "family_forms": ("python", "fori", "fori u=8"),
             "fix_forms": ("python", "fori", "fori u=8", "hand_unrolled u=8", "scalar_carry u=1"),
