@@ -386,3 +386,28 @@ def test_per_step_compares_forms_at_T_with_the_same_loop_structure():
     points.loc[points["T"] == 4096, "loops_in_code"] = [0, 2]  # now no pair of fori's matches
     fori = engine.per_step(points).set_index("form").loc["fori"]
     assert pd.isna(fori.per_step) and "loop structure differs" in fori.note
+
+
+def test_the_tpu_preset_reads_the_reporters_kernel_at_every_T_in_its_share(monkeypatch):
+    """At e970208 on the TPU his kernel's Python loop compiled in 0.41 s at T=256 and the family's
+    share left 21.8 s: no count was read past T=256. With every compile taking 0.41 s on a clock of
+    its own, the TPU preset's T and forms now all compile inside that share."""
+    from jaxperf.loops.factory import load
+    from jaxperf_study.jax20909.settings import LoopSettings
+
+    preset = LoopSettings.DEVICE_PRESETS["tpu"]
+    forms = list(dict.fromkeys([*preset["family_forms"], *preset["fix_forms"]]))
+    now = [0.0]
+    monkeypatch.setattr(engine.time, "monotonic", lambda: now[0])
+
+    def compile_point(kernel, form, T, target):
+        now[0] += 0.41
+        return dict(status=engine.tg.OK, error="", compile_ms=410.0, work_per_program=1.0, steps=T // 64)
+
+    monkeypatch.setattr(engine.tg, "compile_point", compile_point)
+    here = {t: "" if t == "mosaic_tpu v5e" else engine.NOT_ASKED for t in engine.tg.TARGETS}
+    kernel = load("tests.corpus.kernels.row_sum:make")
+    rows = engine.compile_results(
+        kernel, forms, list(preset["family_Ts"]["seed"]), here, engine.Progress(21.8)
+    )
+    assert set(rows.status) == {engine.tg.OK} and len(rows) == len(forms) * len(preset["family_Ts"]["seed"])
