@@ -593,3 +593,16 @@ def test_compile_summary_reads_growth_static_ratios_and_a_failed_point():
     assert (fail["compiler"], fail["T"], fail["steps"]) == ("Mosaic GPU sm_90a", 65536, 1024)
     assert fail["error"].startswith("RecursionError")
     assert [r["ratio"] for r in compile_facts.reporter_rows()][-1] == pytest.approx(172.925 / 71.313)
+
+
+def test_a_compile_run_at_one_T_says_so_rather_than_not_reached():
+    """The TPU preset runs his harness at one T (2048): there is no growth to read, which the summary
+    called "not reached (fewer than two T compiled both loops)", as if a budget had cut it."""
+    one = compile_facts.matched([2048], [20296.6], [20100.0], where="his harness on this TPU")
+    assert one["status"] == "one T"
+    assert (
+        compile_facts.sentence(one)
+        == "his harness on this TPU: run at one T (T=2048), so no growth to compare."
+    )
+    cut = compile_facts.matched([256, 2048], [520.0, None], [326.0, None], where="x")
+    assert cut["status"] == "not reached" and "not reached" in compile_facts.sentence(cut)

@@ -40,7 +40,8 @@ def matched(
     """Our compile growth (Python loop, fori_loop) from the first T to the last T both compiled,
     beside his over the same range. ``planned`` is the T the sweep meant to reach: a sweep that
     stopped short says which T it did not reach. ``status``: "compared", "not in his table"
-    (a range his table does not hold), "not reached" (fewer than two T compiled)."""
+    (a range his table does not hold), "one T" (run at one T only), "not reached" (fewer than two T
+    compiled)."""
     both = [
         (T, p, f)
         for T, p, f in zip(Ts, python_ms, fori_ms)
@@ -48,6 +49,8 @@ def matched(
     ]
     missing = sorted(set(planned or ()) - {T for T, _, _ in both})
     out: dict[str, Any] = {"where": where, "not_reached": missing}
+    if len(set(Ts)) == 1:  # run at one T (his harness on a TPU, by its preset): no growth to read
+        return out | {"status": "one T", "T_range": [Ts[0], Ts[0]]}
     if len(both) < 2:
         return out | {"status": "not reached", "T_range": None}
     (T0, p0, f0), (T1, p1, f1) = both[0], both[-1]
@@ -71,6 +74,8 @@ def sentence(fact: dict[str, Any]) -> str:
     where = fact["where"]
     if fact["status"] == "not reached":
         return f"{where}: not reached (fewer than two T compiled both loops)."
+    if fact["status"] == "one T":
+        return f"{where}: run at one T (T={fact['T_range'][0]}), so no growth to compare."
     (T0, T1), (p0, p1), (f0, f1) = fact["T_range"], fact["python_ms"], fact["fori_ms"]
     text = (
         f"{where}, T={T0} → {T1}: the Python loop's compile {p0:.0f} → {p1:.0f} ms ({fact['python_growth']:.1f}×), "
