@@ -247,7 +247,7 @@ def test_the_answer_names_who_pays_and_who_does_not():
 
 def test_advice_judges_each_candidate_on_its_backends_measure():
     assert advice._judge(1.0, 20.0, 0.9, 1.04) == "closes it"
-    assert advice._judge(1.0, 20.0, 0.9, 1.2) == "a tie with closing it"
+    assert advice._judge(1.0, 20.0, 0.9, 1.2) == "not resolved against closing it (its spread holds 1.05×)"
     assert advice._judge(1.02, 20.0) == "matches the Python loop's count"
     assert advice._judge(5.0, 20.0) == "narrows it" and advice._judge(19.0, 20.0) == "does not help"
     rows = [

@@ -103,7 +103,7 @@ def test_the_spread_holds_the_committed_value():
 def test_a_flipped_verdict_fails(tmp_path):
     result = run(tmp_path, fix=(0.8, 0.7, 0.85), reads="slower than")
     got = rows(result)
-    assert got["cpu/d fix:goal>=1"].committed == "a tie, its spread holds 1×"
+    assert got["cpu/d fix:goal>=1"].committed == "not resolved, its spread holds 1×"
     assert got["cpu/d fix:goal>=1"].rerun == "not met"
     assert got["cpu/d fix:goal>=1"].status == "flipped"
     assert got["cpu/d reads"].status == "flipped"

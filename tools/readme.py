@@ -190,16 +190,16 @@ def walk(summary: Any, path: str) -> tuple[Any, list[dict[str, Any]]]:
 #: format specs for verdicts: a boolean rendered as words
 WORD_SPECS = {"met": ("met", "not met"), "yes": ("yes", "no"), "shown": ("shown", "not shown")}
 #: ``:verdict``: a three-valued verdict of jaxperf_study.goals ("met", "tie", "not met") as a sentence says it
-VERDICT_WORDS = {"met": "met", "tie": "a tie", "not met": "not met"}
+VERDICT_WORDS = {"met": "met", "tie": "not resolved", "not met": "not met"}
 
 
-#: ``:goal>=X``: a median [q25, q75] judged against a goal of X, a tie when its spread holds X
+#: ``:goal>=X``: a median [q25, q75] judged against a goal of X, not resolved when its spread holds X
 GOAL_SPEC = re.compile(r"^goal>=(?P<goal>[0-9.]+)$")
 
 
 def goal_verdict(stat: Any, goal: float) -> str:
     """ "met" only when the whole interquartile range clears ``goal``, "not met" when it lies
-    below, else a tie with the goal: a rerun of the study cannot flip a stated verdict."""
+    below, else not resolved against the goal: a rerun of the study cannot flip a stated verdict."""
     if not (isinstance(stat, dict) and {"median", "q25", "q75"} <= set(stat)):
         raise RenderError(f"format :goal>= needs a {{median, q25, q75}} value, got {stat!r}")
     # the range widened to hold the median, as jaxperf_study.goals.judge does (tests/test_goals.py)
@@ -208,7 +208,7 @@ def goal_verdict(stat: Any, goal: float) -> str:
         return "met"
     if hi < goal:
         return "not met"
-    return f"a tie, its spread holds {goal:g}×"
+    return f"not resolved, its spread holds {goal:g}×"
 
 
 def fmt(value: Any, spec: str | None) -> str:

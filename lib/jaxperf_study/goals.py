@@ -1,7 +1,7 @@
-"""A goal's verdict from a measured spread: met, a tie, or not met.
+"""A goal's verdict from a measured spread: met, not met, or not resolved (key ``"tie"``).
 
-A median that clears a goal while its interquartile range holds it is a tie: a rerun of
-the same study could land on either side, so it is never stated as met. Every study's
+A median that clears a goal while its interquartile range holds it is not resolved: a rerun
+of the same study could land on either side, so it is never stated as met, nor as a tie. Every study's
 goal is judged here, and ``tools/readme.py`` states the README's with the same rule.
 """
 
@@ -59,7 +59,7 @@ def text(
     *,
     met_text: str = "met",
     missed_text: str = "not met",
-    tie_text: str = "a tie (its spread holds the goal)",
+    tie_text: str = "not resolved (its spread holds the goal)",
 ) -> str:
     """A verdict as a summary states it: never judged in a smoke run, ``n/a`` when nothing
     was measured."""

@@ -6,7 +6,7 @@ backend's own measure: on XLA:CPU the measured per-pair ratio of ms per call (it
 range); on Triton, Mosaic GPU and Mosaic TPU the static work per program at the largest T the
 engine compiled (instructions or bundles, a count and not a time). A form *closes* the gap when
 it lies within :data:`CLOSES` of the Python loop (measured: its whole interquartile range; a
-range that holds the bound is a tie), *narrows* it when it does at most ``1 / NARROWS`` of
+range that holds the bound is not resolved), *narrows* it when it does at most ``1 / NARROWS`` of
 ``fori_loop``'s ratio, and *does not help* otherwise. :data:`SETTLE` says what would decide the
 static verdicts on a GPU.
 """
@@ -37,7 +37,7 @@ def _judge(ratio: float, fori_ratio: float | None, q25: float | None = None, q75
         if said == goals.MET:
             return "closes it"
         if said == goals.TIE:
-            return "a tie with closing it"
+            return f"not resolved against closing it (its spread holds {CLOSES:g}×)"
     elif ratio <= CLOSES:
         return "matches the Python loop's count"
     if fori_ratio is not None and ratio * NARROWS <= fori_ratio:

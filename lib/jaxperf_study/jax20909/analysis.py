@@ -191,7 +191,7 @@ def pattern_parts(
     in words with its numbers (both empty: shown).
 
     fori/Python grows with T: its per-pair interquartile range at the largest T lies above
-    the one at the first T (ranges that overlap by more than a point are a tie; the Ts between
+    the one at the first T (ranges that overlap by more than a point are not resolved; the Ts between
     are not judged, so a noisy middle T cannot flip the answer); it is at least 2 at the
     largest T, judged on that range (``goals.judge``); the Python loop's compile at least
     doubles, fori's grows at most 1.5x. ``pairs`` holds each T's per-pair {median, q25, q75};
@@ -212,7 +212,9 @@ def pattern_parts(
     if at_least == verdicts.MISSED:
         misses.append(f"fori/Python is {last} at T={Ts[-1]}, under {REPRODUCED_RATIO:g}×")
     elif at_least == verdicts.TIE:
-        ties.append(f"fori/Python is {last} at T={Ts[-1]}, a tie with {REPRODUCED_RATIO:g}×")
+        ties.append(
+            f"fori/Python is {last} at T={Ts[-1]}, not resolved against {REPRODUCED_RATIO:g}× (its spread holds it)"
+        )
     if python_compile_ms and not python_compile_ms[-1] > 2 * python_compile_ms[0]:
         misses.append(
             f"the Python loop's compile does not double ({python_compile_ms[0]:.0f} → {python_compile_ms[-1]:.0f} ms)"

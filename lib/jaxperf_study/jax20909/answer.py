@@ -49,7 +49,7 @@ def reproduced(rows: list[dict[str, Any]], goals: dict[str, Any], quick: bool) -
             quick,
             met_text="shown",
             missed_text="not shown",
-            tie_text="a tie",
+            tie_text="not resolved",
         )
         parts.append(
             f"XLA:CPU, an analogue (plain `jax.jit` of his arithmetic, another compiler), {_pair(xla)} at T={xla['T']} (the pattern: {verdict})"

@@ -234,20 +234,20 @@ def goal_lines(goals: dict[str, Any], quick: bool) -> list[str]:
     tying = fix.get("variants_tying_it_per_T") or {}
     meeting = "; ".join(
         f"T={T}: {', '.join(v) if v else 'none'}"
-        + (f" (a tie: {', '.join(tying[T])})" if tying.get(T) else "")
+        + (f" (not resolved: {', '.join(tying[T])})" if tying.get(T) else "")
         for T, v in (fix["variants_meeting_it_per_T"] or {}).items()
     )
     return [
         f"- Reproduction (fori/Python grows from the first T to the largest, >= 2 at the largest T, both judged on the "
         f"per-pair interquartile range; Python compile doubles, fori's within 1.5x): "
-        f"{rule.text(rep.get('verdict'), quick, tie_text='a tie')} ({'ratio of medians: ' + ratios if ratios else 'no T with both loops'})"
+        f"{rule.text(rep.get('verdict'), quick, tie_text='not resolved')} ({'ratio of medians: ' + ratios if ratios else 'no T with both loops'})"
         + (f"; missed: {'; '.join(rep.get('misses') or [])}" if rep.get("misses") and not quick else "")
-        + (f"; tied on: {'; '.join(rep.get('ties') or [])}" if rep.get("ties") and not quick else "")
+        + (f"; not resolved on: {'; '.join(rep.get('ties') or [])}" if rep.get("ties") and not quick else "")
         + ".",
         f"- Fix (a portable loop: hand-unrolled, hoisted or scalar carry, within 1.05x of the Python loop and 1.5x of fori's compile, "
-        f"at every T, judged on each per-pair ratio's interquartile range): {rule.text(fix.get('verdict'), quick, tie_text='a tie')} "
+        f"at every T, judged on each per-pair ratio's interquartile range): {rule.text(fix.get('verdict'), quick, tie_text='not resolved')} "
         f"({meeting or 'n/a'}).",
-        f"- Roofline (best fix within 1.5x at the largest T): {rule.text(roof.get('verdict'), quick, tie_text='a tie')} "
+        f"- Roofline (best fix within 1.5x at the largest T): {rule.text(roof.get('verdict'), quick, tie_text='not resolved')} "
         f"(best fix {_n(roof['best_fix_ms'])} ms vs {_n(roof['roofline_ms'])} ms: {_n(roof['best_fix_vs_roofline'])}x; "
         f"at the bandwidth of a copy into a fresh output, as each call writes one: "
         f"{_n(roof['fresh_output_roofline_ms'])} ms, {_n(roof['best_fix_vs_fresh_output_roofline'])}x).",
