@@ -489,6 +489,18 @@ def test_a_range_is_quoted_whole_and_not_at_all_when_wider_than_three_times_its_
         readme.render("At last {{cpu/x r.median:.2f}} [{{cpu/x r.lo:.2f}}, {{cpu/x r.hi:.2f}}].", cache=cache)
 
 
+def test_a_range_every_process_printed_the_same_reads_as_that_not_as_a_zero_width_range():
+    """The TPU repro printed 0.67 in each of 3 processes: "0.67× [0.67, 0.67]" read as a range
+    of no width; a range whose ends differ, or a number without its printed values, stays one."""
+    same = {"median": 0.67, "lo": 0.67, "hi": 0.67, "values": [0.67, 0.67, 0.67]}
+    apart = {"median": 0.67, "lo": 0.664, "hi": 0.676, "values": [0.67, 0.66, 0.68]}
+    cache = {"cpu/x": {"same": same, "apart": apart, "bare": {"median": 0.67, "lo": 0.67, "hi": 0.67}}}
+    said = readme.render("It is {{cpu/x same:r.2f×}}.", cache=cache)
+    assert said == "It is 0.67× (each of the 3 processes printed 0.67)."
+    assert readme.render("It is {{cpu/x apart:r.2f×}}.", cache=cache) == "It is 0.67× [0.66, 0.68]."
+    assert readme.render("It is {{cpu/x bare:r.2f×}}.", cache=cache) == "It is 0.67× [0.67, 0.67]."
+
+
 def test_an_upstream_text_links_only_absolute_addresses():
     assert readme.relative_links("[a](https://github.com/x) [b](../cpu/x.md) [c](#terms)") == ["../cpu/x.md"]
 

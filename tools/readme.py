@@ -211,6 +211,23 @@ def goal_verdict(stat: Any, goal: float) -> str:
     return f"not resolved, its spread holds {goal:g}×"
 
 
+def same_in_every_process(stat: Any, spec: str) -> str | None:
+    """A ranged number whose processes all printed the same digits, said so (``"0.67× (each of
+    the 3 processes printed 0.67)"``) rather than as a range of zero width; None otherwise."""
+    from jaxperf_study.reruns import RANGED  # numpy's: imported only here, as in fill's :r
+
+    m = RANGED.match(spec)
+    values = stat.get("values") if isinstance(stat, dict) else None
+    if m is None or not isinstance(values, list) or len(values) < 2:
+        return None
+    number = "{:" + m["spec"] + "}"
+    said = {number.format(v) for v in [*values, stat["median"], stat["lo"], stat["hi"]]}
+    if len(said) != 1:
+        return None
+    (one,) = said
+    return f"{one}{m['unit']} (each of the {len(values)} processes printed {one})"
+
+
 def fmt(value: Any, spec: str | None) -> str:
     if value is None:
         raise RenderError("a placeholder's value is null (not measured): quote it as words instead")
@@ -398,7 +415,8 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
                 from jaxperf_study.pages import ranged
                 from jaxperf_study.reruns import quote
 
-                return quote(ranged(load(m["study"], cache, root), m["path"].strip(), value), m["fmt"])
+                stat = ranged(load(m["study"], cache, root), m["path"].strip(), value)
+                return same_in_every_process(stat, m["fmt"]) or quote(stat, m["fmt"])
             return fmt(value, m["fmt"])
         except (RenderError, ValueError, TypeError, IndexError) as err:
             errors.append(f"{m.group(0)}: {err}")
