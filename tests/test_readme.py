@@ -369,7 +369,7 @@ def _repro(text: str) -> str:
     [
         ("equinox-192.md", ["eqx.filter_pmap:", "jax.pmap on the arrays:", "eqx.filter_jit on sharded inputs:",
                             "jax.jit on the sharded arrays:", "x the it/s of jax.pmap", "leaves=392"]),
-        ("equinox-filter_jit-wait.md", ["eqx.filter_jit: the loop's last call returned", "jax.jit:"]),
+        ("equinox-filter_jit-wait.md", ["eqx.filter_jit: ", "% of the loop's time had passed when its last call returned", "jax.jit: "]),
         # his Pallas kernel and harness: on a TPU as it is, here in Pallas' interpreter
         ("jax-20909.md", ["python_loop:", "fori_loop:", "hoisted:", "scalar_carry:", "ms per kernel call",
                           "x the Python loop's", "its times are not a kernel's"]),

@@ -91,6 +91,18 @@ VALUE_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("step", "train"): ("train",),
     ("donated", "True"): ("donated",),
     ("variant", "python"): ("Python loop", "python"),
+    ("method", "jit_params"): (
+        "jit_params",
+        "jit\\_params",
+        "`jax.jit` on params",
+        "`jax.jit` on the same arrays",
+    ),
+    ("model", "mlp_depth16_x128"): (
+        "mlp_depth16_x128",
+        "mlp\\_depth16\\_x128",
+        "an MLP of depth 16, 128 microbatches",
+    ),
+    ("method", "filter_jit_patched"): ("filter_jit_patched", "filter\\_jit\\_patched", "with this commit"),
 }
 #: words a quoted field must appear with (each group: any one of its phrases)
 FIELD_WORDS: dict[str, tuple[tuple[str, ...], ...]] = {
