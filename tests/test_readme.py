@@ -496,9 +496,15 @@ def test_a_range_every_process_printed_the_same_reads_as_that_not_as_a_zero_widt
     apart = {"median": 0.67, "lo": 0.664, "hi": 0.676, "values": [0.67, 0.66, 0.68]}
     cache = {"cpu/x": {"same": same, "apart": apart, "bare": {"median": 0.67, "lo": 0.67, "hi": 0.67}}}
     said = readme.render("It is {{cpu/x same:r.2f×}}.", cache=cache)
-    assert said == "It is 0.67× (each of the 3 processes printed 0.67)."
+    assert said == "It is 0.67× (each of the 3 processes printed 0.67×)."
     assert readme.render("It is {{cpu/x apart:r.2f×}}.", cache=cache) == "It is 0.67× [0.66, 0.68]."
     assert readme.render("It is {{cpu/x bare:r.2f×}}.", cache=cache) == "It is 0.67× [0.67, 0.67]."
+    # a median that prints as zero has no "3x its median": what the processes printed, low to high
+    near = {"cpu/x": {"z": {"median": 0.0, "lo": 0.0, "hi": 1.0, "values": [1.0, 0.0, 0.0]}}}
+    assert (
+        readme.render("It is {{cpu/x z:r.0f%}}.", cache=near)
+        == "It is 0% to 1% (as the 3 processes printed)."
+    )
 
 
 def test_an_upstream_text_links_only_absolute_addresses():

@@ -223,21 +223,26 @@ def goal_verdict(stat: Any, goal: float) -> str:
     return f"not resolved, its spread holds {goal:g}×"
 
 
-def same_in_every_process(stat: Any, spec: str) -> str | None:
-    """A ranged number whose processes all printed the same digits, said so (``"0.67× (each of
-    the 3 processes printed 0.67)"``) rather than as a range of zero width; None otherwise."""
+def as_printed(stat: Any, spec: str) -> str | None:
+    """A ranged number a repro printed, said as printed where a range would mislead: every
+    process printed the same digits (``"0.67× (each of the 3 processes printed 0.67×)"``, not a
+    range of zero width), or the median prints as zero, where no range is "3× its median"
+    (``"0% to 1% (as the 3 processes printed)"``); None otherwise (quote the range)."""
     from jaxperf_study.reruns import RANGED  # numpy's: imported only here, as in fill's :r
 
     m = RANGED.match(spec)
     values = stat.get("values") if isinstance(stat, dict) else None
     if m is None or not isinstance(values, list) or len(values) < 2:
         return None
-    number = "{:" + m["spec"] + "}"
+    number, unit = "{:" + m["spec"] + "}", m["unit"]
     said = {number.format(v) for v in [*values, stat["median"], stat["lo"], stat["hi"]]}
-    if len(said) != 1:
-        return None
-    (one,) = said
-    return f"{one}{m['unit']} (each of the {len(values)} processes printed {one})"
+    if len(said) == 1:
+        (one,) = said
+        return f"{one}{unit} (each of the {len(values)} processes printed {one}{unit})"
+    if float(number.format(stat["median"]).replace(",", "")) == 0:
+        low, high = number.format(min(values)), number.format(max(values))
+        return f"{low}{unit} to {high}{unit} (as the {len(values)} processes printed)"
+    return None
 
 
 def fmt(value: Any, spec: str | None) -> str:
@@ -428,7 +433,7 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
                 from jaxperf_study.reruns import quote
 
                 stat = ranged(load(m["study"], cache, root), m["path"].strip(), value)
-                return same_in_every_process(stat, m["fmt"]) or quote(stat, m["fmt"])
+                return as_printed(stat, m["fmt"]) or quote(stat, m["fmt"])
             return fmt(value, m["fmt"])
         except (RenderError, ValueError, TypeError, IndexError) as err:
             errors.append(f"{m.group(0)}: {err}")
