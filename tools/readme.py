@@ -97,6 +97,7 @@ VALUE_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
         "`jax.jit` on params",
         "`jax.jit` on the same arrays",
     ),
+    ("target", "mosaic_tpu v5e"): ("mosaic_tpu v5e", "mosaic\\_tpu v5e", "Mosaic TPU"),
     ("model", "mlp_depth16_x128"): (
         "mlp_depth16_x128",
         "mlp\\_depth16\\_x128",
