@@ -369,7 +369,7 @@ def _repro(text: str) -> str:
     [
         ("equinox-192.md", ["eqx.filter_pmap:", "jax.pmap on the arrays:", "eqx.filter_jit on sharded inputs:",
                             "jax.jit on the sharded arrays:", "x the it/s of jax.pmap", "leaves=392"]),
-        ("equinox-filter_jit-wait.md", ["eqx.filter_jit: the loop's last call returned", "jax.jit:"]),
+        ("equinox-filter_jit-wait.md", ["eqx.filter_jit: ", "% of the loop's time had passed when its last call returned", "jax.jit: "]),
         # his Pallas kernel and harness: on a TPU as it is, here in Pallas' interpreter
         ("jax-20909.md", ["python_loop:", "fori_loop:", "hoisted:", "scalar_carry:", "ms per kernel call",
                           "x the Python loop's", "its times are not a kernel's"]),
@@ -487,6 +487,24 @@ def test_a_range_is_quoted_whole_and_not_at_all_when_wider_than_three_times_its_
     assert "not resolved" in readme.render("At last {{cpu/x w:r.1f×}}.", cache=cache)
     with pytest.raises(readme.RenderError, match="quoted apart"):
         readme.render("At last {{cpu/x r.median:.2f}} [{{cpu/x r.lo:.2f}}, {{cpu/x r.hi:.2f}}].", cache=cache)
+
+
+def test_a_range_every_process_printed_the_same_reads_as_that_not_as_a_zero_width_range():
+    """The TPU repro printed 0.67 in each of 3 processes: "0.67× [0.67, 0.67]" read as a range
+    of no width; a range whose ends differ, or a number without its printed values, stays one."""
+    same = {"median": 0.67, "lo": 0.67, "hi": 0.67, "values": [0.67, 0.67, 0.67]}
+    apart = {"median": 0.67, "lo": 0.664, "hi": 0.676, "values": [0.67, 0.66, 0.68]}
+    cache = {"cpu/x": {"same": same, "apart": apart, "bare": {"median": 0.67, "lo": 0.67, "hi": 0.67}}}
+    said = readme.render("It is {{cpu/x same:r.2f×}}.", cache=cache)
+    assert said == "It is 0.67× (each of the 3 processes printed 0.67×)."
+    assert readme.render("It is {{cpu/x apart:r.2f×}}.", cache=cache) == "It is 0.67× [0.66, 0.68]."
+    assert readme.render("It is {{cpu/x bare:r.2f×}}.", cache=cache) == "It is 0.67× [0.67, 0.67]."
+    # a median that prints as zero has no "3x its median": what the processes printed, low to high
+    near = {"cpu/x": {"z": {"median": 0.0, "lo": 0.0, "hi": 1.0, "values": [1.0, 0.0, 0.0]}}}
+    assert (
+        readme.render("It is {{cpu/x z:r.0f%}}.", cache=near)
+        == "It is 0% to 1% (as the 3 processes printed)."
+    )
 
 
 def test_an_upstream_text_links_only_absolute_addresses():

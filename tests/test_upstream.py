@@ -25,7 +25,7 @@ RECORDS = sorted(p for root in upstream_repro.RECORDS for p in root.glob("*-repr
 WRITTEN = {
     "equinox-192.md": {"192", "0.13.8", "0.12", "2", "8"},  # v3-8's 8 cores, jax 0.12's warning, a 2-core VM
     # 1 / (host + device); the train step of 128 microbatches, named beside its model
-    "equinox-filter_jit-wait.md": {"0.11.8", "0.4.33", "0.13.8", "192", "0.12", "1", "2", "128"},
+    "equinox-filter_jit-wait.md": {"0.11.8", "0.4.33", "0.13.8", "192", "0.12", "1", "2", "16", "128"},
     "jax-20909.md": {"20909", "64", "128"},  # T/64 steps, [128, D] blocks
     # Python's recursion limits, loop steps (T / 64) and the T of jax#20909's 1024 steps, a 2-core CPU
     "jax-mosaic-gpu-recursion.md": {
@@ -41,7 +41,7 @@ WRITTEN = {
         "65536",
         "2",
     },
-    "jax-mosaic-tpu-bf16.md": {"0", "20909", "32", "0.10.2", "0.0.42.1", "0.12.0.1", "0.0.50.1"},
+    "jax-mosaic-tpu-bf16.md": {"0", "1", "20909", "32", "0.10.2", "0.0.42.1", "0.12.0.1", "0.0.50.1"},
 }
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 

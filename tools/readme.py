@@ -91,6 +91,19 @@ VALUE_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("step", "train"): ("train",),
     ("donated", "True"): ("donated",),
     ("variant", "python"): ("Python loop", "python"),
+    ("method", "jit_params"): (
+        "jit_params",
+        "jit\\_params",
+        "`jax.jit` on params",
+        "`jax.jit` on the same arrays",
+    ),
+    ("target", "mosaic_tpu v5e"): ("mosaic_tpu v5e", "mosaic\\_tpu v5e", "Mosaic TPU"),
+    ("model", "mlp_depth16_x128"): (
+        "mlp_depth16_x128",
+        "mlp\\_depth16\\_x128",
+        "an MLP of depth 16, 128 microbatches",
+    ),
+    ("method", "filter_jit_patched"): ("filter_jit_patched", "filter\\_jit\\_patched", "with this commit"),
 }
 #: words a quoted field must appear with (each group: any one of its phrases)
 FIELD_WORDS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -209,6 +222,28 @@ def goal_verdict(stat: Any, goal: float) -> str:
     if hi < goal:
         return "not met"
     return f"not resolved, its spread holds {goal:g}×"
+
+
+def as_printed(stat: Any, spec: str) -> str | None:
+    """A ranged number a repro printed, said as printed where a range would mislead: every
+    process printed the same digits (``"0.67× (each of the 3 processes printed 0.67×)"``, not a
+    range of zero width), or the median prints as zero, where no range is "3× its median"
+    (``"0% to 1% (as the 3 processes printed)"``); None otherwise (quote the range)."""
+    from jaxperf_study.reruns import RANGED  # numpy's: imported only here, as in fill's :r
+
+    m = RANGED.match(spec)
+    values = stat.get("values") if isinstance(stat, dict) else None
+    if m is None or not isinstance(values, list) or len(values) < 2:
+        return None
+    number, unit = "{:" + m["spec"] + "}", m["unit"]
+    said = {number.format(v) for v in [*values, stat["median"], stat["lo"], stat["hi"]]}
+    if len(said) == 1:
+        (one,) = said
+        return f"{one}{unit} (each of the {len(values)} processes printed {one}{unit})"
+    if float(number.format(stat["median"]).replace(",", "")) == 0:
+        low, high = number.format(min(values)), number.format(max(values))
+        return f"{low}{unit} to {high}{unit} (as the {len(values)} processes printed)"
+    return None
 
 
 def fmt(value: Any, spec: str | None) -> str:
@@ -398,7 +433,8 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
                 from jaxperf_study.pages import ranged
                 from jaxperf_study.reruns import quote
 
-                return quote(ranged(load(m["study"], cache, root), m["path"].strip(), value), m["fmt"])
+                stat = ranged(load(m["study"], cache, root), m["path"].strip(), value)
+                return as_printed(stat, m["fmt"]) or quote(stat, m["fmt"])
             return fmt(value, m["fmt"])
         except (RenderError, ValueError, TypeError, IndexError) as err:
             errors.append(f"{m.group(0)}: {err}")

@@ -44,7 +44,12 @@ LINE = re.compile(r"^(?P<name>[A-Za-z_][^:]*): (?P<rest>-?[\d,]*\.?\d.*)$")
 PART = re.compile(r"^(?P<number>-?[\d,]*\.?\d+)\s*(?P<unit>.+)$")
 SETTING = re.compile(r"\b(?P<key>[A-Za-z]\w*)=(?P<value>-?\d+(?:\.\d+)?)\b")
 #: the record's field for each unit a repro prints (a unit starting with "x" is a ratio)
-FIELDS = {"it/s": "it_per_s", "ms of host CPU per call": "host_ms", "ms per kernel call": "ms"}
+FIELDS = {
+    "it/s": "it_per_s",
+    "ms of host CPU per call": "host_ms",
+    "ms per kernel call": "ms",
+    "% of the loop's time had passed when its last call returned": "returned_pct",
+}
 #: Student's t, two-sided 95%, by degrees of freedom (more than 10: 2.0)
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
 #: what a fresh process must not inherit (the compilation cache tools/device/run.sh sets, among them)
