@@ -328,3 +328,45 @@ def test_run_refuses_a_time_that_is_not_whole_seconds_and_names_it(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2 and "JAXPERF_DEVICE_TOTAL_S='9m' is not allowed: whole seconds" in proc.stderr
+
+
+def test_a_rerun_after_a_declared_refactor_merges_and_another_python_refuses_rather_than_replace(
+    tmp_path, monkeypatch
+):
+    """The second TPU run of notebook 01's noop part (aa527ed) measured the code of the first
+    (429a5c3): between them only declared refactors changed it (NNX summary keys, papermill's
+    parameters as JSON gives them). Unpacked under Python 3.11, whose ast.unparse writes other
+    text than the 3.12 that pinned them, it read as changed code and replaced the first run. Now
+    the pins' Python reads them, and any other refuses, leaving the committed runs as they were."""
+    import sys
+
+    sys.path.insert(0, str(PROJECT_ROOT / "tools" / "device"))
+    sys.path.insert(0, str(PROJECT_ROOT / "tools"))
+    import merge
+    from runall import moves
+
+    git = subprocess.run(["git", "cat-file", "-e", "429a5c3^{commit}"], cwd=PROJECT_ROOT, capture_output=True)
+    if git.returncode != 0:
+        pytest.skip("needs the git history")
+    old = subprocess.run(
+        ["git", "show", "5aeaea3^:results/tpu/dispatch/summary.json"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    committed, incoming = tmp_path / "committed", tmp_path / "incoming"
+    for folder, commit in ((committed, None), (incoming, "aa527ed181966f0c9899bd6829a1bd7f5f816d26")):
+        folder.mkdir()
+        summary = json.loads(old)
+        if commit:
+            summary["provenance"]["git"]["commit"] = commit
+        (folder / "summary.json").write_text(json.dumps(summary))
+    assert json.loads(old)["provenance"]["git"]["commit"].startswith("429a5c3")
+    assert merge.same_code(committed, incoming)
+    ledger = tmp_path / "refactors.json"
+    other = "3.11" if moves.python_now() != "3.11" else "3.12"
+    ledger.write_text(json.dumps({**json.loads(moves.REFACTORS.read_text()), "python": other}))
+    monkeypatch.setattr(moves, "REFACTORS", ledger)
+    with pytest.raises(SystemExit, match=f"Python {other} wrote .* this is Python {moves.python_now()}"):
+        merge.merge(committed, incoming)
+    assert json.loads((committed / "summary.json").read_text()) == json.loads(old)  # nothing replaced

@@ -49,7 +49,10 @@ def stale_files(summary: dict, path: Path) -> list[str]:
     """The files that made ``summary`` and changed since (run_all's own rule: tools/runall/fresh.py)."""
     prov = summary["provenance"]
     changed = fresh.changed_files(
-        ROOT, prov["git"]["commit"], [*fresh.measuring(prov["code"]), *notebook_of(summary["study"])]
+        ROOT,
+        prov["git"]["commit"],
+        [*fresh.measuring(prov["code"]), *notebook_of(summary["study"])],
+        strict=True,
     )
     assert changed is not None, f"{path}: its commit {prov['git']['commit'][:10]} is not in this history"
     return changed
@@ -403,3 +406,33 @@ def test_every_declared_refactor_says_why_and_cites_its_evidence():
             recorded = ("lib/", "notebooks/", "tools/upstream_repro.py")  # what a result's provenance names
             assert path.startswith(recorded) and set(pin) == {"was", "is"}, path
             assert all(len(h) == 64 and int(h, 16) >= 0 for h in pin.values()), path
+
+
+def test_declared_refactors_are_read_only_under_the_python_that_pinned_them(tmp_path, monkeypatch):
+    """ast.unparse's text differs between Python versions, so a pin read under another one would
+    call the refactor a change: a skip check reruns (non-strict), a merge or this test refuses."""
+    project, notebook, commit = _moved_project(tmp_path)
+    moved = project / "lib" / "jaxperf_study" / "alpha" / "cost.py"
+    refactored = COST_MOVED.replace("return 2 * x", "return x + x")
+    moved.write_text(refactored)
+    pins = {"was": moves.digest(moves.code_of(COST_MOVED, "lib/jaxperf_study/alpha/cost.py")),
+            "is": moves.digest(moves.code_of(refactored, "lib/jaxperf_study/alpha/cost.py"))}  # fmt: skip
+    ledger = tmp_path / "refactors.json"
+    monkeypatch.setattr(moves, "REFACTORS", ledger)
+    path = ["lib/jaxperf/alpha/cost.py"]
+    for python in (moves.python_now(), "2.7"):
+        entry = {"why": "the same sum", "files": {"lib/jaxperf_study/alpha/cost.py": pins}}
+        ledger.write_text(json.dumps({"python": python, "refactors": [entry]}))
+        if python == "2.7":
+            with pytest.raises(
+                moves.WrongPython, match=f"Python 2.7 wrote .* this is Python {moves.python_now()}"
+            ):
+                fresh.changed_files(project, commit, path, strict=True)
+            assert fresh.changed_files(project, commit, path) == []  # no raise: this Python's pins match
+        else:
+            assert fresh.changed_files(project, commit, path, strict=True) == []
+
+
+def test_the_declared_refactors_name_the_python_that_runs_the_tests():
+    """The lock's Python (the .venv the tests run in) wrote the pins: any other reads them wrong."""
+    assert moves.pins_python() == moves.python_now()

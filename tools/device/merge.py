@@ -105,7 +105,10 @@ def same_code(committed: Path, incoming: Path) -> bool:
         if summary.get("study") in fresh.studies(p.read_text())
     ]
     files = [*fresh.measuring(summary.get("provenance", {}).get("code", [])), *notebooks]
-    return all(fresh.changed_files(PROJECT, c, files) == [] for c in (old, new))
+    try:
+        return all(fresh.changed_files(PROJECT, c, files, strict=True) == [] for c in (old, new))
+    except fresh.moves.WrongPython as e:  # it would replace runs a declared refactor keeps
+        sys.exit(f"merge.py: cannot tell whether {incoming} measured the code of {committed}: {e}")
 
 
 def merge(committed: Path, incoming: Path) -> str:

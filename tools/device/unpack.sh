@@ -20,6 +20,10 @@ root="${JAXPERF_UNPACK_ROOT:-$proj}"  # where results/ and figures/ go (tests po
 dir="${1:?usage: unpack.sh DIR}"
 [ $# -eq 1 ] || { echo "unpack.sh: one argument, the folder the device call's files came back in" >&2; exit 2; }
 shopt -s nullglob
+# The Python ./run_all.sh runs (the project's .venv first): merge.py reads the declared refactors,
+# whose pins only the Python that wrote them reads the same (tools/runall/moves.py).
+py="${JAXPERF_PYTHON:-$proj/.venv/bin/python}"
+[ -x "$py" ] || py="$(command -v python3.12 || command -v python3)"
 tarballs=("$dir"/jaxperf_*_results.tar.gz)
 [ "${#tarballs[@]}" -eq 1 ] || { echo "unpack.sh: expected one jaxperf_<backend>_results.tar.gz in $dir (did the run publish?)" >&2; exit 1; }
 tarball="${tarballs[0]}"
@@ -54,14 +58,14 @@ mapfile -t studies <"$stage/studies.txt"
 how=()
 for study in "${studies[@]}"; do
   mkdir -p "$root/results/$backend" "$root/figures/$backend"
-  done_how="$(python3 "$proj/tools/device/merge.py" "$root/results/$backend/$study" "$stage/results/$backend/$study")" || exit 1
+  done_how="$("$py" "$proj/tools/device/merge.py" "$root/results/$backend/$study" "$stage/results/$backend/$study")" || exit 1
   how+=("$study $done_how")
   rm -f "$root/figures/$backend/${study}_"*
   for f in "$stage/figures/$backend/${study}_"*; do mv "$f" "$root/figures/$backend/"; done
 done
 for nb in "$stage/results/$backend"/*.ipynb; do
   # a part's run stands for the whole merged study: a render injects no part (merge.py empties it too)
-  python3 "$proj/tools/device/merge.py" --whole "$nb" && mv "$nb" "$root/results/$backend/"
+  "$py" "$proj/tools/device/merge.py" --whole "$nb" && mv "$nb" "$root/results/$backend/"
 done
 if [ -d "$stage/results/$backend/cli" ]; then
   mkdir -p "$root/results/$backend/cli" && cp -R "$stage/results/$backend/cli/." "$root/results/$backend/cli/"

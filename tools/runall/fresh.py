@@ -69,10 +69,13 @@ def _git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, timeout=60)
 
 
-def changed_files(project: Path, commit: str, files: list[str]) -> list[str] | None:
+def changed_files(project: Path, commit: str, files: list[str], strict: bool = False) -> list[str] | None:
     """The ``files`` (paths at ``commit``) whose code differs between ``commit`` and the working
     tree (committed or not), each followed to where it is now (:mod:`.moves`); None when
-    ``commit`` is not in this repository's history."""
+    ``commit`` is not in this repository's history. A declared refactor is read only under the
+    Python that pinned it: under another, its file counts as changed (a rerun, the safe side of
+    a skip), or with ``strict`` (where "changed" would discard results) raises
+    :class:`.moves.WrongPython`."""
     if _git(project, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
         return None
     if not files:
@@ -99,6 +102,8 @@ def changed_files(project: Path, commit: str, files: list[str]) -> list[str] | N
             changed.append(path)
             continue
         new = moves.code_of((project / present).read_text(), present)
+        if new != old and strict and graph:
+            moves.check_python()
         if new != old and not moves.declared_same(moves.digest(old), moves.digest(new), graph):
             changed.append(path)
     return sorted(changed)

@@ -23,6 +23,7 @@ import ast
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -234,6 +235,34 @@ def refactors(path: Path | None = None) -> dict[str, set[str]]:
     return graph
 
 
+class WrongPython(RuntimeError):
+    """The declared refactors cannot be read under this Python: their pins hash ``ast.unparse``'s
+    text, which differs between Python versions (3.12 writes f-strings and some layouts unlike
+    3.11), so a pinned refactor would read as a change of code."""
+
+
+def pins_python(path: Path | None = None) -> str | None:
+    """The Python (``major.minor``) whose ``ast.unparse`` made the pins of refactors.json."""
+    path = REFACTORS if path is None else path
+    return json.loads(path.read_text()).get("python") if path.is_file() else None
+
+
+def python_now() -> str:
+    return "{}.{}".format(*sys.version_info[:2])
+
+
+def check_python(path: Path | None = None) -> None:
+    """Raise :class:`WrongPython` when this Python is not the one that made the pins."""
+    made = pins_python(path)
+    if made is not None and made != python_now():
+        where = REFACTORS if path is None else path
+        raise WrongPython(
+            f"{where} pins code hashes that Python {made} wrote (ast.unparse differs between "
+            f"versions) and this is Python {python_now()}: run this under Python {made}, the "
+            "project's .venv (./run_all.sh picks it first)"
+        )
+
+
 def declared_same(was: str, now: str, graph: Mapping[str, set[str]]) -> bool:
     """Whether the code hashed ``was`` reaches the code hashed ``now`` through declared refactors."""
     seen, todo = {was}, [was]
@@ -262,7 +291,9 @@ def pin(project: Path, commit: str, path: str) -> dict[str, str]:
 
 
 if __name__ == "__main__":  # python tools/runall/moves.py COMMIT PATH...: the pins to declare
-    import sys
-
+    try:
+        check_python()
+    except WrongPython as e:
+        sys.exit(f"moves.py: {e}")
     root = Path(__file__).resolve().parents[2]
     print(json.dumps({p: pin(root, sys.argv[1], p) for p in sys.argv[2:]}, indent=2))
