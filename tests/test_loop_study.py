@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from notebook_support import assert_clean_source, run_notebook
 
+from jaxperf.paths import PROJECT_ROOT
 from jaxperf_study import pages, plots, reruns
 from jaxperf_study.jax20909 import analysis, compile_facts, figures, report, runs, sweep, vocab
 from jaxperf_study.jax20909.settings import LoopSettings
@@ -609,3 +610,21 @@ def test_a_compile_run_at_one_T_says_so_rather_than_not_reached():
     )
     cut = compile_facts.matched([256, 2048], [520.0, None], [326.0, None], where="x")
     assert cut["status"] == "not reached" and "not reached" in compile_facts.sentence(cut)
+
+
+def test_points_of_merged_device_runs_are_counted_once():
+    """Notebook 02 ran twice on the TPU and its records were merged: every point, compiled in each
+    run, came twice, so the largest two T "with a count" were one T twice and no kernel's work per
+    step was read. Read from the merged record, each point counts once, as from one run."""
+    path = PROJECT_ROOT / "results" / "tpu" / "loops" / "family_points.csv"
+    if not path.is_file():
+        pytest.skip("no merged TPU record committed")
+    points = pd.read_csv(path)
+    assert points["run"].nunique() >= 2  # the case this guards
+    empty = pd.DataFrame(columns=["kernel"])
+    merged = runs.per_step(runs.results(empty, points, empty))
+    one = runs.per_step(runs.results(empty, points[points["run"] == 0].drop(columns=["run"]), empty))
+    assert merged["per_step"].notna().all() and len(merged) == len(one)
+    assert merged["per_step"].tolist() == one["per_step"].tolist()
+    seed = merged[(merged.kernel == "seed") & (merged.form == "fori")].iloc[0]
+    assert seed.per_step > 10 * merged[(merged.kernel == "seed") & (merged.form == "python")].iloc[0].per_step

@@ -233,6 +233,8 @@ def results(
     """:func:`engine_frames`' frames as one :class:`~jaxperf.loops.engine.Results` per kernel, in order."""
     if "classes" in points:
         points = points.assign(classes=[_classes(c) for c in points["classes"]])
+    if "run" in points:  # merged device commands each compiled every point: its counts once, the first's
+        points = points.drop_duplicates(subset=["kernel", "target", *engine.KEYS[1:]])
     kernels = list(dict.fromkeys([*checks.get("kernel", []), *points.get("kernel", [])]))
     empty = pd.DataFrame(columns=[*engine.KEYS, "repeat", "ms_per_call"])
     timings = timings if timings is not None and len(timings) else empty
