@@ -273,7 +273,8 @@ def test_compile_growth_is_compared_with_his_only_on_the_same_range():
     assert fact["status"] == "compared" and fact["reporter_python_growth"] == pytest.approx(473 / 177)
     assert fact["not_reached"] == [16384] and "not reached: T=16384" in compile_facts.sentence(fact)
     assert compile_facts.matched([256, 4096], [1, 2], [1, 1], where="w")["status"] == "not in his table"
-    assert compile_facts.matched([256], [1], [1], where="w")["status"] == "not reached"
+    assert compile_facts.matched([256], [1], [1], where="w")["status"] == "one T"  # run at one T: said so
+    assert compile_facts.matched([256, 2048], [1, None], [1, 1], where="w")["status"] == "not reached"
     flags = compile_facts.harness_flags(
         [dict(mode="x", T=1, variant="v", compile_ms=-214.0), dict(compile_ms=5.0)]
     )
