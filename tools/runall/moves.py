@@ -237,8 +237,8 @@ def refactors(path: Path | None = None) -> dict[str, set[str]]:
 
 class WrongPython(RuntimeError):
     """The declared refactors cannot be read under this Python: their pins hash ``ast.unparse``'s
-    text, which differs between Python versions (3.12 writes f-strings and some layouts unlike
-    3.11), so a pinned refactor would read as a change of code."""
+    text, which differs between Python versions (this project's pins, made by 3.12, read as
+    changed code under 3.11), so a pinned refactor would read as a change of code."""
 
 
 def pins_python(path: Path | None = None) -> str | None:
