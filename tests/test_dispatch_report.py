@@ -355,3 +355,24 @@ def test_the_packed_goal_is_judged_on_the_largest_no_op_case_with_where_its_time
         "packed_pmap: 2.00 ms of host CPU per blocked call, 2.00 ms per call in the loop"
         in report._where_time_goes(goal)
     )
+
+
+def test_a_run_that_reached_a_case_in_fewer_processes_drops_only_its_own_rows():
+    """Two merged device runs: the second reached the 392-leaf case in 2 of its 3 processes. Its
+    rows of that case are not quoted; the first run's are, and the note names the second run."""
+    cost = {"filter_pmap": lambda n: 1 + 0.03 * n, "pmap_params": lambda n: 1.0}
+    runs = []
+    for run in (1, 2):
+        for process in range(3):
+            f = frame(cost).assign(run=run, process=3 * (run - 1) + process)
+            if run == 2 and process == 2:
+                f = f[f["leaves"] != 392]
+            runs.append(f)
+    timings = pd.concat(runs, ignore_index=True)
+    notes = pd.DataFrame(columns=[*per_leaf.KEYS, "path", "why", "process", "run"])
+    kept, notes = report.complete(timings, notes)
+    at_392 = kept[kept["leaves"] == 392]
+    assert sorted(at_392["run"].unique()) == [1]
+    assert sorted(kept[kept["leaves"] == 14]["run"].unique()) == [1, 2]
+    assert notes[["leaves", "run"]].values.tolist() == [[392, 2]]
+    assert "that run's rows not quoted" in notes["why"].iloc[0]

@@ -121,8 +121,8 @@ def complete(timings: pd.DataFrame, notes: pd.DataFrame) -> tuple[pd.DataFrame, 
     data = timings.assign(_run=run)
     counts = data.groupby([*keys, "_run"], sort=False)["process"].transform("nunique")
     every = counts == data.groupby("_run")["process"].transform("nunique")
-    short = timings[~every].drop_duplicates(keys)[keys]
-    why = "measured in fewer processes than the others (the run's time budget): not quoted"
+    short = data[~every].drop_duplicates([*keys, "_run"])[[*keys, "_run"]].rename(columns={"_run": "run"})
+    why = "measured in fewer of its run's processes than the others (the run's time budget): that run's rows not quoted"
     extra = short.assign(path="every path", why=why)
     return timings[every], pd.concat(
         [notes, extra[[c for c in notes.columns if c in extra]]], ignore_index=True
