@@ -329,15 +329,19 @@ def test_the_readme_renders_from_the_next_runs_summaries_with_no_retired_study(r
 def test_every_upstream_template_renders_a_short_text_with_no_gap(upstream_texts):
     assert set(upstream_texts) == {
         "equinox-192.md",
+        "equinox-192.patch",
         "equinox-filter_jit-wait.md",
+        "equinox-filter_jit-wait.patch",
         "jax-20909.md",
         "jax-mosaic-gpu-recursion.md",
         "jax-mosaic-tpu-bf16.md",
     }
     for name, text in upstream_texts.items():
-        assert readme.reader_lines(text) <= readme.MAX_UPSTREAM_LINES, name
-        for word in ("n/a", "TODO", "not read", "{{", "nan"):  # a patch, folded, may say nan
-            assert word not in readme.DETAILS.sub("", text), f"{name} holds {word!r}"
+        if name.endswith(".patch"):  # attached to its comment, not read in it
+            continue
+        assert text.count("\n") <= readme.MAX_UPSTREAM_LINES, name
+        for word in ("n/a", "TODO", "not read", "{{", "nan"):
+            assert word not in text, f"{name} holds {word!r}"
         assert text.count("```python") == 1, f"{name}: one repro"
 
 

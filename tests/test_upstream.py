@@ -141,9 +141,7 @@ def test_an_answer_opens_with_why_and_what_to_write_then_the_tpu_then_the_cpu(wi
     assert lines[0].startswith("Re #") and "**Why:**" in lines[0] and lines[1].startswith("**What to write")
     assert all(line.split(":**", 1)[1].count(". ") == 0 for line in lines[:2]), "one sentence each"
     assert with_.index("**On a TPU v5e**") < with_.index("```python")
-    assert (
-        "Not yet measured on a TPU" not in with_ and readme.reader_lines(with_) <= readme.MAX_UPSTREAM_LINES
-    )
+    assert "Not yet measured on a TPU" not in with_ and with_.count("\n") <= readme.MAX_UPSTREAM_LINES
     tpu = json.loads((with_tpu / "results" / "tpu" / "cli" / f"{record}-repro" / "summary.json").read_text())
     fori = "fori_loop" if record == "jax-20909" else "eqx.filter_pmap"
     ratio = next(q for q in tpu["runs"][0]["quoted"] if q["variant"] == fori)["ratio"]["median"]
@@ -174,21 +172,26 @@ def test_the_first_screen_speaks_the_issues_words_not_the_studys(with_tpu, name)
             assert term not in first, f"{name}: {term!r} on the first screen"
 
 
-def test_the_patches_are_pasted_whole_in_a_folded_block():
+def test_the_patches_are_attached_whole_and_each_comment_says_how_to_apply_its_own():
     texts = readme.upstream(PROJECT_ROOT)
     patches = sorted((PROJECT_ROOT / "results" / "equinox_patch").glob("*.diff"))
-    for name, wanted in (("equinox-192.md", patches), ("equinox-filter_jit-wait.md", patches[1:2])):
-        text = texts[PROJECT_ROOT / "results" / "upstream" / name]
-        (folded,) = readme.DETAILS.findall(text)
-        body = folded.split("```diff\n", 1)[1].rsplit("\n```", 1)[0]
-        assert body == "\n".join(p.read_text().rstrip("\n") for p in wanted)
-        assert "git am" in folded and "results/equinox_patch" not in prose(text)
+    for name, wanted in (("equinox-192", patches), ("equinox-filter_jit-wait", patches[1:2])):
+        folder = PROJECT_ROOT / "results" / "upstream"
+        attached = texts[folder / f"{name}.patch"]
+        assert attached == "".join(p.read_text().rstrip("\n") + "\n" for p in wanted)
+        assert attached.count("Subject: [PATCH]") == len(wanted)
+        text = texts[folder / f"{name}.md"]
+        assert f"`git am {name}.patch`" in prose(text) and "diff --git" not in text
+        assert "results/equinox_patch" not in prose(text)
 
 
-def test_a_folded_block_does_not_count_against_the_limit_and_a_missing_file_fails(tmp_path, monkeypatch):
-    assert readme.reader_lines("a\n<details><summary>x</summary>\n\n" + "l\n" * 500 + "</details>\nb\n") == 2
-    (tmp_path / "t.md").write_text("{{include results/nope.diff}}\n")
+def test_a_text_counts_every_line_and_a_missing_included_file_fails(tmp_path, monkeypatch):
+    (tmp_path / "t.md").write_text("a\n<details><summary>x</summary>\n\n" + "l\n" * 60 + "</details>\n")
     monkeypatch.setattr(readme, "TEMPLATES", tmp_path)
+    with pytest.raises(readme.RenderError, match="t.md: 64 lines, more than 60"):
+        readme.upstream(PROJECT_ROOT)
+    (tmp_path / "t.md").unlink()
+    (tmp_path / "t.patch").write_text("{{include results/nope.diff}}\n")
     with pytest.raises(readme.RenderError, match="no results/nope.diff"):
         readme.upstream(PROJECT_ROOT)
 

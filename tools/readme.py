@@ -21,8 +21,9 @@ or "unroll=1"; ``loop_it_per_s``: "pipelined"). A sentence that quotes the 11.0 
 
 The same placeholders fill the upstream texts, one Markdown template each in tools/templates/
 (``equinox-192.md`` -> ``results/upstream/equinox-192.md``): what a maintainer reads, pasted
-into the issue, with no prose in Python. ``{{include PATH}}`` pastes a committed file whole (a patch,
-inside a folded ``<details>`` block, whose lines the limit of :data:`MAX_UPSTREAM_LINES` does not count).
+into the issue, with no prose in Python, at most :data:`MAX_UPSTREAM_LINES` lines. A ``.patch``
+template there (``equinox-192.patch``) renders the file attached to that comment: its
+``{{include PATH}}`` lines paste committed files whole (the ``git format-patch`` commits).
 
 A block ``{{#if tpu/loops}} ... {{#else}} ... {{/if}}`` renders its first part where that
 study's summary.json exists (a run on a lent device), its second (optional) where it does not,
@@ -57,11 +58,11 @@ README = ROOT / "README.md"
 #: the upstream texts' templates, and where each renders (results/upstream/<its name>)
 TEMPLATES = ROOT / "tools" / "templates"
 UPSTREAM = Path("results") / "upstream"
-#: the longest upstream text a maintainer is asked to read, in lines (a folded ``<details>`` block not counted)
+#: the longest upstream text a maintainer is asked to read, in lines (a patch is attached, not pasted)
 MAX_UPSTREAM_LINES = 60
 #: the longest comment GitHub takes, in characters
 MAX_COMMENT_CHARS = 65536
-#: ``{{include results/equinox_patch/1-....diff}}``: a committed file pasted whole (a patch, in a ``<details>`` block)
+#: ``{{include results/equinox_patch/1-....diff}}``: a committed file pasted whole (into an attached ``.patch``)
 INCLUDE = re.compile(r"\{\{include (?P<path>[\w/.-]+)\}\}")
 DETAILS = re.compile(r"<details>.*?</details>\n?", re.S)
 LIB = ROOT / "lib"
@@ -446,11 +447,6 @@ def render(template: str, cache: dict[str, Any] | None = None, root: Path = ROOT
     return out
 
 
-def reader_lines(text: str) -> int:
-    """The lines of ``text`` a reader sees unfolded: all but those of its ``<details>`` blocks."""
-    return DETAILS.sub("", text).count("\n")
-
-
 def included(name: str, path: str) -> str:
     """The project's file at ``path`` (``{{include PATH}}`` in template ``name``), without its last newline."""
     if not (ROOT / path).is_file():
@@ -460,16 +456,17 @@ def included(name: str, path: str) -> str:
 
 def upstream(root: Path = ROOT, cache: dict[str, Any] | None = None) -> dict[Path, str]:
     """Every upstream text (path under ``root`` -> rendered text) from tools/templates/*.md and
-    ``root``'s results, each ``{{include PATH}}`` replaced by the project's file at PATH (a patch is
-    not a run's output); RenderError for a text longer than :data:`MAX_UPSTREAM_LINES` unfolded or
-    :data:`MAX_COMMENT_CHARS` in all."""
+    ``root``'s results, and each attachment from tools/templates/*.patch, its ``{{include PATH}}``
+    lines replaced by the project's files (a patch is not a run's output); RenderError for a text
+    longer than :data:`MAX_UPSTREAM_LINES` or :data:`MAX_COMMENT_CHARS`."""
     cache = {} if cache is None else cache
-    out = {}
+    out = {
+        root / UPSTREAM / t.name: INCLUDE.sub(lambda m, name=t.name: included(name, m["path"]), t.read_text())
+        for t in sorted(TEMPLATES.glob("*.patch"))
+    }
     for template in sorted(TEMPLATES.glob("*.md")):
-        # an included file is pasted after the placeholders are filled: a patch's text is not a template
-        text = render(INCLUDE.sub(lambda m: f"\0{m['path']}\0", template.read_text()), cache, root)
-        text = re.sub(r"\0([^\0]+)\0", lambda m, name=template.name: included(name, m[1]), text)
-        lines = reader_lines(text)
+        text = render(template.read_text(), cache, root)
+        lines = text.count("\n")
         if lines > MAX_UPSTREAM_LINES:
             raise RenderError(f"{template.name}: {lines} lines, more than {MAX_UPSTREAM_LINES}")
         if len(text) > MAX_COMMENT_CHARS:

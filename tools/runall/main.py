@@ -175,7 +175,7 @@ def _render_locked(
 ) -> int:
     """Re-execute each notebook with ``JAXPERF_RENDER=1`` (``Study.measure`` reads the published
     records, ``study.start`` keeps their provenance), publish what it redrew (summaries, figures,
-    the executed copy; the records stay), then render README.md and results/upstream/*.md.
+    the executed copy; the records stay), then render README.md and results/upstream/.
     No device opens: without ``--backend``, this machine's backend and every other backend with
     published runs (a TPU run's records redraw on a CPU) are redrawn."""
     try:
@@ -205,7 +205,7 @@ def _render_locked(
         return 1
     if os.environ.get("JAXPERF_NOTEBOOKS_DIR") or opts.only is not None:  # the README reads every study
         why = "--only: it reads every study" if opts.only is not None else "not the project's notebooks"
-        say(f"run_all.sh: README.md and results/upstream/*.md not rendered ({why})")
+        say(f"run_all.sh: README.md and results/upstream/ not rendered ({why})")
         return 0
     readme = [sys.executable, str(PROJECT / "tools" / "readme.py"), "--root", str(root)]
     if subprocess.run(readme).returncode != 0:

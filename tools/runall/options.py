@@ -23,7 +23,7 @@ Regenerate the study headless, or run its tests.
   ./run_all.sh render [--only LIST] [--output-root DIR]
                               redraw without measuring: every notebook re-executes on
                               its published records (summaries, figures, executed
-                              copies), then README.md and results/upstream/*.md
+                              copies), then README.md and results/upstream/
 
 Options for a study run:
   --backend auto|cpu|gpu|tpu  where to run (default auto: the best present)
