@@ -34,7 +34,7 @@ package under lib/ with the first paragraph of its docstring, and each package's
 (:func:`code_map`). The README template places it with ``{{map}}``; CONTRIBUTING.md holds it
 between the lines :data:`MAP_BEGIN` and :data:`MAP_END`, which this rewrites.
 
-    python tools/readme.py          # rewrite README.md, results/upstream/*.md and CONTRIBUTING.md's map
+    python tools/readme.py          # rewrite README.md, results/upstream/ (texts, patches) and CONTRIBUTING.md's map
     python tools/readme.py --check  # exit 1 if one of them differs from what it renders, or a label fails
     python tools/readme.py --root DIR  # render from another output root's results (a rerun's)
                                        # into DIR/README.md (or --out FILE)

@@ -211,7 +211,7 @@ def _render_locked(
     if subprocess.run(readme).returncode != 0:
         warn("run_all.sh: README.md and the upstream texts could not be rendered (above)")
         return 1
-    say(f"{'README.md, results/upstream/*.md':<32} {status.OK:<7}")
+    say(f"{'README.md, results/upstream/':<32} {status.OK:<7}")
     say(f"{'all':<32} {'':<7} {round(time.monotonic() - started):>6}s")
     return 0
 
