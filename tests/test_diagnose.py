@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path as FilePath
@@ -24,7 +25,7 @@ from jaxperf.timing import STOPS
 from jaxperf_study.dispatch import examples
 from jaxperf_study.dispatch.eqx_patch.path import PATHS as PATCHED
 
-FAST = dict(precision=0.5, max_seconds=20, min_rounds=2, calls_per_round=2)
+FAST = dict(precision=0.5, max_seconds=20, min_rounds=2, calls_per_round=2, loop_calls=4, loop_seconds=0.02)
 
 
 @pytest.fixture(scope="module")
@@ -414,7 +415,7 @@ def test_a_step_that_consumes_its_batch_needs_a_loader():
 # ------------------------------------------------------------------ the corpus (tests/corpus/steps)
 
 CORPUS = sorted(p.stem for p in (FilePath(__file__).parent / "corpus" / "steps").glob("[!_]*.py"))
-QUICK = dict(precision=0.5, max_seconds=30, min_rounds=2, calls_per_round=2)
+QUICK = dict(precision=0.5, max_seconds=30, min_rounds=2, calls_per_round=2, loop_calls=4, loop_seconds=0.02)
 
 
 @pytest.mark.parametrize("name", CORPUS)
@@ -843,3 +844,49 @@ def test_a_one_time_recompile_is_not_a_retrace_and_the_steady_change_is_named():
     # the state comes back strongly typed once, then stays: not the cause of every compile
     again = diagnose(counting, weak[0], 0, carry={0: 0, 1: 1}, **FAST)
     assert again.retrace and again.retrace["argument"] == 1 and again.retrace["name"] == "count"
+
+
+# ------------------------------------------------------------------ the seed's loop, from the command line
+
+
+def test_the_cli_times_notebook_01s_case_in_the_seeds_loop_with_the_studys_paths(tmp_path):
+    out = tmp_path / "cell.json"
+    run, lines = _cli(
+        tmp_path,
+        "jaxperf_study.dispatch.examples:cell",
+        *("--arg", "size=1", "--arg", "family='jit'"),
+        *("--min-rounds", "2", "--loop-seconds", "0.05", "--loop-calls", "7", "--precision", "0.5"),
+        *("--json", str(out)),
+    )
+    assert run.returncode == 0 and not lines, run.stderr
+    found = json.loads(out.read_text())
+    # the factory's own paths (the patched Equinox) are timed beside the tool's
+    assert {"filter_jit", "jit_params", "cached_filter_jit", "filter_jit_patched"} <= set(
+        found["methods"].values()
+    )
+    assert found["rounds"] == 2 and found["loop_calls"][0] >= 7  # the seed's loop: at least 7 calls here
+    assert "each a loop of" in run.stdout and "blocked once at its end" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"family": "vmap"}, "family='vmap'"),
+        ({"step": "eval"}, "step='eval'"),
+        ({"donated": "yes"}, "donated='yes'"),
+    ],
+)
+def test_a_bad_case_is_named(kwargs, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        examples.cell(**kwargs)
+
+
+def test_a_factorys_paths_must_be_builders(tmp_path, monkeypatch):
+    (tmp_path / "pathy_steps.py").write_text(
+        "import jax, jax.numpy as jnp\n"
+        "def make():\n"
+        "    return {'step': jax.jit(lambda x: x), 'args': (jnp.ones(2),), 'paths': {'mine': 3}}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"step_factory\(\)\['paths'\]=\{'mine': 3\} is not allowed"):
+        factory.build("pathy_steps:make")

@@ -24,7 +24,15 @@ from jaxperf_study.dispatch.steps import AXIS, get_step
 from jaxperf_study.dispatch.vocab import SHARDED
 from jaxperf_study.palette import METHOD_COLORS
 
-FAST = dict(precision=0.5, max_seconds=2, min_rounds=2, calls_per_round=2, timing_only=True)
+FAST = dict(
+    precision=0.5,
+    max_seconds=2,
+    min_rounds=2,
+    calls_per_round=2,
+    timing_only=True,
+    loop_calls=4,
+    loop_seconds=0.02,
+)
 
 
 @pytest.mark.parametrize("devices", [8, 1])

@@ -19,7 +19,14 @@ def swept():
     """Two depths of the no-op step and a tiny heavy case, through the diagnosis engine."""
     from jaxperf_study.dispatch.cost import sweep
 
-    return sweep(cost.cells((1, 2), ("noop",), heavy_width=16), precision=0.5, max_seconds=1, min_rounds=2)
+    return sweep(
+        cost.cells((1, 2), ("noop",), heavy_width=16),
+        precision=0.5,
+        max_seconds=1,
+        min_rounds=2,
+        loop_calls=4,
+        loop_seconds=0.02,
+    )
 
 
 def test_every_nnx_path_is_proved_and_timed(swept):

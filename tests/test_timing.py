@@ -88,7 +88,68 @@ def test_dispatch_only_excludes_the_final_block():
     assert np.allclose(df["dispatch_s_per_call"], 0.001)
     assert np.allclose(df["wall_s_per_call"], 1.001)
     assert np.allclose(df["loop_it_per_s"], 1 / (0.001 + 1.0 / 4))  # one block shared by 4 calls
-    assert isinstance(blocked[-1], list) and len(blocked[-1]) == 4  # one block after the loop
+    assert len(blocked) == 2 * (4 + 1)  # per round: 4 blocked calls, then one block after the loop
+    assert (df["loop_calls"] == 4).all()  # without loop_seconds, a loop of `number` calls
+
+
+def counting_variants(clock, costs):
+    """Variants that cost ``costs[name]`` seconds a call and count the outputs still alive."""
+    alive = collections.Counter()
+
+    class Out:
+        def __init__(self, name):
+            self.name = name
+            alive[name] += 1
+
+        def __del__(self):
+            alive[self.name] -= 1
+
+    def variant(name):
+        def call():
+            clock.now += costs[name]
+            return Out(name)
+
+        return call
+
+    return {name: variant(name) for name in costs}, alive
+
+
+def test_the_seed_loop_runs_each_variant_long_enough_and_keeps_one_output():
+    clock = FakeClock()
+    costs = {"slow": 0.04, "fast": 0.0001}  # 25 and 10,000 it/s
+    variants, alive = counting_variants(clock, costs)
+    most_alive = collections.Counter()
+
+    def sync(out):
+        for name, n in alive.items():
+            most_alive[name] = max(most_alive[name], n)
+        return out
+
+    cfg = timing.TimingConfig(
+        warmup=0,
+        repeats=2,
+        number=3,
+        loop_calls=50,
+        loop_seconds=1.0,
+        clock=timing.Clock(clock.wall, clock.cpu),
+    )
+    df = timing.compare(variants, cfg, sync=sync)
+    calls = df.groupby("variant")["loop_calls"].agg(["min", "max"])
+    assert calls.loc["slow", "min"] == calls.loc["slow", "max"] == 50  # 50 calls: 2 s, past 1 s
+    assert calls.loc["fast", "min"] == calls.loc["fast", "max"]  # fixed once, the same every round
+    assert 10_000 <= calls.loc["fast", "min"] <= 12_000  # at least 1 s: 10% over
+    seconds = df["loop_calls"] / df["loop_it_per_s"]
+    assert (seconds >= 1.0).all()
+    assert most_alive["fast"] <= 2  # the loop holds the last output only, not thousands
+    assert (df["calls"] == 3).all()  # the blocked calls keep their own count
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("loop_seconds", -1.0), ("loop_seconds", True), ("loop_calls", 0)]
+)
+def test_a_bad_seed_loop_is_named(field, value):
+    with pytest.raises(ValueError, match=f"{field}="):
+        timing.TimingConfig(**{field: value})
 
 
 def test_iqr_stats():

@@ -1,8 +1,10 @@
 """The timing harness: warm-up excluded, repeats, interleaved comparisons. Per call: ``wall_s_per_call``
 and ``cpu_s_per_call`` (the dispatching thread's CPU) over blocked calls (``it_per_s``: 1 / wall);
-then a loop that only enqueues and blocks once after it: ``dispatch_s_per_call`` (its final block
-not counted), ``enqueue_cpu_s_per_call`` (the thread's CPU meanwhile) and ``loop_it_per_s``;
-``cpu_tick_s`` the CPU clock's step (on a coarse one :func:`host_column` reads the wall time).
+then a loop that only enqueues and blocks once after it (``loop_calls`` long: with
+``TimingConfig.loop_seconds`` the seed's loop, at least that long and ``loop_calls`` calls):
+``dispatch_s_per_call`` (its final block not counted), ``enqueue_cpu_s_per_call`` (the thread's CPU
+meanwhile) and ``loop_it_per_s``; ``cpu_tick_s`` the CPU clock's step (on a coarse one
+:func:`host_column` reads the wall time).
 Each repeat runs every variant once, over 2k repeats of k each in every place and after every other
 equally often (a Williams design); ratios are per pair (same repeat). Repeats: a fixed count, or
 until each watched ratio's IQR is within ``TimingConfig.precision`` or a time cap (Hoefler and
@@ -37,14 +39,42 @@ def _blocked_batch(fn: Callable[[], Any], number: int, clock: Clock, sync) -> tu
 
 def _dispatch_batch(fn: Callable[[], Any], number: int, clock: Clock, sync) -> tuple[float, float, float]:
     """(enqueue-only, the thread's CPU while enqueuing, pipelined loop) seconds per call: before
-    and after the one final block."""
-    outs = []
+    and after the one final block. Only the last call's outputs are kept and waited for: a loop
+    of thousands of calls must not hold every output alive, and calls on a device run in order
+    (each call of a training loop takes the previous one's state)."""
+    out = None
     wall0, cpu0 = clock.wall(), clock.cpu()
     for _ in range(number):
-        outs.append(fn())
+        out = fn()
     enqueued, cpu = clock.wall() - wall0, clock.cpu() - cpu0
-    sync(outs)
+    sync(out)
     return enqueued / number, cpu / number, (clock.wall() - wall0) / number
+
+
+#: the most calls one seed's loop may take (a path far faster than the clock can time)
+MAX_LOOP_CALLS = 100_000
+
+
+def loop_length(fn: Callable[[], Any], config: TimingConfig, clock: Clock, sync) -> int:
+    """Calls in ``fn``'s pipelined loop: ``config.number``, or for the seed's loop
+    (``config.loop_seconds`` > 0) at least ``config.loop_calls`` and enough for ``loop_seconds``
+    (10% over, read from loops of growing length until one lasts a fifth of it), at most
+    :data:`MAX_LOOP_CALLS`. Each variant's length is fixed once, so its rounds stay alike."""
+    if not config.loop_seconds:
+        return config.number
+    calls = max(config.loop_calls, config.number)
+    while True:
+        seconds = _dispatch_batch(fn, calls, clock, sync)[2] * calls
+        if seconds >= config.loop_seconds / 5 or calls >= MAX_LOOP_CALLS:
+            break
+        calls = int(
+            min(
+                MAX_LOOP_CALLS,
+                max(2 * calls, np.ceil(0.3 * config.loop_seconds * calls / max(seconds, 1e-9))),
+            )
+        )
+    wanted = int(np.ceil(1.1 * config.loop_seconds * calls / max(seconds, 1e-9)))
+    return int(min(MAX_LOOP_CALLS, max(config.loop_calls, config.number, wanted)))
 
 
 #: what ended a comparison's rounds (its ``stopped_by`` column)
@@ -122,11 +152,16 @@ def compare(
     for name in names:
         for _ in range(config.warmup):
             sync(variants[name]())
+    lengths = (
+        {name: loop_length(variants[name], config, clock, sync) for name in names}
+        if config.dispatch_only
+        else {}
+    )
     rows: list[dict] = []
     start = clock.wall()
     repeat = 0
     while True:
-        _round(variants, names, repeat, config, clock, sync, progress, labels, rows)
+        _round(variants, names, repeat, config, clock, sync, progress, labels, rows, lengths)
         repeat += 1
         if repeat < config.repeats:
             continue
@@ -166,8 +201,10 @@ def _round(
     progress: Any,
     labels: dict[str, Any],
     rows: list[dict],
+    lengths: Mapping[str, int],
 ) -> None:
-    """One interleaved round: every variant once, in :func:`williams` order."""
+    """One interleaved round: every variant once, in :func:`williams` order; ``lengths`` the
+    calls of each variant's pipelined loop (:func:`loop_length`)."""
     for position, name in enumerate(williams(names, repeat)):
         wall, cpu = _blocked_batch(variants[name], config.number, clock, sync)
         row = {
@@ -181,7 +218,8 @@ def _round(
             "it_per_s": 1.0 / wall if wall > 0 else float("inf"),
         }
         if config.dispatch_only:
-            enqueue, cpu, loop = _dispatch_batch(variants[name], config.number, clock, sync)
+            enqueue, cpu, loop = _dispatch_batch(variants[name], lengths[name], clock, sync)
+            row["loop_calls"] = lengths[name]
             row["dispatch_s_per_call"], row["enqueue_cpu_s_per_call"] = enqueue, cpu
             row["loop_it_per_s"] = 1.0 / loop if loop > 0 else float("inf")
         rows.append(row)

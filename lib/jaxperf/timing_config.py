@@ -37,7 +37,11 @@ class TimingConfig:
     """How :func:`jaxperf.timing.compare` repeats its interleaved rounds: exactly ``repeats``
     (``precision=None``), or at least ``repeats`` and then more until every watched ratio's IQR
     is within ``±precision`` of its median, ``max_seconds`` pass or ``max_repeats`` rounds ran
-    (the rows record which stopped it)."""
+    (the rows record which stopped it). Each round times ``number`` blocked calls per variant and,
+    with ``dispatch_only``, a pipelined loop (each call enqueued, one block at its end) of
+    ``number`` calls, or with ``loop_seconds`` the seed's loop (equinox#192's reporter read tqdm
+    over a long loop): per variant at least ``loop_calls`` calls and at least ``loop_seconds``
+    seconds, its length fixed once from a calibration after the warm-up."""
 
     warmup: int = 3
     repeats: int = 7  # rounds with fixed counts; the minimum with a precision target
@@ -47,12 +51,25 @@ class TimingConfig:
     precision: float | None = None  # target relative half-width of each watched ratio's IQR
     max_seconds: float = 60.0  # time cap of a precision-driven comparison (its timed rounds)
     max_repeats: int = 400
+    loop_calls: int = 50  # the seed's loop: at least this many calls (with loop_seconds > 0) ...
+    loop_seconds: float = 0.0  # ... and at least this long (0: a loop of ``number`` calls)
 
     def __post_init__(self) -> None:
         check_int("warmup", self.warmup, minimum=0)
         check_int("repeats", self.repeats, minimum=1)
         check_int("number", self.number, minimum=1)
         check_int("max_repeats", self.max_repeats, minimum=self.repeats)
+        check_int("loop_calls", self.loop_calls, minimum=1)
+        if (
+            isinstance(self.loop_seconds, bool)
+            or not isinstance(self.loop_seconds, (int, float))
+            or not 0 <= self.loop_seconds <= 600
+        ):
+            raise bad_value(
+                "loop_seconds",
+                self.loop_seconds,
+                "seconds from 0 (a loop of `number` calls) to 600, e.g. 1.0",
+            )
         if self.precision is not None and (
             isinstance(self.precision, bool)
             or not isinstance(self.precision, (int, float))

@@ -51,6 +51,8 @@ def diagnose(
     timing_only: bool = False,
     min_rounds: int = 5,
     calls_per_round: int | None = None,
+    loop_calls: int = 50,
+    loop_seconds: float = 1.0,
     extra_paths: dict[str, Callable[..., Any]] | None = None,
     progress: Any = None,
 ) -> Diagnosis:
@@ -65,7 +67,10 @@ def diagnose(
     - ``precision``: stop when every path's it/s ratio has an IQR within +-precision of its
       median; ``max_seconds``: the whole diagnosis' time cap, or the timed rounds' alone
       with ``timing_only``; ``min_rounds``: rounds before the first stop;
-      ``calls_per_round``: default about 50 ms of your step;
+      ``calls_per_round``: calls blocked one by one per round, default about 50 ms of your step;
+    - ``loop_calls``, ``loop_seconds``: your loop, as equinox#192's reporter timed it: each path's
+      calls enqueued one after another, each fed the previous call's state, blocked once at the
+      end, at least ``loop_calls`` calls and ``loop_seconds`` long (0 s: ``calls_per_round`` calls);
     - ``extra_paths``: more candidate paths, ``{key: builder(step, args, carry, batch_at)}``.
 
     A step that compiles again on every call gets that verdict and nothing is timed; what it
@@ -93,6 +98,8 @@ def diagnose(
         number=calls_per_round or 1,
         precision=precision,
         max_seconds=max_seconds,
+        loop_calls=loop_calls,
+        loop_seconds=loop_seconds,
     )
     found = identify(step)
     result = engine.run(

@@ -43,7 +43,7 @@ def _carry(text: str) -> Any:
 
 
 #: ``--quick``: a first look (notebook 10's quick mode too)
-QUICK = {"max_seconds": 20.0, "precision": 0.2}
+QUICK = {"max_seconds": 20.0, "precision": 0.2, "loop_seconds": 0.2}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -62,7 +62,12 @@ def parser() -> argparse.ArgumentParser:
     add("--precision", type=float, help="target relative IQR of every ratio (default: 0.05)")
     cap = "time cap of the diagnosis, its checks included; start-up and compiles not counted (default: 60)"
     add("--max-seconds", type=float, help=cap)
-    add("--quick", action="store_true", help="a first look: --max-seconds 20 --precision 0.2 unless given")
+    loop = "each path's loop: at least this long, blocked once at its end (default: 1; 0: short rounds)"
+    add("--loop-seconds", type=float, help=loop)
+    add("--loop-calls", type=int, default=50, help="each path's loop: at least this many calls (default: 50)")
+    add("--min-rounds", type=int, default=5, help="interleaved rounds before the first stop (default: 5)")
+    quick = "a first look: --max-seconds 20 --precision 0.2 --loop-seconds 0.2 unless given"
+    add("--quick", action="store_true", help=quick)
     add("--json", type=Path, help="write the diagnosis as JSON here")
     add("--markdown", type=Path, help="write the Markdown here too")
     return p
@@ -76,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     quick = QUICK if args.quick else {}
     precision = args.precision if args.precision is not None else quick.get("precision", 0.05)
     max_seconds = args.max_seconds if args.max_seconds is not None else quick.get("max_seconds", 60.0)
+    loop_seconds = args.loop_seconds if args.loop_seconds is not None else quick.get("loop_seconds", 1.0)
     for path in (args.json, args.markdown):
         if path is not None and not path.parent.exists():
             problem = bad_value("output folder", str(path.parent), "an existing folder")
@@ -99,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
             # 2 s kept for its last round past the cap, the report and exit (measured: 1.6 s); at
             # least min(cap, 1 s) left to it; a cap <= 0 (or nan) reaches its check as given
             max_seconds=max(min(max_seconds, 1.0), max_seconds - 2.0),
+            loop_calls=args.loop_calls,
+            loop_seconds=loop_seconds,
+            min_rounds=args.min_rounds,
+            extra_paths=made.get("paths"),
         )
     except (ValueError, backend.BackendUnavailableError) as err:
         line = " ".join(str(err).split())

@@ -14,8 +14,9 @@ from typing import Any
 
 from ..errors import bad_value
 
-#: what a factory's dict may hold, besides "step" and "args"
-OPTIONAL = ("loader", "carry", "batch_at")
+#: what a factory's dict may hold, besides "step" and "args" ("paths": more candidate paths,
+#: ``{name: builder(step, args, carry, batch_at)}``, as ``diagnose``'s ``extra_paths``)
+OPTIONAL = ("loader", "carry", "batch_at", "paths")
 PARAMETER = "step_factory"
 
 
@@ -72,7 +73,7 @@ def build(spec: str, kwargs: dict[str, Any] | None = None, parameter: str = PARA
         raise bad_value(  # a ValueError: the CLI's one line
             f"{parameter}()",
             type(made).__name__,
-            'a dict with "step" and "args" (and optionally "loader", "carry", "batch_at"), '
+            'a dict with "step" and "args" (and optionally "loader", "carry", "batch_at", "paths"), '
             "or a tuple (step, args) or (step, args, loader)",
         )
     unknown = set(made) - {"step", "args", *OPTIONAL}
@@ -82,5 +83,10 @@ def build(spec: str, kwargs: dict[str, Any] | None = None, parameter: str = PARA
     if not isinstance(args, (tuple, list)):
         raise bad_value(
             f"{parameter}()['args']", type(args).__name__, "a tuple of the step's positional arguments"
+        )
+    paths = made.get("paths")
+    if paths is not None and not (isinstance(paths, dict) and all(callable(b) for b in paths.values())):
+        raise bad_value(
+            f"{parameter}()['paths']", paths, "a dict {name: builder(step, args, carry, batch_at)}, or None"
         )
     return {**made, "args": tuple(args)}

@@ -247,11 +247,19 @@ class Diagnosis:
 
     def rounds(self) -> dict[str, Any]:
         if not self.timed:
-            return {"rounds": 0, "calls_per_round": 0, "stopped_by": "nothing timed", "rel_iqr": None}
+            return {
+                "rounds": 0,
+                "calls_per_round": 0,
+                "loop_calls": [0, 0],
+                "stopped_by": "nothing timed",
+                "rel_iqr": None,
+            }
         first = self.timings.iloc[0]
+        loop = self.timings["loop_calls"] if "loop_calls" in self.timings else self.timings["calls"]
         return {
             "rounds": int(self.timings["repeat"].max()) + 1,
             "calls_per_round": int(first["calls"]),
+            "loop_calls": [int(loop.min()), int(loop.max())],  # the pipelined loop's, fewest and most
             "stopped_by": str(first["stopped_by"]),
             "rel_iqr": None if pd.isna(first["rel_iqr"]) else float(first["rel_iqr"]),
         }
@@ -266,7 +274,13 @@ class Diagnosis:
             | dict(seconds=round(self.seconds, 1), environment=self.environment, headline=self.headline())
             | dict(per_call_ms=records(self.per_call()), ratios_in_your_loop=records(self.ratios(PIPELINED)))
             | dict(ratios_blocked=records(self.ratios(BLOCKED)), waits=records(self.waiting()[WAITS]))
-            | dict(paths=self.paths, snippets=self.snippets, not_offered=self.skipped, differs=self.problems)
+            | dict(
+                paths=self.paths,
+                methods=self.methods,
+                snippets=self.snippets,
+                not_offered=self.skipped,
+                differs=self.problems,
+            )
             | dict(failed=self.failed, retrace=self.retrace, static=self.static, not_checked=self.unchecked)
             | dict(compile_seconds=round(self.compile_seconds, 1), printed=self.printed)
         )
@@ -310,9 +324,12 @@ class Diagnosis:
             host = "the dispatching thread's CPU time per blocked call"
             if timing.coarse_clock(self.timings):  # a TPU host's thread CPU clock moves in 10 ms steps
                 host = "the wall time while enqueuing (a coarse CPU clock), less the device's if it waits"
+            lo, hi = r["loop_calls"]
+            calls = f"{lo:,}" if lo == hi else f"{lo:,} to {hi:,}"
             lines += [
                 "",
-                f"Measured: {r['rounds']} interleaved rounds of {r['calls_per_round']} calls per path, "
+                f"Measured: {r['rounds']} interleaved rounds per path, each a loop of {calls} calls blocked "
+                f"once at its end (it/s in your loop) and {r['calls_per_round']} calls blocked one by one, "
                 f"state passed from call to call, {loop}, donation {self.donate}; host time: {host}; ratios "
                 f"are medians of per-round pairs [quartiles]; stopped by {r['stopped_by']} ({spread}"
                 f"target +-{100 * self.precision:.0f}%) after {self.seconds:.0f} s in all"

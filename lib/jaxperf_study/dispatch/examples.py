@@ -29,6 +29,37 @@ def seed_noop(depth: int = 64, width: int = 32) -> dict[str, Any]:
     return {"step": eqx.filter_pmap(noop_step, axis_name=AXIS), "args": (model, x, opt_state)}
 
 
+def cell(
+    step: str = "noop",
+    kind: str = "mlp",
+    size: int = 64,
+    microbatches: int = 1,
+    family: str = "pmap",
+    donated: bool = False,
+) -> dict[str, Any]:
+    """One case of notebook 01 as a reader's factory: the seed's ``step`` ("noop" or "train", optax
+    Adam) on a ``kind`` model of ``size`` (MLP depth, transformer or CNN layers), its batch
+    accumulated over ``microbatches``, under ``eqx.filter_pmap`` (``family`` "pmap") or
+    ``eqx.filter_jit`` ("jit"), model and optimiser state ``donated`` or not; with the study's own
+    paths (the patched Equinox; on "pmap", the sharded paths Equinox and JAX advise instead), so
+    that ``python -m jaxperf diagnose`` times exactly what the notebook times."""
+    from jaxperf.errors import bad_value, check_choice
+
+    from .cost import FAMILIES, Cell
+    from .eqx_patch.path import PATHS as PATCHED
+    from .models import ModelSpec
+    from .sharded import PATHS as SHARDED
+    from .vocab import STEPS
+
+    check_choice("step", step, STEPS)
+    check_choice("family", family, FAMILIES)
+    if not isinstance(donated, bool):
+        raise bad_value("donated", donated, "True or False")
+    spec = ModelSpec(kind, size, microbatches=microbatches)
+    wrapped, args = Cell(step, spec, donated, family).make()
+    return {"step": wrapped, "args": args, "paths": {**PATCHED, **(SHARDED if family == "pmap" else {})}}
+
+
 def _batches(width: int, size: int, seed: int = 1) -> Any:
     """An endless numpy loader of (x, y) regression batches, as a data pipeline hands them."""
     rng = np.random.default_rng(seed)

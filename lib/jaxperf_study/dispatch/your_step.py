@@ -15,7 +15,11 @@ import pandas as pd
 
 
 def measure(
-    step_factory: str, step_kwargs: dict[str, Any] | None, precision: float, max_seconds: float
+    step_factory: str,
+    step_kwargs: dict[str, Any] | None,
+    precision: float,
+    max_seconds: float,
+    loop_seconds: float = 1.0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(timings, fields) of the diagnosis of the step ``step_factory`` returns."""
     from jaxperf.diagnosis import diagnose, factory
@@ -29,6 +33,8 @@ def measure(
         batch_at=made.get("batch_at"),
         precision=precision,
         max_seconds=max_seconds,
+        loop_seconds=loop_seconds,
+        extra_paths=made.get("paths"),
     )
     fields = [
         {"field": f.name, "json": json.dumps(getattr(found, f.name), default=str)}

@@ -23,12 +23,14 @@ SEED_FACTORY = "jaxperf_study.dispatch.examples:seed_noop"
 class YourStepSettings(StudySettings):
     """``step_factory`` (``"package.module:function"``) is called with ``step_kwargs`` and
     returns the step and its arguments (see :mod:`jaxperf.diagnosis.factory`); the diagnosis
-    stops when every ratio is within ``precision`` or after ``max_seconds`` in all."""
+    stops when every ratio is within ``precision`` or after ``max_seconds`` in all; each path's
+    loop lasts at least ``loop_seconds`` (and 50 calls), blocked once at its end."""
 
     step_factory: str = SEED_FACTORY
     step_kwargs: Mapping[str, Any] | None = None
     precision: float = 0.05
     max_seconds: float = 60.0
+    loop_seconds: float = 1.0
 
     QUICK: ClassVar[Mapping[str, Any]] = QUICK
 
@@ -46,3 +48,6 @@ class YourStepSettings(StudySettings):
         m = self.max_seconds
         if isinstance(m, bool) or not isinstance(m, (int, float)) or not m > 0:
             raise bad_value("max_seconds", m, "a number of seconds > 0")
+        s = self.loop_seconds
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s <= 600:
+            raise bad_value("loop_seconds", s, "seconds from 0 (short rounds) to 600, e.g. 1.0")
