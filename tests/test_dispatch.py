@@ -23,7 +23,9 @@ def test_leaf_counts_grow_with_depth():
     "kwargs,match",
     [
         ({"mlp_depths": [4, 0]}, "mlp_depths"),
-        ({"mlp_depths": [4]}, "mlp_depths=.*at least two depths"),
+        ({"mlp_depths": [4, 8]}, "mlp_depths=.*or three or more"),
+        ({"loop_seconds": -1.0}, "loop_seconds=-1.0"),
+        ({"loop_calls": 0}, "loop_calls=0"),
         ({"precision": 0}, "precision=0"),
         ({"precision": 5}, "precision=5"),
         ({"seconds_per_cell": -1}, "seconds_per_cell=-1"),
@@ -52,13 +54,13 @@ def test_the_cells_cover_the_per_leaf_sweep_both_wrappers_on_every_model_family_
         "cnn_32layers",
     ):
         assert {("noop", model, False, f) for f in ("pmap", "jit")} <= keys
-    for model in ("mlp_depth4", "transformer_1layers", "cnn_4layers"):
-        assert {("train", model, False, f) for f in ("pmap", "jit")} <= keys
-    for kind in ("mlp", "transformer", "cnn"):  # a line per model family needs two sizes of each
-        assert len({c.spec.size for c in cells if c.spec.kind == kind and c.step == "noop"}) >= 2
+    for model in ("mlp_depth4_x4", "transformer_1layers_x4", "cnn_4layers_x4"):  # as users train: donated
+        assert {("train", model, True, f) for f in ("pmap", "jit")} <= keys
+    for kind in ("mlp", "transformer", "cnn"):  # a line per model family: three sizes of each, or more
+        assert len({c.spec.size for c in cells if c.spec.kind == kind and c.step == "noop"}) >= 3
     assert ("train", "mlp_depth1_width512", False, "jit") in keys  # does each path wait for its call?
     assert ("noop", "mlp_depth16", False, "jit") not in keys  # the jit line's two ends suffice
-    assert len(cells) == len(keys) == 20
+    assert len(cells) == len(keys) == 24
     more = {(c.step, c.spec.name, c.donated, c.family) for c in DispatchSettings(donated_depths=(64,)).cells}
     assert ("noop", "mlp_depth64", True, "pmap") in more and ("train", "mlp_depth64", True, "jit") in more
 
@@ -75,13 +77,22 @@ def test_the_tpu_preset_splits_into_parts_that_together_hold_every_case_once():
     assert sorted(split) == sorted(every) and len(set(every)) == len(every)
     # part train in two commands: its halves hold its cases, none twice (at 2b842c2's and 822d930's
     # sizes its 6 cells took 433 s of sweep, over the 390 s deadline)
-    assert sorted(key(parts["train_pmap"]) + key(parts["train_jit"])) == key(parts["train"])
+    for part in ("models", "train"):  # each in two commands: its halves hold its cases, none twice
+        halves = key(parts[f"{part}_pmap"]) + key(parts[f"{part}_jit"])
+        assert sorted(halves) == key(parts[part])
     assert {c.spec.kind for c in parts["train_jit"].cells} == {"mlp", "transformer", "cnn"}
     quick = {"backend": "tpu", "quick": True}  # the dry run of each command: every half holds a case
     assert all(
         DispatchSettings.from_parameters(quick | {"part": f"train_{f}"}).cells for f in ("pmap", "jit")
     )
-    assert max(len(s.cells) for s in parts.values()) <= 8  # about 390 s of sweep in 3 processes each
+    # each command's part plans within what tools/device/run.sh leaves a command (495 s), in the
+    # seed's loop; the whole part models does not (hence its halves)
+    commands = ("noop", "models_pmap", "models_jit", "train_pmap", "train_jit")
+    planned = {p: sum(parts[p].planned_seconds("tpu").values()) for p in commands}
+    assert max(planned.values()) <= 495, planned
+    assert sum(parts["models"].planned_seconds("tpu").values()) > 495
+    for kind in ("mlp", "transformer", "cnn"):  # a line per model family: three sizes on the TPU too
+        assert len({c.spec.size for c in whole.cells if c.spec.kind == kind and c.step == "noop"}) >= 3
     noop = [(c.step, c.spec.name, c.family) for c in parts["noop"].cells]
     assert noop[:3] == [("noop", f"mlp_depth{d}", "pmap") for d in (64, 1, 132)]
     assert [c.labels["leaves"] for c in parts["noop"].cells[:3]] == [392, 14, 800]
@@ -151,18 +162,23 @@ def test_an_accumulated_train_step_is_the_single_one_averaged_over_its_slices():
 
 
 def test_quick_preset_replaces_the_sizes_and_is_visible():
-    settings = DispatchSettings.from_parameters({"quick": True, "mlp_depths": [2, 8]})
+    settings = DispatchSettings.from_parameters({"quick": True, "mlp_depths": [2, 8, 16]})
     assert settings.mlp_depths == DispatchSettings.QUICK["mlp_depths"]
     assert settings.as_dict()["mlp_depths"] == list(DispatchSettings.QUICK["mlp_depths"])  # what ran
     assert set(DispatchSettings.presets()["parameter"]) == set(DispatchSettings.QUICK) | set(
         DispatchSettings.TPU
-    )
+    ) | set(DispatchSettings.GPU)
 
 
 @pytest.mark.parametrize("family", ["pmap", "jit"])
 def test_a_cell_is_the_seeds_step_diagnosed_with_every_path_proved(family):
     timings, notes = run_cell(
-        Cell("train", ModelSpec("mlp", 1), True, family), precision=0.5, max_seconds=2, min_rounds=2
+        Cell("train", ModelSpec("mlp", 1), True, family),
+        precision=0.5,
+        max_seconds=2,
+        min_rounds=2,
+        loop_calls=4,
+        loop_seconds=0.02,
     )
     assert notes == {}  # every path offered, and each computed what filter_pmap / filter_jit does
     expected = {

@@ -222,16 +222,17 @@ def test_a_smoke_run_judges_no_goal():
 
 
 def test_a_line_per_model_family_and_the_host_ratio_per_cell():
-    """Issue 38 item 3: each family with two sizes or more gets its own line; the host CPU
-    ratio is the per-round ratio to the family's baseline in each cell."""
+    """Issue 38 item 3, issue 63: each family with three sizes or more gets its own line (two
+    points make any line); the host CPU ratio is the per-round ratio to the family's baseline in
+    each cell."""
     mlp = frame(PMAP)
-    other = frame(PMAP, leaves=(20, 80)).assign(kind="transformer")
+    other = frame(PMAP, leaves=(20, 80, 160)).assign(kind="transformer")
     other["model"] = other["model"].str.replace("mlp", "transformer")
     both = pd.concat([mlp, other], ignore_index=True)
     lines = per_leaf.by_kind(per_leaf.excess(both, "filter_pmap"))
     assert set(lines) == {"mlp", "transformer"}
-    single = per_leaf.by_kind(per_leaf.excess(pd.concat([mlp, other[other["leaves"] == 20]]), "filter_pmap"))
-    assert set(single) == {"mlp"}  # one size is no line
+    two = per_leaf.by_kind(per_leaf.excess(pd.concat([mlp, other[other["leaves"] < 100]]), "filter_pmap"))
+    assert set(two) == {"mlp"}  # two sizes are no line
     ratios = per_leaf.host_ratio(mlp, "filter_pmap", {"step": "noop"})
     assert ratios and all(r["lo"] <= r["median"] <= r["hi"] for r in ratios)
     assert all(r["median"] > 1 for r in ratios)  # filter_pmap costs more than the baseline here
@@ -285,7 +286,7 @@ def test_each_model_family_gets_its_own_line():
         "filter_pmap": lambda n: 0.5 + 0.05 * n + 0.100 * n,
     }
     mlp = frame(PMAP)
-    other = frame(transformer, leaves=(44, 152)).assign(kind="transformer")
+    other = frame(transformer, leaves=(44, 152, 440)).assign(kind="transformer")
     other["model"] = "transformer_" + other["leaves"].astype(str)
     notes = pd.DataFrame(columns=["step", "model", "kind", "leaves", "donated", "family", "path", "why"])
     acc = pd.DataFrame(

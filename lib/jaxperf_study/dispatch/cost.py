@@ -97,6 +97,8 @@ def run_cell(
     max_seconds: float,
     min_rounds: int,
     calls_per_round: int | None = None,
+    loop_calls: int = 50,
+    loop_seconds: float = 1.0,
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """(timings with the cell's labels and a ``method`` column, {path: how it differs or why it
     was not offered}) of one diagnosis."""
@@ -109,6 +111,8 @@ def run_cell(
         timing_only=True,  # cells are timed alike, whatever their compiles cost
         min_rounds=min_rounds,
         calls_per_round=calls_per_round,
+        loop_calls=loop_calls,
+        loop_seconds=loop_seconds,
         # the study's paths, not the tool's: the patched Equinox on Equinox's cells, and the
         # sharded paths Equinox and JAX advise instead of pmap on the pmap cells
         extra_paths={**PATCHED, **(SHARDED if cell.family == "pmap" else {})}
@@ -191,15 +195,25 @@ def sweep(
     max_seconds: float,
     min_rounds: int,
     budget: Budget | None = None,
+    loop_calls: int = 50,
+    loop_seconds: float = 1.0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every cell (those the ``budget`` leaves time for): (timings, one row per path a cell did
-    not time, or cell not reached, with why)."""
+    not time, or cell not reached, with why); every path in the seed's loop, at least
+    ``loop_calls`` calls and ``loop_seconds`` long."""
     frames, notes, spent = [], [], dict[int, tuple[float, float]]()
     Compiles.start()  # the seconds JAX spends compiling: a cell's own compiles are told apart
     order = budget.cells(cell_list, spent) if budget else iter(range(len(cell_list)))
     for i in order:
         cell, started, compiled = cell_list[i], time.time(), Compiles.seconds
-        timings, why = run_cell(cell, precision=precision, max_seconds=max_seconds, min_rounds=min_rounds)
+        timings, why = run_cell(
+            cell,
+            precision=precision,
+            max_seconds=max_seconds,
+            min_rounds=min_rounds,
+            loop_calls=loop_calls,
+            loop_seconds=loop_seconds,
+        )
         spent[i] = (time.time() - started, Compiles.seconds - compiled)
         frames.append(timings.assign(cell_s=spent[i][0], compile_s=spent[i][1]))  # what sizes a part
         notes += [{**cell.labels, "path": path, "why": text} for path, text in why.items()]

@@ -183,11 +183,16 @@ def host_ratio(timings: pd.DataFrame, method: str, cells: dict[str, Any]) -> lis
     return out
 
 
+#: the sizes a model family's line is drawn through, at least: two points make any line
+LINE_SIZES = 3
+
+
 def by_kind(rounds: pd.DataFrame) -> dict[str, Any]:
     """One :func:`fit_per_process` per model family (``kind``) over that family's cells in
-    ``rounds``; a family measured at one size only is left out (a slope needs two)."""
+    ``rounds``; a family measured at fewer than :data:`LINE_SIZES` sizes is left out (two points
+    make a line whatever the cost's shape)."""
     return {
         str(kind): fit_per_process(part)
         for kind, part in rounds.groupby("kind", sort=True)
-        if part["leaves"].nunique() >= 2
+        if part["leaves"].nunique() >= LINE_SIZES
     }

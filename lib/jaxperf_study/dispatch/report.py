@@ -41,8 +41,8 @@ GOAL_PACKED_LEAVES = 392
 #: which cells a line is fitted on: the undonated no-op step on the MLPs
 FIT_CELLS = {"step": "noop", "kind": "mlp", "donated": False}
 #: the train step under eqx.filter_jit whose device time is far above any path's host time: the
-#: wide one (``_width``) or the one with accumulated microbatches (``_x``), undonated
-HEAVY = {"step": "train", "family": "jit", "donated": False}
+#: wide one (``_width``) or the one with accumulated microbatches (``_x``), donated or not
+HEAVY = {"step": "train", "family": "jit"}
 
 
 #: what the accounting's clock (:func:`accounting.clock`) is, in words
@@ -407,7 +407,21 @@ def _values(s: dict[str, Any]) -> dict[str, Any]:
         "noop": picked,
         "train": "\n".join(lines),
         "predicted_line": predicted,
+        "intercepts": intercepts(s.get("per_leaf_by_kind", {}).get("filter_pmap", {})),
     }
+
+
+def intercepts(lines: dict[str, Any]) -> str:
+    """What each family's line says at zero leaves, and where that is not physical: a host time
+    cannot be below zero, so an intercept whose whole range is below zero says the cost is not a
+    line in leaves over those sizes."""
+    said = []
+    for kind, line in sorted(lines.items()):
+        where = f"{kind}s {line['a_ms']:.2f} ms [{line['a_ms_lo']:.2f}, {line['a_ms_hi']:.2f}]"
+        if line["a_ms_hi"] < 0:
+            where += " (below zero in every process: not physical, so not a line in leaves over these sizes)"
+        said.append(where)
+    return "; ".join(said)
 
 
 def _train_cases(cases: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:

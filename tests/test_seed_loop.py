@@ -1,0 +1,76 @@
+"""tools/seed_loop.py: notebook 01's cases in the seed's loop, summarised over fresh processes and
+merged across device commands (a record per command, each process with its commit)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("seed_loop", ROOT / "tools" / "seed_loop.py")
+seed_loop = importlib.util.module_from_spec(spec)
+sys.modules["seed_loop"] = seed_loop
+spec.loader.exec_module(seed_loop)
+
+CASE = {"step": "noop", "kind": "mlp", "size": 64, "microbatches": 1, "family": "pmap", "donated": False}
+
+
+def run(filter_ms: float, params_ms: float, commit: str) -> dict:
+    """One process's diagnosis as the CLI writes it (the fields the tool keeps)."""
+    return {
+        "reader": "eqx.filter_pmap (yours)",
+        "methods": {"eqx.filter_pmap (yours)": "filter_pmap", "jax.pmap on the partitioned state": "pmap_params"},
+        "array_leaves_per_call": 392,
+        "per_call_ms": [
+            {"variant": "eqx.filter_pmap (yours)", "loop_ms": filter_ms, "host_ms": filter_ms - 1},
+            {"variant": "jax.pmap on the partitioned state", "loop_ms": params_ms, "host_ms": params_ms - 1},
+        ],
+        "ratios_in_your_loop": [],
+        "rounds": 3,
+        "loop_calls": [50, 400],
+        "git": {"commit": commit, "dirty": False},
+    }
+
+
+def test_each_path_is_the_median_over_processes_with_their_range():
+    found = seed_loop.summarise(CASE, [run(20.0, 5.0, "a"), run(10.0, 5.0, "a"), run(25.0, 4.0, "a")], "pmap")
+    fp = found["paths"]["filter_pmap"]
+    assert fp["it_per_s"] == {"median": 50.0, "lo": 40.0, "hi": 100.0, "n": 3}
+    assert fp["over_baseline"]["median"] == pytest.approx(0.25)  # 50 it/s over 200, process by process
+    assert fp["over_baseline"]["lo"] == pytest.approx(0.16) and fp["over_baseline"]["hi"] == pytest.approx(0.5)
+    assert found["paths"]["pmap_params"]["over_baseline"]["median"] == 1.0
+    assert found["model"] == "mlp_depth64" and found["leaves"] == 392 and found["loop_calls"] == [50, 400]
+
+
+def test_a_failed_process_is_kept_and_said_not_averaged():
+    found = seed_loop.summarise(CASE, [run(20.0, 5.0, "a"), {"error": "RESOURCE_EXHAUSTED"}], "pmap")
+    assert found["processes"] == 1 and found["failed"] == ["RESOURCE_EXHAUSTED"]
+    assert found["paths"]["filter_pmap"]["it_per_s"]["n"] == 1
+
+
+def test_records_of_two_commands_merge_into_one_with_each_commit(tmp_path):
+    how = {"min_rounds": 3, "loop_seconds": 1.0}
+    first = seed_loop.record([{**CASE, "runs": [run(20.0, 5.0, "aaa")]}], how, 100.0)
+    second = seed_loop.record([{**CASE, "runs": [run(10.0, 5.0, "bbb")]}], how, 90.0)
+    paths = [tmp_path / "1.json", tmp_path / "2.json"]
+    for path, rec in zip(paths, (first, second)):
+        path.write_text(json.dumps(rec))
+    merged = seed_loop.merge(paths)
+    (case,) = merged["cases"]
+    assert case["processes"] == 2 and case["commits"] == ["aaa", "bbb"]
+    assert case["paths"]["filter_pmap"]["it_per_s"]["median"] == pytest.approx(75.0)
+    assert merged["seconds"] == 190.0
+    paths[1].write_text(json.dumps({**second, "loop_seconds": 0.2}))
+    with pytest.raises(ValueError, match="differ"):  # a shorter loop is another measurement
+        seed_loop.merge(paths)
+
+
+@pytest.mark.parametrize("text", ["noop:mlp", "noop:mlp:x", "noop:mlp:4:2:1"])
+def test_a_bad_case_is_named(text):
+    with pytest.raises(argparse.ArgumentTypeError, match=f"--case {text!r}"):
+        seed_loop.parse_case(text)
