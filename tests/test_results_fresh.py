@@ -25,6 +25,14 @@ sys.path.insert(0, str(ROOT / "tools"))
 from runall import fresh, moves  # noqa: E402
 
 SUMMARIES = sorted(ROOT.glob("results/*/*/summary.json"))
+#: results kept after the code that made them changed, because their device cannot run them again
+#: now (issue 63): each with why, and the files whose change it is kept through
+KEPT = ROOT / "results" / "kept.json"
+
+
+def kept() -> dict[str, dict]:
+    """``results/kept.json``'s results (``results/<backend>/<study>`` -> {why, changed, ...})."""
+    return json.loads(KEPT.read_text())["results"] if KEPT.is_file() else {}
 
 
 def git(*args: str) -> subprocess.CompletedProcess[str]:
@@ -75,7 +83,22 @@ def test_a_committed_result_comes_from_a_clean_commit_of_unchanged_code(path):
     )
     assert prov.get("code"), f"{where} does not record the code that made it: rerun its notebook"
     stale = stale_files(summary, path)
-    assert not stale, f"{where} is older than changes to the code that made it: {stale[:5]} (rerun it)"
+    study = path.parent.relative_to(ROOT).as_posix()
+    declared = kept().get(study)
+    if declared is None:
+        assert not stale, f"{where} is older than changes to the code that made it: {stale[:5]} (rerun it)"
+        return
+    # kept as it was: every change it is older than is declared, and every declared change happened
+    assert declared.get("why") and declared.get("changed"), f"results/kept.json: {study} needs why and changed"
+    undeclared = sorted(set(stale) - set(declared["changed"]))
+    assert not undeclared, f"{where} is older than changes results/kept.json does not declare: {undeclared[:5]}"
+    unchanged = sorted(set(declared["changed"]) - set(stale))
+    assert not unchanged, f"results/kept.json declares changes {unchanged[:5]} that {where} is not older than"
+
+
+def test_a_kept_result_is_one_that_exists():
+    missing = [study for study in kept() if not (ROOT / study / "summary.json").is_file()]
+    assert not missing, f"results/kept.json keeps results that do not exist: {missing}"
 
 
 def test_a_change_to_the_code_makes_a_result_stale(tmp_path):
