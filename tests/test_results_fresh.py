@@ -89,9 +89,13 @@ def test_a_committed_result_comes_from_a_clean_commit_of_unchanged_code(path):
         assert not stale, f"{where} is older than changes to the code that made it: {stale[:5]} (rerun it)"
         return
     # kept as it was: every change it is older than is declared, and every declared change happened
-    assert declared.get("why") and declared.get("changed"), f"results/kept.json: {study} needs why and changed"
+    assert declared.get("why") and declared.get("changed"), (
+        f"results/kept.json: {study} needs why and changed"
+    )
     undeclared = sorted(set(stale) - set(declared["changed"]))
-    assert not undeclared, f"{where} is older than changes results/kept.json does not declare: {undeclared[:5]}"
+    assert not undeclared, (
+        f"{where} is older than changes results/kept.json does not declare: {undeclared[:5]}"
+    )
     unchanged = sorted(set(declared["changed"]) - set(stale))
     assert not unchanged, f"results/kept.json declares changes {unchanged[:5]} that {where} is not older than"
 

@@ -24,7 +24,10 @@ def run(filter_ms: float, params_ms: float, commit: str) -> dict:
     """One process's diagnosis as the CLI writes it (the fields the tool keeps)."""
     return {
         "reader": "eqx.filter_pmap (yours)",
-        "methods": {"eqx.filter_pmap (yours)": "filter_pmap", "jax.pmap on the partitioned state": "pmap_params"},
+        "methods": {
+            "eqx.filter_pmap (yours)": "filter_pmap",
+            "jax.pmap on the partitioned state": "pmap_params",
+        },
         "array_leaves_per_call": 392,
         "per_call_ms": [
             {"variant": "eqx.filter_pmap (yours)", "loop_ms": filter_ms, "host_ms": filter_ms - 1},
@@ -42,7 +45,9 @@ def test_each_path_is_the_median_over_processes_with_their_range():
     fp = found["paths"]["filter_pmap"]
     assert fp["it_per_s"] == {"median": 50.0, "lo": 40.0, "hi": 100.0, "n": 3}
     assert fp["over_baseline"]["median"] == pytest.approx(0.25)  # 50 it/s over 200, process by process
-    assert fp["over_baseline"]["lo"] == pytest.approx(0.16) and fp["over_baseline"]["hi"] == pytest.approx(0.5)
+    assert fp["over_baseline"]["lo"] == pytest.approx(0.16) and fp["over_baseline"]["hi"] == pytest.approx(
+        0.5
+    )
     assert found["paths"]["pmap_params"]["over_baseline"]["median"] == 1.0
     assert found["model"] == "mlp_depth64" and found["leaves"] == 392 and found["loop_calls"] == [50, 400]
 

@@ -75,6 +75,17 @@ class Cell:
             args = (x, model, opt_state)
         return wrapped, args
 
+    def loader(self, args: tuple) -> Callable[[], Any] | None:
+        """None, or for a donated cell under ``eqx.filter_pmap`` (whose ``donate="all"`` donates
+        the batch too, so a loop cannot reuse it) a loader: a fresh copy of the placed batch per
+        call, as a data pipeline hands one, placed alike."""
+        if not (self.donated and self.family == "pmap"):
+            return None
+        import jax.numpy as jnp
+
+        source = jnp.copy(args[1])  # the cell's own batch may be donated by its first call
+        return lambda: jnp.copy(source)
+
     @property
     def labels(self) -> dict[str, Any]:
         model, opt_state = self.spec.build()
@@ -106,6 +117,7 @@ def run_cell(
     result = diagnose(
         wrapped,
         *args,
+        loader=cell.loader(args),
         precision=precision,
         max_seconds=max_seconds,
         timing_only=True,  # cells are timed alike, whatever their compiles cost

@@ -56,8 +56,10 @@ def cell(
     if not isinstance(donated, bool):
         raise bad_value("donated", donated, "True or False")
     spec = ModelSpec(kind, size, microbatches=microbatches)
-    wrapped, args = Cell(step, spec, donated, family).make()
-    return {"step": wrapped, "args": args, "paths": {**PATCHED, **(SHARDED if family == "pmap" else {})}}
+    case = Cell(step, spec, donated, family)
+    wrapped, args = case.make()
+    paths = {**PATCHED, **(SHARDED if family == "pmap" else {})}
+    return {"step": wrapped, "args": args, "loader": case.loader(args), "paths": paths}
 
 
 def _batches(width: int, size: int, seed: int = 1) -> Any:
