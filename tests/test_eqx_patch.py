@@ -1,8 +1,8 @@
-"""The Equinox patch (issue 38, item 1): the diff reader and applier, the three diffs built into a
-patched Equinox beside the shipped one (same results, one flatten per call, waits for shipped error
-checks in reused traces, its pmap cache emptied by ``eqx.clear_caches``, the shipped one left as it
-was), the refusal when a diff does not apply, the test-suite report and the
-pytree work one call does. No test asserts a timing."""
+"""The Equinox patch (issues 38 and 63): the diff reader and applier, the two diffs (each applies
+alone) built into a patched Equinox beside the shipped one (same results, the inputs flattened and
+not rebuilt and the output rebuilt once per call, waits for shipped error checks in reused traces,
+no cache of its own, the shipped one left as it was), the refusal when a diff does not apply, the
+test-suite report and the pytree work one call does. No test asserts a timing."""
 
 from __future__ import annotations
 
@@ -65,30 +65,35 @@ def test_a_hunk_that_does_not_match_is_refused_by_name():
 # ---------------------------------------------------------------- the patched Equinox
 
 
-def test_the_committed_diffs_apply_in_order_to_the_installed_equinox():
+def test_the_committed_diffs_apply_each_alone_to_the_installed_equinox():
     sources = eqx_patch.load.patched_sources()
     assert set(sources) == {"equinox._jit", "equinox._vmap_pmap"}
     assert "def _contains_error_check(" in sources["equinox._jit"]
-    assert "cache_clears.append(_clear_pmap_cache)" in sources["equinox._vmap_pmap"]
-    # each diff is one commit on Equinox's main, with its tests in Equinox's own test files
-    tests = [
-        sorted(p.path for p in eqx_patch.load.read_patch(path) if p.path.startswith("tests/"))
-        for path in eqx_patch.DIFF_PATHS
-    ]
-    assert tests == [
-        ["tests/test_pmap.py"],
-        ["tests/test_jit.py"],
-        ["tests/test_jit.py", "tests/test_pmap.py"],
+    assert "def _resolve_leaf_axes(" in sources["equinox._vmap_pmap"]
+    # each diff is one commit on Equinox's main that applies alone, with its tests in Equinox's own
+    # test files: filter_pmap's in _vmap_pmap.py, filter_jit's wait in _jit.py
+    pmap_diff, jit_diff = eqx_patch.DIFF_PATHS
+    assert set(eqx_patch.load.patched_sources((pmap_diff,))) == {"equinox._vmap_pmap"}
+    assert set(eqx_patch.load.patched_sources((jit_diff,))) == {"equinox._jit"}
+    files = [sorted(p.path for p in eqx_patch.load.read_patch(path)) for path in eqx_patch.DIFF_PATHS]
+    assert files == [
+        ["equinox/_vmap_pmap.py", "tests/test_pmap.py"],
+        ["equinox/_jit.py", "tests/test_jit.py"],
     ]
     assert all(path.read_text().startswith("From ") for path in eqx_patch.DIFF_PATHS)
+    # the pmap commit stays the size of the code it changes: at most 150 lines changed outside tests
+    (source,) = [p for p in eqx_patch.load.read_patch(pmap_diff) if not p.path.startswith("tests/")]
+    assert source.added + source.removed <= 150
 
 
 def test_a_diff_that_does_not_apply_names_the_installed_equinox_and_the_diff(tmp_path):
     first, *rest = eqx_patch.DIFF_PATHS
     broken = tmp_path / first.name
     text = first.read_text()
-    assert text.count("     fun_abstract = jax.vmap(\n") == 1
-    broken.write_text(text.replace("     fun_abstract = jax.vmap(\n", "     something_else = jax.vmap(\n"))
+    assert text.count("         cached = _filter_pmap_cache(\n") == 1
+    broken.write_text(
+        text.replace("         cached = _filter_pmap_cache(\n", "         cached = other_cache(\n")
+    )
     with pytest.raises(
         ValueError,
         match=rf"does not apply to the installed Equinox {eqx.__version__}: {first.name}: .*_vmap_pmap.py",
@@ -120,12 +125,16 @@ def test_the_patched_equinox_computes_the_same_and_leaves_the_shipped_one_alone(
     assert type(eqx_patch.patched_filter_jit(step)).__module__ == "equinox._jit__jaxperf_patched"
 
 
-def test_one_call_traverses_its_trees_as_often_as_jax_does():
+def test_one_patched_filter_pmap_call_rebuilds_only_its_output():
     counts = probe.traversals().set_index("variant")[["flattens", "unflattens"]]
-    for patched, baseline in (("filter_jit_patched", "jit_params"), ("filter_pmap_patched", "pmap_params")):
-        assert counts.loc[patched].tolist() == counts.loc[baseline].tolist() == [1, 1]
-    # the shipped wrappers traverse more (what the patch removes)
-    assert (counts.loc["filter_jit"] > 1).all() and (counts.loc["filter_pmap"] > 1).all()
+    assert counts.loc["pmap_params"].tolist() == [1, 1]
+    # the inputs flattened twice (their in_axes, their split) and never rebuilt; the output rebuilt once
+    assert counts.loc["filter_pmap_patched"].tolist() == [2, 1]
+    assert (
+        counts.loc["filter_pmap"] > 2
+    ).all()  # the shipped one rebuilds the inputs (what the patch removes)
+    # the filter_jit commit changes when a call waits, not the tree work of a call
+    assert counts.loc["filter_jit_patched"].tolist() == counts.loc["filter_jit"].tolist()
 
 
 def test_the_patched_filter_jit_waits_for_shipped_error_checks_even_in_reused_traces():
@@ -148,13 +157,22 @@ def test_the_patched_filter_jit_waits_for_shipped_error_checks_even_in_reused_tr
         second(-x)
 
 
-def test_the_patched_filter_pmap_cache_is_emptied_by_eqx_clear_caches():
+def test_the_patched_filter_pmap_adds_no_cache_and_is_cleared_with_equinox():
     pmap_module = eqx_patch.patched_equinox().modules["equinox._vmap_pmap"]
-    f = eqx_patch.patched_filter_pmap(lambda x, y: x * y, devices=jax.devices()[:1])
-    assert float(f(jnp.ones(1), 3.0)[0]) == 3.0
-    assert len(pmap_module._pmap_cache) >= 1
+    assert not hasattr(pmap_module, "_pmap_cache")
+    traces = []
+
+    def f(x, y):
+        traces.append(y)
+        return x * y
+
+    wrapped = eqx_patch.patched_filter_pmap(f, devices=jax.devices()[:1])
+    for _ in range(2):
+        assert float(wrapped(jnp.ones(1), 3.0)[0]) == 3.0
+    assert len(traces) == 2  # eval_shape and pmap, once: Equinox's compile cache
     eqx.clear_caches()
-    assert len(pmap_module._pmap_cache) == 0
+    assert float(wrapped(jnp.ones(1), 3.0)[0]) == 3.0
+    assert len(traces) == 4
 
 
 # ---------------------------------------------------------------- the test-suite report

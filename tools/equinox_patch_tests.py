@@ -5,6 +5,7 @@ the pinned release.
     .venv/bin/python tools/equinox_patch_tests.py suite --checkout GIT --ref REF --label LABEL \
         --python PY [--scratch DIR] [--reuse]
     PY tools/equinox_patch_tests.py measure --main-tree DIR --main-patched-tree DIR [--rounds N]
+    .venv/bin/python tools/equinox_patch_tests.py share [--processes 3] [--depths 8,64,132]
 
 ``suite``: from the checkout (a clone, or the git directory ``fetch github:patrick-kidger/equinox``
 gives; the sdist on PyPI has no tests), ``equinox/``, ``tests/`` and ``pyproject.toml`` at ``REF``
@@ -26,6 +27,15 @@ and ``filter_jit``/``filter_pmap`` of the installed Equinox (the pinned release)
 (``--main-tree``, imported as ``equinox_main``), patched release (``jaxperf_study.dispatch.eqx_patch``) and
 patched main (``--main-patched-tree``); pmap over 8 host devices. Each Equinox path uses a model
 built by its own Equinox. Writes ``results/equinox_patch/main_vs_release.json`` and ``.md``.
+
+``share``: the share of ``eqx.filter_pmap``'s extra host time over ``jax.pmap`` on the arrays that
+the patched ``filter_pmap`` (``1-*.diff``) removes, beside the drop-in ``jaxperf.cached_filter_pmap``:
+``(filter_pmap - variant) / (filter_pmap - jax.pmap on params)`` per round, from the dispatching
+thread's CPU per blocked call of equinox#192's no-op step (an MLP of each ``--depths`` with its Adam
+state; 8 forced host CPU devices, inputs already sharded), the four paths interleaved in one
+process, in ``--processes`` fresh processes (``share --one`` each). Each path first computes the
+same outputs as ``eqx.filter_pmap``. Writes ``results/equinox_patch/share_removed.json`` and ``.md``
+only when every process succeeded.
 
 ``dropins``: Equinox's own ``tests/test_jit.py``, ``test_pmap.py`` and ``test_errors.py`` in an
 unpatched tree with ``eqx.filter_jit`` and ``eqx.filter_pmap`` replaced by ``jaxperf.cached_filter_jit``
@@ -350,6 +360,211 @@ def measure_main(args: argparse.Namespace) -> None:
     print(text)
 
 
+# ---------------------------------------------------------------- share removed
+
+SHARE_PATHS = (
+    "jax.pmap on params",
+    "eqx.filter_pmap",
+    "eqx.filter_pmap, patched",
+    "jaxperf.cached_filter_pmap",
+)
+#: the paths whose share of filter_pmap's extra host time removed is reported, by their ``kind`` in the record
+SHARE_OF = {"patch": SHARE_PATHS[2], "dropin": SHARE_PATHS[3]}
+
+
+def share_one(depths: list[int], rounds: int, calls: int) -> list[dict[str, Any]]:
+    """In this process: per MLP depth, ``rounds`` interleaved rounds of ``calls`` blocked calls of
+    each of :data:`SHARE_PATHS` (the dispatching thread's CPU ms per call). Raises AssertionError
+    naming a path whose outputs differ from ``eqx.filter_pmap``'s."""
+    import time
+
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    import jaxperf
+    from jaxperf import timing
+    from jaxperf_study.dispatch.eqx_patch import load
+
+    devices = jax.devices()
+    put = jax.pmap(lambda tree: tree, devices=devices)
+
+    def sharded(tree: Any) -> Any:  # each array stacked over the devices, as a pmap's outputs are
+        arrays, rest = eqx.partition(tree, eqx.is_array)
+        return eqx.combine(put(jax.tree.map(lambda a: jnp.stack([a] * len(devices)), arrays)), rest)
+
+    def step(model: Any, x: Any, opt_state: Any) -> Any:  # equinox#192's no-op step
+        return 0.0, model, opt_state
+
+    rows = []
+    for depth in depths:
+        model = eqx.nn.MLP(32, 32, 32, depth=depth, key=jax.random.PRNGKey(0))
+        opt_state = optax.adam(1e-3).init(eqx.filter(model, eqx.is_array))
+        params, static = eqx.partition(model, eqx.is_array)
+        args = sharded((model, jnp.ones((1, 32)), opt_state))
+        leaves = len(jax.tree.leaves((params, args[1], opt_state)))
+
+        def on_params(p: Any, x: Any, s: Any, static: Any = static) -> Any:
+            return eqx.filter(step(eqx.combine(p, static), x, s), eqx.is_array)
+
+        paths = {
+            SHARE_PATHS[0]: (
+                jax.pmap(on_params, devices=devices),
+                (eqx.filter(args[0], eqx.is_array), *args[1:]),
+            ),
+            SHARE_PATHS[1]: (eqx.filter_pmap(step, devices=devices), args),  # type: ignore[call-arg]
+            SHARE_PATHS[2]: (load.patched_filter_pmap(step, devices=devices), args),
+            SHARE_PATHS[3]: (jaxperf.cached_filter_pmap(step, devices=devices), args),
+        }
+        expected = jax.block_until_ready(paths[SHARE_PATHS[1]][0](*args))
+        for name, (fn, a) in paths.items():
+            got = jax.block_until_ready(fn(*a))
+            want = eqx.filter(expected, eqx.is_array) if name == SHARE_PATHS[0] else expected
+            same = jax.tree.structure(got) == jax.tree.structure(want) and all(
+                np.array_equal(g, w) if eqx.is_array(w) else g == w
+                for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want))
+            )
+            if not same:
+                raise AssertionError(f"{name} at depth {depth}: its outputs differ from eqx.filter_pmap's")
+            jax.block_until_ready(fn(*a))  # a second warm call
+        names = list(paths)
+        for r in range(rounds):
+            for name in timing.williams(names, r):
+                fn, a = paths[name]
+                start = time.thread_time()
+                for _ in range(calls):
+                    jax.block_until_ready(fn(*a))
+                rows.append(
+                    {
+                        "depth": depth,
+                        "leaves": leaves,
+                        "round": r,
+                        "path": name,
+                        "cpu_ms": (time.thread_time() - start) * 1e3 / calls,
+                    }  # fmt: skip
+                )
+    return rows
+
+
+def _over_processes(per_round: Any) -> dict[str, Any]:
+    """A per-round series indexed by (process, round): the median of each process's median, their
+    range (``lo``, ``hi``) and each (``values``)."""
+    per_process = per_round.groupby(level="process").median()
+    return {
+        "median": float(per_process.median()),
+        "lo": float(per_process.min()),
+        "hi": float(per_process.max()),
+        "values": [float(v) for v in per_process],
+    }
+
+
+def share_stats(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (leaves, path of :data:`SHARE_OF`): the share removed, ``(filter_pmap - path) /
+    (filter_pmap - jax.pmap on params)`` round by round, and each path's CPU ms per call, both
+    :func:`_over_processes`."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    out = []
+    for (depth, leaves), part in df.groupby(["depth", "leaves"]):
+        wide = part.pivot_table(index=["process", "round"], columns="path", values="cpu_ms")
+        base, slow = wide[SHARE_PATHS[0]], wide[SHARE_PATHS[1]]
+        for kind, path in SHARE_OF.items():
+            out.append(
+                {
+                    "depth": int(depth),
+                    "leaves": int(leaves),
+                    "kind": kind,
+                    "path": path,
+                    "share_removed": _over_processes((slow - wide[path]) / (slow - base)),
+                    "cpu_ms": {p: _over_processes(wide[p]) for p in (*SHARE_PATHS[:2], path)},
+                }
+            )
+    return out
+
+
+def share_main(args: argparse.Namespace) -> None:
+    if args.one:
+        os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        print(json.dumps(share_one(args.depths, args.rounds, args.calls)))
+        return
+    from jaxperf import markdown
+    from jaxperf_study import provenance, records
+    from jaxperf_study.dispatch.eqx_patch import diff, load
+
+    rows: list[dict[str, Any]] = []
+    for process in range(args.processes):
+        print(f"share: process {process + 1} of {args.processes} ...", flush=True)
+        command = [sys.executable, str(Path(__file__).resolve()), "share", "--one",
+                   "--depths", ",".join(map(str, args.depths)), "--rounds", str(args.rounds),
+                   "--calls", str(args.calls), "--devices", str(args.devices)]  # fmt: skip
+        out = _run(["nice", *command], env={**_env(), "PYTHONPATH": str(ROOT / "lib")})
+        rows += [{**row, "process": process} for row in json.loads(out.strip().splitlines()[-1])]
+    stats = share_stats(rows)
+    pmap_patch = diff.parse(load.DIFF_PATHS[0].read_text())
+    size = {
+        "source_lines_changed": sum(
+            p.added + p.removed for p in pmap_patch if not p.path.startswith("tests/")
+        ),
+        "test_lines_added": sum(p.added for p in pmap_patch if p.path.startswith("tests/")),
+        "diff": load.DIFF_PATHS[0].name,
+    }
+    versions = provenance.package_versions(("jax", "jaxlib", "equinox", "numpy", "optax"))
+    data = {
+        "what": "share of eqx.filter_pmap's extra host CPU per call over jax.pmap on params that each path removes",
+        "backend": "cpu",
+        "devices": args.devices,
+        "processes": args.processes,
+        "rounds": args.rounds,
+        "calls_per_round": args.calls,
+        "versions": {**versions, "python": sys.version.split()[0]},
+        "git": provenance.git_commit(),
+        "patch": size,
+        "shares": stats,
+        "timings": rows,
+    }
+    records.write_json(load.PATCH_DIR / "share_removed.json", data)
+    import pandas as pd
+
+    ranged = lambda v, f: f"{v['median']:{f}} [{v['lo']:{f}}, {v['hi']:{f}}]"  # noqa: E731
+    shown = pd.DataFrame(
+        [
+            {
+                "array leaves": s["leaves"],
+                "path": s["path"],
+                "share removed": ranged(s["share_removed"], ".0%"),
+                "the path, ms": ranged(s["cpu_ms"][s["path"]], ".2f"),
+                f"{SHARE_PATHS[1]}, ms": ranged(s["cpu_ms"][SHARE_PATHS[1]], ".2f"),
+                f"{SHARE_PATHS[0]}, ms": ranged(s["cpu_ms"][SHARE_PATHS[0]], ".2f"),
+            }
+            for s in stats
+        ]
+    )
+    text = (
+        "# The share of `eqx.filter_pmap`'s extra host time that the patch removes\n\n"
+        f"`{size['diff']}` ({size['source_lines_changed']} lines of `equinox/_vmap_pmap.py` changed, "
+        f"{size['test_lines_added']} lines of tests added) beside the drop-in `jaxperf.cached_filter_pmap`. "
+        "Share removed = (`eqx.filter_pmap` − the path) / (`eqx.filter_pmap` − `jax.pmap` on params), each the "
+        "dispatching thread's CPU time per blocked call (`time.thread_time`) in the same round; per process "
+        f"the median over its {args.rounds} rounds, then the median and range of those over "
+        f"{args.processes} fresh processes. Equinox#192's no-op step on an MLP (width 32) with its Adam state; "
+        f"pmap over {args.devices} forced host CPU devices, the inputs already sharded over them (as a loop "
+        f"that feeds each call's outputs to the next has them); the four paths interleaved (Williams order), "
+        f"{args.calls} calls per round; each path first computed the same outputs as `eqx.filter_pmap`. "
+        "Every column: median [range over processes] of each process's median. "
+        f"{', '.join(f'{k} {v}' for k, v in data['versions'].items())}; project commit "
+        f"`{data['git']['commit'][:12]}`{' (with uncommitted changes)' if data['git']['dirty'] else ''}.\n\n"
+        + markdown.table(shown)
+        + "\n\nMachine: a shared 2-core VM with other jobs running, so absolute ms move between processes; "
+        "the share, taken round by round, is steadier.\n"
+    )
+    records.write_text(load.PATCH_DIR / "share_removed.md", text)
+    print(text)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -369,6 +584,13 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--main-commit", default="", help="main's commit, for the report")
     m.add_argument("--rounds", type=int, default=15)
     m.add_argument("--calls", type=int, default=10)
+    sh = sub.add_parser("share", help="the share of filter_pmap's extra host time the patch removes")
+    sh.add_argument("--processes", type=int, default=3, help="fresh processes (default 3)")
+    sh.add_argument("--depths", type=lambda v: [int(d) for d in v.split(",")], default=[8, 64, 132])
+    sh.add_argument("--rounds", type=int, default=15)
+    sh.add_argument("--calls", type=int, default=10)
+    sh.add_argument("--devices", type=int, default=8)
+    sh.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     d = sub.add_parser("dropins", help="Equinox's jit/pmap/errors tests with the drop-ins patched in")
     d.add_argument(
         "--tree", type=Path, required=True, help="an unpatched tree that `suite` ran (its junit.xml)"
@@ -377,6 +599,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "dropins":
         dropins_main(args)
+    elif args.command == "share":
+        share_main(args)
     elif args.command == "suite":
         if args.checkout is None:
             parser.error(

@@ -1,12 +1,11 @@
-"""Changes Equinox could merge for equinox#192: ``eqx.filter_pmap`` caching its partition per
-input structure, ``eqx.filter_jit`` waiting only when its compiled call holds an error check,
-and both rebuilding their output with one unflatten.
+"""Changes Equinox could merge for equinox#192: ``eqx.filter_pmap`` working with the leaves of
+its inputs and outputs rather than rebuilding their pytrees on each call, and ``eqx.filter_jit``
+waiting only when its compiled call holds an error check.
 
-Each is a ``git format-patch`` of one
-commit on Equinox's main (``results/equinox_patch/1-*.diff``, ``2-*.diff``, ``3-*.diff``, each
-on top of the previous, with its tests in Equinox's own test files); they apply unchanged to
-Equinox 0.13.8, the release the project pins. The text to paste into equinox#192 is ``tools/templates/equinox-192.md``, filled from notebook 01's
-summary by ``tools/readme.py``.
+Each is a ``git format-patch`` of one commit on Equinox's main (``results/equinox_patch/1-*.diff``,
+``2-*.diff``; each applies alone, with its tests in Equinox's own test files); both apply
+unchanged to Equinox 0.13.8, the release the project pins. The text to paste into equinox#192 is
+``tools/templates/equinox-192.md``, filled from notebook 01's summary by ``tools/readme.py``.
 """
 
 from typing import TYPE_CHECKING

@@ -33,14 +33,14 @@ from . import diff
 
 #: the Equinox release the project pins; the diffs apply to it and to Equinox's main
 PATCHED_RELEASE = "0.13.8"
-#: Equinox's main when the diffs were made (``git format-patch`` of one commit each, in order)
+#: Equinox's main when the diffs were made (``git format-patch`` of one commit each, both on it)
 EQUINOX_MAIN = "9336d820b2ef66b360fc6cb3611b3da5cefbb14d"
 PATCH_DIR = PROJECT_ROOT / "results" / "equinox_patch"
-#: the three diffs, each on top of the previous: filter_pmap's cache, filter_jit's wait, the output
+#: the two diffs, each a commit on Equinox's main that applies alone (they change different files):
+#: filter_pmap working with leaves (equinox/_vmap_pmap.py), filter_jit's wait (equinox/_jit.py)
 DIFF_PATHS = (
-    PATCH_DIR / "1-filter-pmap-partition-cache.diff",
+    PATCH_DIR / "1-filter-pmap-leaves-not-pytrees.diff",
     PATCH_DIR / "2-filter-jit-wait-only-on-error-checks.diff",
-    PATCH_DIR / "3-one-unflatten-output.diff",
 )
 SUFFIX = "__jaxperf_patched"
 
