@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+from hashlib import sha256
 from pathlib import Path
 
 import pandas as pd
@@ -126,6 +127,7 @@ def test_the_tools_run_on_the_device_in_the_run_s_environment(tmp_path, tpu_imag
     the path; what it writes under $JAXPERF_CLI_OUT comes back as results/<backend>/cli/."""
     wheels("tpu")
     cmd = 'python -c "import equinox, papermill, jaxperf" && echo made >"$JAXPERF_CLI_OUT/made.txt"'
+    cmd += ' && echo \'{"verdict": "pays"}\' >"$JAXPERF_CLI_OUT/made.json'
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_"))}
     env.update(TMPDIR=str(tmp_path), OUT=str(tmp_path / "out"), PYTHONPATH="")
     env["PATH"] = f"{tpu_image_python.parent}:{env['PATH']}"  # `python` is the image's, as there
@@ -138,8 +140,14 @@ def test_the_tools_run_on_the_device_in_the_run_s_environment(tmp_path, tpu_imag
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     with tarfile.open(tmp_path / "out" / "jaxperf_tpu_results.tar.gz") as tar:
-        names = tar.getnames()
-    assert {"results/cpu/cli/made.txt", "results/cpu/cli/tree.json"} <= set(names)
+        tar.extractall(tmp_path / "back", filter="data")
+    cli = tmp_path / "back" / "results" / "cpu" / "cli"
+    assert sorted(p.name for p in cli.iterdir()) == ["made.json", "made.txt", "made.txt.provenance.json"]
+    made = json.loads((cli / "made.json").read_text())  # each output names the run's own commit
+    assert made["verdict"] == "pays" and made["provenance"]["git"]["commit_source"] == "run"
+    assert made["provenance"]["command"] == cmd
+    side = json.loads((cli / "made.txt.provenance.json").read_text())
+    assert side["git"] == made["provenance"]["git"] and side["sha256"] == sha256(b"made\n").hexdigest()
 
 
 def _device_tarball(where: Path, backend: str, studies: dict[str, dict], extra: tuple[str, ...] = ()) -> Path:
@@ -229,27 +237,54 @@ def test_unpack_merges_the_parts_and_reruns_of_one_commit_and_a_new_commit_repla
             assert list(merged["process"]) == [0, 1, 2, 3, 4, 5]
             assert list(merged["cell"]) == ["noop", "noop", "train", "train", "noop", "noop"]
             assert [r["part"] for r in summary["provenance"]["runs"]] == ["noop", "train", "noop"]
+            # each run names the commit it ran from, as the run wrote it
+            assert [(r["commit"], r["dirty"], r["commit_source"]) for r in summary["provenance"]["runs"]] == [
+                ("a" * 40, False, "run")
+            ] * 3
             assert summary["provenance"]["parameters"]["part"] == ""
     assert "dispatch replaced" in proc.stdout  # commit b: the earlier runs no longer hold
     assert list(merged["value"]) == [30, 31] and len(summary["provenance"]["runs"]) == 1
     assert len(list((root / "results/tpu/logs").iterdir())) == 4  # one log per command, none replaced
 
 
-def test_unpack_lays_the_tools_outputs_of_a_clean_run_over_the_committed_ones(tmp_path):
-    clean = json.dumps({"commit": "b" * 40, "dirty": False})
-    for name, tree in (("clean", clean), ("dirty", clean.replace("false", "true"))):
-        where = tmp_path / name
-        back = _device_tarball(where, "tpu", {}, ("results/tpu/cli/diagnose.json",))
-        with tarfile.open(back / "jaxperf_tpu_results.tar.gz", "w:gz") as tar:
-            (where / "stage" / "results" / "tpu" / "cli" / "tree.json").write_text(tree)
-            tar.add(where / "stage" / "results", arcname="results")
-        proc = unpack(back, where / "root")
-        if name == "clean":
-            assert proc.returncode == 0, proc.stderr
-            assert (where / "root" / "results/tpu/cli/diagnose.json").exists()
-        else:
-            assert proc.returncode == 1 and "clean commit" in proc.stderr
-            assert not (where / "root").exists()
+def _stamped(git: dict | None) -> str:
+    record = {"verdict": "pays"}
+    return json.dumps({**record, "provenance": {"git": git}} if git else record)
+
+
+@pytest.mark.parametrize(
+    ("files", "laid"),
+    [
+        ({"diagnose.json": _stamped({"commit": "b" * 40, "dirty": False})}, True),
+        ({"diagnose.json": _stamped({"commit": "b" * 40, "dirty": True})}, False),
+        ({"diagnose.json": _stamped(None)}, False),  # no commit of its own
+        ({"a.md": "# x\n", "a.md.provenance.json": json.dumps(
+            {"sha256": sha256(b"# x\n").hexdigest(), "git": {"commit": "b" * 40, "dirty": False}})}, True),
+        ({"a.md": "# changed\n", "a.md.provenance.json": json.dumps(
+            {"sha256": sha256(b"# x\n").hexdigest(), "git": {"commit": "b" * 40, "dirty": False}})}, False),
+    ],
+    ids=["clean", "dirty", "no-commit", "sidecar", "sidecar-of-other-content"],
+)  # fmt: skip
+def test_unpack_lays_over_the_tools_outputs_that_each_name_a_clean_commit(tmp_path, files, laid):
+    """No shared tree.json speaks for every tool output: each carries its own commit (in its
+    provenance, or in a sidecar whose SHA-256 names its content), and is refused without one."""
+    names = tuple(f"results/tpu/cli/{n}" for n in files)
+    back = _device_tarball(tmp_path, "tpu", {}, names)
+    stage = tmp_path / "stage"
+    for name, text in files.items():
+        (stage / "results" / "tpu" / "cli" / name).write_text(text)
+    with tarfile.open(back / "jaxperf_tpu_results.tar.gz", "w:gz") as tar:
+        tar.add(stage / "results", arcname="results")
+    (tmp_path / "root" / "results" / "tpu" / "cli").mkdir(parents=True)
+    (tmp_path / "root" / "results" / "tpu" / "cli" / "older.json").write_text("{}")
+    proc = unpack(back, tmp_path / "root")
+    cli = tmp_path / "root" / "results" / "tpu" / "cli"
+    if laid:
+        assert proc.returncode == 0, proc.stderr
+        assert sorted(p.name for p in cli.iterdir()) == sorted(["older.json", *files])  # the others stay
+    else:
+        assert proc.returncode == 1 and "each must carry the clean commit" in proc.stderr, proc.stderr
+        assert [p.name for p in cli.iterdir()] == ["older.json"]
 
 
 @pytest.mark.parametrize(

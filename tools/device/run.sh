@@ -18,7 +18,8 @@
 # A notebook that failed or ran out of time publishes nothing; the others are kept.
 # --exec COMMAND: after the notebooks, run COMMAND (bash) in the same environment, output in run.log
 # (the tools on the device: --exec "python -m jaxperf diagnose pkg.mod:factory --json \$JAXPERF_CLI_OUT/x.json":
-# what it writes under $JAXPERF_CLI_OUT is packed as results/<backend>/cli/); --only none: no notebook.
+# what it writes under $JAXPERF_CLI_OUT is packed as results/<backend>/cli/, each file stamped with the
+# run's commit: tools/device/manifest.py stamp); --only none: no notebook.
 #
 # --dry-run: the same on this CPU, in the stand-in for the machine's image (.envs/image-<backend>,
 # tools/make_alt_env.sh), with --backend cpu --quick: it proves the command, never a device number.
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --python) python="${2:?--python needs a path}"; shift ;;
     --exec) execs+=("${2:?--exec needs a command}"); shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option '$1' (allowed: --backend, --only, --dry-run, --out, --python, --exec, --)" >&2; exit 2 ;;
   esac
   shift
@@ -147,13 +148,10 @@ if [ "$only" != none ]; then
   [ "$rc" = 124 ] && echo "run.sh: run_all.sh stopped after ${left}s: the notebook it was running published nothing"
 fi
 # What --exec commands write for the record (the tools' --json and --markdown) goes here, beside
-# the notebooks' results, with the commit and whether the tree was it.
+# the notebooks' results; after each command, each file it wrote is stamped with the run's commit.
 tag=$([ "$dry" = 1 ] && echo cpu || echo "$backend")
 export JAXPERF_CLI_OUT="$work/root/results/$tag/cli"
-if [ "${#execs[@]}" -gt 0 ]; then
-  mkdir -p "$JAXPERF_CLI_OUT"
-  printf '{"commit": "%s", "dirty": %s}\n' "$commit" "$dirty" >"$JAXPERF_CLI_OUT/tree.json"
-fi
+[ "${#execs[@]}" -eq 0 ] || mkdir -p "$JAXPERF_CLI_OUT"
 for cmd in "${execs[@]}"; do
   left=$(( total - ($(date +%s) - start) - 15 ))
   [ "$left" -gt 10 ] || { echo "run.sh: not run, no time left: $cmd"; [ "$rc" != 0 ] || rc=124; continue; }
@@ -162,6 +160,7 @@ for cmd in "${execs[@]}"; do
   timeout --signal=TERM --kill-after=5 "$left" bash -c "$cmd"
   code=$?
   echo "run.sh: exit $code after $(( $(date +%s) - t0 )) s: $cmd"
+  "$python" tools/device/manifest.py stamp "$JAXPERF_CLI_OUT" "$cmd"
   [ "$code" = 0 ] || [ "$rc" != 0 ] || rc=$code
 done
 
