@@ -127,7 +127,7 @@ def test_the_tools_run_on_the_device_in_the_run_s_environment(tmp_path, tpu_imag
     the path; what it writes under $JAXPERF_CLI_OUT comes back as results/<backend>/cli/."""
     wheels("tpu")
     cmd = 'python -c "import equinox, papermill, jaxperf" && echo made >"$JAXPERF_CLI_OUT/made.txt"'
-    cmd += ' && echo \'{"verdict": "pays"}\' >"$JAXPERF_CLI_OUT/made.json'
+    cmd += ' && echo \'{"verdict": "pays"}\' >"$JAXPERF_CLI_OUT/made.json"'
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_"))}
     env.update(TMPDIR=str(tmp_path), OUT=str(tmp_path / "out"), PYTHONPATH="")
     env["PATH"] = f"{tpu_image_python.parent}:{env['PATH']}"  # `python` is the image's, as there
