@@ -15,7 +15,9 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
+from hashlib import sha256
 from pathlib import Path
 
 import pandas as pd
@@ -44,9 +46,12 @@ def wheels(backend: str) -> Path:
     return where
 
 
-def dry(tmp: Path, backend: str, only: str, shim: bool) -> Path:
-    """run.sh --backend BACKEND --dry-run --only ONLY into ``tmp``; ``shim``: with no Internet socket."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_"))}
+def dry(tmp: Path, backend: str, only: str, shim: bool, offline: bool = False) -> Path:
+    """run.sh --backend BACKEND --dry-run --only ONLY into ``tmp``; ``shim``: with no Internet socket;
+    ``offline``: pip reaches no index (PIP_NO_INDEX), as on the machine."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_", "PIP_"))}
+    if offline:
+        env["PIP_NO_INDEX"] = "1"
     if shim:
         if shutil.which("gcc") is None:
             pytest.skip("gcc is needed to build the socket-refusing shim")
@@ -83,11 +88,27 @@ def test_the_gpu_run_s_dry_run_ends_ok(tmp_path, alt_python):
         assert "results/cpu/02_pallas_loops.ipynb" in tar.getnames()
 
 
+def test_notebook_11_runs_offline_in_the_gpu_image_and_says_flax_s_suite_was_not_run(tmp_path, alt_python):
+    """The GPU image has no network and its Flax's sources are not carried: notebook 11 ends ok,
+    with a row that says so where Flax's benchmark would be."""
+    wheels("gpu")
+    out = dry(tmp_path, "gpu", "11", shim=False, offline=True)
+    log = (out / "run.log").read_text()
+    assert "machine: Flax's sources (notebook 11): not carried" in log
+    with tarfile.open(out / "jaxperf_gpu_results.tar.gz") as tar:
+        tar.extractall(tmp_path / "back", filter="data")
+    table = pd.read_csv(tmp_path / "back" / "results" / "cpu" / "nnx" / "flax_benchmark.csv", comment="#")
+    assert "Flax's suite not run: its sources are not carried" in set(table["source"])
+    assert (tmp_path / "back" / "results" / "cpu" / "11_flax_nnx.ipynb").is_file()  # published: it ended ok
+    assert "11_flax_nnx                      ok" in log
+
+
 def test_the_dry_run_executes_the_notebooks_in_process_without_sockets(dry_run):
     log = (dry_run / "run.log").read_text()
     assert "python 3.11" in log and "jax 0.10.2" in log
     assert "Errno 97" in log and "--engine inprocess" in log  # a kernel could not have started
-    assert "equinox" in log.split("carried and installed:")[1].splitlines()[0]  # from the carried wheels
+    assert "equinox-0.13.8" in log.split("pinned, first on PYTHONPATH:")[1].splitlines()[0]  # carried, pinned
+    assert "papermill" in log.split("carried and installed:")[1].splitlines()[0]  # the image lacks it
     with tarfile.open(dry_run / "jaxperf_tpu_results.tar.gz") as tar:
         names = tar.getnames()
     assert {n.split("/")[1] for n in names if "/" in n} == {"cpu"}  # a dry run names no device
@@ -126,6 +147,7 @@ def test_the_tools_run_on_the_device_in_the_run_s_environment(tmp_path, tpu_imag
     the path; what it writes under $JAXPERF_CLI_OUT comes back as results/<backend>/cli/."""
     wheels("tpu")
     cmd = 'python -c "import equinox, papermill, jaxperf" && echo made >"$JAXPERF_CLI_OUT/made.txt"'
+    cmd += ' && echo \'{"verdict": "pays"}\' >"$JAXPERF_CLI_OUT/made.json"'
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_"))}
     env.update(TMPDIR=str(tmp_path), OUT=str(tmp_path / "out"), PYTHONPATH="")
     env["PATH"] = f"{tpu_image_python.parent}:{env['PATH']}"  # `python` is the image's, as there
@@ -138,8 +160,14 @@ def test_the_tools_run_on_the_device_in_the_run_s_environment(tmp_path, tpu_imag
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     with tarfile.open(tmp_path / "out" / "jaxperf_tpu_results.tar.gz") as tar:
-        names = tar.getnames()
-    assert {"results/cpu/cli/made.txt", "results/cpu/cli/tree.json"} <= set(names)
+        tar.extractall(tmp_path / "back", filter="data")
+    cli = tmp_path / "back" / "results" / "cpu" / "cli"
+    assert sorted(p.name for p in cli.iterdir()) == ["made.json", "made.txt", "made.txt.provenance.json"]
+    made = json.loads((cli / "made.json").read_text())  # each output names the run's own commit
+    assert made["verdict"] == "pays" and made["provenance"]["git"]["commit_source"] == "run"
+    assert made["provenance"]["command"] == cmd
+    side = json.loads((cli / "made.txt.provenance.json").read_text())
+    assert side["git"] == made["provenance"]["git"] and side["sha256"] == sha256(b"made\n").hexdigest()
 
 
 def _device_tarball(where: Path, backend: str, studies: dict[str, dict], extra: tuple[str, ...] = ()) -> Path:
@@ -229,27 +257,54 @@ def test_unpack_merges_the_parts_and_reruns_of_one_commit_and_a_new_commit_repla
             assert list(merged["process"]) == [0, 1, 2, 3, 4, 5]
             assert list(merged["cell"]) == ["noop", "noop", "train", "train", "noop", "noop"]
             assert [r["part"] for r in summary["provenance"]["runs"]] == ["noop", "train", "noop"]
+            # each run names the commit it ran from, as the run wrote it
+            assert [(r["commit"], r["dirty"], r["commit_source"]) for r in summary["provenance"]["runs"]] == [
+                ("a" * 40, False, "run")
+            ] * 3
             assert summary["provenance"]["parameters"]["part"] == ""
     assert "dispatch replaced" in proc.stdout  # commit b: the earlier runs no longer hold
     assert list(merged["value"]) == [30, 31] and len(summary["provenance"]["runs"]) == 1
     assert len(list((root / "results/tpu/logs").iterdir())) == 4  # one log per command, none replaced
 
 
-def test_unpack_lays_the_tools_outputs_of_a_clean_run_over_the_committed_ones(tmp_path):
-    clean = json.dumps({"commit": "b" * 40, "dirty": False})
-    for name, tree in (("clean", clean), ("dirty", clean.replace("false", "true"))):
-        where = tmp_path / name
-        back = _device_tarball(where, "tpu", {}, ("results/tpu/cli/diagnose.json",))
-        with tarfile.open(back / "jaxperf_tpu_results.tar.gz", "w:gz") as tar:
-            (where / "stage" / "results" / "tpu" / "cli" / "tree.json").write_text(tree)
-            tar.add(where / "stage" / "results", arcname="results")
-        proc = unpack(back, where / "root")
-        if name == "clean":
-            assert proc.returncode == 0, proc.stderr
-            assert (where / "root" / "results/tpu/cli/diagnose.json").exists()
-        else:
-            assert proc.returncode == 1 and "clean commit" in proc.stderr
-            assert not (where / "root").exists()
+def _stamped(git: dict | None) -> str:
+    record = {"verdict": "pays"}
+    return json.dumps({**record, "provenance": {"git": git}} if git else record)
+
+
+@pytest.mark.parametrize(
+    ("files", "laid"),
+    [
+        ({"diagnose.json": _stamped({"commit": "b" * 40, "dirty": False})}, True),
+        ({"diagnose.json": _stamped({"commit": "b" * 40, "dirty": True})}, False),
+        ({"diagnose.json": _stamped(None)}, False),  # no commit of its own
+        ({"a.md": "# x\n", "a.md.provenance.json": json.dumps(
+            {"sha256": sha256(b"# x\n").hexdigest(), "git": {"commit": "b" * 40, "dirty": False}})}, True),
+        ({"a.md": "# changed\n", "a.md.provenance.json": json.dumps(
+            {"sha256": sha256(b"# x\n").hexdigest(), "git": {"commit": "b" * 40, "dirty": False}})}, False),
+    ],
+    ids=["clean", "dirty", "no-commit", "sidecar", "sidecar-of-other-content"],
+)  # fmt: skip
+def test_unpack_lays_over_the_tools_outputs_that_each_name_a_clean_commit(tmp_path, files, laid):
+    """No shared tree.json speaks for every tool output: each carries its own commit (in its
+    provenance, or in a sidecar whose SHA-256 names its content), and is refused without one."""
+    names = tuple(f"results/tpu/cli/{n}" for n in files)
+    back = _device_tarball(tmp_path, "tpu", {}, names)
+    stage = tmp_path / "stage"
+    for name, text in files.items():
+        (stage / "results" / "tpu" / "cli" / name).write_text(text)
+    with tarfile.open(back / "jaxperf_tpu_results.tar.gz", "w:gz") as tar:
+        tar.add(stage / "results", arcname="results")
+    (tmp_path / "root" / "results" / "tpu" / "cli").mkdir(parents=True)
+    (tmp_path / "root" / "results" / "tpu" / "cli" / "older.json").write_text("{}")
+    proc = unpack(back, tmp_path / "root")
+    cli = tmp_path / "root" / "results" / "tpu" / "cli"
+    if laid:
+        assert proc.returncode == 0, proc.stderr
+        assert sorted(p.name for p in cli.iterdir()) == sorted(["older.json", *files])  # the others stay
+    else:
+        assert proc.returncode == 1 and "each must carry the clean commit" in proc.stderr, proc.stderr
+        assert [p.name for p in cli.iterdir()] == ["older.json"]
 
 
 @pytest.mark.parametrize(
@@ -370,3 +425,161 @@ def test_a_rerun_after_a_declared_refactor_merges_and_another_python_refuses_rat
     with pytest.raises(SystemExit, match=f"Python {other} wrote .* this is Python {moves.python_now()}"):
         merge.merge(committed, incoming)
     assert json.loads((committed / "summary.json").read_text()) == json.loads(old)  # nothing replaced
+
+
+# ------------------------------------------------------------------ the GPU image as it is
+
+
+def _fake_python(where: Path, sees: str) -> Path:
+    """A Python whose JAX "opens" ``sees`` when run.sh asks which backend it opens (that question
+    only: everything else runs in the project's own Python, on this CPU)."""
+    where.mkdir(parents=True, exist_ok=True)
+    fake = where / "python3"
+    fake.write_text(
+        f'#!/bin/sh\ncase "$*" in *default_backend*) echo {sees}; exit 0 ;; esac\nexec "{sys.executable}" "$@"\n'
+    )
+    fake.chmod(0o755)
+    return fake
+
+
+def _gpu_call(
+    tmp: Path, env_extra: dict[str, str], path_first: Path | None = None
+) -> subprocess.CompletedProcess:
+    """run.sh --backend gpu --only none, as on the machine (not a dry run), no notebook."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAXPERF_", "JAX_", "XLA_"))}
+    env.update(TMPDIR=str(tmp), PYTHONPATH="", **env_extra)
+    if path_first is not None:
+        env["PATH"] = f"{path_first}:{env['PATH']}"
+    return subprocess.run(
+        ["bash", str(RUN), "--backend", "gpu", "--only", "none", "--out", str(tmp / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize(
+    ("image", "on_path", "chosen", "why"),
+    [
+        ("gpu", None, "image", "the image's Python: its JAX sees the GPU"),
+        (None, "gpu", "path", "python3 on PATH: its JAX sees the GPU"),
+        ("cpu", "gpu", "path", "python3 on PATH: its JAX sees the GPU"),
+        ("cpu", "cpu", None, "no Python to run"),
+    ],
+    ids=["image", "no-image", "image-sees-no-gpu", "none-sees-a-gpu"],
+)
+def test_run_uses_the_python_whose_jax_sees_the_gpu_and_says_why(tmp_path, image, on_path, chosen, why):
+    """The image's /opt/torch/.venv/bin/python3 first, then python3 on PATH; on a GPU the first
+    whose JAX opens the GPU; none: nothing runs. The memory policy is set and said."""
+    fakes = {
+        "image": _fake_python(tmp_path / "image", image) if image else tmp_path / "absent" / "python3",
+        "path": _fake_python(tmp_path / "path", on_path) if on_path else None,
+    }
+    proc = _gpu_call(
+        tmp_path, {"JAXPERF_IMAGE_PYTHON": str(fakes["image"])}, fakes["path"] and fakes["path"].parent
+    )
+    log = proc.stdout + proc.stderr
+    if chosen is None:
+        assert proc.returncode == 3 and why in log, log[-3000:]
+        return
+    assert proc.returncode == 0, log[-3000:]
+    assert f"run.sh: chose {fakes[chosen]} ({why})" in log
+    if image == "cpu":
+        assert f"{fakes['image']}: its JAX opens 'cpu', not the GPU" in log
+    assert "GPU memory: XLA_PYTHON_CLIENT_PREALLOCATE=false" in log
+    machine = json.loads((tmp_path / "out" / "machine.json").read_text())
+    assert machine["memory_policy"]["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"  # what the processes see
+
+
+def test_a_memory_policy_set_for_the_call_is_kept_and_said(tmp_path):
+    fake = _fake_python(tmp_path / "image", "gpu")
+    extra = {"JAXPERF_IMAGE_PYTHON": str(fake), "XLA_PYTHON_CLIENT_PREALLOCATE": "true"}
+    proc = _gpu_call(tmp_path, {**extra, "XLA_PYTHON_CLIENT_MEM_FRACTION": ".30"})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE=true XLA_PYTHON_CLIENT_MEM_FRACTION=.30" in proc.stdout
+    machine = json.loads((tmp_path / "out" / "machine.json").read_text())
+    assert machine["memory_policy"]["XLA_PYTHON_CLIENT_MEM_FRACTION"] == ".30"
+
+
+def test_the_pinned_equinox_runs_ahead_of_the_image_s_and_the_versions_that_ran_are_printed(
+    tmp_path, alt_python
+):
+    """The GPU image has an Equinox of its own (the stand-in: 0.13.7); the carried 0.13.8 the study
+    is pinned to goes first on PYTHONPATH, and what imports is printed with where it came from.
+    The image's JAX is never replaced, and the other carried wheels go only where it lacks them."""
+    wheels("gpu")
+    image = subprocess.run([str(alt_python), "-c", "import equinox; print(equinox.__version__)"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ""})  # fmt: skip
+    assert image.stdout.strip() not in ("", "0.13.8"), "the stand-in must hold another Equinox"
+    out = dry(tmp_path, "gpu", "none", shim=False)
+    log = (out / "run.log").read_text()
+    site = tmp_path / "jaxperf_device_site"
+    order = log.split("run.sh: PYTHONPATH, in order: ")[1].splitlines()[0].split(";")[0].split(":")
+    assert order[0] == str(site / "pinned") and order.index(str(site / "carried")) > order.index(
+        str(PROJECT_ROOT / "lib")
+    )
+    assert "equinox-0.13.8" in log.split("pinned, first on PYTHONPATH:")[1].splitlines()[0]
+    assert f"machine: equinox 0.13.8 ({site / 'pinned' / 'equinox'})" in log
+    assert (
+        "machine: jax 0.11.2 (" in log
+        and str(site) not in log.split("machine: jax 0.11.2 (")[1].splitlines()[0]
+    )
+    left = log.split("left out, the machine has them:")[1].splitlines()[0]
+    assert "jaxtyping (the machine has 0.3.11)" in left  # carried, but the image has one
+    machine = json.loads((out / "machine.json").read_text())
+    assert machine["versions"]["equinox"]["version"] == "0.13.8" and machine["backend"] == "cpu"
+
+
+def test_the_machine_print_says_gpu_versions_ptxas_sockets_and_the_clock(tmp_path):
+    """What the first GPU call prints and brings back (machine.json), read here with a fake
+    nvidia-smi and ptxas; a loopback socket refused as on the TPU (the shim) is said."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(
+        '#!/bin/sh\ncase "$*" in *--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,memory.total*)\n'
+        '  echo "name, driver_version, clocks.current.sm [MHz], clocks.max.sm [MHz], clocks.current.memory [MHz], memory.total [MiB]"\n'
+        '  echo "NVIDIA H200, 580.65.06, 345 MHz, 1980 MHz, 2619 MHz, 143771 MiB"; exit 0 ;; esac\n'
+        'echo "| NVIDIA-SMI 580.65.06   Driver Version: 580.65.06   CUDA Version: 13.0 |"\n'
+    )
+    (bin_dir / "ptxas").write_text(
+        "#!/bin/sh\necho 'ptxas: NVIDIA (R) Ptx optimizing assembler'\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n"
+    )
+    for tool in ("nvidia-smi", "ptxas"):
+        (bin_dir / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    if shutil.which("gcc"):
+        lib = tmp_path / "nosockets.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(SHIM), "-ldl"], check=True)
+        env["LD_PRELOAD"] = str(lib)
+    out = tmp_path / "machine.json"
+    proc = subprocess.run(
+        [sys.executable, str(RUN.parent / "machine.py"), str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = proc.stdout
+    assert "machine: nvidia-smi: NVIDIA H200, 580.65.06, 345 MHz, 1980 MHz, 2619 MHz, 143771 MiB" in said
+    assert "machine:   | NVIDIA-SMI 580.65.06   Driver Version: 580.65.06" in said
+    for name in ("jax", "jaxlib", "equinox", "flax", "optax", "numpy"):
+        assert f"machine: {name} " in said
+    assert (
+        f"machine: ptxas on PATH: {bin_dir / 'ptxas'} (Cuda compilation tools, release 13.0, V13.0.88)"
+        in said
+    )
+    assert (
+        "machine: thread CPU clock step: " in said
+        and "GPU memory: XLA_PYTHON_CLIENT_PREALLOCATE=false" in said
+    )
+    assert "machine: JAX backend cpu" in said
+    found = json.loads(out.read_text())
+    assert found["cpu_tick_ms"] > 0 and found["ptxas"]["on_path"] == str(bin_dir / "ptxas")
+    if "LD_PRELOAD" in env:
+        assert (
+            found["loopback_tcp"].startswith("refused: [Errno 97]") and "loopback TCP socket: refused" in said
+        )
+    else:
+        assert found["loopback_tcp"] == "binds"

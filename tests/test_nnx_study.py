@@ -127,6 +127,40 @@ def test_graph_overhead_table(monkeypatch):
         graph_overhead.run_script("nnx", 2)
 
 
+@pytest.mark.parametrize("offline", ["PIP_NO_INDEX", "a pip that fails"])
+def test_without_a_network_flax_s_suite_is_a_row_that_says_its_sources_are_not_carried(
+    tmp_path, monkeypatch, offline
+):
+    """On a device with no network (the GPU image: no sdist carried for its Flax), notebook 11's
+    table of Flax's benchmark says why it has no numbers instead of failing the notebook."""
+    monkeypatch.setattr(flax_sdist, "SDIST_ROOT", tmp_path / "flax-sdist")
+    monkeypatch.setattr(flax_sdist, "PROJECT_ROOT", tmp_path)  # no .whl-*/ carried here
+    if offline == "PIP_NO_INDEX":
+        monkeypatch.setenv("PIP_NO_INDEX", "1")
+    else:
+        fake = tmp_path / "python"
+        fake.write_text("#!/bin/sh\necho 'ERROR: No matching distribution found (no network)' >&2\nexit 1\n")
+        fake.chmod(0o755)
+        monkeypatch.setattr(flax_sdist.sys, "executable", str(fake))
+    with pytest.raises(flax_sdist.SourcesNotCarried, match="flax==0.12.10 .*fetch_wheels.sh --flax 0.12.10"):
+        flax_sdist.sdist("0.12.10")
+    monkeypatch.setattr(graph_overhead, "run_script", lambda *a, **k: pytest.fail("the script ran"))
+    table = graph_overhead.table([10])
+    mine = table[table["source"] != "Flax PR #4399 (published)"]
+    assert (
+        list(mine["source"])
+        == ["Flax's suite not run: its sources are not carried"]
+        == [graph_overhead.NOT_CARRIED]
+    )
+    assert mine["us_per_step"].isna().all() and len(table) == 1 + len(graph_overhead.PUBLISHED)
+    carried = tmp_path / ".whl-gpu" / f"flax-{__import__('flax').__version__}.tar.gz"
+    carried.parent.mkdir()
+    with __import__("tarfile").open(carried, "w:gz") as tar:  # a carried sdist of the Flax that runs
+        (tmp_path / "src" / "tests" / "nnx").mkdir(parents=True)
+        tar.add(tmp_path / "src", arcname=carried.name.removesuffix(".tar.gz"))
+    assert (flax_sdist.sdist() / "tests" / "nnx").is_dir()
+
+
 def test_the_plugin_puts_the_drop_in_under_nnx_jits_name(tmp_path):
     import json
     import os

@@ -540,6 +540,18 @@ def test_a_ratio_whose_range_holds_1_is_not_resolved(stat, text):
         readme.fmt(3.0, "ranged")
 
 
+def test_count_says_how_many_a_record_lists():
+    """The README's "timed his kernel at N T" is the count of the T the TPU run timed (its record
+    has six; the text had said four)."""
+    import json
+
+    summary = json.loads((PROJECT_ROOT / "results" / "tpu" / "loops" / "summary.json").read_text())
+    device_ts = summary["provenance"]["parameters"]["device_Ts"]
+    assert readme.fmt(device_ts, "count") == str(len(set(device_ts))) == "6"
+    with pytest.raises(readme.RenderError, match="count needs a list"):
+        readme.fmt(6, "count")
+
+
 def test_a_repro_record_is_clean_while_only_the_record_itself_changed(tmp_path, monkeypatch):
     """tools/upstream_repro.py records each label's run from a clean tree: the record it rewrites
     (other labels' runs) does not count as a change, any other tracked file does."""

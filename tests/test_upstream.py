@@ -288,6 +288,12 @@ def test_a_record_keeps_other_labels_of_the_same_repro_and_drops_another_repros(
     record = upstream_repro.record(path, "b", entry)
     assert [r["key"] for r in record["runs"]] == ["cpu", "tpu"]
     assert record["provenance"]["git"] == {"commit": "d", "dirty": False}
+    runs[1]["git"].update(commit_source="log", log="results/tpu/logs/run-x.log")  # filled in from its log
+    path.write_text(json.dumps({"runs": runs}))
+    head = upstream_repro.record(path, "b", {**entry, "git": {"commit": "e", "dirty": True}})["provenance"][
+        "git"
+    ]
+    assert head == {"commit": "d", "dirty": True, "commit_source": "log", "log": "results/tpu/logs/run-x.log"}
     stale = tmp_path / "jax-20909-repro" / "summary.json"
     stale.parent.mkdir()
     stale.write_text(json.dumps({"runs": [{"label": "TPU v5e", "repro_sha256": "0"}]}))

@@ -8,7 +8,11 @@
 #                                          # equinox, no papermill: they are carried
 #   bash tools/make_alt_env.sh image-gpu   # .envs/image-gpu: Python 3.12, jax/jaxlib 0.11.2 and
 #                                          # triton 3.6.0 (the lent GPU's), the study's plotting
-#                                          # stack, none of the Jupyter stack (that image has none)
+#                                          # stack, none of the Jupyter stack (that image has none);
+#                                          # Equinox, Flax and Optax as the image has them, of
+#                                          # versions not known there: here others than the lock's
+#                                          # (Equinox 0.13.7: run.sh must put the pinned 0.13.8 first;
+#                                          # Flax 0.12.10, whose sources no call carries)
 #
 # The versions are pinned here (the machines' own versions where known). Needs PyPI, or with
 # --offline the wheels in .whl-<backend>/ (then it fails fast if they are not there).
@@ -26,6 +30,7 @@ case "$name" in
   image-gpu)
     pyver=3.12
     spec="jax==0.11.2 jaxlib==0.11.2 triton==3.6.0 numpy==2.5.2 pandas matplotlib seaborn tqdm"
+    spec="$spec equinox==0.13.7 flax==0.12.10 optax==0.2.8 jaxtyping==0.3.11"
     ;;
   *) echo "usage: make_alt_env.sh image-tpu|image-gpu [--offline]" >&2; exit 2 ;;
 esac

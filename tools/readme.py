@@ -262,6 +262,10 @@ def fmt(value: Any, spec: str | None) -> str:
         return (
             f"not resolved (median {med:.2f}×; its range holds 1)" if lo <= 1 <= hi else quote(value, "r.2f×")
         )
+    if spec == "count":  # how many a list holds (the T a run timed: its parameters)
+        if not isinstance(value, (list, dict)):
+            raise RenderError(f"format :count needs a list, got {value!r}")
+        return str(len(value))
     if spec == "verdict":
         if value not in VERDICT_WORDS:
             raise RenderError(f"format :verdict needs one of {sorted(VERDICT_WORDS)}, got {value!r}")

@@ -145,14 +145,15 @@ def tree(path: Path) -> dict:
 
 def record(path: Path, code: str, entry: dict) -> dict:
     """The record at ``path`` with ``entry`` (one label's runs) written in place of that label's,
-    runs of another repro dropped, and its provenance: the oldest run's commit, dirty if any was."""
+    runs of another repro dropped, and its provenance: the oldest run's commit (with how it was
+    read, where a log filled it in), dirty if any was."""
     data = json.loads(path.read_text()) if path.is_file() else {"runs": []}
     kept = [r for r in data["runs"] if r.get("key") != entry["key"] and r.get("repro_sha256") == sha(code)]
     data = {"study": path.parent.name, "repro_sha256": sha(code), "runs": [*kept, entry]}
     gits = [r["git"] for r in data["runs"]]
     dirty = any(g["dirty"] for g in gits)
     data["provenance"] = {
-        "git": {"commit": gits[0]["commit"], "dirty": dirty},
+        "git": {**gits[0], "dirty": dirty},
         "code": ["tools/upstream_repro.py"],
     }
     return data

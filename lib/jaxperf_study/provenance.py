@@ -25,11 +25,6 @@ PACKAGES = tuple(
 )
 
 
-def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
-    """Installed version of each package (:data:`PACKAGES` by default); absent ones are left out."""
-    return backend.package_versions(names)
-
-
 def git_commit() -> dict[str, Any]:
     def git(*args: str) -> str:
         return subprocess.run(
@@ -98,7 +93,7 @@ def capture(
     where it is not this one (an accelerator run measures in fresh processes)."""
     import jax
 
-    packages = package_versions()
+    packages = backend.package_versions(PACKAGES)  # the installed ones
     return {
         "timestamp_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],

@@ -3,20 +3,32 @@
 # into .whl-<backend>/ (git-ignored; name it in the device call's carry), then check that they
 # install as run.sh installs them (--no-index --no-deps --target).
 #
-#   bash tools/device/fetch_wheels.sh --backend tpu|gpu
+#   bash tools/device/fetch_wheels.sh --backend tpu|gpu [--flax VERSION]
 #
 # tpu: Python 3.11 (the TPU image's). Equinox (pinned: the study hooks its internals) and papermill,
 #      with every need of theirs, less the machine's JAX and NumPy stack and what run.sh installs
 #      from the machine's own index (tools/device/tpu_index.txt).
 # gpu: Python 3.12 (the GPU image's). The same, plus the Jupyter stack papermill drives (that image
 #      has no papermill, nbclient, nbformat or ipykernel), with every need of theirs: which versions
-#      the image holds is not known, so run.sh installs a carried wheel only where it lacks the package.
+#      the image holds is not known, so run.sh installs a carried wheel only where it lacks the
+#      package, except the pinned Equinox.
+# Notebook 11 runs Flax's own benchmark from the source distribution of the Flax that runs there: the
+# TPU index's pinned Flax's is carried; the GPU image's Flax version is not known before a call prints
+# it (tools/device/machine.py), so --flax VERSION carries that version's (without it, notebook 11
+# there reports "Flax's suite not run: its sources are not carried").
+# Equinox is pinned (run.sh puts it first on PYTHONPATH, ahead of any image's own): the study
+# hooks its internals, checked on the versions in jaxperf.private_api.CHECKED.
 # Needs PyPI here. PYTHON picks the Python whose pip downloads (default .venv/bin/python, else python3).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
-[ "${1:-}" = --backend ] || { echo "usage: fetch_wheels.sh --backend tpu|gpu" >&2; exit 2; }
-backend="${2:-}"
+[ "${1:-}" = --backend ] || { echo "usage: fetch_wheels.sh --backend tpu|gpu [--flax VERSION]" >&2; exit 2; }
+backend="${2:-}" flax=""
+case "${3:-}" in
+  "") ;;
+  --flax) flax="${4:?--flax needs a version, e.g. 0.12.12}" ;;
+  *) echo "fetch_wheels.sh: unknown option '$3' (allowed: --flax VERSION)" >&2; exit 2 ;;
+esac
 case "$backend" in
   tpu) pyver=3.11; want=(equinox==0.13.8 papermill==2.7.0); have=tools/device/tpu_index.txt ;;
   gpu) pyver=3.12; want=(equinox==0.13.8 papermill==2.7.0 ipykernel nbclient nbformat); have=/dev/null ;;
@@ -43,7 +55,8 @@ for whl in "$dest"/*.whl; do
   [ "$keep" = 1 ] || rm -f "$whl"
 done
 # Notebook 11 runs Flax's own benchmark from the source distribution of the Flax that runs.
-flax_pin="$(grep -E '^flax==' "$have" || true)"
+flax_pin="${flax:+flax==$flax}"
+[ -n "$flax_pin" ] || flax_pin="$(grep -E '^flax==' "$have" || true)"
 [ -z "$flax_pin" ] || "$py" -m pip download -q --no-binary :all: --no-deps -d "$dest" "$flax_pin"
 target="$(mktemp -d)"
 trap 'rm -rf "$target"' EXIT

@@ -11,8 +11,10 @@ executed notebook from the merged records). Each record (a CSV with its sidecar)
 column (0, 1, ... in the order the commands were unpacked), and its ``process`` numbers are made
 unique over the runs (a record measured in one process gets the run's number as its process), so
 that a number measured in every run's processes is stated over all of them. summary.json keeps
-the newest command's, with ``provenance.runs`` listing every command merged (its part, time and
-processes) and ``provenance.parameters.part`` emptied: the merged result is the study's, whole.
+the newest command's, with ``provenance.runs`` listing every command merged (its part, time,
+processes, and the commit and clean flag it ran from, as the run wrote them: ``commit_source``
+"run"; one filled in from a log says "log") and ``provenance.parameters.part`` emptied: the merged
+result is the study's, whole.
 
 Runs merge when they measured the same code (:func:`same_code`: one commit, or commits between
 which no code that made the result changed, as when a rerun is made after the first run's results
@@ -146,13 +148,15 @@ def merge(committed: Path, incoming: Path) -> str:
 
 
 def _note_run(summary: Path, runs: list[dict], incoming: Path) -> None:
-    """summary.json's provenance with this command added to ``runs``, its part emptied."""
+    """summary.json's provenance with this command (its part, time, processes, commit and clean
+    flag) added to ``runs``, its part emptied."""
     data = json.loads(summary.read_text())
     prov = data.setdefault("provenance", {})
     params = prov.setdefault("parameters", {})
-    processes = params.get("processes")
+    git = prov.get("git", {})
     runs = [*runs, {"timestamp_utc": prov.get("timestamp_utc"), "part": params.get("part", ""),
-                    "processes": processes}]  # fmt: skip
+                    "processes": params.get("processes"), "commit": git.get("commit"),
+                    "dirty": git.get("dirty"), "commit_source": git.get("commit_source", "run")}]  # fmt: skip
     prov["runs"] = runs
     params["part"] = ""
     summary.write_text(json.dumps(data, indent=2) + "\n")

@@ -10,9 +10,10 @@
 # them. The others stay. Then ./run_all.sh render redraws the merged studies. Refused, with nothing written: a dry run's output (results/cpu: no device numbers), a
 # tarball holding anything but results/<backend>/** and figures/<backend>/**, a summary made from
 # a dirty tree or an unknown commit, or on another backend. The tools' outputs (run.sh --exec, in
-# results/<backend>/cli/) are laid over the committed ones, from a clean commit too. The log goes to
-# results/<backend>/logs/ (one per command, never replaced); the compilation cache to .device/,
-# for the next call's carry.
+# results/<backend>/cli/) are laid over the committed ones when each names the clean commit it came
+# from (its provenance.git, or its .provenance.json sidecar). The log goes to results/<backend>/logs/
+# (one per command, never replaced), with the machine the call read (machine.json) beside it as
+# <log>.machine.json; the compilation cache to .device/, for the next call's carry.
 # Then commit results/<backend> and figures/<backend>, and ./run_all.sh render redraws README.md.
 set -euo pipefail
 proj="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,16 +36,19 @@ bad="$(tar -tzf "$tarball" | grep -Ev "^(results|figures)/\$|^(results|figures)/
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 tar -xzf "$tarball" -C "$stage"
-python3 - "$stage/results/$backend" "$backend" >"$stage/studies.txt" <<'PY' || exit 1
+python3 - "$stage/results/$backend" "$backend" "$proj/tools/device" >"$stage/studies.txt" <<'PY' || exit 1
 import json, pathlib, sys
 where, backend = pathlib.Path(sys.argv[1]), sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+from manifest import SIDECAR, carried  # each tool output names its own commit (run.sh: manifest.py stamp)
 found = sorted(where.glob("*/summary.json"))
-cli = where / "cli" / "tree.json"
-if cli.is_file():
-    tree = json.loads(cli.read_text())
-    if tree.get("dirty") is not False or len(str(tree.get("commit", ""))) != 40:
-        sys.exit(f"unpack.sh: refusing the tools' outputs: tree={tree} (they must come from a clean commit)")
-elif not found:
+cli = sorted(p for p in (where / "cli").rglob("*") if p.is_file() and not p.name.endswith(SIDECAR))
+for path in cli:
+    git = carried(path) or {}
+    if git.get("dirty") is not False or len(str(git.get("commit", ""))) != 40:
+        sys.exit(f"unpack.sh: refusing the tools' outputs: {path.relative_to(where)} names git={git or None} "
+                 "(each must carry the clean commit it came from)")
+if not found and not cli:
     sys.exit("unpack.sh: refusing: the run published nothing (no results/*/summary.json, no tools' outputs)")
 for path in found:
     s = json.loads(path.read_text())
@@ -77,6 +81,7 @@ if [ -f "$dir/run.log" ]; then
   started="$(head -c 200 "$dir/run.log" | { grep -o -m 1 '[0-9]\{4\}-[0-9-]*T[0-9:]*Z' || true; } | tr -d ':-')"
   log="results/$backend/logs/run-${started:-$(date -u +%Y%m%dT%H%M%SZ)}-$(sha1sum "$dir/run.log" | cut -c1-8).log"
   mkdir -p "$root/results/$backend/logs" && cp "$dir/run.log" "$root/$log"
+  [ ! -f "$dir/machine.json" ] || cp "$dir/machine.json" "$root/${log%.log}.machine.json"
 fi
 # The compilation cache, for the next call's carry: whole, or in the parts run.sh split it into.
 parts=("$dir/jaxcache_$backend.tar.gz".part-*)

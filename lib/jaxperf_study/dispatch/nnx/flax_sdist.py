@@ -44,23 +44,31 @@ JIT_TEST_FILES = (
 MODES = ("nnx.jit", "cached_nnx_jit")
 
 
+class SourcesNotCarried(RuntimeError):
+    """Flax's sdist is not here, not carried, and pip cannot download it (a device has no network)."""
+
+
 def sdist(version: str | None = None) -> Path:
     """The unpacked sdist of Flax ``version`` (default: the installed one), downloaded from
     PyPI into ``.envs/flax-sdist`` on first use, or the one carried to a device with no network
-    (``.whl-<backend>/``, tools/device/fetch_wheels.sh)."""
+    (``.whl-<backend>/``, tools/device/fetch_wheels.sh); :class:`SourcesNotCarried` when none has it."""
     version = version or importlib.metadata.version("flax")
     folder = SDIST_ROOT / f"flax-{version}"
     if (folder / "tests" / "nnx").is_dir():
         return folder
     archive = SDIST_ROOT / f"flax-{version}.tar.gz"
     carried = sorted(PROJECT_ROOT.glob(f".whl-*/flax-{version}.tar.gz"))
+    SDIST_ROOT.mkdir(parents=True, exist_ok=True)
     if not archive.exists() and carried:
-        SDIST_ROOT.mkdir(parents=True, exist_ok=True)
         shutil.copy(carried[0], archive)
     if not archive.exists():
-        SDIST_ROOT.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps"]
-        subprocess.run([*cmd, f"flax=={version}", "-d", str(SDIST_ROOT)], check=True, capture_output=True)
+        pip = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--no-color"]
+        cmd = [*pip, "--retries", "0", f"flax=={version}", "-d", str(SDIST_ROOT)]
+        got = subprocess.run(cmd, capture_output=True, text=True)
+        if got.returncode != 0:
+            raise SourcesNotCarried(
+                f"flax=={version} (tools/device/fetch_wheels.sh --flax {version}): {got.stderr[-300:]}"
+            )
     with tarfile.open(archive) as tar:
         tar.extractall(SDIST_ROOT, filter="data")
     return folder

@@ -20,7 +20,7 @@ import pandas as pd
 
 from jaxperf.errors import check_choice, check_int, check_ints
 
-from .flax_sdist import sdist
+from .flax_sdist import SourcesNotCarried, sdist
 
 MODES = ("nnx", "jax", "jit_partial")
 #: as published in Flax PR #4399's description (2024-11-26), from
@@ -30,6 +30,8 @@ PUBLISHED = (
     {"mode": "jax", "depth": 100, "us_per_step": 1789.88, "source": "Flax PR #4399 (published)"},
 )
 _PER_STEP = re.compile(r"time per step: ([0-9.]+)")
+#: the one row of :func:`table` where Flax's sources cannot be had (a device with no network)
+NOT_CARRIED = "Flax's suite not run: its sources are not carried"
 
 
 def run_script(mode: str, depth: int, total_steps: int = 100, width: int = 32, timeout_s: int = 900) -> float:
@@ -56,8 +58,13 @@ def run_script(mode: str, depth: int, total_steps: int = 100, width: int = 32, t
 
 def table(depths: list[int], modes: tuple[str, ...] = MODES, total_steps: int = 100) -> pd.DataFrame:
     """One row per (mode, depth) run here (``source`` "this machine"), then Flax's published
-    rows; ``us_per_step`` as the script prints it."""
+    rows; ``us_per_step`` as the script prints it; :data:`NOT_CARRIED` without Flax's sources."""
     check_ints("depths", depths, minimum=3)
+    try:
+        sdist()
+    except SourcesNotCarried as err:
+        print(f"{NOT_CARRIED}: {err}")
+        return pd.DataFrame([{"mode": ", ".join(modes), "source": NOT_CARRIED}, *PUBLISHED])
     rows = [
         {
             "mode": mode,
