@@ -250,7 +250,9 @@ def planned(
     plans: list[tuple[str, Callable[[], tuple[Any, pd.DataFrame]], str]] = []
     for mode in dict.fromkeys(timings["mode"]):
         note = MODE_LABELS[mode]
-        plans.append((f"ms_per_call_vs_T_{mode}", partial(plot_ms_vs_T, timings, mode, sizes=variants_df), note))
+        plans.append(
+            (f"ms_per_call_vs_T_{mode}", partial(plot_ms_vs_T, timings, mode, sizes=variants_df), note)
+        )
         plans.append((f"compile_ms_vs_T_{mode}", partial(plot_compile_vs_T, variants_df, mode), note))
         if "ms_vs_python" in head:
             plans.append((f"unroll_heatmap_{mode}", partial(plot_unroll_heatmap, head, mode), note))
