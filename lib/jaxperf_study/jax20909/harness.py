@@ -109,8 +109,8 @@ def measure(
 
     check_choice("mode", mode, tuple(HARNESS_MODES))
     check_choice("kernel", kernel.kernel, ("seed",))
-    for name, value in (("n", n), ("repeats", repeats)):
-        check_int(name, value, minimum=1)
+    check_int("n", n, minimum=1)
+    check_int("repeats", repeats, minimum=0)
     T, batch, D, dtype = kernel.T, kernel.batch, kernel.D, kernel.dtype
     one = kernel.replace(batch=1)
     check = tuple(np.asarray(a) for a in inputs.make_inputs(one, 1))
@@ -180,30 +180,47 @@ def headline(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def run(settings: LoopSettings, backend: str) -> pd.DataFrame:
+def run(
+    settings: LoopSettings, backend: str, *, budget_s: float = 0.0, missing: list[pd.DataFrame] | None = None
+) -> pd.DataFrame:
     """:func:`measure` at every ``settings.harness_Ts``: plain jit on a CPU (``harness_batch``),
-    the compiled kernel on a GPU/TPU (``settings.batch_at(T)``; on a TPU a BlockSpec per program)."""
-    mode = "xla" if backend == "cpu" else "pallas"
-    frames = [
-        measure(
-            settings.harness_variants,
-            KernelVariant(
-                "seed",
-                "python",
-                T=T,
-                batch=settings.harness_batch if backend == "cpu" else settings.batch_at(T),
-                D=settings.D,
-                dtype=settings.resolved_dtype(backend),
-                block_rows=settings.block_rows,
-                out_rows=settings.out_rows,
-                tiling="blocks" if backend == "tpu" else "whole",
-            ),
-            n=settings.harness_N,
-            mode=mode,
-            repeats=settings.harness_repeats,
+    the compiled kernel on a GPU/TPU (``settings.batch_at(T)``; on a TPU a BlockSpec per program), the
+    carry ``settings.carry_dtype``. A T predicted to end past ``budget_s`` (0: none; from the last T's
+    seconds, growing with T as :func:`.sweep.run` predicts) is a not-measured row in ``missing``."""
+    mode, frames, started, last = "xla" if backend == "cpu" else "pallas", [], time.perf_counter(), None
+    for T in settings.harness_Ts:
+        guess, left = (
+            last[1] * min(T / last[0], 4.0) if last else 0.0,
+            budget_s - (time.perf_counter() - started),
         )
-        for T in settings.harness_Ts
-    ]
+        if missing is not None and budget_s and guess > left:
+            why = f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget ({budget_s:.0f} s) left"
+            keys = dict(mode=HARNESS_MODES[mode], kernel="seed", T=T, status="not measured", reason=why)
+            missing.append(pd.DataFrame([keys | {"variant": v} for v in settings.harness_variants]))
+            continue
+        began = time.perf_counter()
+        kernel = KernelVariant(
+            "seed",
+            "python",
+            T=T,
+            batch=settings.harness_batch if backend == "cpu" else settings.batch_at(T),
+            D=settings.D,
+            dtype=settings.resolved_dtype(backend),
+            block_rows=settings.block_rows,
+            out_rows=settings.out_rows,
+            carry_dtype=settings.carry_dtype,
+            tiling="blocks" if backend == "tpu" else "whole",
+        )
+        frames.append(
+            measure(
+                settings.harness_variants,
+                kernel,
+                n=settings.harness_N,
+                mode=mode,
+                repeats=settings.harness_repeats,
+            )
+        )
+        last = (T, time.perf_counter() - began)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
