@@ -7,8 +7,7 @@ reduces the kernel's output with ``.mean()``. Compile time is the first call
 minus the second; ms per kernel call is the second call / ``N``. Beside his
 single second call we also record the median of ``repeats`` further calls.
 
-Changes from his script: ``jax.random.key`` instead of the legacy
-``PRNGKey`` (same stream); the kernel comes from
+Changes from his script: none but the kernel's (``pl.load`` is gone: it indexes its refs); it comes from
 :mod:`jaxperf_study.jax20909.kernels` (already vmapped over the batch, as his
 ``jax.vmap(JaxKernel(...))``), so every variant is first checked against the
 float64 reference on a batch of its own. Where JAX's persistent compilation cache served the
@@ -42,7 +41,7 @@ def prepare_data(batch: int, T: int, D: int, dtype: Any) -> Any:
     """His ``prepare_data``: standard normal ``[batch, T, D]`` from key 0."""
     import jax
 
-    return jax.random.normal(jax.random.key(0), (batch, T, D), dtype)
+    return jax.random.normal(jax.random.PRNGKey(0), (batch, T, D), dtype)
 
 
 def heavyweight(f: Callable[[Any], Any], n: int, batch: int, T: int, D: int, dtype: Any) -> Callable[[], Any]:
