@@ -1,23 +1,15 @@
-"""Every kernel a GPU pass of notebook 02 plans, lowered for CUDA and compiled where this machine can,
-without a GPU: ``python -m jaxperf_study.jax20909.gpu_lowering [--json PATH]`` (the device run's dry
-run, with the image's JAX; tests/test_gpu_lowering.py, with the lock's).
-
-Each (part, variant, T) of :meth:`.settings.LoopSettings.gpu_plan` with the GPU preset is built as that
-part builds it (his form for ``harness`` and ``sweep``, the Mosaic GPU port for ``port``, the engine's
-factory for ``family`` and ``loops``), exported for CUDA with the running JAX (a variant the lowering
-refuses is a row saying so), then compiled: Triton's for sm_90 with the ``triton`` package
-(:mod:`jaxperf.compilers.triton`), the port's for sm_90a in Mosaic GPU's own environment
-(:mod:`jaxperf.compilers.mosaic_gpu`, its JAX); a compiler missing here is "not present here"."""
+"""``python -m jaxperf_study.jax20909.gpu_lowering [--json PATH]``: every kernel a GPU pass of notebook
+02 plans (:meth:`.settings.LoopSettings.gpu_plan`), built as its part builds it (his form, the Mosaic GPU
+port, the engine's factory), lowered for CUDA with the running JAX (a refusal is a row saying so) and
+compiled where this machine can, without a GPU: Triton's for sm_90 (the ``triton`` package), the port's
+for sm_90a in Mosaic GPU's own environment (its JAX). The device run's dry run runs it with the image's
+JAX; tests/test_gpu_lowering.py with the lock's."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -29,106 +21,94 @@ from .settings import LoopSettings
 from .variant import KernelVariant
 from .vocab import parse_variant
 
-SEED = factories.FACTORIES["seed"]
 
-
-def _build(settings: LoopSettings, part: str, variant: str, T: int) -> tuple[Any, tuple[Any, ...]]:
-    if part in ("family", "loops"):
-        return factories.seed(variant, T)  # the engine's: Triton on CUDA
+def _build(settings: LoopSettings, kind: str, variant: str, T: int) -> tuple:
+    if kind == "factory":
+        return factories.seed(variant, T)  # the engine's (family, loops): Triton on CUDA
     form, unroll = parse_variant(variant)
     v = KernelVariant("seed", form, unroll, T=T, D=settings.D, batch=settings.batch_at(T), dtype="float16")
-    if part == "port":  # the port's own float32 carry, as the sweep builds it
+    if kind == "port":  # with the port's own float32 carry, as the sweep builds it
         return mosaic_gpu_kernel.build(v, check_unroll=False)
     return kernels.build(v.replace(carry_dtype=settings.carry_dtype), interpret=False)
 
 
 def lower_plan(
-    settings: LoopSettings | None = None,
-    keep: Callable[[str, str, int], bool] = lambda part, variant, T: True,
-    compile_at: Callable[[str, str, int], bool] = lambda part, variant, T: True,
-) -> pd.DataFrame:
-    """One row per distinct kernel of the plan that ``keep`` keeps: its parts, ``lowered`` ("ok" or why
-    not), ``compiled`` ("ok", why not, or "" where ``compile_at`` leaves it out) and ``compile_ms``."""
+    settings: LoopSettings | None = None, keep=lambda *point: True, compile_at=lambda *point: True
+):
+    """One row per distinct kernel of the plan's (part, variant, T) that ``keep`` keeps: its parts, the
+    JAX that lowered it, ``lowered`` ("ok" or why not), ``compiled`` ("ok (...)", why not, or "" where
+    ``compile_at`` leaves it out) and ``compile_ms`` (export and compile)."""
     import jax
 
     from jaxperf.compilers.mosaic_gpu import compile as mgpu
-    from jaxperf.compilers.mosaic_gpu import toolchain as mgpu_env
+    from jaxperf.compilers.mosaic_gpu.toolchain import JAX_VERSION
     from jaxperf.compilers.triton import toolchain
     from jaxperf.compilers.triton.capture import capture
     from jaxperf.compilers.triton.compile import compile_ttir
 
-    settings = settings or LoopSettings.on_device("gpu")
-    points: dict[tuple[str, str, int], list[str]] = {}
-    for part, variant, T in settings.gpu_plan():
-        if keep(part, variant, T):
-            kind = "port" if part == "port" else "his form" if part in ("harness", "sweep") else "factory"
-            points.setdefault((kind, variant, T), []).append(part)
-    triton = toolchain.status()
-    rows, ported = [], []
+    settings, points = settings or LoopSettings.on_device("gpu"), dict[tuple, list[str]]()
+    for part, variant, T in (p for p in settings.gpu_plan() if keep(*p)):
+        kind = {"port": "port", "harness": "his form", "sweep": "his form"}.get(part, "factory")
+        points.setdefault((kind, variant, T), []).append(part)
+    triton, rows, ported = toolchain.status(), [], []
     for (kind, variant, T), parts in points.items():
         compiler = "mosaic_gpu" if kind == "port" else "triton"
-        row = dict(parts=",".join(dict.fromkeys(parts)), variant=variant, T=T, compiler=compiler)
-        row |= dict(jax=jax.__version__, lowered="ok", compiled="", compile_ms=None)
+        row = dict(
+            parts=",".join(dict.fromkeys(parts)), variant=variant, T=T, compiler=compiler, jax=jax.__version__
+        )
+        row |= dict(lowered="ok", compiled="", compile_ms=None)
         try:
-            fn, args = _build(settings, parts[0], variant, T)
+            fn, args = _build(settings, kind, variant, T)
             got = (
                 capture(fn, args, target="sm_90")
                 if compiler == "triton"
                 else export_variant(fn, args, compiler)
             )
-        except Exception as err:  # noqa: BLE001 - a refusal is the row's finding
-            rows.append(
-                row
-                | dict(
-                    lowered=f"{tg.failure(compiler, err)['status']}: {type(err).__name__}: {error_text(err)}"
-                )
-            )
-            continue
-        if not compile_at(parts[0], variant, T):
-            pass
-        elif compiler == "mosaic_gpu":
-            ported.append((len(rows), variant, T))
-        elif not triton.available:
-            row |= dict(compiled=f"{tg.NOT_PRESENT}: {triton.reason}")
-        else:
-            try:
+            if compile_at(parts[0], variant, T) and compiler == "mosaic_gpu":
+                ported.append(len(rows))
+            elif compile_at(parts[0], variant, T) and not triton.available:
+                row["compiled"] = f"{tg.NOT_PRESENT}: {triton.reason}"
+            elif compile_at(parts[0], variant, T):
+                row["compiled"] = "failed"  # until the compile returns
                 done = compile_ttir(
                     got.ttir, target="sm_90", num_warps=got.num_warps, num_stages=got.num_stages
                 )
                 row |= dict(
                     compiled=f"ok (triton {triton.version}, sm_90)", compile_ms=got.export_ms + done.total_ms
                 )
-            except Exception as err:  # noqa: BLE001 - a compile that fails is a result
-                row |= dict(compiled=f"{tg.failure(compiler, err)['status']}: {error_text(err)}")
+        except Exception as err:  # noqa: BLE001 - a refusal, or a failed compile, is the row's finding
+            why = f"{tg.failure(compiler, err)['status']}: {type(err).__name__}: {error_text(err)}"
+            row |= dict(compiled=why) if row["compiled"] else dict(lowered=why)
         rows.append(row)
-    if ported:  # one worker for every port point, in Mosaic GPU's environment with its own JAX
-        request = [dict(factory=SEED, form=v, T=T) for _, v, T in ported]
-        done = mgpu.compile_points(request, Path(tempfile.mkdtemp(prefix="jaxperf-gpu-lowering-")))
-        for (i, _, _), got in zip(ported, done, strict=True):
-            where = f"jax {mgpu_env.JAX_VERSION}, sm_90a"
+    if ported:  # one worker for every port point, in Mosaic GPU's environment
+        request = [
+            dict(factory=factories.FACTORIES["seed"], form=rows[i]["variant"], T=rows[i]["T"]) for i in ported
+        ]
+        for i, got in zip(
+            ported, mgpu.compile_points(request, Path(tempfile.mkdtemp(prefix="jaxperf-gpu-"))), strict=True
+        ):
             ok = got["status"] == tg.OK
-            text = f"ok ({where})" if ok else f"{got['status']}: {str(got.get('error', ''))[:300]}"
-            ms = sum(got["compile_ms"]) / len(got["compile_ms"]) if ok and got.get("compile_ms") else None
-            rows[i] |= dict(compiled=text, compile_ms=ms)
+            rows[i]["compiled"] = (
+                f"ok (jax {JAX_VERSION}, sm_90a)" if ok else f"{got['status']}: {str(got.get('error'))[:300]}"
+            )
+            rows[i]["compile_ms"] = sum(got["lower_ms"] + got["compile_ms"]) if ok else None
     return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m jaxperf_study.jax20909.gpu_lowering", description=__doc__)
-    p.add_argument("--json", default="", help="a file for the rows as JSON")
-    args = p.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv not in ([], ["--json", *argv[1:2]]) or len(argv) == 1:
+        print(__doc__.split("\n")[0], file=sys.stderr)
+        return 2
     rows = lower_plan()
-    with pd.option_context("display.max_colwidth", 110, "display.width", 250):
+    with pd.option_context("display.max_colwidth", 120, "display.width", 250):
         print(rows.drop(columns="jax").to_string(index=False))
-    refused = rows.lowered != "ok"
+    counts = rows.compiled.str.split(" ").str[0].value_counts().to_dict()
     print(
-        f"gpu_lowering: jax {rows.jax.iloc[0]}: {len(rows)} kernels, {int(refused.sum())} refused by the lowering"
+        f"gpu_lowering: jax {rows.jax.iloc[0]}, {len(rows)} kernels, {int((rows.lowered != 'ok').sum())} refused; compiled: {counts}"
     )
-    print(
-        "gpu_lowering: compiled: " + json.dumps(rows.compiled.str.split(":").str[0].value_counts().to_dict())
-    )
-    if args.json:
-        Path(args.json).write_text(rows.to_json(orient="records", indent=1))
+    if argv:
+        Path(argv[1]).write_text(rows.to_json(orient="records", indent=1))
     return 0
 
 

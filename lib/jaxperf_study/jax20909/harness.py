@@ -184,40 +184,23 @@ def run(
 ) -> pd.DataFrame:
     """:func:`measure` at every ``settings.harness_Ts``: plain jit on a CPU (``harness_batch``),
     the compiled kernel on a GPU/TPU (``settings.batch_at(T)``; on a TPU a BlockSpec per program), the
-    carry ``settings.carry_dtype``. A T predicted to end past ``budget_s`` (0: none; from the last T's
-    seconds, growing with T as :func:`.sweep.run` predicts) is a not-measured row in ``missing``."""
+    carry ``settings.carry_dtype``. A T predicted past ``budget_s`` (:func:`.sweep.past_budget`) is a
+    not-measured row in ``missing``."""
+    from .sweep import past_budget
+
     mode, frames, started, last = "xla" if backend == "cpu" else "pallas", [], time.perf_counter(), None
-    for T in settings.harness_Ts:
-        guess, left = (
-            last[1] * min(T / last[0], 4.0) if last else 0.0,
-            budget_s - (time.perf_counter() - started),
-        )
-        if missing is not None and budget_s and guess > left:
-            why = f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget ({budget_s:.0f} s) left"
-            keys = dict(mode=HARNESS_MODES[mode], kernel="seed", T=T, status="not measured", reason=why)
-            missing.append(pd.DataFrame([keys | {"variant": v} for v in settings.harness_variants]))
+    s = settings
+    for T in s.harness_Ts:
+        if why := past_budget(budget_s, started, last, T) if missing is not None else "":
+            missing.append(pd.DataFrame([dict(mode=HARNESS_MODES[mode], kernel="seed", T=T, variant=v,
+                                              status="not measured", reason=why) for v in s.harness_variants]))  # fmt: skip
             continue
-        began = time.perf_counter()
-        kernel = KernelVariant(
-            "seed",
-            "python",
-            T=T,
-            batch=settings.harness_batch if backend == "cpu" else settings.batch_at(T),
-            D=settings.D,
-            dtype=settings.resolved_dtype(backend),
-            block_rows=settings.block_rows,
-            out_rows=settings.out_rows,
-            carry_dtype=settings.carry_dtype,
-            tiling="blocks" if backend == "tpu" else "whole",
-        )
+        began, batch = time.perf_counter(), s.harness_batch if backend == "cpu" else s.batch_at(T)
+        kernel = KernelVariant("seed", "python", T=T, batch=batch, D=s.D, dtype=s.resolved_dtype(backend),
+                               block_rows=s.block_rows, out_rows=s.out_rows, carry_dtype=s.carry_dtype,
+                               tiling="blocks" if backend == "tpu" else "whole")  # fmt: skip
         frames.append(
-            measure(
-                settings.harness_variants,
-                kernel,
-                n=settings.harness_N,
-                mode=mode,
-                repeats=settings.harness_repeats,
-            )
+            measure(s.harness_variants, kernel, n=s.harness_N, mode=mode, repeats=s.harness_repeats)
         )
         last = (T, time.perf_counter() - began)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

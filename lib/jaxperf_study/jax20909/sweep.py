@@ -260,10 +260,7 @@ def run(
                     dict(mode=cfg.mode, kernel=kernel, T=T, variant=vocab.variant_name(*v))
                     for v in cfg.variants(kernel, T)
                 ]
-                guess = last[1] * min(T / last[0], 4.0) if last else 0.0
-                left, why = budget_s - (time.perf_counter() - started), ""
-                if missing is not None and budget_s and guess > left:
-                    why = f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget ({budget_s:.0f} s) left"
+                why = past_budget(budget_s, started, last, T) if missing is not None else ""
                 began = time.perf_counter()
                 try:
                     meta, tm = (None, None) if why else measure_group(cfg, kernel, T, progress=progress)
@@ -281,6 +278,15 @@ def run(
     if not metas:
         return pd.DataFrame(), pd.DataFrame()
     return pd.concat(metas, ignore_index=True), pd.concat(times, ignore_index=True)
+
+
+def past_budget(budget_s: float, started: float, last: tuple[int, float] | None, T: int) -> str:
+    """Why T is not reached ("" when it is): ``last`` (T, seconds) grown with T, up to 4x, past what
+    is left of ``budget_s`` (0: none) since ``started``."""
+    guess, left = last[1] * min(T / last[0], 4.0) if last else 0.0, budget_s - (time.perf_counter() - started)
+    if not budget_s or guess <= left:
+        return ""
+    return f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget ({budget_s:.0f} s) left"
 
 
 def not_measured(mode: str, reason: str, kernel_names: Iterable[str] = vocab.KERNELS) -> pd.DataFrame:
