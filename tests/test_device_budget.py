@@ -127,3 +127,11 @@ def test_notebook_10s_gpu_pass_is_its_tpu_run_less_half_its_cap():
     gpu, tpu = YourStepSettings.on_device("gpu"), YourStepSettings.on_device("tpu")
     assert gpu.max_seconds == tpu.max_seconds / 2
     assert sum(gpu.planned_seconds("gpu").values()) == pytest.approx(126 - 60 + 30)
+
+
+def test_the_loops_command_planned_is_the_one_its_docstring_gives():
+    from jaxperf.loops import cli
+
+    assert ",".join(loops.GPU_LOOPS_FORMS) == cli.DEFAULT_FORMS  # the command's own default forms
+    T, budget = ",".join(map(str, loops.GPU_LOOPS_TS)), int(loops.GPU_LOOPS_BUDGET_S)
+    assert f"factories:seed --T {T} --budget\n{budget}``" in loops.__doc__

@@ -50,7 +50,7 @@ def lower_plan(
     for part, variant, T in (p for p in settings.gpu_plan() if keep(*p)):
         kind = {"port": "port", "harness": "his form", "sweep": "his form"}.get(part, "factory")
         points.setdefault((kind, variant, T), []).append(part)
-    triton, rows, ported = toolchain.status(), [], []
+    triton, rows, ported = toolchain.status(), list[dict](), list[int]()
     for (kind, variant, T), parts in points.items():
         compiler = "mosaic_gpu" if kind == "port" else "triton"
         row = dict(

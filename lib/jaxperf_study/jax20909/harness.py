@@ -191,7 +191,7 @@ def run(
     mode, frames, started, last = "xla" if backend == "cpu" else "pallas", [], time.perf_counter(), None
     s = settings
     for T in s.harness_Ts:
-        if why := past_budget(budget_s, started, last, T) if missing is not None else "":
+        if missing is not None and (why := past_budget(budget_s, started, last, T)):
             missing.append(pd.DataFrame([dict(mode=HARNESS_MODES[mode], kernel="seed", T=T, variant=v,
                                               status="not measured", reason=why) for v in s.harness_variants]))  # fmt: skip
             continue

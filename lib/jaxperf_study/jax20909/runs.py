@@ -39,9 +39,9 @@ def _split(settings: LoopSettings, backend: str, part: str) -> tuple[list[sweep.
     configs, not_measured = sweep.plan(backend, settings)
     out, mode = [], "xla" if backend == "cpu" else "pallas"
     if settings.quoted_in == "harness":  # his harness is what is quoted: the whole sweep is the rest's
-        rest = settings.rest_repeats or settings.repeats * settings.processes
+        rounds = settings.rest_repeats or settings.repeats * settings.processes
         return (
-            [dataclasses.replace(c, repeats=rest) for c in configs] if part == "rest" else []
+            [dataclasses.replace(c, repeats=rounds) for c in configs] if part == "rest" else []
         ), not_measured
     for c in configs:
         seed = [vocab.variant_name(*v) for v in c.variants("seed", max(c.Ts))] if "seed" in c.kernels else []

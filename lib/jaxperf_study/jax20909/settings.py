@@ -111,7 +111,11 @@ GPU_MS = {row[0]: (row[2], row[4]) for row in vocab.SEED_ROWS}
 #: the loops tool on the seed kernel in a GPU pass, an --exec of notebook 02's command:
 #: python -m jaxperf loops jaxperf_study.jax20909.factories:seed --T 2048,8192 --budget 45 (the engine
 #: stops at its budget, JAX's start counted; its forms are the command's default)
-GPU_LOOPS = dict(Ts=(2048, 8192), forms=("python", "fori", "fori u=4", "hand_unrolled u=4"), budget_s=45.0)
+GPU_LOOPS_TS, GPU_LOOPS_FORMS, GPU_LOOPS_BUDGET_S = (
+    (2048, 8192),
+    ("python", "fori", "fori u=4", "hand_unrolled u=4"),
+    45.0,
+)
 
 
 def triton_refuses(variant: str) -> bool:
@@ -395,7 +399,7 @@ class LoopSettings(StudySettings):
         """Every kernel a GPU run of these settings builds, in the order it runs, as (part, variant, T):
         ``harness`` (his form in his harness: the quoted processes), ``sweep`` (his form, the rest),
         ``port`` (the Mosaic GPU port), ``family`` and ``loops`` (the engine's factory,
-        :data:`GPU_LOOPS`; Triton's forms named as the engine names them)."""
+        :data:`GPU_LOOPS_TS`; Triton's forms named as the engine names them)."""
         sweep = self.device_variants or vocab.variant_order(
             vocab.variants(self.timed_loop_forms, self.unrolls)
         )
@@ -411,7 +415,7 @@ class LoopSettings(StudySettings):
         plan += [
             ("family", f, T) for T in self.family_Ts.get("seed", ()) if "seed" in self.kernels for f in family
         ]
-        return plan + [("loops", f, T) for T in GPU_LOOPS["Ts"] for f in GPU_LOOPS["forms"]]
+        return plan + [("loops", f, T) for T in GPU_LOOPS_TS for f in GPU_LOOPS_FORMS]
 
     def planned_seconds(self, backend: str) -> dict[str, float] | None:
         """A GPU pass's seconds (notebook 02, then the loops tool on the seed kernel in the same command)
@@ -453,7 +457,7 @@ class LoopSettings(StudySettings):
             f"quoted: his harness, {self.processes} process(es)": quoted,
             "rest: family counts, the sweep, the Mosaic GPU port": rest,
             "analysis and figures": ANALYSIS_S,
-            "loops on the seed kernel": START_S + GPU_LOOPS["budget_s"],
+            "loops on the seed kernel": START_S + GPU_LOOPS_BUDGET_S,
         }
 
     def resolved_dtype(self, backend: str) -> str:
