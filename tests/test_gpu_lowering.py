@@ -1,5 +1,5 @@
 """Every kernel variant a GPU pass of notebook 02 plans is lowered for CUDA here, without a GPU, with the
-lock's JAX (the device run's dry run does the same with the image's, 0.11.2: gpu_lowering's command).
+lock's JAX (the device run's dry run does the same with the image's, 0.11.2: tools/gpu_lowering.py).
 
 Covered here, to keep CI short: every (part, variant) of the GPU preset's plan at its smallest planned
 T, and every form but the Python loop also at its largest (a loop form's program does not change with
@@ -9,13 +9,19 @@ its environment is built (tools/make_mosaic_gpu_env.sh)."""
 
 from __future__ import annotations
 
+import sys
+
 import jax
 import pytest
 
 from jaxperf.compilers.mosaic_gpu import toolchain as mgpu_env
 from jaxperf.compilers.triton import toolchain
-from jaxperf_study.jax20909 import gpu_lowering
+from jaxperf.paths import PROJECT_ROOT
 from jaxperf_study.jax20909.settings import LoopSettings, triton_refuses
+
+sys.path.insert(0, str(PROJECT_ROOT / "tools"))
+
+import gpu_lowering  # noqa: E402
 
 SETTINGS = LoopSettings.on_device("gpu")
 PLAN = SETTINGS.gpu_plan()

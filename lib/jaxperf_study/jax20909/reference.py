@@ -91,8 +91,9 @@ def check_close(variant: KernelVariant, out: Any, inputs: tuple[Any, ...]) -> fl
 
     The tolerance follows ``out``'s dtype (the carry's). Where a float16 carry cannot hold the answer
     (the reporter's, from T=32768: ``sum(j)`` alone passes 65504), the element must have overflowed,
-    to an infinity of the answer's sign; an answer within its rounding of 65504 may have. Pass a few batch elements of ``out`` and ``inputs`` (the
-    attention reference holds a float64 ``[batch, out_rows, T]`` score array).
+    to an infinity of the answer's sign; an answer within its rounding of 65504 may have. Pass a few
+    batch elements of ``out`` and ``inputs`` (the attention reference holds a float64
+    ``[batch, out_rows, T]`` score array).
     """
     kernel = variant.kernel
     inputs = tuple(np.asarray(a) for a in inputs)

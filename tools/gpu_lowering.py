@@ -1,5 +1,5 @@
-"""``python -m jaxperf_study.jax20909.gpu_lowering [--json PATH]``: every kernel a GPU pass of notebook
-02 plans (:meth:`.settings.LoopSettings.gpu_plan`), built as its part builds it (his form, the Mosaic GPU
+"""``python tools/gpu_lowering.py [--json PATH]``: every kernel a GPU pass of notebook
+02 plans (:meth:`jaxperf_study.jax20909.settings.LoopSettings.gpu_plan`), built as its part builds it (his form, the Mosaic GPU
 port, the engine's factory), lowered for CUDA with the running JAX (a refusal is a row saying so) and
 compiled where this machine can, without a GPU: Triton's for sm_90 (the ``triton`` package), the port's
 for sm_90a in Mosaic GPU's own environment (its JAX). The device run's dry run runs it with the image's
@@ -15,21 +15,18 @@ import pandas as pd
 
 from jaxperf.compilers.lowering import error_text, export_variant
 from jaxperf.loops import targets as tg
-
-from . import factories, kernels, mosaic_gpu_kernel
-from .settings import LoopSettings
-from .variant import KernelVariant
-from .vocab import parse_variant
+from jaxperf_study.jax20909 import factories, sweep
+from jaxperf_study.jax20909.settings import LoopSettings
+from jaxperf_study.jax20909.vocab import parse_variant
 
 
 def _build(settings: LoopSettings, kind: str, variant: str, T: int) -> tuple:
+    """The kernel as its part builds it: the sweep's (his form, which his harness builds too; the port),
+    or the engine's factory (family, loops: Triton on CUDA)."""
     if kind == "factory":
-        return factories.seed(variant, T)  # the engine's (family, loops): Triton on CUDA
-    form, unroll = parse_variant(variant)
-    v = KernelVariant("seed", form, unroll, T=T, D=settings.D, batch=settings.batch_at(T), dtype="float16")
-    if kind == "port":  # with the port's own float32 carry, as the sweep builds it
-        return mosaic_gpu_kernel.build(v, check_unroll=False)
-    return kernels.build(v.replace(carry_dtype=settings.carry_dtype), interpret=False)
+        return factories.seed(variant, T)
+    cfg = {c.mode: c for c in sweep.plan("gpu", settings)[0]}["mosaic_gpu" if kind == "port" else "pallas"]
+    return sweep.build(cfg, cfg.variant("seed", *parse_variant(variant), T))
 
 
 def lower_plan(
@@ -98,7 +95,7 @@ def lower_plan(
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv not in ([], ["--json", *argv[1:2]]) or len(argv) == 1:
-        print(__doc__.split("\n")[0], file=sys.stderr)
+        print("usage: python tools/gpu_lowering.py [--json PATH]", file=sys.stderr)
         return 2
     rows = lower_plan()
     with pd.option_context("display.max_colwidth", 120, "display.width", 250):
