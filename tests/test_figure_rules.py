@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
+from jaxperf.paths import PROJECT_ROOT
 from jaxperf_study import figure_rules, plots
 
 FIXTURES = Path(__file__).parent / "fixtures" / "figures"
@@ -436,6 +437,26 @@ def test_the_loop_figures_lead_with_the_key_variants():
     assert [line.get_label() for line in figure_rules.data_lines(seed_panel)] == figures.key_variants(seed)
     assert seed_panel.get_title(loc="left").startswith("seed kernel: at T=16384: fori u=1 ")
     assert "scalar_carry u=1" in seed_panel.get_title(loc="left")
+    plt.close(fig)
+
+
+def test_ms_per_call_keeps_the_batch_on_its_axis_or_divides_by_it_where_it_changes_with_T():
+    """A TPU's batch falls from 512 to 2 across T: its curve is ms per call / B, each T's batch under
+    its tick (else the curve dips where only the batch changed); a fixed batch is named on the axis."""
+    from jaxperf_study.jax20909 import figures
+
+    tpu = pd.read_csv(PROJECT_ROOT / "results/tpu/loops/timings.csv")
+    sizes = pd.read_csv(PROJECT_ROOT / "results/tpu/loops/variants.csv")
+    fig, data = figures.plot_ms_vs_T(tpu, "pallas", sizes=sizes)
+    ax = fig.axes[-1]
+    assert ax.get_ylabel().startswith("ms per kernel call / B")
+    assert [t.get_text() for t in ax.get_xticklabels()][:2] == ["256\nB=512", "2048\nB=512"]
+    python = data[data.variant == "python"].set_index("T")["median"]
+    assert python[16384] > python[8192]  # per batch row it grows with T, where ms per call dipped
+    plt.close(fig)
+    cpu = _read("loops__timings")
+    fig, _ = figures.plot_ms_vs_T(cpu, "xla", sizes=cpu.assign(batch=8))
+    assert fig.axes[0].get_ylabel().startswith("ms per kernel call, B=8")
     plt.close(fig)
 
 

@@ -24,6 +24,16 @@ def test_heavyweight_scans_n_fresh_batches_and_reduces_each():
     )
 
 
+def test_his_batches_come_from_his_key_the_same_stream_as_a_typed_key():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    his = harness.prepare_data(2, 128, 4, jnp.float16)  # jax.random.PRNGKey(0), as he wrote it
+    typed = jax.random.normal(jax.random.key(0), (2, 128, 4), jnp.float16)  # what the harness used before
+    assert np.array_equal(np.asarray(his), np.asarray(typed))
+
+
 def test_measure_reports_the_reporters_numbers_per_variant():
     rows = harness.measure(["python", "fori u=1", "hoisted u=2"], seed(), n=2, repeats=1)
     assert list(rows.variant) == ["python", "fori u=1", "hoisted u=2"] and set(rows["mode"]) == {

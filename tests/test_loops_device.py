@@ -264,7 +264,10 @@ def test_the_device_presets_fit_their_settings_and_split_the_quoted_from_the_res
         rest, _ = runs._split(settings, name, "rest")
         seed = [v for c in quoted + rest if c.mode == "pallas" for v in c.listed]
         assert sorted(seed) == sorted(settings.device_variants), name  # each variant once
-        assert [c.listed for c in quoted] == [settings.quoted_variants]
+        # quoted: the sweep's quoted variants, or (on a GPU) his harness alone, the whole sweep after it
+        assert [c.listed for c in quoted] == (
+            [] if settings.quoted_in == "harness" else [settings.quoted_variants]
+        )
     tpu = dataclasses.replace(LoopSettings(), **LoopSettings.DEVICE_PRESETS["tpu"])
     for T in tpu.device_Ts:  # his float32 input and output fit a v5e's 16 GiB, at least 1024 programs
         B = tpu.batch_at(T)
@@ -312,3 +315,42 @@ def test_the_form_to_write_is_the_fastest_measured_at_the_largest_T():
     (best,) = analysis.best_forms(*_measured())
     assert (best["T"], best["form"], best["vs_python"], best["fori_vs_python"]) == (1024, "python", 1.0, 4.0)
     json.dumps(best)  # summary.json holds it
+
+
+def test_his_float16_carry_overflows_from_T_32768_and_the_check_takes_only_those_infinities():
+    from jaxperf_study.jax20909 import inputs, kernels, reference
+    from jaxperf_study.jax20909.variant import KernelVariant
+
+    for T, overflows in ((16384, False), (32768, True)):
+        v = KernelVariant("seed", "fori", T=T, D=8, batch=1, dtype="float16", carry_dtype="input")
+        x = tuple(np.asarray(a) for a in inputs.make_inputs(v))
+        out = np.asarray(kernels.build_xla(v)[0](*x))
+        assert out.dtype == np.float16 and np.isinf(out).all() == overflows
+        reference.check_close(v, out, x)  # his answer, infinities and all
+        bad = out.copy()
+        bad.flat[0] = -np.inf if overflows else np.inf  # the wrong sign; an overflow where it fits
+        with pytest.raises(AssertionError, match="differs from the float64 reference"):
+            reference.check_close(v, bad, x)
+
+
+def test_his_harness_makes_his_two_calls_in_his_carry_and_stops_at_its_budget(monkeypatch):
+    settings = dataclasses.replace(
+        LoopSettings(),
+        harness_Ts=(256, 1024),
+        harness_variants=("python", "fori u=1"),
+        harness_repeats=0,
+        harness_batch=2,
+        D=8,
+        carry_dtype="input",
+    )
+    took = iter([0.0, 0.0, 0.0, 30.0])  # T=256 takes 30 s: T=1024 is predicted at 120 s, 70 s left
+    monkeypatch.setattr(harness.time, "perf_counter", lambda: next(took, 30.0))
+    monkeypatch.setattr(
+        harness, "measure", lambda variants, kernel, **k: pd.DataFrame([k | {"carry": kernel.carry}])
+    )
+    missing: list[pd.DataFrame] = []
+    rows = harness.run(settings, "cpu", budget_s=100, missing=missing)
+    assert rows.to_dict("records") == [dict(n=16, mode="xla", repeats=0, carry="float16")]
+    assert list(missing[0]["T"]) == [1024, 1024] and missing[0].reason[0].startswith(
+        "not reached: predicted 120 s"
+    )

@@ -92,6 +92,17 @@ class StudySettings:
             settings = dataclasses.replace(settings, **preset)
         return settings
 
+    def planned_seconds(self, backend: str) -> Mapping[str, float] | None:
+        """The seconds a run with these settings plans on ``backend``'s device, item by item, from
+        per-case costs the study records (its settings say where each comes from); None where the
+        study states none (tests/test_device_budget.py fails a device preset that states none)."""
+        return None
+
+    @classmethod
+    def on_device(cls, backend: str) -> Self:
+        """The full run's settings with ``backend``'s device preset applied, as a run there builds them."""
+        return dataclasses.replace(cls(backend=backend), **cls.DEVICE_PRESETS.get(backend, {}))
+
     def as_dict(self) -> dict[str, Any]:
         """The parameters that ran (quick preset applied), for provenance."""
         return {name: _plain(getattr(self, name)) for name in self.field_names()}

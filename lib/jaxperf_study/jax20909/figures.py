@@ -75,13 +75,30 @@ def _tick_swept(axes: Sequence[Any], sizes: Any) -> None:
 
 @plots.draws
 def plot_ms_vs_T(
-    timings: pd.DataFrame, mode: str, variants: Sequence[str] | None = None
+    timings: pd.DataFrame, mode: str, variants: Sequence[str] | None = None, sizes: pd.DataFrame | None = None
 ) -> tuple[Any, pd.DataFrame]:
     """ms per kernel call vs T, one row per kernel, the key variants (median line, IQR band);
-    the title gives fori u=1 and the next variant over the Python loop at the largest T."""
+    the title gives fori u=1 and the next variant over the Python loop at the largest T. ``sizes``
+    (the sweep's variants: a ``batch`` per point) names the batch on the y axis; where it changes
+    with T (a TPU's), the curve is ms per kernel call per batch row (/ B), each T's batch under its tick."""
     data = timings[timings["mode"] == mode]
     if variants is not None:
         data = data[data.variant.isin(variants)]
+    keys, ylabel = ["mode", "kernel", "T", "variant"], "ms per kernel call\n(median, IQR band)"
+    if sizes is not None and "batch" in sizes and len(data):
+        data = data.drop(columns="batch", errors="ignore").merge(
+            sizes[[*keys, "batch"]].dropna().drop_duplicates(keys), on=keys, how="left"
+        )
+        batches = sorted(data["batch"].dropna().unique())
+        if len(batches) > 1:
+            data = data.assign(ms_per_call=data.ms_per_call / data.batch)
+        ylabel = (
+            f"ms per kernel call, B={int(batches[0])}\n(median, IQR band)"
+            if len(batches) == 1
+            else "ms per kernel call / B\n(median, IQR band)"
+            if batches
+            else ylabel
+        )
     title = f"{MODE_LABELS.get(mode, mode)}: ms per kernel call vs T"
     seed = data[data.kernel == "seed"]
     got = ratio_at_largest_T(
@@ -89,7 +106,11 @@ def plot_ms_vs_T(
     )
     if got:
         title += f"; seed kernel at T={got[0]}: fori u=1 takes {got[1]:.2f}x the Python loop's time (ratio of medians)"
-    return _rows_by_kernel(data, "ms_per_call", "ms per kernel call\n(median, IQR band)", title)
+    fig, stats = _rows_by_kernel(data, "ms_per_call", ylabel, title)
+    if " / B" in ylabel:  # each T's batch under its tick
+        by_T = data.groupby("T")["batch"].first()
+        fig.axes[-1].set_xticks(list(by_T.index), [f"{int(T)}\nB={int(b)}" for T, b in by_T.items()])
+    return fig, stats
 
 
 @plots.draws
@@ -229,7 +250,9 @@ def planned(
     plans: list[tuple[str, Callable[[], tuple[Any, pd.DataFrame]], str]] = []
     for mode in dict.fromkeys(timings["mode"]):
         note = MODE_LABELS[mode]
-        plans.append((f"ms_per_call_vs_T_{mode}", partial(plot_ms_vs_T, timings, mode), note))
+        plans.append(
+            (f"ms_per_call_vs_T_{mode}", partial(plot_ms_vs_T, timings, mode, sizes=variants_df), note)
+        )
         plans.append((f"compile_ms_vs_T_{mode}", partial(plot_compile_vs_T, variants_df, mode), note))
         if "ms_vs_python" in head:
             plans.append((f"unroll_heatmap_{mode}", partial(plot_unroll_heatmap, head, mode), note))

@@ -7,8 +7,7 @@ reduces the kernel's output with ``.mean()``. Compile time is the first call
 minus the second; ms per kernel call is the second call / ``N``. Beside his
 single second call we also record the median of ``repeats`` further calls.
 
-Changes from his script: ``jax.random.key`` instead of the legacy
-``PRNGKey`` (same stream); the kernel comes from
+Changes from his script: none but the kernel's (``pl.load`` is gone: it indexes its refs); it comes from
 :mod:`jaxperf_study.jax20909.kernels` (already vmapped over the batch, as his
 ``jax.vmap(JaxKernel(...))``), so every variant is first checked against the
 float64 reference on a batch of its own. Where JAX's persistent compilation cache served the
@@ -42,7 +41,7 @@ def prepare_data(batch: int, T: int, D: int, dtype: Any) -> Any:
     """His ``prepare_data``: standard normal ``[batch, T, D]`` from key 0."""
     import jax
 
-    return jax.random.normal(jax.random.key(0), (batch, T, D), dtype)
+    return jax.random.normal(jax.random.PRNGKey(0), (batch, T, D), dtype)
 
 
 def heavyweight(f: Callable[[Any], Any], n: int, batch: int, T: int, D: int, dtype: Any) -> Callable[[], Any]:
@@ -109,8 +108,8 @@ def measure(
 
     check_choice("mode", mode, tuple(HARNESS_MODES))
     check_choice("kernel", kernel.kernel, ("seed",))
-    for name, value in (("n", n), ("repeats", repeats)):
-        check_int(name, value, minimum=1)
+    check_int("n", n, minimum=1)
+    check_int("repeats", repeats, minimum=0)
     T, batch, D, dtype = kernel.T, kernel.batch, kernel.D, kernel.dtype
     one = kernel.replace(batch=1)
     check = tuple(np.asarray(a) for a in inputs.make_inputs(one, 1))
@@ -180,30 +179,30 @@ def headline(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def run(settings: LoopSettings, backend: str) -> pd.DataFrame:
+def run(
+    settings: LoopSettings, backend: str, *, budget_s: float = 0.0, missing: list[pd.DataFrame] | None = None
+) -> pd.DataFrame:
     """:func:`measure` at every ``settings.harness_Ts``: plain jit on a CPU (``harness_batch``),
-    the compiled kernel on a GPU/TPU (``settings.batch_at(T)``; on a TPU a BlockSpec per program)."""
-    mode = "xla" if backend == "cpu" else "pallas"
-    frames = [
-        measure(
-            settings.harness_variants,
-            KernelVariant(
-                "seed",
-                "python",
-                T=T,
-                batch=settings.harness_batch if backend == "cpu" else settings.batch_at(T),
-                D=settings.D,
-                dtype=settings.resolved_dtype(backend),
-                block_rows=settings.block_rows,
-                out_rows=settings.out_rows,
-                tiling="blocks" if backend == "tpu" else "whole",
-            ),
-            n=settings.harness_N,
-            mode=mode,
-            repeats=settings.harness_repeats,
+    the compiled kernel on a GPU/TPU (``settings.batch_at(T)``; on a TPU a BlockSpec per program), the
+    carry ``settings.carry_dtype``. A T predicted past ``budget_s`` (:func:`.sweep.past_budget`) is a
+    not-measured row in ``missing``."""
+    from .sweep import past_budget
+
+    mode, frames, started, last = "xla" if backend == "cpu" else "pallas", [], time.perf_counter(), None
+    s = settings
+    for T in s.harness_Ts:
+        if missing is not None and (why := past_budget(budget_s, started, last, T)):
+            missing.append(pd.DataFrame([dict(mode=HARNESS_MODES[mode], kernel="seed", T=T, variant=v,
+                                              status="not measured", reason=why) for v in s.harness_variants]))  # fmt: skip
+            continue
+        began, batch = time.perf_counter(), s.harness_batch if backend == "cpu" else s.batch_at(T)
+        kernel = KernelVariant("seed", "python", T=T, batch=batch, D=s.D, dtype=s.resolved_dtype(backend),
+                               block_rows=s.block_rows, out_rows=s.out_rows, carry_dtype=s.carry_dtype,
+                               tiling="blocks" if backend == "tpu" else "whole")  # fmt: skip
+        frames.append(
+            measure(s.harness_variants, kernel, n=s.harness_N, mode=mode, repeats=s.harness_repeats)
         )
-        for T in settings.harness_Ts
-    ]
+        last = (T, time.perf_counter() - began)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

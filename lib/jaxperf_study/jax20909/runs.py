@@ -38,6 +38,11 @@ def _split(settings: LoopSettings, backend: str, part: str) -> tuple[list[sweep.
     ``rest_repeats`` rounds), and the not-measured rows of the plan."""
     configs, not_measured = sweep.plan(backend, settings)
     out, mode = [], "xla" if backend == "cpu" else "pallas"
+    if settings.quoted_in == "harness":  # his harness is what is quoted: the whole sweep is the rest's
+        rounds = settings.rest_repeats or settings.repeats * settings.processes
+        return (
+            [dataclasses.replace(c, repeats=rounds) for c in configs] if part == "rest" else []
+        ), not_measured
     for c in configs:
         seed = [vocab.variant_name(*v) for v in c.variants("seed", max(c.Ts))] if "seed" in c.kernels else []
         quoted = [v for v in seed if c.mode == mode and v in (settings.quoted_variants or seed)]
@@ -64,7 +69,7 @@ def quoted(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     """What the answer quotes, in each of ``processes`` fresh processes: his harness at ``harness_Ts``,
     then his kernel (on XLA:CPU, or compiled on a device) inside ``quoted_budget_s``: :data:`QUOTED_RECORDS`."""
     started, missing = time.perf_counter(), list[pd.DataFrame]()
-    rows = harness.run(settings, backend)
+    rows = harness.run(settings, backend, budget_s=settings.quoted_budget_s, missing=missing)
     configs, not_measured = _split(settings, backend, "quoted")
     budget = (
         max(settings.quoted_budget_s - (time.perf_counter() - started), 1e-3)

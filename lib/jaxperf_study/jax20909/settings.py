@@ -19,6 +19,22 @@ tools/device/unpack.sh merges them) gives 4 processes: 15 s (papermill, the note
 chip described) + 2 x (12 + 110) + (12 + 170) + 25 s (analysis, figures) = 478 s at most, inside
 the 540 s tools/device/run.sh leaves. ``quoted_budget_s`` and ``rest_budget_s`` stop a process's
 points predicted to overrun ("not reached"; the T come extremes first, so a cut loses a middle T).
+
+**The GPU pass's budget** (an H200 window: 15 device-minutes, at most 10 a command; notebook 02 and
+the loops tool on the seed kernel share one command with about 5, :meth:`LoopSettings.planned_seconds`).
+No GPU has run it yet: each cost is a bound read from a record (the constants below say which). First
+what jax#20909 quotes, his kernel as he wrote it (whole-array refs, ``jax.vmap`` over B=512, D=64,
+float16 input and carry, N=16 calls in one ``lax.scan``, his two calls) in his harness at his six T,
+the Python loop and ``fori_loop``: per case a checked kernel and his compiled (Triton, up to 3.9 s for
+the Python loop at T=65536) and 2 x 16 calls at his A6000's ms, 54 s in one process of up to 60 s (a
+pass in a later window gives the range). Then the rest, in one process of up to 125 s: the seed's
+static counts (15 s), the sweep of his form at his six T (the study's forms, hoisted, scalar_carry,
+hand_unrolled u=4 and u=8, beside his two; ``fori u>1``, which Triton's lowering refuses, as rows),
+each compiled once and timed call by call (``scan_N=0``: his shortest call, 0.3 ms, is many
+dispatches) in 1 + 6 rounds (86 s), the Mosaic GPU port at T=2048 and 16384 (13 s). So 15 s (papermill,
+the notebook) + (12 + 54) + (12 + 2 + 15 + 86 + 13) + 25 s (analysis, figures) for the notebook, and
+12 + 45 s for ``python -m jaxperf loops jaxperf_study.jax20909.factories:seed --T 2048,8192 --budget
+45`` = 291 s.
 """
 
 from __future__ import annotations
@@ -32,7 +48,17 @@ from jaxperf.errors import bad_value, check_choice, check_int, check_ints
 
 from ..settings import StudySettings
 from . import vocab
-from .vocab import DTYPES, KERNELS, LOOP_FORMS, SEED_N, SEED_PROGRAM_ROWS, SEED_STEP_ROWS, parse_variant
+from .vocab import (
+    CARRY_DTYPES,
+    DTYPES,
+    FIX,
+    KERNELS,
+    LOOP_FORMS,
+    SEED_N,
+    SEED_PROGRAM_ROWS,
+    SEED_STEP_ROWS,
+    parse_variant,
+)
 
 DEFAULT_DTYPE = {
     "cpu": "float16",
@@ -48,6 +74,9 @@ EXAMPLES = ("jaxperf.loops.examples.matmul:make", "jaxperf.loops.examples.flash_
 
 
 REPORTER_TS = (256, 65536, 2048, 8192, 32768, 16384)  # his table's T, extremes first (a cut loses a middle T)
+PORT_PYTHON_STEPS = (
+    128  # the Mosaic GPU port's Python loop: longer ones lower for minutes, 1024 steps not at all
+)
 _SWEEP = ("python", "fori u=1", "fori u=2", "fori u=4", "fori u=8", "fori u=16")  # the unroll sweep
 #: what both devices' presets replace: the compiled kernel at his T, 3 variants quoted, no plain jit
 _DEVICE = {
@@ -55,6 +84,45 @@ _DEVICE = {
     "quoted_variants": ("python", "fori u=1", "scalar_carry u=1"),
     **dict(repeats=2, rest_repeats=3, scan_N=SEED_N, xla_Ts=(), kernel="", compile_Ts=()),
 }
+
+
+# Costs on a GPU, each a bound read from a committed record (tests/test_device_budget.py holds them to it).
+#: Seconds to build, lower and compile the reporter's kernel at T, (Python loop, any other form), for
+#: Triton sm_90 and for the Mosaic GPU port (sm_90a): results/cpu/loops/compiles.csv and
+#: family_points.csv, this 2-core CPU (export, then ttir -> cubin or XLA:GPU; the H200's host has 16
+#: cores); a form they lack (hand_unrolled u=8) took up to 0.6 s in the dry run (jax 0.11.2, triton 3.6.0).
+COMPILE_S = {
+    "triton": {256: (0.3, 0.7), 2048: (0.6, 0.7), 8192: (1.0, 0.7), 16384: (1.2, 0.7)}
+    | {32768: (2.2, 0.7), 65536: (3.9, 0.7)},
+    "mosaic_gpu": {256: (0.6, 0.7), 2048: (1.0, 0.9), 8192: (2.4, 0.9), 16384: (4.6, 0.9)},
+}
+#: XLA's own compile of a program around one kernel: the port's whole deviceless XLA:GPU compile at
+#: T=256 took 0.57 s, its kernel's included (compiles.csv)
+XLA_S = 0.6
+#: a form checked in Pallas' interpreter: the TPU's loops run checked 4 forms at T=1024 in under 3 s
+#: (results/tpu/logs/run-20261206T123456Z-1c7c72b8.log)
+CHECK_S = 1.0
+#: a measuring process's start (JAX and the device), papermill with the notebook, the analysis and
+#: figures: the TPU run's (module docstring; measured there at 2b842c2); the bandwidth copy, assumed
+START_S, PAPERMILL_S, ANALYSIS_S, BANDWIDTH_S = 12.0, 15.0, 25.0, 2.0
+#: ms per kernel call: the reporter's A6000 (vocab.SEED_ROWS; an H200 exceeds it in every resource
+#: his kernel uses), every form but the Python loop at his fori_loop's, the port at his kernel's
+GPU_MS = {row[0]: (row[2], row[4]) for row in vocab.SEED_ROWS}
+#: the loops tool on the seed kernel in a GPU pass, an --exec of notebook 02's command:
+#: python -m jaxperf loops jaxperf_study.jax20909.factories:seed --T 2048,8192 --budget 45 (the engine
+#: stops at its budget, JAX's start counted; its forms are the command's default)
+GPU_LOOPS_TS, GPU_LOOPS_FORMS, GPU_LOOPS_BUDGET_S = (
+    (2048, 8192),
+    ("python", "fori", "fori u=4", "hand_unrolled u=4"),
+    45.0,
+)
+
+
+def triton_refuses(variant: str) -> bool:
+    """Whether Pallas' Triton lowering refuses ``variant``: ``fori_loop(unroll>1)`` raises a bare
+    NotImplementedError (jax/_src/pallas/triton/lowering.py, ``_scan_lowering_rule``)."""
+    form, _, unroll = variant.partition(" u=")
+    return form in ("fori", "pl_loop") and int(unroll or 1) > 1
 
 
 def _family_Ts(value: Any, kernels: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
@@ -131,7 +199,9 @@ class LoopSettings(StudySettings):
     ``rest_repeats`` rounds (``repeats x processes`` when 0); ``mosaic_gpu_Ts`` the Mosaic GPU port
     too (Hopper). ``scan_N`` > 0 times ``scan_N`` calls at a time in one jitted scan
     (:func:`jaxperf.timing.amortised`). ``quoted_budget_s``/``rest_budget_s`` (0: none) stop each
-    process's points predicted to end past them ("not reached").
+    process's points predicted to end past them ("not reached"). ``carry_dtype`` is the compiled
+    kernel's and his harness's carry (``"input"``: his float16, overflowing from T=32768 as his did);
+    ``quoted_in="harness"`` quotes his harness alone and times the whole sweep in the rest.
     """
 
     kernels: tuple[str, ...] = KERNELS
@@ -190,6 +260,8 @@ class LoopSettings(StudySettings):
     scan_N: int = 0
     quoted_budget_s: int = 0
     rest_budget_s: int = 0
+    carry_dtype: str = "float32"
+    quoted_in: str = "sweep"
 
     # A lent device's sizes (tools/device/run.sh; the TPU's budget in the module docstring).
     DEVICE_PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {
@@ -213,22 +285,17 @@ class LoopSettings(StudySettings):
             "quoted_budget_s": 110,
             "rest_budget_s": 170,
         },
-        "gpu": _DEVICE  # what the retired GPU runner did: Triton, and Mosaic GPU on Hopper
+        "gpu": _DEVICE  # his kernel as he wrote it, on Triton (a GPU's default); the budget in the module docstring
         | {
-            "device_variants": (
-                *_SWEEP,
-                "hand_unrolled u=4",
-                "hand_unrolled u=8",
-                "hoisted u=1",
-                "scalar_carry u=1",
-            ),
-            "harness_Ts": (256, 8192, 65536),
-            "mosaic_gpu_Ts": (256, 2048, 8192, 65536),
-            "family_Ts": {"seed": (2048, 8192, 65536), "data_carry": (2048, 8192, 65536)}
-            | {"streaming": (1024, 4096, 16384), "attention": (256, 2048, 8192)},
-            "targets": ("triton sm_90",),
-            "quoted_budget_s": 80,
-            "rest_budget_s": 150,
+            "carry_dtype": "input",  # his float16 carry and output
+            "quoted_in": "harness",  # his harness first: his T, his forms, his batch, his two calls
+            **dict(harness_Ts=REPORTER_TS, harness_variants=("python", "fori u=1"), harness_repeats=0),
+            "device_variants": (*_SWEEP, "hand_unrolled u=4", "hand_unrolled u=8", "hoisted u=1", FIX),
+            **dict(processes=1, scan_N=0, rest_repeats=5, mosaic_gpu_Ts=(2048, 16384)),
+            **dict(kernels=("seed",), family_Ts={"seed": (2048, 8192)}, targets=("triton sm_90",)),
+            "fix_forms": ("python", "fori", "hand_unrolled u=4", "hand_unrolled u=8", "hoisted u=1", FIX),
+            "quoted_budget_s": 60,
+            "rest_budget_s": 125,
         },
     }
 
@@ -283,10 +350,11 @@ class LoopSettings(StudySettings):
             check_int(n, getattr(self, n), minimum=0)
             for n in "rest_repeats scan_N quoted_budget_s rest_budget_s".split()
         ]
+        check_int("harness_repeats", self.harness_repeats, minimum=0)  # 0: his two calls alone
+        check_choice("carry_dtype", self.carry_dtype, CARRY_DTYPES)
+        check_choice("quoted_in", self.quoted_in, ("sweep", "harness"))
         counts = "D cpu_batch interpret_batch device_batch harness_batch harness_N bandwidth_megabytes"
-        counts += (
-            " block_rows out_rows repeats compile_repeats harness_repeats check_T processes compile_budget_s"
-        )
+        counts += " block_rows out_rows repeats compile_repeats check_T processes compile_budget_s"
         for name in counts.split():
             check_int(name, getattr(self, name), minimum=1)
         object.__setattr__(self, "family_Ts", _family_Ts(self.family_Ts, self.kernels))
@@ -326,6 +394,71 @@ class LoopSettings(StudySettings):
     def batch_at(self, T: int) -> int:
         """The batch a GPU/TPU runs the reporter's kernel at, at ``T``."""
         return int(self.device_batches.get(T, self.device_batch))
+
+    def gpu_plan(self) -> list[tuple[str, str, int]]:
+        """Every kernel a GPU run of these settings builds, in the order it runs, as (part, variant, T):
+        ``harness`` (his form in his harness: the quoted processes), ``sweep`` (his form, the rest),
+        ``port`` (the Mosaic GPU port), ``family`` and ``loops`` (the engine's factory,
+        :data:`GPU_LOOPS_TS`; Triton's forms named as the engine names them)."""
+        sweep = self.device_variants or vocab.variant_order(
+            vocab.variants(self.timed_loop_forms, self.unrolls)
+        )
+        port = [v for v in self.mosaic_gpu_variants if v != "python"]
+        plan = [("harness", v, T) for T in self.harness_Ts for v in self.harness_variants]
+        plan += [("sweep", v, T) for T in self.device_Ts for v in sweep]
+        plan += [
+            ("port", v, T)
+            for T in self.mosaic_gpu_Ts
+            for v in ([] if T // self.block_rows > PORT_PYTHON_STEPS else ["python"]) + port
+        ]
+        family = dict.fromkeys([*self.family_forms, *self.fix_forms])
+        plan += [
+            ("family", f, T) for T in self.family_Ts.get("seed", ()) if "seed" in self.kernels for f in family
+        ]
+        return plan + [("loops", f, T) for T in GPU_LOOPS_TS for f in GPU_LOOPS_FORMS]
+
+    def planned_seconds(self, backend: str) -> dict[str, float] | None:
+        """A GPU pass's seconds (notebook 02, then the loops tool on the seed kernel in the same command)
+        from the costs above, item by item; the quoted and rest items are also held to their budgets by
+        tests/test_device_budget.py (a case planned past them would be "not reached"). None elsewhere."""
+        if backend != "gpu":
+            return None
+
+        def compile_s(part: str, variant: str, T: int) -> float:
+            table = COMPILE_S["mosaic_gpu" if part == "port" else "triton"][T]
+            return table[0] if variant == "python" else table[1]
+
+        def ms(variant: str, T: int) -> float:
+            return GPU_MS[T][0] if variant == "python" else GPU_MS[T][1]
+
+        plan, spent = self.gpu_plan(), dict.fromkeys(["harness", "sweep", "port", "family", "loops"], 0.0)
+        for part, v, T in plan:
+            if part == "harness":  # its check's kernel, then his first (compile) and second call, and repeats
+                spent[part] += (
+                    2 * (compile_s(part, v, T) + XLA_S)
+                    + (2 + self.harness_repeats) * self.harness_N * ms(v, T) / 1e3
+                )
+            elif part in ("sweep", "port") and not (part == "sweep" and triton_refuses(v)):
+                slowest = max(ms(w, T) for p, w, t in plan if p == part and t == T) / 1e3
+                number = self.scan_N or min(max(int(0.1 / slowest), 1), 20)  # sweep.measure_group's calls
+                builds = 2 if self.scan_N else 1  # the kernel, then its scan
+                spent[part] += (
+                    builds * (compile_s(part, v, T) + XLA_S)
+                    + (1 + (1 + self.rest_repeats) * number) * ms(v, T) / 1e3
+                )
+            elif part == "family":  # compiled, not timed (the sweep times the seed kernel)
+                spent[part] += compile_s(part, v, T) + CHECK_S * (T == self.family_Ts["seed"][0])
+            elif part == "sweep":  # refused while it lowers
+                spent[part] += compile_s(part, v, T)
+        quoted = self.processes * (START_S + spent["harness"])
+        rest = START_S + BANDWIDTH_S + spent["family"] + spent["sweep"] + spent["port"]
+        return {
+            "papermill and the notebook": PAPERMILL_S,
+            f"quoted: his harness, {self.processes} process(es)": quoted,
+            "rest: family counts, the sweep, the Mosaic GPU port": rest,
+            "analysis and figures": ANALYSIS_S,
+            "loops on the seed kernel": START_S + GPU_LOOPS_BUDGET_S,
+        }
 
     def resolved_dtype(self, backend: str) -> str:
         """``dtype``, with ``"auto"`` resolved for ``backend``."""

@@ -29,7 +29,7 @@ from jaxperf.compilers.lowering import error_text
 from jaxperf.errors import bad_value, check_choice, check_int, check_ints
 
 from . import inputs, kernels, mosaic_gpu_kernel, reference, vocab
-from .settings import LoopSettings
+from .settings import PORT_PYTHON_STEPS, LoopSettings
 from .variant import KernelVariant
 from .vocab import SEED_BLOCK_ROWS, SEED_OUT_ROWS
 
@@ -72,6 +72,7 @@ class SweepConfig:
     scan: int = 0  # calls per timed call in one jitted scan (timing.amortised); 0: one call
     batches: Mapping[int, int] = dataclasses.field(default_factory=dict)  # batch per T, else ``batch``
     tiling: str = "whole"  # the row-block kernels' (KernelVariant.tiling)
+    carry_dtype: str = "float32"  # the seed's (KernelVariant.carry_dtype; "input": his float16)
 
     def __post_init__(self) -> None:
         check_choice("mode", self.mode, MODES)
@@ -111,6 +112,7 @@ class SweepConfig:
             block_rows=self.block_rows,
             out_rows=self.out_rows,
             tiling=self.tiling if kernel in vocab.ROW_BLOCK_KERNELS else "whole",
+            carry_dtype=self.carry_dtype if kernel == "seed" else "float32",
         )
 
     def variants(self, kernel: str, T: int) -> list[tuple[str, int]]:
@@ -258,10 +260,7 @@ def run(
                     dict(mode=cfg.mode, kernel=kernel, T=T, variant=vocab.variant_name(*v))
                     for v in cfg.variants(kernel, T)
                 ]
-                guess = last[1] * min(T / last[0], 4.0) if last else 0.0
-                left, why = budget_s - (time.perf_counter() - started), ""
-                if missing is not None and budget_s and guess > left:
-                    why = f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget ({budget_s:.0f} s) left"
+                why = past_budget(budget_s, started, last, T) if missing is not None else ""
                 began = time.perf_counter()
                 try:
                     meta, tm = (None, None) if why else measure_group(cfg, kernel, T, progress=progress)
@@ -279,6 +278,15 @@ def run(
     if not metas:
         return pd.DataFrame(), pd.DataFrame()
     return pd.concat(metas, ignore_index=True), pd.concat(times, ignore_index=True)
+
+
+def past_budget(budget_s: float, started: float, last: tuple[int, float] | None, T: int) -> str:
+    """Why T is not reached ("" when it is): ``last`` (T, seconds) grown with T, up to 4x, past what
+    is left of ``budget_s`` (0: none) since ``started``."""
+    guess, left = last[1] * min(T / last[0], 4.0) if last else 0.0, budget_s - (time.perf_counter() - started)
+    if not budget_s or guess <= left:
+        return ""
+    return f"not reached: predicted {guess:.0f} s, {max(left, 0):.0f} s of the budget ({budget_s:.0f} s) left"
 
 
 def not_measured(mode: str, reason: str, kernel_names: Iterable[str] = vocab.KERNELS) -> pd.DataFrame:
@@ -330,11 +338,11 @@ def plan(backend: str, settings: LoopSettings) -> tuple[list[SweepConfig], pd.Da
     else:
         device = dict(common, kernels=("seed",), batch=s.device_batch, batches=dict(s.device_batches))
         device |= dict(listed=s.device_variants, tiling="blocks" if backend == "tpu" else "whole")
-        configs = [SweepConfig(mode="pallas", Ts=s.device_Ts, **device)]
+        configs = [SweepConfig(mode="pallas", Ts=s.device_Ts, carry_dtype=s.carry_dtype, **device)]
         if backend == "gpu" and s.mosaic_gpu_Ts:
             # its Python loop's lowering grows faster than T; 1024 steps exceed Python's recursion limit
             port = dict(device, listed=s.mosaic_gpu_variants, lowering="mosaic_gpu")
-            port["python_max_steps"] = {"seed": 128}
+            port["python_max_steps"] = {"seed": PORT_PYTHON_STEPS}
             configs.append(SweepConfig(mode="mosaic_gpu", Ts=s.mosaic_gpu_Ts, **port))
         other = "tpu" if backend == "gpu" else "gpu"
         missing = not_measured("pallas", f"no {other.upper()} on this machine", s.kernels).assign(
