@@ -20,10 +20,7 @@ from runall import notebooks  # noqa: E402
 
 #: studies whose planned seconds another change states, and why they are skipped until then: once one
 #: states them, this entry must go (the test fails until it does)
-PENDING = {
-    "DispatchSettings": "notebook 01's planned seconds are the lead's to state (DispatchSettings.planned_seconds)",
-    "NnxSettings": "notebook 11's settings (lib/jaxperf_study/dispatch/nnx/settings.py) state none yet",
-}
+PENDING: dict[str, str] = {}
 #: a GPU pass of notebook 02 and the loops tool on the seed kernel: its share of a 15-minute window
 LOOPS_SHARE_S = 300
 #: run.sh's set-up before run_all starts on the GPU: the carried wheels (the TPU's, its own index
@@ -135,3 +132,37 @@ def test_the_loops_command_planned_is_the_one_its_docstring_gives():
     assert ",".join(loops.GPU_LOOPS_FORMS) == cli.DEFAULT_FORMS  # the command's own default forms
     T, budget = ",".join(map(str, loops.GPU_LOOPS_TS)), int(loops.GPU_LOOPS_BUDGET_S)
     assert f"factories:seed --T {T} --budget\n{budget}``" in loops.__doc__
+
+
+#: a GPU window (15 minutes of device time) less the machine's start (1-2 minutes: /work/shared/GPU.md)
+WINDOW_LESS_START_S = 15 * 60 - 120
+
+
+def test_one_gpu_pass_of_the_whole_study_fits_one_window_in_two_commands():
+    """Issue 62: a pass is two commands (02 and the loops tool with 11; 01 with 10), each within
+    run.sh's limit, together within a window less the machine's start. The aim of 11 minutes is not
+    met: with every path in the seed's loop for at least 1 s, notebook 01's three cases alone plan
+    about 190 s (their sum is checked against the window, and the shortfall is said in the docs)."""
+    plans = {
+        name: sum(cls.on_device("gpu").planned_seconds("gpu").values()) for name, cls in _study_classes()
+    }
+    by_number = {name[:2]: seconds for name, seconds in plans.items()}
+    commands = [by_number["02"] + by_number["11"], by_number["01"] + by_number["10"]]
+    assert max(commands) <= _run_sh_limit(), commands
+    assert sum(commands) + 2 * SETUP_S <= WINDOW_LESS_START_S, (commands, plans)
+
+
+def test_notebook_01s_compile_costs_bound_every_committed_process():
+    """DispatchSettings.COMPILE_S holds, per backend and kind of cell, at least what any committed
+    record's process spent compiling it (the GPU's are the CPU's until a GPU has run)."""
+    from jaxperf_study.dispatch.settings import DispatchSettings
+
+    checked = 0
+    for backend in ("cpu", "tpu"):
+        rows = pd.read_csv(PROJECT_ROOT / f"results/{backend}/dispatch/timings.csv")
+        cells = rows.drop_duplicates([c for c in ("run", "process", "model", "step", "family") if c in rows])
+        for row in cells.itertuples():
+            bound = DispatchSettings.COMPILE_S[backend][(row.step, row.family, row.kind)]
+            assert row.compile_s <= bound, (backend, row.model, row.step, row.family, row.compile_s)
+            checked += 1
+    assert checked >= 50

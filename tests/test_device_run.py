@@ -86,6 +86,13 @@ def test_the_gpu_run_s_dry_run_ends_ok(tmp_path, alt_python):
     assert "python 3.12" in log and "jax 0.11.2" in log
     with tarfile.open(out / "jaxperf_gpu_results.tar.gz") as tar:
         assert "results/cpu/02_pallas_loops.ipynb" in tar.getnames()
+        # the dry run lowered every kernel the GPU preset plans for CUDA, a refusal a row
+        lowered = json.loads(tar.extractfile("results/cpu/cli/gpu_lowering.json").read())
+    assert lowered and {row["jax"] for row in lowered} == {"0.11.2"}
+    refused = [row for row in lowered if row["lowered"] != "ok"]
+    assert refused and all(
+        row["variant"].startswith("fori u=") and row["variant"] != "fori u=1" for row in refused
+    )
 
 
 def test_notebook_11_runs_offline_in_the_gpu_image_and_says_flax_s_suite_was_not_run(tmp_path, alt_python):

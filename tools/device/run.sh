@@ -213,6 +213,12 @@ fi
 tag=$([ "$dry" = 1 ] && echo cpu || echo "$backend")
 export JAXPERF_CLI_OUT="$work/root/results/$tag/cli"
 [ "${#execs[@]}" -eq 0 ] || mkdir -p "$JAXPERF_CLI_OUT"
+# A GPU dry run lowers every kernel the GPU preset plans for CUDA (and compiles what this machine
+# can), so that the device's code paths are tried before device time is spent (issue 62).
+if [ "$dry" = 1 ] && [ "$backend" = gpu ]; then
+  mkdir -p "$JAXPERF_CLI_OUT"
+  "$python" tools/gpu_lowering.py --json "$JAXPERF_CLI_OUT/gpu_lowering.json" || rc=$?
+fi
 for cmd in "${execs[@]}"; do
   left=$(( total - ($(date +%s) - start) - 15 ))
   [ "$left" -gt 10 ] || { echo "run.sh: not run, no time left: $cmd"; [ "$rc" != 0 ] || rc=124; continue; }

@@ -15,6 +15,13 @@ if TYPE_CHECKING:
     from .models import ModelSpec
 
 
+def seed_loop_seconds(paths: int, loop_seconds: float, rounds: int) -> float:
+    """One process's timed seconds for a cell of ``paths`` paths: each path's seed's loop sized
+    once (about ``loop_seconds``), then run ``rounds`` times (10% over, for its calibration's
+    margin) beside a few blocked calls (about 0.1 s)."""
+    return paths * (loop_seconds + rounds * (1.1 * loop_seconds + 0.1))
+
+
 @dataclass(frozen=True)
 class DispatchSettings(StudySettings):
     """What the dispatch study runs, each cell under ``eqx.filter_pmap`` or ``eqx.filter_jit``.
@@ -150,7 +157,7 @@ class DispatchSettings(StudySettings):
         "transformer_layers": (),
         "cnn_layers": (),
         "jit_depths": (),
-        "train_depths": (16,),
+        "train_depths": (),
         "train_layers": (4,),
         "train_cnn_layers": (4,),
         "microbatches": (16,),
@@ -199,10 +206,11 @@ class DispatchSettings(StudySettings):
     #: paths a cell times, by family (the records': the reader's, the baseline, the drop-in, the
     #: packed path, Equinox's recipe, the patched Equinox; on pmap the three sharded paths too)
     PATHS_PER_CELL: ClassVar[Mapping[str, int]] = {"pmap": 9, "jit": 6}
-    #: a process's start (JAX, the device: a TPU's took 6-15 s), the notebook and its summary
-    #: and figures around the sweep, and the accounting's rounds, in seconds
+    #: a process's start (JAX, the device: a TPU's took 6-15 s), the notebook around the sweep
+    #: (papermill 15 s, the summary and figures 25 s, as notebook 02's on the TPU), and the
+    #: accounting's rounds, in seconds
     PROCESS_START_S: ClassVar[float] = 15.0
-    AROUND_S: ClassVar[float] = 60.0
+    AROUND_S: ClassVar[float] = 40.0
     ACCOUNTING_S: ClassVar[float] = 30.0
 
     def validate(self) -> None:
@@ -304,9 +312,7 @@ class DispatchSettings(StudySettings):
         """One process's planned seconds for ``cell`` on ``backend``: its compiles, then every path's
         seed's loop sized once and run ``min_rounds`` times beside a few blocked calls."""
         compiles = self.COMPILE_S.get(backend, self.COMPILE_S["cpu"])
-        paths = self.PATHS_PER_CELL[cell.family]
-        loop = self.loop_seconds
-        timed = paths * (loop + self.min_rounds * (1.1 * loop + 0.1))
+        timed = seed_loop_seconds(self.PATHS_PER_CELL[cell.family], self.loop_seconds, self.min_rounds)
         return compiles[(cell.step, cell.family, cell.spec.kind)] + timed
 
     def planned_seconds(self, backend: str) -> Mapping[str, float]:

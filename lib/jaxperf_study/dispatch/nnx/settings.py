@@ -22,7 +22,12 @@ class NnxSettings(StudySettings):
     (at least 3, as its script builds ``depth - 2`` blocks) with ``flax_benchmark_steps``. The
     diagnoses run in ``processes`` fresh processes, a third of the rounds each; the stage rounds
     (an accounting nothing quotes) in one; Flax's benchmark runs each of its cases in a fresh
-    process of its own already."""
+    process of its own already. Every path runs the seed's loop (at least ``loop_calls`` calls and
+    ``loop_seconds``, blocked once at its end), as notebook 01's.
+
+    **The GPU preset** (:data:`GPU`, one H200, a share of one command of a pass): two depths, one
+    process, two rounds, Flax's benchmark at depth 10 for 20 steps; :meth:`planned_seconds` adds it
+    up with notebook 01's cost per path (``dispatch.settings.seed_loop_seconds``)."""
 
     depths: tuple[int, ...] = (1, 10, 100)
     steps: tuple[str, ...] = ("noop",)
@@ -35,6 +40,8 @@ class NnxSettings(StudySettings):
     processes: int = 3
     flax_benchmark_depths: tuple[int, ...] = (10, 100)
     flax_benchmark_steps: int = 100
+    loop_seconds: float = 1.0
+    loop_calls: int = 50
 
     QUICK: ClassVar[Mapping[str, Any]] = {
         "depths": (1, 10),
@@ -46,7 +53,41 @@ class NnxSettings(StudySettings):
         "flax_benchmark_depths": (10,),
         "flax_benchmark_steps": 20,
         "processes": 2,
+        "loop_seconds": 0.05,
+        "loop_calls": 5,
     }
+    GPU: ClassVar[Mapping[str, Any]] = {
+        "depths": (1, 100),
+        "min_rounds": 2,
+        "stage_depths": (100,),
+        "stage_rounds": 5,
+        "processes": 1,
+        "flax_benchmark_depths": (10,),
+        "flax_benchmark_steps": 20,
+    }
+    DEVICE_PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]] = {"gpu": GPU}
+    #: the paths a cell times (report.PATHS and the baseline), a cell's compiles (the CPU records'
+    #: most is 1.2 s: results/cpu/nnx/timings.csv), a process's start, a stage round, one depth of
+    #: Flax's benchmark (its three modes, a fresh process each; their starts are not recorded: an
+    #: assumption), and the notebook around them (papermill, summary, figures), in seconds
+    PATHS_PER_CELL: ClassVar[int] = 7
+    COMPILE_S: ClassVar[float] = 3.0
+    PROCESS_START_S: ClassVar[float] = 15.0
+    STAGE_ROUND_S: ClassVar[float] = 1.0
+    FLAX_CASE_S: ClassVar[float] = 30.0
+    AROUND_S: ClassVar[float] = 40.0
+
+    def planned_seconds(self, backend: str) -> Mapping[str, float]:
+        """The seconds a run of these settings plans (the arithmetic in the docstring)."""
+        from ..settings import seed_loop_seconds
+
+        cell = self.COMPILE_S + seed_loop_seconds(self.PATHS_PER_CELL, self.loop_seconds, self.min_rounds)
+        plan = {f"{step} depth {d}": self.processes * cell for step in self.steps for d in self.depths}
+        plan["process starts"] = self.processes * self.PROCESS_START_S
+        plan["stage rounds"] = self.STAGE_ROUND_S * self.stage_rounds * len(self.stage_depths)
+        plan["Flax's benchmark"] = self.FLAX_CASE_S * len(self.flax_benchmark_depths)
+        plan["the notebook around them"] = self.AROUND_S
+        return plan
 
     def validate(self) -> None:
         check_ints("depths", self.depths)
@@ -67,3 +108,7 @@ class NnxSettings(StudySettings):
         check_ints("flax_benchmark_depths", self.flax_benchmark_depths, minimum=3)
         check_int("flax_benchmark_steps", self.flax_benchmark_steps)
         check_int("processes", self.processes, minimum=1)
+        check_int("loop_calls", self.loop_calls, minimum=1)
+        s = self.loop_seconds
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s <= 600:
+            raise bad_value("loop_seconds", s, "seconds from 0 (short rounds) to 600, e.g. 1.0")
