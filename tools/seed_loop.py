@@ -151,7 +151,14 @@ def merge(paths: list[Path]) -> dict[str, Any]:
         for case in rec["cases"]:
             key = tuple(case[k] for k in KEY)
             cases.setdefault(key, {**{k: case[k] for k in KEY}, "runs": []})["runs"] += case["runs"]
-    return record(list(cases.values()), how, sum(rec["seconds"] for rec in loaded))
+    merged = record(list(cases.values()), how, sum(rec["seconds"] for rec in loaded))
+    runs = {}
+    for case in merged["cases"]:
+        for run in case["runs"]:
+            git = run.get("git") or {}
+            runs[git.get("commit", "unknown")] = {**git, "commit_source": git.get("commit_source", "run")}
+    merged["provenance"] = {"merged_from": [p.name for p in paths], "runs": list(runs.values())}
+    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
