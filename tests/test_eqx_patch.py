@@ -268,6 +268,29 @@ def test_the_tool_needs_a_checkout(capsys):
     assert "--checkout PATH is required" in err and "sdist on PyPI has no tests" in err
 
 
+def test_the_share_removed_is_taken_round_by_round_then_over_processes():
+    spec = importlib.util.spec_from_file_location(
+        "equinox_patch_tests", PROJECT_ROOT / "tools" / "equinox_patch_tests.py"
+    )
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    base, slow, patch, dropin = tool.SHARE_PATHS
+    rows = []
+    # process 0: rounds removing 50% and 100%, median 75%; process 1 rounds of 20% (a slower round
+    # whose mean would weigh more than its share does)
+    for process, rounds in ((0, [(1, 3, 2), (1, 3, 1)]), (1, [(1, 11, 9), (2, 7, 6)])):
+        for r, (b, s_, p) in enumerate(rounds):
+            for path, ms in ((base, b), (slow, s_), (patch, p), (dropin, b)):
+                rows.append(
+                    {"depth": 2, "leaves": 20, "process": process, "round": r, "path": path, "cpu_ms": ms}
+                )
+    stats = {s["kind"]: s for s in tool.share_stats(rows)}
+    assert stats["patch"]["share_removed"]["per_process"] == [0.75, 0.2]
+    assert stats["patch"]["share_removed"]["lo"] == 0.2 and stats["patch"]["share_removed"]["hi"] == 0.75
+    assert stats["dropin"]["share_removed"]["per_process"] == [1.0, 1.0]
+    assert stats["patch"]["cpu_ms"][slow]["per_process"] == [3.0, 9.0]
+
+
 def test_the_suite_record_ran_the_tests_the_diffs_add_now():
     """The committed suite report names exactly the test functions the diffs add: a diff that
     gains or loses a test after the suite ran (82dd025 added one; the record still said 13) fails

@@ -450,13 +450,13 @@ def share_one(depths: list[int], rounds: int, calls: int) -> list[dict[str, Any]
 
 def _over_processes(per_round: Any) -> dict[str, Any]:
     """A per-round series indexed by (process, round): the median of each process's median, their
-    range (``lo``, ``hi``) and each (``values``)."""
+    range (``lo``, ``hi``) and each (``per_process``)."""
     per_process = per_round.groupby(level="process").median()
     return {
         "median": float(per_process.median()),
         "lo": float(per_process.min()),
         "hi": float(per_process.max()),
-        "values": [float(v) for v in per_process],
+        "per_process": [float(v) for v in per_process],
     }
 
 
