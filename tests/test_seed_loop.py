@@ -79,3 +79,23 @@ def test_records_of_two_commands_merge_into_one_with_each_commit(tmp_path):
 def test_a_bad_case_is_named(text):
     with pytest.raises(argparse.ArgumentTypeError, match=f"--case {text!r}"):
         seed_loop.parse_case(text)
+
+
+def test_a_line_per_leaf_needs_three_sizes_and_is_fitted_per_process_index():
+    def case(size: int, leaves: int, extra_ms: list[float]) -> dict:
+        runs = []
+        for ms in extra_ms:
+            one = run(10.0, 5.0, "a")
+            one["per_call_ms"][0]["host_ms"] = 1.0 + ms  # filter_pmap's host time, the baseline's at 1.0
+            one["per_call_ms"][1]["host_ms"] = 1.0
+            one["array_leaves_per_call"] = leaves
+            runs.append(one)
+        return seed_loop.summarise({**CASE, "size": size}, runs, "pmap")
+
+    # 40 and 50 us per leaf in the two processes, through 10, 100 and 1000 leaves
+    cases = [case(s, n, [0.04 * n + 0.5, 0.05 * n + 0.5]) for s, n in ((1, 10), (8, 100), (64, 1000))]
+    (line,) = seed_loop.lines(cases, "pmap").values()
+    assert line["b_us_per_leaf"] == pytest.approx(45.0) and line["fits"] == 2
+    assert (line["b_us_per_leaf_lo"], line["b_us_per_leaf_hi"]) == pytest.approx((40.0, 50.0))
+    assert line["a_ms"] == pytest.approx(0.5) and line["leaves"] == [10, 100, 1000]
+    assert seed_loop.lines(cases[:2], "pmap") == {}  # two sizes make any line: none is drawn

@@ -124,16 +124,63 @@ def summarise(case: dict[str, Any], runs: list[dict[str, Any]], family: str) -> 
     }
 
 
+def lines(cases: list[dict[str, Any]], family: str) -> dict[str, Any]:
+    """Per kind of model whose no-op step ran at three sizes or more: the host time the reader's
+    wrapper adds over the baseline's per call, ``a + b x leaves``, fitted once per process index
+    (the k-th process of every size; sizes ran in separate processes) and quoted as the median
+    line with the lowest and highest ``a`` (ms) and ``b`` (µs per leaf) over the fits."""
+    out: dict[str, Any] = {}
+    reader = {"pmap": "filter_pmap", "jit": "filter_jit"}[family]
+    for kind in sorted({c["kind"] for c in cases}):
+        mine = [c for c in cases if c["kind"] == kind and c["step"] == "noop" and c["processes"]]
+        if len({c["leaves"] for c in mine}) < 3:
+            continue
+        excess = {
+            c["leaves"]: [
+                next(r["host_ms"] for r in run["per_call_ms"] if run["methods"][r["variant"]] == reader)
+                - next(
+                    r["host_ms"]
+                    for r in run["per_call_ms"]
+                    if run["methods"][r["variant"]] == BASELINE[family]
+                )
+                for run in c["runs"]
+                if "error" not in run
+            ]
+            for c in mine
+        }
+        fits = []
+        for k in range(min(len(v) for v in excess.values())):
+            leaves = np.array(sorted(excess), dtype=float)
+            b, a = np.polyfit(leaves, [excess[int(n)][k] for n in leaves], 1)
+            fits.append((float(a), 1e3 * float(b)))
+        a, b = spread([f[0] for f in fits]), spread([f[1] for f in fits])
+        out[kind] = {
+            "leaves": sorted(excess),
+            "a_ms": a["median"],
+            "a_ms_lo": a["lo"],
+            "a_ms_hi": a["hi"],
+            "b_us_per_leaf": b["median"],
+            "b_us_per_leaf_lo": b["lo"],
+            "b_us_per_leaf_hi": b["hi"],
+            "fits": len(fits),
+        }
+    return out
+
+
 def record(cases: list[dict[str, Any]], how: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """The record of ``cases`` (each with its ``runs``): one summary per case, pooled over its runs."""
+    """The record of ``cases`` (each with its ``runs``): one summary per case, pooled over its runs,
+    and the per-leaf lines (:func:`lines`)."""
     runs = [r for case in cases for r in case["runs"]]
+    summaries = [summarise({k: c[k] for k in KEY}, c["runs"], c["family"]) for c in cases]
+    families = {c["family"] for c in cases}
     return {
         "what": "python -m jaxperf diagnose of notebook 01's cases, each path in the seed's loop "
         f"(at least 50 calls and {how['loop_seconds']:g} s, blocked once at its end), in fresh processes",
         **how,
         "environment": next((r["environment"] for r in runs if "environment" in r), {}),
         "seconds": round(seconds, 1),
-        "cases": [summarise({k: c[k] for k in KEY}, c["runs"], c["family"]) for c in cases],
+        "cases": summaries,
+        "per_leaf": {f: lines([c for c in summaries if c["family"] == f], f) for f in sorted(families)},
     }
 
 
@@ -157,7 +204,10 @@ def merge(paths: list[Path]) -> dict[str, Any]:
         for run in case["runs"]:
             git = run.get("git") or {}
             runs[git.get("commit", "unknown")] = {**git, "commit_source": git.get("commit_source", "run")}
-    merged["provenance"] = {"merged_from": [p.name for p in paths], "runs": list(runs.values())}
+    sources = [
+        n for p, rec in zip(paths, loaded) for n in rec.get("provenance", {}).get("merged_from", [p.name])
+    ]
+    merged["provenance"] = {"merged_from": sources, "runs": list(runs.values())}
     return merged
 
 
