@@ -43,7 +43,7 @@ def run(filter_ms: float, params_ms: float, commit: str) -> dict:
 def test_each_path_is_the_median_over_processes_with_their_range():
     found = seed_loop.summarise(CASE, [run(20.0, 5.0, "a"), run(10.0, 5.0, "a"), run(25.0, 4.0, "a")], "pmap")
     fp = found["paths"]["filter_pmap"]
-    assert fp["it_per_s"] == {"median": 50.0, "lo": 40.0, "hi": 100.0, "n": 3}
+    assert fp["seed_loop_it_per_s"] == {"median": 50.0, "lo": 40.0, "hi": 100.0, "n": 3}
     assert fp["over_baseline"]["median"] == pytest.approx(0.25)  # 50 it/s over 200, process by process
     assert fp["over_baseline"]["lo"] == pytest.approx(0.16) and fp["over_baseline"]["hi"] == pytest.approx(
         0.5
@@ -55,7 +55,7 @@ def test_each_path_is_the_median_over_processes_with_their_range():
 def test_a_failed_process_is_kept_and_said_not_averaged():
     found = seed_loop.summarise(CASE, [run(20.0, 5.0, "a"), {"error": "RESOURCE_EXHAUSTED"}], "pmap")
     assert found["processes"] == 1 and found["failed"] == ["RESOURCE_EXHAUSTED"]
-    assert found["paths"]["filter_pmap"]["it_per_s"]["n"] == 1
+    assert found["paths"]["filter_pmap"]["seed_loop_it_per_s"]["n"] == 1
 
 
 def test_records_of_two_commands_merge_into_one_with_each_commit(tmp_path):
@@ -68,7 +68,7 @@ def test_records_of_two_commands_merge_into_one_with_each_commit(tmp_path):
     merged = seed_loop.merge(paths)
     (case,) = merged["cases"]
     assert case["processes"] == 2 and case["commits"] == ["aaa", "bbb"]
-    assert case["paths"]["filter_pmap"]["it_per_s"]["median"] == pytest.approx(75.0)
+    assert case["paths"]["filter_pmap"]["seed_loop_it_per_s"]["median"] == pytest.approx(75.0)
     assert merged["seconds"] == 190.0
     paths[1].write_text(json.dumps({**second, "loop_seconds": 0.2}))
     with pytest.raises(ValueError, match="differ"):  # a shorter loop is another measurement

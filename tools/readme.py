@@ -124,6 +124,7 @@ FIELD_WORDS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 #: words a path segment (not the quoted field) must appear with: the measure a branch holds
 SEGMENT_WORDS: dict[str, tuple[str, ...]] = {
+    "seed_loop_it_per_s": ("seed's loop",),
     "loop_it_per_s": ("pipelined",),
     "it_per_s": ("blocked",),
     "sm_86": ("sm_86",),

@@ -104,8 +104,8 @@ def summarise(case: dict[str, Any], runs: list[dict[str, Any]], family: str) -> 
         for path, method in methods.items():
             if path not in loop:
                 continue
-            entry = paths.setdefault(method, {"it_per_s": [], "host_ms": [], "over_baseline": []})
-            entry["it_per_s"].append(loop[path])
+            entry = paths.setdefault(method, {"seed_loop_it_per_s": [], "host_ms": [], "over_baseline": []})
+            entry["seed_loop_it_per_s"].append(loop[path])
             entry["host_ms"].append(host[path])
             if baseline in loop:  # this process's median it/s over the baseline's
                 entry["over_baseline"].append(loop[path] / loop[baseline])
