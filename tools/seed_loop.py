@@ -92,8 +92,10 @@ KEPT += ("loop_calls", "seconds", "environment", "process_seconds", "git", "erro
 
 
 def summarise(case: dict[str, Any], runs: list[dict[str, Any]], family: str) -> dict[str, Any]:
-    """Per path (by the study's name): it/s in the seed's loop, host ms per call, and its it/s over
-    the baseline's, each process's median over rounds, then their spread over processes."""
+    """Per path (by the study's name): it/s in the seed's loop, host ms per call, its it/s over the
+    baseline's, and the share of the reader's extra host time over the baseline's that it removes
+    (``(reader - path) / (reader - baseline)``: 1 is all of it), each process's median over rounds,
+    then their spread over processes."""
     good = [r for r in runs if "error" not in r and r.get("per_call_ms")]
     paths: dict[str, dict[str, list[float]]] = {}
     for run in good:
@@ -101,14 +103,19 @@ def summarise(case: dict[str, Any], runs: list[dict[str, Any]], family: str) -> 
         baseline = next((p for p, m in methods.items() if m == BASELINE[family]), None)
         loop = {row["variant"]: 1e3 / row["loop_ms"] for row in run["per_call_ms"]}
         host = {row["variant"]: row["host_ms"] for row in run["per_call_ms"]}
+        extra = host[run["reader"]] - host[baseline] if baseline in host else float("nan")
         for path, method in methods.items():
             if path not in loop:
                 continue
-            entry = paths.setdefault(method, {"seed_loop_it_per_s": [], "host_ms": [], "over_baseline": []})
+            keys = ("seed_loop_it_per_s", "host_ms", "over_baseline", "share_removed")
+            entry = paths.setdefault(method, {k: [] for k in keys})
             entry["seed_loop_it_per_s"].append(loop[path])
             entry["host_ms"].append(host[path])
             if baseline in loop:  # this process's median it/s over the baseline's
                 entry["over_baseline"].append(loop[path] / loop[baseline])
+                entry["share_removed"].append(
+                    (host[run["reader"]] - host[path]) / extra if extra > 0 else None
+                )
     return {
         **case,
         "model": name(case),
@@ -167,6 +174,17 @@ def lines(cases: list[dict[str, Any]], family: str) -> dict[str, Any]:
     return out
 
 
+def ranges(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per path, the lowest and highest of its cases' median it/s over the baseline's (``n`` cases)."""
+    out: dict[str, Any] = {}
+    for method in sorted({m for c in cases for m in c["paths"]}):
+        found = [c["paths"][method]["over_baseline"]["median"] for c in cases if method in c["paths"]]
+        found = [v for v in found if v is not None]
+        if found:
+            out[method] = {"min": min(found), "max": max(found), "n": len(found)}
+    return out
+
+
 def record(cases: list[dict[str, Any]], how: dict[str, Any], seconds: float) -> dict[str, Any]:
     """The record of ``cases`` (each with its ``runs``): one summary per case, pooled over its runs,
     and the per-leaf lines (:func:`lines`)."""
@@ -180,6 +198,7 @@ def record(cases: list[dict[str, Any]], how: dict[str, Any], seconds: float) -> 
         "environment": next((r["environment"] for r in runs if "environment" in r), {}),
         "seconds": round(seconds, 1),
         "cases": summaries,
+        "ranges": ranges(summaries),
         "per_leaf": {f: lines([c for c in summaries if c["family"] == f], f) for f in sorted(families)},
     }
 
