@@ -72,16 +72,16 @@ def one(case: dict[str, Any], a: argparse.Namespace, out: Path) -> dict[str, Any
 
 
 def spread(values: list[float]) -> dict[str, Any]:
-    """Median with the lowest and highest of the per-process values (``n`` processes)."""
+    """The per-process values as the study states them (``jaxperf_study.reruns.spread_of``): their
+    median, and the rerun range (where a rerun's median of as many processes is expected, never
+    narrower than their own lowest and highest), ``n`` processes."""
+    from jaxperf_study.reruns import spread_of
+
     arr = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
     if not arr.size:
         return {"median": None, "lo": None, "hi": None, "n": 0}
-    return {
-        "median": float(np.median(arr)),
-        "lo": float(arr.min()),
-        "hi": float(arr.max()),
-        "n": int(arr.size),
-    }
+    found = spread_of(arr, process=np.arange(arr.size))
+    return {k: found[k] for k in ("median", "lo", "hi", "n")} | {"values": [float(v) for v in arr]}
 
 
 #: what identifies a case across records (the factory's arguments)
@@ -94,7 +94,7 @@ KEPT += ("loop_calls", "seconds", "environment", "process_seconds", "git", "erro
 def summarise(case: dict[str, Any], runs: list[dict[str, Any]], family: str) -> dict[str, Any]:
     """Per path (by the study's name): it/s in the seed's loop, host ms per call, its it/s over the
     baseline's, and the share of the reader's extra host time over the baseline's that it removes
-    (``(reader - path) / (reader - baseline)``: 1 is all of it), each process's median over rounds,
+    (``100 (reader - path) / (reader - baseline)``, in %: 100 is all of it), each process's median over rounds,
     then their spread over processes."""
     good = [r for r in runs if "error" not in r and r.get("per_call_ms")]
     paths: dict[str, dict[str, list[float]]] = {}
@@ -107,15 +107,14 @@ def summarise(case: dict[str, Any], runs: list[dict[str, Any]], family: str) -> 
         for path, method in methods.items():
             if path not in loop:
                 continue
-            keys = ("seed_loop_it_per_s", "host_ms", "over_baseline", "share_removed")
+            keys = ("seed_loop_it_per_s", "host_ms", "over_baseline", "share_removed_pct")
             entry = paths.setdefault(method, {k: [] for k in keys})
             entry["seed_loop_it_per_s"].append(loop[path])
             entry["host_ms"].append(host[path])
             if baseline in loop:  # this process's median it/s over the baseline's
                 entry["over_baseline"].append(loop[path] / loop[baseline])
-                entry["share_removed"].append(
-                    (host[run["reader"]] - host[path]) / extra if extra > 0 else None
-                )
+                share = 100 * (host[run["reader"]] - host[path]) / extra if extra > 0 else None
+                entry["share_removed_pct"].append(share)
     return {
         **case,
         "model": name(case),
@@ -135,7 +134,7 @@ def lines(cases: list[dict[str, Any]], family: str) -> dict[str, Any]:
     """Per kind of model whose no-op step ran at three sizes or more: the host time the reader's
     wrapper adds over the baseline's per call, ``a + b x leaves``, fitted once per process index
     (the k-th process of every size; sizes ran in separate processes) and quoted as the median
-    line with the lowest and highest ``a`` (ms) and ``b`` (µs per leaf) over the fits."""
+    line with the rerun range of ``a`` (ms) and ``b`` (µs per leaf) over the fits."""
     out: dict[str, Any] = {}
     reader = {"pmap": "filter_pmap", "jit": "filter_jit"}[family]
     for kind in sorted({c["kind"] for c in cases}):
