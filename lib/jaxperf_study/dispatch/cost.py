@@ -117,7 +117,7 @@ def run_cell(
     result = diagnose(
         wrapped,
         *args,
-        loader=cell.loader(args),
+        loader=cell.loader(args) if isinstance(cell, Cell) else None,  # NNX cells carry their batch
         precision=precision,
         max_seconds=max_seconds,
         timing_only=True,  # cells are timed alike, whatever their compiles cost
