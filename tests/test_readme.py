@@ -253,9 +253,10 @@ def rerun_root(tmp_path_factory):
         *(PROJECT_ROOT / "results").glob("cpu/*/summary.json"),
         *(PROJECT_ROOT / "results").glob("upstream/*/summary.json"),
         *(PROJECT_ROOT / "results").glob("tpu/cli/*/summary.json"),
+        *(PROJECT_ROOT / "results").glob("equinox_patch/*.json"),  # tools' records, quoted whole
     ]:
         target = root / summary.relative_to(PROJECT_ROOT)
-        target.parent.mkdir(parents=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(summary, target)
     records = PROJECT_ROOT / "results" / "cpu" / "dispatch"
     notes = pd.DataFrame(columns=["step", "model", "kind", "leaves", "donated", "family", "path", "why"])

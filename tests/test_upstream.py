@@ -108,7 +108,8 @@ def with_tpu(tmp_path_factory):
     record made from the CPU's first process printed three times (not a TPU's numbers: this tests
     where they land)."""
     root = tmp_path_factory.mktemp("root")
-    for summary in (PROJECT_ROOT / "results").glob("**/summary.json"):
+    tools = (PROJECT_ROOT / "results" / "equinox_patch").glob("*.json")  # tools' records, quoted whole
+    for summary in [*(PROJECT_ROOT / "results").glob("**/summary.json"), *tools]:
         target = root / summary.relative_to(PROJECT_ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(summary, target)

@@ -25,9 +25,7 @@ def patched(step: Step, args: tuple, carry: carry_mod.Carry, batch_at: int | Non
     except ValueError as err:  # the diff does not apply to the installed Equinox
         raise NotApplicable(str(err)) from err
     name = f"{step.kind}, patched"
-    what = (
-        "Equinox's wrapper with the proposed change (results/equinox_patch/): leaves, not pytrees, per call"
-    )
+    what = "Equinox's wrapper with the change proposed to Equinox (results/equinox_patch/)"
     method = f"{step.kind.split('.')[1]}_patched"
     return Path(name, what, fn, carry_mod.fresh(args), dict(carry), lambda out, a: (out, a), batch_at, method)
 
