@@ -219,6 +219,12 @@ def headline(
         "runs": _per_case(timings, "run"),
         "rerun_inflation": reruns.rerun_inflation(),
         "cells": int(timings.groupby(["step", "model", "donated", "family"]).ngroups),
+        # each path's pipelined loop, in calls: the seed's loop (at least 50 calls and 1 s), or in
+        # records made before it, rounds of ``calls``
+        "loop_calls": [int(timings[loop].min()), int(timings[loop].max())]
+        if (loop := "loop_calls" if "loop_calls" in timings else "calls") in timings and len(timings)
+        else [0, 0],
+        "seed_loop": "loop_calls" in timings,
         "clock": {
             "cpu_tick_ms": 1e3 * float(timings["cpu_tick_s"].max()) if "cpu_tick_s" in timings else None,
             "host_column": per_leaf.host_column(timings),
@@ -408,6 +414,9 @@ def _values(s: dict[str, Any]) -> dict[str, Any]:
         "train": "\n".join(lines),
         "predicted_line": predicted,
         "intercepts": intercepts(s.get("per_leaf_by_kind", {}).get("filter_pmap", {})),
+        "loop_words": "in the seed's loop"
+        if s.get("seed_loop")
+        else "in short rounds, before the seed's loop (each path's loop this many calls, one round's wait a share of it)",
     }
 
 
