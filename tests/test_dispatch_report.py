@@ -377,3 +377,22 @@ def test_a_run_that_reached_a_case_in_fewer_processes_drops_only_its_own_rows():
     assert sorted(kept[kept["leaves"] == 14]["run"].unique()) == [1, 2]
     assert notes[["leaves", "run"]].values.tolist() == [[392, 2]]
     assert "that run's rows not quoted" in notes["why"].iloc[0]
+
+
+def test_the_summary_says_which_loop_its_records_timed():
+    """Issue 63: records made before the seed's loop (rounds of ``calls``, the TPU's kept ones) say
+    so; records of the seed's loop say that, with the fewest and most calls of any path's loop."""
+    info = SimpleNamespace(backend="cpu", device_count=8, device_kind="cpu")
+    notes = pd.DataFrame(columns=["step", "model", "kind", "leaves", "donated", "family", "path", "why"])
+    rounds = frame(PMAP).assign(calls=4)
+
+    def summary(timings):
+        return report.headline(timings, notes, pd.DataFrame(), pd.DataFrame(), precision=0.05, quick=False)
+
+    short = summary(rounds)
+    assert (short["seed_loop"], short["loop_calls"]) == (False, [4, 4])
+    assert "in short rounds, before the seed's loop" in report.render(short, info)
+    seeded = summary(rounds.assign(loop_calls=np.where(rounds["method"] == "filter_pmap", 60, 3000)))
+    assert (seeded["seed_loop"], seeded["loop_calls"]) == (True, [60, 3000])
+    text = report.render(seeded, info)
+    assert "it/s in the seed's loop" in text and "60 to 3,000 calls a loop" in text
