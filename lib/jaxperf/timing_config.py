@@ -24,6 +24,12 @@ def cpu_tick(read: Callable[[], float] = time.thread_time, spin_s: float = 0.03)
     return _TICKS[read]
 
 
+def check_loop_seconds(value: object) -> None:
+    """The seed's loop's least seconds: a number from 0 (a loop of ``number`` calls) to 600."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 600:
+        raise bad_value("loop_seconds", value, "seconds from 0 (short rounds) to 600, e.g. 1.0")
+
+
 @dataclass
 class Clock:
     """Wall and thread-CPU clocks; tests substitute a fake one."""
@@ -60,16 +66,7 @@ class TimingConfig:
         check_int("number", self.number, minimum=1)
         check_int("max_repeats", self.max_repeats, minimum=self.repeats)
         check_int("loop_calls", self.loop_calls, minimum=1)
-        if (
-            isinstance(self.loop_seconds, bool)
-            or not isinstance(self.loop_seconds, (int, float))
-            or not 0 <= self.loop_seconds <= 600
-        ):
-            raise bad_value(
-                "loop_seconds",
-                self.loop_seconds,
-                "seconds from 0 (a loop of `number` calls) to 600, e.g. 1.0",
-            )
+        check_loop_seconds(self.loop_seconds)
         if self.precision is not None and (
             isinstance(self.precision, bool)
             or not isinstance(self.precision, (int, float))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from jaxperf.errors import bad_value, check_int, check_ints
+from jaxperf.timing_config import check_loop_seconds
 
 from ..settings import StudySettings, check_fraction, check_seconds
 
@@ -243,14 +244,7 @@ class DispatchSettings(StudySettings):
         check_seconds("seconds_per_cell", self.seconds_per_cell)
         check_int("min_rounds", self.min_rounds, minimum=2)
         check_int("loop_calls", self.loop_calls, minimum=1)
-        if (
-            isinstance(self.loop_seconds, bool)
-            or not isinstance(self.loop_seconds, (int, float))
-            or not 0 <= self.loop_seconds <= 600
-        ):
-            raise bad_value(
-                "loop_seconds", self.loop_seconds, "seconds from 0 (short rounds) to 600, e.g. 1.0"
-            )
+        check_loop_seconds(self.loop_seconds)
         check_int("accounting_rounds", self.accounting_rounds, minimum=3)
         check_int("processes", self.processes, minimum=1)
         check_int("heavy_width", self.heavy_width, minimum=0)

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from jaxperf.diagnosis.cli import QUICK
 from jaxperf.errors import bad_value
+from jaxperf.timing_config import check_loop_seconds
 
 from ..settings import StudySettings
 
@@ -58,6 +59,4 @@ class YourStepSettings(StudySettings):
         m = self.max_seconds
         if isinstance(m, bool) or not isinstance(m, (int, float)) or not m > 0:
             raise bad_value("max_seconds", m, "a number of seconds > 0")
-        s = self.loop_seconds
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s <= 600:
-            raise bad_value("loop_seconds", s, "seconds from 0 (short rounds) to 600, e.g. 1.0")
+        check_loop_seconds(self.loop_seconds)

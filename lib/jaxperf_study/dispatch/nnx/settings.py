@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from jaxperf.errors import bad_value, check_choice, check_int, check_ints
+from jaxperf.timing_config import check_loop_seconds
 
 from ...settings import StudySettings, check_fraction, check_seconds
 
@@ -109,6 +110,4 @@ class NnxSettings(StudySettings):
         check_int("flax_benchmark_steps", self.flax_benchmark_steps)
         check_int("processes", self.processes, minimum=1)
         check_int("loop_calls", self.loop_calls, minimum=1)
-        s = self.loop_seconds
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s <= 600:
-            raise bad_value("loop_seconds", s, "seconds from 0 (short rounds) to 600, e.g. 1.0")
+        check_loop_seconds(self.loop_seconds)
