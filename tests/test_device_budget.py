@@ -166,3 +166,16 @@ def test_notebook_01s_compile_costs_bound_every_committed_process():
             assert row.compile_s <= bound, (backend, row.model, row.step, row.family, row.compile_s)
             checked += 1
     assert checked >= 50
+
+
+def test_a_full_cpu_run_of_each_study_plans_within_run_alls_cell_timeout():
+    """A newcomer's `./run_all.sh` on this 2-core CPU: the longest cell of a study (notebook 01's
+    sweep, every path in the seed's loop) must end well inside the per-cell timeout, with room for
+    a busy machine (a factor of 2)."""
+    from runall.options import parse
+
+    timeout = parse([]).timeout
+    for name, cls in _study_classes():
+        planned = cls(backend="cpu").planned_seconds("cpu")
+        if planned is not None:
+            assert 2 * sum(planned.values()) <= timeout, (name, sum(planned.values()), timeout)

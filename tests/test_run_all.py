@@ -47,7 +47,7 @@ def test_defaults_and_roots(tmp_path):
         "auto",
         False,
         None,
-        1800,
+        7200,
         8,
     )
     assert resolve_root(opts, PROJECT_ROOT) == PROJECT_ROOT

@@ -34,7 +34,7 @@ Options for a study run:
                               they run whether or not their results still hold
   --all                       run every notebook, also those whose results hold
   --output-root DIR           where results/ and figures/ go (default: here)
-  --timeout SECONDS           per-cell timeout (default 1800; 1 to 10000000)
+  --timeout SECONDS           per-cell timeout (default 7200; 1 to 10000000)
   --host-devices N            forced CPU devices (default 8, like a TPU v3-8;
                               1 to 4096)
   -p NAME VALUE               set a notebook parameter (a Python literal) in
@@ -129,7 +129,7 @@ class Options:
     only: list[str] | None = None  # None: the default set
     all: bool = False  # run even the notebooks whose published results still hold
     output_root: str | None = None
-    timeout: int = 1800
+    timeout: int = 7200
     host_devices: int = 8
     params: list[tuple[str, str]] = field(default_factory=list)
     python: str | None = None

@@ -92,7 +92,7 @@ class DispatchSettings(StudySettings):
     heavy_width: int = 512
     precision: float = 0.05
     seconds_per_cell: float = 3.0
-    min_rounds: int = 4
+    min_rounds: int = 3
     loop_seconds: float = 1.0
     loop_calls: int = 50
     accounting_depths: tuple[int, ...] = (8, 64)
