@@ -232,16 +232,23 @@ def wrap_markdown(text: str) -> str:
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
-def install() -> bool:
-    """Show DataFrames and Markdown tables wrapped in this IPython kernel; False outside one."""
+def kernel_shell() -> Any:
+    """The IPython shell of the kernel this process runs (a notebook's), else None."""
     try:
         from IPython import get_ipython
-        from IPython.display import Markdown
-    except ImportError:
-        return False
+    except ImportError:  # no IPython at all: certainly not a kernel
+        return None
     shell = get_ipython()
-    if shell is None or getattr(shell, "kernel", None) is None:
+    return shell if shell is not None and getattr(shell, "kernel", None) is not None else None
+
+
+def install() -> bool:
+    """Show DataFrames and Markdown tables wrapped in this IPython kernel; False outside one."""
+    shell = kernel_shell()
+    if shell is None:
         return False
+    from IPython.display import Markdown
+
     formatters = shell.display_formatter.formatters
     formatters["text/html"].for_type(pd.DataFrame, frame_html)
     formatters["text/markdown"].for_type(Markdown, lambda md: wrap_markdown(md.data))

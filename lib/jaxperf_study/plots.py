@@ -28,6 +28,7 @@ from jaxperf.errors import bad_value
 from . import figure_rules as _rules
 from . import provenance as _prov
 from . import reruns
+from .display import kernel_shell
 from .palette import LOOP_FORM_COLORS as LOOP_FORM_COLORS  # the one palette, re-exported
 from .palette import METHOD_COLORS as METHOD_COLORS
 from .palette import NNX_METHOD_COLORS as NNX_METHOD_COLORS
@@ -248,14 +249,9 @@ def show(fig: matplotlib.figure.Figure, png: Path | None = None) -> None:
     inline (``MPLBACKEND=Agg``) shows the saved ``png`` instead. Outside a kernel the
     figure is only closed.
     """
-    try:
-        from IPython import get_ipython
+    if kernel_shell() is not None:
         from IPython.display import Image, display
-    except ImportError:  # a plain Python without IPython (the GPU machine): nothing to show in
-        plt.close(fig)
-        return
-    shell = get_ipython()
-    if shell is not None and getattr(shell, "kernel", None) is not None:
+
         if "inline" in matplotlib.get_backend() or png is None:
             display(fig)
         else:

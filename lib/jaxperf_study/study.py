@@ -39,7 +39,7 @@ from jaxperf import backend as _backend
 from jaxperf import paths
 from jaxperf.errors import bad_value, check_int
 
-from . import provenance, records
+from . import display, provenance, records
 from .settings import StudySettings
 
 if TYPE_CHECKING:  # drawing modules load when a figure is drawn: a measuring child needs none
@@ -106,60 +106,44 @@ class Study:
         single = isinstance(names, str)
         wanted: tuple[str, ...] = (names,) if isinstance(names, str) else tuple(names)
         check_int("processes", processes, minimum=1)
-        if rendering():
-            committed = _published(self.backend, self.name)
-            loaded = tuple(_committed(committed / f"{n}.csv") for n in wanted)
-            return loaded[0] if single else loaded
-        if processes > 1 or in_children(self.backend):
-            _check_importable(fn)
-            runs = [self._in_fresh_process(fn, args, kwargs, k, processes) for k in range(processes)]
-            runs = [(r,) if single else tuple(r) for r in runs]
-            if not all(len(r) == len(wanted) and all(isinstance(f, pd.DataFrame) for f in r) for r in runs):
+
+        def returned(out: Any) -> tuple[pd.DataFrame, ...]:
+            frames = (out,) if single else tuple(out)
+            if len(frames) != len(wanted) or not all(isinstance(f, pd.DataFrame) for f in frames):
                 raise TypeError(
                     f"measure: {getattr(fn, '__name__', fn)} must return {len(wanted)} DataFrame(s) for {wanted}"
                 )
-            out = tuple(
-                pd.concat([r[i].assign(process=k) for k, r in enumerate(runs)], ignore_index=True)
-                if processes > 1
-                else runs[0][i]
-                for i in range(len(wanted))
-            )
-            out = out[0] if single else out
+            return frames
+
+        if rendering():
+            folder = _published(self.backend, self.name)
         else:
-            out = fn(*args, **kwargs)
-        frames = (out,) if single else tuple(out)
-        if len(frames) != len(wanted) or not all(isinstance(f, pd.DataFrame) for f in frames):
-            raise TypeError(
-                f"measure: {getattr(fn, '__name__', fn)} must return {len(wanted)} DataFrame(s) for {wanted}"
-            )
-        for name, df in zip(wanted, frames, strict=True):
-            self.records(df, name)
-        # What was written, read back: the cells after this compute on the very records a
-        # render reads (CSV round trip included), so both give the same summary and figures.
-        back = tuple(records.read_records(self.results_dir / f"{name}.csv")[0] for name in wanted)
+            folder = self.results_dir
+            if processes > 1 or in_children(self.backend):
+                _check_importable(fn)
+                runs = [
+                    returned(self._in_fresh_process(fn, args, kwargs, k, processes)) for k in range(processes)
+                ]
+                frames = tuple(
+                    pd.concat([r[i].assign(process=k) for k, r in enumerate(runs)], ignore_index=True)
+                    if processes > 1
+                    else runs[0][i]
+                    for i in range(len(wanted))
+                )
+            else:
+                frames = returned(fn(*args, **kwargs))
+            for name, df in zip(wanted, frames, strict=True):
+                self.records(df, name)
+        # What was written (rendering: what the measuring run wrote), read back: the cells after this
+        # compute on the very records a render reads (CSV round trip included), so both agree.
+        back = tuple(records.read_records(_committed(folder / f"{name}.csv"))[0] for name in wanted)
         return back[0] if single else back
 
     def _in_fresh_process(self, fn: Callable[..., Any], args: tuple, kwargs: dict, k: int, n: int) -> Any:
         """``fn(*args, **kwargs)`` in a new (spawned) Python process set up as this one; the
         parts it skipped (:func:`skip`) are recorded here too."""
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")
-        receive, send = context.Pipe(duplex=False)
         bare = dataclasses.replace(self, figures={}, skipped=[], settings=None)
-        child = context.Process(
-            target=_child, args=(send, bare, _jax_settings(), fn, args, kwargs), name=f"measure-{k}"
-        )
-        child.start()
-        send.close()
-        try:
-            status, value, skipped = receive.recv()
-        except EOFError:  # died without a word: a crash, a kill
-            child.join()
-            status, value, skipped = "error", f"the process ended with exit code {child.exitcode}", []
-        finally:
-            receive.close()
-        child.join()
+        status, value, skipped = _spawned(_child, (bare, _jax_settings(), fn, args, kwargs), f"measure-{k}")
         if status != "ok":
             raise RuntimeError(
                 f"measure: {getattr(fn, '__qualname__', fn)} failed in fresh process {k} (of {n}):\n{value}"
@@ -254,14 +238,14 @@ class Study:
 _current: Study | None = None  # the study :func:`start` made last, for :func:`skip`
 
 
-def _committed(path: Path) -> pd.DataFrame:
-    """The committed record at ``path``, for a run that only redraws."""
-    if not path.exists():
+def _committed(path: Path, what: str = "record") -> Path:
+    """``path``, the committed file a run that only redraws reads; FileNotFoundError if missing."""
+    if not path.is_file():
         raise FileNotFoundError(
-            f"render: the committed record {paths.relative(path)} is missing; measure it first "
+            f"render: the committed {what} {paths.relative(path)} is missing; measure it first "
             "(./run_all.sh without render reruns this notebook)"
         )
-    return records.read_records(path)[0]
+    return path
 
 
 def _check_importable(fn: Callable[..., Any]) -> None:
@@ -346,8 +330,6 @@ def start(
     if parameters.get("output_root"):
         parameters["output_root"] = paths.relative(str(parameters["output_root"]))
     host = 8 if host_devices is None else host_devices
-    from . import display
-
     display.install()  # in a notebook: tables wrap at the notebook's width
     code, skipped = None, []
     if rendering():  # redrawn, not measured: the measuring run's provenance stands, no device opens
@@ -415,23 +397,30 @@ def in_children(backend: str) -> bool:
     )
 
 
-def _probe(backend: str, host: int) -> tuple[_backend.BackendInfo, str]:
-    """The accelerator's description and JAX's environment report, from a fresh process that
-    opens it and exits (so that the measuring processes can open it after)."""
+def _spawned(target: Callable[..., None], args: tuple, name: str) -> tuple:
+    """What ``target(send, *args)`` sent back from a new (spawned) process: ("ok", value, ...),
+    or ("error", text, []) when it died without a word (a crash, a kill)."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_probe_child, args=(send, backend, host), name="probe-device")
+    child = context.Process(target=target, args=(send, *args), name=name)
     child.start()
     send.close()
     try:
-        status, value = receive.recv()
+        return receive.recv()
     except EOFError:
-        status, value = "error", f"the process ended with exit code {child.exitcode}"
+        child.join()
+        return "error", f"the process ended with exit code {child.exitcode}", []
     finally:
         receive.close()
         child.join()
+
+
+def _probe(backend: str, host: int) -> tuple[_backend.BackendInfo, str]:
+    """The accelerator's description and JAX's environment report, from a fresh process that
+    opens it and exits (so that the measuring processes can open it after)."""
+    status, value, *_ = _spawned(_probe_child, (backend, host), "probe-device")
     if status != "ok":
         raise _backend.BackendUnavailableError(f"backend={backend!r} could not be opened: {value}")
     return value
@@ -476,13 +465,7 @@ def _published(backend: str, name: str) -> Path:
 
 def _committed_summary(backend: str, name: str) -> dict[str, Any]:
     """The measuring run's summary.json, whose provenance a render keeps."""
-    path = _published(backend, name) / "summary.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"render: the committed summary {paths.relative(path)} is missing; measure it first "
-            "(./run_all.sh without render reruns this notebook)"
-        )
-    return json.loads(path.read_text())
+    return json.loads(_committed(_published(backend, name) / "summary.json", "summary").read_text())
 
 
 def skip(part: str, reason: str) -> None:
@@ -493,16 +476,6 @@ def skip(part: str, reason: str) -> None:
             "jaxperf_study.study.skip: no study started in this process (jaxperf_study.study.start first)"
         )
     _current.skip(part, reason)
-
-
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # no IPython at all: certainly not a kernel
-        return False
-
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def _under_papermill() -> bool:
@@ -526,7 +499,7 @@ def progress_mode() -> str:
         raise bad_value(PROGRESS_ENV, chosen, '"auto", "widget" or "text"')
     if chosen != "auto":
         return chosen
-    if not _in_kernel() or _under_papermill():
+    if display.kernel_shell() is None or _under_papermill():
         return "text"
     try:
         import ipywidgets  # noqa: F401
@@ -549,7 +522,7 @@ class _Lines:
     """
 
     def __init__(self) -> None:
-        self.in_kernel = _in_kernel()
+        self.in_kernel = display.kernel_shell() is not None
         self.echo = self.in_kernel and _under_papermill()
         self.handle: Any = None
 
