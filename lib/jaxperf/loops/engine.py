@@ -105,9 +105,7 @@ def compile_results(
     the form, else of the Python loop; the Python loop's with its larger T's) is "not reached"; so
     is every other form's where the Python loop's was not (without it, no ratio)."""
     rows: list[dict[str, Any]] = []
-    took: dict[
-        tuple[str, str], list[tuple[int, float]]
-    ] = {}  # (compiler, form) -> its (T, seconds), in order
+    took: dict[tuple[str, str], list[tuple[int, float]]] = {}  # (compiler, form) -> its (T, seconds)
     cost: dict[str, list[float]] = {}  # compiler -> the seconds of each point it compiled
     missed: set[tuple[str, int]] = set()  # (target, T) where the Python loop's point was not reached
     asked = {t: v for t, v in tg.TARGETS.items() if here.get(t) != NOT_ASKED}

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..mosaic_tpu.topology import placed
 from .compile import STATUS_FAILED, STATUS_NO_LOWER, STATUS_NOT_REACHED, STATUS_OK
 from .toolchain import TARGET_CONFIG
 
@@ -34,14 +35,6 @@ def _topology_mesh() -> Any:
 
     topology = topologies.get_topology_desc(platform="cuda", target_config=TARGET_CONFIG, topology="1x1x1")
     return Mesh(topology.devices, ("x",))
-
-
-def _placed(specs: tuple, mesh: Any) -> list:
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    sharding = NamedSharding(mesh, PartitionSpec())
-    return [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in specs]
 
 
 def _warm_up(mesh: Any) -> None:
@@ -60,7 +53,7 @@ def _warm_up(mesh: Any) -> None:
     spec = jax.ShapeDtypeStruct((128, 64), jax.numpy.float32)
     scratch: list[Any] = [plgpu.SMEM(spec.shape, spec.dtype), plgpu.Barrier()]
     call = plgpu.kernel(program, out_type=spec, scratch_types=scratch, kernel_name="jaxperf_warm_up")
-    jax.jit(call).trace(*_placed((spec,), mesh)).lower().compile()
+    jax.jit(call).trace(*placed((spec,), mesh)).lower().compile()
 
 
 def compile_point(point: dict[str, Any], mesh: Any, seen: dict[str, str]) -> tuple[float, float, str]:
@@ -76,7 +69,7 @@ def compile_point(point: dict[str, Any], mesh: Any, seen: dict[str, str]) -> tup
         os.environ["MOSAIC_GPU_DUMP_TO"] = tmp
         try:
             started = time.perf_counter()
-            lowered = fn.trace(*_placed(specs, mesh)).lower()
+            lowered = fn.trace(*placed(specs, mesh)).lower()
             lowered_at = time.perf_counter()
             lowered.compile()
             done = time.perf_counter()
@@ -102,10 +95,6 @@ def _build(point: dict[str, Any]) -> tuple[Any, tuple[Any, ...]]:
         point["form"], point["T"], interpret=False, compiler="mosaic_gpu"
     )
     return fn, tuple(specs)
-
-
-def point_id(point: dict[str, Any]) -> str:
-    return re.sub(r"[^A-Za-z0-9_]+", "_", f"{point['form']}_T{point['T']}")
 
 
 def run(request: dict[str, Any], out_dir: Path) -> None:
@@ -137,7 +126,7 @@ def _measure(point: dict[str, Any], mesh: Any, seen: dict[str, str], out_dir: Pa
         first = str(err).strip().splitlines()[0][:400] if str(err).strip() else ""
         status = STATUS_NO_LOWER if isinstance(err, NotImplementedError) else STATUS_FAILED
         return dict(status=status, error=f"{type(err).__name__}: {first}")
-    where = out_dir / point_id(point)
+    where = out_dir / re.sub(r"[^A-Za-z0-9_]+", "_", f"{point['form']}_T{point['T']}")
     where.mkdir(parents=True, exist_ok=True)
     (where / "sass.txt").write_text(sass)
     return dict(status=STATUS_OK, error="", lower_ms=[lower_ms], compile_ms=[compile_ms], dump_dir=where.name)

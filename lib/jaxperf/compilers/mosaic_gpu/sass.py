@@ -45,13 +45,9 @@ def to_cuobjdump(nvdisasm: str) -> str:
     return "\n".join(out)
 
 
-def _exit_address(code: list[_sass.Instruction]) -> int | None:
-    return next((i.address for i in code if i.base == "EXIT" and not i.predicate), None)
-
-
 def loops(code: list[_sass.Instruction]) -> list[_sass.Loop]:
     """The kernel's loops (trip counts read as for Triton) and its barrier waits (``trips=1``)."""
-    end = _exit_address(code)
+    end = next((i.address for i in code if i.base == "EXIT" and not i.predicate), None)
     out = []
     for loop in _sass.loops(code):
         body = [i for i in code if loop.contains(i.address)]
