@@ -28,7 +28,7 @@ from typing import Any
 from jaxperf.errors import bad_value
 
 from .inputs import example_args
-from .kernels import carry_dtype_of, row_block
+from .kernels import row_block
 from .mosaic_gpu_rules import check
 from .variant import KernelVariant
 
@@ -51,7 +51,7 @@ def build(
     if not isinstance(interpret, bool):
         raise bad_value("interpret", interpret, "True or False")
     v = check(variant, check_unroll=check_unroll)
-    acc = carry_dtype_of(v)
+    acc = jax.numpy.dtype(v.carry)
     loop_body = row_block(v.kernel)
     rows = v.out_rows
     (spec,) = example_args(v)

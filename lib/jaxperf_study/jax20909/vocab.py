@@ -83,7 +83,6 @@ def tpu_batch(T: int, largest: int = 512) -> int:
 
 
 SEED_N = 16  # the reporter's harness: a lax.scan over 16 fresh batches
-SEED_SIZES = {"batch": 512, "D": 64, "dtype": "float16"}
 
 SEED_SETUP = (
     "RTX A6000, jax 0.4.25, fp16, N=16 scanned batches of B=512 x T x D=64; "
