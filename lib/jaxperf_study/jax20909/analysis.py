@@ -32,15 +32,9 @@ def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     if "python" in set(timings["variant"]):
         ratios = timing.pair_ratios(timings, "python", "ms_per_call", by=GROUP)
         grouped = ratios.groupby(GROUP + ["variant"])["ratio"]
-        med = pd.concat(
-            [
-                grouped.median().rename("ms_vs_python"),
-                grouped.quantile(0.25).rename("ms_vs_python_q25"),
-                grouped.quantile(0.75).rename("ms_vs_python_q75"),
-            ],
-            axis=1,
-        ).reset_index()
-        out = out.merge(med, on=GROUP + ["variant"], how="left")
+        stats = [grouped.median(), grouped.quantile(0.25), grouped.quantile(0.75)]
+        med = pd.concat(stats, axis=1, keys=["ms_vs_python", "ms_vs_python_q25", "ms_vs_python_q75"])
+        out = out.merge(med.reset_index(), on=GROUP + ["variant"], how="left")
         py = out[out.variant == "python"].set_index(GROUP)["compile_ms"].rename("python_compile_ms")
         out = out.join(py, on=GROUP)
     if "fori u=1" in set(timings["variant"]):
@@ -251,15 +245,14 @@ def goals(
     py_c, f1_c = [r["python_compile_ms"] for r in rows], [r["fori_compile_ms"] for r in rows]
     Ts = [r["T"] for r in rows]
     pairs = [r.get("ratio_pair") for r in rows]
-    parts = pattern_parts(Ts, ratios, py_c, f1_c, pairs) if len(rows) >= 2 else None
+    parts = pattern_parts(Ts, ratios, py_c, f1_c, pairs) if len(rows) >= 2 else {}
     rep_verdict = None
-    if parts is not None:
+    if parts:
         rep_verdict = verdicts.MISSED if parts["misses"] else verdicts.TIE if parts["ties"] else verdicts.MET
     out["reproduction"] = dict(
-        met=None if rep_verdict is None else rep_verdict == verdicts.MET,
-        verdict=rep_verdict,
-        misses=(parts or {}).get("misses", []),
-        ties=(parts or {}).get("ties", []),
+        _verdict(rep_verdict),
+        misses=parts.get("misses", []),
+        ties=parts.get("ties", []),
         Ts=Ts,
         ratios=ratios,
         ratio_pairs=pairs,
@@ -282,8 +275,7 @@ def goals(
         at_T.append(verdicts.MET if per_T[int(T)] else verdicts.TIE if tying[int(T)] else verdicts.MISSED)
     verdict = None if not at_T or any(v is None for v in at_T) else verdicts.every(at_T)
     out["fix"] = dict(
-        met=None if verdict is None else verdict == verdicts.MET,
-        verdict=verdict,
+        _verdict(verdict),
         variants_meeting_it_per_T=per_T,
         variants_tying_it_per_T=tying,
     )
@@ -292,36 +284,30 @@ def goals(
         largest = part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)]
         best_row = largest.loc[largest.ms_per_call.idxmin()] if len(largest) else None
         best = None if best_row is None else float(best_row.ms_per_call)
-    vs_roof = None if best is None or not roofline_ms else best / roofline_ms
     fresh = fresh_output_roofline_ms
-    roof_verdict = (
-        None
-        if vs_roof is None or best_row is None or not roofline_ms
-        else verdicts.judge(
-            {
-                q: best_row.get(col, best) / roofline_ms
-                for q, col in (("median", "ms_per_call"), ("q25", "ms_q25"), ("q75", "ms_q75"))
-            },
-            ROOFLINE_WITHIN,
-            at_least=False,
-        )
-    )
+    roof_verdict = None  # best_row is None where best is, and where no roofline is given
+    if best_row is not None and roofline_ms:
+        quartiles = (("median", "ms_per_call"), ("q25", "ms_q25"), ("q75", "ms_q75"))
+        ratio = {q: best_row.get(col, best) / roofline_ms for q, col in quartiles}
+        roof_verdict = verdicts.judge(ratio, ROOFLINE_WITHIN, at_least=False)
     out["roofline"] = dict(
-        met=None if roof_verdict is None else roof_verdict == verdicts.MET,
-        verdict=roof_verdict,
+        _verdict(roof_verdict),
         best_fix_ms=best,
         roofline_ms=roofline_ms,
-        best_fix_vs_roofline=vs_roof,
+        best_fix_vs_roofline=None if best is None or not roofline_ms else best / roofline_ms,
         fresh_output_roofline_ms=fresh,
         best_fix_vs_fresh_output_roofline=None if best is None or not fresh else best / fresh,
     )
     if quick:
         for key in ("reproduction", "fix", "roofline"):
-            out[key]["met"] = None
-            if "verdict" in out[key]:
-                out[key]["verdict"] = None
+            out[key] |= _verdict(None)
         out["reproduction"]["misses"] = out["reproduction"]["ties"] = []  # nothing judged
     return out
+
+
+def _verdict(verdict: str | None) -> dict[str, Any]:
+    """A goal's ``met`` (True/False, None where not judged) and its ``verdict``."""
+    return dict(met=None if verdict is None else verdict == verdicts.MET, verdict=verdict)
 
 
 def device_ms(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataFrame:
