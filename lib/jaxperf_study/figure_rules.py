@@ -22,6 +22,7 @@ figure (the tests run it on every figure function):
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from typing import Any
 
@@ -103,25 +104,18 @@ def fit_for_notebook(fig: matplotlib.figure.Figure) -> None:
             text.set_fontsize(floor)
     for ax in fig.axes:
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            scale_of = ax.get_xscale() if name == "x" else ax.get_yscale()
-            if scale_of == "log" and isinstance(axis.get_major_formatter(), matplotlib.ticker.LogFormatter):
+            if axis.get_scale() == "log" and isinstance(
+                axis.get_major_formatter(), matplotlib.ticker.LogFormatter
+            ):
                 plain_log_ticks(ax, name)
-        # Ticks made later (a re-layout) keep the size.
-        ax.tick_params(axis="x", which="both", labelsize=_tick_size(ax.xaxis, floor))
-        ax.tick_params(axis="y", which="both", labelsize=_tick_size(ax.yaxis, floor))
-
-
-def _tick_size(axis: Any, floor: float) -> float:
-    return max([floor] + [float(t.get_fontsize()) for t in axis.get_ticklabels()])
+            # Ticks made later (a re-layout) keep the size.
+            size = max([floor] + [float(t.get_fontsize()) for t in axis.get_ticklabels()])
+            ax.tick_params(axis=name, which="both", labelsize=size)
 
 
 def data_lines(ax: matplotlib.axes.Axes) -> list[Any]:
     """The panel's data lines: every visible line but the labelled reference lines."""
     return [ln for ln in ax.get_lines() if ln.get_visible() and ln.get_gid() != REFERENCE_GID]
-
-
-def _panels(fig: matplotlib.figure.Figure) -> list[matplotlib.axes.Axes]:
-    return [ax for ax in fig.axes if ax.axison and ax.get_label() != "<colorbar>"]
 
 
 def _overlaps(a: Any, b: Any) -> bool:
@@ -170,7 +164,7 @@ def _problems(fig: matplotlib.figure.Figure) -> list[str]:
     width, height = fig.get_size_inches()
     if width > MAX_WIDTH_IN + 1e-9:
         found.append(f"{width:.1f} in wide: more than {MAX_WIDTH_IN:g} in")
-    panels = _panels(fig)
+    panels = [ax for ax in fig.axes if ax.axison and ax.get_label() != "<colorbar>"]
     for ax in panels:
         name = ax.get_title() or ax.get_ylabel() or "a panel"
         series = len(data_lines(ax)) + len(ax.containers)
@@ -239,24 +233,22 @@ def grid(
     return fig, [list(row) for row in axes]
 
 
+def _wrapped(text: str, width_in: float, size: float) -> str:
+    """``text`` in lines that fit ``width_in`` inches at ``size`` points (20 characters at least)."""
+    return "\n".join(textwrap.wrap(text, max(int(width_in * 72 / (size * 0.55)), 20)))
+
+
 def title(fig: matplotlib.figure.Figure, text: str) -> None:
     """The figure's claim as its title, wrapped to the figure's width."""
-    import textwrap
-
     size = pt(fig, 10.0)
-    chars = int(fig.get_size_inches()[0] * 72 / (size * 0.55))
-    fig.suptitle("\n".join(textwrap.wrap(text, chars)), fontsize=size)
+    fig.suptitle(_wrapped(text, fig.get_size_inches()[0], size), fontsize=size)
 
 
 def panel_title(ax: matplotlib.axes.Axes, text: str) -> None:
     """A panel's claim as its left-aligned title, wrapped to the panel's width."""
-    import textwrap
-
-    fig = ax.figure
-    size = pt(fig, 8.5)
-    width_in = ax.get_position().width * fig.get_size_inches()[0]  # type: ignore[union-attr]
-    chars = max(int((width_in + 0.3) * 72 / (size * 0.55)), 20)
-    ax.set_title("\n".join(textwrap.wrap(text, chars)), fontsize=size, loc="left")
+    size = pt(ax.figure, 8.5)
+    width_in = ax.get_position().width * ax.figure.get_size_inches()[0]  # type: ignore[union-attr]
+    ax.set_title(_wrapped(text, width_in + 0.3, size), fontsize=size, loc="left")
 
 
 def label_end(ax: matplotlib.axes.Axes, xs: Any, ys: Any, text: str, color: Any) -> None:
