@@ -1,12 +1,6 @@
-"""Why fori_loop is slower on XLA:CPU, read from the compiler's own output (optimized HLO).
-
-:func:`optimized_hlo` compiles a variant and returns ``compile().as_text()``;
-:func:`jaxperf_study.jax20909.xla.read_program` counts what each program does
-(its loops, what their bodies hold, the passes over the carry);
-:func:`evidence` reads the variants of :data:`VARIANTS`, and :func:`verdict`
-turns the counts of the Python loop and ``fori_loop`` into the one line
-summary.md prints.
-"""
+"""Why fori_loop is slower on XLA:CPU, read from the compiler's own output (optimized HLO):
+:func:`evidence` counts the programs of :data:`VARIANTS` (:func:`.xla.read_program`), :func:`verdict`
+says what the Python loop's and ``fori_loop``'s counts show in the one line summary.md prints."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any
 
 import pandas as pd
 
@@ -228,16 +227,13 @@ def engine_frames(
     return checks, points, pd.DataFrame(absent, columns=["kernel", "target", "reason"]), timings
 
 
-def _classes(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) and value.startswith("{") else None
-
-
 def results(
     checks: pd.DataFrame, points: pd.DataFrame, not_present: pd.DataFrame, timings: pd.DataFrame | None = None
 ) -> tuple[engine.Results, ...]:
     """:func:`engine_frames`' frames as one :class:`~jaxperf.loops.engine.Results` per kernel, in order."""
-    if "classes" in points:
-        points = points.assign(classes=[_classes(c) for c in points["classes"]])
+    if "classes" in points:  # JSON text (engine_frames) read back
+        parsed = [json.loads(c) if isinstance(c, str) and c.startswith("{") else None for c in points.classes]
+        points = points.assign(classes=parsed)
     if "run" in points:  # merged device commands each compiled every point: its counts once, the first's
         points = points.drop_duplicates(subset=["kernel", "target", *engine.KEYS[1:]])
     kernels = list(dict.fromkeys([*checks.get("kernel", []), *points.get("kernel", [])]))
@@ -267,18 +263,7 @@ def per_step(runs: tuple[engine.Results, ...]) -> pd.DataFrame:
 
 
 WARM_UP_T = 128  # compiled first and dropped: a compiler's first compile in a process pays its start-up
-COMPILE_COLUMNS = [
-    "kernel",
-    "target",
-    "unit",
-    "form",
-    "T",
-    "status",
-    "error",
-    "compile_ms",
-    "work_per_program",
-    "steps",
-]
+COMPILE_COLUMNS = "kernel target unit form T status error compile_ms work_per_program steps".split()
 
 
 def compiles(settings: LoopSettings) -> pd.DataFrame:

@@ -313,12 +313,7 @@ class LoopSettings(StudySettings):
         "compile_Ts": (256, 512),
         "compile_targets": ("triton sm_90",),
         "bandwidth_megabytes": 64,
-        "family_Ts": {
-            "seed": (256, 512),
-            "data_carry": (256, 512),
-            "streaming": (256, 512),
-            "attention": (256, 512),
-        },
+        "family_Ts": dict.fromkeys(KERNELS, (256, 512)),
         "fix_forms": ("python", "fori", "scalar_carry u=1"),
         "kernel": EXAMPLES[0],
         "kernel_Ts": (256, 512),
@@ -330,8 +325,10 @@ class LoopSettings(StudySettings):
     }
 
     def validate(self) -> None:
-        for name in ("kernels", "timed_loop_forms"):
-            values, allowed = getattr(self, name), KERNELS if name == "kernels" else LOOP_FORMS
+        listed = [("kernels", KERNELS), ("timed_loop_forms", LOOP_FORMS)]
+        listed += [(name, list(TARGETS)) for name in ("targets", "kernel_targets", "compile_targets")]
+        for name, allowed in listed:
+            values = getattr(self, name)
             if isinstance(values, str) or not values:
                 raise bad_value(name, values, f"a non-empty list of {allowed}")
             for value in values:
@@ -368,12 +365,6 @@ class LoopSettings(StudySettings):
             if path.count(":") != 1 or not all(path.split(":")):
                 raise bad_value("kernel", path, "'package.module:factory' (several separated by commas)")
         object.__setattr__(self, "kernel_Ts", tuple(check_ints("kernel_Ts", self.kernel_Ts)))
-        for name in ("targets", "kernel_targets", "compile_targets"):
-            chosen = getattr(self, name)
-            if isinstance(chosen, str) or not chosen:
-                raise bad_value(name, chosen, f"a non-empty list of {list(TARGETS)}")
-            for target in chosen:
-                check_choice(f"{name}[...]", target, TARGETS)
         multiple = math.lcm(self.block_rows, self.out_rows)
         for name in (*TS_FIELDS, "mechanism_T"):
             value = getattr(self, name)

@@ -16,10 +16,6 @@ from .sweep import MODE_LABELS
 from .vocab import UNROLLED_FORMS
 
 
-def _cell(value: float) -> str:
-    return "" if not np.isfinite(value) else f"{value:.2f}"
-
-
 @plots.draws
 def plot_unroll_heatmap(
     head: pd.DataFrame, mode: str, loop_forms: Sequence[str] = UNROLLED_FORMS
@@ -54,7 +50,7 @@ def plot_unroll_heatmap(
             ax.text(
                 j,
                 i,
-                _cell(v),
+                f"{v:.2f}" if np.isfinite(v) else "",
                 ha="center",
                 va="center",
                 fontsize=rules.pt(fig, 8),

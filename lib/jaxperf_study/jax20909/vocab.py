@@ -169,15 +169,11 @@ def variants(
     return out
 
 
-def variant_key(loop_form: str, unroll: int) -> tuple[int, int]:
-    """Sort key: loop forms in :data:`LOOP_FORMS` order, then unroll."""
-    return LOOP_FORMS.index(loop_form), int(unroll)
-
-
 def variant_order(pairs: Iterable[tuple[str, int]]) -> list[str]:
-    """Variant names of (loop form, unroll) pairs, de-duplicated, in the study's order."""
+    """Variant names of (loop form, unroll) pairs, de-duplicated, in the study's order: loop forms
+    in :data:`LOOP_FORMS` order, then unroll."""
     unique = dict.fromkeys((str(f), int(u)) for f, u in pairs)
-    return [variant_name(f, u) for f, u in sorted(unique, key=lambda p: variant_key(*p))]
+    return [variant_name(f, u) for f, u in sorted(unique, key=lambda p: (LOOP_FORMS.index(p[0]), p[1]))]
 
 
 def frame_variant_order(df: Any) -> list[str]:
