@@ -96,11 +96,6 @@ class Layout:
             leaves[slot.leaf] = piece.reshape(*buf.shape[:-1], *slot.shape)
         return self.treedef.unflatten(leaves)
 
-    def check_buffers(self, state: Any, what: str) -> None:
-        """Raise a clear ValueError when the buffers of ``state`` (as a step sees them) do not fit."""
-        if [tuple(b.shape) for b in state.buffers] != [(g.size,) for g in self.groups]:
-            raise bad_value("state", state, what)
-
     def repack(
         self, tree: Any, *, constrain: bool = False, unpacked: tuple[Sequence[jax.Array], Any] | None = None
     ) -> tuple[jax.Array, ...]:
@@ -297,12 +292,10 @@ def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedStat
     def packed_step(state: PackedState, *args: Any, **kwargs: Any) -> tuple[Any, PackedState]:
         if not isinstance(state, PackedState):
             raise bad_value("state", type(state).__name__, _NOT_A_STATE)
-        state.layout.check_buffers(
-            state,
-            "a state replicated over the devices (state.replicate(devices)) for packed_pmap"
-            if mapped
-            else "an unreplicated PackedState for packed_jit (a replicated one goes to packed_pmap)",
-        )
+        if [tuple(b.shape) for b in state.buffers] != [(g.size,) for g in state.layout.groups]:  # as traced
+            pmap = "a state replicated over the devices (state.replicate(devices)) for packed_pmap"
+            jit = "an unreplicated PackedState for packed_jit (a replicated one goes to packed_pmap)"
+            raise bad_value("state", state, pmap if mapped else jit)
         tree = state.unpack()
         unpacked = (state.buffers, jtu.tree_leaves(tree))  # now: the step may set them in place (NNX)
         aux, new_tree = fun(tree, *args, **kwargs)
