@@ -1,11 +1,9 @@
 """How a notebook of the study shows its tables: wrapped at the notebook's width.
 
-JupyterLab and GitHub show a table wider than the notebook column in a box that scrolls
-sideways, so a reader sees half of it. Table cells already wrap at spaces; what keeps them wide
-is a long name without a space (``python_compile_ms``) and too many columns. Once :func:`install`
-has run in a kernel (``jaxperf_study.study.start`` calls it), DataFrames (:func:`frame_html`) and
-Markdown tables (:func:`wrap_markdown`) get break opportunities (``<wbr>``, which survives
-JupyterLab's sanitizer and is not copied with the text) and are transposed or split to fit.
+A table wider than the notebook column scrolls sideways; what keeps one wide is a name without a
+space (``python_compile_ms``) and too many columns. Once :func:`install` has run in a kernel
+(``study.start`` calls it), DataFrames (:func:`frame_html`) and Markdown tables
+(:func:`wrap_markdown`) get ``<wbr>`` break opportunities and are transposed or split to fit.
 Only what is displayed changes: records, summary.md and the DataFrames are untouched.
 """
 

@@ -143,12 +143,9 @@ def drawn_texts(fig: matplotlib.figure.Figure) -> list[matplotlib.text.Text]:
 
 
 def problems(fig: matplotlib.figure.Figure) -> list[str]:
-    """What a reader would trip over in ``fig`` as drawn now (after ``plots.save``, which
-    lays it out): an empty list when it follows every rule in this module's docstring.
-
-    The figure is measured at the size a notebook shows it (:data:`DPI` scaled down to
-    :data:`NOTEBOOK_PX` wide), so a pixel of tolerance is a pixel a reader sees; its dpi is
-    restored after."""
+    """What a reader would trip over in ``fig`` as drawn now (after ``plots.save`` laid it out):
+    empty when it follows every rule in the module docstring. Measured at the size a notebook
+    shows it (a pixel of tolerance is a pixel a reader sees); its dpi is restored after."""
     dpi = fig.dpi
     fig.set_dpi(DPI * scale(fig))
     try:

@@ -9,7 +9,6 @@ import html
 import re
 from typing import Any
 
-from jaxperf.markdown import NOT_JUDGED as NOT_JUDGED
 from jaxperf.markdown import Raw as Raw
 from jaxperf.markdown import cell as cell
 from jaxperf.markdown import code as code

@@ -33,7 +33,6 @@ from .palette import LOOP_FORM_COLORS as LOOP_FORM_COLORS  # the one palette, re
 from .palette import METHOD_COLORS as METHOD_COLORS
 from .palette import NNX_METHOD_COLORS as NNX_METHOD_COLORS
 from .palette import SOURCE_COLORS as SOURCE_COLORS
-from .palette import UNROLL_STYLES as UNROLL_STYLES
 from .palette import color as color
 from .palette import colors_for as colors_for
 from .palette import unroll_style as unroll_style
@@ -89,13 +88,9 @@ def median_iqr_lines(
     logx: bool | None = None,
     logy: bool | None = None,
 ) -> pd.DataFrame:
-    """Median of ``y`` per (hue, x) as a line, its spread as a band (:func:`reruns.spread`:
-    the range a rerun's median is expected in for records with a ``process`` column, else the IQR),
-    each hue in its palette colour (:func:`color`) and unroll line style (:func:`unroll_style`).
-
-    Returns the plotted statistics (hue, x, median, lo, hi, n, over). Log axes
-    default to on when the data spans 1.5 decades or more.
-    """
+    """Median of ``y`` per (hue, x) as a line, its spread (:func:`reruns.spread`) as a band, each hue
+    in its palette colour and unroll line style; log axes where the data spans 1.5 decades or more.
+    Returns the plotted statistics (hue, x, median, lo, hi, n, over)."""
     stats = reruns.spread(data, y, [hue, x])
     order = list(hue_order) if hue_order is not None else list(dict.fromkeys(data[hue]))
     palette = colors_for([str(name) for name in order])
@@ -209,13 +204,9 @@ def save(
     drawn_by: str | Callable[..., Any] | None = None,
     note: str = "",
 ) -> SavedFigure:
-    """Save ``name``.png/.svg plus ``name``.csv (the plotted data) under ``figures_dir``.
-
-    The footer names the function that drew the figure (see :func:`who_drew` for how it
-    is found) and the data file, so figure, data and code lead to one another. Each file
-    is written to a temporary name and renamed, so a reader never sees half a file.
-    The figure stays open: showing or closing it is the caller's choice.
-    """
+    """Save ``name``.png/.svg plus ``name``.csv (the plotted data) under ``figures_dir``, each
+    written whole (a temporary name, renamed), the footer naming the function that drew it
+    (:func:`who_drew`) and the data file. The figure stays open."""
     author = who_drew(fig, drawn_by)
     _rules.fit_for_notebook(fig)  # no text below 8 pt, no 10^k labels, as a notebook shows it
     n_lines = add_footer(
@@ -241,14 +232,9 @@ def save(
 
 
 def show(fig: matplotlib.figure.Figure, png: Path | None = None) -> None:
-    """Show ``fig`` once where the notebook cell draws it, then close it.
-
-    In a notebook kernel the figure is displayed now (so it lands in the cell's outputs,
-    in order, and in papermill's executed copy) and closed, so the inline backend does not
-    show it a second time at the end of the cell. A kernel whose backend cannot render
-    inline (``MPLBACKEND=Agg``) shows the saved ``png`` instead. Outside a kernel the
-    figure is only closed.
-    """
+    """Show ``fig`` once where the notebook cell draws it (in order, in papermill's copy too), then
+    close it so the inline backend does not show it again; a kernel that cannot draw inline
+    (``MPLBACKEND=Agg``) shows the saved ``png``. Outside a kernel the figure is only closed."""
     if kernel_shell() is not None:
         from IPython.display import Image, display
 

@@ -8,13 +8,8 @@ records, figures and the summary through one object.
     study.figure(fig, "it_per_s_vs_leaves", data)  # saved, then shown inline
     study.summary(summary_dict, markdown_text)
 
-A part the study could not do here (a compiler whose environment is not built, a budget
-that ran out) is recorded with ``study.skip(part, reason)``, or :func:`skip` from library
-code, before the summary: summary.json lists it under ``skipped``, and ``./run_all.sh``
-reports the notebook "partial", naming it, never "ok".
-
-Long loops report progress with :func:`progress` or :func:`track`: a widget in
-JupyterLab, one text line per bar under papermill (updated in place), plain lines in scripts.
+A part the study could not do here is recorded with :meth:`Study.skip` (:func:`skip` from library
+code); long loops report progress with :func:`progress` or :func:`track`.
 """
 
 from __future__ import annotations
@@ -91,17 +86,13 @@ class Study:
         """Run a measuring step ``fn(*args, **kwargs)`` and write what it returns as records
         ``names`` (one DataFrame per name, in order); returns what ``fn`` returned.
 
-        ``processes=n`` runs the step in n fresh processes, one after another (``fn`` must be a
-        module-level function of an importable module and its arguments picklable; each child
-        starts JAX with this process's backend, host devices and JAX settings), and
-        concatenates each record with a ``process`` column 0..n-1 (:func:`reruns.spread`
-        then states the run-to-run range). A child that raises makes this raise RuntimeError
-        with the child's traceback. Every measurement of a notebook goes through here, so
-        that a run that only redraws (``./run_all.sh render``, :data:`RENDER_ENV` set) reads
-        the committed records instead of measuring again, and the cells after it (summary,
-        figures, text) run on the same data. Raises ValueError for a bad ``processes`` or an
-        ``fn`` a fresh process cannot import, FileNotFoundError (naming the file) when
-        rendering without a committed record.
+        ``processes=n`` runs the step in n fresh processes, one after another (``fn`` importable by
+        name, its arguments picklable; each child starts JAX as this process did), and concatenates
+        each record with a ``process`` column 0..n-1; a child that raises makes this raise
+        RuntimeError with its traceback. A run that only redraws (``./run_all.sh render``,
+        :data:`RENDER_ENV` set) reads the committed records instead, so the cells after it run on
+        the same data. ValueError for a bad ``processes`` or an ``fn`` a fresh process cannot
+        import; FileNotFoundError (naming the file) when rendering without a committed record.
         """
         single = isinstance(names, str)
         wanted: tuple[str, ...] = (names,) if isinstance(names, str) else tuple(names)
@@ -189,12 +180,11 @@ class Study:
                 self._drawing = None
 
     def skip(self, part: str, reason: str) -> None:
-        """Record that ``part`` of this study was not done here, and why; the reason says how to
-        get it (the command that builds what was missing). Call it before :meth:`summary`, which
-        writes the list as summary.json's ``skipped``; ``./run_all.sh`` then reports the notebook
-        "partial". What a backend cannot have (a GPU kernel on a CPU) and a smoke run's smaller
-        sizes are the study's scope, not skipped parts. Recording the same part twice keeps one.
-        Raises ValueError for an empty ``part`` or ``reason``."""
+        """Record that ``part`` of this study was not done here, and why (the command that builds
+        what was missing), before :meth:`summary` writes the list as summary.json's ``skipped`` and
+        ``./run_all.sh`` reports the notebook "partial". What a backend cannot have and a smoke run's
+        sizes are the study's scope, not skipped parts. The same part twice is kept once; ValueError
+        for an empty ``part`` or ``reason``."""
         for name, text in (("part", part), ("reason", reason)):
             if not isinstance(text, str) or not text.strip():
                 raise bad_value(name, text, "a non-empty string")
@@ -310,12 +300,11 @@ def start(
 ) -> Study:
     """Configure the backend (before JAX starts), capture provenance, make the folders.
 
-    ``settings`` is the study's :class:`~jaxperf_study.settings.StudySettings` (preferred: its
-    ``backend``, ``host_devices`` and ``output_root`` are used, and ``settings.as_dict()``
-    is recorded as the parameters that ran) or a plain dict of parameters (older
-    notebooks; then the keyword arguments say where to run, defaulting to auto, 8 host
-    devices and the default output root). A keyword given explicitly wins over the
-    settings' field. The recorded ``output_root`` never names a folder of this machine.
+    ``settings``: the study's :class:`~jaxperf_study.settings.StudySettings` (its ``backend``,
+    ``host_devices`` and ``output_root`` used, ``as_dict()`` recorded as the parameters that ran)
+    or a dict of parameters (the keywords then say where to run: auto, 8 host devices and the
+    default output root). A keyword given wins over the settings' field. The recorded
+    ``output_root`` never names a folder of this machine.
     """
     if isinstance(settings, StudySettings):
         parameters = settings.as_dict()
@@ -512,14 +501,9 @@ _TIMES = re.compile(r"\s*\[[^\]]*(?:<|it/s|s/it)[^\]]*\]$")  # tqdm's "[elapsed<
 
 
 class _Lines:
-    """tqdm's stream in text mode, so that a notebook keeps one line per bar.
-
-    Outside a kernel (scripts, run_all.sh's own output): each redraw a whole line on stdout.
-    In a kernel (papermill, or text mode in JupyterLab): one output line, updated in place,
-    so the executed notebook stores the bar's last state only, never a line per redraw; under
-    papermill every redraw also goes to the kernel's own terminal (run_all.sh's log), which
-    ipykernel keeps behind ``sys.stdout.fileno()``.
-    """
+    """tqdm's stream in text mode: outside a kernel each redraw a whole line on stdout; in a kernel
+    one output line updated in place (the executed notebook stores the bar's last state), and under
+    papermill every redraw also on the kernel's own terminal (run_all.sh's log)."""
 
     def __init__(self) -> None:
         self.in_kernel = display.kernel_shell() is not None
@@ -560,13 +544,9 @@ def _to_terminal(line: str) -> None:
 
 
 def progress(total: int, desc: str, **kwargs: Any) -> Any:
-    """A progress bar for ``total`` steps (use as a context manager, call ``update()``).
-
-    A widget in JupyterLab; in text mode one line at most every 10 s and at the end, on
-    stdout outside a notebook and as a single output line updated in place inside one, so an
-    executed notebook keeps one line per bar (never on stderr, which notebooks show as an
-    error box).
-    """
+    """A progress bar for ``total`` steps (a context manager; call ``update()``): a widget in
+    JupyterLab, else a line at most every 10 s and at the end (:class:`_Lines`; never on stderr,
+    which notebooks show as an error box)."""
     if progress_mode() == "widget":
         from tqdm.notebook import tqdm as notebook_tqdm
 

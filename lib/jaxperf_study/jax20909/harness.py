@@ -93,16 +93,12 @@ def measure(
     mode: str = "xla",
     repeats: int = 3,
 ) -> pd.DataFrame:
-    """Time the seed ``kernel``'s ``variants`` (names as :func:`vocab.variant_name`) in his harness,
-    on batches of its sizes (each variant's loop form in place of the kernel's own).
-
-    As he did: every variant's first call, then every variant's second call;
-    then ``repeats`` more calls, interleaved. One row per variant with
-    ``first_call_ms``, ``second_call_ms``, ``first_minus_second_ms``, ``compile_ms`` (that
-    difference, NaN where it is negative: the compile is lost in the calls' own noise, and
-    ``compile_note`` says so), ``ms_per_call`` (second / n, his number) and
-    ``ms_per_call_median``.
-    Raises AssertionError when a variant's output differs from the reference.
+    """Time the seed ``kernel``'s ``variants`` (each loop form in place of the kernel's own) in his
+    harness: as he did, every variant's first call, then every second call, then ``repeats`` more,
+    interleaved. One row per variant with ``first_call_ms``, ``second_call_ms``,
+    ``first_minus_second_ms``, ``compile_ms`` (that difference; NaN where it is no compile time,
+    ``compile_note`` saying why), ``ms_per_call`` (second / n, his number) and
+    ``ms_per_call_median``. AssertionError when a variant's output differs from the reference.
     """
     import jax
 

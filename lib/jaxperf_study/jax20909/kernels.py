@@ -13,10 +13,6 @@ Where today's API forced a change from the reporter's code (``seed``):
   (``sum(j)`` alone passes 65504 at ``T >= 32768``), so the carry is float32
   by default; ``carry_dtype="input"`` keeps his fp16 carry and output.
   ``X_i.sum()`` accumulates in the carry's dtype.
-
-:func:`build` returns the jitted ``pallas_call`` of a :class:`~.variant.KernelVariant`
-(vmapped over the batch, as the reporter did for ``seed``); :func:`build_xla` the same math in
-plain ``jax.jit``. :mod:`jaxperf_study.jax20909.reference` holds the float64 answers.
 """
 
 from __future__ import annotations
@@ -149,15 +145,12 @@ def build(
 ) -> tuple[Any, tuple[Any, ...]]:
     """A jitted function wrapping the variant's ``pallas_call``, and ShapeDtypeStructs of its inputs.
 
-    ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
-    with a grid of ``T // out_rows`` programs and no BlockSpecs (each program
-    sees the whole ``[T, D]`` ref and slices its block; with ``tiling="blocks"`` a BlockSpec
-    hands it that block); output ``[batch, T, D]``. ``streaming``/``attention``: a grid of one program per
-    batch element (BlockSpecs pick its rows); output ``[batch, out_rows, D]``.
-    ``interpret=True`` runs Pallas' interpreter (any machine, interpreter
-    timings); ``lowering`` forces a compiler (see :data:`LOWERINGS`). Raises
-    ValueError for an unknown lowering or an ``interpret`` that is not a bool (the variant
-    checked its own values when it was made).
+    ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call`` with
+    a grid of ``T // out_rows`` programs, each slicing its block of the whole ``[T, D]`` ref (with
+    ``tiling="blocks"`` a BlockSpec hands it that block); output ``[batch, T, D]``.
+    ``streaming``/``attention``: one program per batch element; output ``[batch, out_rows, D]``.
+    ``interpret=True`` runs Pallas' interpreter; ``lowering`` forces a compiler (:data:`LOWERINGS`).
+    ValueError for an unknown lowering or an ``interpret`` that is not a bool.
     """
     import jax
     from jax.experimental import pallas as pl

@@ -10,6 +10,7 @@ import pandas as pd
 from jaxperf.loops import report_kernel
 from jaxperf.loops.engine import Results
 from jaxperf.loops.engine import per_step as engine_per_step
+from jaxperf.markdown import number
 
 from .. import goals as rule
 from .. import pages as md
@@ -90,8 +91,8 @@ class LoopResults:
                 facts.append(
                     compile_facts.matched(
                         [r["T"] for r in rows],
-                        [_finite(r["python_compile_ms"]) for r in rows],
-                        [_finite(r["fori_compile_ms"]) for r in rows],
+                        [number(r["python_compile_ms"]) for r in rows],
+                        [number(r["fori_compile_ms"]) for r in rows],
                         where=where,
                     )
                 )
@@ -124,10 +125,6 @@ class LoopResults:
         ns = [dict(kernel=k, lo=r["min"], hi=r["max"], n=int(r["size"])) for k, r in spread.iterrows()]
         best = analysis.best_forms(self.head, runs) if self.backend != "cpu" else []
         return {"static_vs_measured": _records(table), "ns_per_static_cycle": ns, "best_forms": best}
-
-
-def _finite(value: Any) -> float | None:
-    return None if value is None or value != value else float(value)
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -8,9 +8,6 @@ options check makes one before any environment exists)::
     variant = KernelVariant("seed", "fori", 4, T=8192, D=64, batch=512, dtype="float16")
     fn, args = kernels.build(variant, interpret=False)
     kernels.build_xla(variant.replace(loop_form="scalar_carry", unroll=1))
-
-A new field is a field here with its check in :meth:`KernelVariant.__post_init__`; the builders
-read it from the variant (``tiling``: the reporter's whole-array refs or a BlockSpec per program).
 """
 
 from __future__ import annotations
