@@ -142,8 +142,3 @@ def _elements(dims: str) -> int:
     for d in filter(None, inner.split(",")):
         n *= int(d)
     return n
-
-
-def compiled_text(fn: Any, args: Any) -> str:
-    """``fn.lower(*args).compile().as_text()``: the optimized HLO of a jitted ``fn`` on this backend."""
-    return fn.lower(*args).compile().as_text()
