@@ -279,17 +279,17 @@ def goals(
         variants_meeting_it_per_T=per_T,
         variants_tying_it_per_T=tying,
     )
-    best = best_row = None
-    if len(part) and roofline_ms:
-        largest = part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)]
-        best_row = largest.loc[largest.ms_per_call.idxmin()] if len(largest) else None
-        best = None if best_row is None else float(best_row.ms_per_call)
-    fresh = fresh_output_roofline_ms
-    roof_verdict = None  # best_row is None where best is, and where no roofline is given
-    if best_row is not None and roofline_ms:
+    best = roof_verdict = None  # the fastest portable form at the largest T, against the roofline
+    largest = (
+        part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)] if len(part) else part
+    )
+    if roofline_ms and len(largest):
+        best_row = largest.loc[largest.ms_per_call.idxmin()]
+        best = float(best_row.ms_per_call)
         quartiles = (("median", "ms_per_call"), ("q25", "ms_q25"), ("q75", "ms_q75"))
         ratio = {q: best_row.get(col, best) / roofline_ms for q, col in quartiles}
         roof_verdict = verdicts.judge(ratio, ROOFLINE_WITHIN, at_least=False)
+    fresh = fresh_output_roofline_ms
     out["roofline"] = dict(
         _verdict(roof_verdict),
         best_fix_ms=best,

@@ -187,6 +187,10 @@ def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
     return fig, data
 
 
+#: (form, column, marker, x shift, label) of the two loops in :func:`plot_family_per_step`
+FAMILY_MARKS = (("python", "python", "o", -0.1, "Python loop"), ("fori u=1", "fori", "s", 0.1, "fori_loop"))
+
+
 @plots.draws
 def plot_family_per_step(frame: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     """Work per loop step, fori_loop and the Python loop, per kernel of the family, one panel per
@@ -198,17 +202,9 @@ def plot_family_per_step(frame: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     colors = plots.colors_for(["python", "fori u=1"])
     for ax, target in zip(axes, targets):
         part = data[data.source == target].set_index("kernel").reindex(kernels)
-        for form, column, marker, shift in (("python", "python", "o", -0.1), ("fori u=1", "fori", "s", 0.1)):
+        for form, column, marker, shift, label in FAMILY_MARKS:
             xs = [i + shift for i in range(len(kernels))]  # side by side: equal values stay visible
-            ax.plot(
-                xs,
-                part[column],
-                ls="none",
-                marker=marker,
-                ms=6,
-                color=colors[form],
-                label="Python loop" if form == "python" else "fori_loop",
-            )
+            ax.plot(xs, part[column], ls="none", marker=marker, ms=6, color=colors[form], label=label)
         ax.set_yscale("log")
         rules.plain_log_ticks(ax, "y")
         unit = str(part.unit.dropna().iloc[0]) if part.unit.notna().any() else ""
