@@ -1,14 +1,12 @@
 """What to write instead of ``fori_loop`` in the reporter's kernel, per backend, and only where
 the study's own data shows it helps (jax#20909, issue 33 item 2).
 
-Each candidate form is judged against the Python loop on each backend the study reads, in that
-backend's own measure: on XLA:CPU the measured per-pair ratio of ms per call (its interquartile
-range); on Triton, Mosaic GPU and Mosaic TPU the static work per program at the largest T the
-engine compiled (instructions or bundles, a count and not a time). A form *closes* the gap when
-it lies within :data:`CLOSES` of the Python loop (measured: its whole interquartile range; a
-range that holds the bound is not resolved), *narrows* it when it does at most ``1 / NARROWS`` of
-``fori_loop``'s ratio, and *does not help* otherwise. :data:`SETTLE` says what would decide the
-static verdicts on a GPU.
+Each candidate form is judged against the Python loop in each backend's own measure: measured ms
+per call, per pair (:func:`measured`), or the static work per program the engine compiled
+(:func:`static`: a count, not a time). A form *closes* the gap within :data:`CLOSES` of the Python
+loop (measured: its whole interquartile range; one that holds the bound is not resolved),
+*narrows* it at most ``1 / NARROWS`` of ``fori_loop``'s ratio, else *does not help*.
+:data:`SETTLE` says what would decide the static verdicts on a GPU.
 """
 
 from __future__ import annotations

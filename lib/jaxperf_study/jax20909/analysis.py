@@ -229,15 +229,10 @@ def goals(
     kernel: str = "seed",
     quick: bool,
 ) -> dict[str, Any]:
-    """Issue 11's goals on (``mode``, ``kernel``), with the numbers that decide each.
-
-    ``roofline_ms`` is the largest T's bytes over the in-place copy bandwidth (the
-    goal's yardstick); ``fresh_output_roofline_ms`` the same bytes at the bandwidth
-    of a copy into a fresh output (reported beside it, to say why a goal fails).
-
-    ``met`` is True/False, None where not measured, and never judged in a smoke
-    run (``quick``): then ``judged`` is False and every ``met`` is None.
-    """
+    """Issue 11's goals on (``mode``, ``kernel``), with the numbers that decide each. ``roofline_ms``:
+    the largest T's bytes over the in-place copy bandwidth (the yardstick); ``fresh_output_roofline_ms``
+    the same at a fresh output's bandwidth (beside it). ``met`` is True/False, None where not
+    measured, and never judged in a smoke run (``quick``: ``judged`` False, every ``met`` None)."""
     rows = [r for r in seed_reproduction(head, kernel) if r["mode"] == mode]
     part = head[(head["mode"] == mode) & (head.kernel == kernel)]
     out: dict[str, Any] = {"judged": not quick, "mode": mode, "kernel": kernel}

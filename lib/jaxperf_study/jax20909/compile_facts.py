@@ -1,11 +1,9 @@
 """Compile time against the reporter's, on matched T ranges (jax#20909, issue 33 item 3).
 
-A growth is only compared with his over the same T range: from the first T to the last T a
-sweep reached, both present in his table (his 256 -> 8192 is 2.67x, his 256 -> 65536 is
-16.8x). A range that is not in his table, or a sweep that stopped before its planned end (a
-budget), is said as such ("not reached"), never judged. First-call-minus-second-call compile
-estimates (his own method, :mod:`jaxperf_study.jax20909.harness`) that come out negative are flagged:
-there the run-to-run noise of a call is larger than the compile.
+A growth is only compared with his over the same T range, from the first T to the last T a sweep
+reached, both in his table (:func:`matched`); a range his table lacks, or a sweep cut short, is
+said as such, never judged. His harness' compile estimates that come out negative are flagged
+(:func:`harness_flags`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The loop study's figures. Each function draws one claim, stated in its title from the
-data it plots, and returns ``(fig, data)``; :func:`planned` lists every figure of a run.
-
-The curves show the variants a reader needs (:func:`key_variants`, at most five per panel);
-the whole unroll sweep is in the unroll heatmap; the family's static work per loop step has a
-figure of its own, in each compiler's unit, apart from every measured time. Panels stack in rows over one T axis and
-share their y scale, legends sit right of the data, and the reporter's numbers are lines
-labelled as his."""
+"""The loop study's figures: each draws one claim, stated in its title from the data it plots, and
+returns ``(fig, data)``; :func:`planned` lists every figure of a run. Curves show the variants a
+reader needs (:func:`key_variants`; every unroll is in the heatmap); the family's static counts
+have a figure of their own, apart from every measured time."""
 
 from __future__ import annotations
 

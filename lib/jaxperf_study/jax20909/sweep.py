@@ -1,16 +1,11 @@
 """The loop study's timed sweep: lower, compile, check against float64, then time interleaved.
 
-A *mode* says what is timed (:data:`MODES`): ``xla`` is the kernels' math in
-plain ``jax.jit`` on this backend (on XLA:CPU the loop question is real, cf.
-jax-ml/jax#402); ``pallas_interpret`` the ``pallas_call`` in Pallas' interpret
-mode (interpreter timings, not GPU/TPU speed); ``pallas`` the compiled
-kernel, only where a GPU or TPU is present, never simulated; ``mosaic_gpu`` the reporter's
-kernel written for Mosaic GPU, compiled on a Hopper GPU.
-
-On a GPU or TPU each timed call runs ``scan`` calls in one jitted scan
-(:func:`jaxperf.timing.amortised`, the reporter's harness with his random batches made once,
-outside); every compile that is timed runs under a name of its own, so JAX's persistent
-compilation cache (shared by a run's processes) never serves it.
+A *mode* says what is timed (:data:`MODES`): ``xla`` the kernels' math in plain ``jax.jit``
+(on XLA:CPU the loop question is real, cf. jax-ml/jax#402); ``pallas_interpret`` Pallas' interpreter
+(its own timings); ``pallas`` the compiled kernel, only where a GPU or TPU is; ``mosaic_gpu`` the
+reporter's kernel written for Mosaic GPU (Hopper). A device's timed call may run ``scan`` calls in
+one jitted scan (:func:`jaxperf.timing.amortised`); every timed compile runs under a name of its
+own, so JAX's persistent compilation cache never serves it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """The Mosaic GPU compile worker: ``python -m jaxperf.compilers.mosaic_gpu.aot REQUEST OUT_DIR``.
 
-Runs in the compile environment (:mod:`.toolchain`), importing only JAX and the factories the
-request's points (``{"factory": ..., "form": ..., "T": ...}``) name: each factory was loaded and
-checked by its caller (``python -m jaxperf loops``) and takes a ``compiler`` keyword. Each kernel is lowered for a
-deviceless H100 topology and compiled once by XLA's GPU compiler (Mosaic GPU's passes, NVPTX and
-ptxas for sm_90a) with the SASS dump on (``OUT_DIR/<point>/sass.txt``); one JSON line per point
-goes to ``OUT_DIR/results.jsonl`` as soon as it is done, so a killed run keeps what it had. Mosaic
-GPU serves a kernel it compiled before from its cache without a dump, so :func:`_warm_up` pays
-the one-off set-up and a repeated kernel gets the SASS seen earlier. Nothing runs on a GPU."""
+Runs in the compile environment (:mod:`.toolchain`), importing only JAX and the factories its
+points (``{"factory": ..., "form": ..., "T": ...}``, checked by the caller) name. Each kernel is
+lowered for a deviceless H100 and compiled once with the SASS dump on (``OUT_DIR/<point>/sass.txt``);
+one JSON line per point goes to ``OUT_DIR/results.jsonl`` as soon as it is done, so a killed run
+keeps what it had (:func:`_warm_up` pays the one-off set-up; a kernel Mosaic GPU's cache serves
+without a dump gets the SASS seen earlier). Nothing runs on a GPU."""
 
 from __future__ import annotations
 
