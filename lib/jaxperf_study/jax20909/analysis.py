@@ -332,14 +332,9 @@ def static_vs_measured(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataF
     same kernel at the same batch (the engine's Mosaic TPU compile on the TPU's host), ``ns_per_cycle``
     (ms per call over static cycles per call: one value if the count predicted time) and each over
     the Python loop's at that T (``ms_vs_python``, ``static_vs_python``)."""
-    points = (
-        pd.concat([r.points for r in runs], ignore_index=True).reindex(
-            columns=[*("kernel", "form", "T", "target"), "work_per_program", "programs"]
-        )
-        if runs
-        else pd.DataFrame()
-    )
-    if points.empty:
+    columns = ["kernel", "form", "T", "target", "work_per_program", "programs"]
+    points = pd.concat([r.points for r in runs], ignore_index=True).reindex(columns=columns) if runs else None
+    if points is None or points.empty:
         return pd.DataFrame()
     points = points[(points.target == "mosaic_tpu v5e") & points.work_per_program.notna()]
     points = points.assign(form=points.form.replace("fori", "fori u=1"), T=points["T"].astype(int))

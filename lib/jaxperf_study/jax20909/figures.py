@@ -88,13 +88,11 @@ def plot_ms_vs_T(
         batches = sorted(data["batch"].dropna().unique())
         if len(batches) > 1:
             data = data.assign(ms_per_call=data.ms_per_call / data.batch)
-        ylabel = (
-            f"ms per kernel call, B={int(batches[0])}\n(median, IQR band)"
-            if len(batches) == 1
-            else "ms per kernel call / B\n(median, IQR band)"
-            if batches
-            else ylabel
-        )
+        if batches:
+            ylabel = (
+                f"ms per kernel call, B={int(batches[0])}" if len(batches) == 1 else "ms per kernel call / B"
+            )
+            ylabel += "\n(median, IQR band)"
     title = f"{MODE_LABELS.get(mode, mode)}: ms per kernel call vs T"
     seed = data[data.kernel == "seed"]
     got = ratio_at_largest_T(

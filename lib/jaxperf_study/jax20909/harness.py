@@ -138,12 +138,9 @@ def measure(
             cached[name] = cached.get(name, False) or (call == 0 and CacheHits.now() > hits)
     for row in rows:
         first, second, *more = calls[row["variant"]]
-        note = "first - second < 0: not a compile time (noise)" if first <= second else ""
-        note = (
-            "the persistent compilation cache served it: not a compile time"
-            if cached[row["variant"]]
-            else note
-        )
+        noise = "first - second < 0: not a compile time (noise)" if first <= second else ""
+        served = cached[row["variant"]]
+        note = "the persistent compilation cache served it: not a compile time" if served else noise
         row.update(
             first_call_ms=first,
             second_call_ms=second,
@@ -204,8 +201,6 @@ def run(
 
 def batches(rows: pd.DataFrame) -> dict[str, int]:
     """Each harness mode's batch size, from :func:`measure`'s rows (for the roofline)."""
-    return (
-        {str(mode): int(batch) for mode, batch in rows.groupby("mode")["batch"].first().items()}
-        if len(rows)
-        else {}
-    )
+    if not len(rows):
+        return {}
+    return {str(mode): int(batch) for mode, batch in rows.groupby("mode")["batch"].first().items()}

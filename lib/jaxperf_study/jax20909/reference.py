@@ -93,20 +93,14 @@ def check_close(variant: KernelVariant, out: Any, inputs: tuple[Any, ...]) -> fl
     if got.shape != want.shape:
         raise AssertionError(f"{kernel}: output shape {got.shape}, expected {want.shape}")
     # rounding in a float16 carry grows a sum by at most steps * eps of it on its way (before the end)
-    limit = (
-        np.finfo(np.float16).max / (1 + variant.steps * np.finfo(np.float16).eps)
-        if carry == np.float16
-        else np.inf
-    )
+    half = np.finfo(np.float16)
+    limit = half.max / (1 + variant.steps * half.eps) if carry == np.float16 else np.inf
     overflowed = np.isinf(got) & (np.sign(got) == np.sign(want)) & (np.abs(want) > limit)
     err = np.where(overflowed, 0.0, np.abs(got - want))
     ratio = float(np.max(err / tol)) if err.size else 0.0
     if not np.all(np.isfinite(got) | overflowed) or not ratio <= 1.0:
-        worst = (
-            np.unravel_index(int(np.nanargmax(np.where(np.isfinite(err), err / tol, np.inf))), err.shape)
-            if err.size
-            else ()
-        )
+        over = np.where(np.isfinite(err), err / tol, np.inf)
+        worst = np.unravel_index(int(np.nanargmax(over)), err.shape) if err.size else ()
         raise AssertionError(
             f"{kernel}: output differs from the float64 reference by {ratio:.3g}x the tolerance "
             f"(worst at {worst}: got {got[worst]!r}, want {want[worst]!r}, tol {tol[worst]!r})"

@@ -106,11 +106,9 @@ class LoopResults:
 
     def goals(self) -> dict[str, Any]:
         seed = self.head[(self.head["mode"] == self.mode) & (self.head.kernel == "seed")]
-        roof = (
-            float(seed.loc[seed["T"] == seed["T"].max(), "roofline_ms"].iloc[0])
-            if len(seed) and "roofline_ms" in seed
-            else None
-        )
+        roof = None
+        if len(seed) and "roofline_ms" in seed:
+            roof = float(seed.loc[seed["T"] == seed["T"].max(), "roofline_ms"].iloc[0])
         fresh = self.bandwidth.get("gb_per_s_fresh_output")
         fresh_roof = roof * self.bandwidth["gb_per_s"] / fresh if roof and fresh else None
         return analysis.goals(
@@ -193,17 +191,13 @@ def side_by_side(results: LoopResults) -> pd.DataFrame:
             if mode.startswith("pallas") and results.backend == "cpu":
                 continue
             hit = ranges[(ranges["mode"] == mode) & (ranges["T"] == T)]
-            row[label] = (
-                f"{hit['median'].iloc[0]:.2f}× [{hit['lo'].iloc[0]:.2f}, {hit['hi'].iloc[0]:.2f}]"
-                if len(hit)
-                else "—"
-            )
+            row[label] = "{median:.2f}× [{lo:.2f}, {hi:.2f}]".format(**hit.iloc[0]) if len(hit) else "—"
         for compiler in dict.fromkeys(r["compiler"] for r in static):
-            hit2 = [r for r in static if r["compiler"] == compiler and r["T"] == T]
-            unit = "bundles" if "TPU" in compiler else "instructions"
-            row[f"{compiler} ({unit} per program, static)"] = _ratio(
-                hit2[0]["fori_vs_python"] if hit2 else None
+            ratio = next(
+                (r["fori_vs_python"] for r in static if (r["compiler"], r["T"]) == (compiler, T)), None
             )
+            unit = "bundles" if "TPU" in compiler else "instructions"
+            row[f"{compiler} ({unit} per program, static)"] = _ratio(ratio)
         rows.append(row)
     return pd.DataFrame(rows)
 

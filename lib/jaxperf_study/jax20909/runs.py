@@ -70,11 +70,8 @@ def quoted(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     started, missing = time.perf_counter(), list[pd.DataFrame]()
     rows = harness.run(settings, backend, budget_s=settings.quoted_budget_s, missing=missing)
     configs, not_measured = _split(settings, backend, "quoted")
-    budget = (
-        max(settings.quoted_budget_s - (time.perf_counter() - started), 1e-3)
-        if settings.quoted_budget_s
-        else 0
-    )
+    spent = time.perf_counter() - started
+    budget = max(settings.quoted_budget_s - spent, 1e-3) if settings.quoted_budget_s else 0
     variants, timings = sweep.run(configs, budget_s=budget, missing=missing)
     return _written((variants, timings, pd.concat([not_measured, *missing], ignore_index=True), rows))
 
@@ -88,10 +85,9 @@ def rest(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     def left(share: float = 1.0) -> float:
         return max(budget * share - (time.perf_counter() - started), 1.0) if budget else 0.0
 
-    seed = KernelVariant("seed", "python", T=settings.mechanism_T, D=settings.D, batch=2, dtype="float16")
-    found = (
-        mechanism.evidence(seed.replace(dtype=settings.resolved_dtype(backend))) if backend == "cpu" else []
-    )
+    dtype = settings.resolved_dtype(backend)
+    seed = KernelVariant("seed", "python", T=settings.mechanism_T, D=settings.D, batch=2, dtype=dtype)
+    found = mechanism.evidence(seed) if backend == "cpu" else []
     out = [pd.DataFrame([roofline.measure_bandwidth(settings.bandwidth_megabytes)]), pd.DataFrame(found)]
     family = engine_frames(settings, "family", budget_s=left(0.6), backend=backend)
     configs, _ = _split(settings, backend, "rest")
@@ -159,22 +155,16 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
     median of its pairs; in the harness, the ratio of its medians), then the median over
     processes with ``lo``/``hi`` the smallest and largest (:func:`jaxperf_study.reruns.spread`);
     ``resolved`` is False when that range holds 1 (not resolved), None from one process."""
-    per: list[pd.DataFrame] = []
+    keys, per = ["mode", "kernel", "T", "variant"], list[pd.DataFrame]()
     for p in sorted(set(_process(timings))):
-        head = analysis.headline(variants[_process(variants) == p], timings[_process(timings) == p]).dropna(
-            subset=["ms_vs_python"]
+        head = analysis.headline(variants[_process(variants) == p], timings[_process(timings) == p])
+        per.append(head.dropna(subset=["ms_vs_python"]).assign(process=p)[[*keys, "process", "ms_vs_python"]])
+    for p in sorted(set(_process(harness_rows))) if len(harness_rows) and "variant" in harness_rows else ():
+        part = harness.headline(
+            harness_rows[_process(harness_rows) == p].drop(columns="process", errors="ignore")
         )
-        per.append(head.assign(process=p)[["mode", "kernel", "T", "variant", "process", "ms_vs_python"]])
-    if len(harness_rows) and "variant" in harness_rows:
-        for p in sorted(set(_process(harness_rows))):
-            part = harness.headline(
-                harness_rows[_process(harness_rows) == p].drop(columns="process", errors="ignore")
-            )
-            part = part.assign(
-                mode="xla_harness" if (part["mode"] == "xla").all() else part["mode"], process=p
-            )
-            per.append(part[["mode", "kernel", "T", "variant", "process", "ms_vs_python"]])
-    keys = ["mode", "kernel", "T", "variant"]
+        mode = "xla_harness" if (part["mode"] == "xla").all() else part["mode"]
+        per.append(part.assign(mode=mode, process=p)[[*keys, "process", "ms_vs_python"]])
     if not per:
         return pd.DataFrame(columns=[*keys, "median", "lo", "hi", "n", "over", "resolved"])
     out = reruns.spread(pd.concat(per, ignore_index=True), "ms_vs_python", keys)

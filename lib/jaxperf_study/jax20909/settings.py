@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from jaxperf.errors import bad_value, check_choice, check_int, check_ints
@@ -325,7 +325,7 @@ class LoopSettings(StudySettings):
     }
 
     def validate(self) -> None:
-        listed = [("kernels", KERNELS), ("timed_loop_forms", LOOP_FORMS)]
+        listed: list[tuple[str, Sequence[str]]] = [("kernels", KERNELS), ("timed_loop_forms", LOOP_FORMS)]
         listed += [(name, list(TARGETS)) for name in ("targets", "kernel_targets", "compile_targets")]
         for name, allowed in listed:
             values = getattr(self, name)
@@ -453,8 +453,6 @@ class LoopSettings(StudySettings):
 
     def resolved_dtype(self, backend: str) -> str:
         """``dtype``, with ``"auto"`` resolved for ``backend``."""
-        return (
-            DEFAULT_DTYPE[check_choice("backend", backend, tuple(DEFAULT_DTYPE))]
-            if self.dtype == "auto"
-            else self.dtype
-        )
+        if self.dtype != "auto":
+            return self.dtype
+        return DEFAULT_DTYPE[check_choice("backend", backend, tuple(DEFAULT_DTYPE))]
