@@ -10,6 +10,7 @@ Only what is displayed changes: records, summary.md and the DataFrames are untou
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from typing import Any
 
@@ -203,18 +204,12 @@ def wrap_markdown(text: str) -> str:
     split into column groups (its row names repeated), and break opportunities in the cells
     (rows starting with ``|``): ``<wbr>`` after ``_`` (``\\_`` too) and ``/`` inside words,
     code spans split around them, never inside an HTML tag, a link target or an entity."""
-    lines = text.splitlines()
     out: list[str] = []
-    i = 0
-    while i < len(lines):
-        if not lines[i].lstrip().startswith("|"):
-            out.append(lines[i])
-            i += 1
+    for in_table, run in itertools.groupby(text.splitlines(), key=lambda line: line.lstrip().startswith("|")):
+        block = list(run)
+        if not in_table:
+            out += block
             continue
-        j = i
-        while j < len(lines) and lines[j].lstrip().startswith("|"):
-            j += 1
-        block = lines[i:j]
         tables = _split_table(block) if len(block) >= 2 and _RULE.fullmatch(block[1]) else [block]
         if len(tables) > 1:
             indent = block[0][: len(block[0]) - len(block[0].lstrip())]
@@ -226,7 +221,6 @@ def wrap_markdown(text: str) -> str:
             if k:
                 out.append("")
             out.extend(line if _RULE.fullmatch(line) else _break_row(line) for line in table)
-        i = j
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 

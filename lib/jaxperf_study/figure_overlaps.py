@@ -118,12 +118,7 @@ def text_problems(
 def _boxes_touch(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether the upright boxes around two quadrilaterals meet: a cheap first test, since
     most pairs of texts are far apart."""
-    return bool(
-        a[:, 0].min() < b[:, 0].max()
-        and b[:, 0].min() < a[:, 0].max()
-        and a[:, 1].min() < b[:, 1].max()
-        and b[:, 1].min() < a[:, 1].max()
-    )
+    return bool(np.all(a.min(axis=0) < b.max(axis=0)) and np.all(b.min(axis=0) < a.max(axis=0)))
 
 
 # ---------------------------------------------------------------- lines as drawn

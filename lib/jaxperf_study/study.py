@@ -526,21 +526,13 @@ class _Lines:
             self.handle = show_output({"text/plain": kept}, raw=True, display_id=True)
             return
         self.handle.update({"text/plain": kept}, raw=True)
-        if self.echo:
-            _to_terminal(line)
+        if self.echo:  # on the kernel process's own stdout (in-process, papermill's: sys.__stdout__)
+            stream = sys.__stdout__ if os.environ.get("JAXPERF_INPROCESS") == "1" else sys.stdout
+            with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+                os.write(stream.fileno(), (line + "\n").encode())  # type: ignore[union-attr]
 
     def flush(self) -> None:
         sys.stdout.flush()
-
-
-def _to_terminal(line: str) -> None:
-    """``line`` on the kernel process's own stdout (not the notebook), where there is one."""
-    # In-process (papermill's process is the kernel's), the terminal is sys.__stdout__.
-    stream = sys.__stdout__ if os.environ.get("JAXPERF_INPROCESS") == "1" else sys.stdout
-    try:
-        os.write(stream.fileno(), (line + "\n").encode())  # type: ignore[union-attr]
-    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-        pass
 
 
 def progress(total: int, desc: str, **kwargs: Any) -> Any:
