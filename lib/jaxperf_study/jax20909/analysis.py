@@ -275,9 +275,7 @@ def goals(
         variants_tying_it_per_T=tying,
     )
     best = roof_verdict = None  # the fastest portable form at the largest T, against the roofline
-    largest = (
-        part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)] if len(part) else part
-    )
+    largest = part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)]
     if roofline_ms and len(largest):
         best_row = largest.loc[largest.ms_per_call.idxmin()]
         best = float(best_row.ms_per_call)

@@ -37,11 +37,9 @@ def _split(settings: LoopSettings, backend: str, part: str) -> tuple[list[sweep.
     ``rest_repeats`` rounds), and the not-measured rows of the plan."""
     configs, not_measured = sweep.plan(backend, settings)
     out, mode = [], "xla" if backend == "cpu" else "pallas"
+    rest_rounds = settings.rest_repeats or settings.repeats * settings.processes
     if settings.quoted_in == "harness":  # his harness is what is quoted: the whole sweep is the rest's
-        rounds = settings.rest_repeats or settings.repeats * settings.processes
-        return (
-            [dataclasses.replace(c, repeats=rounds) for c in configs] if part == "rest" else []
-        ), not_measured
+        return [dataclasses.replace(c, repeats=rest_rounds) for c in configs if part == "rest"], not_measured
     for c in configs:
         seed = [vocab.variant_name(*v) for v in c.variants("seed", max(c.Ts))] if "seed" in c.kernels else []
         quoted = [v for v in seed if c.mode == mode and v in (settings.quoted_variants or seed)]
@@ -50,9 +48,7 @@ def _split(settings: LoopSettings, backend: str, part: str) -> tuple[list[sweep.
             rest = tuple(v for v in seed if v not in quoted)
             others = tuple(k for k in c.kernels if k != "seed" or not quoted)
             picked = [(others, ())] + [(("seed",), rest)] * bool(quoted and rest)
-        rounds = (
-            c.repeats if part == "quoted" else settings.rest_repeats or settings.repeats * settings.processes
-        )
+        rounds = c.repeats if part == "quoted" else rest_rounds
         out += [
             dataclasses.replace(c, kernels=k, listed=v or c.listed, repeats=rounds) for k, v in picked if k
         ]
