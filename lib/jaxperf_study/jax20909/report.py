@@ -159,7 +159,7 @@ def summary_dict(results: LoopResults) -> dict[str, Any]:
         "harness_negative_compiles": r.compile_flags(),
         "readers": [report_kernel.summary(k) for k in r.readers],
         **r.device(),
-        "issue_text": answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()),
+        "issue_text": answer.issue_text(r, frame, rows),
         "ratio_runs": [] if r.ranges is None else _records(r.ranges),
         "reporter": compile_facts.reporter_rows(),
         **(r.compiles or {}),
@@ -264,17 +264,7 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
             f"On a TPU v5e his kernel runs in float32 ({TPU_WHY}), at batch B per T {batches}: B=512 does "
             "not fit its 16 GiB in float32 from T=32768, and its core runs the programs one after another."
         )
-    bullets = answer.bullets(
-        frame,
-        r.seed_rows(),
-        r.goals(),
-        r.fix,
-        xla_verdict(r.mechanism),
-        r.compile_facts(),
-        r.compile_flags(),
-        rows,
-        r.quick,
-    )
+    bullets = answer.bullets(r, frame, rows)
     folded = md.details(
         "Which kernels pay, per compiler (each column in its own unit)",
         [md.table(family.wide(frame)) if len(frame) else "not measured"],
@@ -285,7 +275,7 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
     )
     folded += md.details(
         "Issue-ready text for jax#20909",
-        ["```", answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()), "```"],
+        ["```", answer.issue_text(r, frame, rows), "```"],
     )
     found = r.device()
     if found["static_vs_measured"]:
