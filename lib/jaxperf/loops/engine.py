@@ -97,13 +97,11 @@ class Progress:
 def compile_results(
     kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], here: dict[str, str], clock: Progress
 ) -> pd.DataFrame:
-    """One row per (form, T, target): status, compile_ms, work and loop steps per program, its classes;
-    a compiler with no target here only exports. A verdict's pair first (the Python loop, then
-    fori_loop, at the two smallest T), a target at a time, the cheapest compiler so far first
-    (libtpu's before any is known); then the other forms there; then the larger T. A point past
-    ``clock``'s budget or predicted past it (:func:`_predicted_s` from its compiler's compiles of
-    the form, else of the Python loop; the Python loop's with its larger T's) is "not reached"; so
-    is every other form's where the Python loop's was not (without it, no ratio)."""
+    """One row per (form, T, target): status, compile_ms, work and loop steps per program, its classes
+    (a compiler with no target here only exports). The verdict's pair first (the Python loop, then
+    fori_loop, at the two smallest T), the cheapest compiler so far first; then the other forms;
+    then the larger T. A point past ``clock``'s budget or predicted past it (:func:`_predicted_s`) is
+    "not reached"; so is every other form's where the Python loop's was not (no ratio without it)."""
     rows: list[dict[str, Any]] = []
     took: dict[tuple[str, str], list[tuple[int, float]]] = {}  # (compiler, form) -> its (T, seconds)
     cost: dict[str, list[float]] = {}  # compiler -> the seconds of each point it compiled
@@ -181,10 +179,10 @@ def time_results(
     measure: Any = None,
 ) -> pd.DataFrame:
     """On a GPU or TPU, every form timed at each T (:func:`measure_round`), then sized until the loop
-    shows above the per-call floor (:func:`jaxperf.loops.verdict.measured`): every T in a scan
-    :data:`LONGER` times longer, then the largest T :data:`GROW` and GROW² times larger, a step
-    predicted (:func:`_round_s`) past ``clock``'s budget "not reached". Rows (form, T, scan, repeat)
-    with ms_per_call, or one with a status and error; ``measure(forms, T, scan)`` stands in for a device."""
+    shows above the per-call floor (:func:`jaxperf.loops.verdict.measured`): a scan :data:`LONGER`
+    times longer, then the largest T :data:`GROW` and GROW² times larger, a step predicted past the
+    budget (:func:`_round_s`) "not reached". Rows (form, T, scan, repeat) with ms_per_call, or one
+    with a status and error; ``measure(forms, T, scan)`` stands in for a device."""
     import jax
 
     compiler, clock = DEVICE_COMPILER.get(jax.default_backend()), clock or Progress(BUDGET_S)
@@ -222,11 +220,9 @@ def _round_s(done: pd.DataFrame, took: float, Ts: Sequence[int], scan: int, repe
 def measure_round(
     kernel: Kernel, forms: Sequence[str], T: int, scan: int, compiler: str, repeats: int, clock: Progress
 ) -> pd.DataFrame:
-    """Each form at ``T`` built for the device's ``compiler``, run, checked against ``fori`` there (run
-    first), then timed interleaved, ``scan`` calls at a time in one jitted scan
-    (:func:`jaxperf.timing.amortised`): rows (form, T, repeat) with ms_per_call. A form not built, not
-    compiled, failing or differing is one row with its ``status`` and ``error``; "not reached" past
-    ``clock``'s budget."""
+    """Each form at ``T`` built for the device's ``compiler``, run, checked against ``fori`` (run first),
+    then timed interleaved, ``scan`` calls in one jitted scan: rows (form, T, repeat) with ms_per_call;
+    a form not built, compiled, run or equal is one row with its ``status`` and ``error``."""
     import jax
 
     from .. import timing

@@ -1,9 +1,7 @@
 """The one vocabulary of the jax#20909 loop studies (XLA, Pallas interpret, Triton, Mosaic).
 
-Every study of jax-ml/jax#20909 names kernels, loop forms and variants from
-here, orders them the same way, and quotes the reporter's numbers from the
-same table; a variant's values are checked where one is made
-(:class:`~.variant.KernelVariant`). Nothing here imports JAX.
+Every study of jax-ml/jax#20909 names kernels, loop forms and variants from here, orders them
+the same way, and quotes the reporter's numbers from the same table. Nothing here imports JAX.
 
 Kernels (built by :mod:`jaxperf_study.jax20909.kernels`):
 
@@ -15,13 +13,11 @@ Kernels (built by :mod:`jaxperf_study.jax20909.kernels`):
     The body is loop-invariant apart from ``j``.
 ``data_carry``
     The reporter's kernel with a carry that depends on the loaded data: each step adds
-    ``X_i + j`` elementwise (not the block's sum), so every element of the ``[128, D]``
-    carry holds its own value and no compiler can fold the steps into scalar work.
-    The kernel that answers "does a real kernel pay?" beside the reporter's toy.
+    ``X_i + j`` elementwise, so no compiler can fold the steps into scalar work ("does a
+    real kernel pay?" beside the reporter's toy).
 ``streaming``
-    The study's first port (an honest name for it now): one program per
-    batch element reads block ``j`` at step ``j`` and adds its sum; output
-    ``[128, D]``. A body that streams new data every step.
+    One program per batch element reads block ``j`` at step ``j`` and adds its sum;
+    output ``[128, D]``: a body that streams new data every step.
 ``attention``
     Online-softmax attention over key blocks: each step depends on the
     step's data and on the carry, so nothing can be hoisted.

@@ -1,10 +1,7 @@
-"""Read Mosaic GPU's SASS (its ``nvdisasm`` dump) with the study's SASS reader, and count it.
-
-:func:`to_cuobjdump` rewrites the ``.sass_ctrl`` dump (control codes, no ``;``, label targets) in
-``cuobjdump -sass`` form for :mod:`jaxperf.compilers.triton.sass`. Two kinds of backward branch
-are not the kernel's loops: a barrier wait's spin (around ``SYNCS``/``NANOSLEEP``, no readable
-counter), counted as one pass, and the branch that resumes the kernel after that out-of-line wait,
-dropped. A static estimate from SASS compiled on a CPU, never a measurement."""
+"""Read Mosaic GPU's SASS (its ``nvdisasm`` dump, rewritten in ``cuobjdump -sass`` form by
+:func:`to_cuobjdump`) with :mod:`jaxperf.compilers.triton.sass`, and count it (a static estimate,
+never a measurement). Two kinds of backward branch are not the kernel's loops (:func:`loops`): a
+barrier wait's spin, counted as one pass, and the branch that resumes the kernel after it, dropped."""
 
 from __future__ import annotations
 
