@@ -1,11 +1,9 @@
 """What makes a figure of the study readable in a notebook, as code.
 
-A notebook shows a figure about :data:`NOTEBOOK_PX` pixels wide; the study saves at
-:data:`DPI`, so a figure wider than ``NOTEBOOK_PX / DPI`` inches is scaled down and its
-text with it. :func:`pt` gives the font size that still reads as 8 pt there;
-:func:`plain_log_ticks` labels a log axis with plain numbers (100, 1000, never
-``10^3`` or ``3x10^1``); :func:`problems` lists what a reader would trip over in a drawn
-figure (the tests run it on every figure function):
+A notebook shows a figure about :data:`NOTEBOOK_PX` pixels wide; saved at :data:`DPI`, a wider
+figure is scaled down, text too: :func:`pt` gives the size that still reads as 8 pt there, and
+:func:`plain_log_ticks` labels a log axis with plain numbers. :func:`problems` lists what a reader
+would trip over in a drawn figure (the tests run it on every figure function):
 
 - more than :data:`MAX_LINES` data lines (or bar series) in one panel (reference lines,
   marked with :data:`REFERENCE_GID` by ``plots.reference_line``, do not count);

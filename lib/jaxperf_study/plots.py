@@ -1,8 +1,7 @@
-"""Figures: seaborn, median line with an interquartile band, log axes where a sweep spans
-decades, a footer naming backend, device and versions; each figure saved as PNG + SVG with a
-CSV of the same name holding the plotted data. This module never chooses matplotlib's backend:
-a notebook kernel draws inline (forcing Agg here would make every figure vanish from the
-notebooks), and a headless script gets Agg by default (or ``MPLBACKEND``).
+"""Figures: seaborn, median line with an interquartile band, log axes where a sweep spans decades,
+a footer naming backend, device and versions; each saved as PNG + SVG with a CSV of the plotted
+data. Never chooses matplotlib's backend (forcing Agg would make every figure vanish from the
+notebooks; a headless script gets Agg by default).
 """
 
 from __future__ import annotations
@@ -54,9 +53,8 @@ def ratio_axis(ax: matplotlib.axes.Axes, axis: str = "y") -> None:
 def reference_line(
     ax: matplotlib.axes.Axes, y: float, label: str, *, color: str = "0.35", ls: str = ":", **text: Any
 ) -> None:
-    """A horizontal reference (a goal, the seed's number) labelled on the plot at its right end, above
-    the line (``va="top"``: under it); ``text`` styles the label (``fontsize=figure_rules.pt(fig)``
-    reads as 8 pt in a notebook). Marked as a reference, not a data line, for figure_rules.problems."""
+    """A horizontal reference (a goal, the seed's number) labelled at its right end, above the line
+    (``va="top"``: under it; ``text`` styles the label), marked as no data line for figure_rules."""
     ax.axhline(y, color=color, ls=ls, lw=1.1, zorder=1, gid=_rules.REFERENCE_GID)
     text = {"ha": "right", "va": "bottom", "fontsize": 7.5, "color": color, **text}
     offset = (-3, -2 if text["va"] == "top" else 2)
