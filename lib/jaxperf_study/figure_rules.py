@@ -28,6 +28,7 @@ import matplotlib.axes
 import matplotlib.figure
 import matplotlib.text
 import matplotlib.ticker
+from matplotlib.ticker import LogFormatter
 
 from . import figure_overlaps as _overlaps_of
 
@@ -102,13 +103,11 @@ def fit_for_notebook(fig: matplotlib.figure.Figure) -> None:
             text.set_fontsize(floor)
     for ax in fig.axes:
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            if axis.get_scale() == "log" and isinstance(
-                axis.get_major_formatter(), matplotlib.ticker.LogFormatter
-            ):
+            if axis.get_scale() == "log" and isinstance(axis.get_major_formatter(), LogFormatter):
                 plain_log_ticks(ax, name)
             # Ticks made later (a re-layout) keep the size.
             size = max([floor] + [float(t.get_fontsize()) for t in axis.get_ticklabels()])
-            ax.tick_params(axis=name, which="both", labelsize=size)
+            ax.tick_params(axis=name, which="both", labelsize=size)  # type: ignore[arg-type]
 
 
 def data_lines(ax: matplotlib.axes.Axes) -> list[Any]:
