@@ -118,12 +118,6 @@ CORE_HOOKS: dict[tuple[str, ...], str] = {
 }
 
 
-def check_core_hooks() -> None:
-    """Check every core hook, as importing the fixes does one by one."""
-    for hook in CORE_HOOKS:
-        check_core_hook(hook)
-
-
 def jax_traceback_exclusion(path: str) -> None:
     """Hide the file ``path`` from JAX's filtered tracebacks and ``eqx.error_if``'s stacks."""
     getattr(check_core_hook(JAX_TRACEBACK_EXCLUSION), JAX_TRACEBACK_EXCLUSION[1])(path)

@@ -1,13 +1,11 @@
 """The packed fast path: a training state carried as one buffer per (dtype, sharding).
 
-``eqx.filter_pmap``, ``jax.pmap`` and ``jax.jit`` pay per array leaf on every call. This
-path pays that once: :meth:`PackedState.pack` flattens a pytree (typically ``(model,
-opt_state)``) outside the loop into one 1-D buffer per (dtype, sharding) and a static
-:class:`Layout`; :func:`packed_pmap` / :func:`packed_jit` compile a step ``fun(tree, *args)
--> (aux, new_tree)`` that unpacks with static slices inside the program and donates the
-buffers by default; :meth:`PackedState.unpack` rebuilds the pytree when the user asks. The
-pmap form carries a leading device axis (:meth:`PackedState.replicate`) and a plain ``0``
-``out_axes``, so it also runs across processes, where ``jax.pmap`` rejects list ``out_axes``.
+``eqx.filter_pmap``, ``jax.pmap`` and ``jax.jit`` pay per array leaf on every call; this path pays
+once: :meth:`PackedState.pack` flattens a pytree (``(model, opt_state)``) outside the loop into one
+1-D buffer per (dtype, sharding) and a static :class:`Layout`; :func:`packed_pmap` and
+:func:`packed_jit` compile a step ``fun(tree, *args) -> (aux, new_tree)`` that unpacks with static
+slices in the program and donates the buffers by default. The pmap form carries a leading device
+axis (:meth:`PackedState.replicate`) and a plain ``0`` ``out_axes``, so it runs across processes.
 
 What a step may return for each leaf: an array leaf comes back as an array of its shape and
 dtype (a Python scalar as ``jax.jit`` returns it); a weakly typed leaf has a buffer of its

@@ -176,12 +176,9 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
 
 
 def _traced(lower: Any, upper: Any, body: Body, init: Carry, unroll: int) -> Carry:
-    """Traced bounds: ``trips = (upper - lower) // unroll`` outer iterations, then the rest.
-
-    All index arithmetic stays in the bounds' dtype: the span is taken in the unsigned type of
-    the same width (exact, and zero when ``upper <= lower``, where the subtraction would wrap);
-    ``lower + i * unroll`` may wrap on the way, but two's complement leaves the exact value.
-    """
+    """Traced bounds: ``trips = (upper - lower) // unroll`` outer iterations, then the rest, all index
+    arithmetic in the bounds' dtype: the span in the unsigned type of the same width (exact, and zero
+    when ``upper <= lower``); ``lower + i * unroll`` may wrap on the way, to the exact value."""
     import jax
     import numpy as np
     from jax import lax

@@ -1,8 +1,6 @@
-"""The loop study's engine (``python -m jaxperf loops``, notebook 02): every (form, T) of a factory
-(:mod:`.factory`) built first; each form run in Pallas' interpreter against the ``reference`` (else
-``fori``); those that agree compiled for each target here (:mod:`.targets`) and, on a GPU or TPU,
-timed. Nothing is simulated: a missing target is "not present here", a point past the budget "not
-reached"."""
+"""The loop study's engine (``python -m jaxperf loops``, notebook 02): each form of a factory
+(:mod:`.factory`) checked in Pallas' interpreter; those that agree compiled for each target here
+(:mod:`.targets`) and, on a GPU or TPU, timed. Nothing is simulated (:func:`run`)."""
 
 from __future__ import annotations
 
@@ -266,11 +264,11 @@ def run(
     log: Any = None,
     timed: bool = True,
 ) -> Results:
-    """The engine on ``path`` (``"package.module:factory"``). ``check_Ts``: the T the interpreter
-    checks at (default: the smallest of ``Ts``; :func:`per_step` needs two); ``targets``: the compiled
-    targets (default: every one here); ``budget_s`` bounds the compiles and timing (``timed=False``:
-    compiles only); ``log`` gets progress lines. ValueError names the parameter for bad input;
-    :class:`FactoryError` (a ValueError) when the factory raises anything else."""
+    """The engine on ``path`` (``"package.module:factory"``): every (form, T) built first, each form
+    checked against the factory's ``reference`` (else ``fori``) at ``check_Ts`` (default: the smallest
+    T), compiled for ``targets`` (default: every one here; a missing one "not present here") and timed
+    (``timed``) within ``budget_s`` (a point past it "not reached"); ``log`` gets progress lines.
+    ValueError names a bad parameter; :class:`FactoryError` when the factory raises anything else."""
     kernel = load(path)
     forms = check_forms(kernel, forms)
     Ts = sorted(set(check_ints("T", Ts)))
