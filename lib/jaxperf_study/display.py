@@ -200,10 +200,9 @@ def _break_row(line: str) -> str:
 
 
 def wrap_markdown(text: str) -> str:
-    """``text`` with its tables fitted to the notebook: a table wider than :data:`WIDTH_PX`
-    split into column groups (its row names repeated), and break opportunities in the cells
-    (rows starting with ``|``): ``<wbr>`` after ``_`` (``\\_`` too) and ``/`` inside words,
-    code spans split around them, never inside an HTML tag, a link target or an entity."""
+    """``text`` with its tables fitted to the notebook: a table wider than :data:`WIDTH_PX` split into
+    column groups (:func:`_split_table`), and ``<wbr>`` after ``_`` (``\\_`` too) and ``/`` inside the
+    cells' words, code spans split around them, never in an HTML tag, a link target or an entity."""
     out: list[str] = []
     for in_table, run in itertools.groupby(text.splitlines(), key=lambda line: line.lstrip().startswith("|")):
         block = list(run)

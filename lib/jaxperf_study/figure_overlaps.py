@@ -27,10 +27,8 @@ MIN_PIXELS = 12  # a line (or an overlap with data) smaller than this many pixel
 
 
 def text_corners(text: matplotlib.text.Text, renderer: Any) -> np.ndarray:
-    """The four corners (display pixels) of ``text``'s drawn rectangle, rotated with the text.
-
-    matplotlib reports a rotated text's upright bounding box, whose centre is the centre of
-    the rotated rectangle; the rectangle's own size is the text's extent unrotated."""
+    """The four corners (display pixels) of ``text``'s drawn rectangle, rotated with the text: the
+    centre of the upright box matplotlib reports, the size of the text's extent unrotated."""
     upright = matplotlib.text.Text.get_window_extent(text, renderer)  # an Annotation's arrow left out
     angle = float(text.get_rotation()) % 180
     x0, y0, x1, y1 = upright.x0, upright.y0, upright.x1, upright.y1

@@ -1,10 +1,7 @@
-"""The study's ranges: a value measured in several fresh processes stated with the range a
-rerun's median is expected in (:func:`rerun_range`), widened by the calibration between whole
-runs (:func:`set_rerun_inflation`); a value from one process with its quartiles. A range
-wider than :data:`RESOLVED_WIDTH` times its median is quoted as "not resolved", never as a
-number (:func:`quote`: every summary and the README go through it). Study only:
-the tools (``diagnose``, ``loops``) time in one process and state quartiles
-(:func:`jaxperf.timing.iqr_stats`)."""
+"""The study's ranges (:func:`spread_of`): a value measured in several fresh processes with the range
+a rerun's median is expected in, a value from one process with its quartiles. A range wider than
+:data:`RESOLVED_WIDTH` times its median is quoted "not resolved", never as a number (:func:`quote`:
+every summary and the README go through it). The tools time in one process and state quartiles."""
 
 from __future__ import annotations
 

@@ -69,10 +69,8 @@ class Study:
         return self.info.backend
 
     def records(self, df: pd.DataFrame, name: str) -> None:
-        """Write ``df`` as ``results/<backend>/<study>/<name>.csv`` with its provenance sidecar.
-
-        Returns nothing, so a cell that ends with it prints no path of this machine.
-        """
+        """Write ``df`` as ``results/<backend>/<study>/<name>.csv`` with its provenance sidecar (and return
+        nothing, so a cell that ends with it prints no path of this machine)."""
         records.write_records(df, self.results_dir / name, self.provenance)
 
     def measure(
@@ -152,13 +150,9 @@ class Study:
         drawn_by: str | Callable[..., Any] | None = None,
         note: str = "",
     ) -> None:
-        """Save ``fig`` under ``figures/<backend>/`` (PNG + SVG + ``data`` as CSV, the name
-        prefixed with the study's), then show it inline where the cell draws it.
-
-        ``drawn_by`` is the plotting function itself; leave it out when that function is
-        marked ``@plots.draws`` (a string naming it still works). The saved files and the
-        function are kept in ``study.figures[name]`` and listed in summary.json.
-        """
+        """Save ``fig`` under ``figures/<backend>/`` (PNG + SVG + ``data`` as CSV, the name prefixed with
+        the study's), kept in ``study.figures`` for summary.json, then show it inline. ``drawn_by``:
+        the plotting function, unless it is marked ``@plots.draws`` (:func:`plots.who_drew`)."""
         from . import plots
 
         full = name if name.startswith(self.name) else f"{self.name}_{name}"
@@ -298,14 +292,11 @@ def start(
     host_devices: int | None = None,
     output_root: str | None = None,
 ) -> Study:
-    """Configure the backend (before JAX starts), capture provenance, make the folders.
-
-    ``settings``: the study's :class:`~jaxperf_study.settings.StudySettings` (its ``backend``,
-    ``host_devices`` and ``output_root`` used, ``as_dict()`` recorded as the parameters that ran)
-    or a dict of parameters (the keywords then say where to run: auto, 8 host devices and the
-    default output root). A keyword given wins over the settings' field. The recorded
-    ``output_root`` never names a folder of this machine.
-    """
+    """Configure the backend (before JAX starts), capture provenance, make the folders. ``settings``:
+    the study's :class:`~jaxperf_study.settings.StudySettings` (its ``backend``, ``host_devices`` and
+    ``output_root`` used, ``as_dict()`` recorded) or a dict of parameters (then the keywords say where
+    to run: auto, 8 host devices, the default output root); a keyword given wins over the field. The
+    recorded ``output_root`` never names a folder of this machine."""
     if isinstance(settings, StudySettings):
         parameters = settings.as_dict()
         backend = settings.backend if backend is None else backend
@@ -374,9 +365,9 @@ CHILDREN_ENV = "JAXPERF_MEASURE_IN_CHILDREN"
 
 
 def in_children(backend: str) -> bool:
-    """Whether measurements run in fresh processes while the notebook's own process stays on the
-    CPU: on a GPU or TPU (one process at a time can hold a TPU chip, and a GPU's memory would be
-    claimed twice), or when :data:`CHILDREN_ENV` asks for it (the device run's dry run on a CPU)."""
+    """Whether measurements run in fresh processes while the notebook's stays on the CPU: on a GPU or
+    TPU (one process at a time holds a TPU chip; a GPU's memory would be claimed twice), or when
+    :data:`CHILDREN_ENV` asks for it (the device run's dry run on a CPU)."""
     if os.environ.get(CHILDREN_ENV) == "1" or backend in ("gpu", "tpu"):
         return True
     return (

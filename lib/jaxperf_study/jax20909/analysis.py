@@ -116,10 +116,9 @@ def _pick_fix(g: pd.DataFrame) -> pd.Series | None:
 
 
 def seed_reproduction(head: pd.DataFrame, kernel: str = "seed") -> list[dict[str, Any]]:
-    """summary.json's ``seed_reproduction``: per (mode, T) with both a Python loop and
-    fori_loop(unroll=1), the reporter's columns, their ratio, the fastest portable form at
-    that T (``fix_form``/``fix_unroll``: it changes with T) and the study's named fix,
-    ``scalar_carry u=1`` (``scalar_carry_u1_*``), so a sentence can quote either by name."""
+    """summary.json's ``seed_reproduction``: per (mode, T) with a Python loop and fori_loop(unroll=1),
+    the reporter's columns, their ratio, the fastest portable form there (``fix_*``) and the study's
+    named fix, ``scalar_carry u=1`` (``scalar_carry_u1_*``)."""
     rows = []
     for (mode, T), g in head[head.kernel == kernel].groupby(["mode", "T"], sort=False):
         at = g.set_index("variant")
@@ -181,15 +180,11 @@ def pattern_parts(
     fori_compile_ms: Sequence[float],
     pairs: Sequence[dict[str, float] | None] | None = None,
 ) -> dict[str, list[str]]:
-    """The reporter's pattern, part by part: ``{"misses": [...], "ties": [...]}``, each part
-    in words with its numbers (both empty: shown).
-
-    fori/Python grows with T: its per-pair interquartile range at the largest T lies above
-    the one at the first T (ranges that overlap by more than a point are not resolved; the Ts between
-    are not judged, so a noisy middle T cannot flip the answer); it is at least 2 at the
-    largest T, judged on that range (``goals.judge``); the Python loop's compile at least
-    doubles, fori's grows at most 1.5x. ``pairs`` holds each T's per-pair {median, q25, q75};
-    without one a T's ratio of medians is judged as a point."""
+    """The reporter's pattern, part by part: ``{"misses": [...], "ties": [...]}`` in words with their
+    numbers (both empty: shown). fori/Python grows with T (its per-pair interquartile range at the
+    largest T above the first T's; overlapping ones are not resolved, the Ts between not judged) to at
+    least 2 at the largest T (``goals.judge``); the Python loop's compile at least doubles, fori's
+    grows at most 1.5x. ``pairs``: each T's per-pair {median, q25, q75} (else a point)."""
     misses: list[str] = []
     ties: list[str] = []
     if not ratios:

@@ -1,18 +1,10 @@
 """The reporter's own harness (jax-ml/jax#20909), ported, so his table compares 1:1.
 
-``heavyweight`` jits a ``lax.scan`` over ``N`` batches: each step makes the
-batch inside the scan (``prepare_data``: ``jax.random.normal`` with the same
-key every step, as he wrote it, so XLA may hoist it out of the loop) and
-reduces the kernel's output with ``.mean()``. Compile time is the first call
-minus the second; ms per kernel call is the second call / ``N``. Beside his
-single second call we also record the median of ``repeats`` further calls.
-
-Changes from his script: none but the kernel's (``pl.load`` is gone: it indexes its refs); it comes from
-:mod:`jaxperf_study.jax20909.kernels` (already vmapped over the batch, as his
-``jax.vmap(JaxKernel(...))``), so every variant is first checked against the
-float64 reference on a batch of its own. Where JAX's persistent compilation cache served the
-first call (a run's later processes share it), first minus second is no compile time: its
-``compile_ms`` is left out and ``compile_note`` says why.
+``heavyweight`` jits a ``lax.scan`` over ``N`` batches, each made inside the scan (``prepare_data``:
+the same key every step, as he wrote it, so XLA may hoist it) and reduced with ``.mean()``. Compile
+time is the first call minus the second; ms per kernel call the second call / ``N`` (beside it, the
+median of ``repeats`` further calls). Changed from his script: only the kernel (``pl.load`` is gone),
+which comes from :mod:`.kernels` and is checked against the float64 reference first.
 """
 
 from __future__ import annotations

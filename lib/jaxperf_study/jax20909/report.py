@@ -53,9 +53,8 @@ class LoopResults:
         return "xla" if self.backend == "cpu" else "pallas"
 
     def seed_rows(self) -> list[dict[str, Any]]:
-        """The seed's rows; where its modes ran in several processes, ``ratio`` is the median
-        over processes the text quotes (``ratio_runs``), with its ``lo``/``hi``, so the figure,
-        the table and the sentences state one value per (mode, T)."""
+        """The seed's rows; where a mode ran in several processes, ``ratio`` is the median over them
+        (``ratio_runs``) with its ``lo``/``hi``: one value per (mode, T) everywhere it is stated."""
         rows = analysis.seed_reproduction(self.head)
         if self.ranges is None or not len(self.ranges):
             return rows

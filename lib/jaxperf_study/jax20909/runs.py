@@ -147,10 +147,9 @@ def pooled_harness(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (mode, kernel, T, variant): ms per call over the Python loop's, per process (the
-    median of its pairs; in the harness, the ratio of its medians), then the median over
-    processes with ``lo``/``hi`` the smallest and largest (:func:`jaxperf_study.reruns.spread`);
-    ``resolved`` is False when that range holds 1 (not resolved), None from one process."""
+    """Per (mode, kernel, T, variant): ms per call over the Python loop's per process (in the harness,
+    the ratio of its medians), spread over processes (:func:`jaxperf_study.reruns.spread`);
+    ``resolved`` False where that range holds 1, None from one process."""
     keys, per = ["mode", "kernel", "T", "variant"], list[pd.DataFrame]()
     for p in sorted(set(_process(timings))):
         head = analysis.headline(variants[_process(variants) == p], timings[_process(timings) == p])
@@ -172,12 +171,10 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
 def engine_frames(
     settings: LoopSettings, which: str, *, budget_s: float = 0.0, backend: str = "cpu"
 ) -> tuple[pd.DataFrame, ...]:
-    """The engine on ``which`` ("family": every kernel of ``settings.kernels`` at its
-    ``family_Ts`` in ``family_forms``, the reporter's in ``fix_forms`` too; "readers": each
-    factory of ``settings.kernel`` in ``kernel_forms`` at ``kernel_Ts``), each kernel inside its
-    share of ``budget_s`` (0: the engine's own); on a GPU/TPU each is timed too, but the
-    reporter's (the sweep times it). Returns (checks, points, not_present, timings), every run's
-    rows together (``classes`` as JSON text)."""
+    """The engine on ``which`` ("family": each of ``settings.kernels`` at its ``family_Ts`` in
+    ``family_forms``, the reporter's in ``fix_forms`` too; "readers": each factory of ``kernel``),
+    each kernel in its share of ``budget_s`` and timed on a device (but the reporter's: the sweep
+    times it). Returns (checks, points, not_present, timings), ``classes`` as JSON text."""
     if which not in ("family", "readers"):
         raise ValueError(f"which={which!r} is not allowed: expected 'family' or 'readers'.")
     s = settings
