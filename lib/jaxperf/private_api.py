@@ -1,13 +1,10 @@
 """Every use of a private API (``jax._src``, ``equinox._*``) in jaxperf, in one place.
 
-Each hook imports its private name at call time (importing jaxperf never depends on one) and is
-pinned by ``tests/test_private_api.py``, so an upgrade that moves a name fails there, by name.
-The hooks the public fixes use are :data:`CORE_HOOKS`; :data:`CHECKED` holds the oldest and newest
-version of each package they were checked on (``tests/test_core_envs.py`` runs ``tests/core`` at
-both ends; pyproject.toml states the same ranges). A core hook refuses with a
-:class:`PrivateAPIError` naming the hook, the installed version and the checked range when the
-version is outside that range or the name is missing, at import of the fix rather than deep in a
-call. ``JAXPERF_UNCHECKED_PRIVATE_API=1`` turns the version refusal into a warning.
+Each hook imports its private name at call time and is pinned by ``tests/test_private_api.py``.
+The public fixes' hooks (:data:`CORE_HOOKS`) were checked on the versions in :data:`CHECKED`
+(``tests/test_core_envs.py`` runs ``tests/core`` at both ends); outside them, or where the name is
+missing, a core hook refuses at import of the fix (:func:`check_core_hook`;
+``JAXPERF_UNCHECKED_PRIVATE_API=1`` turns the version refusal into a warning).
 """
 
 from __future__ import annotations
@@ -45,7 +42,8 @@ def release(version: str) -> tuple[int, ...]:
 
 
 def check_core_hook(hook: tuple[str, ...]) -> Any:
-    """The module of core hook ``(module, name, ...)``, once its version and names are checked."""
+    """The module of core hook ``(module, name, ...)``, once its version and names are checked: a
+    :class:`PrivateAPIError` names the hook, the installed version and the checked range."""
     module_name, *names = hook
     package = CORE_HOOKS[hook]
     oldest, newest = CHECKED[package]
@@ -118,12 +116,6 @@ CORE_HOOKS: dict[tuple[str, ...], str] = {
     JAX_TRACEBACK_EXCLUSION: "jax",
     EQUINOX_JIT_ERROR: "equinox",
 }
-
-
-def check_core_hooks() -> None:
-    """Check every core hook, as importing the fixes does one by one."""
-    for hook in CORE_HOOKS:
-        check_core_hook(hook)
 
 
 def jax_traceback_exclusion(path: str) -> None:

@@ -1,17 +1,16 @@
 """How a notebook of the study shows its tables: wrapped at the notebook's width.
 
-JupyterLab and GitHub show a table wider than the notebook column in a box that scrolls
-sideways, so a reader sees half of it. Table cells already wrap at spaces; what keeps them wide
-is a long name without a space (``python_compile_ms``) and too many columns. Once :func:`install`
-has run in a kernel (``jaxperf_study.study.start`` calls it), DataFrames (:func:`frame_html`) and
-Markdown tables (:func:`wrap_markdown`) get break opportunities (``<wbr>``, which survives
-JupyterLab's sanitizer and is not copied with the text) and are transposed or split to fit.
+A table wider than the notebook column scrolls sideways; what keeps one wide is a name without a
+space (``python_compile_ms``) and too many columns. Once :func:`install` has run in a kernel
+(``study.start`` calls it), DataFrames (:func:`frame_html`) and Markdown tables
+(:func:`wrap_markdown`) get ``<wbr>`` break opportunities and are transposed or split to fit.
 Only what is displayed changes: records, summary.md and the DataFrames are untouched.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from typing import Any
 
@@ -201,22 +200,15 @@ def _break_row(line: str) -> str:
 
 
 def wrap_markdown(text: str) -> str:
-    """``text`` with its tables fitted to the notebook: a table wider than :data:`WIDTH_PX`
-    split into column groups (its row names repeated), and break opportunities in the cells
-    (rows starting with ``|``): ``<wbr>`` after ``_`` (``\\_`` too) and ``/`` inside words,
-    code spans split around them, never inside an HTML tag, a link target or an entity."""
-    lines = text.splitlines()
+    """``text`` with its tables fitted to the notebook: a table wider than :data:`WIDTH_PX` split into
+    column groups (:func:`_split_table`), and ``<wbr>`` after ``_`` (``\\_`` too) and ``/`` inside the
+    cells' words, code spans split around them, never in an HTML tag, a link target or an entity."""
     out: list[str] = []
-    i = 0
-    while i < len(lines):
-        if not lines[i].lstrip().startswith("|"):
-            out.append(lines[i])
-            i += 1
+    for in_table, run in itertools.groupby(text.splitlines(), key=lambda line: line.lstrip().startswith("|")):
+        block = list(run)
+        if not in_table:
+            out += block
             continue
-        j = i
-        while j < len(lines) and lines[j].lstrip().startswith("|"):
-            j += 1
-        block = lines[i:j]
         tables = _split_table(block) if len(block) >= 2 and _RULE.fullmatch(block[1]) else [block]
         if len(tables) > 1:
             indent = block[0][: len(block[0]) - len(block[0].lstrip())]
@@ -228,20 +220,26 @@ def wrap_markdown(text: str) -> str:
             if k:
                 out.append("")
             out.extend(line if _RULE.fullmatch(line) else _break_row(line) for line in table)
-        i = j
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+def kernel_shell() -> Any:
+    """The IPython shell of the kernel this process runs (a notebook's), else None."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # no IPython at all: certainly not a kernel
+        return None
+    shell = get_ipython()
+    return shell if shell is not None and getattr(shell, "kernel", None) is not None else None
 
 
 def install() -> bool:
     """Show DataFrames and Markdown tables wrapped in this IPython kernel; False outside one."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import Markdown
-    except ImportError:
+    shell = kernel_shell()
+    if shell is None:
         return False
-    shell = get_ipython()
-    if shell is None or getattr(shell, "kernel", None) is None:
-        return False
+    from IPython.display import Markdown
+
     formatters = shell.display_formatter.formatters
     formatters["text/html"].for_type(pd.DataFrame, frame_html)
     formatters["text/markdown"].for_type(Markdown, lambda md: wrap_markdown(md.data))

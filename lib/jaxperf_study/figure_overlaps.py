@@ -1,13 +1,8 @@
-"""What covers what in a drawn figure, measured where a reader sees it: in display pixels.
-
-:func:`jaxperf_study.figure_rules.problems` calls :func:`text_problems` (a text more than a pixel past
-the canvas edge; two texts whose boxes overlap, a rotated text judged by its rotated rectangle,
-not the upright box around it) and :func:`line_problems` (a data line of which less than
-:data:`MIN_VISIBLE` of its drawn pixels show; a text placed in a panel over a data line, its
-markers or scatter points). The pixel checks draw each of a panel's lines and scatter points
-again, alone, on a private Agg renderer at the figure's dpi (dashes and markers included); a
-pixel shows the last line drawn there (zorder, then insertion). A line with ``alpha`` at or
-below 0.5 hides nothing; IQR bands and bars are neither hidden nor hide lines.
+"""What covers what in a drawn figure, measured where a reader sees it, in display pixels, for
+:func:`jaxperf_study.figure_rules.problems`: :func:`text_problems` and :func:`line_problems`. The
+pixel checks draw each of a panel's lines and scatter points again, alone, on a private Agg
+renderer at the figure's dpi; a pixel shows the last line drawn there (zorder, then insertion). A
+line with ``alpha`` at or below 0.5 hides nothing; IQR bands and bars neither hide nor are hidden.
 """
 
 from __future__ import annotations
@@ -32,10 +27,8 @@ MIN_PIXELS = 12  # a line (or an overlap with data) smaller than this many pixel
 
 
 def text_corners(text: matplotlib.text.Text, renderer: Any) -> np.ndarray:
-    """The four corners (display pixels) of ``text``'s drawn rectangle, rotated with the text.
-
-    matplotlib reports a rotated text's upright bounding box, whose centre is the centre of
-    the rotated rectangle; the rectangle's own size is the text's extent unrotated."""
+    """The four corners (display pixels) of ``text``'s drawn rectangle, rotated with the text: the
+    centre of the upright box matplotlib reports, the size of the text's extent unrotated."""
     upright = matplotlib.text.Text.get_window_extent(text, renderer)  # an Annotation's arrow left out
     angle = float(text.get_rotation()) % 180
     x0, y0, x1, y1 = upright.x0, upright.y0, upright.x1, upright.y1
@@ -91,8 +84,8 @@ def roles(fig: matplotlib.figure.Figure) -> dict[int, str]:
 def text_problems(
     fig: matplotlib.figure.Figure, texts: list[matplotlib.text.Text], renderer: Any
 ) -> list[str]:
-    """Texts cut at the canvas edge, and pairs of texts drawn over each other (tick labels of
-    one axis that collide are named so)."""
+    """Texts more than a pixel past the canvas edge, and pairs of texts drawn over each other (a
+    rotated text judged by its rotated rectangle; tick labels of one axis that collide named so)."""
     found: list[str] = []
     role = roles(fig)
     width, height = _size(fig)
@@ -123,12 +116,7 @@ def text_problems(
 def _boxes_touch(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether the upright boxes around two quadrilaterals meet: a cheap first test, since
     most pairs of texts are far apart."""
-    return bool(
-        a[:, 0].min() < b[:, 0].max()
-        and b[:, 0].min() < a[:, 0].max()
-        and a[:, 1].min() < b[:, 1].max()
-        and b[:, 1].min() < a[:, 1].max()
-    )
+    return bool(np.all(a.min(axis=0) < b.max(axis=0)) and np.all(b.min(axis=0) < a.max(axis=0)))
 
 
 # ---------------------------------------------------------------- lines as drawn
@@ -163,8 +151,9 @@ def line_problems(
     renderer: Any,
     data: Callable[[matplotlib.axes.Axes], list[matplotlib.lines.Line2D]],
 ) -> list[str]:
-    """Data lines hidden under others, and annotations over the data, panel by panel;
-    ``data(ax)`` lists a panel's data lines (``figure_rules.data_lines``)."""
+    """Data lines of which less than :data:`MIN_VISIBLE` of their drawn pixels show, and texts
+    placed over the data (lines, markers, scatter points), panel by panel; ``data(ax)`` lists a
+    panel's data lines (``figure_rules.data_lines``)."""
     found: list[str] = []
     for ax in fig.axes:
         drawn = _drawable(ax)

@@ -1,11 +1,9 @@
 """What makes a figure of the study readable in a notebook, as code.
 
-A notebook shows a figure about :data:`NOTEBOOK_PX` pixels wide; the study saves at
-:data:`DPI`, so a figure wider than ``NOTEBOOK_PX / DPI`` inches is scaled down and its
-text with it. :func:`pt` gives the font size that still reads as 8 pt there;
-:func:`plain_log_ticks` labels a log axis with plain numbers (100, 1000, never
-``10^3`` or ``3x10^1``); :func:`problems` lists what a reader would trip over in a drawn
-figure (the tests run it on every figure function):
+A notebook shows a figure about :data:`NOTEBOOK_PX` pixels wide; saved at :data:`DPI`, a wider
+figure is scaled down, text too: :func:`pt` gives the size that still reads as 8 pt there, and
+:func:`plain_log_ticks` labels a log axis with plain numbers. :func:`problems` lists what a reader
+would trip over in a drawn figure (the tests run it on every figure function):
 
 - more than :data:`MAX_LINES` data lines (or bar series) in one panel (reference lines,
   marked with :data:`REFERENCE_GID` by ``plots.reference_line``, do not count);
@@ -22,6 +20,7 @@ figure (the tests run it on every figure function):
 from __future__ import annotations
 
 import math
+import textwrap
 from collections import defaultdict
 from typing import Any
 
@@ -29,6 +28,7 @@ import matplotlib.axes
 import matplotlib.figure
 import matplotlib.text
 import matplotlib.ticker
+from matplotlib.ticker import LogFormatter
 
 from . import figure_overlaps as _overlaps_of
 
@@ -103,25 +103,16 @@ def fit_for_notebook(fig: matplotlib.figure.Figure) -> None:
             text.set_fontsize(floor)
     for ax in fig.axes:
         for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            scale_of = ax.get_xscale() if name == "x" else ax.get_yscale()
-            if scale_of == "log" and isinstance(axis.get_major_formatter(), matplotlib.ticker.LogFormatter):
+            if axis.get_scale() == "log" and isinstance(axis.get_major_formatter(), LogFormatter):
                 plain_log_ticks(ax, name)
-        # Ticks made later (a re-layout) keep the size.
-        ax.tick_params(axis="x", which="both", labelsize=_tick_size(ax.xaxis, floor))
-        ax.tick_params(axis="y", which="both", labelsize=_tick_size(ax.yaxis, floor))
-
-
-def _tick_size(axis: Any, floor: float) -> float:
-    return max([floor] + [float(t.get_fontsize()) for t in axis.get_ticklabels()])
+            # Ticks made later (a re-layout) keep the size.
+            size = max([floor] + [float(t.get_fontsize()) for t in axis.get_ticklabels()])
+            ax.tick_params(axis=name, which="both", labelsize=size)  # type: ignore[arg-type]
 
 
 def data_lines(ax: matplotlib.axes.Axes) -> list[Any]:
     """The panel's data lines: every visible line but the labelled reference lines."""
     return [ln for ln in ax.get_lines() if ln.get_visible() and ln.get_gid() != REFERENCE_GID]
-
-
-def _panels(fig: matplotlib.figure.Figure) -> list[matplotlib.axes.Axes]:
-    return [ax for ax in fig.axes if ax.axison and ax.get_label() != "<colorbar>"]
 
 
 def _overlaps(a: Any, b: Any) -> bool:
@@ -149,12 +140,9 @@ def drawn_texts(fig: matplotlib.figure.Figure) -> list[matplotlib.text.Text]:
 
 
 def problems(fig: matplotlib.figure.Figure) -> list[str]:
-    """What a reader would trip over in ``fig`` as drawn now (after ``plots.save``, which
-    lays it out): an empty list when it follows every rule in this module's docstring.
-
-    The figure is measured at the size a notebook shows it (:data:`DPI` scaled down to
-    :data:`NOTEBOOK_PX` wide), so a pixel of tolerance is a pixel a reader sees; its dpi is
-    restored after."""
+    """What a reader would trip over in ``fig`` as drawn now (after ``plots.save`` laid it out):
+    empty when it follows every rule in the module docstring. Measured at the size a notebook
+    shows it (a pixel of tolerance is a pixel a reader sees); its dpi is restored after."""
     dpi = fig.dpi
     fig.set_dpi(DPI * scale(fig))
     try:
@@ -170,7 +158,7 @@ def _problems(fig: matplotlib.figure.Figure) -> list[str]:
     width, height = fig.get_size_inches()
     if width > MAX_WIDTH_IN + 1e-9:
         found.append(f"{width:.1f} in wide: more than {MAX_WIDTH_IN:g} in")
-    panels = _panels(fig)
+    panels = [ax for ax in fig.axes if ax.axison and ax.get_label() != "<colorbar>"]
     for ax in panels:
         name = ax.get_title() or ax.get_ylabel() or "a panel"
         series = len(data_lines(ax)) + len(ax.containers)
@@ -239,24 +227,22 @@ def grid(
     return fig, [list(row) for row in axes]
 
 
+def _wrapped(text: str, width_in: float, size: float) -> str:
+    """``text`` in lines that fit ``width_in`` inches at ``size`` points (20 characters at least)."""
+    return "\n".join(textwrap.wrap(text, max(int(width_in * 72 / (size * 0.55)), 20)))
+
+
 def title(fig: matplotlib.figure.Figure, text: str) -> None:
     """The figure's claim as its title, wrapped to the figure's width."""
-    import textwrap
-
     size = pt(fig, 10.0)
-    chars = int(fig.get_size_inches()[0] * 72 / (size * 0.55))
-    fig.suptitle("\n".join(textwrap.wrap(text, chars)), fontsize=size)
+    fig.suptitle(_wrapped(text, fig.get_size_inches()[0], size), fontsize=size)
 
 
 def panel_title(ax: matplotlib.axes.Axes, text: str) -> None:
     """A panel's claim as its left-aligned title, wrapped to the panel's width."""
-    import textwrap
-
-    fig = ax.figure
-    size = pt(fig, 8.5)
-    width_in = ax.get_position().width * fig.get_size_inches()[0]  # type: ignore[union-attr]
-    chars = max(int((width_in + 0.3) * 72 / (size * 0.55)), 20)
-    ax.set_title("\n".join(textwrap.wrap(text, chars)), fontsize=size, loc="left")
+    size = pt(ax.figure, 8.5)
+    width_in = ax.get_position().width * ax.figure.get_size_inches()[0]  # type: ignore[union-attr]
+    ax.set_title(_wrapped(text, width_in + 0.3, size), fontsize=size, loc="left")
 
 
 def label_end(ax: matplotlib.axes.Axes, xs: Any, ys: Any, text: str, color: Any) -> None:

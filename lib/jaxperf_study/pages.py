@@ -9,7 +9,6 @@ import html
 import re
 from typing import Any
 
-from jaxperf.markdown import NOT_JUDGED as NOT_JUDGED
 from jaxperf.markdown import Raw as Raw
 from jaxperf.markdown import cell as cell
 from jaxperf.markdown import code as code
@@ -50,10 +49,9 @@ def visible_lines(text: str) -> int:
 
 
 def answer_page(title: str, intro: list[str], bullets: list[str], folded: list[str]) -> str:
-    """An issue-sized summary: a title, a few lines of set-up, at most :data:`MAX_BULLETS`
-    answer bullets, then everything else folded (``folded``: lines already inside
-    :func:`details` blocks). Raises ValueError when the answer would not fit the issue's
-    size (more bullets, or more than :data:`MAX_VISIBLE_LINES` visible lines)."""
+    """An issue-sized summary: a title, a few lines of set-up, at most :data:`MAX_BULLETS` answer
+    bullets, then ``folded`` (lines inside :func:`details` blocks); ValueError for more bullets or
+    more than :data:`MAX_VISIBLE_LINES` visible lines."""
     bullets = [b for b in bullets if b]
     if len(bullets) > MAX_BULLETS:
         raise ValueError(

@@ -4,6 +4,7 @@ jax#20909 number, the same in every figure, and a line style per unroll
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,17 +87,13 @@ def colors_for(names: Sequence[str]) -> dict[str, Any]:
     """Colours for the hues of one plot: the palette's colour for each name it knows (methods,
     loop forms, sources), and for other names (models, stages, releases) a colourblind-safe
     cycle in the order given."""
-    others = [n for n in names if not _known(n)]
+    known = {}
+    for name in names:
+        with contextlib.suppress(ValueError):  # not in the palette: the cycle's
+            known[name] = color(name)
+    others = [n for n in names if n not in known]
     cycle = dict(zip(others, sns.color_palette("colorblind", n_colors=max(len(others), 1))))
-    return {n: color(n) if _known(n) else cycle[n] for n in names}
-
-
-def _known(name: str) -> bool:
-    try:
-        color(name)
-    except ValueError:
-        return False
-    return True
+    return {n: known[n] if n in known else cycle[n] for n in names}
 
 
 def unroll_style(variant: str) -> Any:

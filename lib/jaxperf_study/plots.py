@@ -1,8 +1,7 @@
-"""Figures: seaborn, median line with an interquartile band, log axes where a sweep spans
-decades, a footer naming backend, device and versions; each figure saved as PNG + SVG with a
-CSV of the same name holding the plotted data. This module never chooses matplotlib's backend:
-a notebook kernel draws inline (forcing Agg here would make every figure vanish from the
-notebooks), and a headless script gets Agg by default (or ``MPLBACKEND``).
+"""Figures: seaborn, median line with an interquartile band, log axes where a sweep spans decades,
+a footer naming backend, device and versions; each saved as PNG + SVG with a CSV of the plotted
+data. Never chooses matplotlib's backend (forcing Agg would make every figure vanish from the
+notebooks; a headless script gets Agg by default).
 """
 
 from __future__ import annotations
@@ -28,11 +27,11 @@ from jaxperf.errors import bad_value
 from . import figure_rules as _rules
 from . import provenance as _prov
 from . import reruns
+from .display import kernel_shell
 from .palette import LOOP_FORM_COLORS as LOOP_FORM_COLORS  # the one palette, re-exported
 from .palette import METHOD_COLORS as METHOD_COLORS
 from .palette import NNX_METHOD_COLORS as NNX_METHOD_COLORS
 from .palette import SOURCE_COLORS as SOURCE_COLORS
-from .palette import UNROLL_STYLES as UNROLL_STYLES
 from .palette import color as color
 from .palette import colors_for as colors_for
 from .palette import unroll_style as unroll_style
@@ -54,9 +53,8 @@ def ratio_axis(ax: matplotlib.axes.Axes, axis: str = "y") -> None:
 def reference_line(
     ax: matplotlib.axes.Axes, y: float, label: str, *, color: str = "0.35", ls: str = ":", **text: Any
 ) -> None:
-    """A horizontal reference (a goal, the seed's number) labelled on the plot at its right end, above
-    the line (``va="top"``: under it); ``text`` styles the label (``fontsize=figure_rules.pt(fig)``
-    reads as 8 pt in a notebook). Marked as a reference, not a data line, for figure_rules.problems."""
+    """A horizontal reference (a goal, the seed's number) labelled at its right end, above the line
+    (``va="top"``: under it; ``text`` styles the label), marked as no data line for figure_rules."""
     ax.axhline(y, color=color, ls=ls, lw=1.1, zorder=1, gid=_rules.REFERENCE_GID)
     text = {"ha": "right", "va": "bottom", "fontsize": 7.5, "color": color, **text}
     offset = (-3, -2 if text["va"] == "top" else 2)
@@ -88,13 +86,9 @@ def median_iqr_lines(
     logx: bool | None = None,
     logy: bool | None = None,
 ) -> pd.DataFrame:
-    """Median of ``y`` per (hue, x) as a line, its spread as a band (:func:`reruns.spread`:
-    the range a rerun's median is expected in for records with a ``process`` column, else the IQR),
-    each hue in its palette colour (:func:`color`) and unroll line style (:func:`unroll_style`).
-
-    Returns the plotted statistics (hue, x, median, lo, hi, n, over). Log axes
-    default to on when the data spans 1.5 decades or more.
-    """
+    """Median of ``y`` per (hue, x) as a line, its spread (:func:`reruns.spread`) as a band, each hue
+    in its palette colour and unroll line style; log axes where the data spans 1.5 decades or more.
+    Returns the plotted statistics (hue, x, median, lo, hi, n, over)."""
     stats = reruns.spread(data, y, [hue, x])
     order = list(hue_order) if hue_order is not None else list(dict.fromkeys(data[hue]))
     palette = colors_for([str(name) for name in order])
@@ -208,13 +202,9 @@ def save(
     drawn_by: str | Callable[..., Any] | None = None,
     note: str = "",
 ) -> SavedFigure:
-    """Save ``name``.png/.svg plus ``name``.csv (the plotted data) under ``figures_dir``.
-
-    The footer names the function that drew the figure (see :func:`who_drew` for how it
-    is found) and the data file, so figure, data and code lead to one another. Each file
-    is written to a temporary name and renamed, so a reader never sees half a file.
-    The figure stays open: showing or closing it is the caller's choice.
-    """
+    """Save ``name``.png/.svg plus ``name``.csv (the plotted data) under ``figures_dir``, each
+    written whole (a temporary name, renamed), the footer naming the function that drew it
+    (:func:`who_drew`) and the data file. The figure stays open."""
     author = who_drew(fig, drawn_by)
     _rules.fit_for_notebook(fig)  # no text below 8 pt, no 10^k labels, as a notebook shows it
     n_lines = add_footer(
@@ -240,22 +230,12 @@ def save(
 
 
 def show(fig: matplotlib.figure.Figure, png: Path | None = None) -> None:
-    """Show ``fig`` once where the notebook cell draws it, then close it.
-
-    In a notebook kernel the figure is displayed now (so it lands in the cell's outputs,
-    in order, and in papermill's executed copy) and closed, so the inline backend does not
-    show it a second time at the end of the cell. A kernel whose backend cannot render
-    inline (``MPLBACKEND=Agg``) shows the saved ``png`` instead. Outside a kernel the
-    figure is only closed.
-    """
-    try:
-        from IPython import get_ipython
+    """Show ``fig`` once where the notebook cell draws it (in order, in papermill's copy too), then
+    close it so the inline backend does not show it again; a kernel that cannot draw inline
+    (``MPLBACKEND=Agg``) shows the saved ``png``. Outside a kernel the figure is only closed."""
+    if kernel_shell() is not None:
         from IPython.display import Image, display
-    except ImportError:  # a plain Python without IPython (the GPU machine): nothing to show in
-        plt.close(fig)
-        return
-    shell = get_ipython()
-    if shell is not None and getattr(shell, "kernel", None) is not None:
+
         if "inline" in matplotlib.get_backend() or png is None:
             display(fig)
         else:

@@ -1,14 +1,8 @@
-"""The one writer (and checked reader) of study outputs: tidy CSV + JSON
-sidecar, summary.json and summary.md.
-
-Every file is written atomically and durably: a temporary file in the same
-folder, written, fsynced, given the mode a plain ``open()`` would give it
-(0666 minus the umask, so others can read results), renamed into place, and
-the folder fsynced. A CSV's sidecar records the CSV's row and column counts,
-its size and SHA-256, and is written after it; :func:`read_records` checks the
-pair against each other and raises :class:`RecordsError`, naming the file, for
-a missing, empty, truncated, header-only-but-should-have-rows or mismatched
-pair (a reader between the two renames sees a mismatch, never wrong numbers).
+"""The one writer (and checked reader) of study outputs: tidy CSV + JSON sidecar, summary.json
+and summary.md. Every file is written atomically and durably (:func:`atomic_write`). A CSV's
+sidecar, written after it, records its rows, columns, size and SHA-256; :func:`read_records`
+raises :class:`RecordsError`, naming the file, for a pair that is missing, empty, truncated or
+mismatched (a reader between the two renames sees a mismatch, never wrong numbers).
 """
 
 from __future__ import annotations
@@ -55,7 +49,9 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def atomic_write(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` all or nothing, durably, readable as umask allows."""
+    """Write ``data`` to ``path`` all or nothing, durably: a temporary file in the same folder,
+    fsynced, given the mode ``open()`` would give it (0666 less the umask), renamed, the folder
+    fsynced."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -129,12 +125,9 @@ def _load_sidecar(path: Path) -> dict[str, Any]:
 
 
 def read_records(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Read a CSV written by :func:`write_records` and its provenance, after
-    checking the pair; raises RecordsError naming the file that is wrong.
-
-    Sidecars from before the checksum (no ``sha256``) are checked by rows,
-    columns and a complete last line.
-    """
+    """A CSV written by :func:`write_records` and its provenance, once the pair is checked
+    (RecordsError naming the file that is wrong; a sidecar without ``sha256`` by rows, columns
+    and a complete last line)."""
     path = Path(path).with_suffix(".csv")
     meta = _load_sidecar(path)
     try:

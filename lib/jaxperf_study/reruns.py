@@ -1,10 +1,7 @@
-"""The study's ranges: a value measured in several fresh processes stated with the range a
-rerun's median is expected in (:func:`rerun_range`), widened by the calibration between whole
-runs (:func:`set_rerun_inflation`); a value from one process with its quartiles. A range
-wider than :data:`RESOLVED_WIDTH` times its median is quoted as "not resolved", never as a
-number (:func:`quote`: every summary and the README go through it). Study only:
-the tools (``diagnose``, ``loops``) time in one process and state quartiles
-(:func:`jaxperf.timing.iqr_stats`)."""
+"""The study's ranges (:func:`spread_of`): a value measured in several fresh processes with the range
+a rerun's median is expected in, a value from one process with its quartiles. A range wider than
+:data:`RESOLVED_WIDTH` times its median is quoted "not resolved", never as a number (:func:`quote`:
+every summary and the README go through it). The tools time in one process and state quartiles."""
 
 from __future__ import annotations
 
@@ -23,16 +20,11 @@ OVER = ("processes", "quartiles")
 
 
 def spread_of(values: Any, process: Any = None) -> dict[str, Any]:
-    """The study's one way to state a measured value with its spread.
-
-    With ``process`` (each value's process number, as ``Study.measure(processes=n)`` records
-    it): the median of the per-process medians, ``lo``/``hi`` the range a rerun's median of
-    as many fresh processes is expected in (:func:`rerun_range`: a 95% prediction interval
-    from the per-process medians, never narrower than their own [min, max]), ``n`` the number
-    of processes, ``over="processes"``. Without: the median of ``values``, ``lo``/``hi`` its
-    quartiles, ``n`` the number of values, ``over="quartiles"``. Raises ValueError for no
-    values, or a ``process`` of another length.
-    """
+    """The study's one way to state a measured value with its spread. With ``process`` (each
+    value's process number, as ``Study.measure(processes=n)`` records it): the median of the
+    per-process medians, ``lo``/``hi`` where a rerun's is expected (:func:`rerun_range`), ``n`` the
+    processes, ``over="processes"``. Without: the median, its quartiles, ``n`` the values,
+    ``over="quartiles"``. ValueError for no values, or a ``process`` of another length."""
     if process is None:
         s = iqr_stats(values)
         return {"median": s["median"], "lo": s["q25"], "hi": s["q75"], "n": s["n"], "over": OVER[1]}
@@ -115,11 +107,9 @@ def quote(stat: Any, spec: str) -> str:
 
 
 def spread(df: pd.DataFrame, value: str, by: Sequence[str] = ()) -> pd.DataFrame:
-    """:func:`spread_of` of ``df[value]`` for each group of ``by`` (the whole frame when
-    ``by`` is empty): columns ``by`` + median, lo, hi, n, over. Records with a ``process``
-    column (repeats in fresh processes) give the median of per-process medians with the range
-    a rerun's is expected in (:func:`rerun_range`); records without give the median with its interquartile range. Raises
-    ValueError naming a column that ``df`` lacks."""
+    """:func:`spread_of` of ``df[value]`` for each group of ``by`` (the whole frame when ``by`` is
+    empty), over processes where ``df`` has a ``process`` column: columns ``by`` + median, lo, hi,
+    n, over. ValueError naming a column that ``df`` lacks."""
     for name in (value, *by):
         if name not in df:
             raise bad_value("value" if name == value else "by", name, f"a column of {list(df.columns)}")

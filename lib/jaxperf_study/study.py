@@ -8,13 +8,8 @@ records, figures and the summary through one object.
     study.figure(fig, "it_per_s_vs_leaves", data)  # saved, then shown inline
     study.summary(summary_dict, markdown_text)
 
-A part the study could not do here (a compiler whose environment is not built, a budget
-that ran out) is recorded with ``study.skip(part, reason)``, or :func:`skip` from library
-code, before the summary: summary.json lists it under ``skipped``, and ``./run_all.sh``
-reports the notebook "partial", naming it, never "ok".
-
-Long loops report progress with :func:`progress` or :func:`track`: a widget in
-JupyterLab, one text line per bar under papermill (updated in place), plain lines in scripts.
+A part the study could not do here is recorded with :meth:`Study.skip` (:func:`skip` from library
+code); long loops report progress with :func:`progress` or :func:`track`.
 """
 
 from __future__ import annotations
@@ -39,7 +34,7 @@ from jaxperf import backend as _backend
 from jaxperf import paths
 from jaxperf.errors import bad_value, check_int
 
-from . import provenance, records
+from . import display, provenance, records
 from .settings import StudySettings
 
 if TYPE_CHECKING:  # drawing modules load when a figure is drawn: a measuring child needs none
@@ -74,10 +69,8 @@ class Study:
         return self.info.backend
 
     def records(self, df: pd.DataFrame, name: str) -> None:
-        """Write ``df`` as ``results/<backend>/<study>/<name>.csv`` with its provenance sidecar.
-
-        Returns nothing, so a cell that ends with it prints no path of this machine.
-        """
+        """Write ``df`` as ``results/<backend>/<study>/<name>.csv`` with its provenance sidecar (and return
+        nothing, so a cell that ends with it prints no path of this machine)."""
         records.write_records(df, self.results_dir / name, self.provenance)
 
     def measure(
@@ -91,75 +84,55 @@ class Study:
         """Run a measuring step ``fn(*args, **kwargs)`` and write what it returns as records
         ``names`` (one DataFrame per name, in order); returns what ``fn`` returned.
 
-        ``processes=n`` runs the step in n fresh processes, one after another (``fn`` must be a
-        module-level function of an importable module and its arguments picklable; each child
-        starts JAX with this process's backend, host devices and JAX settings), and
-        concatenates each record with a ``process`` column 0..n-1 (:func:`reruns.spread`
-        then states the run-to-run range). A child that raises makes this raise RuntimeError
-        with the child's traceback. Every measurement of a notebook goes through here, so
-        that a run that only redraws (``./run_all.sh render``, :data:`RENDER_ENV` set) reads
-        the committed records instead of measuring again, and the cells after it (summary,
-        figures, text) run on the same data. Raises ValueError for a bad ``processes`` or an
-        ``fn`` a fresh process cannot import, FileNotFoundError (naming the file) when
-        rendering without a committed record.
+        ``processes=n`` runs the step in n fresh processes, one after another (``fn`` importable by
+        name, its arguments picklable; each child starts JAX as this process did), and concatenates
+        each record with a ``process`` column 0..n-1; a child that raises makes this raise
+        RuntimeError with its traceback. A run that only redraws (``./run_all.sh render``,
+        :data:`RENDER_ENV` set) reads the committed records instead, so the cells after it run on
+        the same data. ValueError for a bad ``processes`` or an ``fn`` a fresh process cannot
+        import; FileNotFoundError (naming the file) when rendering without a committed record.
         """
         single = isinstance(names, str)
         wanted: tuple[str, ...] = (names,) if isinstance(names, str) else tuple(names)
         check_int("processes", processes, minimum=1)
-        if rendering():
-            committed = _published(self.backend, self.name)
-            loaded = tuple(_committed(committed / f"{n}.csv") for n in wanted)
-            return loaded[0] if single else loaded
-        if processes > 1 or in_children(self.backend):
-            _check_importable(fn)
-            runs = [self._in_fresh_process(fn, args, kwargs, k, processes) for k in range(processes)]
-            runs = [(r,) if single else tuple(r) for r in runs]
-            if not all(len(r) == len(wanted) and all(isinstance(f, pd.DataFrame) for f in r) for r in runs):
+
+        def returned(out: Any) -> tuple[pd.DataFrame, ...]:
+            frames = (out,) if single else tuple(out)
+            if len(frames) != len(wanted) or not all(isinstance(f, pd.DataFrame) for f in frames):
                 raise TypeError(
                     f"measure: {getattr(fn, '__name__', fn)} must return {len(wanted)} DataFrame(s) for {wanted}"
                 )
-            out = tuple(
-                pd.concat([r[i].assign(process=k) for k, r in enumerate(runs)], ignore_index=True)
-                if processes > 1
-                else runs[0][i]
-                for i in range(len(wanted))
-            )
-            out = out[0] if single else out
+            return frames
+
+        if rendering():
+            folder = _published(self.backend, self.name)
         else:
-            out = fn(*args, **kwargs)
-        frames = (out,) if single else tuple(out)
-        if len(frames) != len(wanted) or not all(isinstance(f, pd.DataFrame) for f in frames):
-            raise TypeError(
-                f"measure: {getattr(fn, '__name__', fn)} must return {len(wanted)} DataFrame(s) for {wanted}"
-            )
-        for name, df in zip(wanted, frames, strict=True):
-            self.records(df, name)
-        # What was written, read back: the cells after this compute on the very records a
-        # render reads (CSV round trip included), so both give the same summary and figures.
-        back = tuple(records.read_records(self.results_dir / f"{name}.csv")[0] for name in wanted)
+            folder = self.results_dir
+            if processes > 1 or in_children(self.backend):
+                _check_importable(fn)
+                runs = [
+                    returned(self._in_fresh_process(fn, args, kwargs, k, processes)) for k in range(processes)
+                ]
+                frames = tuple(
+                    pd.concat([r[i].assign(process=k) for k, r in enumerate(runs)], ignore_index=True)
+                    if processes > 1
+                    else runs[0][i]
+                    for i in range(len(wanted))
+                )
+            else:
+                frames = returned(fn(*args, **kwargs))
+            for name, df in zip(wanted, frames, strict=True):
+                self.records(df, name)
+        # What was written (rendering: what the measuring run wrote), read back: the cells after this
+        # compute on the very records a render reads (CSV round trip included), so both agree.
+        back = tuple(records.read_records(_committed(folder / f"{name}.csv"))[0] for name in wanted)
         return back[0] if single else back
 
     def _in_fresh_process(self, fn: Callable[..., Any], args: tuple, kwargs: dict, k: int, n: int) -> Any:
         """``fn(*args, **kwargs)`` in a new (spawned) Python process set up as this one; the
         parts it skipped (:func:`skip`) are recorded here too."""
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")
-        receive, send = context.Pipe(duplex=False)
         bare = dataclasses.replace(self, figures={}, skipped=[], settings=None)
-        child = context.Process(
-            target=_child, args=(send, bare, _jax_settings(), fn, args, kwargs), name=f"measure-{k}"
-        )
-        child.start()
-        send.close()
-        try:
-            status, value, skipped = receive.recv()
-        except EOFError:  # died without a word: a crash, a kill
-            child.join()
-            status, value, skipped = "error", f"the process ended with exit code {child.exitcode}", []
-        finally:
-            receive.close()
-        child.join()
+        status, value, skipped = _spawned(_child, (bare, _jax_settings(), fn, args, kwargs), f"measure-{k}")
         if status != "ok":
             raise RuntimeError(
                 f"measure: {getattr(fn, '__qualname__', fn)} failed in fresh process {k} (of {n}):\n{value}"
@@ -177,13 +150,9 @@ class Study:
         drawn_by: str | Callable[..., Any] | None = None,
         note: str = "",
     ) -> None:
-        """Save ``fig`` under ``figures/<backend>/`` (PNG + SVG + ``data`` as CSV, the name
-        prefixed with the study's), then show it inline where the cell draws it.
-
-        ``drawn_by`` is the plotting function itself; leave it out when that function is
-        marked ``@plots.draws`` (a string naming it still works). The saved files and the
-        function are kept in ``study.figures[name]`` and listed in summary.json.
-        """
+        """Save ``fig`` under ``figures/<backend>/`` (PNG + SVG + ``data`` as CSV, the name prefixed with
+        the study's), kept in ``study.figures`` for summary.json, then show it inline. ``drawn_by``:
+        the plotting function, unless it is marked ``@plots.draws`` (:func:`plots.who_drew`)."""
         from . import plots
 
         full = name if name.startswith(self.name) else f"{self.name}_{name}"
@@ -205,12 +174,11 @@ class Study:
                 self._drawing = None
 
     def skip(self, part: str, reason: str) -> None:
-        """Record that ``part`` of this study was not done here, and why; the reason says how to
-        get it (the command that builds what was missing). Call it before :meth:`summary`, which
-        writes the list as summary.json's ``skipped``; ``./run_all.sh`` then reports the notebook
-        "partial". What a backend cannot have (a GPU kernel on a CPU) and a smoke run's smaller
-        sizes are the study's scope, not skipped parts. Recording the same part twice keeps one.
-        Raises ValueError for an empty ``part`` or ``reason``."""
+        """Record that ``part`` of this study was not done here, and why (the command that builds
+        what was missing), before :meth:`summary` writes the list as summary.json's ``skipped`` and
+        ``./run_all.sh`` reports the notebook "partial". What a backend cannot have and a smoke run's
+        sizes are the study's scope, not skipped parts. The same part twice is kept once; ValueError
+        for an empty ``part`` or ``reason``."""
         for name, text in (("part", part), ("reason", reason)):
             if not isinstance(text, str) or not text.strip():
                 raise bad_value(name, text, "a non-empty string")
@@ -254,14 +222,14 @@ class Study:
 _current: Study | None = None  # the study :func:`start` made last, for :func:`skip`
 
 
-def _committed(path: Path) -> pd.DataFrame:
-    """The committed record at ``path``, for a run that only redraws."""
-    if not path.exists():
+def _committed(path: Path, what: str = "record") -> Path:
+    """``path``, the committed file a run that only redraws reads; FileNotFoundError if missing."""
+    if not path.is_file():
         raise FileNotFoundError(
-            f"render: the committed record {paths.relative(path)} is missing; measure it first "
+            f"render: the committed {what} {paths.relative(path)} is missing; measure it first "
             "(./run_all.sh without render reruns this notebook)"
         )
-    return records.read_records(path)[0]
+    return path
 
 
 def _check_importable(fn: Callable[..., Any]) -> None:
@@ -324,15 +292,11 @@ def start(
     host_devices: int | None = None,
     output_root: str | None = None,
 ) -> Study:
-    """Configure the backend (before JAX starts), capture provenance, make the folders.
-
-    ``settings`` is the study's :class:`~jaxperf_study.settings.StudySettings` (preferred: its
-    ``backend``, ``host_devices`` and ``output_root`` are used, and ``settings.as_dict()``
-    is recorded as the parameters that ran) or a plain dict of parameters (older
-    notebooks; then the keyword arguments say where to run, defaulting to auto, 8 host
-    devices and the default output root). A keyword given explicitly wins over the
-    settings' field. The recorded ``output_root`` never names a folder of this machine.
-    """
+    """Configure the backend (before JAX starts), capture provenance, make the folders. ``settings``:
+    the study's :class:`~jaxperf_study.settings.StudySettings` (its ``backend``, ``host_devices`` and
+    ``output_root`` used, ``as_dict()`` recorded) or a dict of parameters (then the keywords say where
+    to run: auto, 8 host devices, the default output root); a keyword given wins over the field. The
+    recorded ``output_root`` never names a folder of this machine."""
     if isinstance(settings, StudySettings):
         parameters = settings.as_dict()
         backend = settings.backend if backend is None else backend
@@ -346,8 +310,6 @@ def start(
     if parameters.get("output_root"):
         parameters["output_root"] = paths.relative(str(parameters["output_root"]))
     host = 8 if host_devices is None else host_devices
-    from . import display
-
     display.install()  # in a notebook: tables wrap at the notebook's width
     code, skipped = None, []
     if rendering():  # redrawn, not measured: the measuring run's provenance stands, no device opens
@@ -403,9 +365,9 @@ CHILDREN_ENV = "JAXPERF_MEASURE_IN_CHILDREN"
 
 
 def in_children(backend: str) -> bool:
-    """Whether measurements run in fresh processes while the notebook's own process stays on the
-    CPU: on a GPU or TPU (one process at a time can hold a TPU chip, and a GPU's memory would be
-    claimed twice), or when :data:`CHILDREN_ENV` asks for it (the device run's dry run on a CPU)."""
+    """Whether measurements run in fresh processes while the notebook's stays on the CPU: on a GPU or
+    TPU (one process at a time holds a TPU chip; a GPU's memory would be claimed twice), or when
+    :data:`CHILDREN_ENV` asks for it (the device run's dry run on a CPU)."""
     if os.environ.get(CHILDREN_ENV) == "1" or backend in ("gpu", "tpu"):
         return True
     return (
@@ -415,23 +377,30 @@ def in_children(backend: str) -> bool:
     )
 
 
-def _probe(backend: str, host: int) -> tuple[_backend.BackendInfo, str]:
-    """The accelerator's description and JAX's environment report, from a fresh process that
-    opens it and exits (so that the measuring processes can open it after)."""
+def _spawned(target: Callable[..., None], args: tuple, name: str) -> tuple:
+    """What ``target(send, *args)`` sent back from a new (spawned) process: ("ok", value, ...),
+    or ("error", text, []) when it died without a word (a crash, a kill)."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_probe_child, args=(send, backend, host), name="probe-device")
+    child = context.Process(target=target, args=(send, *args), name=name)
     child.start()
     send.close()
     try:
-        status, value = receive.recv()
+        return receive.recv()
     except EOFError:
-        status, value = "error", f"the process ended with exit code {child.exitcode}"
+        child.join()
+        return "error", f"the process ended with exit code {child.exitcode}", []
     finally:
         receive.close()
         child.join()
+
+
+def _probe(backend: str, host: int) -> tuple[_backend.BackendInfo, str]:
+    """The accelerator's description and JAX's environment report, from a fresh process that
+    opens it and exits (so that the measuring processes can open it after)."""
+    status, value, *_ = _spawned(_probe_child, (backend, host), "probe-device")
     if status != "ok":
         raise _backend.BackendUnavailableError(f"backend={backend!r} could not be opened: {value}")
     return value
@@ -476,13 +445,7 @@ def _published(backend: str, name: str) -> Path:
 
 def _committed_summary(backend: str, name: str) -> dict[str, Any]:
     """The measuring run's summary.json, whose provenance a render keeps."""
-    path = _published(backend, name) / "summary.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"render: the committed summary {paths.relative(path)} is missing; measure it first "
-            "(./run_all.sh without render reruns this notebook)"
-        )
-    return json.loads(path.read_text())
+    return json.loads(_committed(_published(backend, name) / "summary.json", "summary").read_text())
 
 
 def skip(part: str, reason: str) -> None:
@@ -493,16 +456,6 @@ def skip(part: str, reason: str) -> None:
             "jaxperf_study.study.skip: no study started in this process (jaxperf_study.study.start first)"
         )
     _current.skip(part, reason)
-
-
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # no IPython at all: certainly not a kernel
-        return False
-
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def _under_papermill() -> bool:
@@ -526,7 +479,7 @@ def progress_mode() -> str:
         raise bad_value(PROGRESS_ENV, chosen, '"auto", "widget" or "text"')
     if chosen != "auto":
         return chosen
-    if not _in_kernel() or _under_papermill():
+    if display.kernel_shell() is None or _under_papermill():
         return "text"
     try:
         import ipywidgets  # noqa: F401
@@ -539,17 +492,12 @@ _TIMES = re.compile(r"\s*\[[^\]]*(?:<|it/s|s/it)[^\]]*\]$")  # tqdm's "[elapsed<
 
 
 class _Lines:
-    """tqdm's stream in text mode, so that a notebook keeps one line per bar.
-
-    Outside a kernel (scripts, run_all.sh's own output): each redraw a whole line on stdout.
-    In a kernel (papermill, or text mode in JupyterLab): one output line, updated in place,
-    so the executed notebook stores the bar's last state only, never a line per redraw; under
-    papermill every redraw also goes to the kernel's own terminal (run_all.sh's log), which
-    ipykernel keeps behind ``sys.stdout.fileno()``.
-    """
+    """tqdm's stream in text mode: outside a kernel each redraw a whole line on stdout; in a kernel
+    one output line updated in place (the executed notebook stores the bar's last state), and under
+    papermill every redraw also on the kernel's own terminal (run_all.sh's log)."""
 
     def __init__(self) -> None:
-        self.in_kernel = _in_kernel()
+        self.in_kernel = display.kernel_shell() is not None
         self.echo = self.in_kernel and _under_papermill()
         self.handle: Any = None
 
@@ -569,31 +517,19 @@ class _Lines:
             self.handle = show_output({"text/plain": kept}, raw=True, display_id=True)
             return
         self.handle.update({"text/plain": kept}, raw=True)
-        if self.echo:
-            _to_terminal(line)
+        if self.echo:  # on the kernel process's own stdout (in-process, papermill's: sys.__stdout__)
+            stream = sys.__stdout__ if os.environ.get("JAXPERF_INPROCESS") == "1" else sys.stdout
+            with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+                os.write(stream.fileno(), (line + "\n").encode())  # type: ignore[union-attr]
 
     def flush(self) -> None:
         sys.stdout.flush()
 
 
-def _to_terminal(line: str) -> None:
-    """``line`` on the kernel process's own stdout (not the notebook), where there is one."""
-    # In-process (papermill's process is the kernel's), the terminal is sys.__stdout__.
-    stream = sys.__stdout__ if os.environ.get("JAXPERF_INPROCESS") == "1" else sys.stdout
-    try:
-        os.write(stream.fileno(), (line + "\n").encode())  # type: ignore[union-attr]
-    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
-        pass
-
-
 def progress(total: int, desc: str, **kwargs: Any) -> Any:
-    """A progress bar for ``total`` steps (use as a context manager, call ``update()``).
-
-    A widget in JupyterLab; in text mode one line at most every 10 s and at the end, on
-    stdout outside a notebook and as a single output line updated in place inside one, so an
-    executed notebook keeps one line per bar (never on stderr, which notebooks show as an
-    error box).
-    """
+    """A progress bar for ``total`` steps (a context manager; call ``update()``): a widget in
+    JupyterLab, else a line at most every 10 s and at the end (:class:`_Lines`; never on stderr,
+    which notebooks show as an error box)."""
     if progress_mode() == "widget":
         from tqdm.notebook import tqdm as notebook_tqdm
 

@@ -1,9 +1,8 @@
 """What ``cached_filter_jit`` (:mod:`._jit`) and ``cached_filter_pmap`` (:mod:`._pmap`) share.
 
-A call's key holds all a trace can observe of its inputs (:func:`split`). A trace's output
-structure and non-array outputs travel as a :class:`Record` in the compiled function's own
-outputs. Each part of an output (a Module in its tuples, namedtuples, lists or dicts: optax's
-states) made only of Modules, tuples, None and lists keeps its leaves beside it (weakly): passed
+A call's key holds all a trace can observe of its inputs (:func:`split`); a trace's output structure
+and non-array outputs travel as a :class:`Record` in the compiled function's outputs. A part of an
+output made only of Modules, tuples, None and lists keeps its leaves beside it (weakly), so passed
 back in unchanged, as a training loop passes its state, it is not flattened again. Equal wrappers
 share their paths (:func:`shared`), which hold a Python function weakly, never an array or output.
 """
@@ -440,10 +439,9 @@ class Compiled:
 
 
 class Lowered:
-    """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of(args,
-    kwargs)`` gives a call's (key, array leaves); ``relower()`` (when ``jax.ShapeDtypeStruct``
-    arguments were lowered as abstract arrays) lowers them as static arguments instead, for
-    a call of ``static_key`` (the key of ``call``, the lowered arguments)."""
+    """``wrapper.lower(*args)``: ``as_text()`` and ``compile()``, as Equinox's. ``key_of(args, kwargs)``
+    gives a call's (key, array leaves); ``relower()`` lowers abstract arrays as static arguments
+    instead, for a call of ``static_key`` (the key of ``call``, the lowered arguments)."""
 
     def __init__(
         self, lowered: Any, key: tuple, dynamic: list, key_of: Any, relower: Any = None, call: tuple = ()

@@ -1,7 +1,6 @@
-"""``cached_filter_jit``: a drop-in for ``eqx.filter_jit`` that partitions its inputs once per
-input structure (equinox#192) and never waits for its call (``eqx.filter_jit`` blocks on every
-call since Equinox 0.11.8, to raise a failed ``eqx.error_if``; this one raises it at the next
-call or wait instead). The key, the record and the shared paths are :mod:`._cached`'s.
+"""``cached_filter_jit``: a drop-in for ``eqx.filter_jit`` that partitions its inputs once per input
+structure (equinox#192) and never waits for its call (Equinox blocks on every call since 0.11.8,
+to raise a failed ``eqx.error_if``; this raises it at the next call or wait), on :mod:`._cached`.
 """
 
 from __future__ import annotations

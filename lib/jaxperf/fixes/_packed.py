@@ -1,13 +1,11 @@
 """The packed fast path: a training state carried as one buffer per (dtype, sharding).
 
-``eqx.filter_pmap``, ``jax.pmap`` and ``jax.jit`` pay per array leaf on every call. This
-path pays that once: :meth:`PackedState.pack` flattens a pytree (typically ``(model,
-opt_state)``) outside the loop into one 1-D buffer per (dtype, sharding) and a static
-:class:`Layout`; :func:`packed_pmap` / :func:`packed_jit` compile a step ``fun(tree, *args)
--> (aux, new_tree)`` that unpacks with static slices inside the program and donates the
-buffers by default; :meth:`PackedState.unpack` rebuilds the pytree when the user asks. The
-pmap form carries a leading device axis (:meth:`PackedState.replicate`) and a plain ``0``
-``out_axes``, so it also runs across processes, where ``jax.pmap`` rejects list ``out_axes``.
+``eqx.filter_pmap``, ``jax.pmap`` and ``jax.jit`` pay per array leaf on every call; this path pays
+once: :meth:`PackedState.pack` flattens a pytree (``(model, opt_state)``) outside the loop into one
+1-D buffer per (dtype, sharding) and a static :class:`Layout`; :func:`packed_pmap` and
+:func:`packed_jit` compile a step ``fun(tree, *args) -> (aux, new_tree)`` that unpacks with static
+slices in the program and donates the buffers by default. The pmap form carries a leading device
+axis (:meth:`PackedState.replicate`) and a plain ``0`` ``out_axes``, so it runs across processes.
 
 What a step may return for each leaf: an array leaf comes back as an array of its shape and
 dtype (a Python scalar as ``jax.jit`` returns it); a weakly typed leaf has a buffer of its
@@ -95,11 +93,6 @@ class Layout:
             piece = buf[..., slot.offset : slot.offset + slot.size]
             leaves[slot.leaf] = piece.reshape(*buf.shape[:-1], *slot.shape)
         return self.treedef.unflatten(leaves)
-
-    def check_buffers(self, state: Any, what: str) -> None:
-        """Raise a clear ValueError when the buffers of ``state`` (as a step sees them) do not fit."""
-        if [tuple(b.shape) for b in state.buffers] != [(g.size,) for g in self.groups]:
-            raise bad_value("state", state, what)
 
     def repack(
         self, tree: Any, *, constrain: bool = False, unpacked: tuple[Sequence[jax.Array], Any] | None = None
@@ -297,12 +290,10 @@ def _stepper(fun: StateFun, mapped: bool) -> Callable[..., tuple[Any, PackedStat
     def packed_step(state: PackedState, *args: Any, **kwargs: Any) -> tuple[Any, PackedState]:
         if not isinstance(state, PackedState):
             raise bad_value("state", type(state).__name__, _NOT_A_STATE)
-        state.layout.check_buffers(
-            state,
-            "a state replicated over the devices (state.replicate(devices)) for packed_pmap"
-            if mapped
-            else "an unreplicated PackedState for packed_jit (a replicated one goes to packed_pmap)",
-        )
+        if [tuple(b.shape) for b in state.buffers] != [(g.size,) for g in state.layout.groups]:  # as traced
+            pmap = "a state replicated over the devices (state.replicate(devices)) for packed_pmap"
+            jit = "an unreplicated PackedState for packed_jit (a replicated one goes to packed_pmap)"
+            raise bad_value("state", state, pmap if mapped else jit)
         tree = state.unpack()
         unpacked = (state.buffers, jtu.tree_leaves(tree))  # now: the step may set them in place (NNX)
         aux, new_tree = fun(tree, *args, **kwargs)

@@ -122,14 +122,6 @@ def _copies(body: Body, start: Any, unroll: int, count: int) -> Body:
     return run
 
 
-def _staging() -> bool:
-    """Whether JAX stages ops into one program here (jit, a loop body, a kernel), not eagerly."""
-    import jax
-    import jax.numpy as jnp
-
-    return isinstance(jnp.zeros(()), jax.core.Tracer)
-
-
 def _static(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carry:
     """Static bounds, laid out as ``lax.scan(unroll=unroll)`` lays out ``fori_loop``: a loop of
     ``trips // unroll`` iterations of ``unroll`` steps, then the rest inline in the same program
@@ -148,17 +140,6 @@ def _static(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carr
     return carry
 
 
-def _static_jit(start: int, stop: int, body: Body, unroll: int, init: Carry) -> Carry:
-    """:func:`_static` as one compiled program for eager callers, as ``lax.fori_loop`` runs there."""
-    import jax
-
-    try:
-        hash(body)
-    except TypeError:
-        return jax.jit(lambda carry: _static(start, stop, body, unroll, carry))(init)
-    return _jitted_static()(start, stop, body, unroll, init)
-
-
 def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: int = 1) -> Carry:
     """``lax.fori_loop(lower, upper, body, init)``, partially unrolled by hand.
 
@@ -172,6 +153,7 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
     ones do not. ``unroll=1`` is ``lax.fori_loop`` itself; ValueError for ``unroll`` not an
     int >= 1.
     """
+    import jax
     from jax import lax
 
     unroll = check_unroll(unroll)
@@ -183,19 +165,20 @@ def hand_unrolled_fori(lower: Any, upper: Any, body: Body, init: Carry, unroll: 
         start, stop = bounds
         if stop <= start:  # no step: fori_loop's own result (the init as JAX arrays)
             return lax.fori_loop(lower, upper, body, init)
-        if _staging():
+        if isinstance(jax.numpy.zeros(()), jax.core.Tracer):  # staged (jit, a loop body, a kernel)
             return _static(start, stop, body, unroll, init)
-        return _static_jit(start, stop, body, unroll, init)
+        try:  # eager: one compiled program, as lax.fori_loop runs there
+            hash(body)
+        except TypeError:
+            return jax.jit(lambda carry: _static(start, stop, body, unroll, carry))(init)
+        return _jitted_static()(start, stop, body, unroll, init)
     return _traced(lower, upper, body, init, unroll)
 
 
 def _traced(lower: Any, upper: Any, body: Body, init: Carry, unroll: int) -> Carry:
-    """Traced bounds: ``trips = (upper - lower) // unroll`` outer iterations, then the rest.
-
-    All index arithmetic stays in the bounds' dtype: the span is taken in the unsigned type of
-    the same width (exact, and zero when ``upper <= lower``, where the subtraction would wrap);
-    ``lower + i * unroll`` may wrap on the way, but two's complement leaves the exact value.
-    """
+    """Traced bounds: ``trips = (upper - lower) // unroll`` outer iterations, then the rest, all index
+    arithmetic in the bounds' dtype: the span in the unsigned type of the same width (exact, and zero
+    when ``upper <= lower``); ``lower + i * unroll`` may wrap on the way, to the exact value."""
     import jax
     import numpy as np
     from jax import lax

@@ -1,8 +1,6 @@
-"""The loop study's engine (``python -m jaxperf loops``, notebook 02): every (form, T) of a factory
-(:mod:`.factory`) built first; each form run in Pallas' interpreter against the ``reference`` (else
-``fori``); those that agree compiled for each target here (:mod:`.targets`) and, on a GPU or TPU,
-timed. Nothing is simulated: a missing target is "not present here", a point past the budget "not
-reached"."""
+"""The loop study's engine (``python -m jaxperf loops``, notebook 02): each form of a factory
+(:mod:`.factory`) checked in Pallas' interpreter; those that agree compiled for each target here
+(:mod:`.targets`) and, on a GPU or TPU, timed. Nothing is simulated (:func:`run`)."""
 
 from __future__ import annotations
 
@@ -97,17 +95,13 @@ class Progress:
 def compile_results(
     kernel: Kernel, forms: Sequence[str], Ts: Sequence[int], here: dict[str, str], clock: Progress
 ) -> pd.DataFrame:
-    """One row per (form, T, target): status, compile_ms, work and loop steps per program, its classes;
-    a compiler with no target here only exports. A verdict's pair first (the Python loop, then
-    fori_loop, at the two smallest T), a target at a time, the cheapest compiler so far first
-    (libtpu's before any is known); then the other forms there; then the larger T. A point past
-    ``clock``'s budget or predicted past it (:func:`_predicted_s` from its compiler's compiles of
-    the form, else of the Python loop; the Python loop's with its larger T's) is "not reached"; so
-    is every other form's where the Python loop's was not (without it, no ratio)."""
+    """One row per (form, T, target): status, compile_ms, work and loop steps per program, its classes
+    (a compiler with no target here only exports). The verdict's pair first (the Python loop, then
+    fori_loop, at the two smallest T), the cheapest compiler so far first; then the other forms;
+    then the larger T. A point past ``clock``'s budget or predicted past it (:func:`_predicted_s`) is
+    "not reached"; so is every other form's where the Python loop's was not (no ratio without it)."""
     rows: list[dict[str, Any]] = []
-    took: dict[
-        tuple[str, str], list[tuple[int, float]]
-    ] = {}  # (compiler, form) -> its (T, seconds), in order
+    took: dict[tuple[str, str], list[tuple[int, float]]] = {}  # (compiler, form) -> its (T, seconds)
     cost: dict[str, list[float]] = {}  # compiler -> the seconds of each point it compiled
     missed: set[tuple[str, int]] = set()  # (target, T) where the Python loop's point was not reached
     asked = {t: v for t, v in tg.TARGETS.items() if here.get(t) != NOT_ASKED}
@@ -183,10 +177,10 @@ def time_results(
     measure: Any = None,
 ) -> pd.DataFrame:
     """On a GPU or TPU, every form timed at each T (:func:`measure_round`), then sized until the loop
-    shows above the per-call floor (:func:`jaxperf.loops.verdict.measured`): every T in a scan
-    :data:`LONGER` times longer, then the largest T :data:`GROW` and GROW² times larger, a step
-    predicted (:func:`_round_s`) past ``clock``'s budget "not reached". Rows (form, T, scan, repeat)
-    with ms_per_call, or one with a status and error; ``measure(forms, T, scan)`` stands in for a device."""
+    shows above the per-call floor (:func:`jaxperf.loops.verdict.measured`): a scan :data:`LONGER`
+    times longer, then the largest T :data:`GROW` and GROW² times larger, a step predicted past the
+    budget (:func:`_round_s`) "not reached". Rows (form, T, scan, repeat) with ms_per_call, or one
+    with a status and error; ``measure(forms, T, scan)`` stands in for a device."""
     import jax
 
     compiler, clock = DEVICE_COMPILER.get(jax.default_backend()), clock or Progress(BUDGET_S)
@@ -224,11 +218,9 @@ def _round_s(done: pd.DataFrame, took: float, Ts: Sequence[int], scan: int, repe
 def measure_round(
     kernel: Kernel, forms: Sequence[str], T: int, scan: int, compiler: str, repeats: int, clock: Progress
 ) -> pd.DataFrame:
-    """Each form at ``T`` built for the device's ``compiler``, run, checked against ``fori`` there (run
-    first), then timed interleaved, ``scan`` calls at a time in one jitted scan
-    (:func:`jaxperf.timing.amortised`): rows (form, T, repeat) with ms_per_call. A form not built, not
-    compiled, failing or differing is one row with its ``status`` and ``error``; "not reached" past
-    ``clock``'s budget."""
+    """Each form at ``T`` built for the device's ``compiler``, run, checked against ``fori`` (run first),
+    then timed interleaved, ``scan`` calls in one jitted scan: rows (form, T, repeat) with ms_per_call;
+    a form not built, compiled, run or equal is one row with its ``status`` and ``error``."""
     import jax
 
     from .. import timing
@@ -272,11 +264,11 @@ def run(
     log: Any = None,
     timed: bool = True,
 ) -> Results:
-    """The engine on ``path`` (``"package.module:factory"``). ``check_Ts``: the T the interpreter
-    checks at (default: the smallest of ``Ts``; :func:`per_step` needs two); ``targets``: the compiled
-    targets (default: every one here); ``budget_s`` bounds the compiles and timing (``timed=False``:
-    compiles only); ``log`` gets progress lines. ValueError names the parameter for bad input;
-    :class:`FactoryError` (a ValueError) when the factory raises anything else."""
+    """The engine on ``path`` (``"package.module:factory"``): every (form, T) built first, each form
+    checked against the factory's ``reference`` (else ``fori``) at ``check_Ts`` (default: the smallest
+    T), compiled for ``targets`` (default: every one here; a missing one "not present here") and timed
+    (``timed``) within ``budget_s`` (a point past it "not reached"); ``log`` gets progress lines.
+    ValueError names a bad parameter; :class:`FactoryError` when the factory raises anything else."""
     kernel = load(path)
     forms = check_forms(kernel, forms)
     Ts = sorted(set(check_ints("T", Ts)))

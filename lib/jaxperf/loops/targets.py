@@ -1,8 +1,7 @@
 """The compilers the engine reads a kernel's loop work from, without their hardware: each *target*
-compiles one (form, T) on this CPU and reads the work per program in its own unit: SASS instructions
-a warp issues, loops counted by their trips (``triton sm_86`` / ``sm_90``; ``mosaic_gpu sm_90a`` in
-Mosaic GPU's own environment), or VLIW bundles (``mosaic_tpu v5e``, libtpu). :func:`present` says
-which compile here; a point that does not lower or compile is a result with its error, never raised."""
+(:data:`TARGETS`) compiles one (form, T) on this CPU and reads the work per program in its own unit.
+:func:`present` says which compile here; a point that does not lower or compile is a result with
+its error, never raised."""
 
 from __future__ import annotations
 

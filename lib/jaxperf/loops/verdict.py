@@ -122,11 +122,10 @@ BELOW = "below what this device resolves"
 
 def measured(timings: pd.DataFrame) -> dict[str, Any]:
     """What a device's ms per call say, at the longest scan that timed fori_loop and the Python loop at
-    two T or more. ``share``: each one's loop part of its call at the largest T, ms taken as linear
-    in T ((ms_L - ms_S) / ms_L x T_L / (T_L - T_S); 0 unless their quartiles part). Where one reaches
-    :data:`SHARE`, ``verdict`` judges fori/Python ms per call there, per pair (:func:`target_verdict`;
-    "not resolved" where its quartiles judge apart); else :data:`BELOW` (``floor``: the forms' ms at
-    the smallest T). None where nothing was timed."""
+    two T or more. ``share``: each one's loop part of its call at the largest T, ms linear in T
+    ((ms_L - ms_S) / ms_L x T_L / (T_L - T_S); 0 unless their quartiles part). Where one reaches
+    :data:`SHARE`, ``verdict`` judges fori/Python per pair there ("not resolved" where its quartiles
+    judge apart); else :data:`BELOW` (``floor``: the forms' ms at the smallest T); None untimed."""
     from ..timing import iqr_stats, pair_ratios
 
     ok = timings.dropna(subset=["ms_per_call"]) if "ms_per_call" in timings else timings.iloc[0:0]

@@ -1,14 +1,12 @@
 """What to write instead of ``fori_loop`` in the reporter's kernel, per backend, and only where
 the study's own data shows it helps (jax#20909, issue 33 item 2).
 
-Each candidate form is judged against the Python loop on each backend the study reads, in that
-backend's own measure: on XLA:CPU the measured per-pair ratio of ms per call (its interquartile
-range); on Triton, Mosaic GPU and Mosaic TPU the static work per program at the largest T the
-engine compiled (instructions or bundles, a count and not a time). A form *closes* the gap when
-it lies within :data:`CLOSES` of the Python loop (measured: its whole interquartile range; a
-range that holds the bound is not resolved), *narrows* it when it does at most ``1 / NARROWS`` of
-``fori_loop``'s ratio, and *does not help* otherwise. :data:`SETTLE` says what would decide the
-static verdicts on a GPU.
+Each candidate form is judged against the Python loop in each backend's own measure: measured ms
+per call, per pair (:func:`measured`), or the static work per program the engine compiled
+(:func:`static`: a count, not a time). A form *closes* the gap within :data:`CLOSES` of the Python
+loop (measured: its whole interquartile range; one that holds the bound is not resolved),
+*narrows* it at most ``1 / NARROWS`` of ``fori_loop``'s ratio, else *does not help*.
+:data:`SETTLE` says what would decide the static verdicts on a GPU.
 """
 
 from __future__ import annotations
@@ -59,24 +57,24 @@ def measured(
         return []
     at = part[part["T"] == part["T"].max()].set_index("variant")
     fori = float(at.loc["fori u=1", "ms_vs_python"]) if "fori u=1" in at.index else None
+    name = MEASURED.get(mode if mode == "xla" else f"{mode} {backend}", mode)
     rows = []
     for variant in [v for v in at.index if v.startswith(tuple(c.split(" u=")[0] for c in CANDIDATES))]:
         r = at.loc[variant]
-        q25, q75 = float(r.ms_vs_python_q25), float(r.ms_vs_python_q75)
-        rows.append(
-            dict(
-                backend=MEASURED.get(mode if mode == "xla" else f"{mode} {backend}", mode),
-                measure="ms per call, measured (per pair, median [IQR])",
-                T=int(r["T"]),
-                form=variant,
-                ratio=float(r.ms_vs_python),
-                q25=q25,
-                q75=q75,
-                fori_ratio=fori,
-                judged=_judge(float(r.ms_vs_python), fori, q25, q75),
-            )
-        )
+        quartiles = float(r.ms_vs_python_q25), float(r.ms_vs_python_q75)
+        measure = "ms per call, measured (per pair, median [IQR])"
+        rows.append(_row(name, measure, int(r["T"]), variant, float(r.ms_vs_python), fori, *quartiles))
     return sorted(rows, key=lambda r: r["ratio"])
+
+
+def _row(
+    backend: str, measure: str, T: int, form: str, ratio: float, fori: float | None, q25=None, q75=None
+) -> dict[str, Any]:
+    """A candidate's row: its ratio (measured: its quartiles too) beside fori_loop's, judged."""
+    judged = _judge(ratio, fori, q25, q75)
+    return dict(backend=backend, measure=measure, T=T, form=form, ratio=ratio, q25=q25, q75=q75) | dict(
+        fori_ratio=fori, judged=judged
+    )
 
 
 def static(per_step: pd.DataFrame, kernel: str = "seed") -> list[dict[str, Any]]:
@@ -89,19 +87,9 @@ def static(per_step: pd.DataFrame, kernel: str = "seed") -> list[dict[str, Any]]
             r = by.loc[form]
             if r.vs_python_at_T2 is None or pd.isna(r.vs_python_at_T2):
                 continue
-            rows.append(
-                dict(
-                    backend=target,
-                    measure=f"{r.unit} per program, static (compiled on a CPU)",
-                    T=int(r.T2),
-                    form=form,
-                    ratio=float(r.vs_python_at_T2),
-                    q25=None,
-                    q75=None,
-                    fori_ratio=None if fori is None else float(fori),
-                    judged=_judge(float(r.vs_python_at_T2), None if fori is None else float(fori)),
-                )
-            )
+            measure = f"{r.unit} per program, static (compiled on a CPU)"
+            fori_ratio = None if fori is None else float(fori)
+            rows.append(_row(target, measure, int(r.T2), form, float(r.vs_python_at_T2), fori_ratio))
     return rows
 
 

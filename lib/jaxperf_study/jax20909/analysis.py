@@ -32,15 +32,9 @@ def headline(variants: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
     if "python" in set(timings["variant"]):
         ratios = timing.pair_ratios(timings, "python", "ms_per_call", by=GROUP)
         grouped = ratios.groupby(GROUP + ["variant"])["ratio"]
-        med = pd.concat(
-            [
-                grouped.median().rename("ms_vs_python"),
-                grouped.quantile(0.25).rename("ms_vs_python_q25"),
-                grouped.quantile(0.75).rename("ms_vs_python_q75"),
-            ],
-            axis=1,
-        ).reset_index()
-        out = out.merge(med, on=GROUP + ["variant"], how="left")
+        stats = [grouped.median(), grouped.quantile(0.25), grouped.quantile(0.75)]
+        med = pd.concat(stats, axis=1, keys=["ms_vs_python", "ms_vs_python_q25", "ms_vs_python_q75"])
+        out = out.merge(med.reset_index(), on=GROUP + ["variant"], how="left")
         py = out[out.variant == "python"].set_index(GROUP)["compile_ms"].rename("python_compile_ms")
         out = out.join(py, on=GROUP)
     if "fori u=1" in set(timings["variant"]):
@@ -122,10 +116,9 @@ def _pick_fix(g: pd.DataFrame) -> pd.Series | None:
 
 
 def seed_reproduction(head: pd.DataFrame, kernel: str = "seed") -> list[dict[str, Any]]:
-    """summary.json's ``seed_reproduction``: per (mode, T) with both a Python loop and
-    fori_loop(unroll=1), the reporter's columns, their ratio, the fastest portable form at
-    that T (``fix_form``/``fix_unroll``: it changes with T) and the study's named fix,
-    ``scalar_carry u=1`` (``scalar_carry_u1_*``), so a sentence can quote either by name."""
+    """summary.json's ``seed_reproduction``: per (mode, T) with a Python loop and fori_loop(unroll=1),
+    the reporter's columns, their ratio, the fastest portable form there (``fix_*``) and the study's
+    named fix, ``scalar_carry u=1`` (``scalar_carry_u1_*``)."""
     rows = []
     for (mode, T), g in head[head.kernel == kernel].groupby(["mode", "T"], sort=False):
         at = g.set_index("variant")
@@ -187,15 +180,11 @@ def pattern_parts(
     fori_compile_ms: Sequence[float],
     pairs: Sequence[dict[str, float] | None] | None = None,
 ) -> dict[str, list[str]]:
-    """The reporter's pattern, part by part: ``{"misses": [...], "ties": [...]}``, each part
-    in words with its numbers (both empty: shown).
-
-    fori/Python grows with T: its per-pair interquartile range at the largest T lies above
-    the one at the first T (ranges that overlap by more than a point are not resolved; the Ts between
-    are not judged, so a noisy middle T cannot flip the answer); it is at least 2 at the
-    largest T, judged on that range (``goals.judge``); the Python loop's compile at least
-    doubles, fori's grows at most 1.5x. ``pairs`` holds each T's per-pair {median, q25, q75};
-    without one a T's ratio of medians is judged as a point."""
+    """The reporter's pattern, part by part: ``{"misses": [...], "ties": [...]}`` in words with their
+    numbers (both empty: shown). fori/Python grows with T (its per-pair interquartile range at the
+    largest T above the first T's; overlapping ones are not resolved, the Ts between not judged) to at
+    least 2 at the largest T (``goals.judge``); the Python loop's compile at least doubles, fori's
+    grows at most 1.5x. ``pairs``: each T's per-pair {median, q25, q75} (else a point)."""
     misses: list[str] = []
     ties: list[str] = []
     if not ratios:
@@ -235,15 +224,10 @@ def goals(
     kernel: str = "seed",
     quick: bool,
 ) -> dict[str, Any]:
-    """Issue 11's goals on (``mode``, ``kernel``), with the numbers that decide each.
-
-    ``roofline_ms`` is the largest T's bytes over the in-place copy bandwidth (the
-    goal's yardstick); ``fresh_output_roofline_ms`` the same bytes at the bandwidth
-    of a copy into a fresh output (reported beside it, to say why a goal fails).
-
-    ``met`` is True/False, None where not measured, and never judged in a smoke
-    run (``quick``): then ``judged`` is False and every ``met`` is None.
-    """
+    """Issue 11's goals on (``mode``, ``kernel``), with the numbers that decide each. ``roofline_ms``:
+    the largest T's bytes over the in-place copy bandwidth (the yardstick); ``fresh_output_roofline_ms``
+    the same at a fresh output's bandwidth (beside it). ``met`` is True/False, None where not
+    measured, and never judged in a smoke run (``quick``: ``judged`` False, every ``met`` None)."""
     rows = [r for r in seed_reproduction(head, kernel) if r["mode"] == mode]
     part = head[(head["mode"] == mode) & (head.kernel == kernel)]
     out: dict[str, Any] = {"judged": not quick, "mode": mode, "kernel": kernel}
@@ -251,15 +235,14 @@ def goals(
     py_c, f1_c = [r["python_compile_ms"] for r in rows], [r["fori_compile_ms"] for r in rows]
     Ts = [r["T"] for r in rows]
     pairs = [r.get("ratio_pair") for r in rows]
-    parts = pattern_parts(Ts, ratios, py_c, f1_c, pairs) if len(rows) >= 2 else None
+    parts = pattern_parts(Ts, ratios, py_c, f1_c, pairs) if len(rows) >= 2 else {}
     rep_verdict = None
-    if parts is not None:
+    if parts:
         rep_verdict = verdicts.MISSED if parts["misses"] else verdicts.TIE if parts["ties"] else verdicts.MET
     out["reproduction"] = dict(
-        met=None if rep_verdict is None else rep_verdict == verdicts.MET,
-        verdict=rep_verdict,
-        misses=(parts or {}).get("misses", []),
-        ties=(parts or {}).get("ties", []),
+        _verdict(rep_verdict),
+        misses=parts.get("misses", []),
+        ties=parts.get("ties", []),
         Ts=Ts,
         ratios=ratios,
         ratio_pairs=pairs,
@@ -282,46 +265,37 @@ def goals(
         at_T.append(verdicts.MET if per_T[int(T)] else verdicts.TIE if tying[int(T)] else verdicts.MISSED)
     verdict = None if not at_T or any(v is None for v in at_T) else verdicts.every(at_T)
     out["fix"] = dict(
-        met=None if verdict is None else verdict == verdicts.MET,
-        verdict=verdict,
+        _verdict(verdict),
         variants_meeting_it_per_T=per_T,
         variants_tying_it_per_T=tying,
     )
-    best = best_row = None
-    if len(part) and roofline_ms:
-        largest = part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)]
-        best_row = largest.loc[largest.ms_per_call.idxmin()] if len(largest) else None
-        best = None if best_row is None else float(best_row.ms_per_call)
-    vs_roof = None if best is None or not roofline_ms else best / roofline_ms
+    best = roof_verdict = None  # the fastest portable form at the largest T, against the roofline
+    largest = part[(part["T"] == part["T"].max()) & part.loop_form.isin(PORTABLE_FORMS)]
+    if roofline_ms and len(largest):
+        best_row = largest.loc[largest.ms_per_call.idxmin()]
+        best = float(best_row.ms_per_call)
+        quartiles = (("median", "ms_per_call"), ("q25", "ms_q25"), ("q75", "ms_q75"))
+        ratio = {q: best_row.get(col, best) / roofline_ms for q, col in quartiles}
+        roof_verdict = verdicts.judge(ratio, ROOFLINE_WITHIN, at_least=False)
     fresh = fresh_output_roofline_ms
-    roof_verdict = (
-        None
-        if vs_roof is None or best_row is None or not roofline_ms
-        else verdicts.judge(
-            {
-                q: best_row.get(col, best) / roofline_ms
-                for q, col in (("median", "ms_per_call"), ("q25", "ms_q25"), ("q75", "ms_q75"))
-            },
-            ROOFLINE_WITHIN,
-            at_least=False,
-        )
-    )
     out["roofline"] = dict(
-        met=None if roof_verdict is None else roof_verdict == verdicts.MET,
-        verdict=roof_verdict,
+        _verdict(roof_verdict),
         best_fix_ms=best,
         roofline_ms=roofline_ms,
-        best_fix_vs_roofline=vs_roof,
+        best_fix_vs_roofline=None if best is None or not roofline_ms else best / roofline_ms,
         fresh_output_roofline_ms=fresh,
         best_fix_vs_fresh_output_roofline=None if best is None or not fresh else best / fresh,
     )
     if quick:
         for key in ("reproduction", "fix", "roofline"):
-            out[key]["met"] = None
-            if "verdict" in out[key]:
-                out[key]["verdict"] = None
+            out[key] |= _verdict(None)
         out["reproduction"]["misses"] = out["reproduction"]["ties"] = []  # nothing judged
     return out
+
+
+def _verdict(verdict: str | None) -> dict[str, Any]:
+    """A goal's ``met`` (True/False, None where not judged) and its ``verdict``."""
+    return dict(met=None if verdict is None else verdict == verdicts.MET, verdict=verdict)
 
 
 def device_ms(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataFrame:
@@ -351,14 +325,9 @@ def static_vs_measured(head: pd.DataFrame, runs: Sequence[Any] = ()) -> pd.DataF
     same kernel at the same batch (the engine's Mosaic TPU compile on the TPU's host), ``ns_per_cycle``
     (ms per call over static cycles per call: one value if the count predicted time) and each over
     the Python loop's at that T (``ms_vs_python``, ``static_vs_python``)."""
-    points = (
-        pd.concat([r.points for r in runs], ignore_index=True).reindex(
-            columns=[*("kernel", "form", "T", "target"), "work_per_program", "programs"]
-        )
-        if runs
-        else pd.DataFrame()
-    )
-    if points.empty:
+    columns = ["kernel", "form", "T", "target", "work_per_program", "programs"]
+    points = pd.concat([r.points for r in runs], ignore_index=True).reindex(columns=columns) if runs else None
+    if points is None or points.empty:
         return pd.DataFrame()
     points = points[(points.target == "mosaic_tpu v5e") & points.work_per_program.notna()]
     points = points.assign(form=points.form.replace("fori", "fori u=1"), T=points["T"].astype(int))

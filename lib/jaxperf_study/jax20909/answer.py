@@ -10,11 +10,11 @@ from typing import Any
 import pandas as pd
 
 from jaxperf.loops import verdict
-from jaxperf.loops.engine import Results
 from jaxperf.loops.engine import per_step as engine_per_step
 
 from .. import goals as rule
 from . import advice, compile_facts, family
+from .mechanism import verdict as xla_verdict
 
 REPORTER = "the reporter: 2.42× at T=65536 on an RTX A6000 (Pallas Triton, ms per call)"
 NO_DEVICE = "no GPU or TPU ran here, so no compiled kernel was timed"
@@ -96,37 +96,24 @@ def compile_bullet(facts: list[dict[str, Any]], flags: list[dict[str, Any]]) -> 
     return text
 
 
-def bullets(
-    frame: pd.DataFrame,
-    rows: list[dict[str, Any]],
-    goals: dict[str, Any],
-    fix: Results | None,
-    xla_line: str,
-    facts: list[dict[str, Any]],
-    flags: list[dict[str, Any]],
-    advice_rows: list[dict[str, Any]],
-    quick: bool,
-) -> list[str]:
-    per_step = fix.per_step() if fix is not None else engine_per_step(pd.DataFrame())
+def bullets(results: Any, frame: pd.DataFrame, advice_rows: list[dict[str, Any]]) -> list[str]:
+    """The five bullets of a :class:`~.report.LoopResults` (``frame``: its family table)."""
+    r = results
+    per_step = r.fix.per_step() if r.fix is not None else engine_per_step(pd.DataFrame())
     return [
         "- **Which kernels pay:** " + family.answer(frame),
-        reproduced(rows, goals, quick),
-        why(per_step, xla_line),
+        reproduced(r.seed_rows(), r.goals(), r.quick),
+        why(per_step, xla_verdict(r.mechanism)),
         instead(advice_rows),
-        compile_bullet(facts, flags),
+        compile_bullet(r.compile_facts(), r.compile_flags()),
     ]
 
 
-def issue_text(
-    frame: pd.DataFrame,
-    rows: list[dict[str, Any]],
-    fix: Results | None,
-    advice_rows: list[dict[str, Any]],
-    facts: list[dict[str, Any]],
-) -> str:
-    """At most ten lines for jax#20909, rendered from the results."""
+def issue_text(results: Any, frame: pd.DataFrame, advice_rows: list[dict[str, Any]]) -> str:
+    """At most ten lines for jax#20909, rendered from a :class:`~.report.LoopResults`."""
+    rows, facts = results.seed_rows(), results.compile_facts()
     xla, harness = _seed(rows, "xla"), _seed(rows, "xla_harness")
-    steps = fix.per_step() if fix is not None else None
+    steps = results.fix.per_step() if results.fix is not None else None
     per_step = verdict.static(steps[steps.kernel == "seed"]) if steps is not None else pd.DataFrame()
     mech = " ".join(verdict.per_target(per_step)) if len(per_step) else "not read."
     device = _seed(rows, "pallas")

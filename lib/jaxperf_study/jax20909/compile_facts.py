@@ -1,11 +1,9 @@
 """Compile time against the reporter's, on matched T ranges (jax#20909, issue 33 item 3).
 
-A growth is only compared with his over the same T range: from the first T to the last T a
-sweep reached, both present in his table (his 256 -> 8192 is 2.67x, his 256 -> 65536 is
-16.8x). A range that is not in his table, or a sweep that stopped before its planned end (a
-budget), is said as such ("not reached"), never judged. First-call-minus-second-call compile
-estimates (his own method, :mod:`jaxperf_study.jax20909.harness`) that come out negative are flagged:
-there the run-to-run noise of a call is larger than the compile.
+A growth is only compared with his over the same T range, from the first T to the last T a sweep
+reached, both in his table (:func:`matched`); a range his table lacks, or a sweep cut short, is
+said as such, never judged. His harness' compile estimates that come out negative are flagged
+(:func:`harness_flags`).
 """
 
 from __future__ import annotations
@@ -37,11 +35,9 @@ def matched(
     planned: Sequence[int] | None = None,
     where: str,
 ) -> dict[str, Any]:
-    """Our compile growth (Python loop, fori_loop) from the first T to the last T both compiled,
-    beside his over the same range. ``planned`` is the T the sweep meant to reach: a sweep that
-    stopped short says which T it did not reach. ``status``: "compared", "not in his table"
-    (a range his table does not hold), "one T" (run at one T only), "not reached" (fewer than two T
-    compiled)."""
+    """Our compile growth (Python loop, fori_loop) from the first T to the last T both compiled, beside
+    his over the same range (``planned``: the T meant to be reached). ``status``: "compared", "not in
+    his table", "one T" (run at one T only), "not reached" (fewer than two T compiled)."""
     both = [
         (T, p, f)
         for T, p, f in zip(Ts, python_ms, fori_ms)
@@ -110,15 +106,11 @@ COMPILERS = {
 
 
 def compile_summary(points: Any) -> dict[str, Any]:
-    """summary.json's compile part, from :func:`jaxperf_study.jax20909.runs.compiles`' rows:
-
-    - ``compile``: per (compiler, form, T) the status, compile ms (export + compile), work per
-      program in the compiler's unit and the error of a point that failed;
-    - ``compile_growth``: per (compiler, form) the compile from the smallest T to the largest T
-      that compiled, beside the reporter's over the same range (``python`` and ``fori`` only);
-    - ``static_ratio``: per (compiler, T) fori_loop's and ``scalar_carry u=1``'s work per program
-      over the Python loop's (one unit per compiler: SASS instructions per warp or TPU bundles);
-    - ``failures``: per (compiler, form) the first T that did not compile, its loop steps and error.
+    """summary.json's compile part, from :func:`jaxperf_study.jax20909.runs.compiles`' rows: ``compile``
+    per (compiler, form, T), its status, compile ms, work per program and error; ``compile_growth`` per
+    (compiler, form) from the smallest to the largest T compiled, beside the reporter's (``python``,
+    ``fori``); ``static_ratio`` per (compiler, T), fori_loop's and ``scalar_carry u=1``'s work per
+    program over the Python loop's; ``failures`` per (compiler, form), the first T that did not compile.
     """
     rows: list[dict[str, Any]] = []
     for r in points.to_dict(orient="records"):

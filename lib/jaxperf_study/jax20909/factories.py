@@ -3,14 +3,10 @@
 so they go through the same code as a reader's kernel (``python -m jaxperf loops
 jaxperf_study.jax20909.factories:seed``).
 
-Sizes: the reporter's (fp16 input, D=64, float32 carry, 64-row steps, 128-row programs), batch
-512 when compiled, batch 1 when interpreted (the check). ``compiler`` picks the kernel a
-compiler gets: ``"mosaic_gpu"`` builds the row-block kernels' Mosaic GPU port
-(:mod:`.mosaic_gpu_kernel`) and the others through JAX's Mosaic GPU ``pallas_call``;
-``"mosaic_tpu"`` the kernel a TPU v5e compiles and holds: float32 (:data:`.vocab.TPU_DTYPE` says
-why), a BlockSpec per program, the batch of :func:`.vocab.tpu_batch`. Forms: every loop form, and for
-the reporter's kernel also ``hoisted u=k`` and ``scalar_carry u=k`` (its body rewritten around
-the invariant ``X_i.sum()``).
+Sizes: the reporter's (fp16 input, D=64, float32 carry, 64-row steps, 128-row programs), batch 512
+compiled, 1 interpreted (the check). ``compiler="mosaic_gpu"`` builds the row-block kernels' Mosaic
+GPU port (:mod:`.mosaic_gpu_kernel`); ``"mosaic_tpu"`` the kernel a TPU v5e holds (float32, a
+BlockSpec per program, :func:`.vocab.tpu_batch`). Forms: every loop form that applies to the kernel.
 """
 
 from __future__ import annotations

@@ -2,13 +2,10 @@
 write): the reporter's kernel, the same kernel with a carry that depends on loaded data, and the
 study's streaming and attention kernels, each ``fori_loop`` against the Python loop.
 
-Two kinds of number, never mixed in one column: *measured* ms per call (XLA:CPU, an analogue;
-Pallas' interpreter), as the per-pair ratio fori/Python (median and interquartile range) at
-the largest T where both ran (:func:`measured`); and *static* work per loop step read from each
-compiler's output, fori against Python, judged per target by the ``loops`` tool's own verdict
-(:mod:`jaxperf.loops.verdict`: :func:`~jaxperf.loops.verdict.static`,
-:func:`~jaxperf.loops.verdict.verdicts`). :func:`answer` is the one sentence of who pays;
-:func:`wide` the table.
+Two kinds of number, never mixed in one column: *measured* ms per call, the per-pair ratio
+fori/Python (:func:`measured`), and *static* work per loop step read from each compiler's output,
+judged per target by the ``loops`` tool's own verdict (:mod:`jaxperf.loops.verdict`).
+:func:`answer` is the one sentence of who pays; :func:`wide` the table.
 """
 
 from __future__ import annotations

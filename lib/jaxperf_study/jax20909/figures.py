@@ -1,11 +1,7 @@
-"""The loop study's figures. Each function draws one claim, stated in its title from the
-data it plots, and returns ``(fig, data)``; :func:`planned` lists every figure of a run.
-
-The curves show the variants a reader needs (:func:`key_variants`, at most five per panel);
-the whole unroll sweep is in the unroll heatmap; the family's static work per loop step has a
-figure of its own, in each compiler's unit, apart from every measured time. Panels stack in rows over one T axis and
-share their y scale, legends sit right of the data, and the reporter's numbers are lines
-labelled as his."""
+"""The loop study's figures: each draws one claim, stated in its title from the data it plots, and
+returns ``(fig, data)``; :func:`planned` lists every figure of a run. Curves show the variants a
+reader needs (:func:`key_variants`; every unroll is in the heatmap); the family's static counts
+have a figure of their own, apart from every measured time."""
 
 from __future__ import annotations
 
@@ -92,13 +88,11 @@ def plot_ms_vs_T(
         batches = sorted(data["batch"].dropna().unique())
         if len(batches) > 1:
             data = data.assign(ms_per_call=data.ms_per_call / data.batch)
-        ylabel = (
-            f"ms per kernel call, B={int(batches[0])}\n(median, IQR band)"
-            if len(batches) == 1
-            else "ms per kernel call / B\n(median, IQR band)"
-            if batches
-            else ylabel
-        )
+        if batches:
+            ylabel = (
+                f"ms per kernel call, B={int(batches[0])}" if len(batches) == 1 else "ms per kernel call / B"
+            )
+            ylabel += "\n(median, IQR band)"
     title = f"{MODE_LABELS.get(mode, mode)}: ms per kernel call vs T"
     seed = data[data.kernel == "seed"]
     got = ratio_at_largest_T(
@@ -187,6 +181,10 @@ def plot_seed_ratio(rows: Sequence[dict[str, Any]]) -> tuple[Any, pd.DataFrame]:
     return fig, data
 
 
+#: (form, column, marker, x shift, label) of the two loops in :func:`plot_family_per_step`
+FAMILY_MARKS = (("python", "python", "o", -0.1, "Python loop"), ("fori u=1", "fori", "s", 0.1, "fori_loop"))
+
+
 @plots.draws
 def plot_family_per_step(frame: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     """Work per loop step, fori_loop and the Python loop, per kernel of the family, one panel per
@@ -198,17 +196,9 @@ def plot_family_per_step(frame: pd.DataFrame) -> tuple[Any, pd.DataFrame]:
     colors = plots.colors_for(["python", "fori u=1"])
     for ax, target in zip(axes, targets):
         part = data[data.source == target].set_index("kernel").reindex(kernels)
-        for form, column, marker, shift in (("python", "python", "o", -0.1), ("fori u=1", "fori", "s", 0.1)):
+        for form, column, marker, shift, label in FAMILY_MARKS:
             xs = [i + shift for i in range(len(kernels))]  # side by side: equal values stay visible
-            ax.plot(
-                xs,
-                part[column],
-                ls="none",
-                marker=marker,
-                ms=6,
-                color=colors[form],
-                label="Python loop" if form == "python" else "fori_loop",
-            )
+            ax.plot(xs, part[column], ls="none", marker=marker, ms=6, color=colors[form], label=label)
         ax.set_yscale("log")
         rules.plain_log_ticks(ax, "y")
         unit = str(part.unit.dropna().iloc[0]) if part.unit.notna().any() else ""

@@ -1,18 +1,10 @@
 """The reporter's own harness (jax-ml/jax#20909), ported, so his table compares 1:1.
 
-``heavyweight`` jits a ``lax.scan`` over ``N`` batches: each step makes the
-batch inside the scan (``prepare_data``: ``jax.random.normal`` with the same
-key every step, as he wrote it, so XLA may hoist it out of the loop) and
-reduces the kernel's output with ``.mean()``. Compile time is the first call
-minus the second; ms per kernel call is the second call / ``N``. Beside his
-single second call we also record the median of ``repeats`` further calls.
-
-Changes from his script: none but the kernel's (``pl.load`` is gone: it indexes its refs); it comes from
-:mod:`jaxperf_study.jax20909.kernels` (already vmapped over the batch, as his
-``jax.vmap(JaxKernel(...))``), so every variant is first checked against the
-float64 reference on a batch of its own. Where JAX's persistent compilation cache served the
-first call (a run's later processes share it), first minus second is no compile time: its
-``compile_ms`` is left out and ``compile_note`` says why.
+``heavyweight`` jits a ``lax.scan`` over ``N`` batches, each made inside the scan (``prepare_data``:
+the same key every step, as he wrote it, so XLA may hoist it) and reduced with ``.mean()``. Compile
+time is the first call minus the second; ms per kernel call the second call / ``N`` (beside it, the
+median of ``repeats`` further calls). Changed from his script: only the kernel (``pl.load`` is gone),
+which comes from :mod:`.kernels` and is checked against the float64 reference first.
 """
 
 from __future__ import annotations
@@ -93,16 +85,12 @@ def measure(
     mode: str = "xla",
     repeats: int = 3,
 ) -> pd.DataFrame:
-    """Time the seed ``kernel``'s ``variants`` (names as :func:`vocab.variant_name`) in his harness,
-    on batches of its sizes (each variant's loop form in place of the kernel's own).
-
-    As he did: every variant's first call, then every variant's second call;
-    then ``repeats`` more calls, interleaved. One row per variant with
-    ``first_call_ms``, ``second_call_ms``, ``first_minus_second_ms``, ``compile_ms`` (that
-    difference, NaN where it is negative: the compile is lost in the calls' own noise, and
-    ``compile_note`` says so), ``ms_per_call`` (second / n, his number) and
-    ``ms_per_call_median``.
-    Raises AssertionError when a variant's output differs from the reference.
+    """Time the seed ``kernel``'s ``variants`` (each loop form in place of the kernel's own) in his
+    harness: as he did, every variant's first call, then every second call, then ``repeats`` more,
+    interleaved. One row per variant with ``first_call_ms``, ``second_call_ms``,
+    ``first_minus_second_ms``, ``compile_ms`` (that difference; NaN where it is no compile time,
+    ``compile_note`` saying why), ``ms_per_call`` (second / n, his number) and
+    ``ms_per_call_median``. AssertionError when a variant's output differs from the reference.
     """
     import jax
 
@@ -142,12 +130,9 @@ def measure(
             cached[name] = cached.get(name, False) or (call == 0 and CacheHits.now() > hits)
     for row in rows:
         first, second, *more = calls[row["variant"]]
-        note = "first - second < 0: not a compile time (noise)" if first <= second else ""
-        note = (
-            "the persistent compilation cache served it: not a compile time"
-            if cached[row["variant"]]
-            else note
-        )
+        noise = "first - second < 0: not a compile time (noise)" if first <= second else ""
+        served = cached[row["variant"]]
+        note = "the persistent compilation cache served it: not a compile time" if served else noise
         row.update(
             first_call_ms=first,
             second_call_ms=second,
@@ -208,8 +193,6 @@ def run(
 
 def batches(rows: pd.DataFrame) -> dict[str, int]:
     """Each harness mode's batch size, from :func:`measure`'s rows (for the roofline)."""
-    return (
-        {str(mode): int(batch) for mode, batch in rows.groupby("mode")["batch"].first().items()}
-        if len(rows)
-        else {}
-    )
+    if not len(rows):
+        return {}
+    return {str(mode): int(batch) for mode, batch in rows.groupby("mode")["batch"].first().items()}

@@ -13,19 +13,14 @@ Where today's API forced a change from the reporter's code (``seed``):
   (``sum(j)`` alone passes 65504 at ``T >= 32768``), so the carry is float32
   by default; ``carry_dtype="input"`` keeps his fp16 carry and output.
   ``X_i.sum()`` accumulates in the carry's dtype.
-
-:func:`build` returns the jitted ``pallas_call`` of a :class:`~.variant.KernelVariant`
-(vmapped over the batch, as the reporter did for ``seed``); :func:`build_xla` the same math in
-plain ``jax.jit``. :mod:`jaxperf_study.jax20909.reference` holds the float64 answers.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from jaxperf import private_api
 from jaxperf.errors import bad_value, check_choice
@@ -33,18 +28,11 @@ from jaxperf.fixes._kernel_loop import run_loop
 
 from .inputs import example_args
 from .variant import KernelVariant
-from .vocab import ROW_BLOCK_KERNELS
+from .vocab import HOISTING_FORMS, ROW_BLOCK_KERNELS
 
 # How the pallas_call is compiled: "default" lets Pallas pick for the platform
 # (Triton on GPU, Mosaic on TPU); the others force a compiler's parameters.
 LOWERINGS = ("default", "triton", "mosaic_gpu", "mosaic_tpu")
-
-
-def carry_dtype_of(variant: KernelVariant) -> np.dtype:
-    """The carry's (and output's) dtype: float32, or the input's for ``carry_dtype="input"``."""
-    import jax.numpy as jnp
-
-    return jnp.dtype(variant.dtype) if variant.carry_dtype == "input" else np.dtype("float32")
 
 
 # --- the loop bodies, written once for Pallas refs and plain arrays -----------------
@@ -59,14 +47,12 @@ def seed_block(x_i: Any, variant: KernelVariant, acc: Any) -> Any:
     loop_form, unroll, steps = variant.loop_form, variant.unroll, variant.steps
 
     init = jnp.zeros(x_i.shape, acc)
-    if loop_form == "scalar_carry":
-        block_sum = x_i.sum(dtype=acc)
-        total = run_loop(loop_form, 0, steps, lambda j, c: c + (block_sum + j), jnp.zeros((), acc), unroll)
-        return jnp.broadcast_to(total, x_i.shape)
-    if loop_form == "hoisted":
-        block_sum = x_i.sum(dtype=acc)
-        return run_loop(loop_form, 0, steps, lambda j, carry: carry + (block_sum + j), init, unroll)
-    return run_loop(loop_form, 0, steps, lambda j, carry: carry + (x_i.sum(dtype=acc) + j), init, unroll)
+    if loop_form not in HOISTING_FORMS:
+        return run_loop(loop_form, 0, steps, lambda j, carry: carry + (x_i.sum(dtype=acc) + j), init, unroll)
+    block_sum, scalar = x_i.sum(dtype=acc), loop_form == "scalar_carry"
+    init = jnp.zeros((), acc) if scalar else init
+    total = run_loop(loop_form, 0, steps, lambda j, carry: carry + (block_sum + j), init, unroll)
+    return jnp.broadcast_to(total, x_i.shape) if scalar else total
 
 
 def data_carry_block(x_i: Any, variant: KernelVariant, acc: Any) -> Any:
@@ -148,19 +134,10 @@ def _load_array(array: Any, start: Any, size: int) -> Any:
 
 
 def _compiler_params(lowering: str) -> Any:
-    if lowering == "triton":
-        from jax.experimental.pallas import triton as pltriton
-
-        return pltriton.CompilerParams()
-    if lowering == "mosaic_gpu":
-        from jax.experimental.pallas import mosaic_gpu as plgpu
-
-        return plgpu.CompilerParams()
-    if lowering == "mosaic_tpu":
-        from jax.experimental.pallas import tpu as pltpu
-
-        return pltpu.CompilerParams()
-    return None
+    if lowering == "default":
+        return None
+    module = {"triton": "triton", "mosaic_gpu": "mosaic_gpu", "mosaic_tpu": "tpu"}[lowering]
+    return importlib.import_module(f"jax.experimental.pallas.{module}").CompilerParams()
 
 
 def build(
@@ -168,21 +145,18 @@ def build(
 ) -> tuple[Any, tuple[Any, ...]]:
     """A jitted function wrapping the variant's ``pallas_call``, and ShapeDtypeStructs of its inputs.
 
-    ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call``
-    with a grid of ``T // out_rows`` programs and no BlockSpecs (each program
-    sees the whole ``[T, D]`` ref and slices its block; with ``tiling="blocks"`` a BlockSpec
-    hands it that block); output ``[batch, T, D]``. ``streaming``/``attention``: a grid of one program per
-    batch element (BlockSpecs pick its rows); output ``[batch, out_rows, D]``.
-    ``interpret=True`` runs Pallas' interpreter (any machine, interpreter
-    timings); ``lowering`` forces a compiler (see :data:`LOWERINGS`). Raises
-    ValueError for an unknown lowering or an ``interpret`` that is not a bool (the variant
-    checked its own values when it was made).
+    ``seed``/``data_carry``: as the reporter, ``jax.vmap`` over the batch of a ``pallas_call`` with
+    a grid of ``T // out_rows`` programs, each slicing its block of the whole ``[T, D]`` ref (with
+    ``tiling="blocks"`` a BlockSpec hands it that block); output ``[batch, T, D]``.
+    ``streaming``/``attention``: one program per batch element; output ``[batch, out_rows, D]``.
+    ``interpret=True`` runs Pallas' interpreter; ``lowering`` forces a compiler (:data:`LOWERINGS`).
+    ValueError for an unknown lowering or an ``interpret`` that is not a bool.
     """
     import jax
     from jax.experimental import pallas as pl
 
     v = variant
-    acc, args = carry_dtype_of(v), example_args(v)
+    acc, args = jax.numpy.dtype(v.carry), example_args(v)
     check_choice("lowering", lowering, LOWERINGS)
     if not isinstance(interpret, bool):
         raise bad_value("interpret", interpret, "True or False")
@@ -233,7 +207,7 @@ def build_xla(variant: KernelVariant) -> tuple[Any, tuple[Any, ...]]:
     import jax
 
     v = variant
-    acc, args = carry_dtype_of(v), example_args(v)
+    acc, args = jax.numpy.dtype(v.carry), example_args(v)
 
     def one(*inputs):
         if v.kernel == "attention":

@@ -1,12 +1,6 @@
-"""Why fori_loop is slower on XLA:CPU, read from the compiler's own output (optimized HLO).
-
-:func:`optimized_hlo` compiles a variant and returns ``compile().as_text()``;
-:func:`jaxperf_study.jax20909.xla.read_program` counts what each program does
-(its loops, what their bodies hold, the passes over the carry);
-:func:`evidence` reads the variants of :data:`VARIANTS`, and :func:`verdict`
-turns the counts of the Python loop and ``fori_loop`` into the one line
-summary.md prints.
-"""
+"""Why fori_loop is slower on XLA:CPU, read from the compiler's own output (optimized HLO):
+:func:`evidence` counts the programs of :data:`VARIANTS` (:func:`.xla.read_program`), :func:`verdict`
+says what the Python loop's and ``fori_loop``'s counts show in the one line summary.md prints."""
 
 from __future__ import annotations
 
@@ -16,7 +10,7 @@ from typing import Any
 
 from . import kernels
 from .variant import KernelVariant
-from .xla import compiled_text, read_program
+from .xla import read_program
 
 # The variants whose programs are read: the issue's two, an unroll of each kind, and the hand hoist.
 VARIANTS = (
@@ -29,12 +23,6 @@ VARIANTS = (
 )
 
 
-def optimized_hlo(variant: KernelVariant) -> str:
-    """``jax.jit(f).lower(...).compile().as_text()`` of a plain-jit kernel variant on this backend."""
-    fn, args = kernels.build_xla(variant)
-    return compiled_text(fn, args)
-
-
 def evidence(kernel: KernelVariant, variants: Iterable[tuple[str, int]] = VARIANTS) -> list[dict[str, Any]]:
     """:func:`read_program` of ``kernel`` in each (loop form, unroll), one row each (loops flattened
     to the first), compiled for this process' default backend (named in the ``compiler`` column)."""
@@ -43,7 +31,8 @@ def evidence(kernel: KernelVariant, variants: Iterable[tuple[str, int]] = VARIAN
     rows = []
     for form, unroll in variants:
         variant = kernel.replace(loop_form=form, unroll=unroll)
-        counts = read_program(optimized_hlo(variant))
+        fn, args = kernels.build_xla(variant)
+        counts = read_program(fn.lower(*args).compile().as_text())  # the optimized HLO, this backend's
         first = counts["loops"][0] if counts["loops"] else {}
         rows.append(
             dict(

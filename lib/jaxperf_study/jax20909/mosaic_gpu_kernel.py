@@ -1,24 +1,15 @@
 """The reporter's jax#20909 kernel written the way Mosaic GPU (Hopper and newer) needs it.
 
-Mosaic GPU stages what a program reads in shared memory, so a port that hands every
-program the whole ``[T, D]`` input (as the reporter's Triton kernel does, and
-:func:`jaxperf_study.jax20909.kernels.build` with ``lowering="mosaic_gpu"``) is refused from
-T=1024 (``smem_bytes=395272 > max_smem_bytes=232448``). Here each program copies its own
-128-row block into shared memory (``plgpu.copy_gmem_to_smem``, then waits on a barrier),
-runs the reporter's loop on it, ``carry += X_i.sum() + j`` for ``T / 64`` steps on a
-``[128, D]`` carry (:func:`jaxperf_study.jax20909.kernels.seed_block`, every loop form; with
-``kernel="data_carry"`` the elementwise ``carry += X_i + j`` instead), and
-copies its block of the ``[T, D]`` output back. The grid has ``T / 128`` programs per batch
-element; the batch is vmapped, as the reporter vmapped his ``pallas_call``. Only public
+Mosaic GPU stages what a program reads in shared memory, so a port that hands every program the
+whole ``[T, D]`` input (as the reporter's Triton kernel does) is refused from T=1024
+(``smem_bytes=395272 > max_smem_bytes=232448``). Here each of the ``T / 128`` programs copies its
+own 128-row block into shared memory, runs the row-block kernel's loop on it
+(:func:`jaxperf_study.jax20909.kernels.row_block`, every loop form) and copies its block of the
+output back; the batch is vmapped, as the reporter vmapped his ``pallas_call``. Only public
 ``plgpu`` names are used, so the port runs on jax 0.11.2 (the lent GPU's) as on 0.12.
-
-``interpret=True`` runs it in Mosaic GPU's own interpreter on the CPU
-(``plgpu.InterpretGPUParams``: shared memory, barriers and the copies simulated): it
-proves the arithmetic, never the speed.
-
-Mosaic GPU unrolls ``fori_loop(unroll=k)`` only when ``k`` divides the trip count; that
-and the other variants the port cannot build raise ValueError here, before anything is traced
-(:func:`jaxperf_study.jax20909.mosaic_gpu_rules.check`).
+``interpret=True`` runs Mosaic GPU's own interpreter on the CPU: the arithmetic, never the speed.
+What the port cannot build (Mosaic GPU unrolls ``fori_loop(unroll=k)`` only for a ``k`` that
+divides the trip count) raises ValueError before anything is traced (:mod:`.mosaic_gpu_rules`).
 """
 
 from __future__ import annotations
@@ -28,7 +19,7 @@ from typing import Any
 from jaxperf.errors import bad_value
 
 from .inputs import example_args
-from .kernels import carry_dtype_of, row_block
+from .kernels import row_block
 from .mosaic_gpu_rules import check
 from .variant import KernelVariant
 
@@ -36,13 +27,9 @@ from .variant import KernelVariant
 def build(
     variant: KernelVariant, *, interpret: bool = False, check_unroll: bool = True, name: str | None = None
 ) -> tuple[Any, tuple[Any, ...]]:
-    """The jitted port (``[batch, T, D]`` -> ``[batch, T, D]``) and ShapeDtypeStructs of its input.
-
-    See the module docstring; :func:`~.mosaic_gpu_rules.check` lists what raises.
-    ``check_unroll=False`` leaves the unroll rule to Mosaic GPU itself (the lowering matrix
-    records its own error). ``name`` names the kernel (a compile under a new name is a new
-    kernel to every cache).
-    """
+    """The jitted port (``[batch, T, D]`` -> ``[batch, T, D]``) and ShapeDtypeStructs of its input;
+    :func:`~.mosaic_gpu_rules.check` says what raises (``check_unroll=False``: the unroll rule left
+    to Mosaic GPU itself). ``name`` names the kernel (a new name is a new kernel to every cache)."""
     import jax
     from jax import lax
     from jax.experimental import pallas as pl
@@ -51,7 +38,7 @@ def build(
     if not isinstance(interpret, bool):
         raise bad_value("interpret", interpret, "True or False")
     v = check(variant, check_unroll=check_unroll)
-    acc = carry_dtype_of(v)
+    acc = jax.numpy.dtype(v.carry)
     loop_body = row_block(v.kernel)
     rows = v.out_rows
     (spec,) = example_args(v)

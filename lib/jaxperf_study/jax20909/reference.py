@@ -23,14 +23,10 @@ def _broadcast(per_block: np.ndarray, kernel: str, shape: tuple[int, int, int], 
 
 
 def reference(variant: KernelVariant, inputs: tuple[Any, ...]) -> np.ndarray:
-    """The variant's kernel's answer in float64 NumPy, from the (dtype-rounded) inputs (their
-    own shapes: a few batch elements of the variant's do).
-
-    seed: block i of the output is ``steps * sum(X_i) + steps (steps - 1) / 2``; data_carry:
-    every element is ``steps * x + steps (steps - 1) / 2`` (its own input element);
-    streaming: every element is ``sum(X) + steps (steps - 1) / 2``; attention:
-    softmax(q k^T / sqrt(D)) v.
-    """
+    """The variant's kernel's answer in float64 NumPy from the (dtype-rounded) inputs (a few batch
+    elements do): seed's block i is ``steps * sum(X_i) + steps (steps - 1) / 2``; data_carry's
+    element ``steps * x + steps (steps - 1) / 2``; streaming's ``sum(X) + steps (steps - 1) / 2``;
+    attention softmax(q k^T / sqrt(D)) v."""
     kernel, out_rows = variant.kernel, variant.out_rows
     if kernel == "attention":
         q, k, v = (np.asarray(a, np.float64) for a in inputs)
@@ -51,16 +47,12 @@ def reference(variant: KernelVariant, inputs: tuple[Any, ...]) -> np.ndarray:
 def tolerance(
     variant: KernelVariant, inputs: tuple[Any, ...], *, carry_dtype: Any = np.float32
 ) -> np.ndarray:
-    """Elementwise absolute tolerance that allows for any summation order.
-
-    seed/streaming/data_carry: recursive summation of n terms in the carry's dtype errs
-    by at most about ``n * eps * sum|terms|``; with ``steps`` adds of block sums
-    (each a tree of ``rows * D`` terms) that gives
-    ``(steps + log2(rows * D) + 4) * eps * (sum|x| + sum j)``, ``sum|x|`` taken
-    over what the kernel sums (its block ``steps`` times for seed, all of x for
-    streaming, its own element for data_carry). attention: the probabilities are rounded to the input dtype
-    before ``p @ v`` (as in flash attention), so the bound is relative to that
-    dtype: ``16 * eps(dtype) * max|v|`` plus a float32 part.
+    """Elementwise absolute tolerance that allows for any summation order. Summing n terms in the
+    carry's dtype errs by at most about ``n * eps * sum|terms|``: with ``steps`` adds of block sums
+    (each a tree of ``rows * D`` terms), ``(steps + log2(rows * D) + 4) * eps * (sum|x| + sum j)``
+    over what the kernel sums (seed: its block ``steps`` times; streaming: all of x; data_carry: its
+    own element). attention rounds the probabilities to the input dtype before ``p @ v`` (as flash
+    attention does): ``16 * eps(dtype) * max|v|`` plus a float32 part.
     """
     kernel, block_rows, out_rows = variant.kernel, variant.block_rows, variant.out_rows
     eps32 = float(np.finfo(np.float32).eps)
@@ -87,14 +79,11 @@ def tolerance(
 
 
 def check_close(variant: KernelVariant, out: Any, inputs: tuple[Any, ...]) -> float:
-    """Raise AssertionError unless ``out`` matches the float64 reference; return the worst error/tolerance.
-
-    The tolerance follows ``out``'s dtype (the carry's). Where a float16 carry cannot hold the answer
-    (the reporter's, from T=32768: ``sum(j)`` alone passes 65504), the element must have overflowed,
-    to an infinity of the answer's sign; an answer within its rounding of 65504 may have. Pass a few
-    batch elements of ``out`` and ``inputs`` (the attention reference holds a float64
-    ``[batch, out_rows, T]`` score array).
-    """
+    """Raise AssertionError unless ``out`` matches the float64 reference (the tolerance of ``out``'s
+    dtype, the carry's); return the worst error over its tolerance. Where a float16 carry cannot hold
+    the answer (his, from T=32768), the element must have overflowed to an infinity of its sign; one
+    within its rounding of 65504 may have. Pass a few batch elements (attention's reference holds a
+    float64 ``[batch, out_rows, T]`` array)."""
     kernel = variant.kernel
     inputs = tuple(np.asarray(a) for a in inputs)
     want = reference(variant, inputs)
@@ -104,20 +93,14 @@ def check_close(variant: KernelVariant, out: Any, inputs: tuple[Any, ...]) -> fl
     if got.shape != want.shape:
         raise AssertionError(f"{kernel}: output shape {got.shape}, expected {want.shape}")
     # rounding in a float16 carry grows a sum by at most steps * eps of it on its way (before the end)
-    limit = (
-        np.finfo(np.float16).max / (1 + variant.steps * np.finfo(np.float16).eps)
-        if carry == np.float16
-        else np.inf
-    )
+    half = np.finfo(np.float16)
+    limit = half.max / (1 + variant.steps * half.eps) if carry == np.float16 else np.inf
     overflowed = np.isinf(got) & (np.sign(got) == np.sign(want)) & (np.abs(want) > limit)
     err = np.where(overflowed, 0.0, np.abs(got - want))
     ratio = float(np.max(err / tol)) if err.size else 0.0
     if not np.all(np.isfinite(got) | overflowed) or not ratio <= 1.0:
-        worst = (
-            np.unravel_index(int(np.nanargmax(np.where(np.isfinite(err), err / tol, np.inf))), err.shape)
-            if err.size
-            else ()
-        )
+        over = np.where(np.isfinite(err), err / tol, np.inf)
+        worst = np.unravel_index(int(np.nanargmax(over)), err.shape) if err.size else ()
         raise AssertionError(
             f"{kernel}: output differs from the float64 reference by {ratio:.3g}x the tolerance "
             f"(worst at {worst}: got {got[worst]!r}, want {want[worst]!r}, tol {tol[worst]!r})"

@@ -10,6 +10,7 @@ import pandas as pd
 from jaxperf.loops import report_kernel
 from jaxperf.loops.engine import Results
 from jaxperf.loops.engine import per_step as engine_per_step
+from jaxperf.markdown import number
 
 from .. import goals as rule
 from .. import pages as md
@@ -52,9 +53,8 @@ class LoopResults:
         return "xla" if self.backend == "cpu" else "pallas"
 
     def seed_rows(self) -> list[dict[str, Any]]:
-        """The seed's rows; where its modes ran in several processes, ``ratio`` is the median
-        over processes the text quotes (``ratio_runs``), with its ``lo``/``hi``, so the figure,
-        the table and the sentences state one value per (mode, T)."""
+        """The seed's rows; where a mode ran in several processes, ``ratio`` is the median over them
+        (``ratio_runs``) with its ``lo``/``hi``: one value per (mode, T) everywhere it is stated."""
         rows = analysis.seed_reproduction(self.head)
         if self.ranges is None or not len(self.ranges):
             return rows
@@ -90,8 +90,8 @@ class LoopResults:
                 facts.append(
                     compile_facts.matched(
                         [r["T"] for r in rows],
-                        [_finite(r["python_compile_ms"]) for r in rows],
-                        [_finite(r["fori_compile_ms"]) for r in rows],
+                        [number(r["python_compile_ms"]) for r in rows],
+                        [number(r["fori_compile_ms"]) for r in rows],
                         where=where,
                     )
                 )
@@ -105,11 +105,9 @@ class LoopResults:
 
     def goals(self) -> dict[str, Any]:
         seed = self.head[(self.head["mode"] == self.mode) & (self.head.kernel == "seed")]
-        roof = (
-            float(seed.loc[seed["T"] == seed["T"].max(), "roofline_ms"].iloc[0])
-            if len(seed) and "roofline_ms" in seed
-            else None
-        )
+        roof = None
+        if len(seed) and "roofline_ms" in seed:
+            roof = float(seed.loc[seed["T"] == seed["T"].max(), "roofline_ms"].iloc[0])
         fresh = self.bandwidth.get("gb_per_s_fresh_output")
         fresh_roof = roof * self.bandwidth["gb_per_s"] / fresh if roof and fresh else None
         return analysis.goals(
@@ -124,10 +122,6 @@ class LoopResults:
         ns = [dict(kernel=k, lo=r["min"], hi=r["max"], n=int(r["size"])) for k, r in spread.iterrows()]
         best = analysis.best_forms(self.head, runs) if self.backend != "cpu" else []
         return {"static_vs_measured": _records(table), "ns_per_static_cycle": ns, "best_forms": best}
-
-
-def _finite(value: Any) -> float | None:
-    return None if value is None or value != value else float(value)
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -164,7 +158,7 @@ def summary_dict(results: LoopResults) -> dict[str, Any]:
         "harness_negative_compiles": r.compile_flags(),
         "readers": [report_kernel.summary(k) for k in r.readers],
         **r.device(),
-        "issue_text": answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()),
+        "issue_text": answer.issue_text(r, frame, rows),
         "ratio_runs": [] if r.ranges is None else _records(r.ranges),
         "reporter": compile_facts.reporter_rows(),
         **(r.compiles or {}),
@@ -196,17 +190,13 @@ def side_by_side(results: LoopResults) -> pd.DataFrame:
             if mode.startswith("pallas") and results.backend == "cpu":
                 continue
             hit = ranges[(ranges["mode"] == mode) & (ranges["T"] == T)]
-            row[label] = (
-                f"{hit['median'].iloc[0]:.2f}× [{hit['lo'].iloc[0]:.2f}, {hit['hi'].iloc[0]:.2f}]"
-                if len(hit)
-                else "—"
-            )
+            row[label] = "{median:.2f}× [{lo:.2f}, {hi:.2f}]".format(**hit.iloc[0]) if len(hit) else "—"
         for compiler in dict.fromkeys(r["compiler"] for r in static):
-            hit2 = [r for r in static if r["compiler"] == compiler and r["T"] == T]
-            unit = "bundles" if "TPU" in compiler else "instructions"
-            row[f"{compiler} ({unit} per program, static)"] = _ratio(
-                hit2[0]["fori_vs_python"] if hit2 else None
+            ratio = next(
+                (r["fori_vs_python"] for r in static if (r["compiler"], r["T"]) == (compiler, T)), None
             )
+            unit = "bundles" if "TPU" in compiler else "instructions"
+            row[f"{compiler} ({unit} per program, static)"] = _ratio(ratio)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -273,17 +263,7 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
             f"On a TPU v5e his kernel runs in float32 ({TPU_WHY}), at batch B per T {batches}: B=512 does "
             "not fit its 16 GiB in float32 from T=32768, and its core runs the programs one after another."
         )
-    bullets = answer.bullets(
-        frame,
-        r.seed_rows(),
-        r.goals(),
-        r.fix,
-        xla_verdict(r.mechanism),
-        r.compile_facts(),
-        r.compile_flags(),
-        rows,
-        r.quick,
-    )
+    bullets = answer.bullets(r, frame, rows)
     folded = md.details(
         "Which kernels pay, per compiler (each column in its own unit)",
         [md.table(family.wide(frame)) if len(frame) else "not measured"],
@@ -294,7 +274,7 @@ def summary_markdown(results: LoopResults, *, device: str) -> str:
     )
     folded += md.details(
         "Issue-ready text for jax#20909",
-        ["```", answer.issue_text(frame, r.seed_rows(), r.fix, rows, r.compile_facts()), "```"],
+        ["```", answer.issue_text(r, frame, rows), "```"],
     )
     found = r.device()
     if found["static_vs_measured"]:

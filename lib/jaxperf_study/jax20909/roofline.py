@@ -1,11 +1,6 @@
-"""The physical limit beside every timing: bytes a kernel must move / memory bandwidth.
-
-The bandwidth is measured in the same run, on the same device, with a large
-copy (``x + 1`` on a float32 array well beyond the caches: one read and one
-write per element). A kernel must at least read its inputs and write its
-output once; the reporter's harness (:mod:`jaxperf_study.jax20909.harness`) also
-writes the random batch and reads the output back for ``.mean()``. Each
-form's distance from that floor is ``ms_per_call / roofline_ms``.
+"""The physical limit beside every timing: bytes a kernel must move (:func:`kernel_bytes`,
+:func:`harness_bytes`) over the memory bandwidth measured in the same run on the same device
+(:func:`measure_bandwidth`); each form's distance from that floor is ``ms_per_call / roofline_ms``.
 """
 
 from __future__ import annotations
@@ -40,14 +35,11 @@ def _median_gbs(fn: Any, x: Any, repeats: int, feed_back: bool) -> float:
 
 
 def measure_bandwidth(megabytes: int = 256, repeats: int = 7) -> dict[str, float]:
-    """Copy bandwidth of the default device: median GB/s of ``x + 1`` over a float32 array
-    of ``megabytes`` (2 x its size moved per call), after one warm-up call.
-
-    ``gb_per_s`` donates the input, so the output reuses its memory: the memory
-    system's speed, the roofline's denominator. ``gb_per_s_fresh_output`` lets
-    every call allocate a new output, as a kernel's call does: on XLA:CPU the
-    first touch of fresh pages (page faults) can cost more than the copy.
-    """
+    """Copy bandwidth of the default device: median GB/s of ``x + 1`` over a float32 array of
+    ``megabytes`` (well beyond the caches; 2 x its size moved per call), after one warm-up call.
+    ``gb_per_s`` donates the input (the memory system's speed, the roofline's denominator);
+    ``gb_per_s_fresh_output`` allocates a new output per call, as a kernel's call does (on XLA:CPU
+    the first touch of fresh pages can cost more than the copy)."""
     import jax
     import jax.numpy as jnp
 

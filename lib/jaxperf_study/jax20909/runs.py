@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Any
 
 import pandas as pd
 
@@ -38,11 +37,9 @@ def _split(settings: LoopSettings, backend: str, part: str) -> tuple[list[sweep.
     ``rest_repeats`` rounds), and the not-measured rows of the plan."""
     configs, not_measured = sweep.plan(backend, settings)
     out, mode = [], "xla" if backend == "cpu" else "pallas"
+    rest_rounds = settings.rest_repeats or settings.repeats * settings.processes
     if settings.quoted_in == "harness":  # his harness is what is quoted: the whole sweep is the rest's
-        rounds = settings.rest_repeats or settings.repeats * settings.processes
-        return (
-            [dataclasses.replace(c, repeats=rounds) for c in configs] if part == "rest" else []
-        ), not_measured
+        return [dataclasses.replace(c, repeats=rest_rounds) for c in configs if part == "rest"], not_measured
     for c in configs:
         seed = [vocab.variant_name(*v) for v in c.variants("seed", max(c.Ts))] if "seed" in c.kernels else []
         quoted = [v for v in seed if c.mode == mode and v in (settings.quoted_variants or seed)]
@@ -51,9 +48,7 @@ def _split(settings: LoopSettings, backend: str, part: str) -> tuple[list[sweep.
             rest = tuple(v for v in seed if v not in quoted)
             others = tuple(k for k in c.kernels if k != "seed" or not quoted)
             picked = [(others, ())] + [(("seed",), rest)] * bool(quoted and rest)
-        rounds = (
-            c.repeats if part == "quoted" else settings.rest_repeats or settings.repeats * settings.processes
-        )
+        rounds = c.repeats if part == "quoted" else rest_rounds
         out += [
             dataclasses.replace(c, kernels=k, listed=v or c.listed, repeats=rounds) for k, v in picked if k
         ]
@@ -71,11 +66,8 @@ def quoted(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     started, missing = time.perf_counter(), list[pd.DataFrame]()
     rows = harness.run(settings, backend, budget_s=settings.quoted_budget_s, missing=missing)
     configs, not_measured = _split(settings, backend, "quoted")
-    budget = (
-        max(settings.quoted_budget_s - (time.perf_counter() - started), 1e-3)
-        if settings.quoted_budget_s
-        else 0
-    )
+    spent = time.perf_counter() - started
+    budget = max(settings.quoted_budget_s - spent, 1e-3) if settings.quoted_budget_s else 0
     variants, timings = sweep.run(configs, budget_s=budget, missing=missing)
     return _written((variants, timings, pd.concat([not_measured, *missing], ignore_index=True), rows))
 
@@ -89,10 +81,9 @@ def rest(settings: LoopSettings, backend: str) -> tuple[pd.DataFrame, ...]:
     def left(share: float = 1.0) -> float:
         return max(budget * share - (time.perf_counter() - started), 1.0) if budget else 0.0
 
-    seed = KernelVariant("seed", "python", T=settings.mechanism_T, D=settings.D, batch=2, dtype="float16")
-    found = (
-        mechanism.evidence(seed.replace(dtype=settings.resolved_dtype(backend))) if backend == "cpu" else []
-    )
+    dtype = settings.resolved_dtype(backend)
+    seed = KernelVariant("seed", "python", T=settings.mechanism_T, D=settings.D, batch=2, dtype=dtype)
+    found = mechanism.evidence(seed) if backend == "cpu" else []
     out = [pd.DataFrame([roofline.measure_bandwidth(settings.bandwidth_megabytes)]), pd.DataFrame(found)]
     family = engine_frames(settings, "family", budget_s=left(0.6), backend=backend)
     configs, _ = _split(settings, backend, "rest")
@@ -156,26 +147,19 @@ def pooled_harness(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (mode, kernel, T, variant): ms per call over the Python loop's, per process (the
-    median of its pairs; in the harness, the ratio of its medians), then the median over
-    processes with ``lo``/``hi`` the smallest and largest (:func:`jaxperf_study.reruns.spread`);
-    ``resolved`` is False when that range holds 1 (not resolved), None from one process."""
-    per: list[pd.DataFrame] = []
+    """Per (mode, kernel, T, variant): ms per call over the Python loop's per process (in the harness,
+    the ratio of its medians), spread over processes (:func:`jaxperf_study.reruns.spread`);
+    ``resolved`` False where that range holds 1, None from one process."""
+    keys, per = ["mode", "kernel", "T", "variant"], list[pd.DataFrame]()
     for p in sorted(set(_process(timings))):
-        head = analysis.headline(variants[_process(variants) == p], timings[_process(timings) == p]).dropna(
-            subset=["ms_vs_python"]
+        head = analysis.headline(variants[_process(variants) == p], timings[_process(timings) == p])
+        per.append(head.dropna(subset=["ms_vs_python"]).assign(process=p)[[*keys, "process", "ms_vs_python"]])
+    for p in sorted(set(_process(harness_rows))) if len(harness_rows) and "variant" in harness_rows else ():
+        part = harness.headline(
+            harness_rows[_process(harness_rows) == p].drop(columns="process", errors="ignore")
         )
-        per.append(head.assign(process=p)[["mode", "kernel", "T", "variant", "process", "ms_vs_python"]])
-    if len(harness_rows) and "variant" in harness_rows:
-        for p in sorted(set(_process(harness_rows))):
-            part = harness.headline(
-                harness_rows[_process(harness_rows) == p].drop(columns="process", errors="ignore")
-            )
-            part = part.assign(
-                mode="xla_harness" if (part["mode"] == "xla").all() else part["mode"], process=p
-            )
-            per.append(part[["mode", "kernel", "T", "variant", "process", "ms_vs_python"]])
-    keys = ["mode", "kernel", "T", "variant"]
+        mode = "xla_harness" if (part["mode"] == "xla").all() else part["mode"]
+        per.append(part.assign(mode=mode, process=p)[[*keys, "process", "ms_vs_python"]])
     if not per:
         return pd.DataFrame(columns=[*keys, "median", "lo", "hi", "n", "over", "resolved"])
     out = reruns.spread(pd.concat(per, ignore_index=True), "ms_vs_python", keys)
@@ -187,12 +171,10 @@ def process_ranges(variants: pd.DataFrame, timings: pd.DataFrame, harness_rows: 
 def engine_frames(
     settings: LoopSettings, which: str, *, budget_s: float = 0.0, backend: str = "cpu"
 ) -> tuple[pd.DataFrame, ...]:
-    """The engine on ``which`` ("family": every kernel of ``settings.kernels`` at its
-    ``family_Ts`` in ``family_forms``, the reporter's in ``fix_forms`` too; "readers": each
-    factory of ``settings.kernel`` in ``kernel_forms`` at ``kernel_Ts``), each kernel inside its
-    share of ``budget_s`` (0: the engine's own); on a GPU/TPU each is timed too, but the
-    reporter's (the sweep times it). Returns (checks, points, not_present, timings), every run's
-    rows together (``classes`` as JSON text)."""
+    """The engine on ``which`` ("family": each of ``settings.kernels`` at its ``family_Ts`` in
+    ``family_forms``, the reporter's in ``fix_forms`` too; "readers": each factory of ``kernel``),
+    each kernel in its share of ``budget_s`` and timed on a device (but the reporter's: the sweep
+    times it). Returns (checks, points, not_present, timings), ``classes`` as JSON text."""
     if which not in ("family", "readers"):
         raise ValueError(f"which={which!r} is not allowed: expected 'family' or 'readers'.")
     s = settings
@@ -228,16 +210,13 @@ def engine_frames(
     return checks, points, pd.DataFrame(absent, columns=["kernel", "target", "reason"]), timings
 
 
-def _classes(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) and value.startswith("{") else None
-
-
 def results(
     checks: pd.DataFrame, points: pd.DataFrame, not_present: pd.DataFrame, timings: pd.DataFrame | None = None
 ) -> tuple[engine.Results, ...]:
     """:func:`engine_frames`' frames as one :class:`~jaxperf.loops.engine.Results` per kernel, in order."""
-    if "classes" in points:
-        points = points.assign(classes=[_classes(c) for c in points["classes"]])
+    if "classes" in points:  # JSON text (engine_frames) read back
+        parsed = [json.loads(c) if isinstance(c, str) and c.startswith("{") else None for c in points.classes]
+        points = points.assign(classes=parsed)
     if "run" in points:  # merged device commands each compiled every point: its counts once, the first's
         points = points.drop_duplicates(subset=["kernel", "target", *engine.KEYS[1:]])
     kernels = list(dict.fromkeys([*checks.get("kernel", []), *points.get("kernel", [])]))
@@ -267,18 +246,7 @@ def per_step(runs: tuple[engine.Results, ...]) -> pd.DataFrame:
 
 
 WARM_UP_T = 128  # compiled first and dropped: a compiler's first compile in a process pays its start-up
-COMPILE_COLUMNS = [
-    "kernel",
-    "target",
-    "unit",
-    "form",
-    "T",
-    "status",
-    "error",
-    "compile_ms",
-    "work_per_program",
-    "steps",
-]
+COMPILE_COLUMNS = "kernel target unit form T status error compile_ms work_per_program steps".split()
 
 
 def compiles(settings: LoopSettings) -> pd.DataFrame:

@@ -21,18 +21,15 @@ the 540 s tools/device/run.sh leaves. ``quoted_budget_s`` and ``rest_budget_s`` 
 points predicted to overrun ("not reached"; the T come extremes first, so a cut loses a middle T).
 
 **The GPU pass's budget** (an H200 window: 15 device-minutes, at most 10 a command; notebook 02 and
-the loops tool on the seed kernel share one command with about 5, :meth:`LoopSettings.planned_seconds`).
-No GPU has run it yet: each cost is a bound read from a record (the constants below say which). First
-what jax#20909 quotes, his kernel as he wrote it (whole-array refs, ``jax.vmap`` over B=512, D=64,
-float16 input and carry, N=16 calls in one ``lax.scan``, his two calls) in his harness at his six T,
-the Python loop and ``fori_loop``: per case a checked kernel and his compiled (Triton, up to 3.9 s for
-the Python loop at T=65536) and 2 x 16 calls at his A6000's ms, 54 s in one process of up to 60 s (a
-pass in a later window gives the range). Then the rest, in one process of up to 125 s: the seed's
-static counts (15 s), the sweep of his form at his six T (the study's forms, hoisted, scalar_carry,
-hand_unrolled u=4 and u=8, beside his two; ``fori u>1``, which Triton's lowering refuses, as rows),
-each compiled once and timed call by call (``scan_N=0``: his shortest call, 0.3 ms, is many
-dispatches) in 1 + 6 rounds (86 s), the Mosaic GPU port at T=2048 and 16384 (13 s). So 15 s (papermill,
-the notebook) + (12 + 54) + (12 + 2 + 15 + 86 + 13) + 25 s (analysis, figures) for the notebook, and
+the loops tool on the seed kernel share one command with about 5, :meth:`LoopSettings.planned_seconds`;
+no GPU has run it yet: each cost is a bound read from a record, the constants below). Quoted, in one
+process of up to 60 s: his kernel as he wrote it (the ``gpu`` preset) in his harness at his six T, the
+Python loop and ``fori_loop``, each checked and compiled (Triton, up to 3.9 s) with 2 x 16 calls at his
+A6000's ms, 54 s. The rest, in one process of up to 125 s: the seed's static counts (15 s), the sweep of
+his form at his six T (``fori u>1``, which Triton's lowering refuses, as rows) compiled once and timed
+call by call (``scan_N=0``: his 0.3 ms call is many dispatches) in 1 + 6 rounds (86 s), the Mosaic GPU
+port at T=2048 and 16384 (13 s). So 15 s (papermill, the notebook) + (12 + 54) + (12 + 2 + 15 + 86 + 13)
++ 25 s (analysis, figures) for the notebook, and
 12 + 45 s for ``python -m jaxperf loops jaxperf_study.jax20909.factories:seed --T 2048,8192 --budget
 45`` = 291 s.
 """
@@ -41,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from jaxperf.errors import bad_value, check_choice, check_int, check_ints
@@ -271,10 +268,9 @@ class LoopSettings(StudySettings):
             "device_variants": (*_SWEEP, "hand_unrolled u=8", "hoisted u=1", "scalar_carry u=1"),
             "harness_Ts": (2048,),
             "harness_variants": ("python", "fori u=1"),
-            # the reporter's at the sweep's T for the static counts beside its times (its engine run is not
-            # timed), and 512: the pair a count per step needs, close enough that its second compile is
-            # not predicted past the kernel's share of the budget (from T=256 to 2048, T squared predicted
-            # 26 s with 22 s left at e970208, and no count was read; it compiled in under a second)
+            # the reporter's at the sweep's T (its static counts beside its times), and 512: a close pair
+            # for a count per step (from T=256 to 2048, T squared predicted 26 s with 22 s left at
+            # e970208, so no count was read; it compiled in under a second)
             "family_Ts": {"seed": (256, 512, 2048, 8192, 65536), "data_carry": (1024, 8192, 65536)}
             | {"streaming": (1024, 4096, 16384), "attention": (512, 1024, 2048)},
             "family_forms": ("python", "fori", "fori u=8"),
@@ -313,12 +309,7 @@ class LoopSettings(StudySettings):
         "compile_Ts": (256, 512),
         "compile_targets": ("triton sm_90",),
         "bandwidth_megabytes": 64,
-        "family_Ts": {
-            "seed": (256, 512),
-            "data_carry": (256, 512),
-            "streaming": (256, 512),
-            "attention": (256, 512),
-        },
+        "family_Ts": dict.fromkeys(KERNELS, (256, 512)),
         "fix_forms": ("python", "fori", "scalar_carry u=1"),
         "kernel": EXAMPLES[0],
         "kernel_Ts": (256, 512),
@@ -330,8 +321,10 @@ class LoopSettings(StudySettings):
     }
 
     def validate(self) -> None:
-        for name in ("kernels", "timed_loop_forms"):
-            values, allowed = getattr(self, name), KERNELS if name == "kernels" else LOOP_FORMS
+        listed: list[tuple[str, Sequence[str]]] = [("kernels", KERNELS), ("timed_loop_forms", LOOP_FORMS)]
+        listed += [(name, list(TARGETS)) for name in ("targets", "kernel_targets", "compile_targets")]
+        for name, allowed in listed:
+            values = getattr(self, name)
             if isinstance(values, str) or not values:
                 raise bad_value(name, values, f"a non-empty list of {allowed}")
             for value in values:
@@ -368,12 +361,6 @@ class LoopSettings(StudySettings):
             if path.count(":") != 1 or not all(path.split(":")):
                 raise bad_value("kernel", path, "'package.module:factory' (several separated by commas)")
         object.__setattr__(self, "kernel_Ts", tuple(check_ints("kernel_Ts", self.kernel_Ts)))
-        for name in ("targets", "kernel_targets", "compile_targets"):
-            chosen = getattr(self, name)
-            if isinstance(chosen, str) or not chosen:
-                raise bad_value(name, chosen, f"a non-empty list of {list(TARGETS)}")
-            for target in chosen:
-                check_choice(f"{name}[...]", target, TARGETS)
         multiple = math.lcm(self.block_rows, self.out_rows)
         for name in (*TS_FIELDS, "mechanism_T"):
             value = getattr(self, name)
@@ -462,8 +449,6 @@ class LoopSettings(StudySettings):
 
     def resolved_dtype(self, backend: str) -> str:
         """``dtype``, with ``"auto"`` resolved for ``backend``."""
-        return (
-            DEFAULT_DTYPE[check_choice("backend", backend, tuple(DEFAULT_DTYPE))]
-            if self.dtype == "auto"
-            else self.dtype
-        )
+        if self.dtype != "auto":
+            return self.dtype
+        return DEFAULT_DTYPE[check_choice("backend", backend, tuple(DEFAULT_DTYPE))]

@@ -1,16 +1,11 @@
 """The loop study's timed sweep: lower, compile, check against float64, then time interleaved.
 
-A *mode* says what is timed (:data:`MODES`): ``xla`` is the kernels' math in
-plain ``jax.jit`` on this backend (on XLA:CPU the loop question is real, cf.
-jax-ml/jax#402); ``pallas_interpret`` the ``pallas_call`` in Pallas' interpret
-mode (interpreter timings, not GPU/TPU speed); ``pallas`` the compiled
-kernel, only where a GPU or TPU is present, never simulated; ``mosaic_gpu`` the reporter's
-kernel written for Mosaic GPU, compiled on a Hopper GPU.
-
-On a GPU or TPU each timed call runs ``scan`` calls in one jitted scan
-(:func:`jaxperf.timing.amortised`, the reporter's harness with his random batches made once,
-outside); every compile that is timed runs under a name of its own, so JAX's persistent
-compilation cache (shared by a run's processes) never serves it.
+A *mode* says what is timed (:data:`MODES`): ``xla`` the kernels' math in plain ``jax.jit``
+(on XLA:CPU the loop question is real, cf. jax-ml/jax#402); ``pallas_interpret`` Pallas' interpreter
+(its own timings); ``pallas`` the compiled kernel, only where a GPU or TPU is; ``mosaic_gpu`` the
+reporter's kernel written for Mosaic GPU (Hopper). A device's timed call may run ``scan`` calls in
+one jitted scan (:func:`jaxperf.timing.amortised`); every timed compile runs under a name of its
+own, so JAX's persistent compilation cache never serves it.
 """
 
 from __future__ import annotations
@@ -191,13 +186,10 @@ def compile_fresh(
 def measure_group(
     cfg: SweepConfig, kernel: str, T: int, *, rng_seed: int = 0, progress: Any = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Lower, compile, check and time every variant of (kernel, T) together.
-
-    Returns (variants, timings): one row per variant with lower_ms, compile_ms
-    and the worst error as a fraction of the tolerance (status "timed"), or the error where it does
-    not lower or compile (status "does not lower: ..."; not timed); one row per (variant, repeat)
-    with ms_per_call. Raises AssertionError when a variant's output is wrong.
-    """
+    """Lower, compile, check and time every variant of (kernel, T) together: (variants, timings), one
+    row per variant with lower_ms, compile_ms and the worst error over the tolerance (status "timed",
+    else "does not lower: ..."), one per (variant, repeat) with ms_per_call. AssertionError when a
+    variant's output is wrong."""
     import jax
 
     base = cfg.variant(kernel, "fori", 1, T)  # what every variant of (kernel, T) takes and must give
@@ -247,10 +239,9 @@ def run(
     budget_s: float = 0.0,
     missing: list[pd.DataFrame] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`measure_group` over every (config, kernel, T); returns (variants, timings). With
-    ``missing`` (a list), a (kernel, T) that fails, or that is predicted to end past ``budget_s``
-    seconds (0: no budget; from the last one's time, growing with T), is a not-measured frame
-    appended there instead; a wrong result always raises."""
+    """:func:`measure_group` over every (config, kernel, T): (variants, timings). With ``missing`` (a
+    list), a (kernel, T) that fails or is predicted past ``budget_s`` (0: none; :func:`past_budget`)
+    is a not-measured frame appended there instead; a wrong result always raises."""
     metas, times = [], []
     started, last = time.perf_counter(), None
     for cfg in configs:
@@ -297,14 +288,10 @@ def not_measured(mode: str, reason: str, kernel_names: Iterable[str] = vocab.KER
 
 
 def plan(backend: str, settings: LoopSettings) -> tuple[list[SweepConfig], pd.DataFrame]:
-    """The sweeps to run on ``backend`` and the rows for what is not measured here.
-
-    CPU: plain jit on XLA:CPU and Pallas interpret mode; the compiled Pallas
-    kernel needs a GPU (Triton) or TPU (Mosaic), reported as not measured.
-    GPU/TPU: the reporter's kernel compiled at his T (its batch per T: ``device_batches``; on a
-    TPU in float32, a BlockSpec per program), plain jit where ``xla_Ts`` holds T, and on a GPU the
-    kernel written for Mosaic GPU at ``mosaic_gpu_Ts``; the family is timed by the engine.
-    """
+    """The sweeps to run on ``backend`` and the rows for what is not measured here. CPU: plain jit and
+    Pallas interpret mode (the compiled kernel not measured). GPU/TPU: the reporter's kernel compiled
+    at his T (on a TPU in float32, a BlockSpec per program), plain jit at ``xla_Ts``, on a GPU the
+    Mosaic GPU port at ``mosaic_gpu_Ts``; the family is timed by the engine."""
     check_choice("backend", backend, ("cpu", "gpu", "tpu"))
     s = settings
     common: dict[str, Any] = dict(

@@ -16,10 +16,6 @@ from .sweep import MODE_LABELS
 from .vocab import UNROLLED_FORMS
 
 
-def _cell(value: float) -> str:
-    return "" if not np.isfinite(value) else f"{value:.2f}"
-
-
 @plots.draws
 def plot_unroll_heatmap(
     head: pd.DataFrame, mode: str, loop_forms: Sequence[str] = UNROLLED_FORMS
@@ -44,22 +40,15 @@ def plot_unroll_heatmap(
     fig = plt.figure(figsize=(8.0, 1.8 + sum(heights) + 0.9 * len(heights)))
     spec = fig.add_gridspec(max(len(blocks), 1), 2, height_ratios=heights, width_ratios=[1, 0.03])
     norm = LogNorm(vmin=0.25, vmax=4.0)
+    cell_style: dict[str, Any] = dict(ha="center", va="center", fontsize=rules.pt(fig, 8))
     image = None
     for row, (kernel, grid) in enumerate(blocks):
         ax = fig.add_subplot(spec[row, 0])
         values = grid.to_numpy(float)
         image = ax.imshow(np.clip(values, 0.25, 4.0), cmap="RdBu_r", norm=norm, aspect="auto")
         for (i, j), v in np.ndenumerate(values):
-            dark = np.isfinite(v) and abs(np.log2(max(v, 1e-9))) > 1.2
-            ax.text(
-                j,
-                i,
-                _cell(v),
-                ha="center",
-                va="center",
-                fontsize=rules.pt(fig, 8),
-                color="white" if dark else "black",
-            )
+            color = "white" if np.isfinite(v) and abs(np.log2(max(v, 1e-9))) > 1.2 else "black"  # dark cells
+            ax.text(j, i, f"{v:.2f}" if np.isfinite(v) else "", color=color, **cell_style)
         ax.set_xticks(range(len(grid.columns)), [str(u) for u in grid.columns])
         ax.set_yticks(range(len(grid)), [f"{f}, T={t}" for f, t in grid.index], fontsize=rules.pt(fig, 8.5))
         ax.grid(False)

@@ -8,9 +8,6 @@ options check makes one before any environment exists)::
     variant = KernelVariant("seed", "fori", 4, T=8192, D=64, batch=512, dtype="float16")
     fn, args = kernels.build(variant, interpret=False)
     kernels.build_xla(variant.replace(loop_form="scalar_carry", unroll=1))
-
-A new field is a field here with its check in :meth:`KernelVariant.__post_init__`; the builders
-read it from the variant (``tiling``: the reporter's whole-array refs or a BlockSpec per program).
 """
 
 from __future__ import annotations
@@ -47,17 +44,12 @@ def dtype_name(dtype: Any) -> str:
 
 @dataclass(frozen=True)
 class KernelVariant:
-    """A jax#20909 kernel in one loop form at one size (:mod:`.vocab` names them).
-
-    ``kernel`` one of :data:`~.vocab.KERNELS`; ``loop_form`` one of :data:`~.vocab.LOOP_FORMS`
-    that applies to it (the hoisting forms only to kernels with an invariant); ``unroll`` the body
-    copies per iteration (1 for ``python``); ``T`` the rows of the input, a multiple of
-    ``block_rows`` (the rows a loop step reads: the loop runs ``T // block_rows`` steps) and, for
-    the row-block kernels, of ``out_rows`` (the rows a program writes, the carry's rows); ``D``
-    the columns; ``batch`` the batch elements; ``dtype`` the input's (:data:`~.vocab.DTYPES`,
-    kept as its name); ``carry_dtype`` ``"float32"`` or ``"input"`` (the reporter's fp16 carry;
-    not for attention); ``tiling`` a row-block program's input (:data:`~.vocab.TILINGS`). Raises
-    ValueError naming the field, the value and what is allowed.
+    """A jax#20909 kernel (:data:`~.vocab.KERNELS`) in one loop form that applies to it, at one size:
+    ``unroll`` body copies per iteration (1 for ``python``); ``T`` input rows, a multiple of
+    ``block_rows`` (the rows a step reads) and, for the row-block kernels, of ``out_rows`` (the rows a
+    program writes); ``D`` columns; ``batch`` elements; ``dtype`` the input's, by name;
+    ``carry_dtype`` ``"float32"`` or ``"input"`` (not for attention); ``tiling`` a row-block
+    program's input (:data:`~.vocab.TILINGS`). ValueError names the field, the value and what is allowed.
     """
 
     kernel: str

@@ -1,9 +1,7 @@
 """The one vocabulary of the jax#20909 loop studies (XLA, Pallas interpret, Triton, Mosaic).
 
-Every study of jax-ml/jax#20909 names kernels, loop forms and variants from
-here, orders them the same way, and quotes the reporter's numbers from the
-same table; a variant's values are checked where one is made
-(:class:`~.variant.KernelVariant`). Nothing here imports JAX.
+Every study of jax-ml/jax#20909 names kernels, loop forms and variants from here, orders them
+the same way, and quotes the reporter's numbers from the same table. Nothing here imports JAX.
 
 Kernels (built by :mod:`jaxperf_study.jax20909.kernels`):
 
@@ -15,13 +13,11 @@ Kernels (built by :mod:`jaxperf_study.jax20909.kernels`):
     The body is loop-invariant apart from ``j``.
 ``data_carry``
     The reporter's kernel with a carry that depends on the loaded data: each step adds
-    ``X_i + j`` elementwise (not the block's sum), so every element of the ``[128, D]``
-    carry holds its own value and no compiler can fold the steps into scalar work.
-    The kernel that answers "does a real kernel pay?" beside the reporter's toy.
+    ``X_i + j`` elementwise, so no compiler can fold the steps into scalar work ("does a
+    real kernel pay?" beside the reporter's toy).
 ``streaming``
-    The study's first port (an honest name for it now): one program per
-    batch element reads block ``j`` at step ``j`` and adds its sum; output
-    ``[128, D]``. A body that streams new data every step.
+    One program per batch element reads block ``j`` at step ``j`` and adds its sum;
+    output ``[128, D]``: a body that streams new data every step.
 ``attention``
     Online-softmax attention over key blocks: each step depends on the
     step's data and on the carry, so nothing can be hoisted.
@@ -83,7 +79,6 @@ def tpu_batch(T: int, largest: int = 512) -> int:
 
 
 SEED_N = 16  # the reporter's harness: a lax.scan over 16 fresh batches
-SEED_SIZES = {"batch": 512, "D": 64, "dtype": "float16"}
 
 SEED_SETUP = (
     "RTX A6000, jax 0.4.25, fp16, N=16 scanned batches of B=512 x T x D=64; "
@@ -170,15 +165,11 @@ def variants(
     return out
 
 
-def variant_key(loop_form: str, unroll: int) -> tuple[int, int]:
-    """Sort key: loop forms in :data:`LOOP_FORMS` order, then unroll."""
-    return LOOP_FORMS.index(loop_form), int(unroll)
-
-
 def variant_order(pairs: Iterable[tuple[str, int]]) -> list[str]:
-    """Variant names of (loop form, unroll) pairs, de-duplicated, in the study's order."""
+    """Variant names of (loop form, unroll) pairs, de-duplicated, in the study's order: loop forms
+    in :data:`LOOP_FORMS` order, then unroll."""
     unique = dict.fromkeys((str(f), int(u)) for f, u in pairs)
-    return [variant_name(f, u) for f, u in sorted(unique, key=lambda p: variant_key(*p))]
+    return [variant_name(f, u) for f, u in sorted(unique, key=lambda p: (LOOP_FORMS.index(p[0]), p[1]))]
 
 
 def frame_variant_order(df: Any) -> list[str]:

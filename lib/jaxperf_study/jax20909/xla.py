@@ -1,13 +1,5 @@
-"""XLA's own output, read: what the optimized HLO of a program does in its loops.
-
-:func:`compiled_text` compiles a jitted function and returns
-``compile().as_text()``; :func:`read_program` counts, per program: the while
-loops and their known trip counts; inside each while body, the fusions,
-whether a reduction runs there, and how many fusions write an array of the
-carry's shape (a pass over the carry, per iteration); outside loops, the
-reductions and the passes over the output. The study that reads jax#20909's
-variants with it is :mod:`jaxperf_study.jax20909.mechanism`.
-"""
+"""XLA's own output, read: what the optimized HLO of a program does in its loops (:func:`read_program`;
+:mod:`jaxperf_study.jax20909.mechanism` reads jax#20909's variants with it)."""
 
 from __future__ import annotations
 
@@ -97,7 +89,10 @@ def _walk(computations: dict[str, list[Instruction]], name: str) -> Iterable[Ins
 
 
 def read_program(hlo: str) -> dict[str, Any]:
-    """Counts from one optimized HLO module (see the module docstring)."""
+    """Counts from one optimized HLO module: the while loops and their known trip counts; inside each
+    while body, the fusions, whether a reduction runs there, and how many fusions write an array of
+    the carry's shape (a pass over the carry, per iteration); outside loops, the reductions and the
+    passes over the output."""
     computations, entry = parse(hlo)
     top = list(_walk(computations, entry))
     out_shape = next(i for i in computations[entry] if i.text.lstrip().startswith("ROOT")).dims
@@ -147,8 +142,3 @@ def _elements(dims: str) -> int:
     for d in filter(None, inner.split(",")):
         n *= int(d)
     return n
-
-
-def compiled_text(fn: Any, args: Any) -> str:
-    """``fn.lower(*args).compile().as_text()``: the optimized HLO of a jitted ``fn`` on this backend."""
-    return fn.lower(*args).compile().as_text()

@@ -1,13 +1,11 @@
 """The Mosaic GPU compile worker: ``python -m jaxperf.compilers.mosaic_gpu.aot REQUEST OUT_DIR``.
 
-Runs in the compile environment (:mod:`.toolchain`), importing only JAX and the factories the
-request's points (``{"factory": ..., "form": ..., "T": ...}``) name: each factory was loaded and
-checked by its caller (``python -m jaxperf loops``) and takes a ``compiler`` keyword. Each kernel is lowered for a
-deviceless H100 topology and compiled once by XLA's GPU compiler (Mosaic GPU's passes, NVPTX and
-ptxas for sm_90a) with the SASS dump on (``OUT_DIR/<point>/sass.txt``); one JSON line per point
-goes to ``OUT_DIR/results.jsonl`` as soon as it is done, so a killed run keeps what it had. Mosaic
-GPU serves a kernel it compiled before from its cache without a dump, so :func:`_warm_up` pays
-the one-off set-up and a repeated kernel gets the SASS seen earlier. Nothing runs on a GPU."""
+Runs in the compile environment (:mod:`.toolchain`), importing only JAX and the factories its
+points (``{"factory": ..., "form": ..., "T": ...}``, checked by the caller) name. Each kernel is
+lowered for a deviceless H100 and compiled once with the SASS dump on (``OUT_DIR/<point>/sass.txt``);
+one JSON line per point goes to ``OUT_DIR/results.jsonl`` as soon as it is done, so a killed run
+keeps what it had (:func:`_warm_up` pays the one-off set-up; a kernel Mosaic GPU's cache serves
+without a dump gets the SASS seen earlier). Nothing runs on a GPU."""
 
 from __future__ import annotations
 
@@ -22,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..mosaic_tpu.topology import placed
 from .compile import STATUS_FAILED, STATUS_NO_LOWER, STATUS_NOT_REACHED, STATUS_OK
 from .toolchain import TARGET_CONFIG
 
@@ -34,14 +33,6 @@ def _topology_mesh() -> Any:
 
     topology = topologies.get_topology_desc(platform="cuda", target_config=TARGET_CONFIG, topology="1x1x1")
     return Mesh(topology.devices, ("x",))
-
-
-def _placed(specs: tuple, mesh: Any) -> list:
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    sharding = NamedSharding(mesh, PartitionSpec())
-    return [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in specs]
 
 
 def _warm_up(mesh: Any) -> None:
@@ -60,7 +51,7 @@ def _warm_up(mesh: Any) -> None:
     spec = jax.ShapeDtypeStruct((128, 64), jax.numpy.float32)
     scratch: list[Any] = [plgpu.SMEM(spec.shape, spec.dtype), plgpu.Barrier()]
     call = plgpu.kernel(program, out_type=spec, scratch_types=scratch, kernel_name="jaxperf_warm_up")
-    jax.jit(call).trace(*_placed((spec,), mesh)).lower().compile()
+    jax.jit(call).trace(*placed((spec,), mesh)).lower().compile()
 
 
 def compile_point(point: dict[str, Any], mesh: Any, seen: dict[str, str]) -> tuple[float, float, str]:
@@ -76,7 +67,7 @@ def compile_point(point: dict[str, Any], mesh: Any, seen: dict[str, str]) -> tup
         os.environ["MOSAIC_GPU_DUMP_TO"] = tmp
         try:
             started = time.perf_counter()
-            lowered = fn.trace(*_placed(specs, mesh)).lower()
+            lowered = fn.trace(*placed(specs, mesh)).lower()
             lowered_at = time.perf_counter()
             lowered.compile()
             done = time.perf_counter()
@@ -102,10 +93,6 @@ def _build(point: dict[str, Any]) -> tuple[Any, tuple[Any, ...]]:
         point["form"], point["T"], interpret=False, compiler="mosaic_gpu"
     )
     return fn, tuple(specs)
-
-
-def point_id(point: dict[str, Any]) -> str:
-    return re.sub(r"[^A-Za-z0-9_]+", "_", f"{point['form']}_T{point['T']}")
 
 
 def run(request: dict[str, Any], out_dir: Path) -> None:
@@ -137,7 +124,7 @@ def _measure(point: dict[str, Any], mesh: Any, seen: dict[str, str], out_dir: Pa
         first = str(err).strip().splitlines()[0][:400] if str(err).strip() else ""
         status = STATUS_NO_LOWER if isinstance(err, NotImplementedError) else STATUS_FAILED
         return dict(status=status, error=f"{type(err).__name__}: {first}")
-    where = out_dir / point_id(point)
+    where = out_dir / re.sub(r"[^A-Za-z0-9_]+", "_", f"{point['form']}_T{point['T']}")
     where.mkdir(parents=True, exist_ok=True)
     (where / "sass.txt").write_text(sass)
     return dict(status=STATUS_OK, error="", lower_ms=[lower_ms], compile_ms=[compile_ms], dump_dir=where.name)

@@ -1,7 +1,6 @@
 """Compile readers' Mosaic GPU kernels for sm_90a on this CPU, from the project's venv:
-:func:`compile_points` runs :mod:`.aot` in the compile environment as a subprocess and reads its
-rows back; :func:`read_dump` loads a point's SASS. Without the environment every point is "not
-measured", with the reason."""
+:func:`compile_points` runs :mod:`.aot` in the compile environment (without it every point is "not
+measured", with the reason); :func:`read_dump` loads a point's SASS."""
 
 from __future__ import annotations
 

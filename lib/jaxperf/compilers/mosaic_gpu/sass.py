@@ -1,10 +1,7 @@
-"""Read Mosaic GPU's SASS (its ``nvdisasm`` dump) with the study's SASS reader, and count it.
-
-:func:`to_cuobjdump` rewrites the ``.sass_ctrl`` dump (control codes, no ``;``, label targets) in
-``cuobjdump -sass`` form for :mod:`jaxperf.compilers.triton.sass`. Two kinds of backward branch
-are not the kernel's loops: a barrier wait's spin (around ``SYNCS``/``NANOSLEEP``, no readable
-counter), counted as one pass, and the branch that resumes the kernel after that out-of-line wait,
-dropped. A static estimate from SASS compiled on a CPU, never a measurement."""
+"""Read Mosaic GPU's SASS (its ``nvdisasm`` dump, rewritten in ``cuobjdump -sass`` form by
+:func:`to_cuobjdump`) with :mod:`jaxperf.compilers.triton.sass`, and count it (a static estimate,
+never a measurement). Two kinds of backward branch are not the kernel's loops (:func:`loops`): a
+barrier wait's spin, counted as one pass, and the branch that resumes the kernel after it, dropped."""
 
 from __future__ import annotations
 
@@ -45,13 +42,9 @@ def to_cuobjdump(nvdisasm: str) -> str:
     return "\n".join(out)
 
 
-def _exit_address(code: list[_sass.Instruction]) -> int | None:
-    return next((i.address for i in code if i.base == "EXIT" and not i.predicate), None)
-
-
 def loops(code: list[_sass.Instruction]) -> list[_sass.Loop]:
     """The kernel's loops (trip counts read as for Triton) and its barrier waits (``trips=1``)."""
-    end = _exit_address(code)
+    end = next((i.address for i in code if i.base == "EXIT" and not i.predicate), None)
     out = []
     for loop in _sass.loops(code):
         body = [i for i in code if loop.contains(i.address)]

@@ -1,10 +1,9 @@
 """Is Mosaic GPU's own compiler usable on this machine, and for which target?
 
-Mosaic GPU's passes are C++ inside the CUDA plugin (``jax-cuda13-plugin``), which compiles
-without a GPU through XLA's deviceless topology (``get_topology_desc(platform="cuda",
-target_config=...)``, openxla/xla#16913). In the project's venv the plugin would make JAX try to
-start CUDA in every process, so it lives in its own environment (``tools/make_mosaic_gpu_env.sh``),
-run as a subprocess by :mod:`.compile`. :func:`status` says whether that environment is usable."""
+Mosaic GPU's passes are C++ inside the CUDA plugin, which compiles without a GPU through XLA's
+deviceless topology (openxla/xla#16913). In the project's venv the plugin would make JAX start
+CUDA in every process, so it lives in its own environment (``tools/make_mosaic_gpu_env.sh``), run
+as a subprocess by :mod:`.compile`; :func:`status` says whether that environment is usable."""
 
 from __future__ import annotations
 

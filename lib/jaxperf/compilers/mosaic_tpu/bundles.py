@@ -126,11 +126,6 @@ def _loop_start(bundles: list[Bundle], body: int) -> int:
     return start
 
 
-def _loop_depth(bundles: list[Bundle], body: int, last: int) -> int:
-    """The loop's ``>`` level: its first marked bundle's (a lone ``vdelay`` may carry none)."""
-    return next((b.depth for b in bundles[body : last + 1] if b.depth > 0), 0)
-
-
 def _loop_end(bundles: list[Bundle], start: int, body: int) -> tuple[int, int]:
     """``(last bundle index, depth)`` of the loop whose body starts at ``body``."""
     regions = set(bundles[start].regions_started) | set(bundles[body].regions_started)
@@ -144,7 +139,8 @@ def _loop_end(bundles: list[Bundle], start: int, body: int) -> tuple[int, int]:
                 break
         return end, depth
     branch = branches[-1]
-    depth = _loop_depth(bundles, body, branch)
+    # the loop's ``>`` level: its first marked bundle's (a lone ``vdelay`` may carry none)
+    depth = next((b.depth for b in bundles[body : branch + 1] if b.depth > 0), 0)
     # Delay slots: bundles after the branch that still belong to the loop.
     i, last = branch + 1, branch
     while i < len(bundles) and not bundles[i].is_exit:
@@ -186,12 +182,11 @@ def _loops(bundles: list[Bundle]) -> tuple[Loop, ...]:
     return tuple(loops)
 
 
-def new_files(dump_dir: Path, before: set[str]) -> list[Path]:
-    """``*final_bundles.txt`` files written since ``before`` (a set of names), oldest first."""
-    found = [p for p in Path(dump_dir).glob("*final_bundles.txt") if p.name not in before]
-    return sorted((p for p in found if "schedule-analysis" not in p.name), key=lambda p: p.name)
-
-
-def kernel_files(files: list[Path]) -> list[Path]:
-    """The Mosaic (Pallas) kernels among a compile's dumps: their exit bundle leaves a custom-call."""
-    return [p for p in files if re.search(r"exit bundle: %\S+ = custom-call", p.read_text(errors="replace"))]
+def kernel_files(dump_dir: Path, before: set[str]) -> list[Path]:
+    """The ``*final_bundles.txt`` files written since ``before`` (a set of names), oldest first, of
+    the Mosaic (Pallas) kernels among them: their exit bundle leaves a custom-call."""
+    found = sorted(p for p in Path(dump_dir).glob("*final_bundles.txt") if p.name not in before)
+    kernel = re.compile(r"exit bundle: %\S+ = custom-call")
+    return [
+        p for p in found if "schedule-analysis" not in p.name and kernel.search(p.read_text(errors="replace"))
+    ]

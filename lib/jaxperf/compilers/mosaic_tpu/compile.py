@@ -57,8 +57,7 @@ def compile_for(build: Builder, generation: str) -> CompileResult:
         return CompileResult(error=f"{type(err).__name__}: {text}"[:1000], refused=refused(err))
     result = CompileResult(compile_ms=ms)
     if dump_dir:
-        files = bundles.new_files(dump_dir, before)
-        result.schedules = [bundles.read(p) for p in bundles.kernel_files(files)]
+        result.schedules = [bundles.read(p) for p in bundles.kernel_files(dump_dir, before)]
         _clean(dump_dir, before)
     return result
 

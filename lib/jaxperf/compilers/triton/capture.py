@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...private_api import triton_lowering_hook
-from ..cuda import cuda_export, raise_site
-from .toolchain import DEFAULT_TARGET, TARGETS, check_target
+from ..cuda import DEFAULT_TARGET, TARGETS, check_target, cuda_export, raise_site
 
 
 class DoesNotLower(NotImplementedError):

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import check_int
+from ..cuda import DEFAULT_TARGET, check_target
 from .sass import disassemble
-from .toolchain import DEFAULT_TARGET, TritonUnavailableError, check_target, require
+from .toolchain import TritonUnavailableError, require
 
 # The stages of triton.compile for a Triton-language kernel, in order.
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")

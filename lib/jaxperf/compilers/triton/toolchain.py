@@ -9,10 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# The targets live with the CUDA export (shared with Mosaic GPU); named here as before.
-from ..cuda import DEFAULT_TARGET as DEFAULT_TARGET
-from ..cuda import TARGETS as TARGETS
-from ..cuda import check_target as check_target
+from ..cuda import TARGETS
 
 INSTALL_HINT = "pip install -e '.[triton]' (or JAXPERF_EXTRAS=triton bash tools/setup_env.sh)"
 NOT_INSTALLED = "not measured: triton extra not installed"
@@ -33,18 +30,12 @@ class TritonStatus:
     cuobjdump: str | None = None
 
 
-def _import_triton() -> Any:
-    """Import triton and the pieces of it :mod:`jaxperf.compilers.triton.compile` uses."""
-    triton = importlib.import_module("triton")
-    for name in ("triton._C.libtriton", "triton.backends.compiler", "triton.compiler.compiler"):
-        importlib.import_module(name)
-    return triton
-
-
 def status() -> TritonStatus:
     """Whether the triton extra is usable, never raising (not cached: a test may hide the module)."""
-    try:
-        triton = _import_triton()
+    try:  # triton, and the pieces of it .compile uses
+        triton: Any = importlib.import_module("triton")
+        for name in ("triton._C.libtriton", "triton.backends.compiler", "triton.compiler.compiler"):
+            importlib.import_module(name)
     except ImportError as err:
         return TritonStatus(False, None, f"{NOT_INSTALLED} ({err}); install with {INSTALL_HINT}")
     except Exception as err:  # a broken install is as absent as a missing one
