@@ -159,8 +159,6 @@ def summary(results: Results) -> dict[str, Any]:
         "measured": m,
         "checks": results.checks.to_dict(orient="records"),
         "per_step": results.per_step().replace({float("nan"): None}).to_dict(orient="records"),
-        "points": results.points.drop(columns=[c for c in ("error",) if c not in results.points])
-        .replace({float("nan"): None})
-        .to_dict(orient="records"),
+        "points": results.points.replace({float("nan"): None}).to_dict(orient="records"),
         "not_present": results.not_present,
     }
