@@ -257,6 +257,22 @@ def test_errors_are_nnx_jits():
         outer(jnp.ones((3, 3)))
 
 
+def test_a_recorded_call_made_again_inside_another_trace_is_nnx_jits():
+    """The record's trace is checked on a hit: inside ``jax.jit``, the same model and wrapper are
+    nnx.jit's (which refuses to write a tracer into the caller's Variable), not the record's."""
+    from flax.errors import TraceContextError
+
+    def bump(m):
+        m.offset[...] += 1.0
+
+    for jit in (nnx.jit, cached_nnx_jit):
+        m, f = Block(nnx.Rngs(0)), jit(bump)
+        f(m), f(m)
+        with pytest.raises(TraceContextError):
+            jax.jit(lambda f=f, m=m: f(m))()
+    assert f.stats == {"hits": 1, "misses": 1, "fallbacks": 1}
+
+
 @pytest.mark.parametrize("back_reference", [False, True])
 def test_no_model_is_kept_alive(back_reference):
     f = cached_nnx_jit(_traced([]))

@@ -101,6 +101,15 @@ def jax_trace_context() -> Callable[[], Any]:
     return getattr(check_core_hook(JAX_TRACE_CONTEXT), JAX_TRACE_CONTEXT[1])
 
 
+JAX_TRACE_STATE = ("jax._src.core", "trace_state")
+
+
+def jax_trace_state() -> Any:
+    """``jax._src.core.trace_state``: its ``value`` is the current trace's weak reference, read
+    in C (``jax.extend.core.get_opaque_trace_state`` wraps it in an object)."""
+    return getattr(check_core_hook(JAX_TRACE_STATE), JAX_TRACE_STATE[1])
+
+
 JAX_TRACEBACK_EXCLUSION = ("jax._src.traceback_util", "register_exclusion")
 #: what ``eqx.filter_jit`` uses for an ``eqx.error_if`` failure: the message template, the
 #: (msg, stack) the check left, the filter hiding JAX's "pure_callback failed" log record
@@ -115,6 +124,7 @@ CORE_HOOKS: dict[tuple[str, ...], str] = {
     EQUINOX_ARRAY_TYPES: "equinox",
     JAX_BROADCAST_PREFIX: "jax",
     JAX_TRACE_CONTEXT: "jax",
+    JAX_TRACE_STATE: "jax",
     JAX_TRACEBACK_EXCLUSION: "jax",
     EQUINOX_JIT_ERROR: "equinox",
 }

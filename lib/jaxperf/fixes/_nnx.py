@@ -38,6 +38,7 @@ import jax
 import jax.tree_util as jtu
 import numpy as np
 
+from .. import private_api
 from ..errors import bad_value
 
 _FLAX: SimpleNamespace | None = None
@@ -95,6 +96,8 @@ _RAW = operator.attrgetter("_raw_value")
 
 
 _deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
+#: ``.value``: the current JAX trace's weak reference (what Flax's ``current_jax_trace`` wraps)
+_TRACE = private_api.jax_trace_state()
 
 
 class Graph:
@@ -108,7 +111,7 @@ class Graph:
 
     def __init__(self, roots: list[Any], fx: SimpleNamespace) -> None:
         graphlib = fx.graphlib
-        self.trace = fx.trace()
+        self.trace = _TRACE.value
         root_ids = {id(r): k for k, r in enumerate(roots)}
         # a Variable argument has no weak reference: held for this call only (its record is not kept)
         self.root_refs = [(lambda r=r: r) if isinstance(r, fx.Variable) else weakref.ref(r) for r in roots]
@@ -125,15 +128,14 @@ class Graph:
             owners += [k] * len(flat.leaves)
         self.graphdefs = tuple(graphdefs)
         self.n_leaves, self.owners = len(leaves), owners
-        self.by_index = [root_ids.get(id(obj), obj) for obj in ref_index]  # RefMap keeps order
-        self.by_index = [("root", v) if isinstance(v, int) else v for v in self.by_index]
+        self.by_index = [("root", root_ids[id(o)]) if id(o) in root_ids else o for o in ref_index]  # ordered
         self.variables, self.leaf_slots = [], []
         for position, (leaf, (k, path)) in enumerate(zip(leaves, paths)):
             if isinstance(leaf, fx.Variable):
                 meta = leaf._var_metadata
                 if meta.get("hijax") or meta.get("ref") or fx.is_array_ref(leaf._raw_value):
                     raise Uncacheable("hijax or ref Variable")
-                if leaf._trace_state._jax_trace != self.trace:
+                if leaf._trace_state._jax_trace != fx.trace():
                     raise Uncacheable("Variable of another trace")
                 if type(leaf).set_raw_value is not fx.Variable.set_raw_value:
                     raise Uncacheable("a Variable type with its own set_raw_value")
@@ -141,7 +143,6 @@ class Graph:
             else:
                 self.leaf_slots.append(self._slot(position, roots, k, path, root_ids))
         self.var_positions = [p for p, leaf in enumerate(leaves) if isinstance(leaf, fx.Variable)]
-        self.metadata = [dict(v._var_metadata) for v in self.variables]
         self._snapshot(roots, root_ids, fx)
 
     @staticmethod
@@ -159,15 +160,13 @@ class Graph:
         """Copies of every node's and mutable container's contents, by walking the graph."""
         graphlib = fx.graphlib
         seen: set[int] = set()
-        # roots through weak references; other nodes, lists, dicts and State mappings held strongly
-        self.node_refs: list[weakref.ref] = []
-        self.node_snaps: list[dict] = []
-        self.held: list[Any] = []
-        self.held_snaps: list[dict] = []
-        self.containers: list[Any] = []
+        # roots are the call's arguments (not held); (a probe, an object held here) and a copy of what
+        # the probe returned: Variables' metadata, other nodes' attributes, PytreeState flags
+        root_snaps: dict[int, dict] = {}
+        self.probes: list[tuple] = [(_METADATA, v) for v in self.variables]
+        self.snaps: list[Any] = [dict(v._var_metadata) for v in self.variables]
+        self.containers: list[Any] = []  # lists, dicts and State mappings, held here
         self.container_snaps: list[Any] = []
-        self.states: list[Any] = []
-        self.state_flags: list[tuple] = []
 
         def entry(value: Any, weak: bool = False) -> Any:
             if id(value) in root_ids:
@@ -190,8 +189,8 @@ class Graph:
             if impl is None:
                 return
             if isinstance(node, fx.PytreeState):
-                self.states.append(node)
-                self.state_flags.append(_PYTREE_FLAGS(node))
+                self.probes.append((_PYTREE_FLAGS, node))
+                self.snaps.append(_PYTREE_FLAGS(node))
                 return
             values, _ = impl.flatten(node)
             elems = (graphlib.DataElem, graphlib.StaticElem)
@@ -201,11 +200,10 @@ class Graph:
                 is_root = id(node) in root_ids
                 snap = {k: (v if k in static else entry(v, is_root)) for k, v in vars(node).items()}
                 if is_root:
-                    self.node_refs.append(weakref.ref(node))
-                    self.node_snaps.append(snap)
+                    root_snaps[id(node)] = snap
                 else:
-                    self.held.append(node)
-                    self.held_snaps.append(snap)
+                    self.probes.append((vars, node))
+                    self.snaps.append(snap)
             elif type(node) is list:
                 self.containers.append(node)
                 self.container_snaps.append([entry(v) for v in node])
@@ -213,8 +211,8 @@ class Graph:
                 self.containers.append(node)
                 self.container_snaps.append({k: entry(v) for k, v in node.items()})
             elif isinstance(node, fx.State):  # a mapping over a dict: both checked
-                self.held.append(node)
-                self.held_snaps.append(dict(vars(node)))
+                self.probes.append((vars, node))
+                self.snaps.append(dict(vars(node)))
                 self.containers.append(node._mapping)
                 self.container_snaps.append({k: entry(v) for k, v in node._mapping.items()})
             elif isinstance(node, tuple):
@@ -227,24 +225,24 @@ class Graph:
 
         for root in roots:
             walk(root)
+        self.root_snaps = [root_snaps.get(id(r)) for r in roots]  # a Variable root's None: never a hit
 
     def unchanged(self, roots: Sequence[Any]) -> bool:
-        """Whether the graph of ``roots`` is still the one recorded (and the trace the same)."""
+        """Whether the graph of ``roots`` (the recorded objects) is still the one recorded (and the
+        trace the same)."""
         try:
             return (
-                _current_trace() == self.trace
-                and self.node_snaps == list(map(vars, map(_deref, self.node_refs)))
-                and self.held_snaps == list(map(vars, self.held))
+                self.root_snaps == list(map(vars, roots))
+                and self.snaps == [probe(obj) for probe, obj in self.probes]
                 and self.container_snaps == self.containers
-                and self.state_flags == list(map(_PYTREE_FLAGS, self.states))
-                and self.metadata == list(map(_METADATA, self.variables))
+                and _TRACE.value is self.trace
             )
-        except Exception:  # a dead root (vars(None)), a static attribute whose == raises
+        except Exception:  # a static attribute whose == raises
             return False
 
-    def values(self, roots: Sequence[Any]) -> list:
+    def values(self, roots: Sequence[Any]) -> tuple:
         """The graph's leaves now, in Flax's order: Variables' raw values and array attributes."""
-        raw = list(map(_RAW, self.variables))
+        raw = tuple(map(_RAW, self.variables))
         if not self.leaf_slots:
             return raw
         out: list[Any] = [None] * self.n_leaves
@@ -253,7 +251,7 @@ class Graph:
         for position, parent, key, root in self.leaf_slots:
             holder = roots[root] if parent is None else parent
             out[position] = vars(holder)[key] if hasattr(holder, "__dict__") else holder[key]
-        return out
+        return tuple(out)
 
     def write(self, roots: Sequence[Any], positions: tuple, new: tuple) -> None:
         """Write the call's updated leaves back into the caller's Variables and attributes."""
@@ -274,12 +272,6 @@ class Graph:
                     object.__setattr__(holder, key, value)
                 else:
                     holder[key] = value
-
-
-def _current_trace() -> Any:
-    global _current_trace
-    _current_trace = flax().trace  # resolved on the first call
-    return _current_trace()
 
 
 class Abort(Exception):
@@ -402,13 +394,8 @@ def _resolve(fun: Callable, nums: Any, names: Any) -> tuple[frozenset[int], froz
     return nums_set, names_set
 
 
-class _Record:
-    """A call's graph record and entry, and (``fast``) the positional fast path's checks."""
-
-    __slots__ = ("graph", "entry", "fast", "__weakref__")
-
-    def __init__(self, graph: Graph, entry: Entry, fast: tuple | None) -> None:
-        self.graph, self.entry, self.fast = graph, entry, fast
+#: a call's graph record and entry, and (``fast``) the positional fast path's checks
+_Record = collections.namedtuple("_Record", ("graph", "entry", "fast"))
 
 
 def _forget(owner_ref: weakref.ref, key: Any) -> None:
@@ -455,8 +442,12 @@ class CachedNnxJit:
         self._records: dict[Any, _Record] = {}
         self._entries: dict[Any, Entry] = {}
         self._last: _Record | None = None
-        self.stats = {"hits": 0, "misses": 0, "fallbacks": 0}
+        self._hits = self._misses = self._fallbacks = 0
         self.fallback_reasons: collections.Counter[str] = collections.Counter()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"hits": self._hits, "misses": self._misses, "fallbacks": self._fallbacks}
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
@@ -473,19 +464,19 @@ class CachedNnxJit:
         if record is not None and not kwargs:
             types, node_at, pass_at, static_at, statics = record.fast  # type: ignore[misc]
             if types == tuple(map(type, args)):
-                roots = list(map(args.__getitem__, node_at))
+                roots = [args[i] for i in node_at]
                 graph = record.graph
                 if (
                     all(map(operator.is_, map(_deref, graph.root_refs), roots))
-                    and (not static_at or list(map(args.__getitem__, static_at)) == statics)
+                    and (not static_at or [args[i] for i in static_at] == statics)
                     and graph.unchanged(roots)
                 ):
-                    self.stats["hits"] += 1
-                    return self._run(record, roots, list(map(args.__getitem__, pass_at)), args, kwargs)
+                    self._hits += 1
+                    return self._run(record, roots, tuple([args[i] for i in pass_at]), args, kwargs)
         return self._call(args, kwargs)
 
     def _fall_back(self, reason: str, args: tuple, kwargs: dict) -> Any:
-        self.stats["fallbacks"] += 1
+        self._fallbacks += 1
         self.fallback_reasons[reason] += 1
         _FALLBACKS[reason] += 1
         return self._fallback(*args, **kwargs)
@@ -527,12 +518,12 @@ class CachedNnxJit:
                 record = self._record(key, args, kwargs, leaves, treedef, node_pos, statics)
             except Uncacheable as reason:
                 return self._fall_back(str(reason), args, kwargs)
-            self.stats["misses"] += 1
+            self._misses += 1
         else:
-            self.stats["hits"] += 1
+            self._hits += 1
         if record.fast is not None:
             self._last = record
-        passthrough = [leaf for i, leaf in enumerate(leaves) if i not in node_pos]
+        passthrough = tuple([leaf for i, leaf in enumerate(leaves) if i not in node_pos])
         return self._run(record, roots, passthrough, args, kwargs)
 
     def _record(self, key, args, kwargs, leaves, treedef, node_pos, statics) -> _Record:
@@ -582,30 +573,25 @@ class CachedNnxJit:
         graph_part = [owner[node_pos[k]] for k in graph.owners]
         return graph_part + [owner[i] for i in range(treedef.num_leaves) if i not in node_pos]
 
-    def _run(self, record: _Record, roots: list, passthrough: list, args: tuple, kwargs: dict) -> Any:
-        entry = record.entry
+    def _run(self, record: _Record, roots: list, passthrough: tuple, args: tuple, kwargs: dict) -> Any:
+        entry, graph = record.entry, record.graph
         if entry.fallback:
             return self._fall_back(entry.fallback, args, kwargs)
-        graph = record.graph
-        values = graph.values(roots) if graph.leaf_slots else list(map(_RAW, graph.variables))
-        if passthrough:
-            values += passthrough
-        if entry.donated:
-            kept = tuple(map(values.__getitem__, entry.kept))
-            donated = tuple(map(values.__getitem__, entry.donated))
-        else:
-            kept, donated = tuple(values), ()
+        values = graph.values(roots) + passthrough
         try:
-            updates, out = entry.jitted(kept, donated)
+            if entry.donated:
+                kept, donated = (tuple([values[i] for i in at]) for at in (entry.kept, entry.donated))
+                updates, out = entry.jitted(kept, donated)
+            else:
+                updates, out = entry.jitted(values, ())
         except Abort as reason:
             entry.fallback = entry.fallback or str(reason)
             return self._fall_back(str(reason), args, kwargs)
-        kind, changed = entry.record[:2]
-        if kind == "values":
-            if changed:
-                graph.write(roots, changed, updates)
-            return out
-        return self._merge(record, roots, updates, out)
+        if entry.record[0] == "graph":
+            return self._merge(record, roots, updates, out)
+        if updates:  # the values the function changed (and the donated ones)
+            graph.write(roots, entry.record[1], updates)
+        return out
 
     @staticmethod
     def _merge(record: _Record, roots: list, split: list, arrays: list) -> Any:
