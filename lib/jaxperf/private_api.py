@@ -105,8 +105,7 @@ JAX_TRACE_STATE = ("jax._src.core", "trace_state")
 
 
 def jax_trace_state() -> Any:
-    """``jax._src.core.trace_state``: its ``value`` is the current trace's weak reference, read
-    in C (``jax.extend.core.get_opaque_trace_state`` wraps it in an object)."""
+    """``jax._src.core.trace_state``: its ``value``, the current trace's weak reference, read in C."""
     return getattr(check_core_hook(JAX_TRACE_STATE), JAX_TRACE_STATE[1])
 
 

@@ -105,8 +105,8 @@ class Graph:
     every root, as ``nnx.jit`` splits them), and a second walk's copies of what a later call
     must find again (every node's ``__dict__`` and container, an array as its type and a root
     by weak reference (:class:`_Like`), ``PytreeState`` flags, Variables' metadata).
-    ``leaf_slots``: ``(position, parent, key, root)`` of each array attribute (``root`` -1:
-    parent held here); ``by_index``: the indexed objects, a root as ``("root", position)``.
+    ``targets``: per leaf, its Variable or, for an array attribute, ``(parent, key, root)``
+    (``root`` -1: parent held here); ``by_index``: the indexed objects, a root as ``("root", position)``.
     """
 
     def __init__(self, roots: list[Any], fx: SimpleNamespace) -> None:
@@ -129,8 +129,8 @@ class Graph:
         self.graphdefs = tuple(graphdefs)
         self.n_leaves, self.owners = len(leaves), owners
         self.by_index = [("root", root_ids[id(o)]) if id(o) in root_ids else o for o in ref_index]  # ordered
-        self.variables, self.leaf_slots = [], []
-        for position, (leaf, (k, path)) in enumerate(zip(leaves, paths)):
+        self.variables, self.targets = [], []
+        for leaf, (k, path) in zip(leaves, paths):
             if isinstance(leaf, fx.Variable):
                 meta = leaf._var_metadata
                 if meta.get("hijax") or meta.get("ref") or fx.is_array_ref(leaf._raw_value):
@@ -140,13 +140,14 @@ class Graph:
                 if type(leaf).set_raw_value is not fx.Variable.set_raw_value:
                     raise Uncacheable("a Variable type with its own set_raw_value")
                 self.variables.append(leaf)
+                self.targets.append(leaf)
             else:
-                self.leaf_slots.append(self._slot(position, roots, k, path, root_ids))
-        self.var_positions = [p for p, leaf in enumerate(leaves) if isinstance(leaf, fx.Variable)]
+                self.targets.append(self._slot(roots, k, path, root_ids))
+        self.leaf_slots = len(self.targets) > len(self.variables)
         self._snapshot(roots, root_ids, fx)
 
     @staticmethod
-    def _slot(position: int, roots: list, k: int, path: tuple, root_ids: dict) -> tuple:
+    def _slot(roots: list, k: int, path: tuple, root_ids: dict) -> tuple:
         parent: Any = roots[k]
         for key in path[:-1]:
             parent = vars(parent)[str(key)] if hasattr(parent, "__dict__") else parent[key]
@@ -154,7 +155,7 @@ class Graph:
             raise Uncacheable("array leaf inside a tuple")
         key = str(path[-1]) if hasattr(parent, "__dict__") else path[-1]
         root = root_ids.get(id(parent), -1)
-        return position, (None if root >= 0 else parent), key, root
+        return (None if root >= 0 else parent), key, root
 
     def _snapshot(self, roots: list, root_ids: dict, fx: SimpleNamespace) -> None:
         """Copies of every node's and mutable container's contents, by walking the graph."""
@@ -228,11 +229,12 @@ class Graph:
         self.root_snaps = [root_snaps.get(id(r)) for r in roots]  # a Variable root's None: never a hit
 
     def unchanged(self, roots: Sequence[Any]) -> bool:
-        """Whether the graph of ``roots`` (the recorded objects) is still the one recorded (and the
+        """Whether ``roots`` are the recorded objects and their graph the one recorded (and the
         trace the same)."""
         try:
             return (
-                self.root_snaps == list(map(vars, roots))
+                all(map(operator.is_, map(_deref, self.root_refs), roots))
+                and self.root_snaps == [vars(root) for root in roots]
                 and self.snaps == [probe(obj) for probe, obj in self.probes]
                 and self.container_snaps == self.containers
                 and _TRACE.value is self.trace
@@ -242,36 +244,26 @@ class Graph:
 
     def values(self, roots: Sequence[Any]) -> tuple:
         """The graph's leaves now, in Flax's order: Variables' raw values and array attributes."""
-        raw = tuple(map(_RAW, self.variables))
         if not self.leaf_slots:
-            return raw
-        out: list[Any] = [None] * self.n_leaves
-        for position, value in zip(self.var_positions, raw):
-            out[position] = value
-        for position, parent, key, root in self.leaf_slots:
-            holder = roots[root] if parent is None else parent
-            out[position] = vars(holder)[key] if hasattr(holder, "__dict__") else holder[key]
-        return tuple(out)
+            return tuple(map(_RAW, self.variables))
+        return tuple(
+            t._raw_value if type(t) is not tuple else self._holder(roots, t)[t[1]] for t in self.targets
+        )
+
+    @staticmethod
+    def _holder(roots: Sequence[Any], slot: tuple) -> Any:
+        """What holds an array attribute: its parent's ``__dict__``, or the container itself."""
+        holder = roots[slot[2]] if slot[0] is None else slot[0]
+        return vars(holder) if hasattr(holder, "__dict__") else holder
 
     def write(self, roots: Sequence[Any], positions: tuple, new: tuple) -> None:
         """Write the call's updated leaves back into the caller's Variables and attributes."""
-        variables, slots = self.variables, self.leaf_slots
-        if not slots:
-            for i, value in zip(positions, new):
-                object.__setattr__(variables[i], "_raw_value", value)
-            return
-        by_position = dict(zip(self.var_positions, variables))
-        slot_of = {s[0]: s for s in slots}
         for i, value in zip(positions, new):
-            if i in by_position:
-                object.__setattr__(by_position[i], "_raw_value", value)
-            else:
-                _, parent, key, root = slot_of[i]
-                holder = roots[root] if parent is None else parent
-                if hasattr(holder, "__dict__"):
-                    object.__setattr__(holder, key, value)
-                else:
-                    holder[key] = value
+            target = self.targets[i]
+            if type(target) is not tuple:
+                object.__setattr__(target, "_raw_value", value)
+            else:  # an attribute: set in the parent's __dict__ (as object.__setattr__ does), or an item
+                self._holder(roots, target)[target[1]] = value
 
 
 class Abort(Exception):
@@ -459,20 +451,27 @@ class CachedNnxJit:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         record = self._last
-        if self._graph_context.tmp_static_cache is not None:  # inside nnx.cached_partial: nnx.jit's
-            return self._fall_back("called through nnx.cached_partial", args, kwargs)
-        if record is not None and not kwargs:
-            types, node_at, pass_at, static_at, statics = record.fast  # type: ignore[misc]
-            if types == tuple(map(type, args)):
-                roots = [args[i] for i in node_at]
-                graph = record.graph
-                if (
-                    all(map(operator.is_, map(_deref, graph.root_refs), roots))
-                    and (not static_at or [args[i] for i in static_at] == statics)
-                    and graph.unchanged(roots)
-                ):
-                    self._hits += 1
-                    return self._run(record, roots, tuple([args[i] for i in pass_at]), args, kwargs)
+        if record is not None and not kwargs and self._graph_context.tmp_static_cache is None:
+            graph, entry, (types, node_at, pass_at, static_at, statics) = record
+            if (
+                types == tuple(map(type, args))
+                and (not static_at or [args[i] for i in static_at] == statics)
+                and graph.unchanged(roots := [args[i] for i in node_at])
+            ):
+                self._hits += 1
+                done = entry.record  # the common case inline: no array attributes, nothing donated
+                if done and done[0] == "values" and not (entry.fallback or entry.donated or graph.leaf_slots):
+                    try:
+                        updates, out = entry.jitted(
+                            (*map(_RAW, graph.variables), *[args[i] for i in pass_at]), ()
+                        )
+                    except Abort as reason:
+                        entry.fallback = entry.fallback or str(reason)
+                        return self._fall_back(str(reason), args, kwargs)
+                    if updates:  # the values the function changed
+                        graph.write(roots, done[1], updates)
+                    return out
+                return self._run(record, roots, tuple([args[i] for i in pass_at]), args, kwargs)
         return self._call(args, kwargs)
 
     def _fall_back(self, reason: str, args: tuple, kwargs: dict) -> Any:
@@ -502,6 +501,8 @@ class CachedNnxJit:
         return args, kwargs
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
+        if self._graph_context.tmp_static_cache is not None:  # inside nnx.cached_partial: nnx.jit's
+            return self._fall_back("called through nnx.cached_partial", args, kwargs)
         statics, dyn_args, dyn_kwargs = self._split_static(args, kwargs)
         leaves, treedef = jtu.tree_flatten((dyn_args, dyn_kwargs), is_leaf=self._is_node)
         node_pos = tuple(i for i, leaf in enumerate(leaves) if self._is_node(leaf))
@@ -511,9 +512,7 @@ class CachedNnxJit:
             record = self._records.get(key)
         except TypeError:  # an unhashable static argument: nnx.jit's (jax.jit's) error
             return self._fallback(*args, **kwargs)
-        if record is None or not (
-            all(r() is a for r, a in zip(record.graph.root_refs, roots)) and record.graph.unchanged(roots)
-        ):
+        if record is None or not record.graph.unchanged(roots):
             try:
                 record = self._record(key, args, kwargs, leaves, treedef, node_pos, statics)
             except Uncacheable as reason:
@@ -539,17 +538,15 @@ class CachedNnxJit:
         if entry is None:
             donated = self._donated_leaves(graph, treedef, node_pos, at)
             entry = self._entries[entry_key] = Entry(self, graph, treedef, node_pos, statics, donated)
-        fast = None
-        plain = len(leaves) == len(at) and all(args[i] is leaf for i, leaf in zip(at, leaves))
-        if plain and not kwargs:
-            if all(isinstance(leaf, _LEAF_TYPES) for i, leaf in enumerate(leaves) if i not in node_pos):
-                node_at = tuple(at[i] for i in node_pos)
-                pass_at = tuple(at[i] for i in range(len(leaves)) if i not in node_pos)
-                static_at = tuple(i for i in range(len(args)) if i in self._static[0])
-                statics_now = [args[i] for i in static_at]
-                fast = (tuple(map(type, args)), node_at, pass_at, static_at, statics_now)
         if any(isinstance(root, fx.Variable) for root in roots):  # held strongly: this call's alone
             return _Record(graph, entry, None)
+        fast = None
+        plain = not kwargs and len(leaves) == len(at) and all(args[i] is leaf for i, leaf in zip(at, leaves))
+        if plain and all(isinstance(leaf, _LEAF_TYPES) for i, leaf in enumerate(leaves) if i not in node_pos):
+            node_at = tuple(at[i] for i in node_pos)
+            pass_at = tuple(at[i] for i in range(len(at)) if i not in node_pos)
+            static_at = tuple(i for i in range(len(args)) if i in self._static[0])
+            fast = (tuple(map(type, args)), node_at, pass_at, static_at, [args[i] for i in static_at])
         record = _Record(graph, entry, fast)
         if key not in self._records:
             for root in roots:
