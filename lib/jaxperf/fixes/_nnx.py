@@ -3,12 +3,13 @@
 ``nnx.jit`` in graph mode splits every graph node argument (a walk of the object graph in
 Python), calls its ``jax.jit``, then merges the result back (a second walk) on every call.
 This wrapper walks the graph once per graph structure (:class:`Graph`); a later call checks
-that structure with one C-level comparison per node, Variable and container, reads the
-Variables' values, calls one ``jax.jit`` (:class:`Entry`) and writes back only the values
-the function changed (and every donated one): the same results and updates as ``nnx.jit``,
-with its static, donated and other ``jax.jit`` options, methods, shared Variables, RNG
-streams and ``nnx.Optimizer`` updates. A function that changes the graph's structure or
-returns graph nodes returns the whole graph split, merged as ``nnx.jit`` merges it.
+that structure (one list comparison of what each node's, PytreeState's and Variable's probe
+reads with the record's copies, and the trace), reads the Variables' values, calls one
+``jax.jit`` (:class:`Entry`) and writes back only the values the function changed (and every
+donated one): the same results and updates as ``nnx.jit``, with its static, donated and other
+``jax.jit`` options, methods, shared Variables, RNG streams and ``nnx.Optimizer`` updates. A
+function that changes the graph's structure or returns graph nodes returns the whole graph
+split, merged as ``nnx.jit`` merges it.
 
 Refused with a ValueError naming the option (:func:`nnx_refusal_counts`): tree mode
 (``graph=False``, ``graph_updates=False``), where there is no walk to cache, and
