@@ -193,8 +193,8 @@ def provenance() -> dict[str, Any]:
     import jax
 
     def git(*args: str) -> str:
-        where = os.path.dirname(os.path.abspath(__file__))
-        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True).stdout.strip()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the checkout, not tools/
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True).stdout.strip()
 
     import jaxperf.fixes._nnx as fix
 
