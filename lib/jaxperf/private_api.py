@@ -101,12 +101,12 @@ def jax_trace_context() -> Callable[[], Any]:
     return getattr(check_core_hook(JAX_TRACE_CONTEXT), JAX_TRACE_CONTEXT[1])
 
 
-JAX_TRACE_STATE = ("jax._src.core", "trace_state")
+JAX_TRACING_CONTEXT = ("jax._src.core", "trace_ctx")
 
 
-def jax_trace_state() -> Any:
-    """``jax._src.core.trace_state``: its ``value``, the current trace's weak reference, read in C."""
-    return getattr(check_core_hook(JAX_TRACE_STATE), JAX_TRACE_STATE[1])
+def jax_tracing_context() -> Any:
+    """``jax._src.core.trace_ctx``: its ``trace`` is the current trace, which Flax's tracers read."""
+    return getattr(check_core_hook(JAX_TRACING_CONTEXT), JAX_TRACING_CONTEXT[1])
 
 
 JAX_TRACEBACK_EXCLUSION = ("jax._src.traceback_util", "register_exclusion")
@@ -123,7 +123,7 @@ CORE_HOOKS: dict[tuple[str, ...], str] = {
     EQUINOX_ARRAY_TYPES: "equinox",
     JAX_BROADCAST_PREFIX: "jax",
     JAX_TRACE_CONTEXT: "jax",
-    JAX_TRACE_STATE: "jax",
+    JAX_TRACING_CONTEXT: "jax",
     JAX_TRACEBACK_EXCLUSION: "jax",
     EQUINOX_JIT_ERROR: "equinox",
 }

@@ -97,8 +97,8 @@ _RAW = operator.attrgetter("_raw_value")
 
 
 _deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
-#: ``.value``: the current JAX trace's weak reference (what Flax's ``current_jax_trace`` wraps)
-_TRACE = private_api.jax_trace_state()
+#: ``.trace``: the current JAX trace (Flax's ``current_jax_trace`` wraps its weak reference)
+_TRACING = private_api.jax_tracing_context()
 
 
 class Graph:
@@ -112,7 +112,7 @@ class Graph:
 
     def __init__(self, roots: list[Any], fx: SimpleNamespace) -> None:
         graphlib = fx.graphlib
-        self.trace = _TRACE.value
+        self.trace = _TRACING.trace._weakref
         root_ids = {id(r): k for k, r in enumerate(roots)}
         # a Variable argument has no weak reference: held for this call only (its record is not kept)
         self.root_refs = [(lambda r=r: r) if isinstance(r, fx.Variable) else weakref.ref(r) for r in roots]
@@ -238,7 +238,7 @@ class Graph:
                 and self.root_snaps == [vars(root) for root in roots]
                 and self.snaps == [probe(obj) for probe, obj in self.probes]
                 and self.container_snaps == self.containers
-                and _TRACE.value is self.trace
+                and _TRACING.trace._weakref is self.trace
             )
         except Exception:  # a static attribute whose == raises
             return False
