@@ -225,6 +225,24 @@ def test_a_function_that_changes_the_graph_is_merged_as_nnx_jit_merges_it():
     assert len(log) == 1 and not f.fallback_reasons  # traced once, as nnx.jit traces it
 
 
+def test_an_entry_whose_traces_disagree_is_nnx_jits_from_then_on():
+    """A retrace (a new shape) that changes other Variables than the first trace did: that call
+    and every later one of the entry, the first shape's too, are nnx.jit's."""
+
+    def f(m, x):
+        if x.shape[0] > 2:
+            m.offset[...] += 1.0
+        return m(x).sum()
+
+    (m1, m2), (ours, theirs) = (Block(nnx.Rngs(0)), Block(nnx.Rngs(0))), (cached_nnx_jit(f), nnx.jit(f))
+    for x in (jnp.ones((2, 3)), jnp.ones((4, 3)), jnp.ones((2, 3)), jnp.ones((2, 3))):
+        assert float(ours(m1, x)) == pytest.approx(float(theirs(m2, x)))
+    assert float(m1.offset[...]) == float(m2.offset[...]) == 2.0
+    # nnx.jit's merge gives each module a new PytreeState: the call after a fallback records again
+    assert ours.stats == {"hits": 1, "misses": 3, "fallbacks": 3}
+    assert ours.fallback_reasons == {"outputs differ between traces": 3}
+
+
 def test_output_graph_nodes_are_the_callers_objects_or_new_ones():
     m, x = Block(nnx.Rngs(0)), jnp.ones((2, 3))
     f = cached_nnx_jit(lambda m, x: (m, m.linear.kernel, nnx.Dict(inner=m.linear), m(x)))
@@ -255,6 +273,22 @@ def test_errors_are_nnx_jits():
 
     with pytest.raises(TraceContextError):
         outer(jnp.ones((3, 3)))
+
+
+def test_a_recorded_call_made_again_inside_another_trace_is_nnx_jits():
+    """The record's trace is checked on a hit: inside ``jax.jit``, the same model and wrapper are
+    nnx.jit's (which refuses to write a tracer into the caller's Variable), not the record's."""
+    from flax.errors import TraceContextError
+
+    def bump(m):
+        m.offset[...] += 1.0
+
+    for jit in (nnx.jit, cached_nnx_jit):
+        m, f = Block(nnx.Rngs(0)), jit(bump)
+        f(m), f(m)
+        with pytest.raises(TraceContextError):
+            jax.jit(lambda f=f, m=m: f(m))()
+    assert f.stats == {"hits": 1, "misses": 1, "fallbacks": 1}
 
 
 @pytest.mark.parametrize("back_reference", [False, True])
@@ -354,6 +388,31 @@ def test_a_pytree_value_mutated_in_place_is_written_back():
         step(m)
         outs.append(float(m.v.get_value()["a"]))
     assert outs == [2.0, 2.0]
+
+
+def test_array_attributes_are_read_and_written_as_nnx_jit_does():
+    """Arrays that are no Variable: an attribute of the argument, of a submodule, an item of a list."""
+
+    class Inner(nnx.Module):
+        def __init__(self):
+            self.scale = jnp.ones(())
+
+    class Arrays(nnx.Module):
+        def __init__(self):
+            self.count, self.buf, self.inner = jnp.zeros(()), nnx.data([jnp.zeros(2), jnp.ones(2)]), Inner()
+            self.w = nnx.Param(jnp.ones(2))
+
+    def f(m, x):
+        m.count, m.buf[0], m.inner.scale = m.count + 1, m.buf[0] + x, m.inner.scale * 2
+        return (m.w[...] * m.inner.scale).sum()
+
+    seen = []
+    for jit in (nnx.jit, cached_nnx_jit):
+        m, step = Arrays(), jit(f)
+        outs = [float(step(m, jnp.ones(2))) for _ in range(3)]
+        seen.append((outs, float(m.count), np.asarray(m.buf[0]).tolist(), float(m.inner.scale)))
+    assert seen[0] == seen[1] == ([4.0, 8.0, 16.0], 3.0, [3.0, 3.0], 8.0)
+    assert step.stats == {"hits": 2, "misses": 1, "fallbacks": 0}
 
 
 def test_the_kept_differences_from_nnx_jit():

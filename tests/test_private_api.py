@@ -53,6 +53,19 @@ def test_jax_broadcast_prefix_and_trace_context_resolve():
 # --- public fixes: cached_filter_jit, cached_filter_pmap ------------------------------
 
 
+def test_jax_tracing_context_holds_the_trace_flax_compares_and_another_inside_a_trace():
+    import jax
+    from jax.extend.core import get_opaque_trace_state
+
+    from jaxperf import private_api
+
+    context = private_api.jax_tracing_context()
+    top, inside = context.trace, []
+    assert get_opaque_trace_state()._trace_ref is top._weakref  # what Flax's current_jax_trace wraps
+    jax.jit(lambda x: inside.append(context.trace) or x)(1.0)
+    assert inside[0] is not top and context.trace is top
+
+
 def test_jax_traceback_exclusion_registers_the_file():
     import importlib
 

@@ -99,6 +99,14 @@ def jax_trace_context() -> Callable[[], Any]:
     return getattr(check_core_hook(JAX_TRACE_CONTEXT), JAX_TRACE_CONTEXT[1])
 
 
+JAX_TRACING_CONTEXT = ("jax._src.core", "trace_ctx")
+
+
+def jax_tracing_context() -> Any:
+    """``jax._src.core.trace_ctx``: its ``trace`` is the current trace, which Flax's tracers read."""
+    return getattr(check_core_hook(JAX_TRACING_CONTEXT), JAX_TRACING_CONTEXT[1])
+
+
 JAX_TRACEBACK_EXCLUSION = ("jax._src.traceback_util", "register_exclusion")
 #: what ``eqx.filter_jit`` uses for an ``eqx.error_if`` failure: the message template, the
 #: (msg, stack) the check left, the filter hiding JAX's "pure_callback failed" log record
@@ -113,6 +121,7 @@ CORE_HOOKS: dict[tuple[str, ...], str] = {
     EQUINOX_ARRAY_TYPES: "equinox",
     JAX_BROADCAST_PREFIX: "jax",
     JAX_TRACE_CONTEXT: "jax",
+    JAX_TRACING_CONTEXT: "jax",
     JAX_TRACEBACK_EXCLUSION: "jax",
     EQUINOX_JIT_ERROR: "equinox",
 }

@@ -45,6 +45,7 @@ def test_every_private_hook_of_the_fixes_is_a_core_hook():
         "equinox_array_types": private_api.EQUINOX_ARRAY_TYPES,
         "jax_broadcast_prefix": private_api.JAX_BROADCAST_PREFIX,
         "jax_trace_context": private_api.JAX_TRACE_CONTEXT,
+        "jax_tracing_context": private_api.JAX_TRACING_CONTEXT,
         "jax_traceback_exclusion": private_api.JAX_TRACEBACK_EXCLUSION,
         "equinox_jit_error_message": private_api.EQUINOX_JIT_ERROR,
         "equinox_callback_log_filter": private_api.EQUINOX_JIT_ERROR,

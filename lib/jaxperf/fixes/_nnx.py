@@ -3,12 +3,13 @@
 ``nnx.jit`` in graph mode splits every graph node argument (a walk of the object graph in
 Python), calls its ``jax.jit``, then merges the result back (a second walk) on every call.
 This wrapper walks the graph once per graph structure (:class:`Graph`); a later call checks
-that structure with one C-level comparison per node, Variable and container, reads the
-Variables' values, calls one ``jax.jit`` (:class:`Entry`) and writes back only the values
-the function changed (and every donated one): the same results and updates as ``nnx.jit``,
-with its static, donated and other ``jax.jit`` options, methods, shared Variables, RNG
-streams and ``nnx.Optimizer`` updates. A function that changes the graph's structure or
-returns graph nodes returns the whole graph split, merged as ``nnx.jit`` merges it.
+that structure (one list comparison of what each node's, PytreeState's and Variable's probe
+reads with the record's copies, and the trace), reads the Variables' values, calls one
+``jax.jit`` (:class:`Entry`) and writes back only the values the function changed (and every
+donated one): the same results and updates as ``nnx.jit``, with its static, donated and other
+``jax.jit`` options, methods, shared Variables, RNG streams and ``nnx.Optimizer`` updates. A
+function that changes the graph's structure or returns graph nodes returns the whole graph
+split, merged as ``nnx.jit`` merges it.
 
 Refused with a ValueError naming the option (:func:`nnx_refusal_counts`): tree mode
 (``graph=False``, ``graph_updates=False``), where there is no walk to cache, and
@@ -38,6 +39,7 @@ import jax
 import jax.tree_util as jtu
 import numpy as np
 
+from .. import private_api
 from ..errors import bad_value
 
 _FLAX: SimpleNamespace | None = None
@@ -95,6 +97,8 @@ _RAW = operator.attrgetter("_raw_value")
 
 
 _deref = operator.call  # a weak reference's referent, in C: map(_deref, refs)
+#: ``.trace``: the current JAX trace (Flax's ``current_jax_trace`` wraps its weak reference)
+_TRACING = private_api.jax_tracing_context()
 
 
 class Graph:
@@ -102,13 +106,13 @@ class Graph:
     every root, as ``nnx.jit`` splits them), and a second walk's copies of what a later call
     must find again (every node's ``__dict__`` and container, an array as its type and a root
     by weak reference (:class:`_Like`), ``PytreeState`` flags, Variables' metadata).
-    ``leaf_slots``: ``(position, parent, key, root)`` of each array attribute (``root`` -1:
-    parent held here); ``by_index``: the indexed objects, a root as ``("root", position)``.
+    ``targets``: per leaf, its Variable or, for an array attribute, ``(parent, key, root)``
+    (``root`` -1: parent held here); ``by_index``: the indexed objects, a root as ``("root", position)``.
     """
 
     def __init__(self, roots: list[Any], fx: SimpleNamespace) -> None:
         graphlib = fx.graphlib
-        self.trace = fx.trace()
+        self.trace = _TRACING.trace._weakref
         root_ids = {id(r): k for k, r in enumerate(roots)}
         # a Variable argument has no weak reference: held for this call only (its record is not kept)
         self.root_refs = [(lambda r=r: r) if isinstance(r, fx.Variable) else weakref.ref(r) for r in roots]
@@ -125,27 +129,26 @@ class Graph:
             owners += [k] * len(flat.leaves)
         self.graphdefs = tuple(graphdefs)
         self.n_leaves, self.owners = len(leaves), owners
-        self.by_index = [root_ids.get(id(obj), obj) for obj in ref_index]  # RefMap keeps order
-        self.by_index = [("root", v) if isinstance(v, int) else v for v in self.by_index]
-        self.variables, self.leaf_slots = [], []
-        for position, (leaf, (k, path)) in enumerate(zip(leaves, paths)):
+        self.by_index = [("root", root_ids[id(o)]) if id(o) in root_ids else o for o in ref_index]  # ordered
+        self.variables, self.targets = [], []
+        for leaf, (k, path) in zip(leaves, paths):
             if isinstance(leaf, fx.Variable):
                 meta = leaf._var_metadata
                 if meta.get("hijax") or meta.get("ref") or fx.is_array_ref(leaf._raw_value):
                     raise Uncacheable("hijax or ref Variable")
-                if leaf._trace_state._jax_trace != self.trace:
+                if leaf._trace_state._jax_trace != fx.trace():
                     raise Uncacheable("Variable of another trace")
                 if type(leaf).set_raw_value is not fx.Variable.set_raw_value:
                     raise Uncacheable("a Variable type with its own set_raw_value")
                 self.variables.append(leaf)
+                self.targets.append(leaf)
             else:
-                self.leaf_slots.append(self._slot(position, roots, k, path, root_ids))
-        self.var_positions = [p for p, leaf in enumerate(leaves) if isinstance(leaf, fx.Variable)]
-        self.metadata = [dict(v._var_metadata) for v in self.variables]
+                self.targets.append(self._slot(roots, k, path, root_ids))
+        self.leaf_slots = len(self.targets) > len(self.variables)
         self._snapshot(roots, root_ids, fx)
 
     @staticmethod
-    def _slot(position: int, roots: list, k: int, path: tuple, root_ids: dict) -> tuple:
+    def _slot(roots: list, k: int, path: tuple, root_ids: dict) -> tuple:
         parent: Any = roots[k]
         for key in path[:-1]:
             parent = vars(parent)[str(key)] if hasattr(parent, "__dict__") else parent[key]
@@ -153,21 +156,19 @@ class Graph:
             raise Uncacheable("array leaf inside a tuple")
         key = str(path[-1]) if hasattr(parent, "__dict__") else path[-1]
         root = root_ids.get(id(parent), -1)
-        return position, (None if root >= 0 else parent), key, root
+        return (None if root >= 0 else parent), key, root
 
     def _snapshot(self, roots: list, root_ids: dict, fx: SimpleNamespace) -> None:
         """Copies of every node's and mutable container's contents, by walking the graph."""
         graphlib = fx.graphlib
         seen: set[int] = set()
-        # roots through weak references; other nodes, lists, dicts and State mappings held strongly
-        self.node_refs: list[weakref.ref] = []
-        self.node_snaps: list[dict] = []
-        self.held: list[Any] = []
-        self.held_snaps: list[dict] = []
-        self.containers: list[Any] = []
+        # roots are the call's arguments (not held); (a probe, an object held here) and a copy of what
+        # the probe returned: Variables' metadata, other nodes' attributes, PytreeState flags
+        root_snaps: dict[int, dict] = {}
+        self.probes: list[tuple] = [(_METADATA, v) for v in self.variables]
+        self.snaps: list[Any] = [dict(v._var_metadata) for v in self.variables]
+        self.containers: list[Any] = []  # lists, dicts and State mappings, held here
         self.container_snaps: list[Any] = []
-        self.states: list[Any] = []
-        self.state_flags: list[tuple] = []
 
         def entry(value: Any, weak: bool = False) -> Any:
             if id(value) in root_ids:
@@ -190,8 +191,8 @@ class Graph:
             if impl is None:
                 return
             if isinstance(node, fx.PytreeState):
-                self.states.append(node)
-                self.state_flags.append(_PYTREE_FLAGS(node))
+                self.probes.append((_PYTREE_FLAGS, node))
+                self.snaps.append(_PYTREE_FLAGS(node))
                 return
             values, _ = impl.flatten(node)
             elems = (graphlib.DataElem, graphlib.StaticElem)
@@ -201,11 +202,10 @@ class Graph:
                 is_root = id(node) in root_ids
                 snap = {k: (v if k in static else entry(v, is_root)) for k, v in vars(node).items()}
                 if is_root:
-                    self.node_refs.append(weakref.ref(node))
-                    self.node_snaps.append(snap)
+                    root_snaps[id(node)] = snap
                 else:
-                    self.held.append(node)
-                    self.held_snaps.append(snap)
+                    self.probes.append((vars, node))
+                    self.snaps.append(snap)
             elif type(node) is list:
                 self.containers.append(node)
                 self.container_snaps.append([entry(v) for v in node])
@@ -213,8 +213,8 @@ class Graph:
                 self.containers.append(node)
                 self.container_snaps.append({k: entry(v) for k, v in node.items()})
             elif isinstance(node, fx.State):  # a mapping over a dict: both checked
-                self.held.append(node)
-                self.held_snaps.append(dict(vars(node)))
+                self.probes.append((vars, node))
+                self.snaps.append(dict(vars(node)))
                 self.containers.append(node._mapping)
                 self.container_snaps.append({k: entry(v) for k, v in node._mapping.items()})
             elif isinstance(node, tuple):
@@ -227,59 +227,44 @@ class Graph:
 
         for root in roots:
             walk(root)
+        self.root_snaps = [root_snaps.get(id(r)) for r in roots]  # a Variable root's None: never a hit
 
     def unchanged(self, roots: Sequence[Any]) -> bool:
-        """Whether the graph of ``roots`` is still the one recorded (and the trace the same)."""
+        """Whether ``roots`` are the recorded objects and their graph the one recorded (and the
+        trace the same)."""
         try:
             return (
-                _current_trace() == self.trace
-                and self.node_snaps == list(map(vars, map(_deref, self.node_refs)))
-                and self.held_snaps == list(map(vars, self.held))
+                all(map(operator.is_, map(_deref, self.root_refs), roots))
+                and self.root_snaps == [vars(root) for root in roots]
+                and self.snaps == [probe(obj) for probe, obj in self.probes]
                 and self.container_snaps == self.containers
-                and self.state_flags == list(map(_PYTREE_FLAGS, self.states))
-                and self.metadata == list(map(_METADATA, self.variables))
+                and _TRACING.trace._weakref is self.trace
             )
-        except Exception:  # a dead root (vars(None)), a static attribute whose == raises
+        except Exception:  # a static attribute whose == raises
             return False
 
-    def values(self, roots: Sequence[Any]) -> list:
+    def values(self, roots: Sequence[Any]) -> tuple:
         """The graph's leaves now, in Flax's order: Variables' raw values and array attributes."""
-        raw = list(map(_RAW, self.variables))
         if not self.leaf_slots:
-            return raw
-        out: list[Any] = [None] * self.n_leaves
-        for position, value in zip(self.var_positions, raw):
-            out[position] = value
-        for position, parent, key, root in self.leaf_slots:
-            holder = roots[root] if parent is None else parent
-            out[position] = vars(holder)[key] if hasattr(holder, "__dict__") else holder[key]
-        return out
+            return tuple(map(_RAW, self.variables))
+        return tuple(
+            t._raw_value if type(t) is not tuple else self._holder(roots, t)[t[1]] for t in self.targets
+        )
+
+    @staticmethod
+    def _holder(roots: Sequence[Any], slot: tuple) -> Any:
+        """What holds an array attribute: its parent's ``__dict__``, or the container itself."""
+        holder = roots[slot[2]] if slot[0] is None else slot[0]
+        return vars(holder) if hasattr(holder, "__dict__") else holder
 
     def write(self, roots: Sequence[Any], positions: tuple, new: tuple) -> None:
         """Write the call's updated leaves back into the caller's Variables and attributes."""
-        variables, slots = self.variables, self.leaf_slots
-        if not slots:
-            for i, value in zip(positions, new):
-                object.__setattr__(variables[i], "_raw_value", value)
-            return
-        by_position = dict(zip(self.var_positions, variables))
-        slot_of = {s[0]: s for s in slots}
         for i, value in zip(positions, new):
-            if i in by_position:
-                object.__setattr__(by_position[i], "_raw_value", value)
-            else:
-                _, parent, key, root = slot_of[i]
-                holder = roots[root] if parent is None else parent
-                if hasattr(holder, "__dict__"):
-                    object.__setattr__(holder, key, value)
-                else:
-                    holder[key] = value
-
-
-def _current_trace() -> Any:
-    global _current_trace
-    _current_trace = flax().trace  # resolved on the first call
-    return _current_trace()
+            target = self.targets[i]
+            if type(target) is not tuple:
+                object.__setattr__(target, "_raw_value", value)
+            else:  # an attribute: set in the parent's __dict__ (as object.__setattr__ does), or an item
+                self._holder(roots, target)[target[1]] = value
 
 
 class Abort(Exception):
@@ -402,13 +387,8 @@ def _resolve(fun: Callable, nums: Any, names: Any) -> tuple[frozenset[int], froz
     return nums_set, names_set
 
 
-class _Record:
-    """A call's graph record and entry, and (``fast``) the positional fast path's checks."""
-
-    __slots__ = ("graph", "entry", "fast", "__weakref__")
-
-    def __init__(self, graph: Graph, entry: Entry, fast: tuple | None) -> None:
-        self.graph, self.entry, self.fast = graph, entry, fast
+#: a call's graph record and entry, and (``fast``) the positional fast path's checks
+_Record = collections.namedtuple("_Record", ("graph", "entry", "fast"))
 
 
 def _forget(owner_ref: weakref.ref, key: Any) -> None:
@@ -455,8 +435,12 @@ class CachedNnxJit:
         self._records: dict[Any, _Record] = {}
         self._entries: dict[Any, Entry] = {}
         self._last: _Record | None = None
-        self.stats = {"hits": 0, "misses": 0, "fallbacks": 0}
+        self._hits = self._misses = self._fallbacks = 0
         self.fallback_reasons: collections.Counter[str] = collections.Counter()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"hits": self._hits, "misses": self._misses, "fallbacks": self._fallbacks}
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
@@ -468,24 +452,31 @@ class CachedNnxJit:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         record = self._last
-        if self._graph_context.tmp_static_cache is not None:  # inside nnx.cached_partial: nnx.jit's
-            return self._fall_back("called through nnx.cached_partial", args, kwargs)
-        if record is not None and not kwargs:
-            types, node_at, pass_at, static_at, statics = record.fast  # type: ignore[misc]
-            if types == tuple(map(type, args)):
-                roots = list(map(args.__getitem__, node_at))
-                graph = record.graph
-                if (
-                    all(map(operator.is_, map(_deref, graph.root_refs), roots))
-                    and (not static_at or list(map(args.__getitem__, static_at)) == statics)
-                    and graph.unchanged(roots)
-                ):
-                    self.stats["hits"] += 1
-                    return self._run(record, roots, list(map(args.__getitem__, pass_at)), args, kwargs)
+        if record is not None and not kwargs and self._graph_context.tmp_static_cache is None:
+            graph, entry, (types, node_at, pass_at, static_at, statics) = record
+            if (
+                types == tuple(map(type, args))
+                and (not static_at or [args[i] for i in static_at] == statics)
+                and graph.unchanged(roots := [args[i] for i in node_at])
+            ):
+                self._hits += 1
+                done = entry.record  # the common case inline: no array attributes, nothing donated
+                if done and done[0] == "values" and not (entry.fallback or entry.donated or graph.leaf_slots):
+                    try:
+                        updates, out = entry.jitted(
+                            (*map(_RAW, graph.variables), *[args[i] for i in pass_at]), ()
+                        )
+                    except Abort as reason:
+                        entry.fallback = entry.fallback or str(reason)
+                        return self._fall_back(str(reason), args, kwargs)
+                    if updates:  # the values the function changed
+                        graph.write(roots, done[1], updates)
+                    return out
+                return self._run(record, roots, tuple([args[i] for i in pass_at]), args, kwargs)
         return self._call(args, kwargs)
 
     def _fall_back(self, reason: str, args: tuple, kwargs: dict) -> Any:
-        self.stats["fallbacks"] += 1
+        self._fallbacks += 1
         self.fallback_reasons[reason] += 1
         _FALLBACKS[reason] += 1
         return self._fallback(*args, **kwargs)
@@ -511,6 +502,8 @@ class CachedNnxJit:
         return args, kwargs
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
+        if self._graph_context.tmp_static_cache is not None:  # inside nnx.cached_partial: nnx.jit's
+            return self._fall_back("called through nnx.cached_partial", args, kwargs)
         statics, dyn_args, dyn_kwargs = self._split_static(args, kwargs)
         leaves, treedef = jtu.tree_flatten((dyn_args, dyn_kwargs), is_leaf=self._is_node)
         node_pos = tuple(i for i, leaf in enumerate(leaves) if self._is_node(leaf))
@@ -520,19 +513,17 @@ class CachedNnxJit:
             record = self._records.get(key)
         except TypeError:  # an unhashable static argument: nnx.jit's (jax.jit's) error
             return self._fallback(*args, **kwargs)
-        if record is None or not (
-            all(r() is a for r, a in zip(record.graph.root_refs, roots)) and record.graph.unchanged(roots)
-        ):
+        if record is None or not record.graph.unchanged(roots):
             try:
                 record = self._record(key, args, kwargs, leaves, treedef, node_pos, statics)
             except Uncacheable as reason:
                 return self._fall_back(str(reason), args, kwargs)
-            self.stats["misses"] += 1
+            self._misses += 1
         else:
-            self.stats["hits"] += 1
+            self._hits += 1
         if record.fast is not None:
             self._last = record
-        passthrough = [leaf for i, leaf in enumerate(leaves) if i not in node_pos]
+        passthrough = tuple([leaf for i, leaf in enumerate(leaves) if i not in node_pos])
         return self._run(record, roots, passthrough, args, kwargs)
 
     def _record(self, key, args, kwargs, leaves, treedef, node_pos, statics) -> _Record:
@@ -548,17 +539,15 @@ class CachedNnxJit:
         if entry is None:
             donated = self._donated_leaves(graph, treedef, node_pos, at)
             entry = self._entries[entry_key] = Entry(self, graph, treedef, node_pos, statics, donated)
-        fast = None
-        plain = len(leaves) == len(at) and all(args[i] is leaf for i, leaf in zip(at, leaves))
-        if plain and not kwargs:
-            if all(isinstance(leaf, _LEAF_TYPES) for i, leaf in enumerate(leaves) if i not in node_pos):
-                node_at = tuple(at[i] for i in node_pos)
-                pass_at = tuple(at[i] for i in range(len(leaves)) if i not in node_pos)
-                static_at = tuple(i for i in range(len(args)) if i in self._static[0])
-                statics_now = [args[i] for i in static_at]
-                fast = (tuple(map(type, args)), node_at, pass_at, static_at, statics_now)
         if any(isinstance(root, fx.Variable) for root in roots):  # held strongly: this call's alone
             return _Record(graph, entry, None)
+        fast = None
+        plain = not kwargs and len(leaves) == len(at) and all(args[i] is leaf for i, leaf in zip(at, leaves))
+        if plain and all(isinstance(leaf, _LEAF_TYPES) for i, leaf in enumerate(leaves) if i not in node_pos):
+            node_at = tuple(at[i] for i in node_pos)
+            pass_at = tuple(at[i] for i in range(len(at)) if i not in node_pos)
+            static_at = tuple(i for i in range(len(args)) if i in self._static[0])
+            fast = (tuple(map(type, args)), node_at, pass_at, static_at, [args[i] for i in static_at])
         record = _Record(graph, entry, fast)
         if key not in self._records:
             for root in roots:
@@ -582,30 +571,25 @@ class CachedNnxJit:
         graph_part = [owner[node_pos[k]] for k in graph.owners]
         return graph_part + [owner[i] for i in range(treedef.num_leaves) if i not in node_pos]
 
-    def _run(self, record: _Record, roots: list, passthrough: list, args: tuple, kwargs: dict) -> Any:
-        entry = record.entry
+    def _run(self, record: _Record, roots: list, passthrough: tuple, args: tuple, kwargs: dict) -> Any:
+        entry, graph = record.entry, record.graph
         if entry.fallback:
             return self._fall_back(entry.fallback, args, kwargs)
-        graph = record.graph
-        values = graph.values(roots) if graph.leaf_slots else list(map(_RAW, graph.variables))
-        if passthrough:
-            values += passthrough
-        if entry.donated:
-            kept = tuple(map(values.__getitem__, entry.kept))
-            donated = tuple(map(values.__getitem__, entry.donated))
-        else:
-            kept, donated = tuple(values), ()
+        values = graph.values(roots) + passthrough
         try:
-            updates, out = entry.jitted(kept, donated)
+            if entry.donated:
+                kept, donated = (tuple([values[i] for i in at]) for at in (entry.kept, entry.donated))
+                updates, out = entry.jitted(kept, donated)
+            else:
+                updates, out = entry.jitted(values, ())
         except Abort as reason:
             entry.fallback = entry.fallback or str(reason)
             return self._fall_back(str(reason), args, kwargs)
-        kind, changed = entry.record[:2]
-        if kind == "values":
-            if changed:
-                graph.write(roots, changed, updates)
-            return out
-        return self._merge(record, roots, updates, out)
+        if entry.record[0] == "graph":
+            return self._merge(record, roots, updates, out)
+        if updates:  # the values the function changed (and the donated ones)
+            graph.write(roots, entry.record[1], updates)
+        return out
 
     @staticmethod
     def _merge(record: _Record, roots: list, split: list, arrays: list) -> Any:
