@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 FACTORY = "jaxperf_study.dispatch.examples:cell"
@@ -135,6 +136,8 @@ def lines(cases: list[dict[str, Any]], family: str) -> dict[str, Any]:
     wrapper adds over the baseline's per call, ``a + b x leaves``, fitted once per process index
     (the k-th process of every size; sizes ran in separate processes) and quoted as the median
     line with the rerun range of ``a`` (ms) and ``b`` (µs per leaf) over the fits."""
+    from jaxperf_study.dispatch.per_leaf import fit_per_process
+
     out: dict[str, Any] = {}
     reader = {"pmap": "filter_pmap", "jit": "filter_jit"}[family]
     for kind in sorted({c["kind"] for c in cases}):
@@ -154,22 +157,14 @@ def lines(cases: list[dict[str, Any]], family: str) -> dict[str, Any]:
             ]
             for c in mine
         }
-        fits = []
-        for k in range(min(len(v) for v in excess.values())):
-            leaves = np.array(sorted(excess), dtype=float)
-            b, a = np.polyfit(leaves, [excess[int(n)][k] for n in leaves], 1)
-            fits.append((float(a), 1e3 * float(b)))
-        a, b = spread([f[0] for f in fits]), spread([f[1] for f in fits])
-        out[kind] = {
-            "leaves": sorted(excess),
-            "a_ms": a["median"],
-            "a_ms_lo": a["lo"],
-            "a_ms_hi": a["hi"],
-            "b_us_per_leaf": b["median"],
-            "b_us_per_leaf_lo": b["lo"],
-            "b_us_per_leaf_hi": b["hi"],
-            "fits": len(fits),
-        }
+        rows = [
+            {"process": k, "leaves": n, "excess_ms": values[k]}
+            for n, values in excess.items()
+            for k in range(min(len(v) for v in excess.values()))
+        ]
+        line = fit_per_process(pd.DataFrame(rows))
+        line["fits"] = line.pop("processes")
+        out[kind] = line
     return out
 
 
