@@ -38,8 +38,8 @@ LABELS = {
     BASELINE: "`jax.jit` on `nnx.split` state",
 }
 FIT_CELLS = {"step": "noop", "kind": "mlp"}
-#: the project's goal: the drop-in's time per call within 1.3x the baseline's (it/s >= 1/1.3)
-GOAL_PER_CALL = 1.3
+#: the project's goal: the drop-in's time per call within 1.2x the baseline's (it/s >= 1/1.2; issue 63)
+GOAL_PER_CALL = 1.2
 #: the accounting's parts: stages of the staged nnx.jit call (:data:`jaxperf_study.dispatch.nnx.stages.STAGES`)
 PARTS: dict[str, tuple[str, ...]] = {
     "graph walk (graphlib.flatten)": ("split: graph walk (graphlib.flatten)",),
@@ -173,7 +173,7 @@ def headline(
 
 
 def goals(summary: dict[str, Any]) -> dict[str, Any]:
-    """The drop-in within 1.3x of ``jax.jit`` on split state per call in every case, both measures."""
+    """The drop-in within 1.2x of ``jax.jit`` on split state per call in every case, both measures."""
     out = {}
     for measure, found in summary["ranges"][f"{DROP_IN}/{BASELINE}"].items():
         verdicts = [rule.judge(c, 1 / GOAL_PER_CALL) for c in found["by_cell"]]
