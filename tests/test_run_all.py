@@ -256,3 +256,20 @@ def test_all_and_only_are_not_given_together():
     with pytest.raises(UsageError, match="--all with --only"):
         parse(["--all", "--only", "01"])
     assert parse(["--all"]).all and not parse([]).all
+
+
+def test_a_full_run_reads_the_installed_versions_it_compares_with_a_results_provenance(tmp_path):
+    """run_all's freshness check compares the versions a result names with the installed ones: they
+    are read in the run's Python (a reader that fails is an error, never an empty mapping, which
+    would let a result measured under an older JAX read as current)."""
+    import jax
+
+    from runall import main
+
+    versions = main._versions(sys.executable)
+    assert versions["jax"] == jax.__version__ and "equinox" in versions
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    with pytest.raises(RuntimeError, match="package versions"):
+        main._versions(str(broken))

@@ -492,6 +492,7 @@ def share_main(args: argparse.Namespace) -> None:
         print(json.dumps(share_one(args.depths, args.rounds, args.calls)))
         return
     from jaxperf import markdown
+    from jaxperf.backend import package_versions
     from jaxperf_study import provenance, records
     from jaxperf_study.dispatch.eqx_patch import diff, load
 
@@ -512,7 +513,7 @@ def share_main(args: argparse.Namespace) -> None:
         "test_lines_added": sum(p.added for p in pmap_patch if p.path.startswith("tests/")),
         "diff": load.DIFF_PATHS[0].name,
     }
-    versions = provenance.package_versions(("jax", "jaxlib", "equinox", "numpy", "optax"))
+    versions = package_versions(("jax", "jaxlib", "equinox", "numpy", "optax"))
     data = {
         "what": "share of eqx.filter_pmap's extra host CPU per call over jax.pmap on params that each path removes",
         "backend": "cpu",

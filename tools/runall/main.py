@@ -379,10 +379,13 @@ def _run_locked(
 
 def _versions(python: str) -> dict[str, str]:
     """The package versions installed in the run's Python, as a result's provenance names them."""
-    code = "import json; from jaxperf_study.provenance import package_versions; print(json.dumps(package_versions()))"
+    code = (
+        "import json; from jaxperf.backend import package_versions; from jaxperf_study.provenance import PACKAGES; "
+        "print(json.dumps(package_versions(PACKAGES)))"
+    )
     proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
-        return {}
+        raise RuntimeError(f"run_all.sh: could not read the package versions of {python}: {proc.stderr.strip()[-800:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
