@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -74,10 +75,21 @@ def test_records_of_two_commands_merge_into_one_with_each_commit(tmp_path):
         seed_loop.merge(paths)
 
 
-@pytest.mark.parametrize("text", ["noop:mlp", "noop:mlp:x", "noop:mlp:4:2:1"])
-def test_a_bad_case_is_named(text):
-    with pytest.raises(argparse.ArgumentTypeError, match=f"--case {text!r}"):
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("noop:mlp", "expected step:kind:size"),
+        ("noop:mlp:x", "expected step:kind:size"),
+        ("noop:mlp:4:2:1", "expected step:kind:size"),
+        ("eval:mlp:4", "step='eval' is not allowed: expected one of 'noop', 'train'"),
+        ("noop:rnn:4", "kind='rnn' is not allowed"),
+        ("noop:mlp:0", "size=0 is not allowed"),
+    ],
+)
+def test_a_bad_case_is_named_before_any_process_starts(text, why):
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(f"--case {text!r}")) as err:
         seed_loop.parse_case(text)
+    assert why in str(err.value)
 
 
 def test_a_line_per_leaf_needs_three_sizes_and_is_fitted_per_process_index():

@@ -48,13 +48,22 @@ def parse_case(text: str) -> dict[str, Any]:
         )
     case = {"step": parts[0], "kind": parts[1], "size": int(parts[2])}
     case["microbatches"] = int(parts[3]) if len(parts) == 4 else 1
+    from jaxperf.errors import check_choice
+    from jaxperf_study.dispatch.vocab import STEPS
+
+    try:  # checked here, before any process starts
+        check_choice("--case step", case["step"], STEPS)
+        name(case)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"--case {text!r}: {err}") from None
     return case
 
 
 def name(case: dict[str, Any]) -> str:
-    """The study's model name (``ModelSpec.name``): mlp_depth64, transformer_4layers_x128."""
-    base = f"mlp_depth{case['size']}" if case["kind"] == "mlp" else f"{case['kind']}_{case['size']}layers"
-    return base if case["microbatches"] == 1 else f"{base}_x{case['microbatches']}"
+    """The study's model name: mlp_depth64, transformer_4layers_x128 (``ModelSpec.name``)."""
+    from jaxperf_study.dispatch.models import ModelSpec
+
+    return ModelSpec(case["kind"], case["size"], microbatches=case["microbatches"]).name
 
 
 def one(case: dict[str, Any], a: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -136,13 +145,13 @@ def lines(cases: list[dict[str, Any]], family: str) -> dict[str, Any]:
     wrapper adds over the baseline's per call, ``a + b x leaves``, fitted once per process index
     (the k-th process of every size; sizes ran in separate processes) and quoted as the median
     line with the rerun range of ``a`` (ms) and ``b`` (µs per leaf) over the fits."""
-    from jaxperf_study.dispatch.per_leaf import fit_per_process
+    from jaxperf_study.dispatch.per_leaf import LINE_SIZES, fit_per_process
 
     out: dict[str, Any] = {}
     reader = {"pmap": "filter_pmap", "jit": "filter_jit"}[family]
     for kind in sorted({c["kind"] for c in cases}):
         mine = [c for c in cases if c["kind"] == kind and c["step"] == "noop" and c["processes"]]
-        if len({c["leaves"] for c in mine}) < 3:
+        if len({c["leaves"] for c in mine}) < LINE_SIZES:
             continue
         excess = {
             c["leaves"]: [
