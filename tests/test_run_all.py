@@ -263,7 +263,6 @@ def test_a_full_run_reads_the_installed_versions_it_compares_with_a_results_prov
     are read in the run's Python (a reader that fails is an error, never an empty mapping, which
     would let a result measured under an older JAX read as current)."""
     import jax
-
     from runall import main
 
     versions = main._versions(sys.executable)

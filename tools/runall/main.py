@@ -385,7 +385,9 @@ def _versions(python: str) -> dict[str, str]:
     )
     proc = subprocess.run([python, "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RuntimeError(f"run_all.sh: could not read the package versions of {python}: {proc.stderr.strip()[-800:]}")
+        raise RuntimeError(
+            f"run_all.sh: could not read the package versions of {python}: {proc.stderr.strip()[-800:]}"
+        )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
