@@ -3,11 +3,11 @@
 printed, so that the text quotes the repro's own output (tools/readme.py fills it from the record).
 
     .venv/bin/python tools/upstream_repro.py --text equinox-192 --label "8 CPU devices" --key cpu --runs 5
-    .venv/bin/python tools/upstream_repro.py --text jax-20909 --label "a CPU, jax 0.10.2 as on the TPU" \\
+    .venv/bin/python tools/upstream_repro.py --text jax-20909-tpu --label "a CPU, jax 0.10.2 as on the TPU" \\
         --key cpu_jax_0_10_2 --python .envs/image-tpu/bin/python --pythonpath DIR   # Equinox in DIR
-    # on the TPU, in the environment tools/device/run.sh makes (its output comes back as results/tpu/cli/):
-    bash tools/device/run.sh --backend tpu --only none \\
-        --exec "python3 tools/upstream_repro.py --text jax-20909 --label 'TPU v5e' --key tpu --into \\$JAXPERF_CLI_OUT"
+    # on a device, in the environment tools/device/run.sh makes (its output comes back as results/gpu/cli/):
+    bash tools/device/run.sh --backend gpu --only none \\
+        --exec "python3 tools/upstream_repro.py --text jax-20909 --label 'H200' --key gpu --into \\$JAXPERF_CLI_OUT"
 
 The repro is the ``python`` block of ``tools/templates/<text>.md``, run with ``PY -c``, unchanged,
 ``--runs`` times, each a fresh process, with this environment less what would change what it
@@ -37,8 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "tools" / "templates"
-#: where the records are: this CPU's, and what a TPU run sent back (tools/device/unpack.sh)
-RECORDS = (ROOT / "results" / "upstream", ROOT / "results" / "tpu" / "cli")
+#: where the records are: this CPU's, and what a TPU or GPU run sent back (tools/device/unpack.sh)
+RECORDS = (ROOT / "results" / "upstream", ROOT / "results" / "tpu" / "cli", ROOT / "results" / "gpu" / "cli")
 #: a measurement line, and one of its parts (a number, then its unit)
 LINE = re.compile(r"^(?P<name>[A-Za-z_][^:]*): (?P<rest>-?[\d,]*\.?\d.*)$")
 PART = re.compile(r"^(?P<number>-?[\d,]*\.?\d+)\s*(?P<unit>.+)$")
