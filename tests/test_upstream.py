@@ -56,7 +56,9 @@ WRITTEN = {
         "50",
         "128",
     },
-    "jax-20909.md": {"20909", "64", "128"},  # T/64 steps, [128, D] blocks
+    # T/64 steps, [128, D] blocks; his sizes named in words where no GPU has run it (batch 512, N=16, T=65536)
+    "jax-20909.md": {"20909", "64", "128", "512", "16", "65536"},
+    "jax-20909-tpu.md": {"20909", "64", "128"},  # T/64 steps, [128, D] blocks
     # Python's recursion limits, loop steps (T / 64) and the T of jax#20909's 1024 steps, a 2-core CPU
     "jax-mosaic-gpu-recursion.md": {
         "20909",
@@ -129,7 +131,7 @@ def test_a_repro_record_quotes_what_its_processes_printed(path):
 
 def test_the_committed_records_are_the_templates_repros():
     assert upstream_repro.main(["--check"]) == 0
-    assert {p.parent.name for p in RECORDS} >= {"equinox-192-repro", "jax-20909-repro"}
+    assert {p.parent.name for p in RECORDS} >= {"equinox-192-repro", "jax-20909-repro", "jax-20909-tpu-repro"}
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +145,7 @@ def with_tpu(tmp_path_factory):
         target = root / summary.relative_to(PROJECT_ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(summary, target)
-    for text in ("equinox-192", "jax-20909"):
+    for text in ("equinox-192", "jax-20909-tpu"):
         tpu = root / "results" / "tpu" / "cli" / f"{text}-repro" / "summary.json"
         if not tpu.is_file():
             record = json.loads(
@@ -164,7 +166,7 @@ def _first_screen(text: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("name", "record"), [("equinox-192.md", "equinox-192"), ("jax-20909.md", "jax-20909")]
+    ("name", "record"), [("equinox-192.md", "equinox-192"), ("jax-20909-tpu.md", "jax-20909-tpu")]
 )
 def test_an_answer_opens_with_why_and_what_to_write_then_the_tpu_then_the_cpu(with_tpu, name, record):
     with_ = readme.upstream(with_tpu)[with_tpu / "results" / "upstream" / name]
@@ -174,19 +176,19 @@ def test_an_answer_opens_with_why_and_what_to_write_then_the_tpu_then_the_cpu(wi
     assert with_.index("**On a TPU v5e**") < with_.index("```python")
     assert "Not yet measured on a TPU" not in with_ and with_.count("\n") <= readme.MAX_UPSTREAM_LINES
     tpu = json.loads((with_tpu / "results" / "tpu" / "cli" / f"{record}-repro" / "summary.json").read_text())
-    fori = "fori_loop" if record == "jax-20909" else "eqx.filter_pmap"
+    fori = "fori_loop" if record == "jax-20909-tpu" else "eqx.filter_pmap"
     ratio = next(q for q in tpu["runs"][0]["quoted"] if q["variant"] == fori)["ratio"]["median"]
     assert f"{ratio:.2f}×" in _first_screen(with_), "the TPU's ratio on the first screen"
     without = readme.upstream(PROJECT_ROOT)[PROJECT_ROOT / "results" / "upstream" / name]
     if not (PROJECT_ROOT / "results" / "tpu" / "cli" / f"{record}-repro" / "summary.json").is_file():
         missing = {
             "equinox-192": "**Not yet measured on a TPU:**",
-            "jax-20909": "**This repro has not yet run on a TPU:**",
+            "jax-20909-tpu": "**This repro has not yet run on a TPU:**",
         }
         assert missing[record] in without and "**On a TPU v5e**" not in without
 
 
-@pytest.mark.parametrize("name", ["equinox-192.md", "jax-20909.md"])
+@pytest.mark.parametrize("name", ["equinox-192.md", "jax-20909.md", "jax-20909-tpu.md"])
 def test_the_first_screen_speaks_the_issues_words_not_the_studys(with_tpu, name):
     for root in (with_tpu, PROJECT_ROOT):
         first = _first_screen(readme.upstream(root)[root / "results" / "upstream" / name])
@@ -201,6 +203,33 @@ def test_the_first_screen_speaks_the_issues_words_not_the_studys(with_tpu, name)
             "u=1",
         ):
             assert term not in first, f"{name}: {term!r} on the first screen"
+
+
+def test_jax_20909_leads_with_his_kind_of_gpu_then_the_tpu_port_and_so_does_the_readme(with_tpu, tmp_path):
+    """With a GPU record of the answer's repro (here the CPU's first process printed three times: not a
+    GPU's numbers, this tests where they land), the answer and the README's jax#20909 section open
+    with the H200, before the TPU's port; without one, the answer says the GPU has not run it."""
+    root = tmp_path / "root"
+    shutil.copytree(with_tpu, root)
+    record = json.loads((root / "results" / "upstream" / "jax-20909-repro" / "summary.json").read_text())
+    run = record["runs"][0]
+    printed = [upstream_repro.parse(run["outputs"][0])[0]] * 3
+    record["runs"] = [run | {"key": "gpu", "label": "NVIDIA H200", "quoted": upstream_repro.quoted(printed)}]
+    gpu = root / "results" / "gpu" / "cli" / "jax-20909-repro" / "summary.json"
+    gpu.parent.mkdir(parents=True)
+    gpu.write_text(json.dumps(record))
+    text = readme.upstream(root)[root / "results" / "upstream" / "jax-20909.md"]
+    first = _first_screen(text)
+    assert first.index("**On an H200**") < first.index("**On a TPU v5e**")
+    ratio = next(q for q in record["runs"][0]["quoted"] if q["variant"] == "fori_loop")["ratio"]["median"]
+    assert f"{ratio:.2f}×" in first and "ms to compile" in first and "not yet run on a GPU" not in text
+    assert text.count("\n") <= readme.MAX_UPSTREAM_LINES
+    section = readme.render(readme.TEMPLATE.read_text(), root=root).split("## [jax-ml/jax#20909]")[1]
+    assert section.index("**On an H200**") < section.index("**On a TPU v5e**")
+    assert "results/upstream/jax-20909-tpu.md" in section
+    if not (PROJECT_ROOT / "results" / "gpu" / "cli" / "jax-20909-repro" / "summary.json").is_file():
+        without = readme.upstream(PROJECT_ROOT)[PROJECT_ROOT / "results" / "upstream" / "jax-20909.md"]
+        assert "**This repro has not yet run on a GPU:**" in without and "**On an H200**" not in without
 
 
 def test_the_patches_are_attached_whole_and_each_comment_says_how_to_apply_its_own():
