@@ -7,7 +7,7 @@ printed, so that the text quotes the repro's own output (tools/readme.py fills i
         --key cpu_jax_0_10_2 --python .envs/image-tpu/bin/python --pythonpath DIR   # Equinox in DIR
     # on a device, in the environment tools/device/run.sh makes (its output comes back as results/gpu/cli/):
     bash tools/device/run.sh --backend gpu --only none \\
-        --exec "python3 tools/upstream_repro.py --text jax-20909 --label 'H200' --key gpu --into \\$JAXPERF_CLI_OUT"
+        --exec "python3 tools/upstream_repro.py --text jax-20909 --label 'NVIDIA H200' --key gpu --into \\$JAXPERF_CLI_OUT"
 
 The repro is the ``python`` block of ``tools/templates/<text>.md``, run with ``PY -c``, unchanged,
 ``--runs`` times, each a fresh process, with this environment less what would change what it
