@@ -338,7 +338,18 @@ def test_a_run_on_a_device_lands_where_run_sh_packs_it_with_the_manifests_commit
     monkeypatch.setenv("JAXPERF_GIT_COMMIT", "a" * 40)
     monkeypatch.setenv("JAXPERF_GIT_DIRTY", "false")
     cli = tmp_path / "cli"
-    args = ["--text", "jax-20909", "--label", "NVIDIA H200", "--key", "gpu", "--runs", "3", "--into", str(cli)]
+    args = [
+        "--text",
+        "jax-20909",
+        "--label",
+        "NVIDIA H200",
+        "--key",
+        "gpu",
+        "--runs",
+        "3",
+        "--into",
+        str(cli),
+    ]
     assert upstream_repro.main([*args, "--python", str(_fake_python(tmp_path, out))]) == 0
     record = json.loads((cli / "jax-20909-repro" / "summary.json").read_text())
     assert record["provenance"]["git"] == {"commit": "a" * 40, "dirty": False}
